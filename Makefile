@@ -1,0 +1,53 @@
+# Vigil — one Makefile for people and CI.
+#   make run    install what is missing, build, run the agent on the demo config
+#   make test   install what is missing, build, run every test
+#   make bench  measure the pipeline (prints a table, writes var/bench/bench.json)
+#   make deb    build the Debian package
+
+SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Libraries the build links, and the tools the tests use as independent readers.
+BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev
+TEST_DEPS := ffmpeg mediainfo
+SWIFT_FLAGS ?=
+
+.PHONY: all deps build release test run bench deb clean check-swift
+
+all: build
+
+check-swift:
+	@[ -x "$(SWIFT)" ] || { echo "error: Swift 6 is not installed — get the toolchain for your system from https://www.swift.org/install/linux/ and put its usr/bin on PATH" >&2; exit 1; }
+
+# Installs with apt-get only the packages that are missing.
+deps:
+	@missing=""; for p in $(BUILD_DEPS) $(TEST_DEPS); do \
+	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+
+build: deps check-swift
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+release: deps check-swift
+	$(SWIFT) build -c release $(SWIFT_FLAGS)
+
+test: deps check-swift
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build $(SWIFT_FLAGS)
+
+run: build
+	@./scripts/run-demo.sh "$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)"
+
+bench: deps check-swift
+	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	@mkdir -p var/bench
+	"$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json
+
+deb: release
+	./packaging/build-deb.sh "$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path)"
+
+clean:
+	rm -rf .build var dist

@@ -1,0 +1,43 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Pure-Swift modules (Media, QuickTime, MotionDetection, Recorder) import no C module.
+// Adapters (H264, Capture, Configuration) reach C only through the C* system libraries,
+// with `internal import`, so no C type can appear in a public signature.
+let package = Package(
+    name: "Vigil",
+    products: [
+        .executable(name: "vigil", targets: ["vigil"]),
+    ],
+    targets: [
+        // C libraries from Debian, found through pkg-config.
+        .systemLibrary(name: "CX264", pkgConfig: "x264", providers: [.apt(["libx264-dev"])]),
+        .systemLibrary(name: "CV4L2", pkgConfig: "libv4l2", providers: [.apt(["libv4l-dev"])]),
+        .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
+        .systemLibrary(name: "CLibconfig", pkgConfig: "libconfig", providers: [.apt(["libconfig-dev"])]),
+
+        // Pure Swift.
+        .target(name: "Media"),
+        .target(name: "QuickTime", dependencies: ["Media"]),
+        .target(name: "MotionDetection", dependencies: ["Media"]),
+        .target(name: "Recorder", dependencies: ["Media", "QuickTime", "MotionDetection"]),
+
+        // Adapters.
+        .target(name: "H264", dependencies: ["Media", "CX264"]),
+        .target(name: "Capture", dependencies: ["Media", "CV4L2", "CALSA"]),
+        .target(name: "Configuration", dependencies: ["CLibconfig"]),
+
+        // The agent and its subcommands.
+        .executableTarget(
+            name: "vigil",
+            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration"]
+        ),
+
+        // Tests.
+        .target(name: "TestSupport", dependencies: ["Media"], path: "Tests/TestSupport"),
+        .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime"], path: "Tests/Fixtures/MovieWriterChild"),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
+        .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Media", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// The Configuration module; see DESIGN.md.

@@ -1,0 +1,1 @@
+// The H264 module; see DESIGN.md.

@@ -1,0 +1,1 @@
+// The MotionDetection module; see DESIGN.md.

@@ -1,0 +1,428 @@
+import Foundation
+import Media
+
+/// Why the writer refused an input or could not go on.
+public enum MovieWriterError: Error, CustomStringConvertible, Equatable {
+    case firstVideoSampleNotSync
+    case timestampNotIncreasing(previous: Timestamp, got: Timestamp)
+    case noAudioTrack
+    case audioNotWholeFrames(bytes: Int, bytesPerFrame: Int)
+    case unsupportedAudio(String)
+    case unsupportedVideo(String)
+    case closed
+    case noVideoSamples(path: String)
+    case file(MovieFileError)
+
+    public var description: String {
+        switch self {
+        case .firstVideoSampleNotSync:
+            "the first video sample of a movie must be a keyframe"
+        case .timestampNotIncreasing(let previous, let got):
+            "video timestamps must increase: got \(got) after \(previous)"
+        case .noAudioTrack:
+            "audio was given for a movie described without an audio track"
+        case .audioNotWholeFrames(let bytes, let perFrame):
+            "an audio buffer of \(bytes) bytes is not a whole number of \(perFrame)-byte sample frames"
+        case .unsupportedAudio(let why): "unsupported audio format: \(why)"
+        case .unsupportedVideo(let why): "unsupported video format: \(why)"
+        case .closed: "the movie is already closed"
+        case .noVideoSamples(let path): "\(path) has no video samples; nothing was recorded"
+        case .file(let e): e.description
+        }
+    }
+}
+
+/// What a finished movie holds.
+public struct MovieSummary: Equatable, Sendable {
+    public var videoFrames: Int
+    public var audioFrames: Int
+    public var fragments: Int
+    /// Capture time of the first video frame.
+    public var start: Timestamp
+    /// Duration of the video track.
+    public var duration: Timestamp.Duration
+    /// Size of the finished file in bytes.
+    public var bytes: UInt64
+}
+
+/// Writes a QuickTime movie that survives being interrupted.
+///
+/// While open, the file is a fragmented movie: `ftyp`, a `moov` with `mvex`, then one
+/// `moof`+`mdat` per GOP, each appended in one write when the GOP completes (when the next
+/// keyframe arrives). A kill or power cut loses at most the GOP being recorded. `close()`
+/// appends a complete `moov` indexing the samples where they already lie, syncs, and then
+/// turns the first `moov` and every `moof` into `free` boxes: the result is a normal movie.
+/// `MovieRepair` finishes the same job for a file whose writer never got to close it.
+///
+/// Video samples are H.264 access units with 4-byte NAL lengths; each sample's duration is
+/// the gap to the next sample's capture timestamp. Audio is 16-bit PCM placed on the same
+/// clock: gaps are filled with silence and overlaps dropped, so the tracks stay aligned.
+///
+/// Not thread-safe: one writer belongs to one thread (the recorder's writer thread).
+public final class MovieWriter {
+    public let path: String
+    private let output: any MovieOutput
+    private let description: MovieDescription
+    private let creationTime: UInt32
+    private var isClosed = false
+
+    // Header and fragments written so far.
+    private var headerMoovOffset: UInt64?
+    private var moofOffsets: [UInt64] = []
+    private var nextSequenceNumber: UInt32 = 1
+
+    // Video: the GOP being recorded, GOPs complete but not yet on disk, and the index.
+    private struct PendingSample { var data: [UInt8]; var ticks: Int64; var isSync: Bool }
+    private struct CompletedRun { var samples: [PendingSample]; var durations: [UInt32] }
+    private var videoStart: Timestamp?
+    private var lastVideoTime: Timestamp?
+    private var openRun: [PendingSample] = []
+    private var completedRuns: [CompletedRun] = []
+    private var lastDuration: UInt32?
+    private var videoDecodeTime: UInt64 = 0
+    private var videoTable = SampleTable.emptyVideo()
+
+    // Audio: frames received (including silence inserted for gaps) not yet written.
+    private var earlyAudio: [(bytes: [UInt8], time: Timestamp)] = []
+    private var audioStartFrames: Int64?   // audio start, in audio frames after the video start
+    private var audioFramesReceived: Int64 = 0
+    private var audioFramesWritten: Int64 = 0
+    private var pendingAudio: [UInt8] = []
+    private var audioTable: SampleTable
+
+    /// A GOP is cut into a fragment after this long even without a keyframe, so a stream
+    /// that stops sending keyframes still reaches the disk.
+    static let maximumFragmentTicks: Int64 = 2 * TimeScale.video
+    /// Audio up to this far off its expected position is taken as it comes (clock jitter).
+    static let audioToleranceSeconds = 0.02
+    /// Audio frames per fragment sample and per chunk of the finished movie.
+    static let audioFramesPerFragmentSample = 1024
+
+    /// Creates the movie file at `path`.
+    public convenience init(path: String, description: MovieDescription) throws(MovieWriterError) {
+        let output: FileMovieOutput
+        do { output = try FileMovieOutput(creating: path) } catch { throw .file(error) }
+        try self.init(output: output, path: path, description: description)
+    }
+
+    /// Writes the movie to `output`; `path` names it in errors and summaries.
+    public init(output: any MovieOutput, path: String, description: MovieDescription) throws(MovieWriterError) {
+        let video = description.video
+        guard video.width > 0, video.height > 0, video.width <= 65535, video.height <= 65535 else {
+            throw .unsupportedVideo("a picture of \(video.width)×\(video.height) pixels")
+        }
+        guard video.sequenceParameterSet.count >= 4, video.sequenceParameterSet.count <= 65535,
+              !video.pictureParameterSet.isEmpty, video.pictureParameterSet.count <= 65535 else {
+            throw .unsupportedVideo("the SPS and PPS are missing or malformed")
+        }
+        if let audio = description.audio {
+            guard audio.channels == 1 || audio.channels == 2 else {
+                throw .unsupportedAudio("\(audio.channels) channels (mono or stereo only)")
+            }
+            guard (1000...65535).contains(audio.sampleRate) else {
+                throw .unsupportedAudio("a sample rate of \(audio.sampleRate) Hz (1000 to 65535 Hz)")
+            }
+        }
+        self.path = path
+        self.output = output
+        self.description = description
+        self.creationTime = quickTimeSeconds(description.creationTime)
+        self.audioTable = .emptyAudio(bytesPerFrame: description.audio?.bytesPerFrame ?? 2)
+    }
+
+    /// Bytes accepted but not yet on disk (the open GOP, GOPs waiting after a failed write, audio).
+    public var bufferedBytes: Int {
+        openRun.reduce(0) { $0 + $1.data.count }
+            + completedRuns.reduce(0) { $0 + $1.samples.reduce(0) { $0 + $1.data.count } }
+            + pendingAudio.count
+    }
+
+    /// Number of fragments on disk.
+    public var fragmentsWritten: Int { moofOffsets.count }
+
+    // MARK: Input
+
+    /// Adds one video sample. A keyframe completes the GOP before it, which is then written.
+    ///
+    /// The sample is accepted even when writing the completed GOP fails; the write is tried
+    /// again with the next sample and on `close()`.
+    public func appendVideo(_ data: [UInt8], time: Timestamp, isSync: Bool) throws(MovieWriterError) {
+        guard !isClosed else { throw .closed }
+        if let last = lastVideoTime, time <= last {
+            throw .timestampNotIncreasing(previous: last, got: time)
+        }
+        let start: Timestamp
+        if let s = videoStart {
+            start = s
+        } else {
+            guard isSync else { throw .firstVideoSampleNotSync }
+            start = time
+            videoStart = time
+        }
+        lastVideoTime = time
+        let ticks = Timestamp(nanoseconds: (time - start).nanoseconds).ticks(timescale: TimeScale.video)
+        if let first = openRun.first, isSync || ticks - first.ticks > MovieWriter.maximumFragmentTicks {
+            completeOpenRun(endTicks: ticks)
+        }
+        openRun.append(PendingSample(data: data, ticks: ticks, isSync: isSync))
+        if !earlyAudio.isEmpty {
+            let early = earlyAudio
+            earlyAudio = []
+            for a in early { try appendAudio(a.bytes, time: a.time) }
+        }
+        try writeCompletedRuns()
+    }
+
+    /// Adds interleaved 16-bit little-endian PCM whose first sample frame was captured at `time`.
+    ///
+    /// Audio from before the first video frame is dropped; a gap from the expected position
+    /// is filled with silence, an overlap is dropped, so audio stays on the video's clock.
+    public func appendAudio(_ bytes: [UInt8], time: Timestamp) throws(MovieWriterError) {
+        guard !isClosed else { throw .closed }
+        guard let audio = description.audio else { throw .noAudioTrack }
+        let perFrame = audio.bytesPerFrame
+        guard bytes.count % perFrame == 0 else {
+            throw .audioNotWholeFrames(bytes: bytes.count, bytesPerFrame: perFrame)
+        }
+        guard let videoStart else {
+            // Held until the first video sample fixes the movie's start; at most a few seconds.
+            earlyAudio.append((bytes, time))
+            let held = earlyAudio.reduce(0) { $0 + $1.bytes.count }
+            if held > audio.sampleRate * perFrame * 5 { earlyAudio.removeFirst() }
+            return
+        }
+        let rate = Int64(audio.sampleRate)
+        // Position of this buffer's first frame, in frames after the video start.
+        let position = Rational.scale((time - videoStart).nanoseconds, by: rate, over: 1_000_000_000)
+        var frames = Int64(bytes.count / perFrame)
+        var skip: Int64 = 0
+        if let start = audioStartFrames {
+            let expected = start + audioFramesReceived
+            let tolerance = Int64(Double(rate) * MovieWriter.audioToleranceSeconds)
+            let drift = position - expected
+            if drift > tolerance {
+                pendingAudio.append(contentsOf: repeatElement(0, count: Int(drift) * perFrame))
+                audioFramesReceived += drift
+            } else if drift < -tolerance {
+                skip = min(-drift, frames)
+            }
+        } else {
+            skip = max(0, -position)
+            if skip < frames { audioStartFrames = position + skip }
+        }
+        frames -= skip
+        guard frames > 0 else { return }
+        pendingAudio.append(contentsOf: bytes[(Int(skip) * perFrame)...])
+        audioFramesReceived += frames
+    }
+
+    /// Writes GOPs that are complete but not yet on disk (after an earlier write failed).
+    public func flush() throws(MovieWriterError) {
+        guard !isClosed else { throw .closed }
+        try writeCompletedRuns()
+    }
+
+    /// Makes every written fragment durable.
+    public func synchronize() throws(MovieWriterError) {
+        do { try output.synchronize() } catch { throw .file(error) }
+    }
+
+    // MARK: Closing
+
+    /// Writes what is left, then turns the file into a normal movie with a complete index.
+    ///
+    /// `endTime` is when the last frame stops showing (the capture time of the frame after
+    /// it); without it the last frame lasts as long as the one before.
+    @discardableResult
+    public func close(endTime: Timestamp? = nil) throws(MovieWriterError) -> MovieSummary {
+        guard !isClosed else { throw .closed }
+        guard let videoStart, let lastTicks = openRun.last?.ticks ?? completedRuns.last?.samples.last?.ticks else {
+            throw .noVideoSamples(path: path)
+        }
+        if !openRun.isEmpty {
+            let fallback = Int64(lastDuration ?? UInt32(TimeScale.video / 30))
+            var end = lastTicks + fallback
+            if let endTime, endTime > videoStart {
+                let t = (endTime - videoStart).nanoseconds
+                let ticks = Timestamp(nanoseconds: t).ticks(timescale: TimeScale.video)
+                if ticks > lastTicks { end = ticks }
+            }
+            completeOpenRun(endTicks: end)
+        }
+        try writeCompletedRuns()
+        if !pendingAudio.isEmpty { try writeFragment(nil) }
+
+        do {
+            try output.synchronize()
+            var moov = ByteWriter(reservingCapacity: 4096 + videoTable.sampleCount * 12)
+            moov.writeMOOV(tracks: finalTracks(), creationTime: creationTime, fragmented: false)
+            try output.append(moov.bytes)
+            try output.synchronize()
+            // The complete index is durable: now hide the fragment boxes. Fragments first, so
+            // that until the last step the file still opens as the fragmented movie it was.
+            for offset in moofOffsets { try output.overwrite(at: offset + 4, with: freeType) }
+            if let offset = headerMoovOffset { try output.overwrite(at: offset + 4, with: freeType) }
+            try output.synchronize()
+            try output.close()
+        } catch {
+            throw .file(error)
+        }
+        isClosed = true
+        return MovieSummary(
+            videoFrames: videoTable.sampleCount,
+            audioFrames: audioTable.sampleCount,
+            fragments: moofOffsets.count,
+            start: videoStart,
+            duration: Timestamp.Duration(nanoseconds: Rational.scale(Int64(videoDecodeTime), by: 1_000_000_000, over: TimeScale.video)),
+            bytes: output.length)
+    }
+
+    /// Closes the file without finishing it, leaving what is on disk for `MovieRepair`
+    /// (used when the disk has failed and finishing cannot succeed).
+    public func abandon() {
+        guard !isClosed else { return }
+        isClosed = true
+        try? output.close()
+    }
+
+    // MARK: Fragments
+
+    private var freeType: [UInt8] { [0x66, 0x72, 0x65, 0x65] } // "free"
+
+    private func completeOpenRun(endTicks: Int64) {
+        var durations: [UInt32] = []
+        durations.reserveCapacity(openRun.count)
+        for i in openRun.indices {
+            let next = i + 1 < openRun.count ? openRun[i + 1].ticks : endTicks
+            durations.append(UInt32(clamping: max(1, next - openRun[i].ticks)))
+        }
+        lastDuration = durations.last
+        completedRuns.append(CompletedRun(samples: openRun, durations: durations))
+        openRun = []
+    }
+
+    private func writeCompletedRuns() throws(MovieWriterError) {
+        while let run = completedRuns.first {
+            try writeFragment(run)
+            completedRuns.removeFirst()
+        }
+    }
+
+    private func videoHeader() -> TrackHeader {
+        let v = description.video
+        var width = Double(v.width)
+        if let aspect = v.pixelAspectRatio, aspect.verticalSpacing > 0 {
+            width = width * Double(aspect.horizontalSpacing) / Double(aspect.verticalSpacing)
+        }
+        var entry = ByteWriter()
+        entry.writeAVC1(v)
+        return TrackHeader(trackID: 1, kind: .video, timescale: UInt32(TimeScale.video),
+                           width: width, height: Double(v.height),
+                           matrix: TrackHeader.matrix(for: v.rotation, width: width, height: Double(v.height)),
+                           sampleEntry: entry.bytes)
+    }
+
+    private func audioHeader(_ audio: AudioTrackFormat) -> TrackHeader {
+        var entry = ByteWriter()
+        entry.writeSOWT(audio)
+        var header = TrackHeader(trackID: 2, kind: .audio, timescale: UInt32(audio.sampleRate),
+                                 width: 0, height: 0, matrix: TrackHeader.identityMatrix, sampleEntry: entry.bytes)
+        let startFrames = audioStartFrames ?? 0
+        header.startDelay = UInt64(max(0, Rational.scale(startFrames, by: TimeScale.movie, over: Int64(audio.sampleRate))))
+        return header
+    }
+
+    /// The tracks of the finished movie: video, and audio when any was recorded.
+    private func finalTracks() -> [(header: TrackHeader, table: SampleTable)] {
+        var tracks = [(videoHeader(), videoTable)]
+        if let audio = description.audio, audioTable.sampleCount > 0 {
+            tracks.append((audioHeader(audio), audioTable))
+        }
+        return tracks
+    }
+
+    /// Writes one fragment: the GOP `run` (if any) and all pending audio, as one `moof`+`mdat`.
+    /// Nothing changes unless the write succeeds.
+    private func writeFragment(_ run: CompletedRun?) throws(MovieWriterError) {
+        var prefix = ByteWriter()
+        var headerMoovPosition: UInt64?
+        if headerMoovOffset == nil {
+            prefix.writeFTYP()
+            headerMoovPosition = output.length + UInt64(prefix.count)
+            var tracks = [(header: videoHeader(), table: SampleTable.emptyVideo())]
+            if let audio = description.audio {
+                var header = audioHeader(audio)
+                header.startDelay = 0 // while fragmented, the audio start is its first tfdt
+                tracks.append((header, .emptyAudio(bytesPerFrame: audio.bytesPerFrame)))
+            }
+            prefix.writeMOOV(tracks: tracks, creationTime: creationTime, fragmented: true)
+        }
+        let moofOffset = output.length + UInt64(prefix.count)
+
+        let videoSamples = run.map { r in
+            zip(r.samples, r.durations).map { FragmentSample(duration: $1, size: UInt32($0.data.count), isSync: $0.isSync) }
+        } ?? []
+        let videoBytes = videoSamples.reduce(0) { $0 + Int($1.size) }
+        let audioFrames = pendingAudio.count / (description.audio?.bytesPerFrame ?? 1)
+        let audioSamples: [FragmentSample] = stride(from: 0, to: audioFrames, by: MovieWriter.audioFramesPerFragmentSample).map { first in
+            let n = min(MovieWriter.audioFramesPerFragmentSample, audioFrames - first)
+            return FragmentSample(duration: UInt32(n), size: UInt32(n * (description.audio?.bytesPerFrame ?? 1)), isSync: true)
+        }
+
+        var moof = ByteWriter(reservingCapacity: 256 + videoSamples.count * 12)
+        var dataOffsetFields: [(position: Int, dataStart: Int)] = []
+        moof.box("moof") { w in
+            w.writeMFHD(sequenceNumber: nextSequenceNumber)
+            if !videoSamples.isEmpty {
+                w.box("traf") { w in
+                    w.writeTFHD(trackID: 1)
+                    w.writeTFDT(baseMediaDecodeTime: videoDecodeTime)
+                    dataOffsetFields.append((w.writeTRUN(samples: videoSamples, withFlags: true), 0))
+                }
+            }
+            if !audioSamples.isEmpty {
+                w.box("traf") { w in
+                    w.writeTFHD(trackID: 2)
+                    w.writeTFDT(baseMediaDecodeTime: UInt64(max(0, (audioStartFrames ?? 0) + audioFramesWritten)))
+                    dataOffsetFields.append((w.writeTRUN(samples: audioSamples, withFlags: false), videoBytes))
+                }
+            }
+        }
+        let payload = UInt64(videoBytes + pendingAudio.count)
+        var mdatHeader = ByteWriter()
+        mdatHeader.writeMDATHeader(payloadSize: payload)
+        let dataStart = moof.count + mdatHeader.count
+        for field in dataOffsetFields {
+            moof.patchUInt32(at: field.position, UInt32(dataStart + field.dataStart))
+        }
+
+        var buffer = prefix.bytes
+        buffer.reserveCapacity(prefix.count + dataStart + Int(payload))
+        buffer.append(contentsOf: moof.bytes)
+        buffer.append(contentsOf: mdatHeader.bytes)
+        for sample in run?.samples ?? [] { buffer.append(contentsOf: sample.data) }
+        buffer.append(contentsOf: pendingAudio)
+        do { try output.append(buffer) } catch { throw .file(error) }
+
+        // Written: record it.
+        if let headerMoovPosition { headerMoovOffset = headerMoovPosition }
+        moofOffsets.append(moofOffset)
+        nextSequenceNumber += 1
+        let absoluteData = moofOffset + UInt64(dataStart)
+        if let run {
+            videoTable.appendVideoChunk(offset: absoluteData, samples: zip(run.samples, run.durations).map { (UInt32($0.data.count), $1, $0.isSync) })
+            videoDecodeTime += run.durations.reduce(0) { $0 + UInt64($1) }
+        }
+        if let audio = description.audio, audioFrames > 0 {
+            let chunkFrames = audio.sampleRate // chunks of at most one second
+            var first = 0
+            while first < audioFrames {
+                let n = min(chunkFrames, audioFrames - first)
+                audioTable.appendAudioChunk(offset: absoluteData + UInt64(videoBytes + first * audio.bytesPerFrame), frames: UInt32(n))
+                first += n
+            }
+            audioFramesWritten += Int64(audioFrames)
+            pendingAudio = []
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+
+/// What the `moov` says about one track apart from its samples: identity, kind, time scale,
+/// presentation (size, matrix, volume), the sample description, and when the track starts.
+///
+/// The writer builds it from a `MovieDescription`; repair reads it back from the header
+/// `moov` of an interrupted file. Both then write the index through the same functions.
+struct TrackHeader: Equatable {
+    enum Kind: Equatable { case video, audio }
+
+    var trackID: UInt32
+    var kind: Kind
+    var timescale: UInt32
+    /// Presentation width and height in pixels (16.16 in `tkhd`); zero for sound.
+    var width: Double
+    var height: Double
+    /// The nine matrix values a b u c d v x y w as stored (16.16 and 2.30 fixed point).
+    var matrix: [Int32]
+    /// The complete sample description entry (an `avc1` or `sowt` box), exactly as written.
+    var sampleEntry: [UInt8]
+    /// How long after the movie's start this track begins, in the movie time scale
+    /// (written as an empty edit; zero means no edit list).
+    var startDelay: UInt64 = 0
+
+    static let identityMatrix: [Int32] = [0x0001_0000, 0, 0, 0, 0x0001_0000, 0, 0, 0, 0x4000_0000]
+
+    /// The transform for a clockwise rotation of a `width`×`height` picture (FORMATS.md).
+    static func matrix(for rotation: Rotation, width: Double, height: Double) -> [Int32] {
+        let one: Int32 = 0x0001_0000
+        let w = Int32((width * 65536).rounded())
+        let h = Int32((height * 65536).rounded())
+        let unit: Int32 = 0x4000_0000
+        switch rotation {
+        case .none: return identityMatrix
+        case .clockwise90: return [0, one, 0, -one, 0, 0, h, 0, unit]
+        case .clockwise180: return [-one, 0, 0, 0, -one, 0, w, h, unit]
+        case .clockwise270: return [0, -one, 0, one, 0, 0, 0, w, unit]
+        }
+    }
+}
+
+/// QuickTime times count seconds from 1904-01-01 00:00:00 UTC.
+func quickTimeSeconds(_ date: Date) -> UInt32 {
+    let seconds = date.timeIntervalSince1970 + 2_082_844_800
+    guard seconds > 0 else { return 0 }
+    return seconds >= Double(UInt32.max) ? UInt32.max : UInt32(seconds)
+}
+
+func date(fromQuickTimeSeconds seconds: UInt32) -> Date {
+    Date(timeIntervalSince1970: Double(seconds) - 2_082_844_800)
+}

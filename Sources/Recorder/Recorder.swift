@@ -1,0 +1,1 @@
+// The Recorder module; see DESIGN.md.
