@@ -33,11 +33,20 @@ let package = Package(
             dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration"]
         ),
 
+        // Measures the pipeline (`make bench`).
+        .executableTarget(
+            name: "vigil-bench",
+            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture"]
+        ),
+
         // Tests.
         .target(name: "TestSupport", dependencies: ["Media"], path: "Tests/TestSupport"),
         .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime"], path: "Tests/Fixtures/MovieWriterChild"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Media", "TestSupport"]),
+        .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Capture", "TestSupport"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
+        .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,1 @@
+print("vigil-bench: measurements arrive with the encoder")
