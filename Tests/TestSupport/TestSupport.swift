@@ -88,6 +88,8 @@ public func runTool(_ executable: String, _ arguments: [String], input: Data? = 
 public struct ProbeReport: Sendable {
     public var streams: [[String: String]]
     public var format: [String: String]
+    /// The format's tags (creation_time and the like).
+    public var formatTags: [String: String]
     /// Side data of each stream, e.g. the display matrix rotation.
     public var sideData: [[[String: String]]]
 
@@ -117,6 +119,7 @@ public enum FFprobe {
         return ProbeReport(
             streams: streams.map(stringify),
             format: stringify((json["format"] as? [String: Any]) ?? [:]),
+            formatTags: stringify(((json["format"] as? [String: Any])?["tags"] as? [String: Any]) ?? [:]),
             sideData: streams.map { (($0["side_data_list"] as? [[String: Any]]) ?? []).map(stringify) })
     }
 

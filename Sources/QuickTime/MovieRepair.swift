@@ -1,0 +1,405 @@
+import Foundation
+import Media
+
+/// Why a movie file could not be repaired. The file is left as it was.
+public struct MovieRepairError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var path: String
+    public var problem: String
+
+    public var description: String { "\(path): \(problem)" }
+}
+
+/// The state a movie file is in.
+public enum MovieFileState: Equatable, Sendable {
+    /// A normal movie with a complete index: nothing to do.
+    case complete
+    /// An interrupted recording (or an interrupted close) that `MovieRepair.repair` can finish.
+    case interrupted(fragments: Int)
+}
+
+/// What a repair did.
+public struct MovieRepairReport: Equatable, Sendable {
+    /// Fragments whose samples are in the repaired movie.
+    public var fragments: Int
+    public var videoFrames: Int
+    public var audioFrames: Int
+    /// Bytes cut from the end: a fragment, or an index, that was only partly written.
+    public var discardedBytes: UInt64
+}
+
+/// Finishes movies whose writer was interrupted — killed, or cut off by a power failure —
+/// while recording or while closing.
+///
+/// It reads the fragmented movie's header (`moov` with `mvex`) and every complete
+/// `moof`+`mdat` pair (including fragments a close had already hidden as `free`), drops a
+/// partly written tail, appends a complete `moov` that indexes the samples where they lie,
+/// and hides the fragment boxes as `free` — the same result `MovieWriter.close()` gives.
+/// Everything is parsed and checked before the file is touched: a file it does not
+/// understand is left as it was. Repairing a complete movie changes nothing.
+public enum MovieRepair {
+    /// Tells whether `path` is complete or needs repair, without changing it.
+    public static func inspect(path: String) throws(MovieRepairError) -> MovieFileState {
+        let file = try open(path)
+        defer { try? file.close() }
+        let plan = try makePlan(file, path: path)
+        return plan == nil ? .complete : .interrupted(fragments: plan!.fragments.count)
+    }
+
+    /// Turns the interrupted movie at `path` into a normal one. Returns nil when it already was.
+    @discardableResult
+    public static func repair(path: String) throws(MovieRepairError) -> MovieRepairReport? {
+        let file = try open(path)
+        defer { try? file.close() }
+        guard let plan = try makePlan(file, path: path) else { return nil }
+
+        var moov = ByteWriter(reservingCapacity: 4096)
+        moov.writeMOOV(tracks: plan.tracks, creationTime: plan.creationTime, fragmented: false)
+        do {
+            if file.length != plan.keepLength { try file.truncate(to: plan.keepLength) }
+            try file.append(moov.bytes)
+            try file.synchronize()
+            let free: [UInt8] = [0x66, 0x72, 0x65, 0x65]
+            for offset in plan.liveFragmentBoxes { try file.overwrite(at: offset + 4, with: free) }
+            if let header = plan.liveHeaderOffset { try file.overwrite(at: header + 4, with: free) }
+            try file.synchronize()
+        } catch {
+            throw MovieRepairError(path: path, problem: "\(error.description) — the file is still an interrupted movie; free some space or fix the disk and repair it again")
+        }
+        let video = plan.tracks.first { $0.header.kind == .video }?.table.sampleCount ?? 0
+        let audio = plan.tracks.first { $0.header.kind == .audio }?.table.sampleCount ?? 0
+        return MovieRepairReport(fragments: plan.fragments.count, videoFrames: video, audioFrames: audio,
+                                 discardedBytes: plan.originalLength - plan.keepLength)
+    }
+
+    // MARK: Planning
+
+    struct Plan {
+        var tracks: [(header: TrackHeader, table: SampleTable)]
+        var creationTime: UInt32
+        var fragments: [TopLevelBox]
+        /// Fragment boxes still typed `moof`, and the header `moov` if still typed `moov`.
+        var liveFragmentBoxes: [UInt64]
+        var liveHeaderOffset: UInt64?
+        var keepLength: UInt64
+        var originalLength: UInt64
+    }
+
+    struct TopLevelBox: Equatable {
+        var offset: UInt64
+        var size: UInt64
+        var headerSize: Int
+        var type: FourCC
+        var end: UInt64 { offset + size }
+    }
+
+    private static func open(_ path: String) throws(MovieRepairError) -> FileMovieOutput {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw MovieRepairError(path: path, problem: "no such file")
+        }
+        do { return try FileMovieOutput(updating: path) } catch {
+            throw MovieRepairError(path: path, problem: "cannot open it for repair: \(error.reason)")
+        }
+    }
+
+    /// The boxes at the top level of the file, and where a partly written tail begins (if any).
+    static func scanTopLevel(_ file: FileMovieOutput) throws(MovieFileError) -> (boxes: [TopLevelBox], tail: UInt64?) {
+        var boxes: [TopLevelBox] = []
+        var offset: UInt64 = 0
+        let length = file.length
+        while offset < length {
+            let head = try file.read(at: offset, count: 16)
+            var r = ByteReader(head)
+            guard let size32 = r.readUInt32(), let typeValue = r.readUInt32() else { return (boxes, offset) }
+            let type = FourCC(rawValue: typeValue)
+            var size = UInt64(size32)
+            var headerSize = 8
+            if size32 == 1 {
+                guard let large = r.readUInt64() else { return (boxes, offset) }
+                size = large
+                headerSize = 16
+            } else if size32 == 0 {
+                size = length - offset
+            }
+            guard type.isPrintable, size >= UInt64(headerSize), size <= length - offset else { return (boxes, offset) }
+            boxes.append(TopLevelBox(offset: offset, size: size, headerSize: headerSize, type: type))
+            offset += size
+        }
+        return (boxes, nil)
+    }
+
+    /// Works out everything a repair would write; nil when the movie is already complete.
+    static func makePlan(_ file: FileMovieOutput, path: String) throws(MovieRepairError) -> Plan? {
+        func fail(_ problem: String) -> MovieRepairError { MovieRepairError(path: path, problem: problem) }
+        func readBody(_ box: TopLevelBox) throws(MovieRepairError) -> [UInt8] {
+            guard box.size <= 64 << 20 else { throw fail("its \(box.type) box of \(box.size) bytes is too large to be a movie header") }
+            do { return try file.read(at: box.offset, count: Int(box.size)) } catch {
+                throw fail("cannot read it: \(error.reason)")
+            }
+        }
+
+        let scan: (boxes: [TopLevelBox], tail: UInt64?)
+        do { scan = try scanTopLevel(file) } catch { throw fail("cannot read it: \(error.reason)") }
+        let boxes = scan.boxes
+        guard let first = boxes.first, first.type == "ftyp" else {
+            if file.length == 0 { throw fail("the file is empty: recording stopped before anything was written; nothing to recover") }
+            throw fail("not a QuickTime movie (it does not start with an ftyp box)")
+        }
+
+        // Classify every box. Fragments and the fragmented header may already be hidden as
+        // `free` by an interrupted close: recognise them by their contents.
+        var header: (box: TopLevelBox, bytes: [UInt8], live: Bool)?
+        var index: TopLevelBox?
+        var fragments: [(moof: TopLevelBox, bytes: [UInt8], live: Bool, mdat: TopLevelBox)] = []
+        var pendingMoof: (box: TopLevelBox, bytes: [UInt8], live: Bool)?
+        var lastKept: UInt64 = first.end
+        for box in boxes.dropFirst() {
+            if let moof = pendingMoof {
+                pendingMoof = nil
+                if box.type == "mdat" {
+                    guard index == nil else { throw fail("a fragment follows the movie index; this is not a layout Vigil writes") }
+                    fragments.append((moof.box, moof.bytes, moof.live, box))
+                    lastKept = box.end
+                    continue
+                }
+                throw fail("the fragment at offset \(moof.box.offset) is not followed by its mdat")
+            }
+            switch box.type {
+            case "moov":
+                let bytes = try readBody(box)
+                if findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil {
+                    guard header == nil else { throw fail("it has two fragmented movie headers") }
+                    header = (box, bytes, true)
+                    lastKept = box.end
+                } else {
+                    index = box
+                }
+            case "moof":
+                pendingMoof = (box, try readBody(box), true)
+            case "free", "skip":
+                guard box.size <= 64 << 20 else { continue }
+                let bytes = try readBody(box)
+                let children = childBoxes(of: bytes, in: box.headerSize..<bytes.count)
+                if children?.first?.type == "mfhd" {
+                    pendingMoof = (box, bytes, false)
+                } else if children?.first?.type == "mvhd", header == nil,
+                          findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil {
+                    header = (box, bytes, false)
+                    lastKept = box.end
+                }
+            case "mdat":
+                if index == nil && header != nil { throw fail("media data at offset \(box.offset) belongs to no fragment") }
+            default:
+                if header != nil && index == nil {
+                    throw fail("an unexpected \(box.type) box at offset \(box.offset) among the fragments")
+                }
+            }
+        }
+        // A fragment whose mdat never made it to disk is part of the partial tail.
+        let partialTail: UInt64? = pendingMoof?.box.offset ?? scan.tail
+
+        let liveFragments = fragments.filter(\.live)
+        if let index, header?.live != true, liveFragments.isEmpty {
+            // Complete. Only a stray partial tail after the index would need cutting, and a
+            // complete movie never has one: treat it as not ours to touch.
+            guard partialTail == nil || partialTail! >= index.end else {
+                throw fail("its index is followed by unreadable data at offset \(partialTail!)")
+            }
+            return nil
+        }
+        guard let header else {
+            throw fail("no movie header: recording stopped before its first fragment was written; nothing to recover")
+        }
+        guard !fragments.isEmpty else {
+            throw fail("no complete fragment: recording stopped before its first second was written; nothing to recover")
+        }
+
+        // Tracks from the header, samples from the fragments.
+        let headerBody = header.box.headerSize..<header.bytes.count
+        guard let mvhd = findBox(["mvhd"], in: header.bytes, range: headerBody) else { throw fail("its movie header has no mvhd") }
+        var mvhdReader = ByteReader(header.bytes, range: mvhd.body)
+        guard let mvhdVersion = mvhdReader.readVersionAndFlags()?.version, mvhdVersion == 0,
+              let creationTime = mvhdReader.readUInt32() else { throw fail("its mvhd is not a version 0 movie header") }
+        guard let trakBoxes = childBoxes(of: header.bytes, in: headerBody)?.filter({ $0.type == "trak" }), !trakBoxes.isEmpty else {
+            throw fail("its movie header has no tracks")
+        }
+        var tracks: [(header: TrackHeader, table: SampleTable, bytesPerFrame: Int)] = []
+        for trak in trakBoxes {
+            guard let track = parseTrack(header.bytes, trak) else { throw fail("cannot read the track at offset \(header.box.offset + UInt64(trak.range.lowerBound)) of its movie header") }
+            tracks.append(track)
+        }
+
+        var firstAudioTime: [UInt32: UInt64] = [:]
+        for fragment in fragments {
+            let runs: [TrackRun]
+            do { runs = try parseFragment(fragment.bytes, box: fragment.moof) } catch {
+                throw fail("the fragment at offset \(fragment.moof.offset) is malformed: \(error.problem)")
+            }
+            for run in runs {
+                guard let t = tracks.firstIndex(where: { $0.header.trackID == run.trackID }) else {
+                    throw fail("the fragment at offset \(fragment.moof.offset) names track \(run.trackID), which the header does not have")
+                }
+                let dataEnd = run.dataOffset + run.samples.reduce(0) { $0 + UInt64($1.size) }
+                guard run.dataOffset >= fragment.mdat.offset + UInt64(fragment.mdat.headerSize), dataEnd <= fragment.mdat.end else {
+                    throw fail("the fragment at offset \(fragment.moof.offset) points outside its media data")
+                }
+                switch tracks[t].header.kind {
+                case .video:
+                    tracks[t].table.appendVideoChunk(offset: run.dataOffset, samples: run.samples.map { ($0.size, $0.duration, $0.isSync) })
+                case .audio:
+                    let perFrame = tracks[t].bytesPerFrame
+                    let rate = Int(tracks[t].header.timescale)
+                    guard run.samples.allSatisfy({ Int($0.size) == Int($0.duration) * perFrame }) else {
+                        throw fail("the audio in the fragment at offset \(fragment.moof.offset) is not 16-bit PCM as described")
+                    }
+                    if firstAudioTime[run.trackID] == nil { firstAudioTime[run.trackID] = run.baseMediaDecodeTime }
+                    let frames = run.samples.reduce(0) { $0 + Int($1.duration) }
+                    var first = 0
+                    while first < frames {
+                        let n = min(rate, frames - first)
+                        tracks[t].table.appendAudioChunk(offset: run.dataOffset + UInt64(first * perFrame), frames: UInt32(n))
+                        first += n
+                    }
+                }
+            }
+        }
+        for i in tracks.indices where tracks[i].header.kind == .audio {
+            let start = Int64(firstAudioTime[tracks[i].header.trackID] ?? 0)
+            tracks[i].header.startDelay = UInt64(max(0, Rational.scale(start, by: TimeScale.movie, over: Int64(tracks[i].header.timescale))))
+        }
+        let finalTracks = tracks.filter { $0.table.sampleCount > 0 }.map { ($0.header, $0.table) }
+        guard finalTracks.contains(where: { $0.0.kind == .video }) else {
+            throw fail("its fragments hold no video samples; nothing to recover")
+        }
+        return Plan(tracks: finalTracks, creationTime: creationTime,
+                    fragments: fragments.map(\.moof),
+                    liveFragmentBoxes: fragments.filter(\.live).map(\.moof.offset),
+                    liveHeaderOffset: header.live ? header.box.offset : nil,
+                    keepLength: lastKept, originalLength: file.length)
+    }
+
+    /// A track's header fields and sample description, from a `trak` of the header `moov`.
+    private static func parseTrack(_ bytes: [UInt8], _ trak: ChildBox) -> (header: TrackHeader, table: SampleTable, bytesPerFrame: Int)? {
+        guard let tkhd = findBox(["tkhd"], in: bytes, range: trak.body),
+              let mdhd = findBox(["mdia", "mdhd"], in: bytes, range: trak.body),
+              let hdlr = findBox(["mdia", "hdlr"], in: bytes, range: trak.body),
+              let stsd = findBox(["mdia", "minf", "stbl", "stsd"], in: bytes, range: trak.body) else { return nil }
+        var r = ByteReader(bytes, range: tkhd.body)
+        guard let (version, _) = r.readVersionAndFlags(), version == 0, r.skip(8),
+              let trackID = r.readUInt32(), r.skip(4 + 4 + 8 + 2 + 2 + 2 + 2) else { return nil }
+        var matrix: [Int32] = []
+        for _ in 0..<9 { guard let v = r.readInt32() else { return nil }; matrix.append(v) }
+        guard let width = r.readUInt32(), let height = r.readUInt32() else { return nil }
+
+        var m = ByteReader(bytes, range: mdhd.body)
+        guard let (mdhdVersion, _) = m.readVersionAndFlags(), mdhdVersion == 0, m.skip(8),
+              let timescale = m.readUInt32(), timescale > 0 else { return nil }
+
+        var h = ByteReader(bytes, range: hdlr.body)
+        guard h.readVersionAndFlags() != nil, h.skip(4), let subtype = h.readUInt32() else { return nil }
+
+        var s = ByteReader(bytes, range: stsd.body)
+        guard s.readVersionAndFlags() != nil, let count = s.readUInt32(), count == 1,
+              let entries = childBoxes(of: bytes, in: s.position..<stsd.body.upperBound), entries.count == 1 else { return nil }
+        let entry = entries[0]
+        let sampleEntry = Array(bytes[entry.range])
+
+        let kind: TrackHeader.Kind
+        var bytesPerFrame = 0
+        switch FourCC(rawValue: subtype) {
+        case "vide":
+            guard entry.type == "avc1" else { return nil }
+            kind = .video
+        case "soun":
+            guard entry.type == "sowt" else { return nil }
+            var e = ByteReader(bytes, range: entry.body)
+            guard e.skip(6 + 2 + 2 + 2 + 4), let channels = e.readUInt16(), let bits = e.readUInt16(),
+                  bits == 16, channels == 1 || channels == 2 else { return nil }
+            bytesPerFrame = Int(channels) * 2
+            kind = .audio
+        default:
+            return nil
+        }
+        let header = TrackHeader(trackID: trackID, kind: kind, timescale: timescale,
+                                 width: Double(width) / 65536, height: Double(height) / 65536,
+                                 matrix: matrix, sampleEntry: sampleEntry)
+        let table: SampleTable = kind == .video ? .emptyVideo() : .emptyAudio(bytesPerFrame: bytesPerFrame)
+        return (header, table, bytesPerFrame)
+    }
+
+    struct TrackRun {
+        var trackID: UInt32
+        var baseMediaDecodeTime: UInt64
+        /// Absolute file offset of the run's first sample.
+        var dataOffset: UInt64
+        var samples: [FragmentSample]
+    }
+
+    struct FragmentError: Error { var problem: String }
+
+    /// The track runs of one `moof` (or of a `free` box that was one), with absolute offsets.
+    static func parseFragment(_ bytes: [UInt8], box: TopLevelBox) throws(FragmentError) -> [TrackRun] {
+        guard let children = childBoxes(of: bytes, in: box.headerSize..<bytes.count) else { throw FragmentError(problem: "its boxes do not nest") }
+        var runs: [TrackRun] = []
+        for traf in children where traf.type == "traf" {
+            guard let trafChildren = childBoxes(of: bytes, in: traf.body),
+                  let tfhd = trafChildren.first(where: { $0.type == "tfhd" }) else { throw FragmentError(problem: "a track fragment has no tfhd") }
+            var h = ByteReader(bytes, range: tfhd.body)
+            guard let (_, flags) = h.readVersionAndFlags(), let trackID = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }
+            var base = box.offset
+            if flags & 0x01 != 0 { guard let b = h.readUInt64() else { throw FragmentError(problem: "short tfhd") }; base = b }
+            if flags & 0x02 != 0 { guard h.skip(4) else { throw FragmentError(problem: "short tfhd") } }
+            var defaultDuration: UInt32 = 0, defaultSize: UInt32 = 0, defaultFlags: UInt32 = 0
+            if flags & 0x08 != 0 { guard let v = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }; defaultDuration = v }
+            if flags & 0x10 != 0 { guard let v = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }; defaultSize = v }
+            if flags & 0x20 != 0 { guard let v = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }; defaultFlags = v }
+
+            var decodeTime: UInt64 = 0
+            if let tfdt = trafChildren.first(where: { $0.type == "tfdt" }) {
+                var t = ByteReader(bytes, range: tfdt.body)
+                guard let (version, _) = t.readVersionAndFlags() else { throw FragmentError(problem: "short tfdt") }
+                guard let v = version == 1 ? t.readUInt64() : t.readUInt32().map(UInt64.init) else { throw FragmentError(problem: "short tfdt") }
+                decodeTime = v
+            }
+            var nextData = base
+            for trun in trafChildren where trun.type == "trun" {
+                var t = ByteReader(bytes, range: trun.body)
+                guard let (_, runFlags) = t.readVersionAndFlags(), let count = t.readUInt32() else { throw FragmentError(problem: "short trun") }
+                var dataOffset = nextData
+                if runFlags & TrackRunFlags.dataOffset != 0 {
+                    guard let o = t.readInt32() else { throw FragmentError(problem: "short trun") }
+                    let absolute = Int64(base) + Int64(o)
+                    guard absolute >= 0 else { throw FragmentError(problem: "a negative data offset") }
+                    dataOffset = UInt64(absolute)
+                }
+                var firstFlags: UInt32?
+                if runFlags & TrackRunFlags.firstSampleFlags != 0 {
+                    guard let f = t.readUInt32() else { throw FragmentError(problem: "short trun") }
+                    firstFlags = f
+                }
+                let perSample = [TrackRunFlags.sampleDuration, TrackRunFlags.sampleSize, TrackRunFlags.sampleFlags, TrackRunFlags.sampleCompositionOffset]
+                    .filter { runFlags & $0 != 0 }.count * 4
+                // Bound the count by the bytes that describe the samples (or a sane maximum when
+                // every sample takes the defaults), so a corrupt count cannot exhaust memory.
+                guard perSample > 0 ? Int(count) <= t.remaining / perSample : count <= 1 << 20 else {
+                    throw FragmentError(problem: "a track run claims \(count) samples")
+                }
+                var samples: [FragmentSample] = []
+                samples.reserveCapacity(Int(count))
+                for i in 0..<Int(count) {
+                    var duration = defaultDuration, size = defaultSize, sampleFlags = i == 0 ? (firstFlags ?? defaultFlags) : defaultFlags
+                    if runFlags & TrackRunFlags.sampleDuration != 0 { guard let v = t.readUInt32() else { throw FragmentError(problem: "short trun") }; duration = v }
+                    if runFlags & TrackRunFlags.sampleSize != 0 { guard let v = t.readUInt32() else { throw FragmentError(problem: "short trun") }; size = v }
+                    if runFlags & TrackRunFlags.sampleFlags != 0 { guard let v = t.readUInt32() else { throw FragmentError(problem: "short trun") }; sampleFlags = v }
+                    if runFlags & TrackRunFlags.sampleCompositionOffset != 0 {
+                        throw FragmentError(problem: "composition offsets (B-frames), which Vigil never writes")
+                    }
+                    samples.append(FragmentSample(duration: duration, size: size, isSync: sampleFlags & SampleFlags.nonSyncBit == 0))
+                }
+                runs.append(TrackRun(trackID: trackID, baseMediaDecodeTime: decodeTime, dataOffset: dataOffset, samples: samples))
+                nextData = dataOffset + samples.reduce(0) { $0 + UInt64($1.size) }
+                decodeTime += samples.reduce(0) { $0 + UInt64($1.duration) }
+            }
+        }
+        return runs
+    }
+}
