@@ -41,12 +41,14 @@ let package = Package(
 
         // Tests.
         .target(name: "TestSupport", dependencies: ["Media"], path: "Tests/TestSupport"),
-        .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime"], path: "Tests/Fixtures/MovieWriterChild"),
+        .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime", "TestSupport"], path: "Tests/Fixtures/MovieWriterChild"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
         .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "TestSupport"]),
+        // Runs the built `vigil` binary as a user would.
+        .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Media", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -87,8 +87,8 @@ extension ByteWriter {
             w.writeFixed8_8(header.kind == .audio ? 1 : 0) // volume
             w.writeUInt16(0)                            // reserved
             w.writeMatrix(header.matrix)
-            w.writeFixed16_16(header.width)
-            w.writeFixed16_16(header.height)
+            w.writeUInt32(header.width)
+            w.writeUInt32(header.height)
         }
     }
 

@@ -32,9 +32,9 @@ struct ByteWriter {
         writeUInt32(UInt32(truncatingIfNeeded: v))
     }
     /// A 16.16 fixed-point number.
-    mutating func writeFixed16_16(_ v: Double) { writeInt32(Int32((v * 65536).rounded())) }
+    mutating func writeFixed16_16(_ v: Double) { writeInt32(Int32(clamping: Int64((v * 65536).rounded()))) }
     /// An 8.8 fixed-point number (volumes).
-    mutating func writeFixed8_8(_ v: Double) { writeInt16(Int16((v * 256).rounded())) }
+    mutating func writeFixed8_8(_ v: Double) { writeInt16(Int16(clamping: Int64((v * 256).rounded()))) }
     mutating func writeFourCC(_ code: FourCC) { writeUInt32(code.rawValue) }
     mutating func writeZeros(_ n: Int) { bytes.append(contentsOf: repeatElement(0, count: n)) }
     mutating func writeBytes<C: Collection>(_ b: C) where C.Element == UInt8 { bytes.append(contentsOf: b) }

@@ -3,8 +3,18 @@ import Media
 
 /// Why a movie file could not be repaired. The file is left as it was.
 public struct MovieRepairError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// There is no file at the path.
+        case noSuchFile
+        /// Reading or writing the file failed (permissions, I/O error, full disk).
+        case inputOutput
+        /// The file is not a movie repair understands, or holds nothing to recover.
+        case notRepairable
+    }
+
     public var path: String
     public var problem: String
+    public var kind: Kind = .notRepairable
 
     public var description: String { "\(path): \(problem)" }
 }
@@ -59,11 +69,11 @@ public enum MovieRepair {
             try file.append(moov.bytes)
             try file.synchronize()
             let free: [UInt8] = [0x66, 0x72, 0x65, 0x65]
-            for offset in plan.liveFragmentBoxes { try file.overwrite(at: offset + 4, with: free) }
+            for offset in plan.liveFragmentBoxes.reversed() { try file.overwrite(at: offset + 4, with: free) }
             if let header = plan.liveHeaderOffset { try file.overwrite(at: header + 4, with: free) }
             try file.synchronize()
         } catch {
-            throw MovieRepairError(path: path, problem: "\(error.description) — the file is still an interrupted movie; free some space or fix the disk and repair it again")
+            throw MovieRepairError(path: path, problem: "\(error.description) — the file is still an interrupted movie; free some space or fix the disk and repair it again", kind: .inputOutput)
         }
         let video = plan.tracks.first { $0.header.kind == .video }?.table.sampleCount ?? 0
         let audio = plan.tracks.first { $0.header.kind == .audio }?.table.sampleCount ?? 0
@@ -94,10 +104,10 @@ public enum MovieRepair {
 
     private static func open(_ path: String) throws(MovieRepairError) -> FileMovieOutput {
         guard FileManager.default.fileExists(atPath: path) else {
-            throw MovieRepairError(path: path, problem: "no such file")
+            throw MovieRepairError(path: path, problem: "no such file", kind: .noSuchFile)
         }
         do { return try FileMovieOutput(updating: path) } catch {
-            throw MovieRepairError(path: path, problem: "cannot open it for repair: \(error.reason)")
+            throw MovieRepairError(path: path, problem: "cannot open it for repair: \(error.reason)", kind: .inputOutput)
         }
     }
 
@@ -133,12 +143,14 @@ public enum MovieRepair {
         func readBody(_ box: TopLevelBox) throws(MovieRepairError) -> [UInt8] {
             guard box.size <= 64 << 20 else { throw fail("its \(box.type) box of \(box.size) bytes is too large to be a movie header") }
             do { return try file.read(at: box.offset, count: Int(box.size)) } catch {
-                throw fail("cannot read it: \(error.reason)")
+                throw MovieRepairError(path: path, problem: "cannot read it: \(error.reason)", kind: .inputOutput)
             }
         }
 
         let scan: (boxes: [TopLevelBox], tail: UInt64?)
-        do { scan = try scanTopLevel(file) } catch { throw fail("cannot read it: \(error.reason)") }
+        do { scan = try scanTopLevel(file) } catch {
+            throw MovieRepairError(path: path, problem: "cannot read it: \(error.reason)", kind: .inputOutput)
+        }
         let boxes = scan.boxes
         guard let first = boxes.first, first.type == "ftyp" else {
             if file.length == 0 { throw fail("the file is empty: recording stopped before anything was written; nothing to recover") }
@@ -242,6 +254,11 @@ public enum MovieRepair {
                 guard run.dataOffset >= fragment.mdat.offset + UInt64(fragment.mdat.headerSize), dataEnd <= fragment.mdat.end else {
                     throw fail("the fragment at offset \(fragment.moof.offset) points outside its media data")
                 }
+                // A sample longer than a minute is corruption, not a recording.
+                let longest = UInt64(tracks[t].header.timescale) * 60
+                guard run.samples.allSatisfy({ UInt64($0.duration) <= longest }) else {
+                    throw fail("the fragment at offset \(fragment.moof.offset) has a sample longer than a minute")
+                }
                 switch tracks[t].header.kind {
                 case .video:
                     tracks[t].table.appendVideoChunk(offset: run.dataOffset, samples: run.samples.map { ($0.size, $0.duration, $0.isSync) })
@@ -263,7 +280,7 @@ public enum MovieRepair {
             }
         }
         for i in tracks.indices where tracks[i].header.kind == .audio {
-            let start = Int64(firstAudioTime[tracks[i].header.trackID] ?? 0)
+            let start = Int64(clamping: firstAudioTime[tracks[i].header.trackID] ?? 0)
             tracks[i].header.startDelay = UInt64(max(0, Rational.scale(start, by: TimeScale.movie, over: Int64(tracks[i].header.timescale))))
         }
         let finalTracks = tracks.filter { $0.table.sampleCount > 0 }.map { ($0.header, $0.table) }
@@ -320,7 +337,7 @@ public enum MovieRepair {
             return nil
         }
         let header = TrackHeader(trackID: trackID, kind: kind, timescale: timescale,
-                                 width: Double(width) / 65536, height: Double(height) / 65536,
+                                 width: width, height: height,
                                  matrix: matrix, sampleEntry: sampleEntry)
         let table: SampleTable = kind == .video ? .emptyVideo() : .emptyAudio(bytesPerFrame: bytesPerFrame)
         return (header, table, bytesPerFrame)
@@ -367,6 +384,7 @@ public enum MovieRepair {
                 var dataOffset = nextData
                 if runFlags & TrackRunFlags.dataOffset != 0 {
                     guard let o = t.readInt32() else { throw FragmentError(problem: "short trun") }
+                    guard base < 1 << 62 else { throw FragmentError(problem: "a base data offset past any file") }
                     let absolute = Int64(base) + Int64(o)
                     guard absolute >= 0 else { throw FragmentError(problem: "a negative data offset") }
                     dataOffset = UInt64(absolute)
@@ -395,7 +413,9 @@ public enum MovieRepair {
                     }
                     samples.append(FragmentSample(duration: duration, size: size, isSync: sampleFlags & SampleFlags.nonSyncBit == 0))
                 }
+                guard dataOffset < 1 << 62, decodeTime < 1 << 62 else { throw FragmentError(problem: "offsets or times past any file") }
                 runs.append(TrackRun(trackID: trackID, baseMediaDecodeTime: decodeTime, dataOffset: dataOffset, samples: samples))
+                // Sizes and durations are 32-bit and a run has at most 2^20 samples: no overflow.
                 nextData = dataOffset + samples.reduce(0) { $0 + UInt64($1.size) }
                 decodeTime += samples.reduce(0) { $0 + UInt64($1.duration) }
             }

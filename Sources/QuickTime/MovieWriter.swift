@@ -108,7 +108,8 @@ public final class MovieWriter {
     /// Writes the movie to `output`; `path` names it in errors and summaries.
     public init(output: any MovieOutput, path: String, description: MovieDescription) throws(MovieWriterError) {
         let video = description.video
-        guard video.width > 0, video.height > 0, video.width <= 65535, video.height <= 65535 else {
+        // 16384 keeps every size and rotation offset inside QuickTime's 16.16 fixed point.
+        guard video.width > 0, video.height > 0, video.width <= 16384, video.height <= 16384 else {
             throw .unsupportedVideo("a picture of \(video.width)×\(video.height) pixels")
         }
         guard video.sequenceParameterSet.count >= 4, video.sequenceParameterSet.count <= 65535,
@@ -258,9 +259,11 @@ public final class MovieWriter {
             moov.writeMOOV(tracks: finalTracks(), creationTime: creationTime, fragmented: false)
             try output.append(moov.bytes)
             try output.synchronize()
-            // The complete index is durable: now hide the fragment boxes. Fragments first, so
-            // that until the last step the file still opens as the fragmented movie it was.
-            for offset in moofOffsets { try output.overwrite(at: offset + 4, with: freeType) }
+            // The complete index is durable: now hide the fragment boxes, the header last so
+            // that until then the file opens as the fragmented movie it was. Hiding goes from
+            // the last fragment back, so a stop part-way still shows the clip's beginning; the
+            // fragments hidden by then reappear in the index when repair finishes the job.
+            for offset in moofOffsets.reversed() { try output.overwrite(at: offset + 4, with: freeType) }
             if let offset = headerMoovOffset { try output.overwrite(at: offset + 4, with: freeType) }
             try output.synchronize()
             try output.close()
@@ -288,6 +291,7 @@ public final class MovieWriter {
     // MARK: Fragments
 
     private var freeType: [UInt8] { [0x66, 0x72, 0x65, 0x65] } // "free"
+    private var moofType: [UInt8] { [0x6D, 0x6F, 0x6F, 0x66] } // "moof"
 
     private func completeOpenRun(endTicks: Int64) {
         var durations: [UInt32] = []
@@ -310,15 +314,16 @@ public final class MovieWriter {
 
     private func videoHeader() -> TrackHeader {
         let v = description.video
-        var width = Double(v.width)
+        var displayWidth = Double(v.width)
         if let aspect = v.pixelAspectRatio, aspect.verticalSpacing > 0 {
-            width = width * Double(aspect.horizontalSpacing) / Double(aspect.verticalSpacing)
+            displayWidth = displayWidth * Double(aspect.horizontalSpacing) / Double(aspect.verticalSpacing)
         }
+        let width = TrackHeader.fixed(displayWidth), height = TrackHeader.fixed(Double(v.height))
         var entry = ByteWriter()
         entry.writeAVC1(v)
         return TrackHeader(trackID: 1, kind: .video, timescale: UInt32(TimeScale.video),
-                           width: width, height: Double(v.height),
-                           matrix: TrackHeader.matrix(for: v.rotation, width: width, height: Double(v.height)),
+                           width: width, height: height,
+                           matrix: TrackHeader.matrix(for: v.rotation, width: width, height: height),
                            sampleEntry: entry.bytes)
     }
 
@@ -396,15 +401,22 @@ public final class MovieWriter {
             moof.patchUInt32(at: field.position, UInt32(dataStart + field.dataStart))
         }
 
+        // The fragment goes to disk with its moof typed `free`, and becomes a `moof` only once
+        // all of it is there: a reader of a file cut off part-way through the write sees a
+        // free box and a short mdat that nothing points into, never a moof promising samples
+        // that are missing. (Repair recognises a complete fragment under either type.)
         var buffer = prefix.bytes
         buffer.reserveCapacity(prefix.count + dataStart + Int(payload))
         buffer.append(contentsOf: moof.bytes)
+        buffer.replaceSubrange((prefix.count + 4)..<(prefix.count + 8), with: freeType)
         buffer.append(contentsOf: mdatHeader.bytes)
         for sample in run?.samples ?? [] { buffer.append(contentsOf: sample.data) }
         buffer.append(contentsOf: pendingAudio)
         do { try output.append(buffer) } catch { throw .file(error) }
 
-        // Written: record it.
+        // The samples are on disk whatever happens next: record them before revealing the
+        // moof, so that a failure to reveal it loses nothing (close hides the fragment and
+        // repair finds it under either type).
         if let headerMoovPosition { headerMoovOffset = headerMoovPosition }
         moofOffsets.append(moofOffset)
         nextSequenceNumber += 1
@@ -424,5 +436,6 @@ public final class MovieWriter {
             audioFramesWritten += Int64(audioFrames)
             pendingAudio = []
         }
+        do { try output.overwrite(at: moofOffset + 4, with: moofType) } catch { throw .file(error) }
     }
 }

@@ -11,9 +11,10 @@ struct TrackHeader: Equatable {
     var trackID: UInt32
     var kind: Kind
     var timescale: UInt32
-    /// Presentation width and height in pixels (16.16 in `tkhd`); zero for sound.
-    var width: Double
-    var height: Double
+    /// Presentation width and height in pixels as 16.16 fixed point, as `tkhd` stores them;
+    /// zero for sound.
+    var width: UInt32
+    var height: UInt32
     /// The nine matrix values a b u c d v x y w as stored (16.16 and 2.30 fixed point).
     var matrix: [Int32]
     /// The complete sample description entry (an `avc1` or `sowt` box), exactly as written.
@@ -24,11 +25,14 @@ struct TrackHeader: Equatable {
 
     static let identityMatrix: [Int32] = [0x0001_0000, 0, 0, 0, 0x0001_0000, 0, 0, 0, 0x4000_0000]
 
-    /// The transform for a clockwise rotation of a `width`×`height` picture (FORMATS.md).
-    static func matrix(for rotation: Rotation, width: Double, height: Double) -> [Int32] {
+    /// The 16.16 fixed-point form of a size in pixels.
+    static func fixed(_ pixels: Double) -> UInt32 { UInt32(clamping: Int64((pixels * 65536).rounded())) }
+
+    /// The transform for a clockwise rotation of a picture `width`×`height` (16.16) in size (FORMATS.md).
+    static func matrix(for rotation: Rotation, width: UInt32, height: UInt32) -> [Int32] {
         let one: Int32 = 0x0001_0000
-        let w = Int32((width * 65536).rounded())
-        let h = Int32((height * 65536).rounded())
+        let w = Int32(clamping: width)
+        let h = Int32(clamping: height)
         let unit: Int32 = 0x4000_0000
         switch rotation {
         case .none: return identityMatrix

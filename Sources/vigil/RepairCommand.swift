@@ -1,0 +1,48 @@
+import QuickTime
+
+/// `vigil repair FILE…`: finishes clips whose recording was interrupted.
+enum RepairCommand: Command {
+    static let name = "repair"
+    static let abstract = "Turn interrupted clips into normal movies."
+    static let synopsis = "FILE…"
+    static let discussion = """
+        A clip that was being recorded when the agent was killed or the power failed is a
+        fragmented movie: it plays up to its last complete second, but some players show no
+        duration and cannot seek. repair appends a complete index and hides the fragment
+        boxes, without moving any sample, so the file becomes a normal movie holding every
+        complete fragment. A partly written last fragment is cut off. A file that is already
+        complete is left as it is; a file repair does not understand is never changed.
+        The agent does this by itself for its own clips when it starts.
+
+        Exit status: 0 when every file was repaired or already complete; 66 when a file does
+        not exist; 74 on a read or write error; 65 when a file is not a movie repair can
+        finish (or holds nothing to recover).
+        """
+    static let options: [OptionSpec] = []
+
+    static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
+        guard !arguments.positionals.isEmpty else { throw UsageError(message: "name at least one FILE to repair") }
+        var worst = ExitCode.success
+        for path in arguments.positionals {
+            do {
+                if let report = try MovieRepair.repair(path: path) {
+                    var line = "\(path): repaired, \(report.fragments) fragments, \(report.videoFrames) video frames"
+                    if report.audioFrames > 0 { line += ", \(report.audioFrames) audio sample frames" }
+                    if report.discardedBytes > 0 { line += ", cut \(report.discardedBytes) bytes of an incomplete last fragment" }
+                    printOut(line)
+                } else {
+                    printOut("\(path): already complete")
+                }
+            } catch {
+                printError("vigil repair: \(error.description)")
+                let code: ExitCode = switch error.kind {
+                case .noSuchFile: .noInput
+                case .inputOutput: .ioError
+                case .notRepairable: .dataError
+                }
+                if worst == .success || code == .ioError { worst = code }
+            }
+        }
+        return worst
+    }
+}

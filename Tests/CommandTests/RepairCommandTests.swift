@@ -1,0 +1,82 @@
+import Foundation
+import Media
+import QuickTime
+import Testing
+import TestSupport
+
+/// Runs the built `vigil` binary.
+func vigil(_ arguments: String...) throws -> ToolResult {
+    try runTool(builtExecutable("vigil"), arguments)
+}
+
+@Suite struct RepairCommandTests {
+    /// An interrupted clip: three of four GOPs on disk, never closed.
+    func interruptedClip(_ dir: TemporaryDirectory, _ name: String) throws -> String {
+        let stream = try H264TestStream.make(width: 64, height: 48, frames: 40, gop: 10, in: dir)
+        let path = dir.file(name)
+        let writer = try MovieWriter(path: path, description: MovieDescription(
+            creationTime: Date(), video: VideoTrackFormat(width: 64, height: 48, sequenceParameterSet: stream.sps, pictureParameterSet: stream.pps)))
+        for (i, s) in stream.samples.enumerated() {
+            try writer.appendVideo(s.data, time: Timestamp(nanoseconds: Int64(i) * 33_333_333), isSync: s.isKeyframe)
+        }
+        writer.abandon()
+        return path
+    }
+
+    @Test func repairsInterruptedClipsAndLeavesCompleteOnesAlone() throws {
+        let dir = try TemporaryDirectory("vigil-cli")
+        defer { dir.remove() }
+        let clip = try interruptedClip(dir, "clip.mov")
+        let r = try vigil("repair", clip)
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout == "\(clip): repaired, 3 fragments, 30 video frames\n")
+        #expect(try FFmpeg.decodeErrors(clip).isEmpty)
+        #expect(try FFprobe.probe(clip).video?["nb_frames"] == "30")
+
+        let again = try vigil("repair", clip)
+        #expect(again.status == 0)
+        #expect(again.stdout == "\(clip): already complete\n")
+    }
+
+    @Test func failuresNameTheFileAndSetTheExitStatus() throws {
+        let dir = try TemporaryDirectory("vigil-cli")
+        defer { dir.remove() }
+        let missing = dir.file("missing.mov")
+        let r = try vigil("repair", missing)
+        #expect(r.status == 66)
+        #expect(r.stderr.contains(missing) && r.stderr.contains("no such file"))
+
+        let text = dir.file("notes.mov")
+        try "not a movie".write(toFile: text, atomically: true, encoding: .utf8)
+        let r2 = try vigil("repair", text)
+        #expect(r2.status == 65)
+        #expect(r2.stderr.contains(text) && r2.stderr.contains("not a QuickTime movie"))
+        #expect(try String(contentsOfFile: text, encoding: .utf8) == "not a movie")
+
+        // One bad file among good ones: the good ones are still repaired.
+        let clip = try interruptedClip(dir, "good.mov")
+        let r3 = try vigil("repair", text, clip)
+        #expect(r3.status == 65)
+        #expect(r3.stdout.contains("\(clip): repaired"))
+    }
+
+    @Test func usageErrorsExit64() throws {
+        #expect(try vigil("repair").status == 64)
+        #expect(try vigil("repair", "--frobnicate", "x").status == 64)
+        let unknown = try vigil("frobnicate")
+        #expect(unknown.status == 64)
+        #expect(unknown.stderr.contains("unknown command 'frobnicate'"))
+        #expect(try vigil().status == 64)
+    }
+
+    @Test func helpDescribesEveryCommand() throws {
+        let root = try vigil("--help")
+        #expect(root.status == 0)
+        #expect(root.stdout.contains("repair"))
+        let help = try vigil("repair", "--help")
+        #expect(help.status == 0)
+        #expect(help.stdout.hasPrefix("usage: vigil repair FILE…"))
+        #expect(try vigil("help", "repair").stdout == help.stdout)
+        #expect(try vigil("--version").stdout.hasPrefix("vigil "))
+    }
+}
