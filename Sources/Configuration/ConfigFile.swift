@@ -1,0 +1,218 @@
+import Foundation
+internal import CLibconfig
+
+/// A configuration problem, located in the file: printed as `file:line: message`.
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var file: String
+    /// 1-based line of the offending setting, or nil when the problem is not on one line.
+    public var line: Int?
+    public var message: String
+
+    public init(file: String, line: Int?, message: String) {
+        self.file = file
+        self.line = line
+        self.message = message
+    }
+
+    public var description: String {
+        if let line { return "\(file):\(line): \(message)" }
+        return "\(file): \(message)"
+    }
+}
+
+/// The settings a configuration file gives, checked against the schema: every name known,
+/// every value of the right type and in range. Settings the file leaves out take their defaults.
+public struct ConfigValues: Sendable, Equatable {
+    /// The file the values came from (for messages).
+    public let file: String
+    private var values: [String: ConfigValue]
+    private var lines: [String: Int]
+
+    /// Only the defaults.
+    public init(defaultsFor file: String) {
+        self.file = file
+        self.values = [:]
+        self.lines = [:]
+    }
+
+    /// Reads and checks the configuration file at `path`.
+    public static func load(path: String) throws(ConfigurationError) -> ConfigValues {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw ConfigurationError(file: path, line: nil, message: "no such file — give the right path with --config, or copy the documented default from /etc/vigil/vigil.conf")
+        }
+        guard FileManager.default.isReadableFile(atPath: path) else {
+            throw ConfigurationError(file: path, line: nil, message: "permission denied — can this user read it?")
+        }
+        return try read(path: path) { config in config_read_file(config, path) }
+    }
+
+    /// Reads and checks configuration text; `name` stands for the file in messages.
+    public static func parse(_ text: String, name: String) throws(ConfigurationError) -> ConfigValues {
+        try read(path: name) { config in config_read_string(config, text) }
+    }
+
+    private static func read(path: String, _ reader: (UnsafeMutablePointer<config_t>) -> Int32) throws(ConfigurationError) -> ConfigValues {
+        let config = UnsafeMutablePointer<config_t>.allocate(capacity: 1)
+        config_init(config)
+        defer {
+            config_destroy(config)
+            config.deallocate()
+        }
+        if reader(config) != CONFIG_TRUE {
+            let file = CLibconfig_error_file(config).map { String(cString: $0) } ?? path
+            let text = CLibconfig_error_text(config).map { String(cString: $0) } ?? "unreadable"
+            let line = Int(CLibconfig_error_line(config))
+            if CLibconfig_error_type(config) == Int32(CONFIG_ERR_FILE_IO.rawValue) {
+                throw ConfigurationError(file: file, line: nil, message: "cannot read it (\(text.lowercased()))")
+            }
+            throw ConfigurationError(file: file, line: line > 0 ? line : nil, message: "\(text) — check the syntax near this line (settings look like `name = value;`, inside `section = { ... };`)")
+        }
+        var result = ConfigValues(defaultsFor: path)
+        guard let root = CLibconfig_root_setting(config) else { return result }
+        for i in 0..<config_setting_length(root) {
+            guard let section = config_setting_get_elem(root, UInt32(i)) else { continue }
+            let sectionName = CLibconfig_setting_name(section).map { String(cString: $0) } ?? "?"
+            let sectionLine = Int(CLibconfig_setting_source_line(section))
+            let file = CLibconfig_setting_source_file(section).map { String(cString: $0) } ?? path
+            guard ConfigSchema.sections.contains(sectionName) else {
+                var message = "unknown section '\(sectionName)'"
+                if let hint = ConfigSchema.sections.min(by: { editDistance($0, sectionName) < editDistance($1, sectionName) }),
+                   editDistance(hint, sectionName) <= 2 {
+                    message += " — did you mean '\(hint)'?"
+                } else {
+                    message += " — the sections are " + ConfigSchema.sections.joined(separator: ", ")
+                }
+                throw ConfigurationError(file: file, line: sectionLine, message: message)
+            }
+            guard CLibconfig_setting_type(section) == CONFIG_TYPE_GROUP else {
+                throw ConfigurationError(file: file, line: sectionLine, message: "'\(sectionName)' must be a group: \(sectionName) = { ... };")
+            }
+            for j in 0..<config_setting_length(section) {
+                guard let setting = config_setting_get_elem(section, UInt32(j)) else { continue }
+                let name = sectionName + "." + (CLibconfig_setting_name(setting).map { String(cString: $0) } ?? "?")
+                let line = Int(CLibconfig_setting_source_line(setting))
+                let settingFile = CLibconfig_setting_source_file(setting).map { String(cString: $0) } ?? file
+                let value = try check(setting, name: name, file: settingFile, line: line)
+                result.values[name] = value
+                result.lines[name] = line
+            }
+        }
+        return result
+    }
+
+    private static func check(_ setting: UnsafeMutablePointer<config_setting_t>, name: String, file: String, line: Int) throws(ConfigurationError) -> ConfigValue {
+        func fail(_ message: String) -> ConfigurationError { ConfigurationError(file: file, line: line, message: message) }
+        guard let key = ConfigSchema.key(name) else {
+            var message = "unknown setting '\(name)'"
+            if let hint = ConfigSchema.suggestion(for: name) { message += " — did you mean '\(hint)'?" }
+            else { message += " — see /etc/vigil/vigil.conf for the settings there are" }
+            throw fail(message)
+        }
+        let type = CLibconfig_setting_type(setting)
+        let isInteger = type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64
+        switch key.kind {
+        case .integer(let range):
+            guard isInteger else { throw fail("\(name) must be \(key.accepted), not \(describe(type))") }
+            let v = config_setting_get_int64(setting)
+            guard v >= Int64(range.lowerBound), v <= Int64(range.upperBound) else {
+                throw fail("\(name) = \(v) is out of range — use \(key.accepted)")
+            }
+            if name == "camera.rotation", ![0, 90, 180, 270].contains(v) {
+                throw fail("camera.rotation = \(v) is not a right angle — use 0, 90, 180 or 270")
+            }
+            return .integer(Int(v))
+        case .number(let range):
+            guard isInteger || type == CONFIG_TYPE_FLOAT else { throw fail("\(name) must be \(key.accepted), not \(describe(type))") }
+            let v = isInteger ? Double(config_setting_get_int64(setting)) : config_setting_get_float(setting)
+            guard v.isFinite, range.contains(v) else {
+                throw fail("\(name) = \(formatNumber(v)) is out of range — use \(key.accepted)")
+            }
+            return .number(v)
+        case .boolean:
+            guard type == CONFIG_TYPE_BOOL else { throw fail("\(name) must be true or false, not \(describe(type))") }
+            return .boolean(config_setting_get_bool(setting) != 0)
+        case .text:
+            guard type == CONFIG_TYPE_STRING, let s = config_setting_get_string(setting) else {
+                throw fail("\(name) must be a string in double quotes, not \(describe(type))")
+            }
+            return .text(String(cString: s))
+        case .choice(let options):
+            guard type == CONFIG_TYPE_STRING, let s = config_setting_get_string(setting) else {
+                throw fail("\(name) must be \(key.accepted), not \(describe(type))")
+            }
+            let v = String(cString: s)
+            guard options.contains(v) else { throw fail("\(name) = \"\(v)\" is not allowed — use \(key.accepted)") }
+            return .text(v)
+        }
+    }
+
+    private static func describe(_ type: Int32) -> String {
+        switch type {
+        case CONFIG_TYPE_GROUP: "a group"
+        case CONFIG_TYPE_INT, CONFIG_TYPE_INT64: "a whole number"
+        case CONFIG_TYPE_FLOAT: "a number with a decimal point"
+        case CONFIG_TYPE_STRING: "a string"
+        case CONFIG_TYPE_BOOL: "true/false"
+        case CONFIG_TYPE_ARRAY: "an array"
+        case CONFIG_TYPE_LIST: "a list"
+        default: "this"
+        }
+    }
+
+    // MARK: Access
+
+    /// The value of `name`: the file's, or the default.
+    public func value(_ name: String) -> ConfigValue {
+        if let v = values[name] { return v }
+        guard let key = ConfigSchema.key(name) else { preconditionFailure("\(name) is not in the schema") }
+        return key.defaultValue
+    }
+
+    /// True when the file sets `name` itself.
+    public func isSet(_ name: String) -> Bool { values[name] != nil }
+
+    /// The line `name` is set on, if the file sets it.
+    public func line(_ name: String) -> Int? { lines[name] }
+
+    public func integer(_ name: String) -> Int {
+        if case .integer(let v) = value(name) { return v }
+        preconditionFailure("\(name) is not an integer setting")
+    }
+
+    public func number(_ name: String) -> Double {
+        switch value(name) {
+        case .number(let v): return v
+        case .integer(let v): return Double(v)
+        default: preconditionFailure("\(name) is not a number setting")
+        }
+    }
+
+    public func boolean(_ name: String) -> Bool {
+        if case .boolean(let v) = value(name) { return v }
+        preconditionFailure("\(name) is not a boolean setting")
+    }
+
+    public func text(_ name: String) -> String {
+        if case .text(let v) = value(name) { return v }
+        preconditionFailure("\(name) is not a string setting")
+    }
+
+    /// An error about `name`, located at its line (or the file when it is a default).
+    public func error(_ name: String, _ message: String) -> ConfigurationError {
+        ConfigurationError(file: file, line: line(name), message: message)
+    }
+
+    /// The effective settings in libconfig syntax, grouped by section, defaults marked.
+    public var effectiveText: String {
+        var text = ""
+        for section in ConfigSchema.sections {
+            text += "\(section) = {\n"
+            for key in ConfigSchema.keys where key.section == section {
+                let setting = key.name.dropFirst(section.count + 1)
+                text += "  \(setting) = \(value(key.name));" + (isSet(key.name) ? "" : "  # default") + "\n"
+            }
+            text += "};\n"
+        }
+        return text
+    }
+}

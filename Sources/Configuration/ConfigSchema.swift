@@ -1,0 +1,164 @@
+import Foundation
+
+/// Every setting Vigil reads from its configuration file: name, type, range, default, unit
+/// and meaning. The loader rejects anything not listed here, and `vigil check` prints the
+/// effective value of each, in this order.
+
+/// A setting's value as the file gives it.
+public enum ConfigValue: Equatable, Sendable, CustomStringConvertible {
+    case integer(Int)
+    case number(Double)
+    case boolean(Bool)
+    case text(String)
+
+    /// The value in libconfig syntax.
+    public var description: String {
+        switch self {
+        case .integer(let v): String(v)
+        case .number(let v): formatNumber(v)
+        case .boolean(let v): v ? "true" : "false"
+        case .text(let v): "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        }
+    }
+}
+
+/// A number as libconfig writes a float: always with a decimal point.
+func formatNumber(_ v: Double) -> String {
+    if v == v.rounded(), abs(v) < 1e15 { return String(Int64(v)) + ".0" }
+    return String(v)
+}
+
+public struct ConfigKey: Sendable {
+    public enum Kind: Sendable {
+        case integer(ClosedRange<Int>)
+        case number(ClosedRange<Double>)
+        case boolean
+        case text
+        case choice([String])
+    }
+
+    /// The full name, `section.setting`.
+    public let name: String
+    public let kind: Kind
+    public let defaultValue: ConfigValue
+    /// The unit of a number ("seconds", "MB"), or nil.
+    public let unit: String?
+    public let summary: String
+
+    init(_ name: String, _ kind: Kind, _ defaultValue: ConfigValue, unit: String? = nil, _ summary: String) {
+        self.name = name
+        self.kind = kind
+        self.defaultValue = defaultValue
+        self.unit = unit
+        self.summary = summary
+    }
+
+    public var section: Substring { name.split(separator: ".")[0] }
+
+    /// What the key accepts, for messages and documentation ("16 to 4096", "true or false").
+    public var accepted: String {
+        switch kind {
+        case .integer(let r): "a whole number from \(r.lowerBound) to \(r.upperBound)"
+        case .number(let r): "a number from \(formatNumber(r.lowerBound)) to \(formatNumber(r.upperBound))"
+        case .boolean: "true or false"
+        case .text: "a string"
+        case .choice(let options): "one of " + options.map { "\"\($0)\"" }.joined(separator: ", ")
+        }
+    }
+}
+
+public enum ConfigSchema {
+    public static let keys: [ConfigKey] = [
+        // camera
+        ConfigKey("camera.device", .text, .text("synthetic"),
+                  "the camera: a V4L2 device (/dev/video0, or /dev/v4l/by-id/... to survive replugging), \"synthetic\" for the built-in test scene, or \"file:PATH.y4m\" to replay recorded footage"),
+        ConfigKey("camera.name", .text, .text("camera"),
+                  "a short name for this camera, used in clip file names and the events journal (letters, digits, - and _)"),
+        ConfigKey("camera.width", .integer(16...4096), .integer(1280), unit: "pixels", "the picture width to ask the camera for (even)"),
+        ConfigKey("camera.height", .integer(16...4096), .integer(720), unit: "pixels", "the picture height to ask the camera for (even)"),
+        ConfigKey("camera.fps", .number(1...120), .number(30), unit: "frames per second", "the frame rate to ask the camera for"),
+        ConfigKey("camera.rotation", .integer(0...270), .integer(0), unit: "degrees clockwise",
+                  "how the picture is turned when played (0, 90, 180 or 270); written into the clip, the pixels are not touched"),
+        ConfigKey("camera.realtime", .boolean, .boolean(false),
+                  "pace a file: source at its own frame rate instead of as fast as possible"),
+
+        // audio
+        ConfigKey("audio.enabled", .boolean, .boolean(false), "record sound from a microphone into the clips"),
+        ConfigKey("audio.device", .text, .text("default"), "the ALSA capture device (see `vigil probe`), e.g. \"hw:1,0\""),
+        ConfigKey("audio.rate", .integer(8000...48000), .integer(48000), unit: "Hz", "the sample rate"),
+        ConfigKey("audio.channels", .integer(1...2), .integer(1), "1 for mono, 2 for stereo"),
+
+        // encoder
+        ConfigKey("encoder.preset", .choice(["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo"]),
+                  .text("ultrafast"), "x264 speed preset; slower presets give smaller files for much more CPU"),
+        ConfigKey("encoder.tune", .choice(["zerolatency", "film", "animation", "grain", "stillimage", "fastdecode", "none"]),
+                  .text("zerolatency"), "x264 tuning; zerolatency keeps the encoder from holding frames back"),
+        ConfigKey("encoder.profile", .choice(["baseline", "main", "high"]), .text("high"), "the H.264 profile limit"),
+        ConfigKey("encoder.crf", .number(0...51), .number(23), "quality: lower is better and larger (18 is visually lossless, 28 is small)"),
+        ConfigKey("encoder.max_bitrate", .integer(0...200_000), .integer(0), unit: "kbit/s",
+                  "cap on the bitrate (VBV), or 0 for no cap"),
+        ConfigKey("encoder.threads", .integer(0...16), .integer(0), "encoder threads, or 0 to let x264 choose"),
+        ConfigKey("encoder.keyframe_interval", .number(0.25...1), .number(1), unit: "seconds",
+                  "longest time between keyframes; a clip starts at a keyframe, so this bounds how much earlier than pre_roll it may start"),
+
+        // recording
+        ConfigKey("recording.pre_roll", .number(0...30), .number(5), unit: "seconds", "how much video before the motion each clip starts with"),
+        ConfigKey("recording.post_roll", .number(0...300), .number(5), unit: "seconds", "how long recording goes on after the motion stops"),
+        ConfigKey("recording.max_clip", .number(10...3600), .number(300), unit: "seconds",
+                  "longest clip; a longer event continues in a new clip with nothing lost between them"),
+        ConfigKey("recording.pre_roll_max_mb", .integer(1...1024), .integer(64), unit: "MB",
+                  "memory the pre-roll buffer may use at most, whatever pre_roll says"),
+
+        // storage
+        ConfigKey("storage.path", .text, .text("/var/lib/vigil/clips"), "the directory clips and the events journal are written to"),
+        ConfigKey("storage.file_pattern", .text, .text("%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov"),
+                  "clip file names under storage.path: strftime fields (%Y %m %d %H %M %S) in the local time of the clip's first frame, and {camera} for camera.name; must end in .mov"),
+        ConfigKey("storage.max_age_days", .integer(0...3650), .integer(30), unit: "days", "delete clips older than this, or 0 to keep them however old"),
+        ConfigKey("storage.max_size_mb", .integer(0...100_000_000), .integer(0), unit: "MB",
+                  "delete the oldest clips while all clips together are larger than this, or 0 for no limit"),
+        ConfigKey("storage.min_free_mb", .integer(0...100_000_000), .integer(500), unit: "MB",
+                  "delete the oldest clips while the file system has less free space than this"),
+
+        // log
+        ConfigKey("log.level", .choice(["error", "warning", "info", "debug", "trace"]), .text("info"), "the least important messages to log"),
+        ConfigKey("log.stats_interval", .integer(0...86400), .integer(60), unit: "seconds", "how often to log a stats line, or 0 for never"),
+
+        // hooks
+        ConfigKey("hooks.on_event_start", .text, .text(""),
+                  "a program to run when motion starts a clip (absolute path, or \"\" for none); gets the event's facts as arguments and VIGIL_* environment variables"),
+        ConfigKey("hooks.on_clip_saved", .text, .text(""),
+                  "a program to run when a clip is finished (absolute path, or \"\" for none); gets the clip's facts as arguments and VIGIL_* environment variables"),
+        ConfigKey("hooks.timeout", .number(1...600), .number(30), unit: "seconds", "how long a hook may run before it is killed"),
+    ]
+
+    public static let sections: [String] = {
+        var seen: [String] = []
+        for key in keys where !seen.contains(String(key.section)) { seen.append(String(key.section)) }
+        return seen
+    }()
+
+    public static func key(_ name: String) -> ConfigKey? { keys.first { $0.name == name } }
+
+    /// The known key closest in spelling to `name`, for "did you mean" hints.
+    static func suggestion(for name: String) -> String? {
+        let best = keys.map { ($0.name, editDistance($0.name, name)) }.min { $0.1 < $1.1 }
+        guard let best, best.1 <= max(2, name.count / 4) else { return nil }
+        return best.0
+    }
+}
+
+/// Levenshtein distance between two short strings.
+func editDistance(_ a: String, _ b: String) -> Int {
+    let a = Array(a), b = Array(b)
+    guard !a.isEmpty else { return b.count }
+    guard !b.isEmpty else { return a.count }
+    var previous = Array(0...b.count)
+    for i in 1...a.count {
+        var current = [i] + Array(repeating: 0, count: b.count)
+        for j in 1...b.count {
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+        }
+        previous = current
+    }
+    return previous[b.count]
+}

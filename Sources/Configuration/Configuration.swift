@@ -1,1 +1,0 @@
-// The Configuration module; see DESIGN.md.

@@ -1,0 +1,228 @@
+import Foundation
+
+/// Where frames come from: the syntax of `camera.device` and of `vigil analyze --source`.
+public enum CameraDevice: Equatable, Sendable, CustomStringConvertible {
+    /// A V4L2 device node, e.g. `/dev/video0` or `/dev/v4l/by-id/...`.
+    case v4l2(path: String)
+    /// The built-in synthetic scene.
+    case synthetic
+    /// A YUV4MPEG2 file.
+    case file(path: String)
+
+    /// Parses `synthetic`, `file:PATH` or an absolute device path. A relative file path is
+    /// taken relative to `directory`. Nil for anything else.
+    public init?(parsing text: String, relativeTo directory: String) {
+        if text == "synthetic" {
+            self = .synthetic
+        } else if text.hasPrefix("file:") {
+            let path = String(text.dropFirst(5))
+            guard !path.isEmpty else { return nil }
+            self = .file(path: resolve(path, against: directory))
+        } else if text.hasPrefix("/") {
+            self = .v4l2(path: text)
+        } else {
+            return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .v4l2(let path): path
+        case .synthetic: "synthetic"
+        case .file(let path): "file:\(path)"
+        }
+    }
+}
+
+/// `path` made absolute against `directory` (unchanged when already absolute).
+func resolve(_ path: String, against directory: String) -> String {
+    if path.hasPrefix("/") { return path }
+    return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardizedFileURL.path
+}
+
+/// How important a log message is.
+public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
+    case error, warning, info, debug, trace
+
+    public init?(name: String) {
+        guard let level = LogLevel.allCases.first(where: { $0.name == name }) else { return nil }
+        self = level
+    }
+
+    public var name: String {
+        switch self {
+        case .error: "error"
+        case .warning: "warning"
+        case .info: "info"
+        case .debug: "debug"
+        case .trace: "trace"
+        }
+    }
+
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// The whole configuration, typed and checked.
+public struct Settings: Equatable, Sendable {
+    public struct Camera: Equatable, Sendable {
+        public var device: CameraDevice
+        public var name: String
+        public var width: Int
+        public var height: Int
+        public var fps: Double
+        public var rotation: Int
+        public var realtime: Bool
+    }
+
+    public struct Audio: Equatable, Sendable {
+        public var enabled: Bool
+        public var device: String
+        public var rate: Int
+        public var channels: Int
+    }
+
+    public struct Encoder: Equatable, Sendable {
+        public var preset: String
+        /// nil for no tuning.
+        public var tune: String?
+        public var profile: String
+        public var crf: Double
+        /// kbit/s, nil for no cap.
+        public var maxBitrate: Int?
+        /// 0 lets x264 choose.
+        public var threads: Int
+        /// Seconds.
+        public var keyframeInterval: Double
+    }
+
+    public struct Recording: Equatable, Sendable {
+        public var preRoll: Double
+        public var postRoll: Double
+        public var maxClip: Double
+        public var preRollMaxBytes: Int
+    }
+
+    public struct Storage: Equatable, Sendable {
+        /// Absolute.
+        public var path: String
+        public var filePattern: String
+        /// nil keeps clips however old.
+        public var maxAgeDays: Int?
+        /// Bytes, nil for no limit.
+        public var maxSize: Int64?
+        /// Bytes.
+        public var minFree: Int64
+    }
+
+    public struct Log: Equatable, Sendable {
+        public var level: LogLevel
+        /// Seconds; nil for no stats line.
+        public var statsInterval: Int?
+    }
+
+    public struct Hooks: Equatable, Sendable {
+        public var onEventStart: String?
+        public var onClipSaved: String?
+        public var timeout: Double
+    }
+
+    public var camera: Camera
+    public var audio: Audio
+    public var encoder: Encoder
+    public var recording: Recording
+    public var storage: Storage
+    public var log: Log
+    public var hooks: Hooks
+    /// The values they were made from, for `vigil check` and for messages.
+    public var values: ConfigValues
+
+    /// Loads, checks and types the configuration file at `path`.
+    public static func load(path: String) throws(ConfigurationError) -> Settings {
+        try Settings(values: ConfigValues.load(path: path), directory: (resolve(path, against: FileManager.default.currentDirectoryPath) as NSString).deletingLastPathComponent)
+    }
+
+    /// Types `values`, checking what ranges alone cannot; relative paths are taken relative
+    /// to `directory` (the configuration file's).
+    public init(values v: ConfigValues, directory: String) throws(ConfigurationError) {
+        values = v
+        let deviceText = v.text("camera.device")
+        guard let device = CameraDevice(parsing: deviceText, relativeTo: directory) else {
+            throw v.error("camera.device", "camera.device = \"\(deviceText)\" is not a device — use a device path such as \"/dev/video0\", \"synthetic\", or \"file:PATH.y4m\"")
+        }
+        let name = v.text("camera.name")
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
+        guard (1...32).contains(name.count), name.allSatisfy({ allowed.contains($0) }) else {
+            throw v.error("camera.name", "camera.name = \"\(name)\" cannot go into file names — use 1 to 32 letters, digits, - or _")
+        }
+        for key in ["camera.width", "camera.height"] where v.integer(key) % 2 != 0 {
+            throw v.error(key, "\(key) = \(v.integer(key)) is odd — H.264 in 4:2:0 needs an even size")
+        }
+        camera = Camera(device: device, name: name, width: v.integer("camera.width"), height: v.integer("camera.height"),
+                        fps: v.number("camera.fps"), rotation: v.integer("camera.rotation"), realtime: v.boolean("camera.realtime"))
+
+        let audioDevice = v.text("audio.device")
+        guard !audioDevice.isEmpty else { throw v.error("audio.device", "audio.device is empty — use an ALSA device such as \"default\" or \"hw:1,0\"") }
+        audio = Audio(enabled: v.boolean("audio.enabled"), device: audioDevice, rate: v.integer("audio.rate"), channels: v.integer("audio.channels"))
+
+        let tune = v.text("encoder.tune")
+        let maxBitrate = v.integer("encoder.max_bitrate")
+        encoder = Encoder(preset: v.text("encoder.preset"), tune: tune == "none" ? nil : tune, profile: v.text("encoder.profile"),
+                          crf: v.number("encoder.crf"), maxBitrate: maxBitrate == 0 ? nil : maxBitrate,
+                          threads: v.integer("encoder.threads"), keyframeInterval: v.number("encoder.keyframe_interval"))
+
+        recording = Recording(preRoll: v.number("recording.pre_roll"), postRoll: v.number("recording.post_roll"),
+                              maxClip: v.number("recording.max_clip"), preRollMaxBytes: v.integer("recording.pre_roll_max_mb") << 20)
+        if recording.preRoll >= recording.maxClip {
+            throw v.error("recording.pre_roll", "recording.pre_roll (\(formatNumber(recording.preRoll)) s) must be shorter than recording.max_clip (\(formatNumber(recording.maxClip)) s)")
+        }
+
+        let storagePath = v.text("storage.path")
+        guard !storagePath.isEmpty else { throw v.error("storage.path", "storage.path is empty — name the directory clips go to") }
+        let pattern = v.text("storage.file_pattern")
+        if let problem = Settings.patternProblem(pattern) { throw v.error("storage.file_pattern", "storage.file_pattern \(problem)") }
+        let maxAge = v.integer("storage.max_age_days"), maxSize = v.integer("storage.max_size_mb")
+        storage = Storage(path: resolve(storagePath, against: directory), filePattern: pattern,
+                          maxAgeDays: maxAge == 0 ? nil : maxAge, maxSize: maxSize == 0 ? nil : Int64(maxSize) << 20,
+                          minFree: Int64(v.integer("storage.min_free_mb")) << 20)
+
+        let interval = v.integer("log.stats_interval")
+        log = Log(level: LogLevel(name: v.text("log.level")) ?? .info, statsInterval: interval == 0 ? nil : interval)
+
+        var programs: [String: String?] = [:]
+        for key in ["hooks.on_event_start", "hooks.on_clip_saved"] {
+            let path = v.text(key)
+            guard !path.isEmpty else { programs[key] = .some(nil); continue }
+            guard path.hasPrefix("/") else {
+                throw v.error(key, "\(key) = \"\(path)\" is not an absolute path — hooks run without a shell or PATH; give the program's full path")
+            }
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw v.error(key, "\(key): \(path) does not exist or is not executable — check the path and `chmod +x` it")
+            }
+            programs[key] = .some(path)
+        }
+        hooks = Hooks(onEventStart: programs["hooks.on_event_start"] ?? nil, onClipSaved: programs["hooks.on_clip_saved"] ?? nil,
+                      timeout: v.number("hooks.timeout"))
+    }
+
+    /// Why a clip file name pattern cannot be used, or nil when it can.
+    static func patternProblem(_ pattern: String) -> String? {
+        guard pattern.hasSuffix(".mov") else { return "must end in .mov" }
+        guard !pattern.hasPrefix("/") else { return "must be relative to storage.path (no leading /)" }
+        let parts = pattern.split(separator: "/", omittingEmptySubsequences: false)
+        guard !parts.contains(where: { $0 == ".." || $0 == "." || $0.isEmpty }) else {
+            return "must not contain empty, . or .. path parts"
+        }
+        var chars = Array(pattern)[...]
+        while let c = chars.popFirst() {
+            if c == "%" {
+                guard let field = chars.popFirst(), "YmdHMS%".contains(field) else {
+                    return "uses a % field other than %Y %m %d %H %M %S %%"
+                }
+            }
+        }
+        let withoutCamera = pattern.replacingOccurrences(of: "{camera}", with: "")
+        guard !withoutCamera.contains("{"), !withoutCamera.contains("}") else { return "uses a {field} other than {camera}" }
+        guard pattern.contains("%S") else { return "must contain %S, so that clips started in the same minute get different names" }
+        return nil
+    }
+}

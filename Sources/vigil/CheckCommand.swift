@@ -1,0 +1,32 @@
+import Configuration
+
+/// The configuration file used when `--config` is not given.
+let defaultConfigPath = "/etc/vigil/vigil.conf"
+
+let configOption = OptionSpec(name: "config", valueName: "FILE", help: "the configuration file (default \(defaultConfigPath))")
+
+/// `vigil check [--config FILE]`: validates a configuration, like `nginx -t`.
+enum CheckCommand: Command {
+    static let name = "check"
+    static let abstract = "Check a configuration file and print the settings in effect."
+    static let synopsis = "[--config FILE]"
+    static let discussion = """
+        Reads the configuration as `vigil run` would and prints every setting in effect, in
+        the file's own syntax, marking the ones left at their default. Nothing is opened or
+        started. A problem is reported as FILE:LINE: what is wrong, with exit status 78.
+        """
+    static let options = [configOption]
+
+    static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
+        guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
+        let path = arguments.value("config") ?? defaultConfigPath
+        do {
+            let settings = try Settings.load(path: path)
+            printOut("# \(path): configuration OK\n" + settings.values.effectiveText)
+            return .success
+        } catch {
+            printError(error.description)
+            return .config
+        }
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import Testing
+import TestSupport
+
+@Suite struct CheckCommandTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    @Test func shippedConfigurationPasses() throws {
+        let r = try vigil("check", "--config", Self.root + "/etc/vigil/vigil.conf")
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout.contains("configuration OK"))
+        #expect(r.stdout.contains("  device = \"/dev/video0\";\n"))
+        #expect(r.stderr.isEmpty)
+    }
+
+    @Test(arguments: [
+        ("camera = {\n  width = 640;\n  fps = \"fast\";\n};\n", ":3: camera.fps must be a number"),
+        ("recording = { pre_roll = 5.0; };\nstorage = { min_free = 10; };\n", ":2: unknown setting 'storage.min_free' — did you mean 'storage.min_free_mb'?"),
+        ("log = {\n level = \"loud\";\n};\n", ":2: log.level = \"loud\" is not allowed"),
+    ])
+    func invalidConfigurationExits78WithFileAndLine(text: String, expected: String) throws {
+        let dir = try TemporaryDirectory("vigil-check")
+        defer { dir.remove() }
+        let path = dir.file("vigil.conf")
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let r = try vigil("check", "--config", path)
+        #expect(r.status == 78)
+        #expect(r.stderr.hasPrefix(path + expected), "\(r.stderr)")
+        #expect(r.stdout.isEmpty)
+    }
+
+    @Test func missingFileExits78() throws {
+        let r = try vigil("check", "--config", "/nonexistent/vigil.conf")
+        #expect(r.status == 78)
+        #expect(r.stderr.contains("/nonexistent/vigil.conf: no such file"))
+    }
+}
