@@ -1,0 +1,33 @@
+internal import Glibc
+import Media
+
+/// The monotonic clock that V4L2 and ALSA timestamps use (`CLOCK_MONOTONIC`).
+public enum MonotonicClock {
+    public static func now() -> Timestamp {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Timestamp(nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
+    }
+
+    /// Sleeps until the clock reads `deadline` (returns at once if it has passed).
+    public static func sleep(until deadline: Timestamp) {
+        guard deadline.nanoseconds > 0 else { return }
+        var ts = timespec(tv_sec: Int(deadline.nanoseconds / 1_000_000_000), tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
+        // clock_nanosleep returns the error number instead of setting errno; retry on EINTR.
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
+}
+
+/// Delivers frames no earlier than their timestamps say, relative to the first one.
+struct Pacer {
+    private var anchor: (clock: Timestamp, media: Timestamp)?
+
+    /// Waits until `media` is due: the first call sets the anchor and returns at once.
+    mutating func wait(for media: Timestamp) {
+        guard let anchor else {
+            self.anchor = (MonotonicClock.now(), media)
+            return
+        }
+        MonotonicClock.sleep(until: anchor.clock + (media - anchor.media))
+    }
+}

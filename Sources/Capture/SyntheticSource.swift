@@ -1,0 +1,270 @@
+import Media
+
+/// Renders a `SyntheticScene`, frame after frame.
+///
+/// Everything that does not change is computed once: the background (three octaves of value
+/// noise, a gradient and a few flat blocks, so the encoder sees real texture), the objects'
+/// checkered textures, and a table of Gaussian noise. A frame is then one pass per row:
+/// background + noise (from a random offset into the table) + light, clamped, and the
+/// objects' spans drawn the same way — simple loops the optimiser vectorises.
+public final class SyntheticSource: FrameSource {
+    public let scene: SyntheticScene
+    public let format: VideoFormat
+    public var name: String { "synthetic" }
+    /// Index of the next frame `nextFrame()` returns.
+    public private(set) var nextIndex: Int64 = 0
+
+    private let realtime: Bool
+    private var pacer = Pacer()
+    private let pool: FramePool
+    private let frameCount: Int64?
+    private let backgroundY: [UInt8]          // width × height
+    private let backgroundU: [UInt8]          // chroma width × chroma height
+    private let backgroundV: [UInt8]
+    private let lumaNoise: [Int16]            // noiseTableSize + width entries
+    private let chromaNoise: [Int16]
+    private let textures: [[UInt8]]           // per object: two rows (phases) of its width
+    private let objectChroma: [(u: UInt8, v: UInt8)]
+    private var visible: [(object: Int, rect: PixelRect, unclipped: PixelRect)] = []
+    private let seedState: UInt64
+
+    /// Noise rows start at a random offset below this into the noise table.
+    static let noiseTableSize = 1 << 16
+
+    /// Prepares the scene; `realtime` delivers each frame no earlier than its timestamp
+    /// says (relative to the first), otherwise frames come as fast as they are asked for.
+    public init(scene: SyntheticScene, realtime: Bool = false) throws(CaptureError) {
+        self.format = try scene.videoFormat()
+        self.scene = scene
+        self.realtime = realtime
+        self.pool = FramePool(bufferSize: format.bufferSize)
+        self.frameCount = scene.frameCount
+        var random = SplitMix64(seed: scene.seed)
+        seedState = random.next()
+        let w = scene.width, h = scene.height
+        let cw = w / 2, ch = h / 2
+        backgroundY = SyntheticSource.makeBackground(width: w, height: h, random: &random)
+        backgroundU = SyntheticSource.makeChroma(width: cw, height: ch, centre: 118, amplitude: 10, random: &random)
+        backgroundV = SyntheticSource.makeChroma(width: cw, height: ch, centre: 134, amplitude: 8, random: &random)
+        lumaNoise = SyntheticSource.makeNoise(count: SyntheticSource.noiseTableSize + w, sigma: scene.noiseSigma, random: &random)
+        chromaNoise = SyntheticSource.makeNoise(count: SyntheticSource.noiseTableSize + w, sigma: scene.noiseSigma / 2, random: &random)
+        var textures: [[UInt8]] = []
+        var colours: [(UInt8, UInt8)] = []
+        for o in scene.schedule.objects {
+            let (ow, _) = scene.objectSize(o)
+            var texture = [UInt8](repeating: 0, count: 2 * ow)
+            for phase in 0..<2 {
+                for x in 0..<ow {
+                    let light = ((x >> 3) + phase) & 1 == 0
+                    texture[phase * ow + x] = UInt8(clamping: Int(o.brightness) + (light ? 22 : -22))
+                }
+            }
+            textures.append(texture)
+            colours.append((UInt8(truncatingIfNeeded: 90 + random.next() % 80), UInt8(truncatingIfNeeded: 90 + random.next() % 80)))
+        }
+        self.textures = textures
+        self.objectChroma = colours
+    }
+
+    public func nextFrame() throws(CaptureError) -> VideoFrame? {
+        if let frameCount, nextIndex >= frameCount { return nil }
+        let index = nextIndex
+        nextIndex += 1
+        let frame = self.frame(index)
+        if realtime { pacer.wait(for: frame.timestamp) }
+        return frame
+    }
+
+    /// Frame `index` of the scene, rendered now (any index, in any order).
+    public func frame(_ index: Int64) -> VideoFrame {
+        let buffer = pool.take()
+        render(index, into: buffer)
+        return VideoFrame(format: format, buffer: buffer, timestamp: scene.timestamp(ofFrame: index), sequence: UInt64(max(index, 0)))
+    }
+
+    /// Renders frame `index` into `buffer` (laid out as `format`).
+    public func render(_ index: Int64, into buffer: FrameBuffer) {
+        let t = scene.timestamp(ofFrame: index)
+        var random = SplitMix64(seed: seedState ^ (UInt64(bitPattern: index) &* 0xD1B5_4A32_D192_ED03))
+        let light = Int16(clamping: scene.lightOffset(at: t))
+        visible.removeAll(keepingCapacity: true)
+        for i in scene.schedule.objects.indices {
+            if let rect = scene.objectRect(i, at: t), let whole = scene.unclippedRect(i, at: t) {
+                visible.append((i, rect, whole))
+            }
+        }
+        let w = scene.width, h = scene.height
+        let table = SyntheticSource.noiseTableSize
+
+        // Luma.
+        let y = buffer.mutablePlane(format.planes[0])
+        backgroundY.withUnsafeBufferPointer { bg in
+            lumaNoise.withUnsafeBufferPointer { noise in
+                guard let bg = bg.baseAddress, let noise = noise.baseAddress else { return }
+                for row in 0..<h {
+                    let n = noise + Int(random.next() % UInt64(table))
+                    let d = y.base + row * y.stride
+                    SyntheticSource.addClamped(bg + row * w, n, light, d, w)
+                    for v in visible where row >= v.rect.y && row < v.rect.y + v.rect.height {
+                        let ow = v.unclipped.width
+                        let phase = ((row - v.unclipped.y) >> 3) & 1
+                        textures[v.object].withUnsafeBufferPointer { tex in
+                            guard let tex = tex.baseAddress else { return }
+                            let skip = v.rect.x - v.unclipped.x
+                            SyntheticSource.addClamped(tex + phase * ow + skip, n + v.rect.x, light, d + v.rect.x, v.rect.width)
+                        }
+                    }
+                }
+            }
+        }
+
+        // Chroma: background + half-strength noise; objects in their own colour.
+        let cw = w / 2, ch = h / 2
+        chromaNoise.withUnsafeBufferPointer { noise in
+            guard let noise = noise.baseAddress else { return }
+            backgroundU.withUnsafeBufferPointer { bu in
+                backgroundV.withUnsafeBufferPointer { bv in
+                    guard let bu = bu.baseAddress, let bv = bv.baseAddress else { return }
+                    if format.pixelFormat == .nv12 {
+                        let uv = buffer.mutablePlane(format.planes[1])
+                        for row in 0..<ch {
+                            let n = noise + Int(random.next() % UInt64(table))
+                            SyntheticSource.interleaveChroma(bu + row * cw, bv + row * cw, n, uv.base + row * uv.stride, cw)
+                            for v in visible where 2 * row >= v.rect.y && 2 * row < v.rect.y + v.rect.height {
+                                let c = objectChroma[v.object]
+                                let d = uv.base + row * uv.stride
+                                for x in (v.rect.x / 2)..<((v.rect.x + v.rect.width + 1) / 2) {
+                                    d[2 * x] = c.u
+                                    d[2 * x + 1] = c.v
+                                }
+                            }
+                        }
+                    } else {
+                        let u = buffer.mutablePlane(format.planes[1]), vp = buffer.mutablePlane(format.planes[2])
+                        for row in 0..<ch {
+                            let n = noise + Int(random.next() % UInt64(table))
+                            SyntheticSource.addClamped(bu + row * cw, n, 0, u.base + row * u.stride, cw)
+                            SyntheticSource.addClamped(bv + row * cw, n + cw, 0, vp.base + row * vp.stride, cw)
+                            for v in visible where 2 * row >= v.rect.y && 2 * row < v.rect.y + v.rect.height {
+                                let c = objectChroma[v.object]
+                                let x0 = v.rect.x / 2, x1 = (v.rect.x + v.rect.width + 1) / 2
+                                (u.base + row * u.stride + x0).update(repeating: c.u, count: x1 - x0)
+                                (vp.base + row * vp.stride + x0).update(repeating: c.v, count: x1 - x0)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // MARK: Inner loops
+
+    /// `d[i] = clamp(s[i] + n[i] + light, 0, 255)`.
+    @inline(__always)
+    static func addClamped(_ s: UnsafePointer<UInt8>, _ n: UnsafePointer<Int16>, _ light: Int16,
+                           _ d: UnsafeMutablePointer<UInt8>, _ count: Int) {
+        for i in 0..<count {
+            let v = Int16(s[i]) &+ n[i] &+ light
+            d[i] = UInt8(truncatingIfNeeded: min(max(v, 0), 255))
+        }
+    }
+
+    /// NV12 chroma row from planar background chroma plus noise.
+    @inline(__always)
+    static func interleaveChroma(_ u: UnsafePointer<UInt8>, _ v: UnsafePointer<UInt8>, _ n: UnsafePointer<Int16>,
+                                 _ d: UnsafeMutablePointer<UInt8>, _ count: Int) {
+        for i in 0..<count {
+            let a = Int16(u[i]) &+ n[2 &* i]
+            let b = Int16(v[i]) &+ n[2 &* i &+ 1]
+            d[2 &* i] = UInt8(truncatingIfNeeded: min(max(a, 0), 255))
+            d[2 &* i &+ 1] = UInt8(truncatingIfNeeded: min(max(b, 0), 255))
+        }
+    }
+
+    // MARK: Precomputed tables
+
+    /// Value noise: random values on a grid `spacing` pixels apart, bilinearly interpolated.
+    private static func valueNoise(width: Int, height: Int, spacing: Int, random: inout SplitMix64) -> [Double] {
+        let gw = width / spacing + 2, gh = height / spacing + 2
+        let grid = (0..<(gw * gh)).map { _ in random.unit() * 2 - 1 }
+        var out = [Double](repeating: 0, count: width * height)
+        let inv = 1 / Double(spacing)
+        for y in 0..<height {
+            let gy = Double(y) * inv
+            let y0 = Int(gy), fy = gy - Double(y0)
+            for x in 0..<width {
+                let gx = Double(x) * inv
+                let x0 = Int(gx), fx = gx - Double(x0)
+                let a = grid[y0 * gw + x0], b = grid[y0 * gw + x0 + 1]
+                let c = grid[(y0 + 1) * gw + x0], d = grid[(y0 + 1) * gw + x0 + 1]
+                out[y * width + x] = (a * (1 - fx) + b * fx) * (1 - fy) + (c * (1 - fx) + d * fx) * fy
+            }
+        }
+        return out
+    }
+
+    private static func makeBackground(width: Int, height: Int, random: inout SplitMix64) -> [UInt8] {
+        let coarse = valueNoise(width: width, height: height, spacing: max(8, width / 10), random: &random)
+        let medium = valueNoise(width: width, height: height, spacing: max(4, width / 40), random: &random)
+        let fine = valueNoise(width: width, height: height, spacing: 3, random: &random)
+        var value = [Double](repeating: 0, count: width * height)
+        for y in 0..<height {
+            let gradient = 24 * (Double(y) / Double(height) - 0.5)
+            for x in 0..<width {
+                let i = y * width + x
+                value[i] = 118 + gradient + 38 * coarse[i] + 16 * medium[i] + 7 * fine[i]
+            }
+        }
+        // A few flat blocks with sharp edges: walls, windows, a door.
+        for _ in 0..<10 {
+            let bw = width / 12 + Int(random.next() % UInt64(max(1, width / 6)))
+            let bh = height / 12 + Int(random.next() % UInt64(max(1, height / 5)))
+            let bx = Int(random.next() % UInt64(max(1, width - bw)))
+            let by = Int(random.next() % UInt64(max(1, height - bh)))
+            let shift = random.unit() * 50 - 25
+            for y in by..<min(by + bh, height) { for x in bx..<min(bx + bw, width) { value[y * width + x] += shift } }
+        }
+        return value.map { UInt8(min(max($0.rounded(), 20), 220)) }
+    }
+
+    private static func makeChroma(width: Int, height: Int, centre: Double, amplitude: Double, random: inout SplitMix64) -> [UInt8] {
+        let field = valueNoise(width: width, height: height, spacing: max(8, width / 6), random: &random)
+        return field.map { UInt8(min(max((centre + amplitude * $0).rounded(), 16), 240)) }
+    }
+
+    /// Gaussian noise with standard deviation `sigma`, rounded to whole grey levels
+    /// (Irwin–Hall sums of 12 uniforms, rescaled so the table's own deviation is `sigma`).
+    private static func makeNoise(count: Int, sigma: Double, random: inout SplitMix64) -> [Int16] {
+        guard sigma > 0 else { return [Int16](repeating: 0, count: count) }
+        var raw = [Double](repeating: 0, count: count)
+        for i in 0..<count {
+            var s = 0.0
+            for _ in 0..<12 { s += random.unit() }
+            raw[i] = s - 6
+        }
+        let mean = raw.reduce(0, +) / Double(count)
+        let deviation = (raw.reduce(0) { $0 + ($1 - mean) * ($1 - mean) } / Double(count)).squareRoot()
+        let scale = sigma / max(deviation, 1e-9)
+        return raw.map { Int16(min(max((($0 - mean) * scale).rounded(), -127), 127)) }
+    }
+}
+
+/// SplitMix64 (Steele, Lea, Flood 2014): a small, fast, deterministic generator; the scene
+/// must not depend on the system's random numbers.
+struct SplitMix64 {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+}

@@ -1,1 +1,0 @@
-// The H264 module; see DESIGN.md.

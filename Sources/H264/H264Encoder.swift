@@ -1,0 +1,331 @@
+internal import CX264
+internal import Glibc
+import Media
+import Synchronization
+
+/// Why the encoder could not open or encode.
+public enum EncoderError: Error, Equatable, CustomStringConvertible {
+    case invalidSettings(EncoderSettingsError)
+    /// The picture cannot be encoded as given (size, pixel format).
+    case unsupportedPicture(String)
+    /// `x264_encoder_open` (or applying the profile) refused the parameters; x264's own words.
+    case openFailed(String)
+    /// A frame differs in size from the format the encoder was opened for.
+    case frameSizeMismatch(expected: String, got: String)
+    case timestampNotIncreasing(previous: Timestamp, got: Timestamp)
+    /// x264 returned an error code for a frame; its own words when it gave any.
+    case encodeFailed(frame: Int, details: String)
+    /// A frame was given after `close()`.
+    case closed
+
+    public var description: String {
+        switch self {
+        case .invalidSettings(let e): e.description
+        case .unsupportedPicture(let why): "cannot encode \(why)"
+        case .openFailed(let why): "x264 refused the encoder settings (\(why)); check the encoder.* settings and the camera format"
+        case .frameSizeMismatch(let expected, let got):
+            "a \(got) frame reached an encoder opened for \(expected); the source changed format, so open a new encoder"
+        case .timestampNotIncreasing(let previous, let got):
+            "frame timestamps must increase: got \(got) after \(previous); the source's clock went backwards"
+        case .encodeFailed(let frame, let details): "x264 failed to encode frame \(frame)" + (details.isEmpty ? "" : ": \(details)")
+        case .closed: "the encoder is closed; open a new one"
+        }
+    }
+}
+
+/// H.264 encoding with libx264, for a stream of frames from one source.
+///
+/// - Timing comes from capture timestamps (x264 variable-frame-rate input with a nanosecond
+///   time base), so a camera at 24.7 fps, or one that drops frames, gives right durations.
+/// - An IDR keyframe is forced on the first frame at or after each keyframe-interval boundary
+///   of capture time, counted from the first frame: the boundaries are `first + k·interval`.
+///   So every frame is less than one interval after the latest keyframe, whatever the real
+///   frame rate; x264 never places keyframes of its own (infinite keyint, no scene cuts).
+/// - No B-frames: samples come out in capture order with `dts == pts`.
+/// - Output is length-prefixed (`b_annexb = 0`), one access unit per sample, copied out of
+///   x264's buffer before the next call. SPS and PPS come from `x264_encoder_headers` and
+///   are not repeated in the stream.
+/// - NV12 and I420 frames go to x264 as they are, with their strides (x264 copies the
+///   picture); YUYV and I422 are converted into a buffer the encoder keeps and reuses.
+///
+/// Not thread-safe: one encoder belongs to one thread (x264 calls block for milliseconds,
+/// so run it on a dedicated thread, not in the Swift concurrency pool).
+public final class H264Encoder {
+    /// Picture size the encoder was opened for.
+    public let width: Int
+    public let height: Int
+    public let settings: EncoderSettings
+    /// The sequence parameter set for `avcC`, without start code or length prefix.
+    public let sequenceParameterSet: [UInt8]
+    /// The picture parameter set for `avcC`, without start code or length prefix.
+    public let pictureParameterSet: [UInt8]
+
+    private let handle: OpaquePointer
+    private let log: X264Log
+    private let keyframeIntervalNanoseconds: Int64
+    private var origin: Timestamp?
+    private var nextKeyframeBoundary = Timestamp.zero
+    private var lastTimestamp: Timestamp?
+    private var isClosed = false
+    private var conversion: FrameBuffer?
+    /// Frames given to `encode` so far.
+    public private(set) var framesIn = 0
+    /// Samples returned so far.
+    public private(set) var samplesOut = 0
+    /// Keyframes forced so far.
+    public private(set) var keyframesForced = 0
+
+    /// The x264 API version the library was built with (`X264_BUILD`).
+    public static var libraryBuild: Int { Int(CX264_build()) }
+
+    /// Opens an encoder for frames of `format`'s size (any supported pixel format and
+    /// stride may then be given). The format's pixel aspect ratio goes into the SPS.
+    public init(format: VideoFormat, settings: EncoderSettings = EncoderSettings()) throws(EncoderError) {
+        do { try settings.validate() } catch { throw .invalidSettings(error) }
+        guard format.width % 2 == 0, format.height % 2 == 0 else {
+            throw .unsupportedPicture("a \(format.width)×\(format.height) picture: H.264 4:2:0 needs an even width and height; set the camera to an even size or crop the file")
+        }
+        self.width = format.width
+        self.height = format.height
+        self.settings = settings
+        self.keyframeIntervalNanoseconds = Int64((settings.keyframeInterval * 1e9).rounded())
+        let log = X264Log()
+        self.log = log
+
+        var param = x264_param_t()
+        let tune = settings.tune.isEmpty ? nil : settings.tune.map(\.rawValue).joined(separator: ",")
+        let presetStatus = settings.preset.rawValue.withCString { preset in
+            if let tune { return tune.withCString { x264_param_default_preset(&param, preset, $0) } }
+            return x264_param_default_preset(&param, preset, nil)
+        }
+        guard presetStatus == 0 else {
+            throw .openFailed("x264_param_default_preset rejected preset \(settings.preset.rawValue) with tune \(tune ?? "none")")
+        }
+        param.i_log_level = X264_LOG_WARNING
+        param.pf_log = { opaque, level, format, arguments in x264Log(opaque, level, format, arguments) }
+        param.p_log_private = Unmanaged.passUnretained(log).toOpaque()
+
+        param.i_width = Int32(format.width)
+        param.i_height = Int32(format.height)
+        param.i_csp = X264_CSP_I420
+        param.i_bitdepth = 8
+        param.i_threads = Int32(settings.threads)
+        if let sar = format.pixelAspectRatio, sar.numerator != sar.denominator,
+           sar.numerator <= 65535, sar.denominator <= 65535 {
+            param.vui.i_sar_width = Int32(sar.numerator)
+            param.vui.i_sar_height = Int32(sar.denominator)
+        }
+
+        // Timing from capture timestamps, in nanoseconds since the first frame.
+        param.b_vfr_input = 1
+        param.i_timebase_num = 1
+        param.i_timebase_den = 1_000_000_000
+        let rate = format.frameRate.flatMap { r in
+            r.numerator > 0 && r.denominator > 0 && r.numerator <= Int64(UInt32.max) && r.denominator <= Int64(UInt32.max) ? r : nil
+        } ?? Rational(30, 1)
+        param.i_fps_num = UInt32(rate.numerator)
+        param.i_fps_den = UInt32(rate.denominator)
+
+        // Keyframes only where we force them.
+        param.i_keyint_max = X264_KEYINT_MAX_INFINITE
+        param.i_scenecut_threshold = 0
+        param.b_intra_refresh = 0
+        param.i_bframe = 0
+        param.b_open_gop = 0
+
+        // MOV-ready output.
+        param.b_annexb = 0
+        param.b_repeat_headers = 0
+        param.b_aud = 0
+
+        param.rc.i_rc_method = X264_RC_CRF
+        param.rc.f_rf_constant = Float(settings.crf)
+        if let rate = settings.maxBitrateKbps, let buffer = settings.effectiveVBVBufferKbit {
+            param.rc.i_vbv_max_bitrate = Int32(rate)
+            param.rc.i_vbv_buffer_size = Int32(buffer)
+        }
+
+        let profileStatus = settings.profile.rawValue.withCString { x264_param_apply_profile(&param, $0) }
+        guard profileStatus == 0 else {
+            throw .openFailed(log.summary(orElse: "profile \(settings.profile.rawValue) cannot be applied"))
+        }
+        guard let handle = CX264_encoder_open(&param) else {
+            throw .openFailed(log.summary(orElse: "x264_encoder_open failed for \(format)"))
+        }
+        // From here the handle is ours: deinit closes it once the encoder is fully
+        // initialised; until then, a failure below closes it here.
+        self.handle = handle
+
+        var nals: UnsafeMutablePointer<x264_nal_t>?
+        var count: Int32 = 0
+        var sps: [UInt8]?
+        var pps: [UInt8]?
+        if x264_encoder_headers(handle, &nals, &count) >= 0, let nals {
+            for i in 0..<Int(max(count, 0)) {
+                let nal = nals[i]
+                guard let payload = nal.p_payload, nal.i_payload > 4 else { continue }
+                let bytes = Array(UnsafeBufferPointer(start: payload + 4, count: Int(nal.i_payload) - 4))
+                if nal.i_type == Int32(NAL_SPS.rawValue) { sps = bytes }
+                if nal.i_type == Int32(NAL_PPS.rawValue) { pps = bytes }
+            }
+        }
+        guard let sps, let pps else {
+            x264_encoder_close(handle)
+            throw .openFailed(log.summary(orElse: "x264_encoder_headers gave no SPS and PPS"))
+        }
+        self.sequenceParameterSet = sps
+        self.pictureParameterSet = pps
+    }
+
+    deinit {
+        x264_encoder_close(handle)
+    }
+
+    /// Frames x264 holds that have not come out yet.
+    public var delayedFrames: Int { Int(x264_encoder_delayed_frames(handle)) }
+
+    /// Warnings x264 logged since the last call (it logs nothing to stderr itself).
+    public func takeMessages() -> [String] { log.take() }
+
+    /// Encodes one frame; returns the sample that came out, if any (x264 may hold frames
+    /// back; `close()` returns them). The frame's buffer is not kept after the call.
+    public func encode(_ frame: VideoFrame) throws(EncoderError) -> EncodedSample? {
+        guard !isClosed else { throw .closed }
+        let format = frame.format
+        guard format.width == width, format.height == height else {
+            throw .frameSizeMismatch(expected: "\(width)×\(height)", got: "\(format.width)×\(format.height)")
+        }
+        let t = frame.timestamp
+        if let last = lastTimestamp, t <= last {
+            throw .timestampNotIncreasing(previous: last, got: t)
+        }
+        let origin = self.origin ?? t
+        if self.origin == nil {
+            self.origin = t
+            nextKeyframeBoundary = t
+        }
+        lastTimestamp = t
+
+        var picture = x264_picture_t()
+        x264_picture_init(&picture)
+        picture.i_pts = (t - origin).nanoseconds
+        if t >= nextKeyframeBoundary {
+            picture.i_type = X264_TYPE_IDR
+            keyframesForced += 1
+            let elapsed = (t - origin).nanoseconds
+            nextKeyframeBoundary = origin + Timestamp.Duration(nanoseconds: (elapsed / keyframeIntervalNanoseconds + 1) * keyframeIntervalNanoseconds)
+        }
+
+        let input: VideoFrame
+        switch format.pixelFormat {
+        case .nv12, .i420:
+            input = frame
+        case .yuyv, .i422:
+            input = convert(frame)
+        }
+        let planes = input.format.planes
+        let base = input.buffer.base
+        picture.img.i_csp = input.format.pixelFormat == .nv12 ? X264_CSP_NV12 : X264_CSP_I420
+        picture.img.i_plane = Int32(planes.count)
+        // x264 only reads the input planes (it copies them into its own frame).
+        picture.img.plane.0 = base + planes[0].offset
+        picture.img.plane.1 = base + planes[1].offset
+        picture.img.plane.2 = planes.count > 2 ? base + planes[2].offset : nil
+        picture.img.i_stride.0 = Int32(planes[0].stride)
+        picture.img.i_stride.1 = Int32(planes[1].stride)
+        picture.img.i_stride.2 = planes.count > 2 ? Int32(planes[2].stride) : 0
+
+        framesIn += 1
+        let sample = try withExtendedLifetime(input) { () throws(EncoderError) -> EncodedSample? in
+            try encodeCall(&picture)
+        }
+        return sample
+    }
+
+    /// Flushes the frames x264 still holds and returns their samples. The encoder takes no
+    /// frames after this; the x264 handle is freed when the encoder is released.
+    public func close() throws(EncoderError) -> [EncodedSample] {
+        guard !isClosed else { return [] }
+        isClosed = true
+        var samples: [EncodedSample] = []
+        // Each call with no picture returns at most one delayed frame; bound the loop in
+        // case x264 ever reports delayed frames it does not return.
+        var attempts = delayedFrames + 2
+        while x264_encoder_delayed_frames(handle) > 0 && attempts > 0 {
+            attempts -= 1
+            if let sample = try encodeCall(nil) { samples.append(sample) }
+        }
+        return samples
+    }
+
+    private func encodeCall(_ picture: UnsafeMutablePointer<x264_picture_t>?) throws(EncoderError) -> EncodedSample? {
+        var nals: UnsafeMutablePointer<x264_nal_t>?
+        var count: Int32 = 0
+        var output = x264_picture_t()
+        let size = x264_encoder_encode(handle, &nals, &count, picture, &output)
+        guard size >= 0 else {
+            throw .encodeFailed(frame: framesIn, details: log.summary(orElse: ""))
+        }
+        guard size > 0, count > 0, let nals, let payload = nals[0].p_payload else { return nil }
+        // The NAL payloads are contiguous; copy them before the next x264 call reuses the memory.
+        let data = Array(UnsafeBufferPointer(start: payload, count: Int(size)))
+        guard let origin else { return nil }
+        samplesOut += 1
+        return EncodedSample(data: data,
+                             pts: origin + Timestamp.Duration(nanoseconds: output.i_pts),
+                             dts: origin + Timestamp.Duration(nanoseconds: output.i_dts),
+                             isKeyframe: output.b_keyframe != 0)
+    }
+
+    /// YUYV → NV12 and I422 → I420 into the encoder's own buffer, allocated on first use.
+    private func convert(_ frame: VideoFrame) -> VideoFrame {
+        let target: PixelFormat = frame.format.pixelFormat == .yuyv ? .nv12 : .i420
+        // Tightly packed; the size was validated by the frame's own format.
+        guard let format = try? VideoFormat(width: width, height: height, pixelFormat: target) else {
+            preconditionFailure("a \(width)×\(height) picture has a valid layout")
+        }
+        let buffer: FrameBuffer
+        if let existing = conversion, existing.count >= format.bufferSize {
+            buffer = existing
+        } else {
+            buffer = FrameBuffer(capacity: format.bufferSize)
+            conversion = buffer
+        }
+        return PixelConversion.convert(frame, into: buffer, format: format)
+    }
+}
+
+/// Collects what x264 logs (it would otherwise print to stderr): the last few messages are
+/// kept for error reports and `takeMessages()`. x264 may log from its worker threads.
+final class X264Log: Sendable {
+    private let messages = Mutex<[String]>([])
+    static let limit = 32
+
+    func append(_ text: String) {
+        messages.withLock { list in
+            if list.count == X264Log.limit { list.removeFirst() }
+            list.append(text)
+        }
+    }
+
+    func take() -> [String] { messages.withLock { list in defer { list = [] }; return list } }
+
+    func summary(orElse fallback: String) -> String {
+        let text = take().joined(separator: "; ")
+        return text.isEmpty ? fallback : text
+    }
+}
+
+/// Formats one x264 log line and hands it to the `X264Log` behind `opaque`.
+private func x264Log(_ opaque: UnsafeMutableRawPointer?, _ level: Int32, _ format: UnsafePointer<CChar>?, _ arguments: CVaListPointer?) {
+    guard let opaque, let format, let arguments else { return }
+    let log = Unmanaged<X264Log>.fromOpaque(opaque).takeUnretainedValue()
+    var buffer = [CChar](repeating: 0, count: 1024)
+    let written = buffer.withUnsafeMutableBufferPointer { vsnprintf($0.baseAddress, $0.count, format, arguments) }
+    guard written > 0 else { return }
+    let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+    var text = String(decoding: bytes, as: UTF8.self)
+    while text.last == "\n" { text.removeLast() }
+    let prefix = level <= X264_LOG_ERROR ? "error: " : level == X264_LOG_WARNING ? "warning: " : ""
+    log.append(prefix + text)
+}

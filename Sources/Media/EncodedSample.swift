@@ -1,0 +1,93 @@
+/// One encoded H.264 access unit, ready to be a MOV sample.
+public struct EncodedSample: Hashable, Sendable {
+    /// The frame's NAL units, each preceded by its length as a 4-byte big-endian integer
+    /// (the `avcC` form; no start codes, no SPS/PPS).
+    public var data: [UInt8]
+    /// Presentation time: the capture timestamp of the frame this sample shows.
+    public var pts: Timestamp
+    /// Decode time. Equal to `pts` for the streams Vigil makes (no B-frames).
+    public var dts: Timestamp
+    /// An IDR picture: decoding can start here (a MOV sync sample).
+    public var isKeyframe: Bool
+
+    public init(data: [UInt8], pts: Timestamp, dts: Timestamp, isKeyframe: Bool) {
+        self.data = data
+        self.pts = pts
+        self.dts = dts
+        self.isKeyframe = isKeyframe
+    }
+
+    /// The NAL units of `data` (without their length prefixes), or nil when the length
+    /// prefixes do not add up to the sample's size exactly.
+    public var nalUnits: [ArraySlice<UInt8>]? {
+        var units: [ArraySlice<UInt8>] = []
+        var i = 0
+        while i < data.count {
+            guard data.count - i >= 4 else { return nil }
+            let length = Int(data[i]) << 24 | Int(data[i + 1]) << 16 | Int(data[i + 2]) << 8 | Int(data[i + 3])
+            i += 4
+            guard length > 0, length <= data.count - i else { return nil }
+            units.append(data[i..<(i + length)])
+            i += length
+        }
+        return units
+    }
+}
+
+/// A group of pictures: a keyframe and the samples that depend on it, in decode order.
+/// The unit the pre-roll ring buffer keeps and drops, and the unit of a movie fragment.
+public struct GOP: Sendable {
+    public private(set) var samples: [EncodedSample]
+    /// Sum of the samples' sizes in bytes.
+    public private(set) var byteCount: Int
+
+    /// A GOP starting with `keyframe`; nil when it is not a keyframe.
+    public init?(keyframe: EncodedSample) {
+        guard keyframe.isKeyframe else { return nil }
+        samples = [keyframe]
+        byteCount = keyframe.data.count
+    }
+
+    /// Adds a sample that depends on this GOP's keyframe. Returns false (and adds nothing)
+    /// for a keyframe, which starts a new GOP, or a sample not later than the last one.
+    @discardableResult
+    public mutating func append(_ sample: EncodedSample) -> Bool {
+        guard !sample.isKeyframe, let last = samples.last, sample.dts > last.dts else { return false }
+        samples.append(sample)
+        byteCount += sample.data.count
+        return true
+    }
+
+    /// Presentation time of the keyframe.
+    public var start: Timestamp { samples[0].pts }
+    /// Presentation time of the last sample.
+    public var lastTime: Timestamp { samples[samples.count - 1].pts }
+    public var count: Int { samples.count }
+}
+
+/// Cuts a stream of samples into GOPs: each keyframe completes the GOP before it.
+/// Samples before the first keyframe cannot be decoded and are counted, then dropped.
+public struct GOPAssembler: Sendable {
+    public private(set) var current: GOP?
+    /// Samples dropped because no keyframe came before them, or out of order.
+    public private(set) var droppedSamples = 0
+
+    public init() {}
+
+    /// Adds `sample`; returns the GOP it completed, if it is a keyframe ending one.
+    public mutating func append(_ sample: EncodedSample) -> GOP? {
+        if sample.isKeyframe, let next = GOP(keyframe: sample) {
+            let done = current
+            current = next
+            return done
+        }
+        if current?.append(sample) != true { droppedSamples += 1 }
+        return nil
+    }
+
+    /// The GOP in progress, taken out (at the end of the stream).
+    public mutating func finish() -> GOP? {
+        defer { current = nil }
+        return current
+    }
+}

@@ -1,0 +1,321 @@
+import Capture
+import Foundation
+import H264
+import Media
+import QuickTime
+import TestSupport
+import Testing
+
+@Suite struct EncoderTimingTests {
+    /// Frames at `rate` for `seconds`: every frame comes out once, in order, with its
+    /// capture timestamp; keyframes sit on the first frame at or after each second; the
+    /// movie's packets carry the same times, durations and key flags.
+    @Test(arguments: [Rational(30, 1), Rational(247, 10), Rational(30000, 1001)])
+    func rateGivesTimesDurationsAndKeyframes(rate: Rational) throws {
+        let source = try scene(rate: rate, seconds: 3.5)
+        let frames = try allFrames(source)
+        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let samples = try encodeAll(frames, encoder: encoder)
+
+        #expect(samples.count == frames.count)
+        #expect(samples.map(\.pts) == frames.map(\.timestamp))
+        #expect(samples.map(\.dts) == samples.map(\.pts))
+        let keys = samples.indices.filter { samples[$0].isKeyframe }
+        #expect(keys == expectedKeyframes(frames.map(\.timestamp)))
+        #expect(keys.count == 4)
+
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = dir.file("rate.mov")
+        let end = source.scene.timestamp(ofFrame: Int64(frames.count))
+        try writeMovie(samples, encoder: encoder, to: path, endTime: end)
+        _ = try checkPlays(path, frames: frames.count, width: 160, height: 120)
+        let packets = try FFprobe.videoPackets(path)
+        try #require(packets.count == frames.count)
+        #expect(packets.indices.filter { packets[$0].isKey } == keys)
+        for (i, p) in packets.enumerated() {
+            // 90 kHz media time: each instant is rounded to the nearest tick.
+            #expect(abs(p.time - frames[i].timestamp.seconds) <= 1.0 / 90000 + 1e-6, "packet \(i) time")
+            let next = i + 1 < frames.count ? frames[i + 1].timestamp : end
+            #expect(abs(p.duration - (next - frames[i].timestamp).seconds) <= 2.0 / 90000 + 1e-6, "packet \(i) duration")
+        }
+    }
+
+    /// Dropped frames and a long stall: durations follow the timestamps, a keyframe comes
+    /// on the first frame at or after each second boundary, and no frame is a second or
+    /// more after the latest keyframe.
+    @Test func gapsKeepKeyframesWithinTheInterval() throws {
+        let source = try scene(seconds: 6)
+        let all = try allFrames(source)
+        // Lose single frames, a short burst, and 2.4 s at once (a USB hiccup).
+        let lost = Set([3, 17, 29, 30, 31, 44]).union(50..<58).union(95..<167)
+        let frames = all.filter { !lost.contains(Int($0.sequence)) }
+        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let samples = try encodeAll(frames, encoder: encoder)
+
+        #expect(samples.map(\.pts) == frames.map(\.timestamp))
+        let keys = samples.indices.filter { samples[$0].isKeyframe }
+        #expect(keys == expectedKeyframes(frames.map(\.timestamp)))
+        var latestKey = samples[0].pts
+        for s in samples {
+            if s.isKeyframe { latestKey = s.pts }
+            #expect(s.pts - latestKey < Timestamp.Duration(seconds: 1), "frame at \(s.pts) is \(s.pts - latestKey) after its keyframe")
+        }
+        // The frame after the stall is a keyframe.
+        let afterStall = try #require(frames.firstIndex { $0.sequence == 167 })
+        #expect(samples[afterStall].isKeyframe)
+
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = dir.file("gaps.mov")
+        try writeMovie(samples, encoder: encoder, to: path, endTime: source.scene.timestamp(ofFrame: 180))
+        _ = try checkPlays(path, frames: frames.count, width: 160, height: 120)
+        let packets = try FFprobe.videoPackets(path)
+        try #require(packets.count == frames.count)
+        #expect(packets.indices.filter { packets[$0].isKey } == keys)
+        for i in 0..<(frames.count - 1) {
+            let expected = (frames[i + 1].timestamp - frames[i].timestamp).seconds
+            #expect(abs(packets[i].duration - expected) <= 2.0 / 90000 + 1e-6, "packet \(i) duration")
+        }
+    }
+
+    /// The keyframe interval is capture time, whatever the rate: at 0.5 s and 10 fps a
+    /// keyframe every 5 frames; at 2 s, every 20.
+    @Test(arguments: [(0.5, 5), (2.0, 20)])
+    func keyframeIntervalSetting(interval: Double, every: Int) throws {
+        let source = try scene(rate: Rational(10, 1), seconds: 4)
+        let frames = try allFrames(source)
+        let encoder = try H264Encoder(format: source.format, settings: EncoderSettings(threads: 1, keyframeInterval: interval))
+        let samples = try encodeAll(frames, encoder: encoder)
+        #expect(samples.indices.filter { samples[$0].isKeyframe } == Array(stride(from: 0, to: frames.count, by: every)))
+        #expect(encoder.keyframesForced == frames.count / every)
+    }
+
+    /// Capture timestamps are monotonic-clock instants far from zero; they go through as they are.
+    @Test func largeTimestampsPassThrough() throws {
+        let start = Timestamp(nanoseconds: 86_400 * 1_000_000_000 * 40 + 123_456_789) // 40 days of uptime
+        let source = try scene(seconds: 1.2, startTime: start)
+        let frames = try allFrames(source)
+        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let samples = try encodeAll(frames, encoder: encoder)
+        #expect(samples.map(\.pts) == frames.map(\.timestamp))
+        #expect(samples.indices.filter { samples[$0].isKeyframe } == [0, 30])
+    }
+}
+
+@Suite struct EncoderInputTests {
+    /// NV12 and I420 of the same picture, with tight or odd strides, and YUYV / I422 that
+    /// convert to it exactly, all give the same bitstream.
+    @Test func inputLayoutsGiveIdenticalStreams() throws {
+        let source = try scene(width: 160, height: 120, seconds: 0.4, schedule: movingObject)
+        let frames = try allFrames(source)
+        func encode(_ frames: [VideoFrame]) throws -> [EncodedSample] {
+            try encodeAll(frames, encoder: H264Encoder(format: frames[0].format, settings: deterministic))
+        }
+        let reference = try encode(frames)
+        #expect(reference.count == frames.count)
+        #expect(try encode(frames.map { try i420Copy(of: $0) }) == reference, "I420")
+        #expect(try encode(frames.map { try i420Copy(of: $0, bytesPerLine: 163) }) == reference, "I420, stride 163")
+        #expect(try encode(frames.map { try yuyvCopy(of: $0) }) == reference, "YUYV")
+        #expect(try encode(frames.map { try yuyvCopy(of: $0, padding: 6) }) == reference, "YUYV, padded rows")
+        #expect(try encode(frames.map { try i422Copy(of: $0) }) == reference, "I422")
+        for bytesPerLine in [163, 224] {
+            let padded = try allFrames(scene(width: 160, height: 120, seconds: 0.4, schedule: movingObject, bytesPerLine: bytesPerLine))
+            #expect(padded[0].format.planes[0].stride == bytesPerLine)
+            #expect(try encode(padded) == reference, "NV12, stride \(bytesPerLine)")
+        }
+    }
+
+    /// A 640-pixel picture with 643-byte rows (a camera's odd bytesperline) encodes, plays,
+    /// and decodes to the same picture as the tightly packed frames.
+    @Test func oddStrideDecodesToTheSamePicture() throws {
+        let tight = try allFrames(scene(width: 640, height: 480, seconds: 0.1))
+        let padded = try allFrames(scene(width: 640, height: 480, seconds: 0.1, bytesPerLine: 643))
+        #expect(padded[0].format.planes[1].stride == 643)
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        var hashes: [String] = []
+        for (name, frames) in [("tight", tight), ("padded", padded)] {
+            let encoder = try H264Encoder(format: frames[0].format, settings: deterministic)
+            let samples = try encodeAll(frames, encoder: encoder)
+            let path = dir.file("\(name).mov")
+            try writeMovie(samples, encoder: encoder, to: path)
+            _ = try checkPlays(path, frames: frames.count, width: 640, height: 480)
+            let md5 = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-f", "md5", "-"])
+            #expect(md5.status == 0)
+            hashes.append(md5.stdout)
+        }
+        #expect(hashes[0] == hashes[1])
+        #expect(hashes[0].hasPrefix("MD5="))
+    }
+
+    @Test func frameOfAnotherSizeIsRefused() throws {
+        let encoder = try H264Encoder(format: VideoFormat(width: 160, height: 120, pixelFormat: .nv12), settings: deterministic)
+        let other = try scene(width: 320, height: 240, seconds: 0.1).frame(0)
+        #expect(throws: EncoderError.frameSizeMismatch(expected: "160×120", got: "320×240")) { try encoder.encode(other) }
+    }
+
+    @Test func timestampsMustIncrease() throws {
+        let source = try scene(seconds: 0.2)
+        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let a = source.frame(3), b = source.frame(2)
+        _ = try encoder.encode(a)
+        #expect(throws: EncoderError.timestampNotIncreasing(previous: a.timestamp, got: b.timestamp)) { try encoder.encode(b) }
+        #expect(throws: EncoderError.timestampNotIncreasing(previous: a.timestamp, got: a.timestamp)) { try encoder.encode(a) }
+    }
+
+    @Test func oddPictureSizeIsRefused() throws {
+        let format = try VideoFormat(width: 161, height: 120, pixelFormat: .i420)
+        let error = #expect(throws: EncoderError.self) { try H264Encoder(format: format) }
+        #expect(error?.description.contains("even width and height") == true)
+    }
+
+    @Test func closedEncoderTakesNoFrames() throws {
+        let source = try scene(seconds: 0.1)
+        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        _ = try encoder.close()
+        #expect(throws: EncoderError.closed) { try encoder.encode(source.frame(0)) }
+    }
+}
+
+@Suite struct EncoderOutputTests {
+    /// Samples are MOV-ready: length-prefixed NAL units that add up exactly, no start codes,
+    /// no parameter sets; the first is an IDR; SPS and PPS come without prefixes.
+    @Test func samplesAreLengthPrefixedAccessUnits() throws {
+        let source = try scene(seconds: 1.2)
+        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let samples = try encodeAll(allFrames(source), encoder: encoder)
+        #expect(encoder.sequenceParameterSet.first.map { $0 & 0x1F } == 7)
+        #expect(encoder.pictureParameterSet.first.map { $0 & 0x1F } == 8)
+        for (i, s) in samples.enumerated() {
+            let units = try #require(s.nalUnits, "sample \(i) is not a run of length-prefixed NAL units")
+            let types = units.map { $0[$0.startIndex] & 0x1F }
+            #expect(!types.contains(7) && !types.contains(8), "sample \(i) repeats SPS/PPS")
+            #expect(types.contains(5) == s.isKeyframe, "sample \(i): IDR slice iff keyframe")
+            #expect(s.data.starts(with: [0, 0, 0, 1]) == false || units.count > 0)
+        }
+        #expect(encoder.samplesOut == samples.count)
+    }
+
+    /// Without `zerolatency` x264 holds frames back for its lookahead; `close()` returns
+    /// them all, in order, with their timestamps.
+    @Test func delayedFramesAreFlushedOnClose() throws {
+        let source = try scene(seconds: 2)
+        let frames = try allFrames(source)
+        let encoder = try H264Encoder(format: source.format, settings: EncoderSettings(preset: .veryfast, tune: [], threads: 2))
+        var samples: [EncodedSample] = []
+        for f in frames { if let s = try encoder.encode(f) { samples.append(s) } }
+        let held = encoder.delayedFrames
+        #expect(held > 0)
+        let flushed = try encoder.close()
+        #expect(flushed.count == held)
+        samples += flushed
+        #expect(samples.map(\.pts) == frames.map(\.timestamp))
+        #expect(samples.map(\.dts) == samples.map(\.pts))
+        #expect(samples.indices.filter { samples[$0].isKeyframe } == [0, 30])
+        #expect(encoder.delayedFrames == 0)
+
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = dir.file("lookahead.mov")
+        try writeMovie(samples, encoder: encoder, to: path)
+        _ = try checkPlays(path, frames: frames.count, width: 160, height: 120)
+    }
+
+    /// A clip of the synthetic scene, 320×240 with an object crossing and the light
+    /// switched on, written by the QuickTime writer, plays; a maximum bit rate and a pixel
+    /// aspect ratio are honoured.
+    @Test func syntheticClipPlays() throws {
+        let s = { (seconds: Double) in Timestamp.Duration(seconds: seconds) }
+        let schedule = SceneSchedule(
+            objects: [SceneObject(enter: s(0.1), leave: s(1.3), path: .rightToLeft(y: 0.5))],
+            lightChanges: [LightChange(start: s(0.6), end: s(1), delta: 40)])
+        let sceneSettings = SyntheticScene(width: 320, height: 240, seed: 3, schedule: schedule,
+                                           duration: s(1.5), startTime: Timestamp(seconds: 5))
+        let source = try SyntheticSource(scene: sceneSettings)
+        var format = source.format
+        format.pixelAspectRatio = Rational(4, 3)
+        let encoder = try H264Encoder(format: format, settings: EncoderSettings(maxBitrateKbps: 400))
+        let frames = try allFrames(source)
+        #expect(frames.contains { !sceneSettings.visibleObjects(at: $0.timestamp).isEmpty })
+        let samples = try encodeAll(frames, encoder: encoder)
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let path = dir.file("demo.mov")
+        try writeMovie(samples, encoder: encoder, to: path)
+        let report = try checkPlays(path, frames: frames.count, width: 320, height: 240)
+        // No pasp box was written: the ratio ffprobe sees comes from the SPS.
+        #expect(report.video?["sample_aspect_ratio"] == "4:3")
+        #expect(encoder.takeMessages().filter { $0.hasPrefix("error") }.isEmpty)
+    }
+}
+
+@Suite struct EncoderSettingsTests {
+    @Test func defaultsAreValid() throws {
+        let s = EncoderSettings()
+        try s.validate()
+        #expect(s.preset == .ultrafast && s.tune == [.zerolatency] && s.crf == 23 && s.threads == 0 && s.keyframeInterval == 1)
+    }
+
+    @Test(arguments: [
+        (EncoderSettings(crf: 0), "encoder.crf"),
+        (EncoderSettings(crf: 52), "encoder.crf"),
+        (EncoderSettings(crf: .nan), "encoder.crf"),
+        (EncoderSettings(maxBitrateKbps: 0), "encoder.max_bitrate"),
+        (EncoderSettings(maxBitrateKbps: 900_000), "encoder.max_bitrate"),
+        (EncoderSettings(vbvBufferKbit: 100), "encoder.vbv_buffer"),
+        (EncoderSettings(maxBitrateKbps: 500, vbvBufferKbit: 0), "encoder.vbv_buffer"),
+        (EncoderSettings(threads: -1), "encoder.threads"),
+        (EncoderSettings(threads: 65), "encoder.threads"),
+        (EncoderSettings(keyframeInterval: 0), "encoder.keyframe_interval"),
+        (EncoderSettings(keyframeInterval: 11), "encoder.keyframe_interval"),
+        (EncoderSettings(keyframeInterval: .infinity), "encoder.keyframe_interval"),
+        (EncoderSettings(tune: [.film, .grain]), "encoder.tune"),
+    ])
+    func invalidSettingIsNamed(settings: EncoderSettings, key: String) throws {
+        let error = #expect(throws: EncoderSettingsError.self) { try settings.validate() }
+        #expect(error?.setting == key)
+        #expect(error?.description.hasPrefix(key + " = ") == true)
+        #expect(error?.fix.isEmpty == false)
+        let format = try VideoFormat(width: 160, height: 120, pixelFormat: .nv12)
+        #expect(throws: EncoderError.invalidSettings(try #require(error))) { try H264Encoder(format: format, settings: settings) }
+    }
+
+    @Test func configValuesParse() throws {
+        #expect(try EncoderSettings.Preset(configValue: "veryfast") == .veryfast)
+        #expect(try EncoderSettings.Profile(configValue: "baseline") == .baseline)
+        #expect(try EncoderSettings.Tune.list(configValue: "zerolatency, fastdecode") == [.zerolatency, .fastdecode])
+        #expect(try EncoderSettings.Tune.list(configValue: "") == [])
+        let preset = #expect(throws: EncoderSettingsError.self) { try EncoderSettings.Preset(configValue: "quick") }
+        #expect(preset?.setting == "encoder.preset")
+        #expect(preset?.fix.contains("ultrafast") == true)
+        let tune = #expect(throws: EncoderSettingsError.self) { try EncoderSettings.Tune.list(configValue: "zerolatency,fast") }
+        #expect(tune?.problem.contains("'fast'") == true)
+        let profile = #expect(throws: EncoderSettingsError.self) { try EncoderSettings.Profile(configValue: "high10") }
+        #expect(profile?.setting == "encoder.profile")
+    }
+
+    /// Every preset, tune and profile opens and encodes (each combination x264 accepts).
+    @Test(arguments: EncoderSettings.Profile.allCases)
+    func profilesOpen(profile: EncoderSettings.Profile) throws {
+        let source = try scene(seconds: 0.2)
+        let encoder = try H264Encoder(format: source.format, settings: EncoderSettings(preset: .fast, profile: profile, threads: 1))
+        let samples = try encodeAll(allFrames(source), encoder: encoder)
+        #expect(samples.count == 6)
+        // profile_idc is the SPS's second byte: 66 baseline, 77 main, 100 high.
+        let idc = encoder.sequenceParameterSet[1]
+        switch profile {
+        case .baseline: #expect(idc == 66)
+        case .main: #expect(idc == 77)
+        case .high: #expect(idc == 100)
+        }
+    }
+
+    @Test func libraryBuildIsKnown() {
+        #expect(H264Encoder.libraryBuild >= 148)
+    }
+}
+
+let movingObject = SceneSchedule(objects: [
+    SceneObject(enter: .zero, leave: Timestamp.Duration(seconds: 0.4), path: .leftToRight(y: 0.5), width: 0.3, height: 0.4),
+])

@@ -1,0 +1,129 @@
+import Capture
+import Foundation
+import H264
+import Media
+import QuickTime
+import TestSupport
+import Testing
+
+/// Small scenes keep the debug-build tests fast.
+func scene(width: Int = 160, height: Int = 120, rate: Rational = Rational(30, 1), seconds: Double,
+           schedule: SceneSchedule = .empty, bytesPerLine: Int? = nil, pixelFormat: PixelFormat = .nv12,
+           startTime: Timestamp = .zero) throws -> SyntheticSource {
+    try SyntheticSource(scene: SyntheticScene(
+        width: width, height: height, frameRate: rate, pixelFormat: pixelFormat, bytesPerLine: bytesPerLine,
+        seed: 7, noiseSigma: 3, schedule: schedule, duration: Timestamp.Duration(seconds: seconds), startTime: startTime))
+}
+
+/// Settings that make x264's output a function of its input alone (one thread).
+let deterministic = EncoderSettings(threads: 1)
+
+/// Encodes every frame, then closes the encoder; returns all samples in output order.
+func encodeAll(_ frames: [VideoFrame], encoder: H264Encoder) throws -> [EncodedSample] {
+    var samples: [EncodedSample] = []
+    for frame in frames {
+        if let s = try encoder.encode(frame) { samples.append(s) }
+    }
+    samples += try encoder.close()
+    return samples
+}
+
+func allFrames(_ source: some FrameSource) throws -> [VideoFrame] {
+    var frames: [VideoFrame] = []
+    while let f = try source.nextFrame() { frames.append(f) }
+    return frames
+}
+
+/// Writes `samples` as a QuickTime movie with the encoder's SPS/PPS.
+func writeMovie(_ samples: [EncodedSample], encoder: H264Encoder, to path: String, endTime: Timestamp? = nil,
+                pixelAspectRatio: PixelAspectRatio? = nil) throws {
+    let format = VideoTrackFormat(width: encoder.width, height: encoder.height,
+                                  sequenceParameterSet: encoder.sequenceParameterSet,
+                                  pictureParameterSet: encoder.pictureParameterSet,
+                                  pixelAspectRatio: pixelAspectRatio)
+    let writer = try MovieWriter(path: path, description: MovieDescription(creationTime: Date(), video: format))
+    for s in samples { try writer.appendVideo(s.data, time: s.pts, isSync: s.isKeyframe) }
+    try writer.close(endTime: endTime)
+}
+
+/// The independent check every written movie gets: ffprobe reads it, ffmpeg decodes it
+/// without a word.
+func checkPlays(_ path: String, frames: Int, width: Int, height: Int) throws -> ProbeReport {
+    let report = try FFprobe.probe(path)
+    let video = try #require(report.video)
+    #expect(video["codec_name"] == "h264")
+    #expect(video["width"] == String(width))
+    #expect(video["height"] == String(height))
+    #expect(video["nb_read_packets"] == String(frames))
+    #expect(try FFmpeg.decodeErrors(path) == "")
+    return report
+}
+
+/// Indices of the frames that must be keyframes: the first at or after each boundary
+/// `first + k·interval` of capture time.
+func expectedKeyframes(_ times: [Timestamp], interval: Double = 1.0) -> [Int] {
+    guard let first = times.first else { return [] }
+    let step = Int64((interval * 1e9).rounded())
+    var out: [Int] = []
+    var boundary = first.nanoseconds
+    for (i, t) in times.enumerated() where t.nanoseconds >= boundary {
+        out.append(i)
+        boundary = first.nanoseconds + ((t.nanoseconds - first.nanoseconds) / step + 1) * step
+    }
+    return out
+}
+
+/// The same picture as `frame` (NV12), laid out as I420 with the given luma stride.
+func i420Copy(of frame: VideoFrame, bytesPerLine: Int? = nil) throws -> VideoFrame {
+    let f = frame.format
+    let format = try VideoFormat(width: f.width, height: f.height, pixelFormat: .i420, bytesPerLine: bytesPerLine ?? f.width)
+    let buffer = FrameBuffer(capacity: format.bufferSize)
+    PixelConversion.copy(frame.plane(0), into: buffer.mutablePlane(format.planes[0]))
+    let uv = frame.plane(1)
+    let u = buffer.mutablePlane(format.planes[1]), v = buffer.mutablePlane(format.planes[2])
+    for y in 0..<uv.height {
+        let row = uv.row(y)
+        for x in 0..<u.width {
+            u.base[y * u.stride + x] = row[2 * x]
+            v.base[y * v.stride + x] = row[2 * x + 1]
+        }
+    }
+    return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
+}
+
+/// YUYV whose two rows of each pair carry the same chroma as `frame`'s NV12 chroma row,
+/// so converting it back to NV12 (averaging equal rows) gives exactly `frame`'s picture.
+func yuyvCopy(of frame: VideoFrame, padding: Int = 0) throws -> VideoFrame {
+    let f = frame.format
+    let format = try VideoFormat(width: f.width, height: f.height, pixelFormat: .yuyv, bytesPerLine: 2 * f.width + padding)
+    let buffer = FrameBuffer(capacity: format.bufferSize)
+    let out = buffer.mutablePlane(format.planes[0])
+    let y = frame.plane(0), uv = frame.plane(1)
+    for row in 0..<f.height {
+        let luma = y.row(row), chroma = uv.row(row / 2)
+        let d = out.base + row * out.stride
+        for x in 0..<f.width {
+            d[2 * x] = luma[x]
+            d[2 * x + 1] = chroma[x] // U for even x, V for odd x: NV12's chroma order
+        }
+    }
+    return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
+}
+
+/// I422 whose chroma rows are `frame`'s NV12 chroma rows, each twice.
+func i422Copy(of frame: VideoFrame) throws -> VideoFrame {
+    let f = frame.format
+    let format = try VideoFormat(width: f.width, height: f.height, pixelFormat: .i422)
+    let buffer = FrameBuffer(capacity: format.bufferSize)
+    PixelConversion.copy(frame.plane(0), into: buffer.mutablePlane(format.planes[0]))
+    let u = buffer.mutablePlane(format.planes[1]), v = buffer.mutablePlane(format.planes[2])
+    let uv = frame.plane(1)
+    for row in 0..<f.height {
+        let chroma = uv.row(row / 2)
+        for x in 0..<u.width {
+            u.base[row * u.stride + x] = chroma[2 * x]
+            v.base[row * v.stride + x] = chroma[2 * x + 1]
+        }
+    }
+    return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
+}
