@@ -47,6 +47,7 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
         .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "TestSupport"]),
+        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "QuickTime", "TestSupport"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Media", "TestSupport"]),

@@ -1,1 +1,0 @@
-// The Recorder module; see DESIGN.md.
