@@ -170,3 +170,24 @@ public func builtProductsDirectory() -> String {
 public func builtExecutable(_ name: String) -> String {
     (builtProductsDirectory() as NSString).appendingPathComponent(name)
 }
+
+/// A real, small file system for tests that fill a disk: a tmpfs of `megabytes` mounted on a
+/// fresh directory (this needs root, as `make test` has in CI). `unmount()` removes it.
+public struct SmallFileSystem: Sendable {
+    public let path: String
+
+    public init(megabytes: Int) throws {
+        let dir = try TemporaryDirectory("vigil-fs")
+        let r = try runTool("mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m,mode=0755", "tmpfs", dir.path])
+        guard r.status == 0 else {
+            dir.remove()
+            throw ToolError.failed("mount -t tmpfs (tests that fill a small file system need root)", r)
+        }
+        path = dir.path
+    }
+
+    public func unmount() {
+        _ = try? runTool("umount", [path])
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}

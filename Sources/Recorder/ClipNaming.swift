@@ -1,0 +1,83 @@
+import Foundation
+
+/// Clip file names from `storage.file_pattern`: strftime fields `%Y %m %d %H %M %S %%` in the
+/// local time of the clip's first frame, and `{camera}` for the camera's name, relative to
+/// the storage directory. The same pattern recognises the agent's own files, so retention
+/// never touches anything else.
+public struct ClipNaming: Sendable {
+    public let pattern: String
+    public let camera: String
+    public let timeZone: TimeZone
+
+    public init(pattern: String, camera: String, timeZone: TimeZone = .current) {
+        self.pattern = pattern
+        self.camera = camera
+        self.timeZone = timeZone
+    }
+
+    /// The relative path for a clip whose first frame was at `date`. `suffix` (1, 2, ...)
+    /// tells apart clips that would get the same name.
+    public func relativePath(for date: Date, suffix: Int = 0) -> String {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        func two(_ v: Int?) -> String { let s = String(v ?? 0); return s.count < 2 ? "0" + s : s }
+        var out = ""
+        var chars = Array(pattern)[...]
+        while let ch = chars.popFirst() {
+            guard ch == "%", let field = chars.popFirst() else {
+                out.append(ch)
+                continue
+            }
+            switch field {
+            case "Y": out += String(format: "%04d", c.year ?? 0)
+            case "m": out += two(c.month)
+            case "d": out += two(c.day)
+            case "H": out += two(c.hour)
+            case "M": out += two(c.minute)
+            case "S": out += two(c.second)
+            default: out.append(field) // "%%" and anything the configuration check let through
+            }
+        }
+        out = out.replacingOccurrences(of: "{camera}", with: camera)
+        if suffix > 0 { out = String(out.dropLast(4)) + "-\(suffix).mov" }
+        return out
+    }
+
+    /// True when `relativePath` is a name this pattern makes (with any suffix).
+    public func matches(_ relativePath: String) -> Bool {
+        var path = Array(relativePath)[...]
+        var pat = Array(pattern.replacingOccurrences(of: "{camera}", with: "\u{0}"))[...]
+        let cameraChars = Array(camera)
+        while let p = pat.popFirst() {
+            if p == "\u{0}" {
+                guard path.starts(with: cameraChars) else { return false }
+                path = path.dropFirst(cameraChars.count)
+            } else if p == "%", let field = pat.popFirst() {
+                let digits = field == "Y" ? 4 : (field == "%" ? 0 : 2)
+                if digits == 0 {
+                    guard path.popFirst() == "%" else { return false }
+                } else {
+                    guard path.count >= digits, path.prefix(digits).allSatisfy(\.isASCIIDigit) else { return false }
+                    path = path.dropFirst(digits)
+                }
+            } else if p == "." && pat.elementsEqual("mov") {
+                // An optional "-N" before the extension.
+                if path.first == "-" {
+                    path = path.dropFirst()
+                    let n = path.prefix { $0.isASCIIDigit }
+                    guard !n.isEmpty else { return false }
+                    path = path.dropFirst(n.count)
+                }
+                guard path.popFirst() == "." else { return false }
+            } else {
+                guard path.popFirst() == p else { return false }
+            }
+        }
+        return path.isEmpty
+    }
+}
+
+extension Character {
+    var isASCIIDigit: Bool { ("0"..."9").contains(self) }
+}

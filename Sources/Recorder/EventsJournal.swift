@@ -1,0 +1,110 @@
+import Foundation
+
+/// One finished clip, as a line of `<storage>/events.jsonl`.
+public struct ClipRecord: Codable, Equatable, Sendable {
+    /// The clip's path relative to the storage directory.
+    public var file: String
+    public var camera: String
+    /// Wall-clock time of the first and just after the last frame (ISO 8601 with offset).
+    public var start: String
+    public var end: String
+    /// Wall-clock time of the motion that started the event.
+    public var trigger: String
+    /// The trigger in seconds since the source's first frame.
+    public var triggerSourceSeconds: Double
+    /// How much of the clip comes before the trigger, in seconds (0 for a continuation part).
+    public var preRollSeconds: Double
+    public var durationSeconds: Double
+    public var frames: Int
+    public var audioFrames: Int
+    public var bytes: UInt64
+    public var peakScore: Double
+    /// 1 for the first clip of an event, 2 and on for the parts a long event is split into.
+    public var part: Int
+
+    enum CodingKeys: String, CodingKey {
+        case file, camera, start, end, trigger
+        case triggerSourceSeconds = "trigger_source_s"
+        case preRollSeconds = "preroll_s"
+        case durationSeconds = "duration_s"
+        case frames
+        case audioFrames = "audio_frames"
+        case bytes
+        case peakScore = "peak_score"
+        case part
+    }
+
+    public init(file: String, camera: String, start: String, end: String, trigger: String, triggerSourceSeconds: Double,
+                preRollSeconds: Double, durationSeconds: Double, frames: Int, audioFrames: Int, bytes: UInt64,
+                peakScore: Double, part: Int) {
+        self.file = file
+        self.camera = camera
+        self.start = start
+        self.end = end
+        self.trigger = trigger
+        self.triggerSourceSeconds = triggerSourceSeconds
+        self.preRollSeconds = preRollSeconds
+        self.durationSeconds = durationSeconds
+        self.frames = frames
+        self.audioFrames = audioFrames
+        self.bytes = bytes
+        self.peakScore = peakScore
+        self.part = part
+    }
+
+    /// Wall-clock times as the journal writes them: local time with its UTC offset.
+    public static func timestamp(_ date: Date, timeZone: TimeZone = .current) -> String {
+        let f = ISO8601DateFormatter()
+        f.timeZone = timeZone
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f.string(from: date)
+    }
+}
+
+/// `events.jsonl`: one JSON object per finished clip, appended and synced.
+public struct EventsJournal: Sendable {
+    public let path: String
+
+    public init(directory: String) { path = directory + "/events.jsonl" }
+
+    public struct JournalError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    public func append(_ record: ClipRecord) throws(JournalError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let line: Data
+        do { line = try encoder.encode(record) + Data("\n".utf8) } catch {
+            throw JournalError(description: "cannot encode the journal line for \(record.file): \(error)")
+        }
+        let fm = FileManager.default
+        if !fm.fileExists(atPath: path) { fm.createFile(atPath: path, contents: nil) }
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw JournalError(description: "cannot open \(path) to append — can this user write to it?")
+        }
+        defer { try? handle.close() }
+        do {
+            try handle.seekToEnd()
+            try handle.write(contentsOf: line)
+            try handle.synchronize()
+        } catch {
+            throw JournalError(description: "cannot append to \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Every record in the journal, with the numbers of the lines that could not be read.
+    public func records() throws(JournalError) -> (records: [ClipRecord], unreadableLines: [Int]) {
+        guard FileManager.default.fileExists(atPath: path) else { return ([], []) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw JournalError(description: "cannot read \(path) — can this user read it?")
+        }
+        var records: [ClipRecord] = []
+        var bad: [Int] = []
+        let decoder = JSONDecoder()
+        for (i, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
+            if let record = try? decoder.decode(ClipRecord.self, from: Data(line)) { records.append(record) } else { bad.append(i + 1) }
+        }
+        return (records, bad)
+    }
+}
