@@ -95,6 +95,12 @@ public struct ObjectAppearance: Hashable, Sendable {
     /// When its first pixel enters the picture, and when its last pixel leaves.
     public var enter: Timestamp
     public var leave: Timestamp
+
+    public init(object: Int, enter: Timestamp, leave: Timestamp) {
+        self.object = object
+        self.enter = enter
+        self.leave = leave
+    }
 }
 
 /// One light change, in absolute capture time.
@@ -102,4 +108,10 @@ public struct LightChangeInterval: Hashable, Sendable {
     public var start: Timestamp
     public var end: Timestamp
     public var delta: Int
+
+    public init(start: Timestamp, end: Timestamp, delta: Int) {
+        self.start = start
+        self.end = end
+        self.delta = delta
+    }
 }

@@ -34,7 +34,8 @@ public struct Y4MHeader: Hashable, Sendable {
         var chroma = "420jpeg"
         for field in fields {
             guard let tag = field.first else { continue }
-            let value = String(decoding: field.dropFirst(), as: UTF8.self)
+            // Shown in messages as it is, except for control and non-ASCII bytes.
+            let value = printable(String(decoding: field.dropFirst(), as: UTF8.self))
             switch tag {
             case UInt8(ascii: "W"):
                 guard let w = Y4MHeader.integer(value), (1...VideoFormat.maximumDimension).contains(w) else {
@@ -84,7 +85,7 @@ public struct Y4MHeader: Hashable, Sendable {
         case "420jpeg", "420mpeg2", "420paldv", "420": pixelFormat = .i420
         case "422": pixelFormat = .i422
         default:
-            throw .unsupported(source: source, problem: "chroma format C\(printable(chroma)) is not supported (only 4:2:0 and 4:2:2 8-bit: C420jpeg, C420mpeg2, C420paldv, C420, C422); convert it with `ffmpeg -i INPUT -pix_fmt yuv420p -f yuv4mpegpipe OUTPUT.y4m`")
+            throw .unsupported(source: source, problem: "chroma format C\(chroma) is not supported (only 4:2:0 and 4:2:2 8-bit: C420jpeg, C420mpeg2, C420paldv, C420, C422); convert it with `ffmpeg -i INPUT -pix_fmt yuv420p -f yuv4mpegpipe OUTPUT.y4m`")
         }
         self.width = width
         self.height = height

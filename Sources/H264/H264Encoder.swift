@@ -216,27 +216,26 @@ public final class H264Encoder {
             nextKeyframeBoundary = origin + Timestamp.Duration(nanoseconds: (elapsed / keyframeIntervalNanoseconds + 1) * keyframeIntervalNanoseconds)
         }
 
-        let input: VideoFrame
-        switch format.pixelFormat {
-        case .nv12, .i420:
-            input = frame
-        case .yuyv, .i422:
-            input = convert(frame)
-        }
+        let input = format.pixelFormat.isEncoderNative ? frame : convert(frame)
+        // x264 only reads the input planes (it copies them into its own frame).
         let planes = input.format.planes
         let base = input.buffer.base
         picture.img.i_csp = input.format.pixelFormat == .nv12 ? X264_CSP_NV12 : X264_CSP_I420
         picture.img.i_plane = Int32(planes.count)
-        // x264 only reads the input planes (it copies them into its own frame).
         picture.img.plane.0 = base + planes[0].offset
         picture.img.plane.1 = base + planes[1].offset
         picture.img.plane.2 = planes.count > 2 ? base + planes[2].offset : nil
         picture.img.i_stride.0 = Int32(planes[0].stride)
         picture.img.i_stride.1 = Int32(planes[1].stride)
         picture.img.i_stride.2 = planes.count > 2 ? Int32(planes[2].stride) : 0
+        if format.pixelFormat == .i422 {
+            // The luma plane is the same in 4:2:2 and 4:2:0: take it from the frame itself.
+            picture.img.plane.0 = frame.buffer.base + format.planes[0].offset
+            picture.img.i_stride.0 = Int32(format.planes[0].stride)
+        }
 
         framesIn += 1
-        let sample = try withExtendedLifetime(input) { () throws(EncoderError) -> EncodedSample? in
+        let sample = try withExtendedLifetime((frame, input)) { () throws(EncoderError) -> EncodedSample? in
             try encodeCall(&picture)
         }
         return sample
@@ -278,9 +277,9 @@ public final class H264Encoder {
     }
 
     /// YUYV → NV12 and I422 → I420 into the encoder's own buffer, allocated on first use.
+    /// I422's luma plane is used where it is: only its chroma is converted.
     private func convert(_ frame: VideoFrame) -> VideoFrame {
         let target: PixelFormat = frame.format.pixelFormat == .yuyv ? .nv12 : .i420
-        // Tightly packed; the size was validated by the frame's own format.
         guard let format = try? VideoFormat(width: width, height: height, pixelFormat: target) else {
             preconditionFailure("a \(width)×\(height) picture has a valid layout")
         }
@@ -291,7 +290,12 @@ public final class H264Encoder {
             buffer = FrameBuffer(capacity: format.bufferSize)
             conversion = buffer
         }
-        return PixelConversion.convert(frame, into: buffer, format: format)
+        if frame.format.pixelFormat == .yuyv {
+            return PixelConversion.convert(frame, into: buffer, format: format)
+        }
+        PixelConversion.halveChromaRows(frame.plane(1), into: buffer.mutablePlane(format.planes[1]))
+        PixelConversion.halveChromaRows(frame.plane(2), into: buffer.mutablePlane(format.planes[2]))
+        return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
     }
 }
 

@@ -1,1 +1,210 @@
-print("vigil-bench: measurements arrive with the encoder")
+// vigil-bench: measures what the appliance spends per frame, on the same synthetic frames
+// (static textured scene with sensor noise), in one run. `make bench` runs it from a
+// release build; numbers are printed, never asserted.
+//
+//   vigil-bench [--json PATH] [--frames N]
+
+import Capture
+import Foundation
+import H264
+import Media
+
+struct Options {
+    var jsonPath: String?
+    var frames = 60
+    var passes = 3
+
+    init(_ arguments: [String]) throws {
+        var args = arguments[...]
+        while let a = args.popFirst() {
+            switch a {
+            case "--json":
+                guard let p = args.popFirst() else { throw UsageError("--json needs a file path") }
+                jsonPath = p
+            case "--frames":
+                guard let n = args.popFirst().flatMap({ Int($0) }), (10...600).contains(n) else {
+                    throw UsageError("--frames needs a count from 10 to 600")
+                }
+                frames = n
+            case "-h", "--help":
+                print("usage: vigil-bench [--json PATH] [--frames N]\n  measures YUYV→NV12 and 4:2:2→4:2:0 conversion and x264 encoding at 640×480, 1280×720, 1920×1080")
+                exit(0)
+            default:
+                throw UsageError("unknown argument \(a)")
+            }
+        }
+    }
+}
+
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ text: String) { description = text }
+}
+
+/// The machine: CPU model and online cores.
+func machine() -> [String: Any] {
+    let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+    let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") || $0.hasPrefix("Model") }
+        .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" } ?? "unknown"
+    return ["cpu": model, "cores": ProcessInfo.processInfo.activeProcessorCount,
+            "x264_build": H264Encoder.libraryBuild, "os": ProcessInfo.processInfo.operatingSystemVersionString]
+}
+
+/// Seconds taken by `body`.
+func time(_ body: () throws -> Void) rethrows -> Double {
+    let start = MonotonicClock.now()
+    try body()
+    return (MonotonicClock.now() - start).seconds
+}
+
+/// YUYV with the picture of an NV12 frame (chroma repeated on both rows of a pair).
+func yuyv(from frame: VideoFrame) throws -> VideoFrame {
+    let f = frame.format
+    let format = try VideoFormat(width: f.width, height: f.height, pixelFormat: .yuyv)
+    let buffer = FrameBuffer(capacity: format.bufferSize)
+    let out = buffer.mutablePlane(format.planes[0])
+    let y = frame.plane(0), uv = frame.plane(1)
+    for row in 0..<f.height {
+        let luma = y.base + row * y.stride, chroma = uv.base + (row / 2) * uv.stride
+        let d = out.base + row * out.stride
+        for x in 0..<f.width {
+            d[2 * x] = luma[x]
+            d[2 * x + 1] = chroma[x]
+        }
+    }
+    return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
+}
+
+/// I422 with the picture of an NV12 frame.
+func i422(from frame: VideoFrame) throws -> VideoFrame {
+    let f = frame.format
+    let format = try VideoFormat(width: f.width, height: f.height, pixelFormat: .i422)
+    let buffer = FrameBuffer(capacity: format.bufferSize)
+    PixelConversion.copy(frame.plane(0), into: buffer.mutablePlane(format.planes[0]))
+    let u = buffer.mutablePlane(format.planes[1]), v = buffer.mutablePlane(format.planes[2])
+    let uv = frame.plane(1)
+    for row in 0..<f.height {
+        let c = uv.base + (row / 2) * uv.stride
+        for x in 0..<u.width {
+            u.base[row * u.stride + x] = c[2 * x]
+            v.base[row * v.stride + x] = c[2 * x + 1]
+        }
+    }
+    return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
+}
+
+/// Runs `body` over `frames` until at least `minimum` seconds and `rounds` rounds have
+/// passed; returns milliseconds per frame.
+func perFrame(_ frames: [VideoFrame], minimum: Double = 0.3, rounds: Int = 2, _ body: (VideoFrame) -> Void) -> Double {
+    var count = 0
+    var elapsed = 0.0
+    var round = 0
+    while elapsed < minimum || round < rounds {
+        elapsed += time { for f in frames { body(f) } }
+        count += frames.count
+        round += 1
+    }
+    return elapsed * 1000 / Double(count)
+}
+
+func run() throws {
+    let options = try Options(Array(CommandLine.arguments.dropFirst()))
+    let sizes = [(640, 480), (1280, 720), (1920, 1080)]
+    let columns = sizes.map { "\($0.0)×\($0.1)" }
+    var table = BenchTable(columns: columns)
+    let info = machine()
+    let rate = Rational(30, 1)
+    let defaultThreads = EncoderSettings(threads: 0)
+    print("vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores, libx264 build \(H264Encoder.libraryBuild)")
+    #if DEBUG
+    print("warning: this is a debug build; run `make bench` for release figures")
+    #endif
+    print("frames: synthetic static scene with noise (sigma 3), \(options.frames) distinct frames at 30 fps, encoded \(options.passes)× over")
+    print("x264: \(defaultThreads.preset.rawValue)/\(defaultThreads.tune.map(\.rawValue).joined(separator: ",")), CRF \(Int(defaultThreads.crf)), keyframe every \(defaultThreads.keyframeInterval) s\n")
+
+    for ((width, height), column) in zip(sizes, columns) {
+        let scene = SyntheticScene(width: width, height: height, frameRate: rate, seed: 2024, noiseSigma: 3, schedule: .empty)
+        let source = try SyntheticSource(scene: scene)
+        var frames: [VideoFrame] = []
+        let generation = try time { for _ in 0..<options.frames { if let f = try source.nextFrame() { frames.append(f) } } }
+        table.record("synthetic scene render", unit: "ms/frame", column: column, value: generation * 1000 / Double(frames.count))
+
+        // Conversions, on the same pictures: eight frames cycled (together larger than the
+        // caches, as camera buffers filled by DMA are), and one frame over and over (the
+        // loop's own speed, its source in cache).
+        let sample = Array(frames.prefix(8))
+        let packed = try sample.map(yuyv)
+        let nv12 = try VideoFormat(width: width, height: height, pixelFormat: .nv12)
+        let nv12Buffer = FrameBuffer(capacity: nv12.bufferSize)
+        table.record("YUYV → NV12 repack, from memory", unit: "ms/frame", column: column,
+                     value: perFrame(packed) { _ = PixelConversion.convert($0, into: nv12Buffer, format: nv12) })
+        table.record("YUYV → NV12 repack, in cache", unit: "ms/frame", column: column,
+                     value: perFrame(Array(repeating: packed[0], count: 8)) { _ = PixelConversion.convert($0, into: nv12Buffer, format: nv12) })
+        let planar422 = try sample.map(i422)
+        let i420 = try VideoFormat(width: width, height: height, pixelFormat: .i420)
+        let i420Buffer = FrameBuffer(capacity: i420.bufferSize)
+        table.record("I422 → I420 chroma, from memory", unit: "ms/frame", column: column,
+                     value: perFrame(planar422) { f in
+                         PixelConversion.halveChromaRows(f.plane(1), into: i420Buffer.mutablePlane(i420.planes[1]))
+                         PixelConversion.halveChromaRows(f.plane(2), into: i420Buffer.mutablePlane(i420.planes[2]))
+                     })
+
+        for (label, threads) in [("1 thread", 1), ("default threads", 0)] {
+            let encoder = try H264Encoder(format: source.format, settings: EncoderSettings(threads: threads))
+            var bytes = 0
+            var encoded = 0
+            let total = options.frames * options.passes
+            let elapsed = try time {
+                for n in 0..<total {
+                    let f = frames[n % frames.count]
+                    let frame = VideoFrame(format: f.format, buffer: f.buffer, timestamp: scene.timestamp(ofFrame: Int64(n)), sequence: UInt64(n))
+                    if let s = try encoder.encode(frame) { bytes += s.data.count; encoded += 1 }
+                }
+                for s in try encoder.close() { bytes += s.data.count; encoded += 1 }
+            }
+            precondition(encoded == total, "the encoder returned \(encoded) of \(total) frames")
+            table.record("x264 encode, \(label)", unit: "ms/frame", column: column, value: elapsed * 1000 / Double(total))
+            table.record("x264 encode, \(label)", unit: "frames/s", column: column, value: Double(total) / elapsed)
+            if threads == 1 {
+                let seconds = Double(total) * Double(rate.denominator) / Double(rate.numerator)
+                table.record("encoded stream", unit: "KB/s", column: column, value: Double(bytes) / seconds / 1000)
+            }
+        }
+    }
+
+    print(table.render())
+
+    if let path = options.jsonPath {
+        var results: [[String: Any]] = []
+        for row in table.rows {
+            for column in table.columns {
+                if let v = row.values[column] {
+                    results.append(["measurement": row.measurement, "unit": row.unit, "size": column, "value": v])
+                }
+            }
+        }
+        let document: [String: Any] = [
+            "machine": info,
+            "date": ISO8601DateFormatter().string(from: Date()),
+            "frames": ["source": "synthetic static scene, noise sigma 3", "distinct": options.frames, "passes": options.passes, "rate": "30"],
+            "encoder": ["preset": defaultThreads.preset.rawValue, "tune": defaultThreads.tune.map(\.rawValue).joined(separator: ","),
+                        "crf": defaultThreads.crf, "keyframe_interval": defaultThreads.keyframeInterval],
+            "results": results,
+        ]
+        let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
+        let url = URL(fileURLWithPath: path)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try data.write(to: url)
+        print("\nwrote \(path)")
+    }
+}
+
+do {
+    try run()
+} catch let error as UsageError {
+    FileHandle.standardError.write("vigil-bench: \(error)\n".data(using: .utf8) ?? Data())
+    exit(64)
+} catch {
+    FileHandle.standardError.write("vigil-bench: \(error)\n".data(using: .utf8) ?? Data())
+    exit(1)
+}
