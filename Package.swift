@@ -17,20 +17,21 @@ let package = Package(
         .systemLibrary(name: "CLibconfig", pkgConfig: "libconfig", providers: [.apt(["libconfig-dev"])]),
 
         // Pure Swift.
+        .target(name: "Logging"),
         .target(name: "Media"),
         .target(name: "QuickTime", dependencies: ["Media"]),
         .target(name: "MotionDetection", dependencies: ["Media"]),
-        .target(name: "Recorder", dependencies: ["Media", "QuickTime", "MotionDetection"]),
+        .target(name: "Recorder", dependencies: ["Media", "QuickTime", "MotionDetection", "Logging"]),
 
         // Adapters.
         .target(name: "H264", dependencies: ["Media", "CX264"]),
         .target(name: "Capture", dependencies: ["Media", "CV4L2", "CALSA"]),
-        .target(name: "Configuration", dependencies: ["CLibconfig"]),
+        .target(name: "Configuration", dependencies: ["CLibconfig", "Logging"]),
 
         // The agent and its subcommands.
         .executableTarget(
             name: "vigil",
-            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration"]
+            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Logging"]
         ),
 
         // Measures the pipeline (`make bench`).
@@ -47,7 +48,8 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
         .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "TestSupport"]),
-        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "QuickTime", "TestSupport"]),
+        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "QuickTime", "Logging", "TestSupport"]),
+        .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Media", "TestSupport"]),

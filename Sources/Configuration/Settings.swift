@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// Where frames come from: the syntax of `camera.device` and of `vigil analyze --source`.
 public enum CameraDevice: Equatable, Sendable, CustomStringConvertible {
@@ -38,28 +39,6 @@ public enum CameraDevice: Equatable, Sendable, CustomStringConvertible {
 func resolve(_ path: String, against directory: String) -> String {
     if path.hasPrefix("/") { return path }
     return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardizedFileURL.path
-}
-
-/// How important a log message is.
-public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
-    case error, warning, info, debug, trace
-
-    public init?(name: String) {
-        guard let level = LogLevel.allCases.first(where: { $0.name == name }) else { return nil }
-        self = level
-    }
-
-    public var name: String {
-        switch self {
-        case .error: "error"
-        case .warning: "warning"
-        case .info: "info"
-        case .debug: "debug"
-        case .trace: "trace"
-        }
-    }
-
-    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// The whole configuration, typed and checked.
