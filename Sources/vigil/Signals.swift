@@ -1,0 +1,55 @@
+import Foundation
+import Glibc
+
+/// The signals the agent acts on: SIGTERM/SIGINT stop it (finishing the open clip), SIGHUP
+/// reloads the configuration.
+///
+/// They are blocked in every thread (call `block()` before starting any) and taken by one
+/// thread with `sigwait`, so no handler runs at an arbitrary point of other code.
+enum Signals {
+    static let handled: [Int32] = [SIGTERM, SIGINT, SIGHUP]
+
+    static func set() -> sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for s in handled { sigaddset(&set, s) }
+        return set
+    }
+
+    /// Blocks the signals in the calling thread, and so in every thread it starts later.
+    static func block() {
+        var s = set()
+        pthread_sigmask(SIG_BLOCK, &s, nil)
+    }
+
+    /// Starts the thread that waits for the signals and passes each to `handler`.
+    static func startWaiting(_ handler: @escaping @Sendable (Int32) -> Void) {
+        let thread = Thread {
+            var s = set()
+            while true {
+                var signal: Int32 = 0
+                if sigwait(&s, &signal) == 0 { handler(signal) }
+            }
+        }
+        thread.name = "signals"
+        thread.start()
+    }
+
+    static func name(_ signal: Int32) -> String {
+        switch signal {
+        case SIGTERM: "SIGTERM"
+        case SIGINT: "SIGINT"
+        case SIGHUP: "SIGHUP"
+        default: "signal \(signal)"
+        }
+    }
+}
+
+/// Monotonic clock readings, on the clock V4L2 and ALSA timestamp frames with.
+enum MonotonicClock {
+    static func now() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+}

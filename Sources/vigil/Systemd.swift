@@ -1,0 +1,95 @@
+import Foundation
+import Glibc
+import Logging
+
+/// Log lines to stderr: under systemd (`JOURNAL_STREAM` set) with a `<priority>` prefix that
+/// journald files them by, and without a timestamp (the journal has one); elsewhere with
+/// a `ts=` timestamp first.
+final class StderrLogSink: LogSink {
+    let journal: Bool
+
+    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        journal = environment["JOURNAL_STREAM"] != nil
+    }
+
+    func write(_ line: String, level: LogLevel) {
+        let text: String
+        if journal {
+            text = "<\(level.syslogPriority)>\(line)\n"
+        } else {
+            text = "ts=\(StderrLogSink.timestamp()) \(line)\n"
+        }
+        // One write per line: lines from different threads never interleave.
+        text.utf8CString.withUnsafeBufferPointer { buffer in
+            var offset = 0
+            let count = buffer.count - 1
+            while offset < count {
+                let n = Glibc.write(2, buffer.baseAddress! + offset, count - offset)
+                if n < 0 && errno == EINTR { continue }
+                guard n > 0 else { return }
+                offset += n
+            }
+        }
+    }
+
+    static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var t = tm()
+        var seconds = now.tv_sec
+        gmtime_r(&seconds, &t)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
+                      t.tm_hour, t.tm_min, t.tm_sec, Int(now.tv_nsec / 1_000_000))
+    }
+}
+
+/// `sd_notify`: tells systemd the service is ready, alive (watchdog) or stopping, through the
+/// datagram socket named in `NOTIFY_SOCKET`. Does nothing when not started by systemd.
+final class SystemdNotifier: Sendable {
+    private let socketPath: String?
+    /// Half the watchdog period systemd asked for (`WATCHDOG_USEC`), or nil.
+    let watchdogInterval: Double?
+
+    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
+        if let usec = environment["WATCHDOG_USEC"].flatMap(Double.init), usec > 0,
+           environment["WATCHDOG_PID"].map({ Int32($0) == getpid() }) ?? true {
+            watchdogInterval = usec / 2_000_000
+        } else {
+            watchdogInterval = nil
+        }
+    }
+
+    var isActive: Bool { socketPath != nil }
+
+    func ready(status: String) { send("READY=1\nSTATUS=\(status)") }
+    func watchdog() { send("WATCHDOG=1") }
+    func stopping() { send("STOPPING=1") }
+    func reloading() { send("RELOADING=1") }
+    func status(_ text: String) { send("STATUS=\(text)") }
+
+    private func send(_ message: String) {
+        guard let socketPath else { return }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var path = Array(socketPath.utf8)
+        // An abstract socket is named with a leading "@", which stands for a zero byte.
+        if path.first == UInt8(ascii: "@") { path[0] = 0 }
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.count < capacity else { return }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in path.enumerated() { raw[i] = b }
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count)
+        _ = message.withCString { text in
+            withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(fd, text, strlen(text), Int32(MSG_NOSIGNAL), $0, length)
+                }
+            }
+        }
+    }
+}
