@@ -26,7 +26,7 @@ let package = Package(
         // Adapters.
         .target(name: "H264", dependencies: ["Media", "CX264"]),
         .target(name: "Capture", dependencies: ["Media", "CV4L2", "CALSA"]),
-        .target(name: "Configuration", dependencies: ["CLibconfig", "Logging"]),
+        .target(name: "Configuration", dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
 
         // The agent and its subcommands.
         .executableTarget(

@@ -1,39 +1,9 @@
+import Capture
 import Foundation
+import H264
 import Logging
-
-/// Where frames come from: the syntax of `camera.device` and of `vigil analyze --source`.
-public enum CameraDevice: Equatable, Sendable, CustomStringConvertible {
-    /// A V4L2 device node, e.g. `/dev/video0` or `/dev/v4l/by-id/...`.
-    case v4l2(path: String)
-    /// The built-in synthetic scene.
-    case synthetic
-    /// A YUV4MPEG2 file.
-    case file(path: String)
-
-    /// Parses `synthetic`, `file:PATH` or an absolute device path. A relative file path is
-    /// taken relative to `directory`. Nil for anything else.
-    public init?(parsing text: String, relativeTo directory: String) {
-        if text == "synthetic" {
-            self = .synthetic
-        } else if text.hasPrefix("file:") {
-            let path = String(text.dropFirst(5))
-            guard !path.isEmpty else { return nil }
-            self = .file(path: resolve(path, against: directory))
-        } else if text.hasPrefix("/") {
-            self = .v4l2(path: text)
-        } else {
-            return nil
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .v4l2(let path): path
-        case .synthetic: "synthetic"
-        case .file(let path): "file:\(path)"
-        }
-    }
-}
+import Media
+import MotionDetection
 
 /// `path` made absolute against `directory` (unchanged when already absolute).
 func resolve(_ path: String, against directory: String) -> String {
@@ -44,7 +14,8 @@ func resolve(_ path: String, against directory: String) -> String {
 /// The whole configuration, typed and checked.
 public struct Settings: Equatable, Sendable {
     public struct Camera: Equatable, Sendable {
-        public var device: CameraDevice
+        /// A relative `file:` path is already made absolute.
+        public var device: SourceSpecifier
         public var name: String
         public var width: Int
         public var height: Int
@@ -58,20 +29,6 @@ public struct Settings: Equatable, Sendable {
         public var device: String
         public var rate: Int
         public var channels: Int
-    }
-
-    public struct Encoder: Equatable, Sendable {
-        public var preset: String
-        /// nil for no tuning.
-        public var tune: String?
-        public var profile: String
-        public var crf: Double
-        /// kbit/s, nil for no cap.
-        public var maxBitrate: Int?
-        /// 0 lets x264 choose.
-        public var threads: Int
-        /// Seconds.
-        public var keyframeInterval: Double
     }
 
     public struct Recording: Equatable, Sendable {
@@ -107,7 +64,10 @@ public struct Settings: Equatable, Sendable {
 
     public var camera: Camera
     public var audio: Audio
-    public var encoder: Encoder
+    public var encoder: EncoderSettings
+    public var motion: MotionSettings
+    /// The mask `motion.mask` names, loaded; nil when the whole picture is watched.
+    public var motionMask: MotionMask?
     public var recording: Recording
     public var storage: Storage
     public var log: Log
@@ -125,9 +85,11 @@ public struct Settings: Equatable, Sendable {
     public init(values v: ConfigValues, directory: String) throws(ConfigurationError) {
         values = v
         let deviceText = v.text("camera.device")
-        guard let device = CameraDevice(parsing: deviceText, relativeTo: directory) else {
+        var device: SourceSpecifier
+        do { device = try SourceSpecifier(parsing: deviceText) } catch {
             throw v.error("camera.device", "camera.device = \"\(deviceText)\" is not a device — use a device path such as \"/dev/video0\", \"synthetic\", or \"file:PATH.y4m\"")
         }
+        if case .file(let path) = device { device = .file(path: resolve(path, against: directory)) }
         let name = v.text("camera.name")
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
         guard (1...32).contains(name.count), name.allSatisfy({ allowed.contains($0) }) else {
@@ -143,11 +105,44 @@ public struct Settings: Equatable, Sendable {
         guard !audioDevice.isEmpty else { throw v.error("audio.device", "audio.device is empty — use an ALSA device such as \"default\" or \"hw:1,0\"") }
         audio = Audio(enabled: v.boolean("audio.enabled"), device: audioDevice, rate: v.integer("audio.rate"), channels: v.integer("audio.channels"))
 
-        let tune = v.text("encoder.tune")
-        let maxBitrate = v.integer("encoder.max_bitrate")
-        encoder = Encoder(preset: v.text("encoder.preset"), tune: tune == "none" ? nil : tune, profile: v.text("encoder.profile"),
-                          crf: v.number("encoder.crf"), maxBitrate: maxBitrate == 0 ? nil : maxBitrate,
-                          threads: v.integer("encoder.threads"), keyframeInterval: v.number("encoder.keyframe_interval"))
+        do {
+            let tune = v.text("encoder.tune")
+            let maxBitrate = v.integer("encoder.max_bitrate")
+            encoder = EncoderSettings(preset: try .init(configValue: v.text("encoder.preset")),
+                                      tune: tune == "none" ? [] : try EncoderSettings.Tune.list(configValue: tune),
+                                      profile: try .init(configValue: v.text("encoder.profile")),
+                                      crf: v.number("encoder.crf"), maxBitrateKbps: maxBitrate == 0 ? nil : maxBitrate,
+                                      threads: v.integer("encoder.threads"), keyframeInterval: v.number("encoder.keyframe_interval"))
+            try encoder.validate()
+        } catch {
+            throw v.error(error.setting, error.description)
+        }
+
+        var motion = MotionSettings()
+        motion.detectWidth = v.integer("motion.detect_width")
+        motion.threshold = v.number("motion.threshold")
+        motion.pixelThreshold = v.number("motion.pixel_threshold")
+        motion.noiseMultiplier = v.number("motion.noise_multiplier")
+        motion.backgroundRate = v.number("motion.background_rate")
+        motion.minFrames = v.integer("motion.min_frames")
+        motion.lightSwitchFraction = v.number("motion.light_switch_fraction")
+        motion.despeckle = v.integer("motion.despeckle")
+        let maskPath = v.text("motion.mask")
+        motion.mask = maskPath.isEmpty ? "" : resolve(maskPath, against: directory)
+        do { try motion.validate() } catch {
+            throw v.error(error.key, error.description)
+        }
+        self.motion = motion
+        if motion.mask.isEmpty {
+            motionMask = nil
+        } else {
+            guard let bytes = FileManager.default.contents(atPath: motion.mask) else {
+                throw v.error("motion.mask", "motion.mask: cannot read \(motion.mask) — check the path (relative paths start at the directory of the configuration file)")
+            }
+            do { motionMask = try MotionMask(pgm: [UInt8](bytes), source: motion.mask) } catch {
+                throw v.error("motion.mask", "motion.mask: \(error.description)")
+            }
+        }
 
         recording = Recording(preRoll: v.number("recording.pre_roll"), postRoll: v.number("recording.post_roll"),
                               maxClip: v.number("recording.max_clip"), preRollMaxBytes: v.integer("recording.pre_roll_max_mb") << 20)

@@ -1,3 +1,4 @@
+import Capture
 import Foundation
 import Logging
 import Synchronization
@@ -43,7 +44,7 @@ final class HookRunner: Sendable {
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            let start = MonotonicClock.now()
+            let start = MonotonicClock.now().seconds
             do {
                 try process.run()
             } catch {
@@ -52,7 +53,7 @@ final class HookRunner: Sendable {
             }
             var killed = false
             while process.isRunning {
-                if MonotonicClock.now() - start > timeout {
+                if MonotonicClock.now().seconds - start > timeout {
                     process.terminate()
                     usleep(500_000)
                     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
@@ -62,7 +63,7 @@ final class HookRunner: Sendable {
                 usleep(20_000)
             }
             process.waitUntilExit()
-            let elapsed = MonotonicClock.now() - start
+            let elapsed = MonotonicClock.now().seconds - start
             if killed {
                 log.warning("hook killed after its timeout", [("hook", .string(program)), ("event", .string(event)), ("timeout", .seconds(timeout))])
             } else if process.terminationStatus != 0 {

@@ -44,12 +44,3 @@ enum Signals {
         }
     }
 }
-
-/// Monotonic clock readings, on the clock V4L2 and ALSA timestamp frames with.
-enum MonotonicClock {
-    static func now() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
-    }
-}

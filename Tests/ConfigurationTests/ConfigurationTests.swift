@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import TestSupport
+import Capture
+import H264
 @testable import Configuration
 
 /// The repository's root, found from this file's place in it.
@@ -26,9 +28,11 @@ func failure(_ text: String) -> ConfigurationError? {
         let settings = try Settings.load(path: path)
         let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         for key in ConfigSchema.keys {
-            #expect(settings.values.isSet(key.name), "\(key.name) is not in vigil.conf")
+            let isSet = settings.values.isSet(key.name)
+            #expect(isSet, "\(key.name) is not in vigil.conf")
             if key.name != "camera.device" {
-                #expect(settings.values.value(key.name) == key.defaultValue, "vigil.conf sets \(key.name) to something other than its default")
+                let isDefault = settings.values.value(key.name) == key.defaultValue
+                #expect(isDefault, "vigil.conf sets \(key.name) to something other than its default")
             }
             // The comment block right above the setting (or above the run of settings it
             // belongs to) says what the default is.
@@ -39,7 +43,7 @@ func failure(_ text: String) -> ConfigurationError? {
             while i >= 0, lines[i].trimmingCharacters(in: .whitespaces).hasPrefix("#") { comment = lines[i] + comment; i -= 1 }
             #expect(comment.contains("Default"), "\(key.name) has no comment giving its default")
         }
-        #expect(settings.camera.device == .v4l2(path: "/dev/video0"))
+        #expect(settings.camera.device == .device(path: "/dev/video0"))
     }
 
     @Test func anEmptyFileMeansEveryDefault() throws {
@@ -49,7 +53,8 @@ func failure(_ text: String) -> ConfigurationError? {
         #expect(settings.recording.preRoll == 5 && settings.recording.postRoll == 5 && settings.recording.maxClip == 300)
         #expect(settings.storage.path == "/var/lib/vigil/clips")
         #expect(settings.storage.maxAgeDays == 30 && settings.storage.maxSize == nil && settings.storage.minFree == 500 << 20)
-        #expect(settings.encoder.tune == "zerolatency" && settings.encoder.maxBitrate == nil)
+        #expect(settings.encoder.tune == [.zerolatency] && settings.encoder.maxBitrateKbps == nil)
+        #expect(settings.motion.threshold == 0.005 && settings.motion.minFrames == 2 && settings.motionMask == nil)
         #expect(settings.log.level == .info && settings.log.statsInterval == 60)
         #expect(settings.hooks.onEventStart == nil)
     }
@@ -67,7 +72,7 @@ func failure(_ text: String) -> ConfigurationError? {
         #expect(s.recording.preRoll == 3 && s.recording.postRoll == 2.5)
         #expect(s.storage.path == "/srv/vigil/clips")
         #expect(s.storage.maxSize == 100 << 20 && s.storage.maxAgeDays == nil)
-        #expect(s.encoder.tune == nil && s.encoder.maxBitrate == 2000)
+        #expect(s.encoder.tune == [] && s.encoder.maxBitrateKbps == 2000)
         #expect(s.log.level == .debug && s.log.statsInterval == nil)
     }
 
@@ -91,7 +96,13 @@ func failure(_ text: String) -> ConfigurationError? {
         ("camera = {\n width = 640;\n", 3, "syntax error"),
         ("camera = { width = 640; };\nrecording = { pre_roll = 5.0.0; };", 2, "syntax error"),
         ("encoder = { preset = \"fastest\"; };", 1, "encoder.preset = \"fastest\" is not allowed — use one of \"ultrafast\""),
-        ("encoder = { crf = 60.0; };", 1, "encoder.crf = 60.0 is out of range — use a number from 0.0 to 51.0"),
+        ("encoder = { crf = 60.0; };", 1, "encoder.crf = 60.0 is out of range — use a number from 1.0 to 51.0"),
+        ("encoder = {\n tune = \"film,grain\"; };", 2, "encoder.tune"),
+        ("encoder = { tune = \"fast\"; };", 1, "names 'fast', which is not an x264 tuning"),
+        ("motion = {\n threshold = 0.4;\n light_switch_fraction = 0.3; };", 2, "motion.threshold: 0.4 is not below motion.light_switch_fraction"),
+        ("motion = { pixel_threshold = 0.5; };", 1, "motion.pixel_threshold: 0.5 is out of range"),
+        ("motion = { mask = \"/nonexistent/mask.pgm\"; };", 1, "motion.mask: cannot read /nonexistent/mask.pgm"),
+        ("motion = { min_frames = 0; };", 1, "motion.min_frames = 0 is out of range"),
         ("encoder = { keyframe_interval = 2.0; };", 1, "encoder.keyframe_interval = 2.0 is out of range"),
         ("recording = { pre_roll = -1.0; };", 1, "recording.pre_roll = -1.0 is out of range"),
         ("recording = {\n pre_roll = 20.0;\n max_clip = 10.0; };", 2, "recording.pre_roll (20.0 s) must be shorter than recording.max_clip (10.0 s)"),

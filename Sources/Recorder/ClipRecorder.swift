@@ -1,0 +1,202 @@
+import Media
+import MotionDetection
+
+/// What the clip writer must do, in order.
+public enum ClipCommand: Sendable, Equatable {
+    /// Open a new clip file whose first frame is the keyframe captured at `clip.start`.
+    case open(ClipInfo)
+    case video(EncodedSample)
+    case audio(AudioChunk)
+    /// Finish the open clip. `endTime` is when its last frame stops showing (the capture
+    /// time of the first frame not in it), nil when unknown (end of stream).
+    case close(endTime: Timestamp?, ClipClosing)
+}
+
+/// Facts about a clip known when it opens.
+public struct ClipInfo: Sendable, Equatable {
+    /// Counts events since the agent started, from 1.
+    public var event: Int
+    /// 1 for the clip an event starts with; 2 and on for the parts `max_clip` splits off.
+    public var part: Int
+    /// Capture time of the clip's first frame (a keyframe).
+    public var start: Timestamp
+    /// When the motion began.
+    public var trigger: Timestamp
+    /// The score of the frame that confirmed the motion.
+    public var score: Double
+}
+
+/// Facts about a clip known when it closes.
+public struct ClipClosing: Sendable, Equatable {
+    public enum Reason: Sendable, Equatable {
+        /// The event ended (post-roll over).
+        case eventEnded
+        /// The clip reached `max_clip`; the event goes on in the next part.
+        case split
+        /// The stream ended or the agent is stopping.
+        case finished
+    }
+
+    public var reason: Reason
+    /// The highest motion score of the event so far.
+    public var peakScore: Double
+
+    public init(reason: Reason, peakScore: Double) {
+        self.reason = reason
+        self.peakScore = peakScore
+    }
+}
+
+/// Joins the event state machine's actions with the encoded stream: keeps the pre-roll ring,
+/// and turns a start into "open a clip at the right keyframe, write the pre-roll, then the live
+/// samples", a split into "close before the next keyframe, open the next part at it", and an
+/// end into "close after the last frame of the event".
+///
+/// A value with no clock, thread or I/O: every sample goes to exactly one clip or none, in
+/// order, so nothing between the pre-roll keyframe and the live stream is lost or repeated.
+public struct ClipRecorder: Sendable {
+    public private(set) var ring: PreRollBuffer
+
+    private enum State: Sendable, Equatable {
+        case idle
+        /// An event started before any keyframe was seen: it opens at the first one.
+        case waitingForKeyframe(ClipInfo)
+        case recording(ClipInfo)
+    }
+
+    private var state: State = .idle
+    private var events = 0
+    private var peak = 0.0
+    private var pendingSplit: (at: Timestamp, part: Int)?
+    private var pendingEnd: Timestamp?
+    /// Sound at or after a pending split, held until the keyframe that splits is known.
+    private var heldAudio: [AudioChunk] = []
+
+    public init(preRoll: Timestamp.Duration, maxBytes: Int) {
+        ring = PreRollBuffer(preRoll: preRoll, maxBytes: maxBytes)
+    }
+
+    /// The clip being written, if any.
+    public var openClip: ClipInfo? {
+        if case .recording(let info) = state { return info }
+        return nil
+    }
+
+    public var isRecording: Bool { openClip != nil }
+
+    // MARK: Events
+
+    public mutating func handle(_ action: EventAction) -> [ClipCommand] {
+        switch action {
+        case let .start(trigger, _, score):
+            guard state == .idle else { return [] }
+            events += 1
+            peak = score
+            pendingSplit = nil
+            pendingEnd = nil
+            guard let contents = ring.clipContents(forTrigger: trigger), let first = contents.video.first else {
+                state = .waitingForKeyframe(ClipInfo(event: events, part: 1, start: trigger, trigger: trigger, score: score))
+                return []
+            }
+            let info = ClipInfo(event: events, part: 1, start: first.pts, trigger: trigger, score: score)
+            state = .recording(info)
+            return [.open(info)] + contents.video.map(ClipCommand.video) + contents.audio.map(ClipCommand.audio)
+        case let .split(at, part):
+            guard case .recording = state else { return [] }
+            pendingSplit = (at, part)
+            return []
+        case let .end(at, _, peakScore, _):
+            peak = max(peak, peakScore)
+            switch state {
+            case .idle: return []
+            case .waitingForKeyframe:
+                state = .idle
+                return []
+            case .recording:
+                pendingEnd = at
+                // Held sound (after a pending split) is kept only up to the end of the event.
+                heldAudio = heldAudio.compactMap { $0.split(at: at).before }
+                return []
+            }
+        }
+    }
+
+    /// Updates the running peak score (the detector's score of each frame while recording).
+    public mutating func noteScore(_ score: Double) {
+        if state != .idle { peak = max(peak, score) }
+    }
+
+    // MARK: Media
+
+    public mutating func handle(_ sample: EncodedSample) -> [ClipCommand] {
+        defer { ring.append(sample) }
+        switch state {
+        case .idle:
+            return []
+        case .waitingForKeyframe(var info):
+            guard sample.isKeyframe else { return [] }
+            info.start = sample.pts
+            state = .recording(info)
+            return [.open(info), .video(sample)]
+        case .recording(let info):
+            if let end = pendingEnd, sample.pts > end {
+                let commands = heldAudio.map(ClipCommand.audio)
+                    + [.close(endTime: sample.pts, ClipClosing(reason: .eventEnded, peakScore: peak))]
+                state = .idle
+                pendingEnd = nil
+                pendingSplit = nil
+                heldAudio = []
+                return commands
+            }
+            if let split = pendingSplit, sample.isKeyframe, sample.pts >= split.at {
+                pendingSplit = nil
+                var commands: [ClipCommand] = []
+                var after: [AudioChunk] = []
+                for chunk in heldAudio {
+                    let (b, a) = chunk.split(at: sample.pts)
+                    if let b { commands.append(.audio(b)) }
+                    if let a { after.append(a) }
+                }
+                heldAudio = []
+                commands.append(.close(endTime: sample.pts, ClipClosing(reason: .split, peakScore: peak)))
+                let next = ClipInfo(event: info.event, part: split.part, start: sample.pts, trigger: info.trigger, score: info.score)
+                state = .recording(next)
+                commands.append(.open(next))
+                commands.append(.video(sample))
+                commands += after.map(ClipCommand.audio)
+                return commands
+            }
+            return [.video(sample)]
+        }
+    }
+
+    public mutating func handle(_ chunk: AudioChunk) -> [ClipCommand] {
+        defer { ring.append(chunk) }
+        guard case .recording = state else { return [] }
+        var chunk = chunk
+        if let end = pendingEnd {
+            guard let before = chunk.split(at: end).before else { return [] }
+            chunk = before
+        }
+        if let split = pendingSplit {
+            let (before, after) = chunk.split(at: split.at)
+            if let after { heldAudio.append(after) }
+            return before.map { [.audio($0)] } ?? []
+        }
+        return [.audio(chunk)]
+    }
+
+    /// The stream ended (or the agent stops) at `time`: the open clip is closed now.
+    public mutating func finish(at time: Timestamp?) -> [ClipCommand] {
+        defer {
+            state = .idle
+            pendingEnd = nil
+            pendingSplit = nil
+            heldAudio = []
+        }
+        guard case .recording = state else { return [] }
+        var commands = heldAudio.map(ClipCommand.audio)
+        commands.append(.close(endTime: time, ClipClosing(reason: .finished, peakScore: peak)))
+        return commands
+    }
+}

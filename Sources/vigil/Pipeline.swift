@@ -1,0 +1,215 @@
+import Capture
+import Configuration
+import Foundation
+import H264
+import Logging
+import Media
+import MotionDetection
+import QuickTime
+import Recorder
+import Synchronization
+
+/// What the capture thread hands the pipeline.
+enum CaptureItem: Sendable {
+    case frame(VideoFrame)
+    /// The source ended (end of file) or failed; no more frames follow.
+    case end(CaptureError?)
+}
+
+/// The processing thread: motion detection on each frame's luma, the event state machine,
+/// the x264 encoder, and the pre-roll ring and clip logic — producing writer commands. It never
+/// waits on the disk: when the writer falls behind by more than `writerBacklogLimit` bytes,
+/// video is dropped up to the next keyframe (counted), so clips stay decodable.
+///
+/// `@unchecked Sendable`: other threads touch only `pendingReload` (a Mutex); everything else
+/// belongs to the pipeline thread.
+final class Pipeline: @unchecked Sendable {
+    private var settings: Settings
+    private let log: Logger
+    private let stats: Stats
+    private let writer: WorkQueue<WriterItem>
+    private var detector: MotionDetector
+    private var events: EventStateMachine
+    private var recorder: ClipRecorder
+    private var encoder: H264Encoder?
+    private var firstFrame: Timestamp?
+    private var lastFrame: Timestamp?
+    private var lastInterval = Timestamp.Duration(seconds: 1.0 / 30)
+    private var droppingVideo = false
+    private var peakScore = 0.0
+    /// A reloaded configuration, applied between events.
+    let pendingReload = Mutex<Settings?>(nil)
+
+    static let writerBacklogLimit = 64 << 20
+
+    init(settings: Settings, log: Logger, stats: Stats, writer: WorkQueue<WriterItem>) {
+        self.settings = settings
+        self.log = log.with(("component", "pipeline"))
+        self.stats = stats
+        self.writer = writer
+        detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
+        events = EventStateMachine(settings: Pipeline.eventSettings(settings))
+        recorder = ClipRecorder(preRoll: .init(seconds: settings.recording.preRoll), maxBytes: settings.recording.preRollMaxBytes)
+    }
+
+    static func eventSettings(_ s: Settings) -> EventSettings {
+        EventSettings(postRoll: .init(seconds: s.recording.postRoll), maxClip: .init(seconds: s.recording.maxClip))
+    }
+
+    /// True when no event is open (a reload may then replace the detection and event logic).
+    private var isIdle: Bool { events.state == .idle && !recorder.isRecording }
+
+    func run(_ frames: WorkQueue<CaptureItem>, wallClock: @Sendable () -> Date) -> CaptureError? {
+        while let item = frames.pop() {
+            switch item {
+            case .frame(let frame):
+                do { try process(frame, wallClock: wallClock) } catch {
+                    log.error("encoder failed; stopping", [("error", .string(error.description))])
+                    finish()
+                    return .readFailed(source: "encoder", frame: 0, reason: error.description)
+                }
+            case .end(let error):
+                finish()
+                return error
+            }
+        }
+        finish()
+        return nil
+    }
+
+    private func process(_ frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {
+        if encoder == nil { try start(with: frame, wallClock: wallClock) }
+        applyReloadIfIdle()
+        if let last = lastFrame, frame.timestamp > last { lastInterval = frame.timestamp - last }
+        lastFrame = frame.timestamp
+
+        let t0 = MonotonicClock.now()
+        let result = detector.process(frame.luma, at: frame.timestamp)
+        let t1 = MonotonicClock.now()
+        var commands: [ClipCommand] = []
+        for action in events.handle(.frame(result)) {
+            note(action)
+            commands += recorder.handle(action)
+        }
+        recorder.noteScore(result.score)
+        if events.state != .idle { peakScore = max(peakScore, result.score) }
+        let sample = try encoder?.encode(frame)
+        let t2 = MonotonicClock.now()
+        if let sample { commands += recorder.handle(sample) }
+        send(commands)
+
+        log.trace("frame", [("t", .seconds((frame.timestamp - (firstFrame ?? frame.timestamp)).seconds)), ("score", .fixed(result.score, 4)),
+                            ("threshold", .fixed(result.threshold, 4)), ("motion", .bool(result.motion)), ("light_switch", .bool(result.lightSwitch))])
+        let ring = recorder.ring
+        stats.update {
+            $0.framesIn += 1
+            $0.framesEncoded += sample == nil ? 0 : 1
+            $0.detectSeconds += (t1 - t0).seconds
+            $0.encodeSeconds += (t2 - t1).seconds
+            $0.lastScore = result.score
+            $0.peakScore = max($0.peakScore, result.score)
+            $0.ringSeconds = ring.span.seconds
+            $0.ringBytes = ring.byteCount
+        }
+    }
+
+    /// Creates the encoder for the source's negotiated format and tells the writer about the stream.
+    private func start(with frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {
+        let format = frame.format
+        let encoder = try H264Encoder(format: format, settings: settings.encoder)
+        self.encoder = encoder
+        firstFrame = frame.timestamp
+        var aspect: PixelAspectRatio?
+        if let par = format.pixelAspectRatio, par.numerator != par.denominator, par.numerator > 0,
+           let h = UInt32(exactly: par.numerator), let v = UInt32(exactly: par.denominator) {
+            aspect = PixelAspectRatio(horizontalSpacing: h, verticalSpacing: v)
+        }
+        let video = VideoTrackFormat(width: format.width, height: format.height,
+                                     sequenceParameterSet: encoder.sequenceParameterSet, pictureParameterSet: encoder.pictureParameterSet,
+                                     rotation: Rotation(degrees: settings.camera.rotation) ?? .none, pixelAspectRatio: aspect,
+                                     color: format.height >= 720 ? .bt709 : .bt601)
+        writer.push(.stream(StreamInfo(video: video, audio: nil, firstFrame: frame.timestamp, wallAtFirstFrame: wallClock())))
+        log.info("encoding", [("width", .int(format.width)), ("height", .int(format.height)), ("pixel_format", .string(format.pixelFormat.description)),
+                              ("preset", .string(settings.encoder.preset.rawValue)), ("keyframe_interval", .seconds(settings.encoder.keyframeInterval))])
+    }
+
+    private func note(_ action: EventAction) {
+        let origin = firstFrame ?? .zero
+        switch action {
+        case let .start(trigger, confirmedAt, score):
+            peakScore = score
+            log.info("motion started", [("trigger", .seconds((trigger - origin).seconds)), ("confirmed", .seconds((confirmedAt - origin).seconds)),
+                                        ("score", .fixed(score, 4))])
+        case let .split(at, part):
+            log.info("clip reached max_clip; splitting", [("at", .seconds((at - origin).seconds)), ("part", .int(part))])
+        case let .end(at, lastMotion, peak, parts):
+            log.info("motion ended", [("end", .seconds((at - origin).seconds)), ("last_motion", .seconds((lastMotion - origin).seconds)),
+                                      ("peak_score", .fixed(peak, 4)), ("parts", .int(parts))])
+        }
+    }
+
+    /// Hands commands to the writer; over the backlog limit, video is dropped up to the next keyframe.
+    private func send(_ commands: [ClipCommand]) {
+        for command in commands {
+            if case .video(let sample) = command {
+                if droppingVideo && !sample.isKeyframe {
+                    stats.update { $0.samplesDroppedAtWriter += 1 }
+                    continue
+                }
+                if writer.load > Pipeline.writerBacklogLimit {
+                    if !droppingVideo { log.warning("the disk is falling behind; dropping video until it catches up") }
+                    droppingVideo = true
+                    stats.update { $0.samplesDroppedAtWriter += 1 }
+                    continue
+                }
+                if droppingVideo { log.info("the disk caught up; writing video again") }
+                droppingVideo = false
+                writer.push(.clip(command), cost: sample.data.count)
+            } else if case .audio(let chunk) = command {
+                writer.push(.clip(command), cost: chunk.data.count)
+            } else {
+                writer.push(.clip(command), cost: 0)
+            }
+        }
+    }
+
+    /// End of stream: flushes the encoder, ends an open event, closes its clip.
+    private func finish() {
+        var commands: [ClipCommand] = []
+        if let encoder {
+            do {
+                for sample in try encoder.close() { commands += recorder.handle(sample) }
+            } catch {
+                log.warning("encoder could not flush its last frames", [("error", .string(error.description))])
+            }
+            self.encoder = nil
+        }
+        let end = lastFrame.map { $0 + lastInterval }
+        if let end {
+            for action in events.handle(.finish(at: end)) {
+                note(action)
+                commands += recorder.handle(action)
+            }
+        }
+        commands += recorder.finish(at: end)
+        send(commands)
+    }
+
+    private func applyReloadIfIdle() {
+        guard isIdle, let new = pendingReload.withLock({ value -> Settings? in
+            defer { value = nil }
+            return value
+        }) else { return }
+        if new.motion != settings.motion || new.motionMask != settings.motionMask {
+            detector = MotionDetector(settings: new.motion, mask: new.motionMask)
+        }
+        if new.recording != settings.recording {
+            events = EventStateMachine(settings: Pipeline.eventSettings(new))
+            if new.recording.preRoll != settings.recording.preRoll || new.recording.preRollMaxBytes != settings.recording.preRollMaxBytes {
+                recorder = ClipRecorder(preRoll: .init(seconds: new.recording.preRoll), maxBytes: new.recording.preRollMaxBytes)
+            }
+        }
+        settings = new
+        log.info("reloaded settings in effect")
+    }
+}

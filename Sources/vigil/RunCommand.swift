@@ -1,0 +1,279 @@
+import Capture
+import Configuration
+import Foundation
+import Logging
+import Media
+import QuickTime
+import Recorder
+import Synchronization
+
+/// `vigil run [--config FILE]`: the agent.
+enum RunCommand: Command {
+    static let name = "run"
+    static let abstract = "Run the recorder agent."
+    static let synopsis = "[--config FILE]"
+    static let discussion = """
+        Watches the camera named by camera.device, keeps the last recording.pre_roll seconds
+        of encoded video in memory, and records each motion event into a clip under
+        storage.path, from before the motion to recording.post_roll after it. Logs go to
+        stderr (the journal under systemd).
+
+        SIGTERM or SIGINT finish the open clip and exit 0. SIGHUP reloads the configuration
+        (an invalid file is logged and the settings in use are kept). With a file: source the
+        agent exits once the file has been read and its last clip closed.
+
+        Exit status: 0 on a clean stop; 78 for an invalid configuration; 66 when the source
+        cannot be opened; 73 when the storage directory cannot be created; 65 when a file
+        source turns out to be malformed part-way (the clips before are kept).
+        """
+    static let options = [configOption]
+
+    static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
+        guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
+        let path = arguments.value("config") ?? defaultConfigPath
+        let settings: Settings
+        do { settings = try Settings.load(path: path) } catch {
+            printError(error.description)
+            return .config
+        }
+        return Agent(configPath: path, settings: settings).run()
+    }
+}
+
+/// The running agent: its threads, their start-up and their orderly stop.
+final class Agent: @unchecked Sendable {
+    // `@unchecked Sendable`: the threads share only `stop` (atomic), `stats`, the queues and the
+    // pipeline's reload slot (all synchronised); everything else is set before they start.
+    private let configPath: String
+    private var settings: Settings
+    private let log: Logger
+    private let stats = Stats()
+    private let notifier = SystemdNotifier()
+    private let stop = Atomic<Bool>(false)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(configPath: String, settings: Settings) {
+        self.configPath = configPath
+        self.settings = settings
+        log = Logger(level: settings.log.level, sink: StderrLogSink(), metadata: [("camera", .string(settings.camera.name))])
+    }
+
+    func run() -> ExitCode {
+        Signals.block()
+        log.info("vigil starting", [("version", .string(version)), ("config", .string(configPath)), ("source", .string(settings.camera.device.description)),
+                                    ("storage", .string(settings.storage.path))])
+
+        // Storage: create it, finish clips an earlier run left open, apply retention.
+        do {
+            try FileManager.default.createDirectory(atPath: settings.storage.path, withIntermediateDirectories: true)
+        } catch {
+            log.error("cannot create the storage directory — check storage.path and that this user may write there",
+                      [("path", .string(settings.storage.path)), ("error", .string(error.localizedDescription))])
+            return ExitCode(rawValue: 73) ?? .ioError
+        }
+        let storage = storageSettings(settings)
+        repairInterruptedClips(storage)
+        let hooks = HookRunner(timeout: settings.hooks.timeout, log: log)
+        let clipWriter = ClipWriter(storage: storage, camera: settings.camera.name, log: log, stats: stats, hooks: hooks)
+        clipWriter.sweep()
+
+        // The source: opened before anything starts, so a bad one is reported at once.
+        let source: any FrameSource
+        let live: Bool
+        do {
+            (source, live) = try openSource(settings)
+        } catch {
+            log.error("cannot open the source", [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
+            return .noInput
+        }
+        log.info("source open", [("source", .string(source.name)), ("format", .string(source.format.description))])
+
+        let frames = WorkQueue<CaptureItem>(capacity: live ? 3 : 8)
+        let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
+        let pipeline = Pipeline(settings: settings, log: log, stats: stats, writer: writerQueue)
+
+        let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
+        let sourceError = Mutex<CaptureError?>(nil)
+        let pipelineThread = startThread("pipeline") { [self] in
+            let error = pipeline.run(frames, wallClock: { Date() })
+            sourceError.withLock { $0 = error }
+            writerQueue.close()
+            done.signal()
+        }
+        let handedOver = HandOver(source)
+        let captureThread = startThread("capture") { [self] in capture(handedOver.value, into: frames, live: live) }
+
+        Signals.startWaiting { [self] signal in
+            if signal == SIGHUP {
+                reload(pipeline: pipeline, writer: writerQueue)
+            } else {
+                log.info("stopping", [("signal", .string(Signals.name(signal)))])
+                notifier.stopping()
+                stop.store(true, ordering: .relaxed)
+            }
+        }
+        startHousekeeping(writer: writerQueue)
+        notifier.ready(status: "recording from \(source.name)")
+        log.info("vigil running")
+
+        done.wait()
+        writerThread.join()
+        captureThread.join()
+        _ = pipelineThread
+        let counters = stats.snapshot
+        log.info("vigil stopped", [("frames", .int(counters.framesIn)), ("clips", .int(counters.clipsWritten)), ("clip_errors", .int(counters.clipErrors))])
+        if let error = sourceError.withLock({ $0 }) {
+            log.error("the source failed", [("error", .string(error.description))])
+            return .dataError
+        }
+        return .success
+    }
+
+    private func storageSettings(_ s: Settings) -> StorageSettings {
+        StorageSettings(root: s.storage.path,
+                        naming: ClipNaming(pattern: s.storage.filePattern, camera: s.camera.name),
+                        policy: RetentionPolicy(maxAgeDays: s.storage.maxAgeDays, maxSize: s.storage.maxSize, minFree: s.storage.minFree),
+                        onEventStart: s.hooks.onEventStart, onClipSaved: s.hooks.onClipSaved)
+    }
+
+    private func openSource(_ s: Settings) throws(CaptureError) -> (any FrameSource, live: Bool) {
+        switch s.camera.device {
+        case .synthetic:
+            let fps = s.camera.fps
+            let rate = fps == fps.rounded() ? Rational(Int64(fps), 1) : Rational(Int64((fps * 1000).rounded()), 1000)
+            let scene = SyntheticScene(width: s.camera.width, height: s.camera.height, frameRate: rate, schedule: .demo())
+            // The synthetic scene stands in for a camera: always in real time.
+            return (try SyntheticSource(scene: scene, realtime: true), true)
+        case .file(let path):
+            return (try Y4MSource(path: path, realtime: s.camera.realtime), s.camera.realtime)
+        case .device(let path):
+            throw .cannotOpen(source: path, reason: "V4L2 cameras are not supported by this build yet; use camera.device = \"synthetic\" or \"file:PATH.y4m\"")
+        }
+    }
+
+    /// The capture thread: frames into the queue until the source ends or the agent stops.
+    /// A live source never waits: when the pipeline is behind, the oldest queued frame is dropped.
+    private func capture(_ source: any FrameSource, into queue: WorkQueue<CaptureItem>, live: Bool) {
+        var lastSequence: UInt64?
+        while !stop.load(ordering: .relaxed) {
+            let frame: VideoFrame?
+            do { frame = try source.nextFrame() } catch {
+                log.error("reading the source failed", [("source", .string(source.name)), ("error", .string(error.description))])
+                queue.push(.end(error))
+                return
+            }
+            guard let frame else {
+                log.info("end of source", [("source", .string(source.name))])
+                queue.push(.end(nil))
+                return
+            }
+            if let last = lastSequence, frame.sequence > last + 1 {
+                stats.update { $0.framesLostAtSource += Int(frame.sequence - last - 1) }
+            }
+            lastSequence = frame.sequence
+            if live {
+                if queue.count >= queue.capacity, queue.dropOldest(where: { if case .frame = $0 { true } else { false } }) != nil {
+                    stats.update { $0.framesDroppedAtCapture += 1 }
+                }
+                queue.push(.frame(frame))
+            } else {
+                queue.pushWaiting(.frame(frame))
+            }
+        }
+        queue.push(.end(nil))
+    }
+
+    private func reload(pipeline: Pipeline, writer: WorkQueue<WriterItem>) {
+        notifier.reloading()
+        defer { notifier.ready(status: "configuration reloaded") }
+        let new: Settings
+        do { new = try Settings.load(path: configPath) } catch {
+            log.error("configuration not reloaded; the settings in use are kept", [("error", .string(error.description))])
+            return
+        }
+        if new.camera != settings.camera || new.encoder != settings.encoder || new.audio != settings.audio {
+            log.warning("camera, encoder and audio settings take effect after a restart (systemctl restart vigil)")
+        }
+        log.level = new.log.level
+        pipeline.pendingReload.withLock { $0 = new }
+        writer.push(.storage(storageSettings(new)), cost: 0)
+        settings = new
+        log.info("configuration reloaded; it applies from the next clip", [("config", .string(configPath))])
+    }
+
+    /// Every minute: retention; every stats interval: the stats line; and the watchdog ping
+    /// while frames keep coming.
+    private func startHousekeeping(writer: WorkQueue<WriterItem>) {
+        let statsInterval = settings.log.statsInterval
+        _ = startThread("housekeeping") { [self] in
+            var previous = stats.snapshot
+            var lastStats = MonotonicClock.now()
+            var lastSweep = MonotonicClock.now()
+            var lastFrames = previous.framesIn
+            var lastPing = MonotonicClock.now()
+            while !stop.load(ordering: .relaxed) {
+                usleep(250_000)
+                let now = MonotonicClock.now()
+                let current = stats.snapshot
+                if let interval = notifier.watchdogInterval, (now - lastPing).seconds >= interval {
+                    // Only while the pipeline makes progress: a stall lets systemd restart us.
+                    if current.framesIn != lastFrames { notifier.watchdog() }
+                    lastFrames = current.framesIn
+                    lastPing = now
+                }
+                if (now - lastSweep).seconds >= 60 {
+                    writer.push(.housekeeping, cost: 0)
+                    lastSweep = now
+                }
+                if let statsInterval, (now - lastStats).seconds >= Double(statsInterval) {
+                    log.info("stats", Stats.line(current, since: previous, seconds: (now - lastStats).seconds))
+                    previous = current
+                    lastStats = now
+                }
+            }
+        }
+    }
+
+    private func repairInterruptedClips(_ storage: StorageSettings) {
+        let store = ClipStore(root: storage.root, naming: storage.naming)
+        guard let clips = try? store.clips() else { return }
+        for clip in clips {
+            let path = store.absolutePath(clip.relativePath)
+            do {
+                guard case .interrupted = try MovieRepair.inspect(path: path) else { continue }
+                if let report = try MovieRepair.repair(path: path) {
+                    log.info("repaired an interrupted clip", [("file", .string(clip.relativePath)), ("fragments", .int(report.fragments)),
+                                                            ("frames", .int(report.videoFrames)), ("cut_bytes", .int(report.discardedBytes))])
+                }
+            } catch {
+                log.warning("cannot repair a clip; it is left as it is", [("file", .string(clip.relativePath)), ("error", .string(error.problem))])
+            }
+        }
+    }
+}
+
+/// A value handed to exactly one other thread, which alone uses it from then on.
+/// `@unchecked Sendable`: the hand-over is the only sharing; the creator does not touch it again.
+final class HandOver<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// Starts a named thread running `body`; `join()` waits for it to finish.
+final class JoinableThread: Sendable {
+    private let finished = DispatchSemaphore(value: 0)
+    func join() { finished.wait(); finished.signal() }
+    fileprivate func markFinished() { finished.signal() }
+}
+
+@discardableResult
+func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) -> JoinableThread {
+    let handle = JoinableThread()
+    let thread = Thread {
+        body()
+        handle.markFinished()
+    }
+    thread.name = name
+    thread.start()
+    return handle
+}

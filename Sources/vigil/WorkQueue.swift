@@ -1,0 +1,83 @@
+import Foundation
+
+/// A queue between two threads of the pipeline, with its bound and drop policy explicit:
+///
+/// - `push(_:cost:)` never waits: the caller checks `load` and applies its own drop policy
+///   first (capture drops the oldest frame; the pipeline drops video up to the next keyframe);
+/// - `pushWaiting(_:cost:)` waits while the queue is at its bound (a file source read as fast
+///   as the pipeline allows: nothing is dropped, the reader simply waits);
+/// - `pop()` waits for an element, and returns nil once the queue is closed and empty.
+///
+/// `@unchecked Sendable`: every stored property is read and written only while holding `condition`.
+final class WorkQueue<Element>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var items: [(element: Element, cost: Int)] = []
+    private var head = 0
+    private var totalCost = 0
+    private var closed = false
+    /// The bound in cost units (frames, bytes).
+    let capacity: Int
+
+    init(capacity: Int) { self.capacity = capacity }
+
+    /// The sum of the costs queued.
+    var load: Int { condition.withLock { totalCost } }
+    var count: Int { condition.withLock { items.count - head } }
+
+    func push(_ element: Element, cost: Int = 1) {
+        condition.withLock {
+            guard !closed else { return }
+            items.append((element, cost))
+            totalCost += cost
+            condition.broadcast()
+        }
+    }
+
+    /// Waits while the queue holds `capacity` or more; false when closed meanwhile.
+    @discardableResult
+    func pushWaiting(_ element: Element, cost: Int = 1) -> Bool {
+        condition.withLock {
+            while !closed && totalCost >= capacity { condition.wait() }
+            guard !closed else { return false }
+            items.append((element, cost))
+            totalCost += cost
+            condition.broadcast()
+            return true
+        }
+    }
+
+    /// Removes the oldest element that `where` accepts (the capture queue's drop policy).
+    func dropOldest(where accept: (Element) -> Bool) -> Element? {
+        condition.withLock {
+            guard let i = items[head...].firstIndex(where: { accept($0.element) }) else { return nil }
+            let removed = items.remove(at: i)
+            totalCost -= removed.cost
+            condition.broadcast()
+            return removed.element
+        }
+    }
+
+    func pop() -> Element? {
+        condition.withLock {
+            while head == items.count && !closed { condition.wait() }
+            guard head < items.count else { return nil }
+            let (element, cost) = items[head]
+            head += 1
+            totalCost -= cost
+            if head > 64 && head * 2 > items.count {
+                items.removeFirst(head)
+                head = 0
+            }
+            condition.broadcast()
+            return element
+        }
+    }
+
+    /// No more pushes; `pop` drains what is queued, then returns nil.
+    func close() {
+        condition.withLock {
+            closed = true
+            condition.broadcast()
+        }
+    }
+}
