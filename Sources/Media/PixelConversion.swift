@@ -4,7 +4,10 @@
 ///
 /// Vertical chroma subsampling averages each pair of rows, rounding halves up (what
 /// `pavgb` does); an odd last row's chroma is taken as it is. The loops are plain counted
-/// loops over raw pointers so that the optimiser vectorises them (`vigil-bench` measures them).
+/// loops over raw pointers so that the optimiser vectorises them (`vigil-bench` measures
+/// them). Each row kernel is `@inline(never)`: compiled on its own, with nothing but its
+/// arguments in play, it gets a clean 16-byte SIMD loop; inlined into the row loop it came
+/// out five times slower.
 public enum PixelConversion {
     /// YUYV (packed 4:2:2) → NV12.
     ///
@@ -39,7 +42,7 @@ public enum PixelConversion {
     /// Read as little-endian 16-bit words, a YUYV row is `Y | C << 8` per pixel, and the
     /// high bytes run U0 V0 U1 V1 … — already NV12's chroma order. So each output byte comes
     /// from the word at the same index: a stride-1 loop the optimiser turns into SIMD.
-    @inline(__always)
+    @inline(never)
     static func yuyvRowPair(_ s0: UnsafeRawPointer, _ s1: UnsafeRawPointer,
                             _ d0: UnsafeMutablePointer<UInt8>, _ d1: UnsafeMutablePointer<UInt8>,
                             _ c: UnsafeMutablePointer<UInt8>, _ width: Int) {
@@ -66,7 +69,7 @@ public enum PixelConversion {
         }
     }
 
-    @inline(__always)
+    @inline(never)
     static func averageRows(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ d: UnsafeMutablePointer<UInt8>, _ count: Int) {
         for i in 0..<count {
             d[i] = UInt8(truncatingIfNeeded: (UInt16(a[i]) &+ UInt16(b[i]) &+ 1) >> 1)
