@@ -72,8 +72,11 @@ public struct MotionDetector: Sendable {
     public private(set) var detectWidth = 0
     public private(set) var detectHeight = 0
 
-    /// Where the picture differing from the background learns this much slower.
-    static let foregroundRateFactor: Float = 0.1
+    /// Where the picture differs from the background, the background waits this long before
+    /// it learns the change (a parked car, a ghost left by something that was there when
+    /// learning began), then learns it with a time constant of `absorbTimeConstant`.
+    public static let absorbAfter = 30.0
+    static let absorbTimeConstant = 1.0
     /// The derived pixel threshold is never below this many grey levels.
     public static let minimumPixelThreshold = 2.0
     /// Time constant of the noise estimate.
@@ -92,6 +95,8 @@ public struct MotionDetector: Sendable {
     private var columnSums: [UInt16] = []     // vertical sums of one block row, per covered column
     private var current: [Float] = []         // the reduced picture
     private var background: [Float] = []      // the background model
+    private var changedSince: [Float] = []    // per pixel: when it began to differ (clock seconds)
+    private var clock: Double = 0             // seconds since the first frame, less whole epochs
     private var flags: [UInt8] = []           // changed & watched, with a one-pixel zero border
     private var watch: [UInt8] = []           // 1 where watched
     private var scratch: [UInt8] = []         // one row of despeckled flags
@@ -145,6 +150,8 @@ public struct MotionDetector: Sendable {
         columnSums = [UInt16](repeating: 0, count: detectWidth * blockSize)
         current = [Float](repeating: 0, count: n)
         background = [Float](repeating: 0, count: n)
+        changedSince = [Float](repeating: 0, count: n)
+        clock = 0
         flags = [UInt8](repeating: 0, count: (detectWidth + 2) * (detectHeight + 2))
         scratch = [UInt8](repeating: 0, count: detectWidth + 8)
         if let mask, n > 0 {
@@ -165,6 +172,16 @@ public struct MotionDetector: Sendable {
         configured = true
     }
 
+    /// Advances the per-pixel clock; every 1000 s it is rebased so Float keeps its precision.
+    private mutating func advanceClock(by dt: Double) {
+        clock += dt
+        guard clock >= 1000 else { return }
+        clock -= 1000
+        changedSince.withUnsafeMutableBufferPointer { since in
+            for i in since.indices { since[i] = max(since[i] - 1000, -Float(Self.absorbAfter) * 2) }
+        }
+    }
+
     /// background ← current, in place (no allocation).
     private mutating func relearnBackground() {
         current.withUnsafeBufferPointer { cur in
@@ -174,6 +191,10 @@ public struct MotionDetector: Sendable {
         }
         backgroundMean = mean(current)
         framesLearned = 1
+        let now = Float(clock)
+        changedSince.withUnsafeMutableBufferPointer { since in
+            for i in since.indices { since[i] = now }
+        }
     }
 
     /// Analyses one frame: `luma` is its Y plane (any stride), `time` its capture time.
@@ -199,15 +220,14 @@ public struct MotionDetector: Sendable {
         }
         let dt = min(max((time - previous).seconds, 0), 10)
         lastTime = max(previous, time)
+        advanceClock(by: dt)
 
         // Learning rates for this frame: a running average by elapsed time, or the plain
         // mean of the frames so far while that is faster (start, after a light switch).
         let rate = Float(1 - Numerics.exp(-settings.backgroundRate * dt))
         let warmRate = 1 / Float(framesLearned + 1)
         let backgroundRate = max(rate, warmRate)
-        // Where the picture differs, learn slowly by time alone (not at the warm-up rate), so
-        // an object present while learning leaves no ghost.
-        let foregroundRate = rate * Self.foregroundRateFactor
+        let absorbRate = Float(1 - Numerics.exp(-dt / Self.absorbTimeConstant))
 
         let stats = sampleStatistics()
         let measuredNoise = stats.noise
@@ -218,7 +238,7 @@ public struct MotionDetector: Sendable {
 
         let globalChange = sampledChange(threshold: Float(pixelThreshold))
         let counted = compare(threshold: Float(pixelThreshold), gain: stats.gain, offset: stats.offset,
-                              backgroundRate: backgroundRate, foregroundRate: foregroundRate)
+                              backgroundRate: backgroundRate, absorbRate: absorbRate)
         framesLearned += 1
 
         let watched = Double(watchedCount)
@@ -587,26 +607,31 @@ public struct MotionDetector: Sendable {
     /// Marks changed pixels, updates the background, then counts the watched changed pixels
     /// with enough changed neighbours.
     private mutating func compare(threshold: Float, gain: Float, offset: Float,
-                                  backgroundRate: Float, foregroundRate: Float) -> Int {
+                                  backgroundRate: Float, absorbRate: Float) -> Int {
         let dw = detectWidth
         let dh = detectHeight
         let paddedWidth = dw + 2
         let slope = gain - 1
         let minimumNeighbours = UInt8(clamping: settings.despeckle)
         var changedCount = 0
+        let now = Float(clock)
+        let absorbAfter = Float(Self.absorbAfter)
         current.withUnsafeBufferPointer { curBuffer in
+          changedSince.withUnsafeMutableBufferPointer { sinceBuffer in
             background.withUnsafeMutableBufferPointer { bgBuffer in
                 flags.withUnsafeMutableBufferPointer { flagBuffer in
                     watch.withUnsafeBufferPointer { watchBuffer in
                         scratch.withUnsafeMutableBufferPointer { scratchBuffer in
                             guard let cur = curBuffer.baseAddress, let bg = bgBuffer.baseAddress,
+                                  let since = sinceBuffer.baseAddress,
                                   let flag = flagBuffer.baseAddress, let watched = watchBuffer.baseAddress,
                                   let rowScratch = scratchBuffer.baseAddress else { return }
                             for y in 0..<dh {
                                 let row = y * dw
-                                Self.compareRow(cur + row, bg + row, flag + (y + 1) * paddedWidth + 1, count: dw,
-                                                threshold: threshold, slope: slope, offset: offset,
-                                                backgroundRate: backgroundRate, foregroundRate: foregroundRate)
+                                Self.compareRow(cur + row, bg + row, since + row, flag + (y + 1) * paddedWidth + 1, count: dw,
+                                                threshold: threshold, slope: slope, offset: offset, now: now,
+                                                absorbAfter: absorbAfter, backgroundRate: backgroundRate,
+                                                absorbRate: absorbRate)
                             }
                             for y in 0..<dh {
                                 changedCount += Self.despeckleRow(flag + y * paddedWidth, width: paddedWidth, count: dw,
@@ -617,22 +642,29 @@ public struct MotionDetector: Sendable {
                     }
                 }
             }
+          }
         }
         return changedCount
     }
 
     @inline(never)  // a whole-row loop: out of line it vectorises better (measured)
     static func compareRow(_ cur: UnsafePointer<Float>, _ bg: UnsafeMutablePointer<Float>,
-                           _ flag: UnsafeMutablePointer<UInt8>, count: Int, threshold: Float, slope: Float, offset: Float,
-                           backgroundRate: Float, foregroundRate: Float) {
+                           _ since: UnsafeMutablePointer<Float>, _ flag: UnsafeMutablePointer<UInt8>, count: Int,
+                           threshold: Float, slope: Float, offset: Float, now: Float, absorbAfter: Float,
+                           backgroundRate: Float, absorbRate: Float) {
         for x in 0..<count {
             let c = cur[x]
             let b = bg[x]
+            let previousStart = since[x]  // loaded unconditionally, so that the loop vectorises
             let predicted = b + (slope * b + offset)  // the background under this frame's light
             let residual = c - predicted
             let changed = abs(residual) > threshold
             flag[x] = changed ? 1 : 0
-            bg[x] = predicted + (changed ? foregroundRate : backgroundRate) * residual
+            // A changed pixel keeps the time it began to differ; an unchanged one is reset.
+            let start = changed ? min(previousStart, now) : now
+            since[x] = start
+            let rate = changed ? (now - start >= absorbAfter ? absorbRate : 0) : backgroundRate
+            bg[x] = predicted + rate * residual
         }
     }
 

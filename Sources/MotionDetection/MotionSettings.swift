@@ -24,11 +24,12 @@ public struct MotionSettings: Sendable, Equatable {
     /// the reduced size), but never below 2 grey levels. Default 4, range 1–20.
     public var noiseMultiplier: Double = 4
 
-    /// `motion.background_rate` — how fast the background model learns the picture, per
-    /// second of capture time (1 / time constant): 0.2 learns 63 % of a change in 5 s.
-    /// Where the picture currently differs from the background it learns 10 times slower,
-    /// so a passing object leaves no trail while something that stays (a parked car) is
-    /// learned within a minute or two. Default 0.2, range 0.001–10.
+    /// `motion.background_rate` — how fast the background model learns the picture where it
+    /// has not changed, per second of capture time (1 / time constant): 0.2 learns 63 % of a
+    /// small change in 5 s. Where the picture differs from the background it does not learn,
+    /// so a passing object leaves no trail; a change that stays 30 s (a parked car) is then
+    /// learned within a few seconds. A global change of light is followed at once, whatever
+    /// the rate. Default 0.2, range 0.001–10.
     public var backgroundRate: Double = 0.2
 
     /// `motion.min_frames` — motion is declared after this many consecutive frames with a
