@@ -116,3 +116,44 @@ public enum PixelConversion {
         return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
     }
 }
+
+/// Gives every frame of a source as 4:2:0 — what x264 takes and what the motion detector
+/// reads its luma from — converting at most once per frame, into pooled buffers:
+/// YUYV → NV12, I422 → I420; NV12 and I420 frames pass through untouched.
+///
+/// Run it on the capture thread, so the detector and the encoder share the converted frame.
+/// Not thread-safe (one per source); the frames it returns may go to any thread.
+public final class PlanarConverter {
+    /// The format of the frames `convert` returns.
+    public let output: VideoFormat
+    private let input: VideoFormat
+    private let pool: FramePool?
+
+    /// A converter for frames of `input`; `maximumIdle` buffers are kept for reuse.
+    public init(input: VideoFormat, maximumIdle: Int = 8) {
+        self.input = input
+        switch input.pixelFormat {
+        case .nv12, .i420:
+            output = input
+            pool = nil
+        case .yuyv, .i422:
+            let target: PixelFormat = input.pixelFormat == .yuyv ? .nv12 : .i420
+            // The input's size and rate were validated by its own format; a tight layout of them is valid.
+            guard let format = try? VideoFormat(width: input.width, height: input.height, pixelFormat: target,
+                                                frameRate: input.frameRate, pixelAspectRatio: input.pixelAspectRatio,
+                                                fieldOrder: input.fieldOrder) else {
+                preconditionFailure("\(input) has a valid 4:2:0 layout")
+            }
+            output = format
+            pool = FramePool(bufferSize: format.bufferSize, maximumIdle: maximumIdle)
+        }
+    }
+
+    /// `frame` as `output`: the same frame when no conversion is needed.
+    public func convert(_ frame: VideoFrame) -> VideoFrame {
+        guard let pool else { return frame }
+        precondition(frame.format.pixelFormat == input.pixelFormat && frame.format.width == input.width
+                     && frame.format.height == input.height, "a \(frame.format) frame given to a converter for \(input)")
+        return PixelConversion.convert(frame, into: pool.take(), format: output)
+    }
+}
