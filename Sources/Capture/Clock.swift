@@ -5,7 +5,9 @@ import Media
 public enum MonotonicClock {
     public static func now() -> Timestamp {
         var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
+        // Fails only for an unknown clock or a bad pointer; Linux always has CLOCK_MONOTONIC.
+        let status = clock_gettime(CLOCK_MONOTONIC, &ts)
+        precondition(status == 0, "clock_gettime(CLOCK_MONOTONIC) failed")
         return Timestamp(nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
     }
 
@@ -13,7 +15,8 @@ public enum MonotonicClock {
     public static func sleep(until deadline: Timestamp) {
         guard deadline.nanoseconds > 0 else { return }
         var ts = timespec(tv_sec: Int(deadline.nanoseconds / 1_000_000_000), tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
-        // clock_nanosleep returns the error number instead of setting errno; retry on EINTR.
+        // clock_nanosleep returns the error number instead of setting errno. EINTR: a signal
+        // came, sleep on. Anything else (EINVAL for a bad time) cannot be slept away: return.
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }
 }

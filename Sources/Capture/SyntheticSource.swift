@@ -161,7 +161,7 @@ public final class SyntheticSource: FrameSource {
     // MARK: Inner loops
 
     /// `d[i] = clamp(s[i] + n[i] + light, 0, 255)`.
-    @inline(__always)
+    @inline(never)
     static func addClamped(_ s: UnsafePointer<UInt8>, _ n: UnsafePointer<Int16>, _ light: Int16,
                            _ d: UnsafeMutablePointer<UInt8>, _ count: Int) {
         for i in 0..<count {
@@ -171,7 +171,7 @@ public final class SyntheticSource: FrameSource {
     }
 
     /// NV12 chroma row from planar background chroma plus noise.
-    @inline(__always)
+    @inline(never)
     static func interleaveChroma(_ u: UnsafePointer<UInt8>, _ v: UnsafePointer<UInt8>, _ n: UnsafePointer<Int16>,
                                  _ d: UnsafeMutablePointer<UInt8>, _ count: Int) {
         for i in 0..<count {

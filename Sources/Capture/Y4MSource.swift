@@ -216,8 +216,13 @@ final class FileReader {
             throw .cannotOpen(source: source, reason: String(cString: strerror(e)) + hint)
         }
         var info = stat()
-        if fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR {
-            close(fd)
+        guard fstat(fd, &info) == 0 else {
+            let reason = String(cString: strerror(errno))
+            _ = close(fd)
+            throw .cannotOpen(source: source, reason: reason)
+        }
+        if (info.st_mode & S_IFMT) == S_IFDIR {
+            _ = close(fd)
             throw .cannotOpen(source: source, reason: "it is a directory, not a .y4m file")
         }
         self.fd = fd
@@ -226,7 +231,8 @@ final class FileReader {
     }
 
     deinit {
-        close(fd)
+        // A read-only descriptor: nothing can be lost if closing reports an error.
+        _ = close(fd)
         buffer.deallocate()
     }
 

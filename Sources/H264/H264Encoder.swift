@@ -67,7 +67,8 @@ public final class H264Encoder {
     private var nextKeyframeBoundary = Timestamp.zero
     private var lastTimestamp: Timestamp?
     private var isClosed = false
-    private var conversion: FrameBuffer?
+    /// Where YUYV and I422 frames are converted to, made on the first such frame.
+    private var conversion: (buffer: FrameBuffer, format: VideoFormat)?
     /// Frames given to `encode` so far.
     public private(set) var framesIn = 0
     /// Samples returned so far.
@@ -276,21 +277,23 @@ public final class H264Encoder {
                              isKeyframe: output.b_keyframe != 0)
     }
 
-    /// YUYV → NV12 and I422 → I420 into the encoder's own buffer, allocated on first use.
-    /// I422's luma plane is used where it is: only its chroma is converted.
+    /// YUYV → NV12 and I422 → I420 into the encoder's own buffer, made on first use and
+    /// reused (nothing is allocated per frame). I422's luma plane is used where it is: only
+    /// its chroma is converted.
     private func convert(_ frame: VideoFrame) -> VideoFrame {
         let target: PixelFormat = frame.format.pixelFormat == .yuyv ? .nv12 : .i420
-        guard let format = try? VideoFormat(width: width, height: height, pixelFormat: target) else {
-            preconditionFailure("a \(width)×\(height) picture has a valid layout")
-        }
-        let buffer: FrameBuffer
-        if let existing = conversion, existing.count >= format.bufferSize {
-            buffer = existing
+        let buffer: FrameBuffer, format: VideoFormat
+        if let c = conversion, c.format.pixelFormat == target {
+            (buffer, format) = c
         } else {
-            buffer = FrameBuffer(capacity: format.bufferSize)
-            conversion = buffer
+            // The size was validated when the encoder opened; a tight layout of it is valid.
+            guard let f = try? VideoFormat(width: width, height: height, pixelFormat: target) else {
+                preconditionFailure("a \(width)×\(height) picture has a valid layout")
+            }
+            (buffer, format) = (FrameBuffer(capacity: f.bufferSize), f)
+            conversion = (buffer, format)
         }
-        if frame.format.pixelFormat == .yuyv {
+        if target == .nv12 {
             return PixelConversion.convert(frame, into: buffer, format: format)
         }
         PixelConversion.halveChromaRows(frame.plane(1), into: buffer.mutablePlane(format.planes[1]))

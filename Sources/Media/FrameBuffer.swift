@@ -73,10 +73,14 @@ public final class FrameBuffer: @unchecked Sendable {
 public final class FramePool: Sendable {
     public let bufferSize: Int
     public let maximumIdle: Int
-    // Idle buffers, as addresses: plain integers are Sendable, and each one is owned by the
-    // pool alone while it is in this list.
-    private let idle: Mutex<[UInt]>
-    private let counters = Mutex<(allocated: Int, reused: Int)>((0, 0))
+    private struct State {
+        // Idle buffers, as addresses: plain integers are Sendable, and each one is owned by
+        // the pool alone while it is in this list.
+        var idle: [UInt]
+        var allocated = 0
+        var reused = 0
+    }
+    private let state: Mutex<State>
 
     public init(bufferSize: Int, maximumIdle: Int = 8) {
         precondition(bufferSize >= 0 && maximumIdle >= 0, "a pool needs a non-negative size")
@@ -84,36 +88,38 @@ public final class FramePool: Sendable {
         self.maximumIdle = maximumIdle
         var list: [UInt] = []
         list.reserveCapacity(maximumIdle)
-        self.idle = Mutex(list)
+        self.state = Mutex(State(idle: list))
     }
 
     deinit {
         // Buffers still in use hold a reference to the pool, so every buffer is idle here.
-        idle.withLock { list in
-            for address in list { UnsafeMutablePointer<UInt8>(bitPattern: address)?.deallocate() }
-            list.removeAll()
+        state.withLock { state in
+            for address in state.idle { UnsafeMutablePointer<UInt8>(bitPattern: address)?.deallocate() }
+            state.idle.removeAll()
         }
     }
 
     /// A buffer of `bufferSize` bytes; its contents are whatever the last frame left there.
     public func take() -> FrameBuffer {
-        let address: UInt? = idle.withLock { $0.popLast() }
+        let address: UInt? = state.withLock { state in
+            let address = state.idle.popLast()
+            if address == nil { state.allocated += 1 } else { state.reused += 1 }
+            return address
+        }
         if let address, let base = UnsafeMutablePointer<UInt8>(bitPattern: address) {
-            counters.withLock { $0.reused += 1 }
             return FrameBuffer(base: base, count: bufferSize, owner: .pool(self))
         }
-        counters.withLock { $0.allocated += 1 }
         return FrameBuffer(base: FrameBuffer.allocate(bufferSize), count: bufferSize, owner: .pool(self))
     }
 
     /// Buffers allocated so far, and `take()` calls served by reusing one.
-    public var statistics: (allocated: Int, reused: Int) { counters.withLock { $0 } }
+    public var statistics: (allocated: Int, reused: Int) { state.withLock { ($0.allocated, $0.reused) } }
 
     fileprivate func recycle(_ base: UnsafeMutablePointer<UInt8>) {
         let address = UInt(bitPattern: base)
-        let kept = idle.withLock { list -> Bool in
-            guard list.count < maximumIdle else { return false }
-            list.append(address)
+        let kept = state.withLock { state -> Bool in
+            guard state.idle.count < maximumIdle else { return false }
+            state.idle.append(address)
             return true
         }
         if !kept { base.deallocate() }

@@ -4,7 +4,10 @@
 ///
 /// Vertical chroma subsampling averages each pair of rows, rounding halves up (what
 /// `pavgb` does); an odd last row's chroma is taken as it is. The loops are plain counted
-/// loops over raw pointers so that the optimiser vectorises them (`vigil-bench` measures them).
+/// loops over raw pointers so that the optimiser vectorises them (`vigil-bench` measures
+/// them). Each row kernel is `@inline(never)`: compiled on its own, with nothing but its
+/// arguments in play, it gets a clean 16-byte SIMD loop; inlined into the row loop it came
+/// out five times slower.
 public enum PixelConversion {
     /// YUYV (packed 4:2:2) → NV12.
     ///
@@ -39,7 +42,7 @@ public enum PixelConversion {
     /// Read as little-endian 16-bit words, a YUYV row is `Y | C << 8` per pixel, and the
     /// high bytes run U0 V0 U1 V1 … — already NV12's chroma order. So each output byte comes
     /// from the word at the same index: a stride-1 loop the optimiser turns into SIMD.
-    @inline(__always)
+    @inline(never)
     static func yuyvRowPair(_ s0: UnsafeRawPointer, _ s1: UnsafeRawPointer,
                             _ d0: UnsafeMutablePointer<UInt8>, _ d1: UnsafeMutablePointer<UInt8>,
                             _ c: UnsafeMutablePointer<UInt8>, _ width: Int) {
@@ -66,7 +69,7 @@ public enum PixelConversion {
         }
     }
 
-    @inline(__always)
+    @inline(never)
     static func averageRows(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ d: UnsafeMutablePointer<UInt8>, _ count: Int) {
         for i in 0..<count {
             d[i] = UInt8(truncatingIfNeeded: (UInt16(a[i]) &+ UInt16(b[i]) &+ 1) >> 1)
@@ -111,5 +114,46 @@ public enum PixelConversion {
             for p in 0..<source.planes.count { copy(frame.plane(p), into: out(p)) }
         }
         return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
+    }
+}
+
+/// Gives every frame of a source as 4:2:0 — what x264 takes and what the motion detector
+/// reads its luma from — converting at most once per frame, into pooled buffers:
+/// YUYV → NV12, I422 → I420; NV12 and I420 frames pass through untouched.
+///
+/// Run it on the capture thread, so the detector and the encoder share the converted frame.
+/// Not thread-safe (one per source); the frames it returns may go to any thread.
+public final class PlanarConverter {
+    /// The format of the frames `convert` returns.
+    public let output: VideoFormat
+    private let input: VideoFormat
+    private let pool: FramePool?
+
+    /// A converter for frames of `input`; `maximumIdle` buffers are kept for reuse.
+    public init(input: VideoFormat, maximumIdle: Int = 8) {
+        self.input = input
+        switch input.pixelFormat {
+        case .nv12, .i420:
+            output = input
+            pool = nil
+        case .yuyv, .i422:
+            let target: PixelFormat = input.pixelFormat == .yuyv ? .nv12 : .i420
+            // The input's size and rate were validated by its own format; a tight layout of them is valid.
+            guard let format = try? VideoFormat(width: input.width, height: input.height, pixelFormat: target,
+                                                frameRate: input.frameRate, pixelAspectRatio: input.pixelAspectRatio,
+                                                fieldOrder: input.fieldOrder) else {
+                preconditionFailure("\(input) has a valid 4:2:0 layout")
+            }
+            output = format
+            pool = FramePool(bufferSize: format.bufferSize, maximumIdle: maximumIdle)
+        }
+    }
+
+    /// `frame` as `output`: the same frame when no conversion is needed.
+    public func convert(_ frame: VideoFrame) -> VideoFrame {
+        guard let pool else { return frame }
+        precondition(frame.format.pixelFormat == input.pixelFormat && frame.format.width == input.width
+                     && frame.format.height == input.height, "a \(frame.format) frame given to a converter for \(input)")
+        return PixelConversion.convert(frame, into: pool.take(), format: output)
     }
 }

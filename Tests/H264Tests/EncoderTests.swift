@@ -319,3 +319,32 @@ import Testing
 let movingObject = SceneSchedule(objects: [
     SceneObject(enter: .zero, leave: Timestamp.Duration(seconds: 0.4), path: .leftToRight(y: 0.5), width: 0.3, height: 0.4),
 ])
+
+@Suite struct FileToMovieTests {
+    /// Recorded footage end to end: ffmpeg writes 4:2:2 Y4M at 24.7 fps, the file source
+    /// reads it, the encoder converts and encodes it, the writer makes a movie that plays
+    /// with the file's frame count, durations and pixel aspect.
+    @Test func y4mFootageBecomesAPlayableClip() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let input = dir.file("yard.y4m")
+        let made = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=176x144:rate=24.7",
+                                          "-frames:v", "40", "-vf", "setsar=12/11", "-pix_fmt", "yuv422p", "-f", "yuv4mpegpipe", input])
+        try #require(made.status == 0, "\(made.stderr)")
+        let source = try Y4MSource(path: input)
+        #expect(source.format.pixelFormat == .i422)
+        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let frames = try allFrames(source)
+        let samples = try encodeAll(frames, encoder: encoder)
+        #expect(samples.count == 40)
+        #expect(samples.indices.filter { samples[$0].isKeyframe } == [0, 25])
+        let path = dir.file("yard.mov")
+        let end = Timestamp(frameIndex: 40, rate: Rational(247, 10))
+        try writeMovie(samples, encoder: encoder, to: path, endTime: end,
+                       pixelAspectRatio: PixelAspectRatio(horizontalSpacing: 12, verticalSpacing: 11))
+        let report = try checkPlays(path, frames: 40, width: 176, height: 144)
+        #expect(report.video?["sample_aspect_ratio"] == "12:11")
+        let duration = try #require(report.video?["duration"].flatMap(Double.init))
+        #expect(abs(duration - end.seconds) < 0.001)
+    }
+}

@@ -218,3 +218,32 @@ func planeBytes(_ plane: MutablePlaneView) -> [UInt8] { (0..<plane.height).flatM
         #expect(rest == nil)
     }
 }
+
+@Suite struct PlanarConverterTests {
+    @Test func convertsOnlyWhatNeedsIt() throws {
+        let nv12 = try VideoFormat(width: 8, height: 4, pixelFormat: .nv12, bytesPerLine: 12)
+        let passthrough = PlanarConverter(input: nv12)
+        #expect(passthrough.output == nv12)
+        let frame = VideoFrame(format: nv12, buffer: FrameBuffer(capacity: nv12.bufferSize), timestamp: .zero, sequence: 0)
+        #expect(passthrough.convert(frame).buffer === frame.buffer)
+
+        let yuyv = try VideoFormat(width: 8, height: 4, pixelFormat: .yuyv, frameRate: Rational(25, 1), pixelAspectRatio: Rational(4, 3))
+        let converter = PlanarConverter(input: yuyv, maximumIdle: 2)
+        #expect(converter.output.pixelFormat == .nv12)
+        #expect(converter.output.frameRate == Rational(25, 1) && converter.output.pixelAspectRatio == Rational(4, 3))
+        let buffer = FrameBuffer(capacity: yuyv.bufferSize)
+        let packed = buffer.mutablePlane(yuyv.planes[0])
+        for y in 0..<4 { for x in 0..<16 { packed.base[y * packed.stride + x] = UInt8(x % 2 == 0 ? 50 + x / 2 : 100 + y) } }
+        let source = VideoFrame(format: yuyv, buffer: buffer, timestamp: Timestamp(nanoseconds: 40_000_000), sequence: 1)
+        var first: UnsafeMutablePointer<UInt8>?
+        for _ in 0..<3 {
+            let out = converter.convert(source)
+            #expect(out.timestamp == source.timestamp && out.sequence == 1)
+            #expect(Array(out.luma.row(2)) == (50..<58).map { UInt8($0) })
+            #expect(Array(out.plane(1).row(1)) == [UInt8](repeating: 103, count: 8)) // rows 2 and 3: (102+103+1)/2
+            if let first { #expect(out.buffer.base == first) } else { first = out.buffer.base }
+        }
+        let planar = try VideoFormat(width: 8, height: 4, pixelFormat: .i422)
+        #expect(PlanarConverter(input: planar).output.pixelFormat == .i420)
+    }
+}

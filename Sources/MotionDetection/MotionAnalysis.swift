@@ -1,0 +1,202 @@
+import Media
+
+/// The outcome of running detection over a source (`vigil analyze`): the events found, a
+/// summary, and the per-frame record as CSV and as an SVG plot.
+///
+/// Feed it every frame's detector result, the state machine's state after that frame and the
+/// actions it returned, then the actions of the final `finish`. Times in the outputs are
+/// seconds of source time from the first frame.
+public struct MotionAnalysis: Sendable {
+    /// One event: when motion began (the trigger), when the event ended (last motion +
+    /// post-roll, or the end of the source), and its highest score.
+    public struct Event: Sendable, Equatable {
+        public var start: Double
+        public var end: Double
+        public var peak: Double
+        /// When the detector confirmed the motion (`min_frames` after `start`).
+        public var confirmed: Double
+        /// How many parts (`max_clip`) the clip would have.
+        public var parts: Int
+    }
+
+    /// What happened at one frame.
+    public struct Frame: Sendable, Equatable {
+        public var time: Double
+        public var score: Float
+        public var threshold: Float
+        public var noise: Float
+        public var pixelThreshold: Float
+        public var state: EventStateMachine.State
+        public var lightSwitch: Bool
+        public var learning: Bool
+    }
+
+    public let settings: MotionSettings
+    public let eventSettings: EventSettings
+    /// The detector's reduced size, for the plot's labels (0 when unknown).
+    public var detectWidth = 0
+    public var detectHeight = 0
+    public private(set) var frames: [Frame] = []
+    public private(set) var events: [Event] = []
+    /// Capture time of the first frame: time 0 of the outputs.
+    public private(set) var origin: Timestamp?
+    private var open: (start: Double, confirmed: Double)?
+
+    public init(settings: MotionSettings, eventSettings: EventSettings) {
+        self.settings = settings
+        self.eventSettings = eventSettings
+    }
+
+    private mutating func seconds(_ t: Timestamp) -> Double {
+        if origin == nil { origin = t }
+        return (t - (origin ?? t)).seconds
+    }
+
+    /// Records one frame: its detector result, the state machine's state after it, and the
+    /// actions the state machine returned for it.
+    public mutating func record(_ result: MotionResult, state: EventStateMachine.State, actions: [EventAction]) {
+        let time = seconds(result.time)
+        record(actions)
+        frames.append(Frame(time: time, score: Float(result.score), threshold: Float(result.threshold),
+                            noise: Float(result.noise), pixelThreshold: Float(result.pixelThreshold),
+                            state: state, lightSwitch: result.lightSwitch, learning: result.learning))
+    }
+
+    /// Records actions that came without a frame (those of `finish`).
+    public mutating func record(_ actions: [EventAction]) {
+        for action in actions {
+            switch action {
+            case let .start(trigger, confirmedAt, _):
+                open = (seconds(trigger), seconds(confirmedAt))
+            case .split:
+                break
+            case let .end(at, _, peakScore, parts):
+                let end = seconds(at)
+                let started = open ?? (end, end)
+                events.append(Event(start: started.start, end: end, peak: peakScore, confirmed: started.confirmed, parts: parts))
+                open = nil
+            }
+        }
+    }
+
+    // MARK: - Text outputs
+
+    /// `{"start": 8.03, "end": 12.40, "peak": 0.061}`: times with two decimals, the peak score
+    /// (fraction of the watched picture) with three significant digits.
+    public static func jsonLine(_ event: Event) -> String {
+        "{\"start\": \(DecimalText.fixed(event.start, 2)), \"end\": \(DecimalText.fixed(event.end, 2)), "
+            + "\"peak\": \(DecimalText.significant(event.peak, 3))}"
+    }
+
+    /// One JSON line per event, in order.
+    public var eventLines: [String] { events.map(Self.jsonLine) }
+
+    /// Frames that count for the noise figures: not learning, not a light switch.
+    private var steadyFrames: [Frame] { frames.filter { !$0.learning && !$0.lightSwitch } }
+
+    /// The median noise (grey levels at the reduced size) over the steady frames.
+    public var medianNoise: Double { Self.quantile(steadyFrames.map { Double($0.noise) }, 0.5) }
+    /// The median pixel threshold over the steady frames.
+    public var medianPixelThreshold: Double { Self.quantile(steadyFrames.map { Double($0.pixelThreshold) }, 0.5) }
+    /// The 99th percentile of the score over the steady frames outside events: how high the
+    /// score goes with nothing happening. The threshold should sit well above it.
+    public var idleScore99: Double {
+        Self.quantile(steadyFrames.filter { $0.state == .idle }.map { Double($0.score) }, 0.99)
+    }
+
+    /// Seconds from the first frame to the last.
+    public var duration: Double { frames.last?.time ?? 0 }
+
+    /// A JSON summary: `{"frames": 300, "duration": 19.93, "events": 2, "noise": 0.52,
+    /// "pixel_threshold": 2.1, "threshold": 0.005, "idle_score_p99": 0, "max_score": 0.061,
+    /// "light_switches": 0, "detect_width": 160, "detect_height": 120}`.
+    public var summaryLine: String {
+        let maxScore = frames.reduce(0) { max($0, Double($1.score)) }
+        let lightSwitches = frames.filter(\.lightSwitch).count
+        return "{\"frames\": \(frames.count), \"duration\": \(DecimalText.fixed(duration, 2)), "
+            + "\"events\": \(events.count), \"noise\": \(DecimalText.fixed(medianNoise, 2)), "
+            + "\"pixel_threshold\": \(DecimalText.fixed(medianPixelThreshold, 2)), "
+            + "\"threshold\": \(DecimalText.significant(settings.threshold, 3)), "
+            + "\"idle_score_p99\": \(DecimalText.significant(idleScore99, 3)), "
+            + "\"max_score\": \(DecimalText.significant(maxScore, 3)), "
+            + "\"light_switches\": \(lightSwitches), "
+            + "\"detect_width\": \(detectWidth), \"detect_height\": \(detectHeight)}"
+    }
+
+    public static let csvHeader = "time,score,threshold,state"
+
+    /// `0.533,0.012345,0.005,motion`: seconds (3 decimals), score and threshold (fractions,
+    /// 6 decimals at most), state (`idle`, `motion`, `post_roll`, or `light_switch` on a frame
+    /// where the detector re-learned the background, `learning` while it settles).
+    public static func csvRow(_ frame: Frame) -> String {
+        DecimalText.fixed(frame.time, 3) + "," + DecimalText.short(Double(frame.score), 6) + ","
+            + DecimalText.short(Double(frame.threshold), 6) + "," + stateName(frame)
+    }
+
+    static func stateName(_ frame: Frame) -> String {
+        switch frame.state {
+        case .motion: return "motion"
+        case .postRoll: return "post_roll"
+        case .idle: return frame.lightSwitch ? "light_switch" : (frame.learning ? "learning" : "idle")
+        }
+    }
+
+    /// The CSV text: the header and one row per frame, each line ending in a newline.
+    public var csv: String {
+        var text = Self.csvHeader + "\n"
+        text.reserveCapacity(frames.count * 32)
+        for frame in frames {
+            text += Self.csvRow(frame)
+            text += "\n"
+        }
+        return text
+    }
+
+    static func quantile(_ values: [Double], _ q: Double) -> Double {
+        guard !values.isEmpty else { return 0 }
+        let sorted = values.sorted()
+        let index = min(sorted.count - 1, max(0, Int((q * Double(sorted.count - 1)).rounded())))
+        return sorted[index]
+    }
+}
+
+/// Detection only, over a whole source: the detector, the event state machine and the
+/// analysis wired together, so that `vigil analyze` is a loop over frames.
+///
+///     var analyzer = MotionAnalyzer(settings: motion, eventSettings: events, mask: mask)
+///     for frame in source { analyzer.process(frame.luma, at: frame.timestamp) }
+///     let analysis = analyzer.finish()
+///     analysis.eventLines.forEach { print($0) }; print(analysis.summaryLine)
+public struct MotionAnalyzer: Sendable {
+    public private(set) var detector: MotionDetector
+    public private(set) var machine: EventStateMachine
+    public private(set) var analysis: MotionAnalysis
+    private var lastTime: Timestamp?
+
+    public init(settings: MotionSettings, eventSettings: EventSettings, mask: MotionMask? = nil) {
+        detector = MotionDetector(settings: settings, mask: mask)
+        machine = EventStateMachine(settings: eventSettings)
+        analysis = MotionAnalysis(settings: settings, eventSettings: eventSettings)
+    }
+
+    /// Analyses one frame (its luma plane and capture time) and returns the detector's
+    /// result and the state machine's actions for it.
+    @discardableResult
+    public mutating func process(_ luma: PlaneView, at time: Timestamp) -> (result: MotionResult, actions: [EventAction]) {
+        let result = detector.process(luma, at: time)
+        let actions = machine.handle(.frame(result))
+        analysis.detectWidth = detector.detectWidth
+        analysis.detectHeight = detector.detectHeight
+        analysis.record(result, state: machine.state, actions: actions)
+        lastTime = time
+        return (result, actions)
+    }
+
+    /// Ends an open event at the last frame and returns the analysis.
+    public mutating func finish() -> MotionAnalysis {
+        if let lastTime {
+            analysis.record(machine.handle(.finish(at: lastTime)))
+        }
+        return analysis
+    }
+}

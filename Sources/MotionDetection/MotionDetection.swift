@@ -1,1 +1,0 @@
-// The MotionDetection module; see DESIGN.md.

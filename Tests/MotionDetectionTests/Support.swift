@@ -1,0 +1,71 @@
+import Media
+@testable import MotionDetection
+
+/// A luma plane owned by the test, with stride padding filled with a marker value so that a
+/// detector reading past the width would be caught.
+struct TestPlane {
+    let width: Int
+    let height: Int
+    let stride: Int
+    var bytes: [UInt8]
+
+    init(width: Int, height: Int, stride: Int? = nil, padding: UInt8 = 255, fill: (Int, Int) -> UInt8) {
+        self.width = width
+        self.height = height
+        self.stride = stride ?? width
+        var bytes = [UInt8](repeating: padding, count: max(1, self.stride * height))
+        for y in 0..<height {
+            for x in 0..<width { bytes[y * self.stride + x] = fill(x, y) }
+        }
+        self.bytes = bytes
+    }
+
+    subscript(x: Int, y: Int) -> UInt8 {
+        get { bytes[y * stride + x] }
+        set { bytes[y * stride + x] = newValue }
+    }
+
+    func withView<R>(_ body: (PlaneView) -> R) -> R {
+        bytes.withUnsafeBufferPointer { buffer in
+            // `buffer` is never empty (at least one byte is allocated).
+            body(PlaneView(base: buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!, width: width, height: height, stride: stride))
+        }
+    }
+}
+
+/// Deterministic pseudo-random numbers (SplitMix64) and Gaussian samples.
+struct TestRandom {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+    /// Approximately normal (sum of 12 uniforms).
+    mutating func gaussian() -> Double {
+        var s = 0.0
+        for _ in 0..<12 { s += unit() }
+        return s - 6
+    }
+}
+
+/// A textured static background (smooth blobs and fine detail, 40–200).
+func texture(_ x: Int, _ y: Int) -> Int {
+    let a = ((x / 9) * 7 + (y / 11) * 13) % 40
+    let b = ((x * 5 + y * 3) / 4) % 17
+    return 80 + a * 2 + b
+}
+
+func clampByte(_ v: Int) -> UInt8 { UInt8(min(max(v, 0), 255)) }
+
+extension Timestamp {
+    static func s(_ seconds: Double) -> Timestamp { Timestamp(seconds: seconds) }
+}
+
+extension Timestamp.Duration {
+    static func s(_ seconds: Double) -> Timestamp.Duration { Timestamp.Duration(seconds: seconds) }
+}
