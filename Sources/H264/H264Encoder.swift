@@ -79,6 +79,9 @@ public final class H264Encoder {
     /// The x264 API version the library was built with (`X264_BUILD`).
     public static var libraryBuild: Int { Int(CX264_build()) }
 
+    /// The x264 version the headers describe, such as `0.164.3095 baee400`.
+    public static var libraryVersion: String { X264_POINTVER }
+
     /// Opens an encoder for frames of `format`'s size (any supported pixel format and
     /// stride may then be given). The format's pixel aspect ratio goes into the SPS.
     public init(format: VideoFormat, settings: EncoderSettings = EncoderSettings()) throws(EncoderError) {

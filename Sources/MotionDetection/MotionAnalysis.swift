@@ -109,9 +109,11 @@ public struct MotionAnalysis: Sendable {
 
     /// A JSON summary: `{"frames": 300, "duration": 19.93, "events": 2, "noise": 0.52,
     /// "pixel_threshold": 2.1, "threshold": 0.005, "idle_score_p99": 0, "max_score": 0.061,
-    /// "light_switches": 0, "detect_width": 160, "detect_height": 120}`.
+    /// "light_switches": 0, "detect_width": 160, "detect_height": 120}`. `noise` and
+    /// `pixel_threshold` are medians over the frames, in grey levels at the reduced size;
+    /// `max_score` leaves out light-switch frames.
     public var summaryLine: String {
-        let maxScore = frames.reduce(0) { max($0, Double($1.score)) }
+        let maxScore = frames.reduce(0) { $1.lightSwitch ? $0 : max($0, Double($1.score)) }
         let lightSwitches = frames.filter(\.lightSwitch).count
         return "{\"frames\": \(frames.count), \"duration\": \(DecimalText.fixed(duration, 2)), "
             + "\"events\": \(events.count), \"noise\": \(DecimalText.fixed(medianNoise, 2)), "

@@ -47,7 +47,8 @@ public struct MotionResult: Sendable, Equatable {
 ///
 /// Per frame: the Y plane is block-averaged once to the reduced size (`motion.detect_width`),
 /// compared with a background model (a running average that learns at `background_rate` per
-/// second of capture time, ten times slower where the picture differs from it), after
+/// second of capture time where the picture has not changed; where it has, the background
+/// waits, and learns the change only once it has lasted `absorbAfter` seconds), after
 /// compensating a global change of brightness and contrast (a robust fit of the difference
 /// against the background level, through the medians of the dark and the bright half). The
 /// background follows that global change at once, so a slow change of light (a cloud, dusk,
@@ -58,6 +59,11 @@ public struct MotionResult: Sendable, Equatable {
 /// score is the fraction of the watched picture that changed. When most of the picture
 /// differs at once (`light_switch_fraction`), the background is re-learned instead. Motion is
 /// declared after `min_frames` consecutive frames at or over the threshold.
+///
+/// The noise is the standard deviation of picture − background over about 500 sampled
+/// pixels per frame (1.4826 × their median absolute deviation, robust to moving objects),
+/// smoothed over about 2 s. It is measured on the reduced picture, so it already accounts for
+/// the block averaging (b² pixels per block divide white sensor noise by b).
 ///
 /// The detector keeps its buffers between frames and allocates only when the frame size changes.
 public struct MotionDetector: Sendable {

@@ -166,7 +166,8 @@ struct SVGPlot {
             let y = yScore(Numerics.pow10(decade))
             line(left, y, right, y, "stroke=\"#ddd\"")
             line(left - 5, y, left, y, "stroke=\"#444\"")
-            text(left - 8, y + 4, percent(Numerics.pow10(decade)), "text-anchor=\"end\"")
+            let label = percent(Numerics.pow10(decade))
+            text(left - 8, y + 4, decade == bottomDecade ? "≤" + label : label, "text-anchor=\"end\"")
         }
         text(24, (scoreTop + scoreBottom) / 2, "score: picture changed (log scale)",
              "text-anchor=\"middle\" transform=\"rotate(-90 24 \(Self.n((scoreTop + scoreBottom) / 2)))\"")

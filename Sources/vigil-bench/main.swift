@@ -46,8 +46,11 @@ func machine() -> [String: Any] {
     let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
     let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") || $0.hasPrefix("Model") }
         .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" } ?? "unknown"
-    return ["cpu": model, "cores": ProcessInfo.processInfo.activeProcessorCount,
-            "x264_build": H264Encoder.libraryBuild, "os": ProcessInfo.processInfo.operatingSystemVersionString]
+    // Other work on the machine skews the figures; the load average says how much there was.
+    let load = ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "").split(separator: " ").first.map(String.init) ?? "?"
+    return ["cpu": model, "cores": ProcessInfo.processInfo.activeProcessorCount, "load_average_1min": load,
+            "x264_build": H264Encoder.libraryBuild, "x264_version": H264Encoder.libraryVersion,
+            "os": ProcessInfo.processInfo.operatingSystemVersionString]
 }
 
 /// Seconds taken by `body`.
@@ -115,7 +118,7 @@ func run() throws {
     let info = machine()
     let rate = Rational(30, 1)
     let defaultThreads = EncoderSettings(threads: 0)
-    print("vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores, libx264 build \(H264Encoder.libraryBuild)")
+    print("vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores (load average \(info["load_average_1min"] ?? "?")), libx264 \(H264Encoder.libraryVersion) (build \(H264Encoder.libraryBuild))")
     #if DEBUG
     print("warning: this is a debug build; run `make bench` for release figures")
     #endif

@@ -313,6 +313,7 @@ import Testing
 
     @Test func libraryBuildIsKnown() {
         #expect(H264Encoder.libraryBuild >= 148)
+        #expect(H264Encoder.libraryVersion.hasPrefix("0.\(H264Encoder.libraryBuild)."))
     }
 }
 

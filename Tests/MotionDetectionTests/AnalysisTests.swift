@@ -1,0 +1,173 @@
+import Foundation
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
+import Media
+import Testing
+@testable import MotionDetection
+
+@Suite struct AnalysisTests {
+    /// An analysis built from chosen results: motion from 8.03 s to 10.40 s (post-roll 2 s).
+    static func sample(frames: Int = 200, fps: Double = 15, start: Double = 100) -> MotionAnalysis {
+        var settings = MotionSettings()
+        settings.threshold = 0.005
+        let events = EventSettings(postRoll: .s(2), maxClip: .s(300))
+        var machine = EventStateMachine(settings: events)
+        var analysis = MotionAnalysis(settings: settings, eventSettings: events)
+        analysis.detectWidth = 160
+        analysis.detectHeight = 120
+        var last = Timestamp.zero
+        for i in 0..<frames {
+            let t = Double(i) / fps
+            let time = Timestamp.s(start + t)
+            let moving = t >= 8.0 && t < 10.4
+            let score = moving ? 0.02 + 0.041 * (t - 8) / 2.4 : 0.0001 * Double(i % 3)
+            let result = MotionResult(time: time, score: score, threshold: 0.005, motion: moving && t >= 8.06,
+                                      motionStart: moving ? .s(start + 8.0 + 1 / fps * 0.45) : nil, noise: 0.5 + 0.01 * Double(i % 5),
+                                      pixelThreshold: 2.1, globalChange: 0, lightSwitch: i == 30, learning: i == 0 || i == 30)
+            let actions = machine.handle(.frame(result))
+            analysis.record(result, state: machine.state, actions: actions)
+            last = time
+        }
+        analysis.record(machine.handle(.finish(at: last)))
+        return analysis
+    }
+
+    @Test func eventLinesAreJSON() throws {
+        let analysis = Self.sample()
+        #expect(analysis.events.count == 1)
+        // Motion frames from 8.067 to 10.333 s (trigger 8.03), post-roll 2 s.
+        #expect(analysis.eventLines == ["{\"start\": 8.03, \"end\": 12.33, \"peak\": 0.0599}"])
+        for line in analysis.eventLines + [analysis.summaryLine] {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object != nil, "\(line)")
+        }
+    }
+
+    @Test func summaryLine() throws {
+        let analysis = Self.sample()
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) as? [String: Any])
+        #expect(object["frames"] as? Int == 200)
+        #expect((object["duration"] as? Double).map { abs($0 - 13.27) < 0.001 } == true)
+        #expect(object["events"] as? Int == 1)
+        #expect(object["threshold"] as? Double == 0.005)
+        #expect(object["light_switches"] as? Int == 1)
+        #expect(object["detect_width"] as? Int == 160)
+        #expect((object["noise"] as? Double).map { abs($0 - 0.52) < 0.011 } == true)
+        #expect(object["pixel_threshold"] as? Double == 2.1)
+        #expect(object["idle_score_p99"] as? Double == 0.0002)
+    }
+
+    @Test func csv() {
+        let analysis = Self.sample()
+        let lines = analysis.csv.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.first == "time,score,threshold,state")
+        #expect(lines.count == 200 + 2)  // header, rows, and the empty string after the last newline
+        #expect(lines.last == "")
+        #expect(lines[1] == "0.000,0,0.005,learning")
+        #expect(lines[2] == "0.067,0.0001,0.005,idle")
+        #expect(lines[31] == "2.000,0,0.005,light_switch")
+        #expect(lines[130].hasSuffix(",motion"))
+        #expect(lines[170].hasSuffix(",post_roll"))
+        for line in lines.dropFirst().dropLast() {
+            let fields = line.split(separator: ",")
+            #expect(fields.count == 4)
+            #expect(Double(fields[0]) != nil && Double(fields[1]) != nil && Double(fields[2]) != nil)
+        }
+    }
+
+    /// The plot is a well-formed SVG document with the parts a reader needs.
+    @Test(arguments: [200, 30_000])
+    func svgIsWellFormed(frames: Int) throws {
+        let analysis = Self.sample(frames: frames)
+        let svg = analysis.svg(title: "garden <cam> & \"night\"")
+        #expect(svg.hasPrefix("<?xml"))
+        for part in ["<svg", "<title>", "<polyline", "stroke-dasharray", "fill-opacity", "time (s)", "noise σ",
+                     "threshold", "light switch", "0.01%", "10%"] {
+            #expect(svg.contains(part), "missing \(part)")
+        }
+        #expect(svg.contains("garden &lt;cam&gt; &amp; &quot;night&quot;"))
+        #if canImport(FoundationXML) || canImport(Darwin)
+        let document = try XMLDocument(xmlString: svg, options: [])
+        #expect(document.rootElement()?.name == "svg")
+        let polylines = try document.nodes(forXPath: "//*[local-name()='polyline']")
+        #expect(polylines.count == 4)
+        for node in polylines {
+            let element = try #require(node as? XMLElement, "\(type(of: node))")
+            let points = element.attributes?.first { $0.name == "points" }?.stringValue ?? ""
+            let count = points.split(separator: " ").count
+            #expect(count > 0 && count <= MotionAnalysis.maximumPoints)
+        }
+        #endif
+        // Reasonable size for long inputs too.
+        #expect(svg.utf8.count < 400_000)
+    }
+
+    @Test func emptyAnalysis() throws {
+        let analysis = MotionAnalysis(settings: MotionSettings(), eventSettings: EventSettings())
+        #expect(analysis.eventLines.isEmpty)
+        #expect(analysis.csv == "time,score,threshold,state\n")
+        #expect(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) is [String: Any])
+        #if canImport(FoundationXML) || canImport(Darwin)
+        _ = try XMLDocument(xmlString: analysis.svg(title: "nothing"), options: [])
+        #endif
+    }
+
+    @Test(arguments: [
+        (8.03, 2, "8.03"), (12.4, 2, "12.40"), (0, 2, "0.00"), (-0.004, 2, "0.00"), (-1.5, 1, "-1.5"), (2.675, 0, "3"),
+    ])
+    func fixedDecimals(value: Double, decimals: Int, expected: String) {
+        #expect(DecimalText.fixed(value, decimals) == expected)
+    }
+
+    @Test(arguments: [(0.061, "0.061"), (0.06123, "0.0612"), (1, "1"), (0, "0"), (0.00099951, "0.001"), (123.456, "123")])
+    func significantDigits(value: Double, expected: String) {
+        #expect(DecimalText.significant(value, 3) == expected)
+    }
+}
+
+@Suite struct SettingsTests {
+    @Test func defaultsAreValid() throws {
+        try MotionSettings().validate()
+        try EventSettings().validate()
+        #expect(MotionSettings().keyValues.map(\.key) == [
+            "motion.detect_width", "motion.threshold", "motion.pixel_threshold", "motion.noise_multiplier",
+            "motion.background_rate", "motion.min_frames", "motion.light_switch_fraction", "motion.despeckle",
+            "motion.mask",
+        ])
+    }
+
+    /// One invalid setting each, with the key its error must name.
+    static let invalid: [(String, MotionSettings)] = {
+        func with(_ change: (inout MotionSettings) -> Void) -> MotionSettings {
+            var s = MotionSettings()
+            change(&s)
+            return s
+        }
+        return [
+            ("motion.detect_width", with { $0.detectWidth = 8 }),
+            ("motion.threshold", with { $0.threshold = 0 }),
+            ("motion.threshold", with { $0.threshold = .nan }),
+            ("motion.pixel_threshold", with { $0.pixelThreshold = 0.5 }),
+            ("motion.noise_multiplier", with { $0.noiseMultiplier = 40 }),
+            ("motion.background_rate", with { $0.backgroundRate = 0 }),
+            ("motion.min_frames", with { $0.minFrames = 0 }),
+            ("motion.light_switch_fraction", with { $0.lightSwitchFraction = 2 }),
+            ("motion.threshold", with { $0.threshold = 0.3; $0.lightSwitchFraction = 0.2 }),
+            ("motion.despeckle", with { $0.despeckle = 9 }),
+        ]
+    }()
+
+    @Test(arguments: invalid)
+    func invalidSettingNamesItsKey(key: String, settings: MotionSettings) {
+        #expect(throws: MotionSettingsError.self) { try settings.validate() }
+        let problems = settings.problems()
+        #expect(problems.map(\.key).contains(key), "\(problems)")
+        #expect(problems.allSatisfy { $0.description.hasPrefix($0.key + ": ") && !$0.fix.isEmpty })
+    }
+
+    @Test func eventSettingsRanges() {
+        #expect(EventSettings(postRoll: .s(-1), maxClip: .s(60)).problems().map(\.key) == ["post_roll"])
+        #expect(EventSettings(postRoll: .s(5), maxClip: .s(1)).problems().map(\.key) == ["max_clip"])
+    }
+}
