@@ -155,9 +155,11 @@ final class Agent: @unchecked Sendable {
     /// A live source never waits: when the pipeline is behind, the oldest queued frame is dropped.
     private func capture(_ source: any FrameSource, into queue: WorkQueue<CaptureItem>, live: Bool) {
         var lastSequence: UInt64?
+        // YUYV and 4:2:2 become 4:2:0 here, once, for both the detector and the encoder.
+        let converter = PlanarConverter(input: source.format)
         while !stop.load(ordering: .relaxed) {
             let frame: VideoFrame?
-            do { frame = try source.nextFrame() } catch {
+            do { frame = try source.nextFrame().map(converter.convert) } catch {
                 log.error("reading the source failed", [("source", .string(source.name)), ("error", .string(error.description))])
                 queue.push(.end(error))
                 return

@@ -1,0 +1,59 @@
+import Configuration
+import Foundation
+import Recorder
+
+/// `vigil clips`: the recorded clips, from the events journal.
+enum ClipsCommand: Command {
+    static let name = "clips"
+    static let abstract = "List recorded clips from the events journal."
+    static let synopsis = "[--config FILE] [--json]"
+    static let discussion = """
+        Reads storage.path/events.jsonl and prints one line per clip: when it starts, how long
+        it is, the motion score, and its file (marked "deleted" once retention removed it).
+        --json prints the journal lines themselves.
+        """
+    static let options = [configOption, OptionSpec(name: "json", valueName: nil, help: "print the journal's JSON lines")]
+
+    static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
+        guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
+        let configPath = arguments.value("config") ?? defaultConfigPath
+        let settings: Settings
+        do { settings = try Settings.load(path: configPath) } catch {
+            printError(error.description)
+            return .config
+        }
+        let journal = EventsJournal(directory: settings.storage.path)
+        let records: [ClipRecord]
+        do {
+            let (read, bad) = try journal.records()
+            records = read
+            if !bad.isEmpty {
+                printError("vigil clips: \(journal.path): \(bad.count) unreadable line(s), first at line \(bad[0]); skipped")
+            }
+        } catch {
+            printError("vigil clips: \(error.description)")
+            return .ioError
+        }
+        if arguments.flag("json") {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            for r in records {
+                if let data = try? encoder.encode(r) { printOut(String(decoding: data, as: UTF8.self)) }
+            }
+            return .success
+        }
+        if records.isEmpty {
+            printOut("no clips recorded yet in \(settings.storage.path)")
+            return .success
+        }
+        printOut("start".padding(to: 31) + "duration".padding(to: 10) + "peak".padding(to: 8) + "file")
+        for r in records {
+            let exists = FileManager.default.fileExists(atPath: settings.storage.path + "/" + r.file)
+            let duration = String(format: "%.1fs", r.durationSeconds)
+            let peak = String(format: "%.3f", r.peakScore)
+            printOut(r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + r.file + (exists ? "" : "  (deleted)"))
+        }
+        printOut("\(records.count) clip(s) in \(settings.storage.path)")
+        return .success
+    }
+}
