@@ -101,8 +101,10 @@ public struct MotionDetector: Sendable {
     private var columnSums: [UInt16] = []     // vertical sums of one block row, per covered column
     private var current: [Float] = []         // the reduced picture
     private var background: [Float] = []      // the background model
-    private var changedSince: [Float] = []    // per pixel: when it began to differ (clock seconds)
-    private var clock: Double = 0             // seconds since the first frame, less whole epochs
+    private var changedSeconds: [UInt8] = []  // per pixel: whole seconds it has differed without a break
+    private var absorbing: [Float] = []       // per pixel: 1 once it has differed for `absorbAfter`
+    private var clock: Double = 0             // seconds of capture time since the first frame
+    private var nextTick: Double = 1
     private var flags: [UInt8] = []           // changed & watched, with a one-pixel zero border
     private var watch: [UInt8] = []           // 1 where watched
     private var scratch: [UInt8] = []         // one row of despeckled flags
@@ -156,8 +158,10 @@ public struct MotionDetector: Sendable {
         columnSums = [UInt16](repeating: 0, count: detectWidth * blockSize)
         current = [Float](repeating: 0, count: n)
         background = [Float](repeating: 0, count: n)
-        changedSince = [Float](repeating: 0, count: n)
+        changedSeconds = [UInt8](repeating: 0, count: n)
+        absorbing = [Float](repeating: 0, count: n)
         clock = 0
+        nextTick = 1
         flags = [UInt8](repeating: 0, count: (detectWidth + 2) * (detectHeight + 2))
         scratch = [UInt8](repeating: 0, count: detectWidth + 8)
         if let mask, n > 0 {
@@ -178,13 +182,27 @@ public struct MotionDetector: Sendable {
         configured = true
     }
 
-    /// Advances the per-pixel clock; every 1000 s it is rebased so Float keeps its precision.
-    private mutating func advanceClock(by dt: Double) {
-        clock += dt
-        guard clock >= 1000 else { return }
-        clock -= 1000
-        changedSince.withUnsafeMutableBufferPointer { since in
-            for i in since.indices { since[i] = max(since[i] - 1000, -Float(Self.absorbAfter) * 2) }
+    /// Once per second of capture time: counts, per pixel, the seconds it has differed from
+    /// the background without a break (as sampled at each tick), and marks the pixels that
+    /// have differed for `absorbAfter` seconds, which the background then learns.
+    private mutating func tick() {
+        let dw = detectWidth
+        let paddedWidth = dw + 2
+        let limit = UInt8(clamping: Int(Self.absorbAfter))
+        flags.withUnsafeBufferPointer { flag in
+            changedSeconds.withUnsafeMutableBufferPointer { seconds in
+                absorbing.withUnsafeMutableBufferPointer { absorb in
+                    for y in 0..<detectHeight {
+                        for x in 0..<dw {
+                            let i = y * dw + x
+                            let changed = flag[(y + 1) * paddedWidth + x + 1] != 0
+                            let count = changed ? min(seconds[i], 254) + 1 : 0
+                            seconds[i] = count
+                            absorb[i] = count >= limit ? 1 : 0
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -197,9 +215,11 @@ public struct MotionDetector: Sendable {
         }
         backgroundMean = mean(current)
         framesLearned = 1
-        let now = Float(clock)
-        changedSince.withUnsafeMutableBufferPointer { since in
-            for i in since.indices { since[i] = now }
+        changedSeconds.withUnsafeMutableBufferPointer { seconds in
+            for i in seconds.indices { seconds[i] = 0 }
+        }
+        absorbing.withUnsafeMutableBufferPointer { absorb in
+            for i in absorb.indices { absorb[i] = 0 }
         }
     }
 
@@ -226,7 +246,7 @@ public struct MotionDetector: Sendable {
         }
         let dt = min(max((time - previous).seconds, 0), 10)
         lastTime = max(previous, time)
-        advanceClock(by: dt)
+        clock += dt
 
         // Learning rates for this frame: a running average by elapsed time, or the plain
         // mean of the frames so far while that is faster (start, after a light switch).
@@ -246,6 +266,10 @@ public struct MotionDetector: Sendable {
         let counted = compare(threshold: Float(pixelThreshold), gain: stats.gain, offset: stats.offset,
                               backgroundRate: backgroundRate, absorbRate: absorbRate)
         framesLearned += 1
+        if clock >= nextTick {
+            tick()
+            nextTick = clock.rounded(.down) + 1
+        }
 
         let watched = Double(watchedCount)
         result.pixelThreshold = pixelThreshold
@@ -620,24 +644,21 @@ public struct MotionDetector: Sendable {
         let slope = gain - 1
         let minimumNeighbours = UInt8(clamping: settings.despeckle)
         var changedCount = 0
-        let now = Float(clock)
-        let absorbAfter = Float(Self.absorbAfter)
         current.withUnsafeBufferPointer { curBuffer in
-          changedSince.withUnsafeMutableBufferPointer { sinceBuffer in
+          absorbing.withUnsafeBufferPointer { absorbBuffer in
             background.withUnsafeMutableBufferPointer { bgBuffer in
                 flags.withUnsafeMutableBufferPointer { flagBuffer in
                     watch.withUnsafeBufferPointer { watchBuffer in
                         scratch.withUnsafeMutableBufferPointer { scratchBuffer in
                             guard let cur = curBuffer.baseAddress, let bg = bgBuffer.baseAddress,
-                                  let since = sinceBuffer.baseAddress,
+                                  let absorb = absorbBuffer.baseAddress,
                                   let flag = flagBuffer.baseAddress, let watched = watchBuffer.baseAddress,
                                   let rowScratch = scratchBuffer.baseAddress else { return }
                             for y in 0..<dh {
                                 let row = y * dw
-                                Self.compareRow(cur + row, bg + row, since + row, flag + (y + 1) * paddedWidth + 1, count: dw,
-                                                threshold: threshold, slope: slope, offset: offset, now: now,
-                                                absorbAfter: absorbAfter, backgroundRate: backgroundRate,
-                                                absorbRate: absorbRate)
+                                Self.compareRow(cur + row, bg + row, absorb + row, flag + (y + 1) * paddedWidth + 1,
+                                                count: dw, threshold: threshold, slope: slope, offset: offset,
+                                                backgroundRate: backgroundRate, absorbRate: absorbRate)
                             }
                             for y in 0..<dh {
                                 changedCount += Self.despeckleRow(flag + y * paddedWidth, width: paddedWidth, count: dw,
@@ -655,22 +676,22 @@ public struct MotionDetector: Sendable {
 
     @inline(never)  // a whole-row loop: out of line it vectorises better (measured)
     static func compareRow(_ cur: UnsafePointer<Float>, _ bg: UnsafeMutablePointer<Float>,
-                           _ since: UnsafeMutablePointer<Float>, _ flag: UnsafeMutablePointer<UInt8>, count: Int,
-                           threshold: Float, slope: Float, offset: Float, now: Float, absorbAfter: Float,
+                           _ absorbing: UnsafePointer<Float>, _ flag: UnsafeMutablePointer<UInt8>, count: Int,
+                           threshold: Float, slope: Float, offset: Float,
                            backgroundRate: Float, absorbRate: Float) {
         for x in 0..<count {
             let c = cur[x]
             let b = bg[x]
-            let previousStart = since[x]  // loaded unconditionally, so that the loop vectorises
+            let held = absorbing[x] * absorbRate
             let predicted = b + (slope * b + offset)  // the background under this frame's light
             let residual = c - predicted
             let changed = abs(residual) > threshold
             flag[x] = changed ? 1 : 0
-            // A changed pixel keeps the time it began to differ; an unchanged one is reset.
-            let start = changed ? min(previousStart, now) : now
-            since[x] = start
-            let rate = changed ? (now - start >= absorbAfter ? absorbRate : 0) : backgroundRate
-            bg[x] = predicted + rate * residual
+            // Where the picture differs the background waits, unless the change has lasted.
+            // (A blend, not `changed ? held : backgroundRate`: the optimiser turns that select
+            // into a branch around the load, and the loop no longer vectorises.)
+            let weight: Float = changed ? 1 : 0
+            bg[x] = predicted + (backgroundRate + weight * (held - backgroundRate)) * residual
         }
     }
 

@@ -246,3 +246,42 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
         #expect(detector.watchMap.filter { $0 == 1 }.count == 80 * 120)
     }
 }
+
+@Suite struct BackgroundTests {
+    /// Something that stays (a parked car) is motion at first, then is learned: after about
+    /// `absorbAfter` seconds plus a few for the learning, the score is back to 0.
+    @Test func lastingChangeIsLearned() {
+        var detector = MotionDetector(settings: MotionSettings())
+        let fps = 5.0
+        _ = run(&detector, frames: 10, fps: fps) { _ in scene() }
+        let parked = run(&detector, frames: 200, fps: fps, start: 10) { _ in scene(squares: [(60, 40, 25)]) }
+        let seconds = { (r: MotionResult) in r.time.seconds - 2 }
+        #expect(parked.dropFirst().filter { seconds($0) < MotionDetector.absorbAfter - 1 }.allSatisfy { $0.motion })
+        let quiet = parked.first { $0.score == 0 }.map(seconds)
+        #expect(quiet.map { $0 >= MotionDetector.absorbAfter && $0 <= MotionDetector.absorbAfter + 8 } == true,
+                "learned after \(String(describing: quiet)) s")
+        #expect(parked.last?.score == 0)
+    }
+
+    /// Something that stood still for a while and left leaves no ghost: the background did
+    /// not learn it, so the score drops at once.
+    @Test func noGhostAfterAStop() {
+        var detector = MotionDetector(settings: MotionSettings())
+        let fps = 10.0
+        _ = run(&detector, frames: 20, fps: fps) { _ in scene() }
+        let standing = run(&detector, frames: 100, fps: fps, start: 20) { _ in scene(squares: [(60, 40, 25)]) }
+        #expect(standing.allSatisfy { $0.score > 0.02 })
+        let after = run(&detector, frames: 20, fps: fps, start: 120) { _ in scene() }
+        #expect(after.allSatisfy { $0.score == 0 && !$0.motion })
+    }
+
+    /// A slowly moving object is still seen: it is compared with the background, not with the
+    /// previous frame (where it barely moved).
+    @Test func slowMovementIsSeen() {
+        var detector = MotionDetector(settings: MotionSettings())
+        _ = run(&detector, frames: 20) { _ in scene() }
+        // One reduced pixel every 3 frames (0.1 of a block per frame at 320×240).
+        let moving = run(&detector, frames: 90, start: 20) { i in scene(squares: [(20 + (i - 20) / 3, 40, 20)]) }
+        #expect(moving.dropFirst(1).allSatisfy { $0.motion })
+    }
+}
