@@ -84,7 +84,7 @@ public enum ConfigSchema {
 
         // audio
         ConfigKey("audio.enabled", .boolean, .boolean(false), "record sound from a microphone into the clips"),
-        ConfigKey("audio.device", .text, .text("default"), "the ALSA capture device (see `vigil probe`), e.g. \"hw:1,0\""),
+        ConfigKey("audio.device", .text, .text("default"), "the ALSA capture device (see `vigil probe`), e.g. \"hw:1,0\", or \"synthetic\" for a test tone"),
         ConfigKey("audio.rate", .integer(8000...48000), .integer(48000), unit: "Hz", "the sample rate"),
         ConfigKey("audio.channels", .integer(1...2), .integer(1), "1 for mono, 2 for stereo"),
 

@@ -250,6 +250,15 @@ public final class MovieWriter {
             }
             completeOpenRun(endTicks: end)
         }
+        // Sound that came in after the last frame stops showing is not part of the movie.
+        if let audio = description.audio, let start = audioStartFrames {
+            let videoEnd = Rational.scale(Int64(videoDecodeTime + completedRuns.reduce(0) { $0 + $1.durations.reduce(0) { $0 + UInt64($1) } }),
+                                          by: Int64(audio.sampleRate), over: TimeScale.video)
+            let allowed = max(0, videoEnd - start - audioFramesWritten)
+            if Int64(pendingAudio.count / audio.bytesPerFrame) > allowed {
+                pendingAudio.removeLast(pendingAudio.count - Int(allowed) * audio.bytesPerFrame)
+            }
+        }
         try writeCompletedRuns()
         if !pendingAudio.isEmpty { try writeFragment(nil) }
 

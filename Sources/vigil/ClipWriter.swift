@@ -53,6 +53,8 @@ final class ClipWriter: @unchecked Sendable {
         var info: ClipInfo
         var relativePath: String
         var fragmentsSynced: Int
+        /// False when the clip was opened before sound was known: it has no sound track.
+        var hasAudio: Bool
     }
     private var open: OpenClip?
     /// Set when a clip could not be opened or failed: its commands are skipped until the next open.
@@ -96,7 +98,7 @@ final class ClipWriter: @unchecked Sendable {
             }
             syncNewFragments()
         case .audio(let chunk):
-            guard let clip = open, !skipping else { return }
+            guard let clip = open, !skipping, clip.hasAudio else { return }
             do { try clip.writer.appendAudio(chunk.data, time: chunk.time) } catch {
                 log.warning("audio not written", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
             }
@@ -134,7 +136,7 @@ final class ClipWriter: @unchecked Sendable {
             do {
                 try FileManager.default.createDirectory(atPath: (absolute as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
                 let writer = try MovieWriter(path: absolute, description: description)
-                open = OpenClip(writer: writer, info: info, relativePath: relative, fragmentsSynced: 0)
+                open = OpenClip(writer: writer, info: info, relativePath: relative, fragmentsSynced: 0, hasAudio: stream.audio != nil)
                 stats.update { $0.recording = true }
                 log.info(info.part == 1 ? "clip started" : "clip continues in a new part", [
                     ("file", .string(relative)), ("event", .int(info.event)), ("part", .int(info.part)),

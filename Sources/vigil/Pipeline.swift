@@ -12,6 +12,11 @@ import Synchronization
 /// What the capture thread hands the pipeline.
 enum CaptureItem: Sendable {
     case frame(VideoFrame)
+    /// Sound from the microphone, on the video's clock.
+    case audio(AudioChunk)
+    /// The camera went away (unplugged, stalled): the open clip is closed; frames may follow
+    /// once it is back, possibly in another format.
+    case interrupted
     /// The source ended (end of file) or failed; no more frames follow.
     case end(CaptureError?)
 }
@@ -36,6 +41,9 @@ final class Pipeline: @unchecked Sendable {
     private var lastFrame: Timestamp?
     private var lastInterval = Timestamp.Duration(seconds: 1.0 / 30)
     private var droppingVideo = false
+    /// What the writer was last told about the stream, and the sound format once sound came.
+    private var streamInfo: StreamInfo?
+    private var audioFormat: AudioTrackFormat?
     private var peakScore = 0.0
     /// A reloaded configuration, applied between events.
     let pendingReload = Mutex<Settings?>(nil)
@@ -68,6 +76,21 @@ final class Pipeline: @unchecked Sendable {
                     finish()
                     return .readFailed(source: "encoder", frame: 0, reason: error.description)
                 }
+            case .audio(let chunk):
+                if audioFormat == nil, let info = streamInfo {
+                    audioFormat = AudioTrackFormat(sampleRate: chunk.sampleRate, channels: chunk.channels)
+                    var updated = info
+                    updated.audio = audioFormat
+                    streamInfo = updated
+                    writer.push(.stream(updated), cost: 0)
+                }
+                guard audioFormat != nil else { continue } // before the first frame: no clip can hold it
+                send(recorder.handle(chunk))
+            case .interrupted:
+                finish()
+                // What was held belongs to the stream that ended; the next one starts afresh.
+                events = EventStateMachine(settings: Pipeline.eventSettings(settings))
+                recorder = ClipRecorder(preRoll: .init(seconds: settings.recording.preRoll), maxBytes: settings.recording.preRollMaxBytes)
             case .end(let error):
                 finish()
                 return error
@@ -118,7 +141,9 @@ final class Pipeline: @unchecked Sendable {
         let format = frame.format
         let encoder = try H264Encoder(format: format, settings: settings.encoder)
         self.encoder = encoder
-        firstFrame = frame.timestamp
+        // After an interruption the origin stays that of the source's very first frame.
+        let origin = streamInfo.map { ($0.firstFrame, $0.wallAtFirstFrame) } ?? (frame.timestamp, wallClock())
+        if firstFrame == nil { firstFrame = frame.timestamp }
         var aspect: PixelAspectRatio?
         if let par = format.pixelAspectRatio, par.numerator != par.denominator, par.numerator > 0,
            let h = UInt32(exactly: par.numerator), let v = UInt32(exactly: par.denominator) {
@@ -128,7 +153,9 @@ final class Pipeline: @unchecked Sendable {
                                      sequenceParameterSet: encoder.sequenceParameterSet, pictureParameterSet: encoder.pictureParameterSet,
                                      rotation: Rotation(degrees: settings.camera.rotation) ?? .none, pixelAspectRatio: aspect,
                                      color: format.height >= 720 ? .bt709 : .bt601)
-        writer.push(.stream(StreamInfo(video: video, audio: nil, firstFrame: frame.timestamp, wallAtFirstFrame: wallClock())))
+        let info = StreamInfo(video: video, audio: audioFormat, firstFrame: origin.0, wallAtFirstFrame: origin.1)
+        streamInfo = info
+        writer.push(.stream(info), cost: 0)
         log.info("encoding", [("width", .int(format.width)), ("height", .int(format.height)), ("pixel_format", .string(format.pixelFormat.description)),
                               ("preset", .string(settings.encoder.preset.rawValue)), ("keyframe_interval", .seconds(settings.encoder.keyframeInterval))])
     }

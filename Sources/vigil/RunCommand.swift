@@ -102,6 +102,9 @@ final class Agent: @unchecked Sendable {
         }
         let handedOver = HandOver(source)
         let captureThread = startThread("capture") { [self] in capture(handedOver.value, into: frames, live: live) }
+        if settings.audio.enabled {
+            _ = startThread("audio") { [self] in captureAudio(into: frames) }
+        }
 
         Signals.startWaiting { [self] signal in
             if signal == SIGHUP {
@@ -141,7 +144,9 @@ final class Agent: @unchecked Sendable {
         case .synthetic:
             let fps = s.camera.fps
             let rate = fps == fps.rounded() ? Rational(Int64(fps), 1) : Rational(Int64((fps * 1000).rounded()), 1000)
-            let scene = SyntheticScene(width: s.camera.width, height: s.camera.height, frameRate: rate, schedule: .demo())
+            // Timestamped on the monotonic clock, as a camera's frames are, so sound lines up.
+            let scene = SyntheticScene(width: s.camera.width, height: s.camera.height, frameRate: rate, schedule: .demo(),
+                                       startTime: MonotonicClock.now())
             // The synthetic scene stands in for a camera: always in real time.
             return (try SyntheticSource(scene: scene, realtime: true), true)
         case .file(let path):
@@ -153,16 +158,28 @@ final class Agent: @unchecked Sendable {
 
     /// The capture thread: frames into the queue until the source ends or the agent stops.
     /// A live source never waits: when the pipeline is behind, the oldest queued frame is dropped.
-    private func capture(_ source: any FrameSource, into queue: WorkQueue<CaptureItem>, live: Bool) {
+    /// A camera that fails is closed and reopened with backoff; the open clip is closed meanwhile.
+    private func capture(_ first: any FrameSource, into queue: WorkQueue<CaptureItem>, live: Bool) {
+        var source = first
         var lastSequence: UInt64?
         // YUYV and 4:2:2 become 4:2:0 here, once, for both the detector and the encoder.
-        let converter = PlanarConverter(input: source.format)
+        var converter = PlanarConverter(input: source.format)
+        let isCamera: Bool = if case .device = settings.camera.device { true } else { false }
         while !stop.load(ordering: .relaxed) {
             let frame: VideoFrame?
             do { frame = try source.nextFrame().map(converter.convert) } catch {
-                log.error("reading the source failed", [("source", .string(source.name)), ("error", .string(error.description))])
-                queue.push(.end(error))
-                return
+                guard isCamera else {
+                    log.error("reading the source failed", [("source", .string(source.name)), ("error", .string(error.description))])
+                    queue.push(.end(error))
+                    return
+                }
+                log.warning("camera lost; closing the clip and retrying", [("source", .string(source.name)), ("error", .string(error.description))])
+                queue.push(.interrupted)
+                guard let back = reopen(after: error) else { break }
+                source = back
+                converter = PlanarConverter(input: source.format)
+                lastSequence = nil
+                continue
             }
             guard let frame else {
                 log.info("end of source", [("source", .string(source.name))])
@@ -183,6 +200,77 @@ final class Agent: @unchecked Sendable {
             }
         }
         queue.push(.end(nil))
+    }
+
+    /// Reopens the camera with backoff (1 s doubling to 30 s), logging the outage once and
+    /// the return once; nil when the agent is stopping.
+    private func reopen(after error: CaptureError) -> (any FrameSource)? {
+        let lostAt = MonotonicClock.now()
+        var delay = 1.0
+        var attempts = 0
+        while !stop.load(ordering: .relaxed) {
+            sleepUnlessStopping(delay)
+            guard !stop.load(ordering: .relaxed) else { return nil }
+            attempts += 1
+            do {
+                let (source, _) = try openSource(settings)
+                log.info("camera back", [("source", .string(source.name)), ("format", .string(source.format.description)),
+                                         ("down", .seconds((MonotonicClock.now() - lostAt).seconds)), ("attempts", .int(attempts))])
+                return source
+            } catch {
+                log.debug("camera still unavailable", [("error", .string(error.description)), ("retry_in", .seconds(min(delay * 2, 30)))])
+                delay = min(delay * 2, 30)
+            }
+        }
+        return nil
+    }
+
+    private func sleepUnlessStopping(_ seconds: Double) {
+        let until = MonotonicClock.now() + .init(seconds: seconds)
+        while !stop.load(ordering: .relaxed) && MonotonicClock.now() < until { usleep(50_000) }
+    }
+
+    /// The audio thread: microphone chunks into the pipeline's queue (never dropped: they are
+    /// small). A microphone that cannot be opened or fails leaves clips with video only; it
+    /// is retried with backoff, and each change is logged once.
+    private func captureAudio(into queue: WorkQueue<CaptureItem>) {
+        var delay = 1.0
+        var failing = false
+        while !stop.load(ordering: .relaxed) {
+            let microphone: any AudioSource
+            do {
+                microphone = try openMicrophone(settings)
+            } catch {
+                if !failing {
+                    log.warning("microphone unavailable; recording video only", [("device", .string(settings.audio.device)), ("error", .string(error.description))])
+                    failing = true
+                }
+                sleepUnlessStopping(delay)
+                delay = min(delay * 2, 60)
+                continue
+            }
+            log.info(failing ? "microphone back" : "microphone open", [("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
+                                                                      ("channels", .int(microphone.channels))])
+            failing = false
+            delay = 1.0
+            while !stop.load(ordering: .relaxed) {
+                do {
+                    guard let chunk = try microphone.read() else { break }
+                    queue.push(.audio(chunk), cost: 0)
+                } catch {
+                    log.warning("microphone failed; recording video only until it is back", [("device", .string(microphone.name)), ("error", .string(error.description))])
+                    failing = true
+                    break
+                }
+            }
+        }
+    }
+
+    private func openMicrophone(_ s: Settings) throws(CaptureError) -> any AudioSource {
+        if s.audio.device == "synthetic" {
+            return SyntheticAudioSource(sampleRate: s.audio.rate, channels: s.audio.channels)
+        }
+        throw .cannotOpen(source: s.audio.device, reason: "ALSA microphones are not supported by this build yet")
     }
 
     private func reload(pipeline: Pipeline, writer: WorkQueue<WriterItem>) {

@@ -183,6 +183,22 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         #expect(abs((Double(audio["start_time"] ?? "") ?? -1)) < 0.001)
     }
 
+    @Test func soundAfterTheLastFrameIsCut() throws {
+        let path = Fixture.directory.file("audio-late.mov")
+        let s = try Fixture.h264()
+        let writer = try MovieWriter(path: path, description: Fixture.description(s, audio: AudioTrackFormat(sampleRate: 8000, channels: 1)))
+        let t0 = Timestamp(nanoseconds: 10_000_000_000)
+        // 1.5 s of sound arrives (the microphone runs ahead of the encoder) for 1 s of video.
+        try writer.appendAudio(sine(frames: 12000, channels: 1, rate: 8000, startFrame: 0), time: t0)
+        for i in 0..<30 {
+            try writer.appendVideo(s.samples[i].data, time: t0 + .init(nanoseconds: Int64(i) * 33_333_333), isSync: s.samples[i].isKeyframe)
+        }
+        try writer.close(endTime: t0 + .init(seconds: 1))
+        let probe = try expectPlayable(path)
+        #expect(probe.audio?["duration_ts"] == "8000")
+        #expect(probe.video?["duration"] == "1.000000")
+    }
+
     @Test func openMovieIsAPlayableFragmentedMovie() throws {
         let path = Fixture.directory.file("open.mov")
         let writer = try Fixture.writeMovie(path, Fixture.description(try Fixture.h264()), frames: 100, close: false)
