@@ -360,7 +360,11 @@ public struct MotionDetector: Sendable {
                             into sums: UnsafeMutablePointer<UInt16>) {
         let a = UnsafeRawPointer(top)
         var r = 0
-        if rows >= 2 {
+        if rows >= 4 {
+            let c = a + stride, d = c + stride, e = d + stride
+            for x in 0..<pairs { sums[x] = (pairSum(a, x) &+ pairSum(c, x)) &+ (pairSum(d, x) &+ pairSum(e, x)) }
+            r = 4
+        } else if rows >= 2 {
             let c = a + stride
             for x in 0..<pairs { sums[x] = pairSum(a, x) &+ pairSum(c, x) }
             r = 2
