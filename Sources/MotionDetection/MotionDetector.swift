@@ -331,7 +331,7 @@ public struct MotionDetector: Sendable {
         columnSums.withUnsafeMutableBufferPointer { sumsBuffer in
             current.withUnsafeMutableBufferPointer { outBuffer in
                 guard let sums = sumsBuffer.baseAddress, let out = outBuffer.baseAddress else { return }
-                if b % 2 == 0 {
+                if b % 2 == 0 && b <= 128 {  // 128 rows of byte pairs still fit in UInt16
                     let pairs = dw * b / 2
                     for by in 0..<dh {
                         Self.sumRowPairs(base + by * b * stride, stride: stride, rows: b, pairs: pairs, into: sums)
