@@ -331,7 +331,7 @@ public struct MotionDetector: Sendable {
         columnSums.withUnsafeMutableBufferPointer { sumsBuffer in
             current.withUnsafeMutableBufferPointer { outBuffer in
                 guard let sums = sumsBuffer.baseAddress, let out = outBuffer.baseAddress else { return }
-                if b % 2 == 0 {
+                if b % 2 == 0 && b <= 128 {  // 128 rows of byte pairs still fit in UInt16
                     let pairs = dw * b / 2
                     for by in 0..<dh {
                         Self.sumRowPairs(base + by * b * stride, stride: stride, rows: b, pairs: pairs, into: sums)
@@ -360,7 +360,11 @@ public struct MotionDetector: Sendable {
                             into sums: UnsafeMutablePointer<UInt16>) {
         let a = UnsafeRawPointer(top)
         var r = 0
-        if rows >= 2 {
+        if rows >= 4 {
+            let c = a + stride, d = c + stride, e = d + stride
+            for x in 0..<pairs { sums[x] = (pairSum(a, x) &+ pairSum(c, x)) &+ (pairSum(d, x) &+ pairSum(e, x)) }
+            r = 4
+        } else if rows >= 2 {
             let c = a + stride
             for x in 0..<pairs { sums[x] = pairSum(a, x) &+ pairSum(c, x) }
             r = 2

@@ -171,3 +171,25 @@ import Testing
         #expect(EventSettings(postRoll: .s(5), maxClip: .s(1)).problems().map(\.key) == ["max_clip"])
     }
 }
+
+@Suite struct NumericsTests {
+    @Test(arguments: [-700.0, -20, -1, -0.0133, 0, 1e-9, 0.5, 1, 10, 300])
+    func exponential(x: Double) {
+        let expected = Foundation.exp(x)
+        #expect(abs(Numerics.exp(x) - expected) <= expected * 1e-13)
+    }
+
+    @Test(arguments: [1e-300, 1e-4, 0.005, 0.5, 1, 2, 10, 12345.678, 1e300])
+    func logarithm(x: Double) {
+        #expect(abs(Numerics.ln(x) - Foundation.log(x)) <= 1e-12 * max(1, abs(Foundation.log(x))))
+        #expect(abs(Numerics.log10(x) - Foundation.log10(x)) <= 1e-12 * max(1, abs(Foundation.log10(x))))
+    }
+
+    @Test func niceSteps() {
+        #expect(Numerics.niceStep(0.7) == 0.5)
+        #expect(Numerics.niceStep(1.3) == 1)
+        #expect(Numerics.niceStep(2.9) == 2)
+        #expect(Numerics.niceStep(42) == 50)
+        #expect(Numerics.niceStep(8) == 10)
+    }
+}
