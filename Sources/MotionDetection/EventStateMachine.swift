@@ -1,14 +1,13 @@
 import Media
 
-/// How long events last: the `post_roll` and `max_clip` settings. (Their config group is the
-/// recorder's; the names here are the keys.)
+/// How long events last: the `recording.post_roll` and `recording.max_clip` settings.
 public struct EventSettings: Sendable, Equatable {
     /// `post_roll` — an event ends this long after the last frame with motion; motion
-    /// resuming before then continues the same event. Default 5 s, range 0–600 s.
+    /// resuming before then continues the same event. Default 5 s, range 0–300 s.
     public var postRoll: Timestamp.Duration = .init(seconds: 5)
     /// `max_clip` — a clip is split into parts of at most about this length, counted from
     /// the trigger (the first part also holds the pre-roll before it). Default 300 s,
-    /// range 10–86400 s.
+    /// range 10–3600 s.
     public var maxClip: Timestamp.Duration = .init(seconds: 300)
 
     public init() {}
@@ -18,17 +17,16 @@ public struct EventSettings: Sendable, Equatable {
         self.maxClip = maxClip
     }
 
-    /// Every problem with these settings; empty when they are valid. Keys are given without
-    /// their group (`post_roll`, `max_clip`).
+    /// Every problem with these settings; empty when they are valid.
     public func problems() -> [MotionSettingsError] {
         var found: [MotionSettingsError] = []
-        if postRoll < .zero || postRoll > .init(seconds: 600) {
-            found.append(MotionSettingsError(key: "post_roll", problem: "\(postRoll) is out of range",
-                                             fix: "use seconds from 0 to 600 (default 5)"))
+        if postRoll < .zero || postRoll > .init(seconds: 300) {
+            found.append(MotionSettingsError(key: "recording.post_roll", problem: "\(postRoll) is out of range",
+                                             fix: "use seconds from 0 to 300 (default 5)"))
         }
-        if maxClip < .init(seconds: 10) || maxClip > .init(seconds: 86400) {
-            found.append(MotionSettingsError(key: "max_clip", problem: "\(maxClip) is out of range",
-                                             fix: "use seconds from 10 to 86400 (default 300)"))
+        if maxClip < .init(seconds: 10) || maxClip > .init(seconds: 3600) {
+            found.append(MotionSettingsError(key: "recording.max_clip", problem: "\(maxClip) is out of range",
+                                             fix: "use seconds from 10 to 3600 (default 300)"))
         }
         return found
     }

@@ -167,8 +167,8 @@ import Testing
     }
 
     @Test func eventSettingsRanges() {
-        #expect(EventSettings(postRoll: .s(-1), maxClip: .s(60)).problems().map(\.key) == ["post_roll"])
-        #expect(EventSettings(postRoll: .s(5), maxClip: .s(1)).problems().map(\.key) == ["max_clip"])
+        #expect(EventSettings(postRoll: .s(-1), maxClip: .s(60)).problems().map(\.key) == ["recording.post_roll"])
+        #expect(EventSettings(postRoll: .s(5), maxClip: .s(1)).problems().map(\.key) == ["recording.max_clip"])
     }
 }
 
