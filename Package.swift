@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         // Runs the built `vigil` binary as a user would.
-        .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Media", "TestSupport"]),
+        .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Media", "Capture", "Recorder", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

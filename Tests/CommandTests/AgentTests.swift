@@ -1,0 +1,336 @@
+import Capture
+import Foundation
+import Media
+import QuickTime
+import Recorder
+import Synchronization
+import Testing
+import TestSupport
+
+/// The agent, run as a user runs it: `vigil run --config FILE`, with a Y4M file made from the
+/// synthetic scene as the camera, so every event's true start and end are known.
+@Suite struct AgentTests {
+    static let rate = Rational(15, 1)
+    static let frameSeconds = 1.0 / 15
+
+    /// Writes `scene` to a Y4M file and returns its path.
+    static func footage(_ scene: SyntheticScene, in dir: TemporaryDirectory, name: String = "scene.y4m") throws -> String {
+        let source = try SyntheticSource(scene: scene)
+        let path = dir.file(name)
+        let writer = try Y4MFileWriter(path: path, width: scene.width, height: scene.height, rate: scene.frameRate)
+        while let frame = try source.nextFrame() { try writer.write(frame) }
+        try writer.close()
+        return path
+    }
+
+    static func scene(seconds: Double, objects: [SceneObject], lights: [LightChange] = []) -> SyntheticScene {
+        SyntheticScene(width: 320, height: 240, frameRate: rate, pixelFormat: .i420, seed: 7, noiseSigma: 3,
+                       schedule: SceneSchedule(objects: objects, lightChanges: lights), duration: .init(seconds: seconds))
+    }
+
+    static func object(_ enter: Double, _ leave: Double, _ path: SceneObject.Path = .leftToRight(y: 0.5)) -> SceneObject {
+        SceneObject(enter: .init(seconds: enter), leave: .init(seconds: leave), path: path, width: 0.15, height: 0.25, brightness: 210)
+    }
+
+    static func config(_ dir: TemporaryDirectory, footage: String, extra: String = "", realtime: Bool = false) throws -> String {
+        let text = """
+            camera = { device = "file:\(footage)"; name = "yard"; realtime = \(realtime); };
+            recording = { pre_roll = 2.0; post_roll = 2.0; max_clip = 10.0; };
+            storage = { path = "clips"; min_free_mb = 1; };
+            log = { level = "info"; stats_interval = 0; };
+            \(extra)
+            """
+        let path = dir.file("vigil.conf")
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// A file source with three events (the last long enough to be split), and a light
+    /// switching on and off, read as fast as the agent can.
+    @Test func recordsEachEventFromBeforeItStartsUntilAfterItEnds() throws {
+        let dir = try TemporaryDirectory("vigil-agent")
+        defer { dir.remove() }
+        let scene = Self.scene(seconds: 45, objects: [
+            Self.object(3, 6), Self.object(14, 17, .rightToLeft(y: 0.4)), Self.object(24, 38, .still(x: 0.5, y: 0.5)),
+        ], lights: [LightChange(start: .init(seconds: 9), end: .init(seconds: 11), delta: 40)])
+        let footage = try Self.footage(scene, in: dir)
+        let hookLog = dir.file("hook.log")
+        let hook = dir.file("hook.sh")
+        try "#!/bin/sh\necho \"$# $1 $2 file=$VIGIL_FILE frames=$VIGIL_FRAMES part=$VIGIL_PART\" >> \(hookLog)\n".write(toFile: hook, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hook)
+        let config = try Self.config(dir, footage: footage, extra: "hooks = { on_clip_saved = \"\(hook)\"; };")
+
+        let agent = try AgentProcess(config: config)
+        let status = agent.waitForExit(timeout: 300)
+        #expect(status == 0, "\(agent.output)")
+        #expect(!agent.output.contains("level=error"), "\(agent.output)")
+        #expect(agent.output.contains("msg=\"end of source\""))
+
+        let journal = try EventsJournal(directory: dir.file("clips")).records()
+        #expect(journal.unreadableLines.isEmpty)
+        let records = journal.records
+        // Three events; the third (14 s of motion, max_clip 10 s) in two parts. No clip for the light.
+        #expect(records.map(\.part) == [1, 1, 1, 2], "\(records)")
+        guard records.count == 4 else { return }
+        let appearances = scene.appearances(from: .zero, to: .init(seconds: 45))
+        #expect(appearances.count == 3)
+
+        for (i, event) in [[records[0]], [records[1]], [records[2], records[3]]].enumerated() {
+            let first = event[0], last = event[event.count - 1]
+            let enter = appearances[i].enter.seconds, leave = appearances[i].leave.seconds
+            // Triggered promptly after the object entered.
+            #expect(first.triggerSourceSeconds >= enter - 0.001 && first.triggerSourceSeconds <= enter + 0.25,
+                    "event \(i): trigger at \(first.triggerSourceSeconds) s, object entered at \(enter) s")
+            // Starts at the keyframe at or before trigger − pre_roll, at most one GOP earlier.
+            let start = first.triggerSourceSeconds - first.preRollSeconds
+            #expect(first.preRollSeconds >= 2 - 0.001 && first.preRollSeconds <= 3 + Self.frameSeconds,
+                    "event \(i): pre-roll \(first.preRollSeconds) s")
+            // Ends post_roll after the motion ended.
+            let end = start + event.reduce(0) { $0 + $1.durationSeconds }
+            #expect(end >= leave + 2 - Self.frameSeconds && end <= leave + 2 + 0.5, "event \(i): ends at \(end) s, object left at \(leave) s")
+        }
+
+        var previousEnd: Double?
+        for record in records {
+            let path = dir.file("clips/" + record.file)
+            let probe = try FFprobe.probe(path)
+            #expect(try FFmpeg.decodeErrors(path).isEmpty, "\(record.file)")
+            #expect(probe.video?["nb_frames"] == "\(record.frames)")
+            #expect(probe.video?["nb_read_packets"] == "\(record.frames)")
+            #expect(probe.video?["width"] == "320" && probe.video?["height"] == "240")
+            // Frames are whole 1/15 s: the frame count says the duration.
+            #expect(abs(Double(record.frames) * Self.frameSeconds - record.durationSeconds) < 0.002)
+            let packets = try FFprobe.videoPackets(path)
+            #expect(packets.first?.isKey == true)
+            let keys = packets.filter(\.isKey).map(\.time)
+            #expect(zip(keys, keys.dropFirst()).allSatisfy { $1 - $0 <= 1.0 + 1e-6 }, "keyframes more than 1 s apart in \(record.file)")
+            // Name, movie creation time and journal agree (the agent runs with TZ=UTC).
+            let name = (record.file as NSString).lastPathComponent
+            #expect(name.hasPrefix("yard-") && name.hasSuffix(".mov"))
+            let created = try #require(probe.formatTags["creation_time"])
+            let stamp = name.dropFirst(5).prefix(15)  // yyyyMMdd-HHmmss
+            #expect(created.replacingOccurrences(of: "-", with: "").replacingOccurrences(of: ":", with: "").replacingOccurrences(of: "T", with: "-").hasPrefix(String(stamp)),
+                    "creation time \(created) does not match the name \(name)")
+            #expect(record.start.hasPrefix(String(created.prefix(19))))
+            #expect(record.camera == "yard" && record.bytes > 0 && record.peakScore > 0.005)
+            // A split's parts follow each other without a gap or an overlap.
+            if record.part == 2, let previousEnd {
+                #expect(abs((record.triggerSourceSeconds - record.preRollSeconds) - previousEnd) < 1e-9 || record.preRollSeconds == 0)
+            }
+            previousEnd = (record.triggerSourceSeconds - record.preRollSeconds) + record.durationSeconds
+        }
+        // Parts 1 and 2 of the last event: part 2 starts exactly where part 1 ends.
+        let p1 = records[2], p2 = records[3]
+        let p1End = try #require(ISO8601DateFormatter.fractional.date(from: p1.end))
+        let p2Start = try #require(ISO8601DateFormatter.fractional.date(from: p2.start))
+        #expect(abs(p1End.timeIntervalSince(p2Start)) < 0.002, "part 1 ends \(p1.end), part 2 starts \(p2.start)")
+
+        // The hook ran once per clip, with the facts as arguments and environment.
+        let hookLines = (try? String(contentsOfFile: hookLog, encoding: .utf8))?.split(separator: "\n") ?? []
+        #expect(hookLines.count == 4, "\(hookLines)")
+        #expect(hookLines.first?.hasPrefix("8 clip_saved ") == true)
+        #expect(hookLines.allSatisfy { $0.contains("file=" + dir.file("clips/")) })
+
+        // `vigil clips` lists them.
+        let clips = try runTool(builtExecutable("vigil"), ["clips", "--config", config])
+        #expect(clips.status == 0)
+        #expect(clips.stdout.contains("4 clip(s)"))
+    }
+
+    @Test func rotationIsWrittenIntoTheClip() throws {
+        let dir = try TemporaryDirectory("vigil-agent")
+        defer { dir.remove() }
+        let footage = try Self.footage(Self.scene(seconds: 8, objects: [Self.object(2, 4)]), in: dir)
+        let config = try Self.config(dir, footage: footage)
+        let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(of: "realtime = false;", with: "realtime = false; rotation = 90;")
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        let agent = try AgentProcess(config: config)
+        #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
+        let records = try EventsJournal(directory: dir.file("clips")).records().records
+        #expect(records.count == 1)
+        guard let record = records.first else { return }
+        let path = dir.file("clips/" + record.file)
+        #expect(try FFmpeg.decodeErrors(path).isEmpty)
+        let probe = try FFprobe.probe(path)
+        #expect(probe.videoRotation == -90)
+        #expect(probe.video?["width"] == "320" && probe.video?["height"] == "240")
+    }
+
+    /// Killed with SIGKILL in the middle of a clip; the next start repairs it.
+    @Test func aClipKilledMidwayIsRepairedAtTheNextStart() throws {
+        let dir = try TemporaryDirectory("vigil-agent")
+        defer { dir.remove() }
+        let footage = try Self.footage(Self.scene(seconds: 14, objects: [Self.object(2, 12)]), in: dir)
+        let config = try Self.config(dir, footage: footage, realtime: true)
+        let agent = try AgentProcess(config: config)
+        let started = try #require(agent.waitFor("msg=\"clip started\"", timeout: 60), "\(agent.output)")
+        let file = try #require(logValue(started, "file"))
+        usleep(3_000_000) // several fragments
+        agent.kill(SIGKILL)
+        _ = agent.waitForExit(timeout: 10)
+        let path = dir.file("clips/" + file)
+        guard case .interrupted(let fragments) = try MovieRepair.inspect(path: path) else {
+            Issue.record("the killed clip is not an interrupted movie")
+            return
+        }
+        #expect(fragments >= 2)
+        #expect(try FFmpeg.decodeErrors(path).isEmpty, "the killed clip does not decode")
+
+        let restart = try AgentProcess(config: config)
+        let repaired = restart.waitFor("msg=\"repaired an interrupted clip\"", timeout: 60)
+        restart.kill(SIGTERM)
+        #expect(restart.waitForExit(timeout: 30) == 0)
+        #expect(repaired?.contains("file=\(file)") == true, "\(restart.output)")
+        #expect(try MovieRepair.inspect(path: path) == .complete)
+        let probe = try FFprobe.probe(path)
+        #expect(try FFmpeg.decodeErrors(path).isEmpty)
+        #expect((Int(probe.video?["nb_frames"] ?? "") ?? 0) >= fragments * 15)
+    }
+
+    /// SIGTERM during a clip finishes it (post-roll cut short) and exits 0 within seconds.
+    @Test func sigtermFinishesTheOpenClip() throws {
+        let dir = try TemporaryDirectory("vigil-agent")
+        defer { dir.remove() }
+        let footage = try Self.footage(Self.scene(seconds: 14, objects: [Self.object(2, 12)]), in: dir)
+        let config = try Self.config(dir, footage: footage, realtime: true)
+        let agent = try AgentProcess(config: config)
+        #expect(agent.waitFor("msg=\"clip started\"", timeout: 60) != nil, "\(agent.output)")
+        usleep(1_500_000)
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 10) == 0, "\(agent.output)")
+        let records = try EventsJournal(directory: dir.file("clips")).records().records
+        #expect(records.count == 1)
+        guard let record = records.first else { return }
+        let path = dir.file("clips/" + record.file)
+        #expect(try MovieRepair.inspect(path: path) == .complete)
+        #expect(try FFmpeg.decodeErrors(path).isEmpty)
+        #expect(agent.output.contains("reason=stopped"))
+    }
+
+    /// SIGHUP with a broken file keeps the settings; with a good one, the next clip uses it.
+    @Test func reloadAppliesToTheNextClip() throws {
+        let dir = try TemporaryDirectory("vigil-agent")
+        defer { dir.remove() }
+        let footage = try Self.footage(Self.scene(seconds: 14, objects: [Self.object(1, 3), Self.object(9, 11)]), in: dir)
+        let config = try Self.config(dir, footage: footage, realtime: true)
+        let original = try String(contentsOfFile: config, encoding: .utf8)
+        let agent = try AgentProcess(config: config)
+        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
+
+        try (original + "\ncammera = { name = \"x\"; };\n").write(toFile: config, atomically: true, encoding: .utf8)
+        agent.kill(SIGHUP)
+        let rejected = agent.waitFor("msg=\"configuration not reloaded; the settings in use are kept\"", timeout: 10)
+        #expect(rejected?.contains("unknown section 'cammera'") == true, "\(agent.output)")
+
+        try original.replacingOccurrences(of: "min_free_mb = 1;", with: "min_free_mb = 1; file_pattern = \"reloaded/{camera}-%H%M%S.mov\";")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        agent.kill(SIGHUP)
+        #expect(agent.waitFor("msg=\"configuration reloaded; it applies from the next clip\"", timeout: 10) != nil, "\(agent.output)")
+        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
+        let records = try EventsJournal(directory: dir.file("clips")).records().records
+        #expect(records.count == 2)
+        #expect(records.first?.file.hasPrefix("reloaded/") == false)
+        #expect(records.last?.file.hasPrefix("reloaded/yard-") == true, "\(records.map(\.file))")
+        for r in records { #expect(try FFmpeg.decodeErrors(dir.file("clips/" + r.file)).isEmpty) }
+    }
+
+    @Test func aMissingSourceExits66AndABadConfigExits78() throws {
+        let dir = try TemporaryDirectory("vigil-agent")
+        defer { dir.remove() }
+        let config = dir.file("vigil.conf")
+        try "camera = { fps = 0.0; };\nstorage = { path = \"clips\"; };\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let bad = try runTool(builtExecutable("vigil"), ["run", "--config", config])
+        #expect(bad.status == 78)
+        #expect(bad.stderr.hasPrefix(config + ":1: camera.fps"))
+        #expect(!FileManager.default.fileExists(atPath: dir.file("clips")), "the agent touched storage before checking its configuration")
+
+        _ = try Self.config(dir, footage: dir.file("absent.y4m"))
+        let r = try runTool(builtExecutable("vigil"), ["run", "--config", config])
+        #expect(r.status == 66)
+        #expect(r.stderr.contains("absent.y4m"))
+    }
+}
+
+/// The value of `key=` in a logfmt line (unquoted values only).
+func logValue(_ line: String, _ key: String) -> String? {
+    guard let range = line.range(of: " \(key)=") else { return nil }
+    return String(line[range.upperBound...].prefix { $0 != " " })
+}
+
+extension ISO8601DateFormatter {
+    nonisolated(unsafe) static let fractional: ISO8601DateFormatter = {
+        let f = ISO8601DateFormatter()
+        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return f
+    }()
+}
+
+/// `vigil run` as a child process, its stderr collected line by line as it comes.
+final class AgentProcess: Sendable {
+    private let process: Process
+    private let lines = Mutex<[String]>([])
+
+    init(config: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtExecutable("vigil"))
+        process.arguments = ["run", "--config", config]
+        var environment = ProcessInfo.processInfo.environment
+        environment["TZ"] = "UTC"
+        environment.removeValue(forKey: "JOURNAL_STREAM")
+        environment.removeValue(forKey: "NOTIFY_SOCKET")
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        self.process = process
+        try process.run()
+        let handle = pipe.fileHandleForReading
+        let thread = Thread { [self] in
+            var pending = ""
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                pending += String(decoding: data, as: UTF8.self)
+                while let newline = pending.firstIndex(of: "\n") {
+                    let line = String(pending[..<newline])
+                    pending = String(pending[pending.index(after: newline)...])
+                    self.lines.withLock { $0.append(line) }
+                }
+            }
+        }
+        thread.start()
+    }
+
+    var output: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    /// The first line containing `text`, waiting up to `timeout` seconds for it.
+    func waitFor(_ text: String, timeout: Double) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let line = lines.withLock({ $0.first { $0.contains(text) } }) { return line }
+            if !process.isRunning {
+                usleep(100_000)
+                return lines.withLock { $0.first { $0.contains(text) } }
+            }
+            usleep(50_000)
+        }
+        return nil
+    }
+
+    func kill(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
+
+    /// The exit status, or nil when it had not exited within `timeout` (it is then killed).
+    func waitForExit(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(50_000) }
+        if process.isRunning {
+            kill(SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        process.waitUntilExit()
+        usleep(100_000) // let the reader take the last lines
+        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
+    }
+}
