@@ -705,6 +705,8 @@ public struct MotionDetector: Sendable {
     static func despeckleRow(_ top: UnsafePointer<UInt8>, width: Int, count: Int, watched: UnsafePointer<UInt8>,
                              minimum: UInt8, scratch: UnsafeMutablePointer<UInt8>) -> Int {
         let t = top, m = top + width, b = top + 2 * width
+        // Only changed pixels count, and most rows of a quiet picture have none.
+        if !anySet(m, count: width) { return 0 }
         for x in 0..<count {
             let x1 = x &+ 1, x2 = x &+ 2
             let neighbours = (t[x] &+ t[x1] &+ t[x2]) &+ (b[x] &+ b[x1] &+ b[x2]) &+ (m[x] &+ m[x2])
@@ -712,6 +714,17 @@ public struct MotionDetector: Sendable {
             scratch[x] = centre & (neighbours >= minimum ? 1 : 0)
         }
         return countOnes(scratch, count: count)
+    }
+
+    /// Whether any of `count` bytes is non-zero, eight at a time.
+    @inline(__always)
+    static func anySet(_ bytes: UnsafePointer<UInt8>, count: Int) -> Bool {
+        let raw = UnsafeRawPointer(bytes)
+        var any: UInt64 = 0
+        let words = count / 8
+        for w in 0..<words { any |= raw.loadUnaligned(fromByteOffset: w &* 8, as: UInt64.self) }
+        for x in (words * 8)..<count { any |= UInt64(bytes[x]) }
+        return any != 0
     }
 
     /// The sum of `count` bytes that are each 0 or 1, eight at a time (the buffer must be
