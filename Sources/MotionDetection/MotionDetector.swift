@@ -316,6 +316,11 @@ public struct MotionDetector: Sendable {
 
     // MARK: - Reduction
 
+    /// Blocks of 8 pixels and more average every other row: that still averages 32 or more
+    /// pixels (noise shrinks by at least 5.6 times instead of 8), and halves the memory the
+    /// detector reads at 720p and 1080p, where reading the plane is most of its cost.
+    public static func rowStep(forBlock b: Int) -> Int { b >= 8 ? 2 : 1 }
+
     /// Block-averages the plane into `current`.
     ///
     /// Even block sizes (all the common ones) add horizontal pairs of bytes as one 16-bit load
@@ -325,7 +330,9 @@ public struct MotionDetector: Sendable {
         let b = blockSize
         let dw = detectWidth
         let dh = detectHeight
-        let scale = 1 / Float(b * b)
+        let step = Self.rowStep(forBlock: b)
+        let rows = (b + step - 1) / step  // rows 0, step, 2·step, … of each block
+        let scale = 1 / Float(b * rows)
         let stride = plane.stride
         let base = plane.base
         columnSums.withUnsafeMutableBufferPointer { sumsBuffer in
@@ -335,15 +342,15 @@ public struct MotionDetector: Sendable {
                     for by in 0..<dh {
                         Self.sumBlocksOf4(base + by * 4 * stride, stride: stride, count: dw, scale: scale, into: out + by * dw)
                     }
-                } else if b % 2 == 0 && b <= 128 {  // 128 rows of byte pairs still fit in UInt16
+                } else if b % 2 == 0 && rows <= 128 {  // 128 rows of byte pairs still fit in UInt16
                     let pairs = dw * b / 2
                     for by in 0..<dh {
-                        Self.sumRowPairs(base + by * b * stride, stride: stride, rows: b, pairs: pairs, into: sums)
+                        Self.sumRowPairs(base + by * b * stride, stride: step * stride, rows: rows, pairs: pairs, into: sums)
                         Self.sumPairColumns(sums, pairsPerBlock: b / 2, count: dw, scale: scale, into: out + by * dw)
                     }
                 } else {
                     for by in 0..<dh {
-                        Self.sumRows(base + by * b * stride, stride: stride, rows: b, count: dw * b, into: sums)
+                        Self.sumRows(base + by * b * stride, stride: step * stride, rows: rows, count: dw * b, into: sums)
                         Self.sumColumns(sums, block: b, count: dw, scale: scale, into: out + by * dw)
                     }
                 }
