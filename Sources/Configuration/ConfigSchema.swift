@@ -111,7 +111,7 @@ public enum ConfigSchema {
         ConfigKey("motion.noise_multiplier", .number(1...20), .number(4),
                   "with pixel_threshold 0, the per-pixel threshold is this many times the measured noise"),
         ConfigKey("motion.background_rate", .number(0.001...10), .number(0.2), unit: "per second",
-                  "how fast the background learns the picture (0.2 learns 63 % of a change in 5 s); something that stays, like a parked car, is learned within a minute or two"),
+                  "how fast the background learns the picture (0.2 learns 63 % of a change in 5 s); a change that lasts 30 s, like a parked car, is then learned within a few seconds"),
         ConfigKey("motion.min_frames", .integer(1...100), .integer(2), unit: "frames",
                   "motion is declared after this many frames in a row over the threshold"),
         ConfigKey("motion.light_switch_fraction", .number(0.05...1), .number(0.5),

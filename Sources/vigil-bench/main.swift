@@ -8,6 +8,7 @@ import Capture
 import Foundation
 import H264
 import Media
+import MotionDetection
 
 struct Options {
     var jsonPath: String?
@@ -152,6 +153,7 @@ func run() throws {
                          PixelConversion.halveChromaRows(f.plane(2), into: i420Buffer.mutablePlane(i420.planes[2]))
                      })
 
+        var encodeOneThread = 0.0
         for (label, threads) in [("1 thread", 1), ("default threads", 0)] {
             let encoder = try H264Encoder(format: source.format, settings: EncoderSettings(threads: threads))
             var bytes = 0
@@ -167,12 +169,24 @@ func run() throws {
             }
             precondition(encoded == total, "the encoder returned \(encoded) of \(total) frames")
             table.record("x264 encode, \(label)", unit: "ms/frame", column: column, value: elapsed * 1000 / Double(total))
+            if threads == 1 { encodeOneThread = elapsed * 1000 / Double(total) }
             table.record("x264 encode, \(label)", unit: "frames/s", column: column, value: Double(total) / elapsed)
             if threads == 1 {
                 let seconds = Double(total) * Double(rate.denominator) / Double(rate.numerator)
                 table.record("encoded stream", unit: "KB/s", column: column, value: Double(bytes) / seconds / 1000)
             }
         }
+
+        // Motion detection on the same frames' luma, with the default settings (the agent's
+        // per-frame cost beside the encoder). Timestamps advance so the background adapts.
+        var detector = MotionDetector(settings: MotionSettings())
+        var n: Int64 = 0
+        let detect = perFrame(frames) { f in
+            _ = detector.process(f.luma, at: scene.timestamp(ofFrame: n))
+            n += 1
+        }
+        table.record("motion detection (default settings)", unit: "ms/frame", column: column, value: detect)
+        table.record("motion detection / x264 encode, 1 thread", unit: "%", column: column, value: 100 * detect / encodeOneThread)
     }
 
     print(table.render())
