@@ -63,7 +63,7 @@ public struct MotionResult: Sendable, Equatable {
 /// The noise is the standard deviation of picture − background over about 500 sampled
 /// pixels per frame (1.4826 × their median absolute deviation, robust to moving objects),
 /// smoothed over about 2 s. It is measured on the reduced picture, so it already accounts for
-/// the block averaging (b² pixels per block divide white sensor noise by b).
+/// the block averaging (averaging k pixels divides white sensor noise by √k).
 ///
 /// The detector keeps its buffers between frames and allocates only when the frame size changes.
 public struct MotionDetector: Sendable {
@@ -105,7 +105,7 @@ public struct MotionDetector: Sendable {
     private var absorbing: [Float] = []       // per pixel: 1 once it has differed for `absorbAfter`
     private var clock: Double = 0             // seconds of capture time since the first frame
     private var nextTick: Double = 1
-    private var flags: [UInt8] = []           // changed & watched, with a one-pixel zero border
+    private var flags: [UInt8] = []           // 1 where changed, with a one-pixel zero border
     private var watch: [UInt8] = []           // 1 where watched
     private var scratch: [UInt8] = []         // one row of despeckled flags
     private var watchedSamples: [Float] = []  // |picture − background| of the watched sampled pixels
