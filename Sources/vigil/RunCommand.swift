@@ -120,6 +120,7 @@ final class Agent: @unchecked Sendable {
         log.info("vigil running")
 
         done.wait()
+        if !stop.load(ordering: .relaxed) { notifier.stopping() } // the source ended; a signal already said so
         writerThread.join()
         captureThread.join()
         _ = pipelineThread

@@ -270,14 +270,14 @@ final class AgentProcess: Sendable {
     private let process: Process
     private let lines = Mutex<[String]>([])
 
-    init(config: String) throws {
+    init(config: String, environment extra: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builtExecutable("vigil"))
         process.arguments = ["run", "--config", config]
         var environment = ProcessInfo.processInfo.environment
         environment["TZ"] = "UTC"
-        environment.removeValue(forKey: "JOURNAL_STREAM")
-        environment.removeValue(forKey: "NOTIFY_SOCKET")
+        for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { environment.removeValue(forKey: key) }
+        environment.merge(extra) { $1 }
         process.environment = environment
         let pipe = Pipe()
         process.standardError = pipe
