@@ -1,5 +1,6 @@
 import Capture
 import Foundation
+import Glibc
 import Logging
 import Synchronization
 
@@ -19,6 +20,15 @@ final class HookRunner: Sendable {
         self.log = log.with(("component", "hooks"))
     }
 
+    /// Waits for running hooks to finish, at most `seconds`; the watchers kill those past their
+    /// own timeout meanwhile. Called when the agent stops, so no hook outlives it for long.
+    func drain(seconds: Double) {
+        let deadline = MonotonicClock.now().seconds + seconds
+        while running.withLock({ $0 }) > 0 && MonotonicClock.now().seconds < deadline { usleep(20_000) }
+        let left = running.withLock { $0 }
+        if left > 0 { log.warning("hooks still running at exit", [("count", .int(left))]) }
+    }
+
     /// Starts `program` with `arguments` and the `VIGIL_*` variables in `facts`; returns at once.
     func run(_ program: String, event: String, arguments: [String], facts: [(String, String)]) {
         let admitted = running.withLock { count -> Bool in
@@ -32,42 +42,43 @@ final class HookRunner: Sendable {
         }
         let timeout = self.timeout
         let log = self.log
+        var environment = ProcessInfo.processInfo.environment
+        environment["VIGIL_EVENT"] = event
+        for (key, value) in facts { environment["VIGIL_" + key.uppercased()] = value }
+        let argv = [program, event] + arguments
+        let envp = environment.map { "\($0.key)=\($0.value)" }
         let thread = Thread { [self] in
             defer { self.running.withLock { $0 -= 1 } }
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = [event] + arguments
-            var environment = ProcessInfo.processInfo.environment
-            environment["VIGIL_EVENT"] = event
-            for (key, value) in facts { environment["VIGIL_" + key.uppercased()] = value }
-            process.environment = environment
-            process.standardInput = FileHandle.nullDevice
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
             let start = MonotonicClock.now().seconds
-            do {
-                try process.run()
-            } catch {
-                log.error("hook failed to start", [("hook", .string(program)), ("event", .string(event)), ("error", .string("\(error.localizedDescription)"))])
+            let pid: pid_t
+            switch spawn(program, argv, envp) {
+            case .success(let p): pid = p
+            case .failure(let error):
+                log.error("hook failed to start", [("hook", .string(program)), ("event", .string(event)), ("error", .string(error.description))])
                 return
             }
+            var status: Int32 = 0
             var killed = false
-            while process.isRunning {
-                if MonotonicClock.now().seconds - start > timeout {
-                    process.terminate()
+            while true {
+                let r = waitpid(pid, &status, WNOHANG)
+                if r == pid || (r < 0 && errno != EINTR) { break }
+                if !killed && MonotonicClock.now().seconds - start > timeout {
+                    kill(-pid, SIGTERM)
                     usleep(500_000)
-                    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+                    kill(-pid, SIGKILL)
+                    if waitpid(pid, &status, WNOHANG) == pid { killed = true; break }
                     killed = true
-                    break
                 }
                 usleep(20_000)
             }
-            process.waitUntilExit()
             let elapsed = MonotonicClock.now().seconds - start
+            let exited = status & 0x7F == 0
+            let code = (status >> 8) & 0xFF
             if killed {
                 log.warning("hook killed after its timeout", [("hook", .string(program)), ("event", .string(event)), ("timeout", .seconds(timeout))])
-            } else if process.terminationStatus != 0 {
-                log.warning("hook failed", [("hook", .string(program)), ("event", .string(event)), ("status", .int(process.terminationStatus)), ("seconds", .seconds(elapsed))])
+            } else if !exited || code != 0 {
+                log.warning("hook failed", [("hook", .string(program)), ("event", .string(event)),
+                                            (exited ? "status" : "signal", .int(exited ? code : status & 0x7F)), ("seconds", .seconds(elapsed))])
             } else {
                 log.debug("hook done", [("hook", .string(program)), ("event", .string(event)), ("seconds", .seconds(elapsed))])
             }
@@ -75,4 +86,44 @@ final class HookRunner: Sendable {
         thread.name = "hook"
         thread.start()
     }
+}
+
+struct SpawnError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Starts `path` with `argv` and `envp` directly (no shell), in a process group of its own,
+/// with every signal unblocked and at its default action in the child — the agent blocks SIGTERM, SIGINT and SIGHUP in its own
+/// threads, and a hook must not inherit that. Standard input and output go to /dev/null.
+func spawn(_ path: String, _ argv: [String], _ envp: [String]) -> Result<pid_t, SpawnError> {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    var all = sigset_t()
+    sigfillset(&all)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    posix_spawnattr_setsigdefault(&attributes, &all)
+    // Its own process group, so a timeout kills whatever the hook started too.
+    posix_spawnattr_setpgroup(&attributes, 0)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    for fd: Int32 in [0, 1, 2] {
+        posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+    }
+    var cArgv: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+    var cEnvp: [UnsafeMutablePointer<CChar>?] = envp.map { strdup($0) } + [nil]
+    defer {
+        for p in cArgv { free(p) }
+        for p in cEnvp { free(p) }
+    }
+    var pid: pid_t = 0
+    let result = posix_spawn(&pid, path, &actions, &attributes, &cArgv, &cEnvp)
+    guard result == 0 else {
+        return .failure(SpawnError(description: "cannot run \(path): \(String(cString: strerror(result)))"))
+    }
+    return .success(pid)
 }

@@ -123,6 +123,7 @@ final class Agent: @unchecked Sendable {
         if !stop.load(ordering: .relaxed) { notifier.stopping() } // the source ended; a signal already said so
         writerThread.join()
         captureThread.join()
+        hooks.drain(seconds: min(settings.hooks.timeout + 1, 5))
         _ = pipelineThread
         let counters = stats.snapshot
         log.info("vigil stopped", [("frames", .int(counters.framesIn)), ("clips", .int(counters.clipsWritten)), ("clip_errors", .int(counters.clipErrors))])

@@ -137,12 +137,18 @@ import TestSupport
         #expect(clips.stdout.contains("4 clip(s)"))
     }
 
-    @Test func rotationIsWrittenIntoTheClip() throws {
+    @Test func rotationAndPixelAspectAreWrittenIntoTheClip() throws {
         let dir = try TemporaryDirectory("vigil-agent")
         defer { dir.remove() }
         let footage = try Self.footage(Self.scene(seconds: 8, objects: [Self.object(2, 4)]), in: dir)
         let config = try Self.config(dir, footage: footage)
         let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(of: "realtime = false;", with: "realtime = false; rotation = 90;")
+        // Footage whose pixels are 4:3 (the Y4M header's A field): the clip says so in pasp.
+        let y4m = try Data(contentsOf: URL(fileURLWithPath: footage))
+        let header = String(decoding: y4m.prefix(80), as: UTF8.self)
+        #expect(header.contains(" A1:1 "))
+        try (Data(header.prefix { $0 != "\n" }.replacingOccurrences(of: " A1:1 ", with: " A4:3 ").utf8) + y4m.drop { $0 != 0x0A })
+            .write(to: URL(fileURLWithPath: footage))
         try text.write(toFile: config, atomically: true, encoding: .utf8)
         let agent = try AgentProcess(config: config)
         #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
@@ -154,6 +160,7 @@ import TestSupport
         let probe = try FFprobe.probe(path)
         #expect(probe.videoRotation == -90)
         #expect(probe.video?["width"] == "320" && probe.video?["height"] == "240")
+        #expect(probe.video?["sample_aspect_ratio"] == "4:3")
     }
 
     /// Killed with SIGKILL in the middle of a clip; the next start repairs it.
@@ -187,15 +194,19 @@ import TestSupport
         #expect((Int(probe.video?["nb_frames"] ?? "") ?? 0) >= fragments * 15)
     }
 
-    /// SIGTERM during a clip finishes it (post-roll cut short) and exits 0 within seconds.
+    /// SIGTERM during a clip finishes it (post-roll cut short) and exits 0 within seconds. A
+    /// hook that hangs is killed after its timeout without holding anything up.
     @Test func sigtermFinishesTheOpenClip() throws {
         let dir = try TemporaryDirectory("vigil-agent")
         defer { dir.remove() }
         let footage = try Self.footage(Self.scene(seconds: 14, objects: [Self.object(2, 12)]), in: dir)
-        let config = try Self.config(dir, footage: footage, realtime: true)
+        let hook = dir.file("hang.sh")
+        try "#!/bin/sh\nsleep 60\n".write(toFile: hook, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hook)
+        let config = try Self.config(dir, footage: footage, extra: "hooks = { on_event_start = \"\(hook)\"; timeout = 1.0; };", realtime: true)
         let agent = try AgentProcess(config: config)
         #expect(agent.waitFor("msg=\"clip started\"", timeout: 60) != nil, "\(agent.output)")
-        usleep(1_500_000)
+        #expect(agent.waitFor("msg=\"hook killed after its timeout\"", timeout: 10) != nil, "\(agent.output)")
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 10) == 0, "\(agent.output)")
         let records = try EventsJournal(directory: dir.file("clips")).records().records
