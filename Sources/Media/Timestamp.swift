@@ -63,6 +63,19 @@ public struct Rational: Hashable, Sendable, CustomStringConvertible {
         self.denominator = sign * denominator / max(g, 1)
     }
 
+    /// A frame rate given as a decimal number: whole rates exactly (30 → 30/1), the NTSC-family
+    /// rates as their true fractions (29.97 → 30000/1001), others to a thousandth (12.5 → 25/2).
+    public init(framesPerSecond fps: Double) {
+        precondition(fps.isFinite && fps > 0 && fps < 1_000_000, "a frame rate is a positive number")
+        if fps == fps.rounded() {
+            self.init(Int64(fps), 1)
+        } else if abs(fps * 1.001 - (fps * 1.001).rounded()) < 0.0005 {
+            self.init(Int64((fps * 1.001).rounded()) * 1000, 1001)
+        } else {
+            self.init(Int64((fps * 1000).rounded()), 1000)
+        }
+    }
+
     public var doubleValue: Double { Double(numerator) / Double(denominator) }
     public var description: String { "\(numerator)/\(denominator)" }
 

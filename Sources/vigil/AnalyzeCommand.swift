@@ -32,18 +32,12 @@ enum AnalyzeCommand: Command {
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
         guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
         guard let sourceText = arguments.value("source") else { throw UsageError(message: "--source is required") }
-        let configPath = arguments.value("config") ?? defaultConfigPath
-        let settings: Settings
-        do { settings = try Settings.load(path: configPath) } catch {
-            printError(error.description)
-            return .config
-        }
+        guard let (configPath, settings) = loadSettings(arguments) else { return .config }
         let source: any FrameSource
         do {
             switch try SourceSpecifier(parsing: sourceText) {
             case .synthetic:
-                let fps = settings.camera.fps
-                let rate = fps == fps.rounded() ? Rational(Int64(fps), 1) : Rational(Int64((fps * 1000).rounded()), 1000)
+                let rate = Rational(framesPerSecond: settings.camera.fps)
                 source = try SyntheticSource(scene: SyntheticScene(width: settings.camera.width, height: settings.camera.height,
                                                                     frameRate: rate, schedule: .demo(), duration: .init(seconds: 120)))
             case .file(let path):

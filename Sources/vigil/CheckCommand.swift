@@ -5,6 +5,18 @@ let defaultConfigPath = "/etc/vigil/vigil.conf"
 
 let configOption = OptionSpec(name: "config", valueName: "FILE", help: "the configuration file (default \(defaultConfigPath))")
 
+/// The configuration `--config` names (or the default), loaded and checked; nil after
+/// printing `file:line: message` when it is invalid (the caller exits 78).
+func loadSettings(_ arguments: ParsedArguments) -> (path: String, settings: Settings)? {
+    let path = arguments.value("config") ?? defaultConfigPath
+    do {
+        return (path, try Settings.load(path: path))
+    } catch {
+        printError(error.description)
+        return nil
+    }
+}
+
 /// `vigil check [--config FILE]`: validates a configuration, like `nginx -t`.
 enum CheckCommand: Command {
     static let name = "check"
@@ -19,14 +31,8 @@ enum CheckCommand: Command {
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
         guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
-        let path = arguments.value("config") ?? defaultConfigPath
-        do {
-            let settings = try Settings.load(path: path)
-            printOut("# \(path): configuration OK\n" + settings.values.effectiveText)
-            return .success
-        } catch {
-            printError(error.description)
-            return .config
-        }
+        guard let (path, settings) = loadSettings(arguments) else { return .config }
+        printOut("# \(path): configuration OK\n" + settings.values.effectiveText)
+        return .success
     }
 }

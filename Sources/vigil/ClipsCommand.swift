@@ -16,12 +16,7 @@ enum ClipsCommand: Command {
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
         guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
-        let configPath = arguments.value("config") ?? defaultConfigPath
-        let settings: Settings
-        do { settings = try Settings.load(path: configPath) } catch {
-            printError(error.description)
-            return .config
-        }
+        guard let (_, settings) = loadSettings(arguments) else { return .config }
         let journal = EventsJournal(directory: settings.storage.path)
         let records: [ClipRecord]
         do {

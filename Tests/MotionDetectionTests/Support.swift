@@ -35,16 +35,10 @@ struct TestPlane {
 
 /// Deterministic pseudo-random numbers (SplitMix64) and Gaussian samples.
 struct TestRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+    private var generator: SplitMix64
+    init(seed: UInt64) { generator = SplitMix64(seed: seed) }
+    mutating func next() -> UInt64 { generator.next() }
+    mutating func unit() -> Double { generator.unit() }
     /// Approximately normal (sum of 12 uniforms).
     mutating func gaussian() -> Double {
         var s = 0.0

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import Synchronization
 import Testing
 import TestSupport
@@ -141,18 +142,5 @@ import TestSupport
         // The schedule must actually have hit each phase.
         #expect(outcomes.contains { $0.contains("closing") && !$0.contains("closed") }, "no kill landed inside a close: \(outcomes)")
         #expect(outcomes.contains { !$0.contains("closing") && !$0.hasSuffix(": 0 fragments") }, "no kill landed while recording: \(outcomes)")
-    }
-}
-
-/// A small deterministic random number generator (SplitMix64), so a test's schedule repeats.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
