@@ -46,8 +46,16 @@ bench: deps check-swift
 	@mkdir -p var/bench
 	"$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json
 
-deb: release
-	./packaging/build-deb.sh "$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path)"
+# The Debian package, in $(DEB_OUT): a release build with the Swift runtime linked statically
+# and full RELRO, packaged by packaging/build-deb.sh. DEB_SCRATCH is SwiftPM's build
+# directory for it (e.g. DEB_SCRATCH=.build-deb keeps it apart from other builds).
+DEB_SCRATCH ?= .build
+DEB_OUT ?= dist
+DEB_BUILD = $(SWIFT) build -c release --static-swift-stdlib --product vigil --scratch-path $(DEB_SCRATCH) \
+	-Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now $(SWIFT_FLAGS)
+deb: deps check-swift
+	$(DEB_BUILD)
+	./packaging/build-deb.sh --out $(DEB_OUT) "$$($(DEB_BUILD) --show-bin-path)/vigil"
 
 clean:
 	rm -rf .build var dist
