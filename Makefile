@@ -11,7 +11,7 @@ BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev
 TEST_DEPS := ffmpeg mediainfo
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test run bench deb clean check-swift
+.PHONY: all deps build release test run bench deb test-deb clean check-swift
 
 all: build
 
@@ -56,6 +56,12 @@ DEB_BUILD = $(SWIFT) build -c release --static-swift-stdlib --product vigil --sc
 deb: deps check-swift
 	$(DEB_BUILD)
 	./packaging/build-deb.sh --out $(DEB_OUT) "$$($(DEB_BUILD) --show-bin-path)/vigil"
+
+# Tests the package as a user gets it (needs root, uses sudo otherwise): lintian, then in a
+# fresh Debian bookworm made with debootstrap (cached in ~/.cache/vigil-test-deb): install
+# with apt, check, record as user vigil, upgrade keeping an edited conffile, purge.
+test-deb: deb
+	$(SUDO) ./packaging/test-deb.sh --deb-dir $(DEB_OUT) "$$($(DEB_BUILD) --show-bin-path)/vigil"
 
 clean:
 	rm -rf .build var dist
