@@ -11,7 +11,7 @@ BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev
 TEST_DEPS := ffmpeg mediainfo
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test run bench deb clean check-swift
+.PHONY: all deps build release test run bench deb test-deb clean check-swift
 
 all: build
 
@@ -46,8 +46,22 @@ bench: deps check-swift
 	@mkdir -p var/bench
 	"$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json
 
-deb: release
-	./packaging/build-deb.sh "$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path)"
+# The Debian package, in $(DEB_OUT): a release build with the Swift runtime linked statically
+# and full RELRO, packaged by packaging/build-deb.sh. DEB_SCRATCH is SwiftPM's build
+# directory for it (e.g. DEB_SCRATCH=.build-deb keeps it apart from other builds).
+DEB_SCRATCH ?= .build
+DEB_OUT ?= dist
+DEB_BUILD = $(SWIFT) build -c release --static-swift-stdlib --product vigil --scratch-path $(DEB_SCRATCH) \
+	-Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now $(SWIFT_FLAGS)
+deb: deps check-swift
+	$(DEB_BUILD)
+	./packaging/build-deb.sh --out $(DEB_OUT) "$$($(DEB_BUILD) --show-bin-path)/vigil"
+
+# Tests the package as a user gets it (needs root, uses sudo otherwise): lintian, then in a
+# fresh Debian bookworm made with debootstrap (cached in ~/.cache/vigil-test-deb): install
+# with apt, check, record as user vigil, upgrade keeping an edited conffile, purge.
+test-deb: deb
+	$(SUDO) ./packaging/test-deb.sh --deb-dir $(DEB_OUT) "$$($(DEB_BUILD) --show-bin-path)/vigil"
 
 clean:
 	rm -rf .build var dist

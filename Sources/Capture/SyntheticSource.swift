@@ -15,7 +15,8 @@ public final class SyntheticSource: FrameSource {
     public private(set) var nextIndex: Int64 = 0
 
     private let realtime: Bool
-    private var pacer = Pacer()
+    /// In real time: the monotonic time frame 0 was delivered.
+    private var clockOrigin: Timestamp?
     private let pool: FramePool
     private let frameCount: Int64?
     private let backgroundY: [UInt8]          // width × height
@@ -33,6 +34,11 @@ public final class SyntheticSource: FrameSource {
 
     /// Prepares the scene; `realtime` delivers each frame no earlier than its timestamp
     /// says (relative to the first), otherwise frames come as fast as they are asked for.
+    ///
+    /// In real time the source stands in for a camera, and its frames are stamped as a
+    /// camera's are: with the monotonic-clock time each one is delivered (frame 0 when it is
+    /// first asked for, frame `n` that plus `n` frame intervals). The scene's own `startTime`
+    /// then only fixes what each frame shows, not when it was "captured".
     public init(scene: SyntheticScene, realtime: Bool = false) throws(CaptureError) {
         self.format = try scene.videoFormat()
         self.scene = scene
@@ -71,8 +77,12 @@ public final class SyntheticSource: FrameSource {
         let index = nextIndex
         nextIndex += 1
         let frame = self.frame(index)
-        if realtime { pacer.wait(for: frame.timestamp) }
-        return frame
+        guard realtime else { return frame }
+        let origin = clockOrigin ?? MonotonicClock.now()
+        clockOrigin = origin
+        let due = origin + (frame.timestamp - scene.startTime)
+        MonotonicClock.sleep(until: due)
+        return VideoFrame(format: frame.format, buffer: frame.buffer, timestamp: due, sequence: frame.sequence)
     }
 
     /// Frame `index` of the scene, rendered now (any index, in any order).

@@ -139,10 +139,12 @@ final class Pipeline: @unchecked Sendable {
     /// Creates the encoder for the source's negotiated format and tells the writer about the stream.
     private func start(with frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {
         let format = frame.format
+        let wall = Pipeline.wallClockOfCapture(frame.timestamp, now: wallClock(), monotonicNow: MonotonicClock.now(),
+                                               monotonicTimestamps: Pipeline.hasMonotonicTimestamps(settings.camera.device))
         let encoder = try H264Encoder(format: format, settings: settings.encoder)
         self.encoder = encoder
         // After an interruption the origin stays that of the source's very first frame.
-        let origin = streamInfo.map { ($0.firstFrame, $0.wallAtFirstFrame) } ?? (frame.timestamp, wallClock())
+        let origin = streamInfo.map { ($0.firstFrame, $0.wallAtFirstFrame) } ?? (frame.timestamp, wall)
         if firstFrame == nil { firstFrame = frame.timestamp }
         var aspect: PixelAspectRatio?
         if let par = format.pixelAspectRatio, par.numerator != par.denominator, par.numerator > 0,
@@ -158,6 +160,22 @@ final class Pipeline: @unchecked Sendable {
         writer.push(.stream(info), cost: 0)
         log.info("encoding", [("width", .int(format.width)), ("height", .int(format.height)), ("pixel_format", .string(format.pixelFormat.description)),
                               ("preset", .string(settings.encoder.preset.rawValue)), ("keyframe_interval", .seconds(settings.encoder.keyframeInterval))])
+    }
+
+    /// Cameras and the synthetic scene stamp frames with the monotonic clock when they are
+    /// captured; a file's frames count from zero.
+    static func hasMonotonicTimestamps(_ source: SourceSpecifier) -> Bool {
+        if case .file = source { false } else { true }
+    }
+
+    /// The wall-clock time a frame stamped `timestamp` was captured: for a source on the
+    /// monotonic clock, `now` less how long ago it was captured (clip names, creation times and
+    /// trigger times then say when things happened, not when the pipeline got to them); for
+    /// a file, or a timestamp that does not look like the monotonic clock, `now`.
+    static func wallClockOfCapture(_ timestamp: Timestamp, now: Date, monotonicNow: Timestamp, monotonicTimestamps: Bool) -> Date {
+        let age = (monotonicNow - timestamp).seconds
+        guard monotonicTimestamps, age >= 0, age < 10 else { return now }
+        return now.addingTimeInterval(-age)
     }
 
     private func note(_ action: EventAction) {

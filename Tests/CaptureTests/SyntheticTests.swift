@@ -180,6 +180,26 @@ let short = Timestamp.Duration(seconds: 1)
         #expect(source.nextIndex == 6)
     }
 
+    /// In real time the frames are stamped like a camera's: with the monotonic time they are
+    /// delivered, however long ago the scene's start time was taken (the agent takes it before
+    /// the source has rendered its background).
+    @Test func realtimeFramesCarryTheTimeTheyAreDelivered() throws {
+        let scene = SyntheticScene(width: 32, height: 16, frameRate: Rational(20, 1), schedule: .empty,
+                                   duration: Timestamp.Duration(seconds: 0.2), startTime: MonotonicClock.now() - Timestamp.Duration(seconds: 5))
+        let source = try SyntheticSource(scene: scene, realtime: true)
+        var previous: Timestamp?
+        while true {
+            let before = MonotonicClock.now()
+            guard let f = try source.nextFrame() else { break }
+            let after = MonotonicClock.now()
+            if previous == nil { #expect(f.timestamp >= before, "frame 0 is stamped before it was asked for") }
+            #expect(f.timestamp <= after, "frame \(f.sequence) is stamped after it was delivered")
+            if let previous { #expect(f.timestamp - previous == Timestamp.Duration(seconds: 0.05)) }
+            previous = f.timestamp
+        }
+        #expect(source.nextIndex == 4)
+    }
+
     @Test func framesComeFromAPool() throws {
         let source = try SyntheticSource(scene: SyntheticScene(width: 32, height: 16, schedule: .empty, duration: short))
         var addresses = Set<UnsafeMutablePointer<UInt8>>()

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Builds the Debian package vigil_VERSION_ARCH.deb from a release `vigil` binary and the
+# files in packaging/. `make deb` runs it after
+#   swift build -c release --static-swift-stdlib
+# Usage: packaging/build-deb.sh [--out DIR] [--version VERSION] VIGIL-BINARY
+#   --out DIR          where the .deb goes (default: dist/ at the top of the repository)
+#   --version VERSION  package version; default: what `VIGIL-BINARY --version` prints.
+#                      Any other version gets a changelog entry of its own saying so (the
+#                      upgrade test builds an older-numbered package this way).
+# The architecture is the binary's (amd64, arm64, armhf, ...), so a cross-built binary is
+# packaged for its target. Depends lists the Debian packages of the shared libraries the
+# binary really links, as dpkg-shlibdeps finds them; plus adduser (for the postinst) and
+# procps (/bin/kill, the unit's ExecReload).
+# Environment: VIGIL_MAINTAINER overrides the Maintainer field (default: the newest
+# entry of packaging/changelog); STRIP the strip program.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+out="$repo/dist"
+version=""
+binary=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --out) out="${2:?--out needs a directory}"; shift 2 ;;
+        --version) version="${2:?--version needs a version}"; shift 2 ;;
+        -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
+        -*) echo "build-deb: unknown option $1 — see $0 --help" >&2; exit 64 ;;
+        *) [ -z "$binary" ] || { echo "build-deb: give one binary, not '$binary' and '$1'" >&2; exit 64; }
+           binary="$1"; shift ;;
+    esac
+done
+fail() { echo "build-deb: $*" >&2; exit 1; }
+[ -n "$binary" ] || fail "no binary given — usage: $0 [--out DIR] [--version V] PATH/TO/vigil (make deb passes the release build's)"
+[ -x "$binary" ] || fail "$binary is not an executable — build it with: swift build -c release --static-swift-stdlib"
+for tool in dpkg-deb dpkg-shlibdeps dpkg-parsechangelog objdump readelf gzip md5sum; do
+    command -v "$tool" >/dev/null || fail "$tool is missing — install dpkg-dev and binutils (apt-get install dpkg-dev binutils)"
+done
+
+# --- What the binary is ---------------------------------------------------------------------
+machine="$(readelf -h "$binary" | sed -n 's/^ *Machine: *//p')"
+case "$machine" in
+    *X86-64*) arch=amd64 ;;
+    AArch64) arch=arm64 ;;
+    ARM) arch=armhf ;;
+    RISC-V) arch=riscv64 ;;
+    *) fail "$binary is built for '$machine', which this script cannot name as a Debian architecture — add it to the case in $0" ;;
+esac
+host_arch="$(dpkg --print-architecture)"
+# The version: the binary's own, so main.swift stays the one place it is written.
+if [ "$arch" = "$host_arch" ]; then
+    binary_version="$("$binary" --version | sed -n 's/^vigil //p')"
+else
+    # A cross-built binary cannot run here: read the literal from main.swift instead.
+    binary_version="$(sed -n 's/^let version = "\(.*\)"$/\1/p' "$repo/Sources/vigil/main.swift")"
+fi
+[ -n "$binary_version" ] || fail "cannot tell the version of $binary (\`$binary --version\` should print 'vigil X.Y.Z')"
+version="${version:-$binary_version}"
+dpkg --validate-version "$version" >/dev/null 2>&1 || fail "'$version' is not a valid Debian version"
+# A static Swift runtime: nothing of the toolchain may be needed at run time.
+needed="$(objdump -p "$binary" | awk '$1 == "NEEDED" {print $2}')"
+dynamic_swift="$(echo "$needed" | grep -E '^lib(swift|Foundation|dispatch|BlocksRuntime|_Foundation)' || true)"
+[ -z "$dynamic_swift" ] || fail "$binary links the Swift runtime dynamically ($(echo $dynamic_swift)) — build it with swift build -c release --static-swift-stdlib"
+
+# --- The documentation must say what the program does -----------------------------------------
+if [ "$arch" = "$host_arch" ]; then
+    "$here/check-man-pages.sh" "$binary" >&2
+else
+    echo "build-deb: cross build for $arch: the man pages are not checked against the binary here" >&2
+fi
+
+# --- The changelog's newest entry must be this version --------------------------------------
+changelog_version="$(dpkg-parsechangelog -l "$here/changelog" -S Version)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+cp "$here/changelog" "$work/changelog"
+if [ "$version" != "$binary_version" ]; then
+    # A test build numbered apart from the program: say so in its own changelog entry.
+    maintainer_line="$(sed -n '0,/^ -- /s/^ -- \(.*\)  .*$/\1/p' "$here/changelog")"
+    { printf 'vigil (%s) UNRELEASED; urgency=medium\n\n  * Test build of vigil %s, numbered %s.\n\n -- %s  %s\n\n' \
+        "$version" "$binary_version" "$version" "$maintainer_line" "$(date -R)"
+      cat "$here/changelog"; } >"$work/changelog"
+elif [ "$changelog_version" != "$version" ]; then
+    fail "packaging/changelog's newest entry is $changelog_version but the binary is vigil $version — add an entry for $version at the top of packaging/changelog (dch -c packaging/changelog -v $version, or by hand)"
+fi
+# Dates inside the package come from the changelog, so the same input builds the same .deb.
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(dpkg-parsechangelog -l "$work/changelog" -S Timestamp)}"
+maintainer="${VIGIL_MAINTAINER:-$(dpkg-parsechangelog -l "$work/changelog" -S Maintainer)}"
+
+# --- The tree -----------------------------------------------------------------------------------
+umask 022
+root="$work/root"
+install -d "$root/DEBIAN" "$root/usr/bin" "$root/etc/vigil" "$root/lib/systemd/system" \
+    "$root/usr/share/man/man8" "$root/usr/share/man/man5" "$root/usr/share/doc/vigil"
+install -m 0755 "$binary" "$root/usr/bin/vigil"
+if [ -z "${STRIP:-}" ]; then
+    if [ "$arch" = "$host_arch" ]; then STRIP=strip; else STRIP="$(dpkg-architecture -a"$arch" -qDEB_HOST_GNU_TYPE 2>/dev/null)-strip"; fi
+fi
+command -v "$STRIP" >/dev/null || fail "$STRIP is missing — install binutils for $arch, or set STRIP"
+# As dh_strip does: no symbol table or notes in the installed binary.
+"$STRIP" --remove-section=.comment --remove-section=.note --strip-unneeded "$root/usr/bin/vigil"
+install -m 0644 "$repo/etc/vigil/vigil.conf" "$root/etc/vigil/vigil.conf"
+install -m 0644 "$here/vigil.service" "$root/lib/systemd/system/vigil.service"
+gzip -9n <"$here/vigil.8" >"$root/usr/share/man/man8/vigil.8.gz"
+gzip -9n <"$here/vigil.conf.5" >"$root/usr/share/man/man5/vigil.conf.5.gz"
+install -m 0644 "$here/copyright" "$root/usr/share/doc/vigil/copyright"
+# A native package (no Debian revision): the changelog is changelog.gz.
+gzip -9n <"$work/changelog" >"$root/usr/share/doc/vigil/changelog.gz"
+chmod 0644 "$root"/usr/share/man/man*/*.gz "$root/usr/share/doc/vigil/changelog.gz"
+install -m 0644 "$here/conffiles" "$root/DEBIAN/conffiles"
+for script in postinst prerm postrm; do
+    install -m 0755 "$here/$script" "$root/DEBIAN/$script"
+done
+
+# --- Depends: the packages of the libraries the binary links ------------------------------
+# dpkg-shlibdeps wants a source package around the binary: give it a minimal one.
+mkdir -p "$work/shlibs/debian"
+printf 'Source: vigil\n\nPackage: vigil\nArchitecture: any\n' >"$work/shlibs/debian/control"
+shlibs="$(cd "$work/shlibs" && DEB_HOST_ARCH="$arch" dpkg-shlibdeps -O -e"$root/usr/bin/vigil" 2>"$work/shlibdeps.err")" || {
+    cat "$work/shlibdeps.err" >&2
+    fail "dpkg-shlibdeps could not find the packages of the libraries $binary links ($(echo $needed)) — install the runtime and -dev packages of each (make deps does, for this machine's architecture)"
+}
+depends="$(echo "$shlibs" | sed -n 's/^shlibs:Depends=//p')"
+[ -n "$depends" ] || fail "dpkg-shlibdeps found no dependencies for $binary: $shlibs"
+
+# --- Control file, checksums, package ---------------------------------------------------------
+# Installed-Size in KiB, as dpkg-gencontrol counts it: each file rounded up, plus one per directory.
+installed_size="$(find "$root" -path "$root/DEBIAN" -prune -o \( -type f -printf '%s\n' -o -type d -printf '1024\n' \) | awk '{k += int(($1 + 1023) / 1024)} END {print k}')"
+sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@MAINTAINER@|$maintainer|" \
+    -e "s|@INSTALLED_SIZE@|$installed_size|" -e "s|@SHLIBS_DEPENDS@|$depends|" \
+    "$here/control.in" >"$root/DEBIAN/control"
+grep -q '@[A-Z_]*@' "$root/DEBIAN/control" && fail "control.in has a placeholder this script does not fill: $(grep -o '@[A-Z_]*@' "$root/DEBIAN/control" | head -1)"
+(cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\n' | LC_ALL=C sort | xargs md5sum) >"$root/DEBIAN/md5sums"
+chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
+mkdir -p "$out"
+deb="$out/vigil_${version}_${arch}.deb"
+dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+echo "build-deb: $deb ($(du -k "$deb" | cut -f1) KiB; installed $installed_size KiB)" >&2
+echo "build-deb: Depends: $(dpkg-deb -f "$deb" Depends)" >&2
+echo "$deb"
