@@ -10,6 +10,9 @@
 #   4. there `vigil check` accepts the shipped configuration, and `vigil run` with the
 #      synthetic source, as user vigil, records a clip that ffprobe and a full ffmpeg
 #      decode on this machine accept; systemd-analyze verifies the unit;
+#   4b. booted with systemd-nspawn, systemd runs the service in its sandbox: it reports
+#      ready, runs as vigil with no capabilities, keeps the watchdog fed, reloads, stops
+#      with status 0, and its clips decode;
 #   5. an upgrade keeps an edited /etc/vigil/vigil.conf without asking, and restarts the
 #      service; remove keeps configuration and clips; purge then leaves the root exactly as
 #      it was before the installation (files, owners, modes, users and groups).
@@ -62,7 +65,7 @@ version="$("$binary" --version | sed -n 's/^vigil //p')"
 echo "== tools" >&2
 export DEBIAN_FRONTEND=noninteractive
 missing=""
-for tool in lintian:lintian debootstrap:debootstrap ffprobe:ffmpeg systemd-analyze:systemd dpkg-shlibdeps:dpkg-dev; do
+for tool in lintian:lintian debootstrap:debootstrap ffprobe:ffmpeg systemd-analyze:systemd systemd-nspawn:systemd-container dpkg-shlibdeps:dpkg-dev; do
     command -v "${tool%%:*}" >/dev/null || missing="$missing ${tool#*:}"
 done
 if [ -n "$missing" ]; then
@@ -78,9 +81,8 @@ root="$work/root"
 cleanup() {
     local status=$?
     # Unmount whatever is mounted inside the root, deepest first.
-    if [ -d "$root" ]; then
-        findmnt -rn -o TARGET | grep -F "$root/" | sort -r | while read -r m; do umount -l "$m" || true; done
-    fi
+    findmnt -rn -o TARGET | grep -F "$work/" | sort -r | while read -r m; do umount -l "$m" || true; done
+    if [ -n "${nspawn_tmpfs:-}" ]; then umount "$nspawn_tmpfs" && rmdir "$nspawn_tmpfs" || true; fi
     if [ "${KEEP:-}" = 1 ]; then
         note "kept $work"
     else
@@ -160,7 +162,8 @@ mount -t sysfs sysfs "$root/sys"
 mount --bind /dev "$root/dev"
 mount --bind "$cache/archives" "$root/var/cache/apt/archives"
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-in_root() { chroot "$root" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
+in_dir() { local dir="$1"; shift; chroot "$dir" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
+in_root() { in_dir "$root" "$@"; }
 in_root apt-get update -q >"$work/apt-update.log" 2>&1 || { cat "$work/apt-update.log" >&2; fail "apt-get update in the root failed"; }
 
 # What the root holds before the package comes: every path with its type, mode and owner,
@@ -295,6 +298,116 @@ fi
 in_root systemd-analyze security --offline=yes --threshold=20 /lib/systemd/system/vigil.service >"$work/security.log" 2>&1 \
     || { tail -30 "$work/security.log" >&2; fail "systemd-analyze security: vigil.service's exposure is above 2.0 (above)"; }
 note "$(grep -o 'Overall exposure level.*' "$work/security.log")"
+
+# --- Under systemd ---------------------------------------------------------------------------------------
+step "the service under systemd (a booted container)"
+# Another root with the package installed, booted with systemd-nspawn: systemd starts the
+# enabled service as at boot, with its whole sandbox. The user's edit points it at the
+# synthetic scene. A unit of the test's, ordered after vigil.service (so after READY=1),
+# watches it for longer than WatchdogSec, reloads it, stops it and powers off; what it
+# saw is read here afterwards.
+boot="$work/boot"
+cp -a "$base" "$boot"
+mount -t proc proc "$boot/proc"
+mount --bind /dev "$boot/dev"
+mount --bind "$cache/archives" "$boot/var/cache/apt/archives"
+cp /etc/resolv.conf "$boot/etc/resolv.conf"
+printf '#!/bin/sh\nexit 101\n' >"$boot/usr/sbin/policy-rc.d"
+chmod 0755 "$boot/usr/sbin/policy-rc.d"
+cp "$deb_new" "$boot/tmp/"
+if ! in_dir "$boot" sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb_new")" </dev/null >"$work/boot-install.log" 2>&1; then
+    cat "$work/boot-install.log" >&2
+    fail "apt-get install into the root to boot failed"
+fi
+rm -f "$boot/usr/sbin/policy-rc.d" "$boot/tmp/"*.deb
+umount "$boot/var/cache/apt/archives" "$boot/dev" "$boot/proc"
+sed -i -e 's|^  device = "/dev/video0";|  device = "synthetic";|' -e 's|^  width = 1280;|  width = 320;|' \
+    -e 's|^  height = 720;|  height = 240;|' -e 's|^  fps = 30.0;|  fps = 15.0;|' -e 's|^  pre_roll = 5.0;|  pre_roll = 2.0;|' \
+    -e 's|^  post_roll = 5.0;|  post_roll = 1.0;|' -e 's|^  min_free_mb = 500;|  min_free_mb = 0;|' "$boot/etc/vigil/vigil.conf"
+grep -q '^  device = "synthetic";' "$boot/etc/vigil/vigil.conf" || fail "could not set camera.device in /etc/vigil/vigil.conf — update this test to the file"
+cat >"$boot/usr/local/sbin/vigil-selftest" <<'EOF'
+#!/bin/sh
+# test-deb: watches vigil.service from inside the booted container, then powers off.
+show() {
+    echo "== $1"
+    systemctl show vigil.service -p ActiveState -p SubState -p StatusText -p NRestarts -p Result -p ExecMainStatus \
+        -p WatchdogUSec -p WatchdogTimestampMonotonic
+}
+{
+    sleep 3
+    show started
+    echo "== process"
+    grep -E '^(Uid|Groups|CapEff|NoNewPrivs|Seccomp):' "/proc/$(systemctl show vigil.service -p MainPID --value)/status"
+    # Past WatchdogSec=30: the service is alive only if it pings the watchdog.
+    sleep 37
+    show watchdog
+    systemctl reload vigil.service && echo "reload=ok"
+    sleep 2
+    show reloaded
+    systemctl stop vigil.service && echo "stop=ok"
+    show stopped
+    journalctl -u vigil.service -o cat --no-pager >/root/journal.txt
+    journalctl -u vigil.service -p info..info -o cat --no-pager >/root/journal-info.txt
+    echo "== end"
+} >/root/selftest.txt 2>&1
+systemctl poweroff
+EOF
+chmod 0755 "$boot/usr/local/sbin/vigil-selftest"
+cat >"$boot/etc/systemd/system/vigil-selftest.service" <<'EOF'
+[Unit]
+Description=test-deb: watch vigil.service
+After=vigil.service
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/vigil-selftest
+EOF
+ln -s /etc/systemd/system/vigil-selftest.service "$boot/etc/systemd/system/multi-user.target.wants/vigil-selftest.service"
+# On a machine that does not run systemd itself, nspawn needs a tmpfs for its own state.
+if [ "$(findmnt -n -o FSTYPE --target /run/systemd/nspawn)" != tmpfs ]; then
+    mkdir -p /run/systemd/nspawn
+    mount -t tmpfs tmpfs /run/systemd/nspawn
+    nspawn_tmpfs=/run/systemd/nspawn
+fi
+if ! timeout 180 systemd-nspawn -q -D "$boot" --boot --register=no --keep-unit --console=pipe </dev/null >"$work/boot.log" 2>&1; then
+    tail -30 "$work/boot.log" >&2
+    fail "the container did not boot and power off within 180 s (systemd-nspawn's output above)"
+fi
+selftest="$boot/root/selftest.txt"
+[ -f "$selftest" ] || { tail -30 "$work/boot.log" >&2; fail "vigil-selftest did not run in the booted container"; }
+sed 's/^/  /' "$selftest" >&2
+section() { awk -v s="== $1" '$0 == s {on = 1; next} /^== / {on = 0} on' "$selftest"; }
+section started | grep -qx 'ActiveState=active' && section started | grep -qx 'SubState=running' \
+    || fail "vigil.service is not running 3 s after boot"
+section started | grep -q '^StatusText=recording from synthetic' || fail "vigil.service did not report READY=1 with its status"
+uid="$(in_dir "$boot" id -u vigil)"
+section process | grep -qP "^Uid:\t$uid\t" || fail "the service does not run as user vigil ($uid)"
+for g in video audio; do
+    gid="$(in_dir "$boot" getent group "$g" | cut -d: -f3)"
+    section process | grep '^Groups:' | grep -qw "$gid" || fail "the service does not run in group $g ($gid)"
+done
+section process | grep -qP '^CapEff:\t0+$' || fail "the service has capabilities"
+section process | grep -qP '^NoNewPrivs:\t1$' || fail "the service runs without NoNewPrivileges"
+section process | grep -qP '^Seccomp:\t2$' || fail "the service runs without a system-call filter"
+section started | grep -qx 'WatchdogUSec=30s' || fail "vigil.service has no 30 s watchdog"
+section watchdog | grep -qx 'SubState=running' && section watchdog | grep -qx 'NRestarts=0' \
+    || fail "vigil.service did not stay up past WatchdogSec (watchdog pings missing?)"
+ping_started="$(section started | sed -n 's/^WatchdogTimestampMonotonic=//p')"
+ping_later="$(section watchdog | sed -n 's/^WatchdogTimestampMonotonic=//p')"
+[ "${ping_later:-0}" -gt "${ping_started:-0}" ] || fail "no watchdog ping reached systemd between 3 s and 40 s after the start"
+grep -qx 'reload=ok' "$selftest" && section reloaded | grep -qx 'StatusText=configuration reloaded' \
+    || fail "systemctl reload vigil did not reload the configuration"
+grep -qx 'stop=ok' "$selftest" && section stopped | grep -qx 'Result=success' && section stopped | grep -qx 'ExecMainStatus=0' \
+    || fail "systemctl stop vigil did not end the service cleanly"
+grep -q 'msg="vigil starting"' "$boot/root/journal-info.txt" || fail "the journal does not file vigil's info lines at priority info"
+grep -q '^<[0-7]>' "$boot/root/journal.txt" && fail "the journal shows vigil's <N> priority prefixes instead of taking them"
+mapfile -t booted_clips < <(find "$boot/var/lib/vigil/clips" -name '*.mov' -type f)
+[ ${#booted_clips[@]} -ge 1 ] || fail "the service recorded no clip in the booted container"
+for clip in "${booted_clips[@]}"; do
+    decode="$(ffmpeg -nostdin -v error -i "$clip" -f null - 2>&1)"
+    [ -z "$decode" ] || fail "ffmpeg reports errors decoding ${clip#$boot}: $decode"
+done
+note "under systemd: ready, sandboxed as vigil, watchdog kept, reloaded, stopped with status 0; ${#booted_clips[@]} clip(s) decode cleanly"
+rm -rf "$boot"
 
 # --- Upgrade -------------------------------------------------------------------------------------------
 step "upgrade to $(basename "$deb_new") keeping an edited conffile"
