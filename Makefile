@@ -11,7 +11,7 @@ BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev
 TEST_DEPS := ffmpeg mediainfo
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test run bench deb test-deb clean check-swift
+.PHONY: all deps build release test test-faults run bench deb test-deb clean check-swift
 
 all: build
 
@@ -36,7 +36,14 @@ release: deps check-swift
 
 test: deps check-swift
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build --skip FaultTests $(SWIFT_FLAGS)
+
+# The fault suite (Tests/FaultTests; needs root for the small tmpfs it fills): SIGKILL at
+# random moments, a full disk, sources that stop or fail, broken configurations, corrupt
+# input, and a short accelerated soak.
+test-faults: deps check-swift
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build --filter FaultTests $(SWIFT_FLAGS)
 
 run: build
 	@./scripts/run-demo.sh "$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)"

@@ -53,6 +53,9 @@ let package = Package(
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Media", "Capture", "Recorder", "TestSupport"]),
+        // The fault suite (`make test-faults`): SIGKILL, a full
+        // disk, failing sources, broken configurations and input, a soak. `make test` skips it.
+        .testTarget(name: "FaultTests", dependencies: ["vigil", "QuickTime", "Media", "Capture", "Recorder", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

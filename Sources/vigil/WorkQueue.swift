@@ -11,7 +11,10 @@ import Foundation
 /// `@unchecked Sendable`: every stored property is read and written only while holding `condition`.
 final class WorkQueue<Element>: @unchecked Sendable {
     private let condition = NSCondition()
-    private var items: [(element: Element, cost: Int)] = []
+    /// Elements from `head` on are queued; the slots before it are emptied as they are popped,
+    /// so the queue holds nothing it has handed out (a popped frame goes back to its pool as
+    /// soon as the consumer drops it) and are cut off in batches.
+    private var items: [(element: Element?, cost: Int)] = []
     private var head = 0
     private var totalCost = 0
     private var closed = false
@@ -49,7 +52,7 @@ final class WorkQueue<Element>: @unchecked Sendable {
     /// Removes the oldest element that `where` accepts (the capture queue's drop policy).
     func dropOldest(where accept: (Element) -> Bool) -> Element? {
         condition.withLock {
-            guard let i = items[head...].firstIndex(where: { accept($0.element) }) else { return nil }
+            guard let i = items[head...].firstIndex(where: { $0.element.map(accept) ?? false }) else { return nil }
             let removed = items.remove(at: i)
             totalCost -= removed.cost
             condition.broadcast()
@@ -62,6 +65,7 @@ final class WorkQueue<Element>: @unchecked Sendable {
             while head == items.count && !closed { condition.wait() }
             guard head < items.count else { return nil }
             let (element, cost) = items[head]
+            items[head].element = nil
             head += 1
             totalCost -= cost
             if head > 64 && head * 2 > items.count {
