@@ -194,53 +194,66 @@ public final class SyntheticSource: FrameSource {
 
     // MARK: Precomputed tables
 
-    /// Value noise: random values on a grid `spacing` pixels apart, bilinearly interpolated.
-    private static func valueNoise(width: Int, height: Int, spacing: Int, random: inout SplitMix64) -> [Double] {
-        let gw = width / spacing + 2, gh = height / spacing + 2
-        let grid = (0..<(gw * gh)).map { _ in random.unit() * 2 - 1 }
-        var out = [Double](repeating: 0, count: width * height)
-        let inv = 1 / Double(spacing)
-        for y in 0..<height {
-            let gy = Double(y) * inv
-            let y0 = Int(gy), fy = gy - Double(y0)
-            for x in 0..<width {
-                let gx = Double(x) * inv
-                let x0 = Int(gx), fx = gx - Double(x0)
-                let a = grid[y0 * gw + x0], b = grid[y0 * gw + x0 + 1]
-                let c = grid[(y0 + 1) * gw + x0], d = grid[(y0 + 1) * gw + x0 + 1]
-                out[y * width + x] = (a * (1 - fx) + b * fx) * (1 - fy) + (c * (1 - fx) + d * fx) * fy
-            }
+    /// Value noise: a grid of random values `spacing` pixels apart, bilinearly interpolated.
+    /// Evaluated pixel by pixel, so a picture needs no full-size temporary (at 1080p, the
+    /// three octaves of the background as arrays of doubles took 50 MB at start-up).
+    private struct ValueNoise {
+        let grid: [Double]
+        let gridWidth: Int
+        let inverseSpacing: Double
+
+        init(width: Int, height: Int, spacing: Int, random: inout SplitMix64) {
+            gridWidth = width / spacing + 2
+            let gridHeight = height / spacing + 2
+            grid = (0..<(gridWidth * gridHeight)).map { _ in random.unit() * 2 - 1 }
+            inverseSpacing = 1 / Double(spacing)
         }
-        return out
+
+        func callAsFunction(_ x: Int, _ y: Int) -> Double {
+            let gy = Double(y) * inverseSpacing
+            let y0 = Int(gy), fy = gy - Double(y0)
+            let gx = Double(x) * inverseSpacing
+            let x0 = Int(gx), fx = gx - Double(x0)
+            let a = grid[y0 * gridWidth + x0], b = grid[y0 * gridWidth + x0 + 1]
+            let c = grid[(y0 + 1) * gridWidth + x0], d = grid[(y0 + 1) * gridWidth + x0 + 1]
+            return (a * (1 - fx) + b * fx) * (1 - fy) + (c * (1 - fx) + d * fx) * fy
+        }
     }
 
     private static func makeBackground(width: Int, height: Int, random: inout SplitMix64) -> [UInt8] {
-        let coarse = valueNoise(width: width, height: height, spacing: max(8, width / 10), random: &random)
-        let medium = valueNoise(width: width, height: height, spacing: max(4, width / 40), random: &random)
-        let fine = valueNoise(width: width, height: height, spacing: 3, random: &random)
-        var value = [Double](repeating: 0, count: width * height)
-        for y in 0..<height {
-            let gradient = 24 * (Double(y) / Double(height) - 0.5)
-            for x in 0..<width {
-                let i = y * width + x
-                value[i] = 118 + gradient + 38 * coarse[i] + 16 * medium[i] + 7 * fine[i]
-            }
-        }
+        let coarse = ValueNoise(width: width, height: height, spacing: max(8, width / 10), random: &random)
+        let medium = ValueNoise(width: width, height: height, spacing: max(4, width / 40), random: &random)
+        let fine = ValueNoise(width: width, height: height, spacing: 3, random: &random)
         // A few flat blocks with sharp edges: walls, windows, a door.
+        var blocks: [(x: Range<Int>, y: Range<Int>, shift: Double)] = []
         for _ in 0..<10 {
             let bw = width / 12 + Int(random.next() % UInt64(max(1, width / 6)))
             let bh = height / 12 + Int(random.next() % UInt64(max(1, height / 5)))
             let bx = Int(random.next() % UInt64(max(1, width - bw)))
             let by = Int(random.next() % UInt64(max(1, height - bh)))
             let shift = random.unit() * 50 - 25
-            for y in by..<min(by + bh, height) { for x in bx..<min(bx + bw, width) { value[y * width + x] += shift } }
+            blocks.append((bx..<min(bx + bw, width), by..<min(by + bh, height), shift))
         }
-        return value.map { UInt8(min(max($0.rounded(), 20), 220)) }
+        var out = [UInt8](repeating: 0, count: width * height)
+        for y in 0..<height {
+            let gradient = 24 * (Double(y) / Double(height) - 0.5)
+            let rowBlocks = blocks.filter { $0.y.contains(y) }
+            for x in 0..<width {
+                var value = 118 + gradient + 38 * coarse(x, y) + 16 * medium(x, y) + 7 * fine(x, y)
+                for block in rowBlocks where block.x.contains(x) { value += block.shift }
+                out[y * width + x] = UInt8(min(max(value.rounded(), 20), 220))
+            }
+        }
+        return out
     }
 
     private static func makeChroma(width: Int, height: Int, centre: Double, amplitude: Double, random: inout SplitMix64) -> [UInt8] {
-        let field = valueNoise(width: width, height: height, spacing: max(8, width / 6), random: &random)
-        return field.map { UInt8(min(max((centre + amplitude * $0).rounded(), 16), 240)) }
+        let field = ValueNoise(width: width, height: height, spacing: max(8, width / 6), random: &random)
+        var out = [UInt8](repeating: 0, count: width * height)
+        for y in 0..<height {
+            for x in 0..<width { out[y * width + x] = UInt8(min(max((centre + amplitude * field(x, y)).rounded(), 16), 240)) }
+        }
+        return out
     }
 
     /// Gaussian noise with standard deviation `sigma`, rounded to whole grey levels
