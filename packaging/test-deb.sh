@@ -35,6 +35,7 @@ repo="$(cd "$here/.." && pwd)"
 suite=bookworm
 deb_dir="$repo/dist"
 binary=""
+command_line="$0 $*"
 while [ $# -gt 0 ]; do
     case "$1" in
         --deb-dir) deb_dir="${2:?--deb-dir needs a directory}"; shift 2 ;;
@@ -55,7 +56,7 @@ step() {
 fail() { echo "test-deb: FAIL: $*" >&2; exit 1; }
 note() { echo "test-deb: $*" >&2; }
 
-[ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot and mount do) — run it as root, or with sudo: sudo $0 $*"
+[ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot and mount do) — run it as root, or with sudo: sudo $command_line"
 [ -n "$binary" ] || fail "no binary given — usage: $0 [--deb-dir DIR] PATH/TO/vigil (make test-deb passes make deb's)"
 [ -x "$binary" ] || fail "$binary is not an executable — run make deb first"
 arch="$(dpkg --print-architecture)"
@@ -70,8 +71,11 @@ for tool in lintian:lintian debootstrap:debootstrap ffprobe:ffmpeg systemd-analy
 done
 if [ -n "$missing" ]; then
     note "installing:$missing"
-    apt-get update -q >/dev/null
-    apt-get install -y -q --no-install-recommends $missing </dev/null >/dev/null
+    if ! { apt-get update -q && apt-get install -y -q --no-install-recommends $missing; } </dev/null >/tmp/vigil-test-deb-tools.log 2>&1; then
+        tail -20 /tmp/vigil-test-deb-tools.log >&2
+        fail "could not install$missing with apt-get (log above)"
+    fi
+    rm -f /tmp/vigil-test-deb-tools.log
 fi
 
 # --- The packages -------------------------------------------------------------------------------
