@@ -141,6 +141,14 @@ public final class MovieWriter {
     /// Number of fragments on disk.
     public var fragmentsWritten: Int { moofOffsets.count }
 
+    /// Video frames in the fragments on disk.
+    public var framesWritten: Int { videoTable.sampleCount }
+
+    /// How much video the fragments on disk hold, from the first frame to the end of the last.
+    public var durationWritten: Timestamp.Duration {
+        Timestamp.Duration(nanoseconds: Rational.scale(Int64(videoDecodeTime), by: 1_000_000_000, over: TimeScale.video))
+    }
+
     // MARK: Input
 
     /// Adds one video sample. A keyframe completes the GOP before it, which is then written.

@@ -112,8 +112,17 @@ final class ClipWriter: @unchecked Sendable {
         guard let clip = open, clip.writer.fragmentsWritten > clip.fragmentsSynced else { return }
         do { try clip.writer.synchronize() } catch {
             log.warning("cannot sync clip", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
+            open?.fragmentsSynced = clip.writer.fragmentsWritten
+            return
         }
         open?.fragmentsSynced = clip.writer.fragmentsWritten
+        // What is durable now, and how long after the motion began (the benchmark's latency).
+        log.debug("fragment on disk", [
+            ("file", .string(clip.relativePath)), ("part", .int(clip.info.part)), ("fragments", .int(clip.writer.fragmentsWritten)),
+            ("frames", .int(clip.writer.framesWritten)),
+            ("through", .seconds((clip.info.start + clip.writer.durationWritten - clip.info.trigger).seconds)),
+            ("since_trigger", .seconds(stream.map { Date().timeIntervalSince($0.wallClock(clip.info.trigger)) } ?? 0)),
+        ])
     }
 
     private func openClip(_ info: ClipInfo) {

@@ -126,7 +126,9 @@ final class Agent: @unchecked Sendable {
         hooks.drain(seconds: min(settings.hooks.timeout + 1, 5))
         _ = pipelineThread
         let counters = stats.snapshot
-        log.info("vigil stopped", [("frames", .int(counters.framesIn)), ("clips", .int(counters.clipsWritten)), ("clip_errors", .int(counters.clipErrors))])
+        log.info("vigil stopped", [("frames", .int(counters.framesIn)), ("lost_at_source", .int(counters.framesLostAtSource)),
+                                   ("dropped_at_capture", .int(counters.framesDroppedAtCapture)), ("dropped_at_writer", .int(counters.samplesDroppedAtWriter)),
+                                   ("clips", .int(counters.clipsWritten)), ("clip_errors", .int(counters.clipErrors))])
         if let error = sourceError.withLock({ $0 }) {
             log.error("the source failed", [("error", .string(error.description))])
             return .dataError
