@@ -1,8 +1,11 @@
-// vigil-bench: measures what the appliance spends per frame, on the same synthetic frames
-// (static textured scene with sensor noise), in one run. `make bench` runs it from a
-// release build; numbers are printed, never asserted.
+// vigil-bench: measures what the appliance spends per frame, on the same synthetic frames,
+// in one run: the pieces (conversion, encoding, detection) on a static textured scene with
+// sensor noise, then the whole agent (`vigil run`, built beside it) against x264 alone and
+// against ffmpeg on footage with events, and the agent in real time on its synthetic camera
+// (AgentBench.swift). `make bench` runs it from a release build; numbers are printed, never
+// asserted.
 //
-//   vigil-bench [--json PATH] [--frames N]
+//   vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
 
 import Capture
 import Foundation
@@ -14,6 +17,15 @@ struct Options {
     var jsonPath: String?
     var frames = 60
     var passes = 3
+    /// Seconds of 1080p footage (at 30 fps) the whole agent, x264 alone and ffmpeg run on;
+    /// smaller sizes get as many pixels (so more seconds).
+    var seconds = 10.0
+    /// Runs of each of the three, interleaved; the medians are reported.
+    var repeats = 3
+    /// Seconds the agent runs in real time at each size (its demo scene has events 5 s and 25 s in).
+    var realtimeSeconds = 36.0
+    /// Picture sizes to measure.
+    var sizes = [(640, 480), (1280, 720), (1920, 1080)]
 
     init(_ arguments: [String]) throws {
         var args = arguments[...]
@@ -27,8 +39,36 @@ struct Options {
                     throw UsageError("--frames needs a count from 10 to 600")
                 }
                 frames = n
+            case "--seconds":
+                guard let n = args.popFirst().flatMap({ Double($0) }), (2...120).contains(n) else {
+                    throw UsageError("--seconds needs a number of seconds from 2 to 120")
+                }
+                seconds = n
+            case "--repeats":
+                guard let n = args.popFirst().flatMap({ Int($0) }), (1...20).contains(n) else {
+                    throw UsageError("--repeats needs a count from 1 to 20")
+                }
+                repeats = n
+            case "--realtime-seconds":
+                guard let n = args.popFirst().flatMap({ Double($0) }), (5...600).contains(n) else {
+                    throw UsageError("--realtime-seconds needs a number of seconds from 5 to 600")
+                }
+                realtimeSeconds = n
+            case "--sizes":
+                let parsed = (args.popFirst() ?? "").split(separator: ",").map { $0.split(separator: "x").compactMap { Int($0) } }
+                guard !parsed.isEmpty, parsed.allSatisfy({ $0.count == 2 && (16...4096).contains($0[0]) && (16...4096).contains($0[1]) && $0[0] % 2 == 0 && $0[1] % 2 == 0 }) else {
+                    throw UsageError("--sizes needs sizes as in 640x480,1920x1080 (even, 16 to 4096)")
+                }
+                sizes = parsed.map { ($0[0], $0[1]) }
             case "-h", "--help":
-                print("usage: vigil-bench [--json PATH] [--frames N]\n  measures YUYV→NV12 and 4:2:2→4:2:0 conversion and x264 encoding at 640×480, 1280×720, 1920×1080")
+                print("""
+                    usage: vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
+                      at 640×480, 1280×720 and 1920×1080, 30 fps: YUYV→NV12 and 4:2:2→4:2:0 conversion, x264
+                      encoding and motion detection; `vigil run` on S seconds of footage (default 10) against
+                      x264 alone and ffmpeg, by CPU time, medians of N runs (default 3); and `vigil run` in
+                      real time for S seconds (default 36): peak RSS, dropped frames, trigger-to-disk latency.
+                      `vigil` must be built beside vigil-bench (`make bench` does it).
+                    """)
                 exit(0)
             default:
                 throw UsageError("unknown argument \(a)")
@@ -113,7 +153,7 @@ func perFrame(_ frames: [VideoFrame], minimum: Double = 0.3, rounds: Int = 2, _ 
 
 func run() throws {
     let options = try Options(Array(CommandLine.arguments.dropFirst()))
-    let sizes = [(640, 480), (1280, 720), (1920, 1080)]
+    let sizes = options.sizes
     let columns = sizes.map { "\($0.0)×\($0.1)" }
     var table = BenchTable(columns: columns)
     let info = machine()
@@ -124,7 +164,10 @@ func run() throws {
     print("warning: this is a debug build; run `make bench` for release figures")
     #endif
     print("frames: synthetic static scene with noise (sigma 3), \(options.frames) distinct frames at 30 fps, encoded \(options.passes)× over")
-    print("x264: \(defaultThreads.preset.rawValue)/\(defaultThreads.tune.map(\.rawValue).joined(separator: ",")), CRF \(Int(defaultThreads.crf)), keyframe every \(defaultThreads.keyframeInterval) s\n")
+    print("x264: \(defaultThreads.preset.rawValue)/\(defaultThreads.tune.map(\.rawValue).joined(separator: ",")), CRF \(Int(defaultThreads.crf)), keyframe every \(defaultThreads.keyframeInterval) s")
+    print("whole agent: a Y4M file of a scene with two events each 10 s, as many pixels as \(formatted(options.seconds)) s of 1080p (\(formatted(options.seconds * 6.75)) s at 640×480); vigil run vs x264 alone vs ffmpeg by CPU time, median of \(options.repeats)")
+    print("real time: vigil run on its synthetic camera (demo scene, events 5 s and 25 s in) for \(formatted(options.realtimeSeconds)) s, pre_roll 10 s\n")
+    var pipeline: [[String: Any]] = []
 
     for ((width, height), column) in zip(sizes, columns) {
         let scene = SyntheticScene(width: width, height: height, frameRate: rate, seed: 2024, noiseSigma: 3, schedule: .empty)
@@ -185,8 +228,13 @@ func run() throws {
             _ = detector.process(f.luma, at: scene.timestamp(ofFrame: n))
             n += 1
         }
-        table.record("motion detection (default settings)", unit: "ms/frame", column: column, value: detect)
+        table.record("motion detection, static scene", unit: "ms/frame", column: column, value: detect)
         table.record("motion detection / x264 encode, 1 thread", unit: "%", column: column, value: 100 * detect / encodeOneThread)
+        frames = []
+
+        // The whole agent, on footage with events; then in real time.
+        print("measuring vigil run at \(column)…")
+        pipeline.append(try measureAgent(width: width, height: height, column: column, options: options, table: &table))
     }
 
     print(table.render())
@@ -207,6 +255,7 @@ func run() throws {
             "encoder": ["preset": defaultThreads.preset.rawValue, "tune": defaultThreads.tune.map(\.rawValue).joined(separator: ","),
                         "crf": defaultThreads.crf, "keyframe_interval": defaultThreads.keyframeInterval],
             "results": results,
+            "pipeline": pipeline,
         ]
         let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
         let url = URL(fileURLWithPath: path)
@@ -215,6 +264,8 @@ func run() throws {
         print("\nwrote \(path)")
     }
 }
+
+func formatted(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
 
 do {
     try run()

@@ -1,0 +1,234 @@
+// The whole agent against the encoder alone: `vigil run` (a release build, as a child
+// process) on a Y4M file of synthetic frames with events in them, its CPU time from wait4,
+// against an in-process x264 loop over the same frames with the same settings, and against
+// ffmpeg encoding the same file into a .mov. Then the agent in real time on its synthetic
+// camera: peak memory with 10 s of pre-roll, frames dropped, and how soon after a trigger
+// the clip is on disk.
+
+import Capture
+import Foundation
+import H264
+import Media
+import MotionDetection
+
+/// The scene the pipeline measurements run on: the textured background with sensor noise,
+/// and in every 10 s something crossing (2–5 s) and a parcel appearing (6.5–8.5 s), so that
+/// the agent records clips as it would in a yard.
+func eventScene(width: Int, height: Int, seconds: Double) -> SyntheticScene {
+    let s = { (x: Double) in Timestamp.Duration(seconds: x) }
+    let schedule = SceneSchedule(objects: [
+        SceneObject(enter: s(2), leave: s(5), path: .leftToRight(y: 0.6), width: 0.12, height: 0.3, brightness: 215),
+        SceneObject(enter: s(6.5), leave: s(8.5), path: .still(x: 0.3, y: 0.7), width: 0.1, height: 0.12, brightness: 190),
+    ], period: s(10))
+    return SyntheticScene(width: width, height: height, frameRate: Rational(30, 1), pixelFormat: .i420, seed: 2024,
+                          noiseSigma: 3, schedule: schedule, duration: s(seconds))
+}
+
+/// Writes every frame of `scene` (I420) to a YUV4MPEG2 file; returns the number of frames.
+func writeY4M(_ scene: SyntheticScene, to path: String) throws -> Int {
+    let source = try SyntheticSource(scene: scene)
+    guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+        throw UsageError("cannot create \(path)")
+    }
+    defer { try? handle.close() }
+    let rate = scene.frameRate
+    try handle.write(contentsOf: Data("YUV4MPEG2 W\(scene.width) H\(scene.height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n".utf8))
+    var bytes: [UInt8] = []
+    var frames = 0
+    while let frame = try source.nextFrame() {
+        bytes.removeAll(keepingCapacity: true)
+        bytes.append(contentsOf: Array("FRAME\n".utf8))
+        for p in 0..<3 {
+            let plane = frame.plane(p)
+            for y in 0..<plane.height { bytes.append(contentsOf: plane.row(y)) }
+        }
+        try handle.write(contentsOf: bytes)
+        frames += 1
+    }
+    return frames
+}
+
+/// CPU seconds of the in-process x264 loop over the file's frames (opening, every frame,
+/// flushing), of the motion detector over the same frames, and of reading them from the file
+/// (as the agent's file source does), each counted apart.
+func encodeAlone(_ path: String, settings: EncoderSettings) throws -> (encode: Double, detect: Double, read: Double, frames: Int) {
+    let source = try Y4MSource(path: path)
+    var encode = 0.0, detect = 0.0, read = 0.0, frames = 0
+    var t = processCPUSeconds()
+    let encoder = try H264Encoder(format: source.format, settings: settings)
+    encode += processCPUSeconds() - t
+    var detector = MotionDetector(settings: MotionSettings())
+    while true {
+        t = processCPUSeconds()
+        guard let frame = try source.nextFrame() else { break }
+        read += processCPUSeconds() - t
+        t = processCPUSeconds()
+        _ = try encoder.encode(frame)
+        let t1 = processCPUSeconds()
+        _ = detector.process(frame.luma, at: frame.timestamp)
+        let t2 = processCPUSeconds()
+        encode += t1 - t
+        detect += t2 - t1
+        frames += 1
+    }
+    t = processCPUSeconds()
+    _ = try encoder.close()
+    encode += processCPUSeconds() - t
+    return (encode, detect, read, frames)
+}
+
+struct AgentRunError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// `vigil run` on the file, as fast as it goes, with the shipped defaults but for storage and
+/// logging; its CPU seconds (all threads, from wait4) and the clips it wrote.
+func agentOnFile(_ vigil: String, footage: String, in dir: String, label: String) throws -> (cpu: Double, clips: Int, peakRSS: Int) {
+    let storage = dir + "/clips-\(label)"
+    try? FileManager.default.removeItem(atPath: storage)
+    let config = dir + "/file-\(label).conf"
+    try """
+        camera = { device = "file:\(footage)"; name = "bench"; realtime = false; };
+        storage = { path = "\(storage)"; min_free_mb = 1; };
+        log = { level = "info"; stats_interval = 0; };
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+    let r = try ChildProcess.run(vigil, ["run", "--config", config], outputPath: dir + "/file-\(label).log")
+    guard !r.signalled, r.status == 0 else {
+        throw AgentRunError(description: "vigil run on \(footage) exited \(r.signalled ? "on signal " : "")\(r.status):\n\(r.output)")
+    }
+    let clips = r.output.split(separator: "\n").filter { $0.contains("msg=\"clip saved\"") }.count
+    try? FileManager.default.removeItem(atPath: storage)
+    return (r.cpuSeconds, clips, r.peakRSS)
+}
+
+/// ffmpeg's libx264 on the same file into a .mov, with the settings a user would pick for a
+/// camera (`-preset ultrafast -tune zerolatency -g 30`, CRF 23 by default); its CPU seconds.
+func ffmpegOnFile(_ ffmpeg: String, footage: String, in dir: String) throws -> Double {
+    let output = dir + "/ffmpeg.mov"
+    let r = try ChildProcess.run(ffmpeg, ["-nostdin", "-v", "error", "-y", "-i", footage, "-c:v", "libx264", "-preset", "ultrafast",
+                                          "-tune", "zerolatency", "-g", "30", output], outputPath: dir + "/ffmpeg.log")
+    try? FileManager.default.removeItem(atPath: output)
+    guard !r.signalled, r.status == 0 else { throw AgentRunError(description: "ffmpeg exited \(r.status): \(r.output)") }
+    return r.cpuSeconds
+}
+
+/// What the agent did in real time on its synthetic camera.
+struct RealtimeFigures {
+    var peakRSS: Int
+    var framesIn: Int
+    /// Frames lost at the source, dropped at capture, and samples dropped at the writer.
+    var dropped: Int
+    /// For each event: seconds from the trigger to the clip's first fragment being synced,
+    /// and to the fragment holding the triggering frame being synced.
+    var firstFragment: [Double]
+    var triggerFragment: [Double]
+    var clips: Int
+}
+
+/// `vigil run` on the synthetic camera at `width`×`height`, 30 fps, with `pre_roll` 10 s, for
+/// `seconds` of real time (the demo scene has events 5 s and 25 s in), then SIGTERM.
+func agentRealtime(_ vigil: String, width: Int, height: Int, seconds: Double, in dir: String) throws -> RealtimeFigures {
+    let label = "\(width)x\(height)"
+    let storage = dir + "/clips-rt-\(label)"
+    try? FileManager.default.removeItem(atPath: storage)
+    let config = dir + "/rt-\(label).conf"
+    try """
+        camera = { device = "synthetic"; name = "bench"; width = \(width); height = \(height); fps = 30.0; };
+        recording = { pre_roll = 10.0; post_roll = 2.0; };
+        storage = { path = "\(storage)"; min_free_mb = 1; };
+        log = { level = "debug"; stats_interval = 0; };
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+    let child = try ChildProcess(vigil, ["run", "--config", config], outputPath: dir + "/rt-\(label).log")
+    usleep(UInt32(seconds * 1_000_000))
+    child.signal(SIGTERM)
+    let r = child.wait()
+    defer { try? FileManager.default.removeItem(atPath: storage) }
+    guard !r.signalled, r.status == 0 else {
+        throw AgentRunError(description: "vigil run (synthetic \(label)) exited \(r.signalled ? "on signal " : "")\(r.status):\n\(r.output)")
+    }
+    let lines = r.output.split(separator: "\n")
+    guard let stopped = lines.last(where: { $0.contains("msg=\"vigil stopped\"") }) else {
+        throw AgentRunError(description: "vigil run (synthetic \(label)) did not log its stop:\n\(r.output)")
+    }
+    let number = { (key: String) in Int(logValue(stopped, key) ?? "") ?? 0 }
+    var first: [Double] = [], trigger: [Double] = []
+    var seenFirst = Set<String>(), seenTrigger = Set<String>()
+    for line in lines where line.contains("msg=\"fragment on disk\"") && logValue(line, "part") == "1" {
+        guard let file = logValue(line, "file"), let since = logValue(line, "since_trigger").flatMap(Double.init),
+              let through = logValue(line, "through").flatMap(Double.init) else { continue }
+        if seenFirst.insert(file).inserted { first.append(since) }
+        if through > 0, seenTrigger.insert(file).inserted { trigger.append(since) }
+    }
+    return RealtimeFigures(peakRSS: r.peakRSS, framesIn: number("frames"),
+                           dropped: number("lost_at_source") + number("dropped_at_capture") + number("dropped_at_writer"),
+                           firstFragment: first, triggerFragment: trigger, clips: number("clips"))
+}
+
+func median(_ values: [Double]) -> Double {
+    let sorted = values.sorted()
+    guard !sorted.isEmpty else { return .nan }
+    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+}
+
+/// Measures the whole agent at one size and records it in `table`; returns the raw figures for the JSON.
+func measureAgent(width: Int, height: Int, column: String, options: Options, table: inout BenchTable) throws -> [String: Any] {
+    let vigil = siblingExecutable("vigil")
+    guard FileManager.default.isExecutableFile(atPath: vigil) else {
+        throw UsageError("\(vigil) is not built; run `make bench` (it builds vigil and vigil-bench in release mode)")
+    }
+    let dir = NSTemporaryDirectory() + "vigil-bench-\(getpid())-\(width)x\(height)"
+    try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    // The same number of pixels at every size (`seconds` of 1080p), so that each run is long
+    // enough for the agent's start-up (about 20 ms of CPU) not to count.
+    let footage = dir + "/events.y4m"
+    let seconds = (options.seconds * Double(1920 * 1080) / Double(width * height) * 30).rounded() / 30
+    let frames = try writeY4M(eventScene(width: width, height: height, seconds: seconds), to: footage)
+
+    // Interleaved, so that whatever else the machine does falls on all three alike; medians.
+    var alone: [Double] = [], detect: [Double] = [], read: [Double] = [], agent: [Double] = [], peer: [Double] = []
+    var clips = 0
+    let ffmpeg = which("ffmpeg")
+    for round in 0..<options.repeats {
+        let e = try encodeAlone(footage, settings: EncoderSettings())
+        precondition(e.frames == frames, "read \(e.frames) of \(frames) frames")
+        alone.append(e.encode)
+        detect.append(e.detect)
+        read.append(e.read)
+        let a = try agentOnFile(vigil, footage: footage, in: dir, label: "\(round)")
+        agent.append(a.cpu)
+        clips = a.clips
+        if let ffmpeg { peer.append(try ffmpegOnFile(ffmpeg, footage: footage, in: dir)) }
+    }
+    try? FileManager.default.removeItem(atPath: footage)
+    let perFrame = { (seconds: Double) in seconds * 1000 / Double(frames) }
+    let x264 = median(alone), whole = median(agent), detection = median(detect)
+    table.record("x264 alone, same frames and settings, CPU", unit: "ms/frame", column: column, value: perFrame(x264))
+    table.record("vigil run, whole pipeline, CPU", unit: "ms/frame", column: column, value: perFrame(whole))
+    table.record("vigil run / x264 alone (goal ≤ 1.05)", unit: "ratio", column: column, value: whole / x264)
+    if ffmpeg != nil {
+        table.record("ffmpeg libx264 → .mov, CPU", unit: "ms/frame", column: column, value: perFrame(median(peer)))
+        table.record("ffmpeg / x264 alone", unit: "ratio", column: column, value: median(peer) / x264)
+    }
+    table.record("motion detection, same frames, CPU", unit: "ms/frame", column: column, value: perFrame(detection))
+    table.record("motion detection / x264 encode", unit: "%", column: column, value: 100 * detection / x264)
+    table.record("reading the Y4M file (the file source), CPU", unit: "ms/frame", column: column, value: perFrame(median(read)))
+    table.record("reading the Y4M file / x264 encode", unit: "%", column: column, value: 100 * median(read) / x264)
+
+    let rt = try agentRealtime(vigil, width: width, height: height, seconds: options.realtimeSeconds, in: dir)
+    table.record("real time 30 fps, pre_roll 10 s: peak RSS (goal ≤ 48 MB at 1080p)", unit: "MB", column: column,
+                 value: Double(rt.peakRSS) / 1_048_576)
+    table.record("real time 30 fps: frames dropped", unit: "frames", column: column, value: Double(rt.dropped))
+    if let worst = rt.firstFragment.max() {
+        table.record("trigger → clip's first fragment on disk (worst)", unit: "ms", column: column, value: worst * 1000)
+    }
+    if let worst = rt.triggerFragment.max() {
+        table.record("trigger → triggering frame on disk (worst)", unit: "ms", column: column, value: worst * 1000)
+    }
+    return [
+        "size": column, "frames": frames, "clips_per_run": clips,
+        "x264_alone_cpu_s": alone, "vigil_run_cpu_s": agent, "ffmpeg_cpu_s": peer, "detection_cpu_s": detect, "y4m_read_cpu_s": read,
+        "realtime": ["seconds": options.realtimeSeconds, "frames_in": rt.framesIn, "dropped": rt.dropped, "peak_rss_bytes": rt.peakRSS,
+                     "clips": rt.clips, "trigger_to_first_fragment_s": rt.firstFragment, "trigger_to_trigger_fragment_s": rt.triggerFragment],
+    ]
+}

@@ -1,0 +1,165 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A program run as a child process, its CPU time and peak memory taken from `wait4`: the
+/// kernel's own accounting for the child and every thread it ran.
+struct ChildProcess {
+    struct Result {
+        var status: Int32
+        /// True when it ended by a signal (`status` is then the signal number).
+        var signalled: Bool
+        /// User plus system CPU seconds of the child (all its threads).
+        var cpuSeconds: Double
+        var userSeconds: Double
+        var systemSeconds: Double
+        /// Peak resident set size in bytes: the child's VmHWM, read from /proc while it runs
+        /// (`ru_maxrss` will not do: a spawned child inherits its parent's peak at exec).
+        var peakRSS: Int
+        var wallSeconds: Double
+        /// What it wrote to stderr (and stdout, which goes to the same file).
+        var output: String
+    }
+
+    struct SpawnError: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    let pid: pid_t
+    private let outputPath: String
+    private let started: Date
+    private let peak: PeakMemory
+
+    /// Starts `executable` with `arguments`; its stdout and stderr go to `outputPath`,
+    /// stdin is /dev/null. `environment` entries are added to (or replace) ours.
+    init(_ executable: String, _ arguments: [String], outputPath: String, environment extra: [String: String] = [:]) throws {
+        var environment = ProcessInfo.processInfo.environment
+        for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { environment.removeValue(forKey: key) }
+        environment.merge(extra) { $1 }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 2, 1)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for p in argv { free(p) }
+            for p in envp { free(p) }
+        }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        guard status == 0 else {
+            throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(status)))")
+        }
+        self.pid = pid
+        self.outputPath = outputPath
+        self.started = Date()
+        self.peak = PeakMemory(pid: pid)
+    }
+
+    func signal(_ number: Int32) { kill(pid, number) }
+
+    /// The output so far.
+    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+
+    /// Waits until a line of the output contains `text`, up to `timeout` seconds; false if not.
+    func waitFor(_ text: String, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if output.contains(text) { return true }
+            usleep(100_000)
+        }
+        return false
+    }
+
+    /// Waits for the child to end and collects its accounting.
+    func wait() -> Result {
+        // Until the child is a zombie its memory can still grow; once it is, VmHWM is gone.
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+        let peakRSS = peak.stop()
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        let wall = Date().timeIntervalSince(started)
+        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
+        let user = seconds(usage.ru_utime), system = seconds(usage.ru_stime)
+        // WIFSIGNALED / WEXITSTATUS, which Swift does not import (they are macros).
+        let signalled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
+        return Result(status: signalled ? status & 0x7f : (status >> 8) & 0xff, signalled: signalled,
+                      cpuSeconds: user + system, userSeconds: user, systemSeconds: system,
+                      peakRSS: peakRSS, wallSeconds: wall, output: output)
+    }
+
+    /// Runs to completion.
+    static func run(_ executable: String, _ arguments: [String], outputPath: String, environment: [String: String] = [:]) throws -> Result {
+        try ChildProcess(executable, arguments, outputPath: outputPath, environment: environment).wait()
+    }
+}
+
+/// Samples a process's peak resident set (VmHWM in /proc/PID/status) every 20 ms on a thread
+/// of its own, until `stop()`.
+final class PeakMemory: @unchecked Sendable {
+    // `@unchecked Sendable`: `peak` and `running` are only touched while holding `lock`.
+    private let lock = NSLock()
+    private var peak = 0
+    private var running = true
+    private let done = DispatchSemaphore(value: 0)
+
+    init(pid: pid_t) {
+        let path = "/proc/\(pid)/status"
+        Thread.detachNewThread { [self] in
+            while lock.withLock({ running }) {
+                if let text = try? String(contentsOfFile: path, encoding: .utf8),
+                   let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                   let kb = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
+                    lock.withLock { peak = max(peak, kb * 1024) }
+                }
+                usleep(20_000)
+            }
+            done.signal()
+        }
+    }
+
+    /// Stops sampling; the highest peak seen, in bytes.
+    func stop() -> Int {
+        lock.withLock { running = false }
+        done.wait()
+        return lock.withLock { peak }
+    }
+}
+
+/// CPU seconds this process has used so far, all threads (encoder threads included).
+func processCPUSeconds() -> Double {
+    var ts = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
+    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// Finds `name` on PATH.
+func which(_ name: String) -> String? {
+    for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+        let candidate = "\(dir)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    return nil
+}
+
+/// An executable built beside this one (`vigil` next to `vigil-bench`).
+func siblingExecutable(_ name: String) -> String {
+    let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    return ((me as NSString).deletingLastPathComponent as NSString).appendingPathComponent(name)
+}
+
+/// The value of `key=` in a logfmt line: a bare word, or a quoted string without its quotes.
+func logValue(_ line: Substring, _ key: String) -> String? {
+    guard let range = line.range(of: " \(key)=") ?? (line.hasPrefix("\(key)=") ? line.range(of: "\(key)=") : nil) else { return nil }
+    let rest = line[range.upperBound...]
+    if rest.first == "\"" {
+        return String(rest.dropFirst().prefix { $0 != "\"" })
+    }
+    return String(rest.prefix { $0 != " " })
+}
