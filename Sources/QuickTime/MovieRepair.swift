@@ -8,8 +8,11 @@ public struct MovieRepairError: Error, CustomStringConvertible, Sendable, Equata
         case noSuchFile
         /// Reading or writing the file failed (permissions, I/O error, full disk).
         case inputOutput
-        /// The file is not a movie repair understands, or holds nothing to recover.
+        /// The file is not a movie repair understands.
         case notRepairable
+        /// The recording stopped before its first fragment was complete: the file is empty, or
+        /// holds only the start of the movie's header or first fragment. No video to recover.
+        case nothingRecorded
     }
 
     public var path: String
@@ -140,6 +143,7 @@ public enum MovieRepair {
     /// Works out everything a repair would write; nil when the movie is already complete.
     static func makePlan(_ file: FileMovieOutput, path: String) throws(MovieRepairError) -> Plan? {
         func fail(_ problem: String) -> MovieRepairError { MovieRepairError(path: path, problem: problem) }
+        func nothing(_ problem: String) -> MovieRepairError { MovieRepairError(path: path, problem: problem, kind: .nothingRecorded) }
         func readBody(_ box: TopLevelBox) throws(MovieRepairError) -> [UInt8] {
             guard box.size <= 64 << 20 else { throw fail("its \(box.type) box of \(box.size) bytes is too large to be a movie header") }
             do { return try file.read(at: box.offset, count: Int(box.size)) } catch {
@@ -153,7 +157,13 @@ public enum MovieRepair {
         }
         let boxes = scan.boxes
         guard let first = boxes.first, first.type == "ftyp" else {
-            if file.length == 0 { throw fail("the file is empty: recording stopped before anything was written; nothing to recover") }
+            if file.length == 0 { throw nothing("the file is empty: recording stopped before anything was written; nothing to recover") }
+            // Cut inside the file type box, the first bytes Vigil writes.
+            var ftyp = ByteWriter()
+            ftyp.writeFTYP()
+            if file.length < UInt64(ftyp.count), let bytes = try? file.read(at: 0, count: Int(file.length)), ftyp.bytes.starts(with: bytes) {
+                throw nothing("only the first \(file.length) bytes of the movie were written; nothing to recover")
+            }
             throw fail("not a QuickTime movie (it does not start with an ftyp box)")
         }
 
@@ -219,10 +229,16 @@ public enum MovieRepair {
             return nil
         }
         guard let header else {
-            throw fail("no movie header: recording stopped before its first fragment was written; nothing to recover")
+            // Only the file type and the start of the first write: Vigil's, cut short. With
+            // more boxes than that, it is some other movie.
+            let problem = "no movie header: recording stopped before its first fragment was written; nothing to recover"
+            throw boxes.count == 1 ? nothing(problem) : fail(problem)
         }
         guard !fragments.isEmpty else {
-            throw fail("no complete fragment: recording stopped before its first second was written; nothing to recover")
+            let problem = "no complete fragment: recording stopped before its first second was written; nothing to recover"
+            // The header, and at most the start of the first fragment after it.
+            let onlyTheFirstWrite = index == nil && (boxes.count == 2 || (boxes.count == 3 && pendingMoof != nil))
+            throw onlyTheFirstWrite ? nothing(problem) : fail(problem)
         }
 
         // Tracks from the header, samples from the fragments.

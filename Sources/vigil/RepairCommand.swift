@@ -38,7 +38,7 @@ enum RepairCommand: Command {
                 let code: ExitCode = switch error.kind {
                 case .noSuchFile: .noInput
                 case .inputOutput: .ioError
-                case .notRepairable: .dataError
+                case .notRepairable, .nothingRecorded: .dataError
                 }
                 if worst == .success || code == .ioError { worst = code }
             }

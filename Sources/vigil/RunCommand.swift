@@ -339,6 +339,15 @@ final class Agent: @unchecked Sendable {
                     log.info("repaired an interrupted clip", [("file", .string(clip.relativePath)), ("fragments", .int(report.fragments)),
                                                             ("frames", .int(report.videoFrames)), ("cut_bytes", .int(report.discardedBytes))])
                 }
+            } catch where error.kind == .nothingRecorded {
+                // Killed between creating the file and its first fragment: no video, nothing
+                // a player could open. It is ours (its name is), so it goes.
+                do {
+                    try store.delete(clip)
+                    log.info("removed an interrupted clip with no video in it", [("file", .string(clip.relativePath)), ("bytes", .int(clip.size))])
+                } catch {
+                    log.warning("cannot remove an interrupted clip with no video in it", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
+                }
             } catch {
                 log.warning("cannot repair a clip; it is left as it is", [("file", .string(clip.relativePath)), ("error", .string(error.problem))])
             }
