@@ -4,7 +4,7 @@
 #
 #   1. lintian reports no error and no warning on the package;
 #   2. the man-page check catches a page that drifted from the program;
-#   3. in a fresh Debian bookworm root made with debootstrap, apt installs the package with
+#   3. in a fresh Debian root (this machine's release) made with debootstrap, apt installs the package with
 #      its dependencies while policy-rc.d forbids starting services: the service is enabled
 #      but not started, the user vigil (groups video, audio) and /var/lib/vigil exist;
 #   4. there `vigil check` accepts the shipped configuration, and `vigil run` with the
@@ -27,12 +27,16 @@
 #                         between runs (default ~/.cache/vigil-test-deb); delete it to
 #                         start from nothing. A root older than 30 days is made anew.
 #   VIGIL_TEST_MIRROR     the Debian mirror for debootstrap (default: debootstrap's own)
+#   VIGIL_TEST_SUITE      the Debian release to install into (default: this machine's)
 #   KEEP=1                keep the work directory (the chroot) for a look afterwards
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/.." && pwd)"
-suite=bookworm
+# The Debian release to install into: the build machine's own, which the package's
+# Depends were derived on (bookworm here).
+suite="${VIGIL_TEST_SUITE:-$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")}"
+suite="${suite:-bookworm}"
 deb_dir="$repo/dist"
 binary=""
 command_line="$0 $*"
@@ -84,8 +88,9 @@ work="$(mktemp -d "${TMPDIR:-/var/tmp}/vigil-test-deb.XXXXXX")"
 root="$work/root"
 cleanup() {
     local status=$?
+    set +e
     # Unmount whatever is mounted inside the root, deepest first.
-    findmnt -rn -o TARGET | grep -F "$work/" | sort -r | while read -r m; do umount -l "$m" || true; done
+    findmnt -rn -o TARGET | grep -F "$work/" | sort -r | while read -r m; do umount -l "$m"; done
     if [ -n "${nspawn_tmpfs:-}" ]; then umount "$nspawn_tmpfs" && rmdir "$nspawn_tmpfs" || true; fi
     if [ "${KEEP:-}" = 1 ]; then
         note "kept $work"
@@ -138,7 +143,8 @@ done
 
 # --- A fresh Debian -------------------------------------------------------------------------------
 step "debootstrap $suite ($arch)"
-cache="${VIGIL_TEST_DEB_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vigil-test-deb}"
+home="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+cache="${VIGIL_TEST_DEB_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/vigil-test-deb}"
 # minbase (dpkg, apt and the Essential packages) plus what every real target has and the
 # unit needs to be verified: systemd (systemctl, systemd-analyze, its targets) and man-db.
 include="systemd,man-db"
@@ -187,6 +193,8 @@ snapshot() {
 # Getting the root ready (resolv.conf) comes before the "before" picture.
 snapshot >"$work/before.txt"
 
+# (A grep that reads a pipe reads all of it, never -q: with pipefail, a writer cut off by
+# an early exit would fail the test.)
 # Test fixtures: a policy-rc.d (switched between deny and allow), and /run/systemd/system
 # so the maintainer scripts take their "systemd is running" branch. systemctl is wrapped
 # (bind-mounted over, so no file changes) to record every call the scripts make; the real
@@ -221,7 +229,7 @@ grep -E '^(Setting up|Unpacking|.*policy-rc.d)' "$work/install.log" | sed 's/^/ 
 [ "$(in_root dpkg-query -W -f '${Status} ${Version}' vigil)" = "install ok installed $old_version" ] || fail "vigil $old_version is not installed after apt-get install"
 # Every package in Depends is there (apt resolved them).
 for dep in $(dpkg-deb -f "$deb_old" Depends | tr ',' '\n' | sed 's/(.*//; s/ //g'); do
-    in_root dpkg-query -W -f '${Status}' "$dep" 2>/dev/null | grep -q 'install ok installed' || fail "dependency $dep is not installed"
+    in_root dpkg-query -W -f '${Status}' "$dep" 2>/dev/null | grep 'install ok installed' >/dev/null || fail "dependency $dep is not installed"
 done
 grep -q 'policy-rc.d returned 101' "$work/install.log" || fail "postinst did not ask policy-rc.d before starting the service"
 grep -qE '(^| )(start|restart) vigil\.service' "$root/run/systemctl.log" && fail "the service was started although policy-rc.d forbade it: $(cat "$root/run/systemctl.log")"
@@ -241,7 +249,7 @@ for dir in /var/lib/vigil /var/lib/vigil/clips; do
     owner="$(in_root stat -c '%U:%G %a' "$dir")"
     [ "$owner" = "vigil:vigil 750" ] || fail "$dir is $owner, not vigil:vigil 750"
 done
-in_root dpkg-query -W -f '${Conffiles}\n' vigil | grep -q '^ /etc/vigil/vigil.conf ' || fail "/etc/vigil/vigil.conf is not a conffile"
+in_root dpkg-query -W -f '${Conffiles}\n' vigil | grep '^ /etc/vigil/vigil.conf ' >/dev/null || fail "/etc/vigil/vigil.conf is not a conffile"
 for f in /usr/bin/vigil /etc/vigil/vigil.conf /lib/systemd/system/vigil.service /usr/share/man/man8/vigil.8.gz \
          /usr/share/man/man5/vigil.conf.5.gz /usr/share/doc/vigil/copyright /usr/share/doc/vigil/changelog.gz; do
     [ -f "$root$f" ] || fail "$f is not installed"
@@ -254,7 +262,7 @@ if ! in_root runuser -u vigil -- vigil check >"$work/check.out" 2>&1; then
     cat "$work/check.out" >&2
     fail "vigil check rejects the shipped /etc/vigil/vigil.conf"
 fi
-head -1 "$work/check.out" | grep -q 'configuration OK' || fail "vigil check did not say 'configuration OK': $(head -3 "$work/check.out")"
+head -1 "$work/check.out" | grep 'configuration OK' >/dev/null || fail "vigil check did not say 'configuration OK': $(head -3 "$work/check.out")"
 # The synthetic scene has an object crossing 5 to 9 s after the start: 14 s of recording
 # hold one whole event. A small picture keeps the encoder quick on any machine.
 cat >"$root/tmp/vigil-test.conf" <<'EOF'
@@ -287,7 +295,7 @@ for clip in "${clips[@]}"; do
     note "clip ${clip#$root}: ${duration} s, decodes cleanly"
 done
 grep -q '"file"' "$root/var/lib/vigil/clips/events.jsonl" || fail "the events journal has no clip"
-in_root runuser -u vigil -- vigil clips --config /tmp/vigil-test.conf | grep -q 'debtest-' || fail "vigil clips does not list the clip"
+in_root runuser -u vigil -- vigil clips --config /tmp/vigil-test.conf | grep 'debtest-' >/dev/null || fail "vigil clips does not list the clip"
 
 step "systemd-analyze verify and security"
 # Inside the root, with bookworm's systemd: the commands the unit runs must exist there
@@ -380,27 +388,27 @@ selftest="$boot/root/selftest.txt"
 [ -f "$selftest" ] || { tail -30 "$work/boot.log" >&2; fail "vigil-selftest did not run in the booted container"; }
 sed 's/^/  /' "$selftest" >&2
 section() { awk -v s="== $1" '$0 == s {on = 1; next} /^== / {on = 0} on' "$selftest"; }
-section started | grep -qx 'ActiveState=active' && section started | grep -qx 'SubState=running' \
+section started | grep -x 'ActiveState=active' >/dev/null && section started | grep -x 'SubState=running' >/dev/null \
     || fail "vigil.service is not running 3 s after boot"
-section started | grep -q '^StatusText=recording from synthetic' || fail "vigil.service did not report READY=1 with its status"
+section started | grep '^StatusText=recording from synthetic' >/dev/null || fail "vigil.service did not report READY=1 with its status"
 uid="$(in_dir "$boot" id -u vigil)"
-section process | grep -qP "^Uid:\t$uid\t" || fail "the service does not run as user vigil ($uid)"
+section process | grep -P "^Uid:\t$uid\t" >/dev/null || fail "the service does not run as user vigil ($uid)"
 for g in video audio; do
     gid="$(in_dir "$boot" getent group "$g" | cut -d: -f3)"
-    section process | grep '^Groups:' | grep -qw "$gid" || fail "the service does not run in group $g ($gid)"
+    section process | grep '^Groups:' | grep -w "$gid" >/dev/null || fail "the service does not run in group $g ($gid)"
 done
-section process | grep -qP '^CapEff:\t0+$' || fail "the service has capabilities"
-section process | grep -qP '^NoNewPrivs:\t1$' || fail "the service runs without NoNewPrivileges"
-section process | grep -qP '^Seccomp:\t2$' || fail "the service runs without a system-call filter"
-section started | grep -qx 'WatchdogUSec=30s' || fail "vigil.service has no 30 s watchdog"
-section watchdog | grep -qx 'SubState=running' && section watchdog | grep -qx 'NRestarts=0' \
+section process | grep -P '^CapEff:\t0+$' >/dev/null || fail "the service has capabilities"
+section process | grep -P '^NoNewPrivs:\t1$' >/dev/null || fail "the service runs without NoNewPrivileges"
+section process | grep -P '^Seccomp:\t2$' >/dev/null || fail "the service runs without a system-call filter"
+section started | grep -x 'WatchdogUSec=30s' >/dev/null || fail "vigil.service has no 30 s watchdog"
+section watchdog | grep -x 'SubState=running' >/dev/null && section watchdog | grep -x 'NRestarts=0' >/dev/null \
     || fail "vigil.service did not stay up past WatchdogSec (watchdog pings missing?)"
 ping_started="$(section started | sed -n 's/^WatchdogTimestampMonotonic=//p')"
 ping_later="$(section watchdog | sed -n 's/^WatchdogTimestampMonotonic=//p')"
 [ "${ping_later:-0}" -gt "${ping_started:-0}" ] || fail "no watchdog ping reached systemd between 3 s and 40 s after the start"
-grep -qx 'reload=ok' "$selftest" && section reloaded | grep -qx 'StatusText=configuration reloaded' \
+grep -qx 'reload=ok' "$selftest" && section reloaded | grep -x 'StatusText=configuration reloaded' >/dev/null \
     || fail "systemctl reload vigil did not reload the configuration"
-grep -qx 'stop=ok' "$selftest" && section stopped | grep -qx 'Result=success' && section stopped | grep -qx 'ExecMainStatus=0' \
+grep -qx 'stop=ok' "$selftest" && section stopped | grep -x 'Result=success' >/dev/null && section stopped | grep -x 'ExecMainStatus=0' >/dev/null \
     || fail "systemctl stop vigil did not end the service cleanly"
 grep -q 'msg="vigil starting"' "$boot/root/journal-info.txt" || fail "the journal does not file vigil's info lines at priority info"
 grep -q '^<[0-7]>' "$boot/root/journal.txt" && fail "the journal shows vigil's <N> priority prefixes instead of taking them"
@@ -432,7 +440,7 @@ grep -q "Configuration file '/etc/vigil/vigil.conf'" "$work/upgrade.log" && fail
 [ "$(md5sum <"$root/etc/vigil/vigil.conf")" = "$edited" ] || fail "the upgrade changed the edited /etc/vigil/vigil.conf"
 leftovers="$(find "$root/etc/vigil" -name '*.dpkg-*')"
 [ -z "$leftovers" ] || fail "the upgrade left $leftovers"
-in_root vigil check | grep -q '^  stats_interval = 30;$' || fail "vigil check does not see the edited stats_interval after the upgrade"
+in_root vigil check | grep '^  stats_interval = 30;$' >/dev/null || fail "vigil check does not see the edited stats_interval after the upgrade"
 grep -q 'restart vigil.service' "$root/run/systemctl.log" || fail "the upgrade did not restart the service (systemctl calls: $(tr '\n' ';' <"$root/run/systemctl.log"))"
 [ ${#clips[@]} -le "$(find "$root/var/lib/vigil/clips" -name '*.mov' | wc -l)" ] || fail "the upgrade lost clips"
 
