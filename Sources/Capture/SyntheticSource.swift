@@ -272,22 +272,3 @@ public final class SyntheticSource: FrameSource {
         return raw.map { Int16(min(max((($0 - mean) * scale).rounded(), -127), 127)) }
     }
 }
-
-/// SplitMix64 (Steele, Lea, Flood 2014): a small, fast, deterministic generator; the scene
-/// must not depend on the system's random numbers.
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1).
-    mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
-}
