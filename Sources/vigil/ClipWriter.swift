@@ -59,6 +59,13 @@ final class ClipWriter: @unchecked Sendable {
     private var open: OpenClip?
     /// Set when a clip could not be opened or failed: its commands are skipped until the next open.
     private var skipping = false
+    /// The disk is full: said once, retention is run at most every `fullDiskSweepInterval`
+    /// while it lasts, and its end is said once.
+    private var diskFull = false
+    private var lastFullDiskSweep: Date?
+    static let fullDiskSweepInterval = 1.0
+    /// Free space is below `min_free_mb` with no clip left to delete (said once until it is not).
+    private var lowSpaceWarned = false
 
     init(storage: StorageSettings, camera: String, log: Logger, stats: Stats, hooks: HookRunner) {
         self.storage = storage
@@ -116,6 +123,10 @@ final class ClipWriter: @unchecked Sendable {
             return
         }
         open?.fragmentsSynced = clip.writer.fragmentsWritten
+        if diskFull {
+            diskFull = false
+            log.info("disk space again; the clip goes on", [("file", .string(clip.relativePath))])
+        }
         // What is durable now, and how long after the motion began (the benchmark's latency).
         log.debug("fragment on disk", [
             ("file", .string(clip.relativePath)), ("part", .int(clip.info.part)), ("fragments", .int(clip.writer.fragmentsWritten)),
@@ -185,18 +196,28 @@ final class ClipWriter: @unchecked Sendable {
         }
     }
 
-    /// Runs retention, then `retry`; if the disk is still full the clip is abandoned as far as
-    /// it got (its complete fragments stay playable, and are repaired at the next start).
+    /// On a full disk: runs retention (at most every `fullDiskSweepInterval`), then `retry`;
+    /// the video waits in memory meanwhile, up to 32 MB. Any other write error, or a disk full
+    /// for longer than that, abandons the clip as far as it got (its complete fragments stay
+    /// playable, and are repaired at once or at the next start).
     private func recover(from error: MovieWriterError, during what: String, retry: () throws(MovieWriterError) -> Void) {
         guard let clip = open else { return }
         let outOfSpace: Bool = if case .file(let f) = error { f.isOutOfSpace } else { false }
         if outOfSpace {
-            log.warning("disk full while \(what); running retention", [("file", .string(clip.relativePath))])
-            sweep()
-            do {
-                try retry()
-                return
-            } catch {}
+            if !diskFull {
+                log.warning("disk full while \(what); running retention, keeping the video in memory until there is room",
+                            [("file", .string(clip.relativePath))])
+                diskFull = true
+            }
+            let now = Date()
+            if lastFullDiskSweep.map({ now.timeIntervalSince($0) >= ClipWriter.fullDiskSweepInterval || now < $0 }) ?? true {
+                lastFullDiskSweep = now
+                sweep()
+                do {
+                    try retry()
+                    return
+                } catch {}
+            }
         }
         // Keep what is buffered unless it grows past what a full disk can justify.
         if clip.writer.bufferedBytes < 32 << 20 && outOfSpace { return }
@@ -277,7 +298,13 @@ final class ClipWriter: @unchecked Sendable {
         if let free = try? store.freeBytes() {
             stats.update { $0.diskFreeBytes = free }
             if free < storage.policy.minFree && deleted.isEmpty && errors.isEmpty {
-                log.warning("disk space low and no clip left to delete", [("free_mb", .int(free >> 20)), ("min_free_mb", .int(storage.policy.minFree >> 20))])
+                if !lowSpaceWarned {
+                    log.warning("disk space low and no clip left to delete", [("free_mb", .int(free >> 20)), ("min_free_mb", .int(storage.policy.minFree >> 20))])
+                    lowSpaceWarned = true
+                }
+            } else if free >= storage.policy.minFree && lowSpaceWarned {
+                log.info("disk space above min_free_mb again", [("free_mb", .int(free >> 20))])
+                lowSpaceWarned = false
             }
         }
     }

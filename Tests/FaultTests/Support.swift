@@ -1,5 +1,8 @@
 import Capture
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Media
 import QuickTime
 import Recorder
@@ -195,4 +198,63 @@ func directorySize(_ directory: String) -> Int64 {
         }
     }
     return total
+}
+
+/// A named pipe the agent reads as its `file:` source, fed frame by frame by the test — so a
+/// test decides when frames come, when they stop, and what broken bytes come instead.
+final class FifoFeeder {
+    let path: String
+    let scene: SyntheticScene
+    private let source: SyntheticSource
+    private var handle: FileHandle?
+    private(set) var framesWritten = 0
+
+    init(path: String, scene: SyntheticScene) throws {
+        // A reader that goes away must not kill the test with SIGPIPE: writes fail instead.
+        signal(SIGPIPE, SIG_IGN)
+        guard mkfifo(path, 0o644) == 0 else { throw ToolError.notFound("mkfifo \(path): \(String(cString: strerror(errno)))") }
+        self.path = path
+        self.scene = scene
+        source = try SyntheticSource(scene: scene)
+    }
+
+    /// Opens the pipe for writing (waits for the reader) and writes the stream header.
+    func open() throws {
+        let fd = Glibc.open(path, O_WRONLY)
+        guard fd >= 0 else { throw ToolError.notFound("open \(path): \(String(cString: strerror(errno)))") }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        self.handle = handle
+        let rate = scene.frameRate
+        try handle.write(contentsOf: Data("YUV4MPEG2 W\(scene.width) H\(scene.height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n".utf8))
+    }
+
+    /// Writes frames until the one at `seconds` (exclusive), or the end of the scene.
+    func feed(until seconds: Double) throws {
+        guard let handle else { throw ToolError.notFound("\(path) is not open") }
+        while source.nextIndex < (scene.frameCount ?? .max), scene.timestamp(ofFrame: source.nextIndex) - scene.startTime < .init(seconds: seconds) {
+            guard let frame = try source.nextFrame() else { break }
+            var bytes = Array("FRAME\n".utf8)
+            for p in 0..<3 {
+                let plane = frame.plane(p)
+                for y in 0..<plane.height { bytes.append(contentsOf: plane.row(y)) }
+            }
+            try handle.write(contentsOf: bytes)
+            framesWritten += 1
+        }
+    }
+
+    /// Writes `bytes` as they are (a cut-off frame, a broken marker).
+    func writeRaw(_ bytes: [UInt8]) throws {
+        guard let handle else { throw ToolError.notFound("\(path) is not open") }
+        try handle.write(contentsOf: bytes)
+    }
+
+    /// Closes the writing end: the reader sees the end of the file.
+    func close() {
+        try? handle?.close()
+        handle = nil
+    }
+
+    /// The bytes of one frame.
+    var frameBytes: Int { scene.width * scene.height * 3 / 2 }
 }
