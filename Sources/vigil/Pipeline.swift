@@ -67,8 +67,32 @@ final class Pipeline: @unchecked Sendable {
     /// True when no event is open (a reload may then replace the detection and event logic).
     private var isIdle: Bool { events.state == .idle && !recorder.isRecording }
 
+    /// A source that delivers nothing for this long (and at least ten frame intervals) has
+    /// stalled: the open clip is closed, as when a camera goes away.
+    static let stallSeconds = 5.0
+    private var stalled = false
+
+    private var stallTimeout: Double { max(Pipeline.stallSeconds, 10 * lastInterval.seconds) }
+
     func run(_ frames: WorkQueue<CaptureItem>, wallClock: @Sendable () -> Date) -> CaptureError? {
-        while let item = frames.pop() {
+        while true {
+            let item: CaptureItem
+            switch frames.pop(waitingAtMost: stalled || encoder == nil ? nil : stallTimeout) {
+            case .element(let next): item = next
+            case .closed:
+                finish()
+                return nil
+            case .timedOut:
+                let open = recorder.isRecording || events.state != .idle
+                log.warning("the source delivered nothing", [("seconds", .seconds(stallTimeout)), ("closing_clip", .bool(open))])
+                stalled = true
+                interrupt()
+                continue
+            }
+            if stalled, case .frame = item {
+                log.info("frames again")
+                stalled = false
+            }
             switch item {
             case .frame(let frame):
                 do { try process(frame, wallClock: wallClock) } catch {
@@ -87,17 +111,20 @@ final class Pipeline: @unchecked Sendable {
                 guard audioFormat != nil else { continue } // before the first frame: no clip can hold it
                 send(recorder.handle(chunk))
             case .interrupted:
-                finish()
-                // What was held belongs to the stream that ended; the next one starts afresh.
-                events = EventStateMachine(settings: Pipeline.eventSettings(settings))
-                recorder = ClipRecorder(preRoll: .init(seconds: settings.recording.preRoll), maxBytes: settings.recording.preRollMaxBytes)
+                interrupt()
             case .end(let error):
                 finish()
                 return error
             }
         }
+    }
+
+    /// The stream broke off (a camera lost, a source stalled): closes the open clip; what was
+    /// held belongs to the stream that ended, and the next one starts afresh.
+    private func interrupt() {
         finish()
-        return nil
+        events = EventStateMachine(settings: Pipeline.eventSettings(settings))
+        recorder = ClipRecorder(preRoll: .init(seconds: settings.recording.preRoll), maxBytes: settings.recording.preRollMaxBytes)
     }
 
     private func process(_ frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {

@@ -50,6 +50,8 @@ final class Agent: @unchecked Sendable {
     private let stats = Stats()
     private let notifier = SystemdNotifier()
     private let stop = Atomic<Bool>(false)
+    /// How long a stop waits for the source to notice before ending the stream without it.
+    static let stopGrace = 2.0
     private let done = DispatchSemaphore(value: 0)
 
     init(configPath: String, settings: Settings) {
@@ -113,6 +115,15 @@ final class Agent: @unchecked Sendable {
                 log.info("stopping", [("signal", .string(Signals.name(signal)))])
                 notifier.stopping()
                 stop.store(true, ordering: .relaxed)
+                // A source stuck inside a read (a pipe that stalled, a hung driver) never sees
+                // the stop: after a grace period the stream is ended without it.
+                startThread("stop") { [self] in
+                    guard !captureThread.join(timeout: Agent.stopGrace) else { return }
+                    log.warning("the source did not stop; finishing without it", [("source", .string(settings.camera.device.description)),
+                                                                                 ("waited", .seconds(Agent.stopGrace))])
+                    frames.push(.end(nil))
+                    frames.close()
+                }
             }
         }
         startHousekeeping(writer: writerQueue)
@@ -122,7 +133,7 @@ final class Agent: @unchecked Sendable {
         done.wait()
         if !stop.load(ordering: .relaxed) { notifier.stopping() } // the source ended; a signal already said so
         writerThread.join()
-        captureThread.join()
+        _ = captureThread.join(timeout: Agent.stopGrace) // a source stuck in a read goes with the process
         hooks.drain(seconds: min(settings.hooks.timeout + 1, 5))
         _ = pipelineThread
         let counters = stats.snapshot
@@ -366,6 +377,12 @@ final class HandOver<Value>: @unchecked Sendable {
 final class JoinableThread: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     func join() { finished.wait(); finished.signal() }
+    /// Waits at most `seconds`; false when the thread is still running.
+    func join(timeout seconds: Double) -> Bool {
+        guard finished.wait(timeout: .now() + seconds) == .success else { return false }
+        finished.signal()
+        return true
+    }
     fileprivate func markFinished() { finished.signal() }
 }
 

@@ -1,4 +1,6 @@
+import Capture
 import Foundation
+import Media
 
 /// A queue between two threads of the pipeline, with its bound and drop policy explicit:
 ///
@@ -61,9 +63,36 @@ final class WorkQueue<Element>: @unchecked Sendable {
     }
 
     func pop() -> Element? {
-        condition.withLock {
-            while head == items.count && !closed { condition.wait() }
-            guard head < items.count else { return nil }
+        switch pop(waitingAtMost: nil) {
+        case .element(let element): element
+        case .closed, .timedOut: nil
+        }
+    }
+
+    enum Popped {
+        case element(Element)
+        /// Nothing came within the time allowed.
+        case timedOut
+        /// Closed and empty.
+        case closed
+    }
+
+    /// Waits for an element, at most `seconds` (for ever when nil).
+    func pop(waitingAtMost seconds: Double?) -> Popped {
+        let deadline = seconds.map { MonotonicClock.now() + Timestamp.Duration(seconds: $0) }
+        return condition.withLock {
+            while head == items.count && !closed {
+                if let deadline {
+                    let remaining = (deadline - MonotonicClock.now()).seconds
+                    if remaining <= 0 { return .timedOut }
+                    // In short steps against the monotonic clock: the wall clock may jump (a
+                    // board without a clock battery sets it from the network after booting).
+                    _ = condition.wait(until: Date().addingTimeInterval(min(remaining, 0.25)))
+                } else {
+                    condition.wait()
+                }
+            }
+            guard head < items.count else { return .closed }
             let (element, cost) = items[head]
             items[head].element = nil
             head += 1
@@ -73,7 +102,7 @@ final class WorkQueue<Element>: @unchecked Sendable {
                 head = 0
             }
             condition.broadcast()
-            return element
+            return element.map(Popped.element) ?? .closed
         }
     }
 
