@@ -68,6 +68,11 @@ public enum CaptureError: Error, Equatable, CustomStringConvertible {
     case badFrameMarker(source: String, frame: Int, found: String, frameBytes: Int)
     /// The input ends inside frame `frame`.
     case truncatedFrame(source: String, frame: Int, bytesRead: Int, bytesExpected: Int)
+    /// A device went away or broke while running (unplugged, I/O error): close it and open it
+    /// again later.
+    case deviceLost(source: String, reason: String)
+    /// A running device delivered nothing for `seconds`.
+    case stalled(source: String, seconds: Double)
 
     public var description: String {
         switch self {
@@ -85,6 +90,10 @@ public enum CaptureError: Error, Equatable, CustomStringConvertible {
             "\(source): frame \(frame) does not start with FRAME (found \"\(found)\"); the file is corrupt, or its frames are not the \(frameBytes) bytes each that the header's size and chroma format make"
         case .truncatedFrame(let source, let frame, let read, let expected):
             "\(source): the file ends inside frame \(frame) (\(read) of \(expected) bytes); it was cut short — the frames before it are usable"
+        case .deviceLost(let source, let reason):
+            "\(source) stopped working: \(reason)"
+        case .stalled(let source, let seconds):
+            "\(source) delivered nothing for \(formatDecimal(seconds, places: 1)) s — the device stalled (driver or firmware hang, or a loose cable)"
         }
     }
 }
