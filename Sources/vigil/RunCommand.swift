@@ -167,7 +167,21 @@ final class Agent: @unchecked Sendable {
         case .file(let path):
             return (try Y4MSource(path: path, realtime: s.camera.realtime), s.camera.realtime)
         case .device(let path):
-            throw .cannotOpen(source: path, reason: "V4L2 cameras are not supported by this build yet; use camera.device = \"synthetic\" or \"file:PATH.y4m\"")
+            let request = CameraRequest(width: s.camera.width, height: s.camera.height, fps: s.camera.fps)
+            let camera = try V4L2Camera(path: path, request: request)
+            let got = camera.negotiation
+            log.info("camera negotiated", [("source", .string(path)), ("card", .string(got.device.card)), ("driver", .string(got.device.driver)),
+                                           ("requested", .string("\(request.width)x\(request.height)@\(formatRate(request.frameRate))")),
+                                           ("pixel_format", .string(got.fourcc.description)), ("converted", .bool(got.isEmulated)),
+                                           ("size", .string("\(got.width)x\(got.height)")), ("stride", .int(got.bytesPerLine)),
+                                           ("fps", .string(got.frameRate.map(formatRate) ?? "driver's own")), ("rate_settable", .bool(got.rateIsSettable)),
+                                           ("buffers", .int(got.buffers))])
+            if !got.matchesRequest {
+                log.warning("the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)",
+                            [("source", .string(path)), ("requested", .string("\(request.width)x\(request.height)@\(formatRate(request.frameRate))")),
+                             ("delivered", .string("\(got.width)x\(got.height)@\(got.frameRate.map(formatRate) ?? "?")"))])
+            }
+            return (camera, true)
         }
     }
 
@@ -285,7 +299,12 @@ final class Agent: @unchecked Sendable {
         if s.audio.device == "synthetic" {
             return SyntheticAudioSource(sampleRate: s.audio.rate, channels: s.audio.channels)
         }
-        throw .cannotOpen(source: s.audio.device, reason: "ALSA microphones are not supported by this build yet")
+        let microphone = try ALSAMicrophone(device: s.audio.device, sampleRate: s.audio.rate, channels: s.audio.channels)
+        log.info("microphone negotiated", [("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
+                                           ("requested_rate", .int(microphone.requestedRate)), ("channels", .int(microphone.channels)),
+                                           ("period_frames", .int(microphone.periodFrames)), ("buffer_frames", .int(microphone.bufferFrames)),
+                                           ("driver_timestamps", .bool(microphone.driverTimestamps))])
+        return microphone
     }
 
     private func reload(pipeline: Pipeline, writer: WorkQueue<WriterItem>) {

@@ -3,7 +3,7 @@ import Foundation
 /// The `vigil` command: the agent and its subcommands.
 let version = "0.1.0"
 
-let commands: [any Command.Type] = [RunCommand.self, CheckCommand.self, AnalyzeCommand.self, ClipsCommand.self, RepairCommand.self]
+let commands: [any Command.Type] = [RunCommand.self, CheckCommand.self, AnalyzeCommand.self, ClipsCommand.self, RepairCommand.self, ProbeCommand.self]
 
 func printOut(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))

@@ -1,0 +1,62 @@
+import Capture
+
+/// `vigil probe [DEVICE]`: the cameras and microphones there are, ready to paste into the config.
+enum ProbeCommand: Command {
+    static let name = "probe"
+    static let abstract = "List cameras (formats, sizes, rates) and microphones."
+    static let synopsis = "[--size WxH] [--fps RATE] [DEVICE]"
+    static let discussion = """
+        Without DEVICE: every V4L2 camera (/dev/video*) with the formats Vigil records from,
+        their sizes and frame rates, and every ALSA capture device with its rates and channels.
+        DEVICE is a camera node (/dev/video0, /dev/v4l/by-id/...) or an ALSA device name
+        (hw:1,0, plughw:CARD=Device,DEV=0): only that one is shown.
+
+        Each device ends with a camera = { ... } or audio = { ... } block to paste into the
+        configuration: for a camera, the mode Vigil would pick for --size and --fps (default
+        1280x720 at 30, the configuration's defaults). A Raspberry Pi camera module is reached
+        through libcamera's compatibility layer: run `libcamerify vigil probe`.
+
+        Exit status: 0; 66 when DEVICE cannot be opened or is not a camera or microphone.
+        """
+    static let options = [
+        OptionSpec(name: "size", valueName: "WxH", help: "the picture size to suggest a mode for (default 1280x720)"),
+        OptionSpec(name: "fps", valueName: "RATE", help: "the frame rate to suggest a mode for (default 30)"),
+    ]
+
+    static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
+        guard arguments.positionals.count <= 1 else { throw UsageError(message: "unexpected argument \(arguments.positionals[1])") }
+        var width = 1280, height = 720
+        if let size = arguments.value("size") {
+            let parts = size.split(separator: "x")
+            guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (16...16384).contains(w), (16...16384).contains(h) else {
+                throw UsageError(message: "--size \(size) is not a size such as 1280x720")
+            }
+            (width, height) = (w, h)
+        }
+        var fps = 30.0
+        if let text = arguments.value("fps") {
+            guard let value = Double(text), value >= 1, value <= 240 else { throw UsageError(message: "--fps \(text) is not a rate from 1 to 240") }
+            fps = value
+        }
+        let request = CameraRequest(width: width, height: height, fps: fps)
+
+        guard let device = arguments.positionals.first else {
+            let cameras = DeviceProbe.cameraPaths().map(DeviceProbe.camera(at:))
+            emit(DeviceReport.render(cameras: cameras, microphones: DeviceProbe.microphones(), request: request))
+            return .success
+        }
+        if device.hasPrefix("/") {
+            let camera = DeviceProbe.camera(at: device)
+            emit(DeviceReport.render(cameras: [camera], microphones: nil, request: request))
+            return camera.problem == nil ? .success : .noInput
+        }
+        let microphone = DeviceProbe.microphone(named: device)
+        emit(DeviceReport.render(cameras: nil, microphones: [microphone], request: request))
+        return microphone.problem == nil ? .success : .noInput
+    }
+}
+
+/// Prints a report that ends in a newline already.
+private func emit(_ report: String) {
+    printOut(report.hasSuffix("\n") ? String(report.dropLast()) : report)
+}
