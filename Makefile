@@ -70,5 +70,12 @@ deb: deps check-swift
 test-deb: deb
 	$(SUDO) ./packaging/test-deb.sh --deb-dir $(DEB_OUT) "$$($(DEB_BUILD) --show-bin-path)/vigil"
 
+# Real-driver tests: vivid (V4L2) and snd-aloop (ALSA) in a qemu VM booting Debian's kernel
+# (scripts/vm/run-vm.sh installs qemu and fetches the kernel once, into ~/.cache/vigil-vm).
+# About two minutes; results in var/device-tests/.
+.PHONY: test-devices
+test-devices: deps check-swift
+	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/device-tests.sh
+
 clean:
 	rm -rf .build var dist

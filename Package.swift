@@ -56,6 +56,10 @@ let package = Package(
         // The fault suite (`make test-faults`): SIGKILL, a full
         // disk, failing sources, broken configurations and input, a soak. `make test` skips it.
         .testTarget(name: "FaultTests", dependencies: ["vigil", "QuickTime", "Media", "Capture", "Recorder", "TestSupport"]),
+        // Real-driver tests (`make test-devices`): run inside a VM booted with the kernel's vivid
+        // and snd-aloop drivers (scripts/vm), then checked on the host. An executable, not a test
+        // target, so that `swift test` on a machine without those devices never runs it.
+        .executableTarget(name: "vigil-device-tests", dependencies: ["Capture", "Media", "CV4L2", "CALSA", "TestSupport"], path: "Tests/DeviceTests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,95 @@
+import Capture
+import Foundation
+import Glibc
+import Media
+
+/// `vigil run` as a child process, its stderr (the log) going to a file the test reads.
+final class AgentProcess {
+    let child: Child
+    let logPath: String
+    private var exitStatus: Int32?
+
+    init(vigil: String, config: String, logPath: String) throws(Child.Failure) {
+        self.logPath = logPath
+        child = try Child.spawn(vigil, ["run", "--config", config], stdout: logPath, stderr: logPath + ".stderr")
+    }
+
+    /// The log so far (stderr, where the agent logs), one entry per line.
+    var lines: [String] {
+        ((try? String(contentsOfFile: logPath + ".stderr", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// Lines whose message is `message`.
+    func entries(_ message: String) -> [String] {
+        let quoted = message.contains(" ") ? "msg=\"\(message)\"" : "msg=\(message)"
+        return lines.filter { $0.contains(quoted + " ") || $0.hasSuffix(quoted) }
+    }
+
+    var isRunning: Bool {
+        if exitStatus == nil { exitStatus = child.poll() }
+        return exitStatus == nil
+    }
+
+    /// Waits until `count` lines with `message` are in the log; false after `timeout` seconds
+    /// or when the agent exits first.
+    @discardableResult
+    func waitFor(_ message: String, count: Int = 1, timeout: Double) -> Bool {
+        let end = MonotonicClock.now() + .init(seconds: timeout)
+        while MonotonicClock.now() < end {
+            if entries(message).count >= count { return true }
+            if !isRunning { return entries(message).count >= count }
+            usleep(100_000)
+        }
+        return false
+    }
+
+    /// SIGTERM, then the exit status (nil if it did not exit within `timeout` seconds: killed).
+    func stop(timeout: Double = 15) -> Int32? {
+        if isRunning { child.signal(SIGTERM) }
+        let end = MonotonicClock.now() + .init(seconds: timeout)
+        while isRunning && MonotonicClock.now() < end { usleep(100_000) }
+        if isRunning {
+            child.signal(SIGKILL)
+            exitStatus = child.wait()
+            return nil
+        }
+        return exitStatus
+    }
+
+    deinit {
+        if isRunning {
+            child.signal(SIGKILL)
+            child.wait()
+        }
+    }
+}
+
+/// A field of a logfmt line: `file=2026-11-30/vivid-20261130-084504.mov` → the value.
+func logField(_ name: String, in line: String) -> String? {
+    guard let range = line.range(of: " \(name)=") else { return nil }
+    let rest = line[range.upperBound...]
+    if rest.hasPrefix("\"") {
+        let body = rest.dropFirst()
+        return body.firstIndex(of: "\"").map { String(body[..<$0]) }
+    }
+    return String(rest.prefix { $0 != " " })
+}
+
+/// What the host checks in each clip the VM wrote.
+struct ClipExpectation: Codable {
+    var file: String
+    var scenario: String
+    var width: Int
+    var height: Int
+    /// "25/1"
+    var frameRate: String
+    var audio: Bool
+    /// Seconds from the tone's first sample to the pattern change, when this clip has both.
+    var changeAfterOnset: Double?
+}
+
+struct Expectations: Codable {
+    var clips: [ClipExpectation] = []
+    /// Seconds from a pattern change to the timestamp of the first frame showing it.
+    var pictureLatency: [Double] = []
+}

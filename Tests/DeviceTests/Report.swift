@@ -1,0 +1,52 @@
+import Foundation
+
+/// What the device tests print: a section per scenario, one line per check (`ok` or `FAIL`),
+/// and the figures measured (also written to OUTDIR/figures.txt for the record).
+final class Report {
+    private(set) var failures: [String] = []
+    private(set) var checks = 0
+    private var figures: [String] = []
+    private var currentSection = ""
+
+    func section(_ title: String) {
+        currentSection = title
+        emit("\n== \(title)")
+        figures.append("\n== \(title)")
+    }
+
+    /// Records one check; `detail` says what was seen.
+    @discardableResult
+    func check(_ ok: Bool, _ what: String, _ detail: @autoclosure () -> String = "") -> Bool {
+        checks += 1
+        let text = detail()
+        emit((ok ? "ok   " : "FAIL ") + what + (text.isEmpty ? "" : " — " + text))
+        if !ok { failures.append("\(currentSection): \(what)" + (text.isEmpty ? "" : " — " + text)) }
+        return ok
+    }
+
+    /// A measured value worth keeping (negotiated formats, offsets, counts).
+    func figure(_ text: String) {
+        emit("     " + text)
+        figures.append(text)
+    }
+
+    func note(_ text: String) { emit("     (" + text + ")") }
+
+    func fail(_ what: String) { check(false, what) }
+
+    func writeFigures(to path: String) {
+        try? (figures.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    func summary() -> String {
+        failures.isEmpty ? "\nall \(checks) checks passed" : "\n\(failures.count) of \(checks) checks failed:\n" + failures.map { "  - " + $0 }.joined(separator: "\n")
+    }
+
+    private func emit(_ line: String) {
+        // Written at once (the VM's console port shows progress as it happens).
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+/// Seconds with a fixed number of decimals.
+func fixed(_ value: Double, _ places: Int = 3) -> String { String(format: "%.\(places)f", value) }

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `make test-devices`: Vigil against real kernel drivers. Builds vigil and the device tests,
+# boots Debian's kernel under qemu with vivid (V4L2) and snd-aloop (ALSA) loaded
+# (scripts/vm/run-vm.sh), runs the scenarios there (Tests/DeviceTests), then checks the clips
+# they recorded on this machine with ffprobe and ffmpeg.
+#
+# Usage: scripts/device-tests.sh [SCENARIO...]   (default: all; see Tests/DeviceTests/main.swift)
+# Environment: SWIFT (the swift command), SWIFT_FLAGS (e.g. --scratch-path .build-dev).
+# Results go to var/device-tests/<time>/: figures-vm.txt, figures-host.txt, probe.txt, the
+# agents' logs and clips.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+swift=${SWIFT:-swift}
+# shellcheck disable=SC2206
+flags=(${SWIFT_FLAGS:-})
+start=$(date +%s)
+
+# Release builds: under emulation a debug build is too slow to keep up with the camera.
+"$swift" build -c release --product vigil "${flags[@]}"
+"$swift" build -c release --product vigil-device-tests "${flags[@]}"
+bin=$("$swift" build -c release --show-bin-path "${flags[@]}")
+
+out=$(pwd)/var/device-tests/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$out"
+built=$(date +%s)
+echo "device tests: results in $out"
+
+set +e
+scripts/vm/run-vm.sh "$out" "'$bin/vigil-device-tests' inside '$out' '$bin/vigil' $*"
+inside=$?
+ran=$(date +%s)
+"$bin/vigil-device-tests" check "$out"
+checked=$?
+set -e
+end=$(date +%s)
+echo "device tests: build $((built - start)) s, VM $((ran - built)) s, host checks $((end - ran)) s, total $((end - start)) s"
+if [[ $inside != 0 || $checked != 0 ]]; then
+    echo "device tests: FAILED (in the VM: exit $inside; on the host: exit $checked) — see $out" >&2
+    exit 1
+fi
+echo "device tests: passed"
