@@ -43,6 +43,7 @@ let package = Package(
         // Tests.
         .target(name: "TestSupport", dependencies: ["Media"], path: "Tests/TestSupport"),
         .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime", "TestSupport"], path: "Tests/Fixtures/MovieWriterChild"),
+        .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Capture", "TestSupport"]),
