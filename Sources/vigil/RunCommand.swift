@@ -30,12 +30,7 @@ enum RunCommand: Command {
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
         guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
-        let path = arguments.value("config") ?? defaultConfigPath
-        let settings: Settings
-        do { settings = try Settings.load(path: path) } catch {
-            printError(error.description)
-            return .config
-        }
+        guard let (path, settings) = loadSettings(arguments) else { return .config }
         return Agent(configPath: path, settings: settings).run()
     }
 }
@@ -157,8 +152,7 @@ final class Agent: @unchecked Sendable {
     private func openSource(_ s: Settings) throws(CaptureError) -> (any FrameSource, live: Bool) {
         switch s.camera.device {
         case .synthetic:
-            let fps = s.camera.fps
-            let rate = fps == fps.rounded() ? Rational(Int64(fps), 1) : Rational(Int64((fps * 1000).rounded()), 1000)
+            let rate = Rational(framesPerSecond: s.camera.fps)
             // Timestamped on the monotonic clock, as a camera's frames are, so sound lines up.
             let scene = SyntheticScene(width: s.camera.width, height: s.camera.height, frameRate: rate, schedule: .demo(),
                                        startTime: MonotonicClock.now())

@@ -168,14 +168,15 @@ let short = Timestamp.Duration(seconds: 1)
     @Test func realtimePacingDeliversNoFrameEarly() throws {
         let source = try SyntheticSource(scene: SyntheticScene(width: 32, height: 16, frameRate: Rational(20, 1), schedule: .empty,
                                                                duration: Timestamp.Duration(seconds: 0.3)), realtime: true)
-        var first: (clock: Timestamp, media: Timestamp)?
+        // In real time a frame is stamped with the monotonic time it is due, like a camera's:
+        // it must not arrive before that time, and the stamps are one frame interval apart.
+        var first: Timestamp?
         while let f = try source.nextFrame() {
             let now = MonotonicClock.now()
-            if let first {
-                #expect(now - first.clock >= f.timestamp - first.media, "frame \(f.sequence) came early")
-            } else {
-                first = (now, f.timestamp)
-            }
+            #expect(now >= f.timestamp, "frame \(f.sequence) came early")
+            let origin = first ?? f.timestamp
+            first = origin
+            #expect(f.timestamp - origin == Timestamp.Duration(nanoseconds: Int64(f.sequence) * 50_000_000))
         }
         #expect(source.nextIndex == 6)
     }
