@@ -129,6 +129,7 @@ enum AgentScenarios {
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
             r.check(agent.waitFor("clip started", timeout: 10), "moving colour bars start a clip")
             Thread.sleep(forTimeInterval: 1)
+            let pattern = try Vivid.Control("test_pattern")
             guard let onset = player.startTone() else {
                 r.fail("the tone did not start: \(player.failure ?? "timeout")")
                 _ = agent.stop()
@@ -136,10 +137,10 @@ enum AgentScenarios {
             }
             MonotonicClock.sleep(until: onset)
             let before = MonotonicClock.now()
-            try Vivid.set("test_pattern", Vivid.Pattern.white.rawValue)
+            try pattern.set(Vivid.Pattern.white.rawValue)
             let after = MonotonicClock.now()
             let changeAfterOnset = (before - onset).seconds + (after - before).seconds / 2
-            r.figure("tone onset at \(onset) (monotonic); picture turned white \(fixed(changeAfterOnset * 1000, 2)) ms later")
+            r.figure("tone onset at \(onset) (monotonic); picture turned white \(fixed(changeAfterOnset * 1000, 2)) ms later (the ioctl took \(fixed((after - before).seconds * 1000, 2)) ms)")
             Thread.sleep(forTimeInterval: 1.5)
             try Vivid.set("horizontal_movement", Vivid.Movement.none.rawValue)
             r.check(agent.waitFor("clip saved", timeout: 20), "the clip is saved after the post-roll")

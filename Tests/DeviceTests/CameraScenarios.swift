@@ -267,13 +267,14 @@ enum CameraScenarios {
         do {
             try Vivid.reset()
             let camera = try V4L2Camera(path: Vivid.node, request: CameraRequest(width: 640, height: 480, fps: 25))
+            let pattern = try Vivid.Control("test_pattern")
             _ = try take(camera, count: 3)
             for round in 0..<8 {
                 // Change at a different point of the frame period each time.
                 _ = try take(camera, count: 1)
                 usleep(UInt32(5000 * round))
                 let before = MonotonicClock.now()
-                try Vivid.set("test_pattern", Vivid.Pattern.white.rawValue)
+                try pattern.set(Vivid.Pattern.white.rawValue)
                 let after = MonotonicClock.now()
                 let changed = before + .init(nanoseconds: (after - before).nanoseconds / 2)
                 var latency: Double?
@@ -283,7 +284,7 @@ enum CameraScenarios {
                 }
                 guard let latency else { r.fail("round \(round): no white frame within 10 frames"); continue }
                 latencies.append(latency)
-                try Vivid.set("test_pattern", Vivid.Pattern.colorbar75.rawValue)
+                try pattern.set(Vivid.Pattern.colorbar75.rawValue)
                 for _ in 0..<10 {
                     guard let frame = try camera.nextFrame() else { break }
                     if meanLuma(frame) < 200 { break }

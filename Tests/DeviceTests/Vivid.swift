@@ -32,13 +32,33 @@ enum Vivid {
     /// Sets a control by its v4l2-ctl name (`test_pattern`, `percentage_of_dropped_buffers`).
     /// A button control is pressed whatever the value.
     static func set(_ name: String, _ value: Int32, node: String = node) throws(Failure) {
-        let fd = CV4L2_open(node, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure(description: "cannot open \(node): \(String(cString: strerror(errno)))") }
-        defer { if CV4L2_close(fd) != 0 { /* released anyway */ } }
-        let id = try controlID(named: name, fd: fd)
-        var control = v4l2_control(id: id, value: value)
-        guard CV4L2_ioctl(fd, CV4L2_VIDIOC_S_CTRL, &control) == 0 else {
-            throw Failure(description: "VIDIOC_S_CTRL \(name)=\(value) on \(node): \(String(cString: strerror(errno)))")
+        try Control(name, node: node).set(value)
+    }
+
+    /// One control, looked up once, so that setting it is a single ioctl (timed tests set it
+    /// at a chosen instant).
+    final class Control {
+        let fd: Int32
+        let id: UInt32
+        let name: String
+
+        init(_ name: String, node: String = Vivid.node) throws(Failure) {
+            self.name = name
+            fd = open(node, O_RDWR | O_CLOEXEC)
+            guard fd >= 0 else { throw Failure(description: "cannot open \(node): \(String(cString: strerror(errno)))") }
+            do { id = try controlID(named: name, fd: fd) } catch {
+                if close(fd) != 0 { /* released anyway */ }
+                throw error
+            }
+        }
+
+        deinit { if close(fd) != 0 { /* released anyway */ } }
+
+        func set(_ value: Int32) throws(Failure) {
+            var control = v4l2_control(id: id, value: value)
+            guard CV4L2_ioctl(fd, CV4L2_VIDIOC_S_CTRL, &control) == 0 else {
+                throw Failure(description: "VIDIOC_S_CTRL \(name)=\(value): \(String(cString: strerror(errno)))")
+            }
         }
     }
 

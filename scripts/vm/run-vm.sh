@@ -6,8 +6,9 @@
 #
 # Usage: scripts/vm/run-vm.sh [-v] SHARED_DIR COMMAND
 #
-# The host's / is the guest's root, read-only, with a RAM overlay on top: host-built binaries
-# (the Swift runtime, libx264, libv4l2, ...) run unchanged. SHARED_DIR is mounted read-write
+# The host's / is the guest's root, read-only, with a RAM overlay on top (so /tmp too shows the
+# host's files, and what the guest writes there stays in the VM): host-built binaries (the
+# Swift runtime, libx264, libv4l2, ...) run unchanged. SHARED_DIR is mounted read-write
 # at the same path and COMMAND (run by /bin/sh, as root) starts there. COMMAND's stdout and
 # stderr come out on ours; the exit status is COMMAND's (124: VM_TIMEOUT reached, 125: the
 # VM failed). With -v the guest's kernel log is printed on stderr afterwards.
@@ -128,7 +129,6 @@ mount --bind /dev $r/dev
 mount -t devpts devpts $r/dev/pts
 mount -t tmpfs tmpfs $r/dev/shm
 mount -t tmpfs tmpfs $r/run
-mount -t tmpfs tmpfs $r/tmp
 mkdir -p $r/lib/modules && mount --bind /lib/modules $r/lib/modules
 mkdir -p "$r$VM_SHARE" && mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=mmap share "$r$VM_SHARE" || fail "mount $VM_SHARE"
 mkdir -p $r/run/vm && cp /ctl/command $r/run/vm/command
