@@ -57,8 +57,11 @@ soak: deps check-swift
 run: build
 	@./scripts/run-demo.sh "$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)"
 
+# About 3 minutes: the pieces, then vigil run against x264 alone and ffmpeg on the same frames,
+# then vigil run in real time at each size (docs/PERFORMANCE.md says what each figure means).
 bench: deps check-swift
-	$(SWIFT) build -c release $(SWIFT_FLAGS)
+	$(SWIFT) build -c release --product vigil $(SWIFT_FLAGS)
+	$(SWIFT) build -c release --product vigil-bench $(SWIFT_FLAGS)
 	@mkdir -p var/bench
 	"$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json
 
