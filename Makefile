@@ -57,7 +57,7 @@ soak: deps check-swift
 run: build
 	@./scripts/run-demo.sh "$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)"
 
-# About 3 minutes: the pieces, then vigil run against x264 alone and ffmpeg on the same frames,
+# About 4 minutes: the pieces, then vigil run against x264 alone and ffmpeg on the same frames,
 # then vigil run in real time at each size (docs/PERFORMANCE.md says what each figure means).
 bench: deps check-swift
 	$(SWIFT) build -c release --product vigil $(SWIFT_FLAGS)

@@ -21,7 +21,7 @@ struct Options {
     /// smaller sizes get as many pixels (so more seconds).
     var seconds = 10.0
     /// Runs of each of the three, interleaved; the medians are reported.
-    var repeats = 3
+    var repeats = 5
     /// Seconds the agent runs in real time at each size (its demo scene has events 5 s and 25 s in).
     var realtimeSeconds = 36.0
     /// Picture sizes to measure.
@@ -65,7 +65,7 @@ struct Options {
                     usage: vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
                       at 640×480, 1280×720 and 1920×1080, 30 fps: YUYV→NV12 and 4:2:2→4:2:0 conversion, x264
                       encoding and motion detection; `vigil run` on S seconds of footage (default 10) against
-                      x264 alone and ffmpeg, by CPU time, medians of N runs (default 3); and `vigil run` in
+                      x264 alone and ffmpeg, by CPU time, medians of N runs (default 5); and `vigil run` in
                       real time for S seconds (default 36): peak RSS, dropped frames, trigger-to-disk latency.
                       `vigil` must be built beside vigil-bench (`make bench` does it).
                     """)
