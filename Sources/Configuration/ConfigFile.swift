@@ -43,15 +43,15 @@ public struct ConfigValues: Sendable, Equatable {
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw ConfigurationError(file: path, line: nil, message: "permission denied — can this user read it?")
         }
-        return try read(path: path) { config in config_read_file(config, path) }
+        return try read(path: path, text: nil) { config in config_read_file(config, path) }
     }
 
     /// Reads and checks configuration text; `name` stands for the file in messages.
     public static func parse(_ text: String, name: String) throws(ConfigurationError) -> ConfigValues {
-        try read(path: name) { config in config_read_string(config, text) }
+        try read(path: name, text: text) { config in config_read_string(config, text) }
     }
 
-    private static func read(path: String, _ reader: (UnsafeMutablePointer<config_t>) -> Int32) throws(ConfigurationError) -> ConfigValues {
+    private static func read(path: String, text: String?, _ reader: (UnsafeMutablePointer<config_t>) -> Int32) throws(ConfigurationError) -> ConfigValues {
         let config = UnsafeMutablePointer<config_t>.allocate(capacity: 1)
         config_init(config)
         defer {
@@ -60,12 +60,18 @@ public struct ConfigValues: Sendable, Equatable {
         }
         if reader(config) != CONFIG_TRUE {
             let file = CLibconfig_error_file(config).map { String(cString: $0) } ?? path
-            let text = CLibconfig_error_text(config).map { String(cString: $0) } ?? "unreadable"
+            let problem = CLibconfig_error_text(config).map { String(cString: $0) } ?? "unreadable"
             let line = Int(CLibconfig_error_line(config))
             if CLibconfig_error_type(config) == Int32(CONFIG_ERR_FILE_IO.rawValue) {
-                throw ConfigurationError(file: file, line: nil, message: "cannot read it (\(text.lowercased()))")
+                throw ConfigurationError(file: file, line: nil, message: "cannot read it (\(problem.lowercased()))")
             }
-            throw ConfigurationError(file: file, line: line > 0 ? line : nil, message: "\(text) — check the syntax near this line (settings look like `name = value;`, inside `section = { ... };`)")
+            // A string or group left open runs to the end of the file, which is where libconfig
+            // notices: point at where it opened instead.
+            let source = file == path ? (text ?? (try? String(contentsOfFile: path, encoding: .utf8))) : try? String(contentsOfFile: file, encoding: .utf8)
+            if let source, let open = unclosedConstruct(in: source), line >= (open.onlyAtEnd ? open.endLine : open.line) {
+                throw ConfigurationError(file: file, line: open.line, message: "syntax error — \(open.problem)")
+            }
+            throw ConfigurationError(file: file, line: line > 0 ? line : nil, message: "\(problem) — check the syntax near this line (settings look like `name = value;`, inside `section = { ... };`)")
         }
         var result = ConfigValues(defaultsFor: path)
         guard let root = CLibconfig_root_setting(config) else { return result }
@@ -215,4 +221,54 @@ public struct ConfigValues: Sendable, Equatable {
         }
         return text
     }
+}
+
+/// What most likely broke libconfig text whose parse failed: a string that runs over the end
+/// of its line (its closing quote is missing; libconfig strings may span lines, so it swallows
+/// text up to the next quote), or a string, group, array or list still open at the end. The
+/// line it starts on, the text's last line, whether it only explains an error at the end, and
+/// what to fix. Nil when nothing is left open.
+func unclosedConstruct(in text: String) -> (line: Int, endLine: Int, onlyAtEnd: Bool, problem: String)? {
+    enum Mode { case normal, string, lineComment, blockComment }
+    var mode = Mode.normal
+    var line = 1
+    var stringLine = 0
+    var firstMultilineString: Int?
+    var open: [(Character, Int)] = []
+    var previous: Character = " "
+    var escaped = false
+    for c in text {
+        switch mode {
+        case .normal:
+            if c == "\"" { mode = .string; stringLine = line; escaped = false }
+            else if c == "#" || (c == "/" && previous == "/") { mode = .lineComment }
+            else if c == "*" && previous == "/" { mode = .blockComment }
+            else if "{[(".contains(c) { open.append((c, line)) }
+            else if "}])".contains(c), !open.isEmpty { open.removeLast() }
+        case .string:
+            if escaped { escaped = false }
+            else if c == "\\" { escaped = true }
+            else if c == "\"" { mode = .normal }
+            else if c == "\n", firstMultilineString == nil { firstMultilineString = stringLine }
+        case .lineComment:
+            if c == "\n" { mode = .normal }
+        case .blockComment:
+            if c == "/" && previous == "*" { mode = .normal }
+        }
+        if c == "\n" { line += 1 }
+        // A "/" that closed a block comment must not start another comment.
+        previous = mode == .normal && c == "/" && previous == "*" ? " " : c
+    }
+    let endLine = text.hasSuffix("\n") ? line - 1 : line
+    if let first = firstMultilineString {
+        return (first, endLine, false, "the string that starts on this line runs past the end of the line: add its closing \"")
+    }
+    if mode == .string {
+        return (stringLine, endLine, true, "the string that starts on this line is never closed: add its closing \"")
+    }
+    if let (c, openedOn) = open.last {
+        let closer: String = c == "{" ? "}" : (c == "[" ? "]" : ")")
+        return (openedOn, endLine, true, "the \(c) on this line is never closed: add the matching \(closer)")
+    }
+    return nil
 }

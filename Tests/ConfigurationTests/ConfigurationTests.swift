@@ -93,7 +93,7 @@ func failure(_ text: String) -> ConfigurationError? {
         ("stuff = 3;", 1, "unknown section 'stuff'"),
         ("camera = 3;", 1, "'camera' must be a group"),
         ("camera = { width == 640; };", 1, "syntax error"),
-        ("camera = {\n width = 640;\n", 3, "syntax error"),
+        ("camera = {\n width = 640;\n", 1, "syntax error — the { on this line is never closed: add the matching }"),
         ("camera = { width = 640; };\nrecording = { pre_roll = 5.0.0; };", 2, "syntax error"),
         ("encoder = { preset = \"fastest\"; };", 1, "encoder.preset = \"fastest\" is not allowed — use one of \"ultrafast\""),
         ("encoder = { crf = 60.0; };", 1, "encoder.crf = 60.0 is out of range — use a number from 1.0 to 51.0"),
@@ -153,5 +153,31 @@ func failure(_ text: String) -> ConfigurationError? {
             #expect(error.line == 1)
         }
         #expect(throws: ConfigurationError.self) { try Settings.load(path: dir.file("absent.conf")) }
+    }
+}
+
+@Suite struct UnclosedConstructTests {
+    @Test(arguments: [
+        ("camera = {\n  name = \"yard;\n};\n", 2, "string"),
+        ("camera = {\n  name = \"yard;\n};\nlog = { level = \"info\"; };\n", 2, "runs past the end of the line"),
+        ("log = {\n  level = \"info\";\n", 1, "{"),
+        ("a = [1, 2,\n3\n", 1, "["),
+        ("# a \"quote in a comment\n/* { */ log = { level = \"x\\\"y\"; };\n", 0, ""),
+        ("s = \"a # not a comment\";\n", 0, ""),
+    ] as [(String, Int, String)])
+    func findsWhereAnUnclosedStringOrGroupOpened(text: String, line: Int, what: String) {
+        let found = unclosedConstruct(in: text)
+        if line == 0 {
+            #expect(found == nil, "\(String(describing: found))")
+        } else {
+            #expect(found?.line == line)
+            #expect(found?.problem.contains(what) == true)
+        }
+    }
+
+    @Test func anUnclosedStringIsReportedWhereItStarts() {
+        let error = failure("camera = {\n  name = \"yard;\n};\nlog = { level = \"info\"; };\n")
+        #expect(error?.line == 2, "\(String(describing: error))")
+        #expect(error?.message.contains("closing \"") == true)
     }
 }
