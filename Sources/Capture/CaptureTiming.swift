@@ -49,6 +49,56 @@ public enum BufferTimestamp {
     }
 }
 
+/// Puts camera frames on the grid of their nominal rate.
+///
+/// Drivers stamp frames with a few milliseconds of jitter (USB transfers, interrupt latency,
+/// vivid's end-of-frame stamps under load). A frame within a quarter of a frame interval of
+/// the grid — the first frame's time plus whole intervals — gets the grid's time, so a clip
+/// has a constant rate and lost frames leave whole intervals out (players and ffmpeg then see
+/// the nominal rate, not a variable one). A frame further off (a camera whose real rate
+/// drifts from its nominal one, a stall) starts a new grid at its own time.
+///
+/// Times always increase, by at least half an interval: the encoder refuses a frame that is
+/// not later than the one before, so a driver stamp that goes back or stands still (a camera
+/// clock reset, a starved driver) is moved to just after its predecessor.
+public struct FrameTimeline: Sendable {
+    public let rate: Rational
+    private let tolerance: Int64
+    private let minimumStep: Int64
+    private var anchor: Timestamp?
+    private var lastIndex: Int64 = 0
+    private var last = Timestamp.zero
+    /// How many times a frame was off the grid and the grid started again.
+    public private(set) var restarts = 0
+
+    public init(rate: Rational) {
+        precondition(rate.numerator > 0 && rate.denominator > 0, "a frame rate must be positive")
+        self.rate = rate
+        let interval = Timestamp(frameIndex: 1, rate: rate).nanoseconds
+        tolerance = interval / 4
+        minimumStep = interval / 2
+    }
+
+    public mutating func place(_ measured: Timestamp) -> Timestamp {
+        if let anchor {
+            // The nearest grid point: index = round(elapsed · rate).
+            let index = Rational.scale((measured - anchor).nanoseconds, by: rate.numerator, over: 1_000_000_000 * rate.denominator)
+            let grid = anchor + Timestamp.Duration(nanoseconds: Timestamp(frameIndex: index, rate: rate).nanoseconds)
+            if index > lastIndex && abs((measured - grid).nanoseconds) <= tolerance {
+                lastIndex = index
+                last = grid
+                return grid
+            }
+            restarts += 1
+        }
+        let start = anchor == nil ? measured : max(measured, last + Timestamp.Duration(nanoseconds: minimumStep))
+        anchor = start
+        lastIndex = 0
+        last = start
+        return start
+    }
+}
+
 /// Places captured sound on the monotonic clock.
 ///
 /// ALSA pairs a buffer position with a monotonic timestamp (`snd_pcm_htimestamp`): the first

@@ -40,7 +40,8 @@ public struct CameraNegotiation: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// A V4L2 camera: negotiates a format, streams through memory-mapped buffers, and hands out
-/// frames whose bytes are the driver's buffers (no copy).
+/// frames whose bytes are the driver's buffers (no copy), timestamped by the driver on the
+/// monotonic clock and put on the grid of the negotiated rate (`FrameTimeline`).
 ///
 /// Each frame's buffer goes back to the driver (VIDIOC_QBUF) when the last copy of the frame
 /// is dropped. If the pipeline holds every buffer, the driver drops frames, which shows as a
@@ -57,6 +58,9 @@ public final class V4L2Camera: FrameSource {
     public private(set) var corruptFrames = 0
     /// Frames lost so far: gaps in the driver's sequence numbers.
     public var lostFrames: Int { sequence.lost }
+    /// Times a frame was too far from the nominal rate's grid and the grid started again
+    /// (a camera running off its nominal rate does this now and then).
+    public var timelineRestarts: Int { timeline?.restarts ?? 0 }
     /// How long `nextFrame()` waits for a frame before it gives up on the stream.
     public let stallTimeout: Timestamp.Duration
     /// The same for the first frame (sensors take a moment to start).
@@ -66,6 +70,7 @@ public final class V4L2Camera: FrameSource {
     /// is dropped, even while this object lives on (a replugged camera gets its node back).
     private var stream: V4L2Stream?
     private var sequence = SequenceCounter()
+    private var timeline: FrameTimeline?
     private var delivered = 0
 
     /// Opens `path` (a /dev/video* node or a /dev/v4l/by-id/ link), picks the mode closest to
@@ -126,6 +131,7 @@ public final class V4L2Camera: FrameSource {
         let interval = format.frameRate.map { Timestamp.Duration(nanoseconds: Rational.scale(5 * $0.denominator, by: 1_000_000_000, over: $0.numerator)) } ?? .zero
         self.stallTimeout = stallTimeout ?? max(Timestamp.Duration(seconds: 2), interval)
         firstFrameTimeout = max(self.stallTimeout, Timestamp.Duration(seconds: 5))
+        timeline = format.frameRate.map(FrameTimeline.init(rate:))
     }
 
     deinit {
@@ -173,8 +179,9 @@ public final class V4L2Camera: FrameSource {
                 stream.requeue(index)
                 continue
             }
-            let time = BufferTimestamp.capture(seconds: Int64(buffer.timestamp.tv_sec), microseconds: Int64(buffer.timestamp.tv_usec),
-                                               flags: buffer.flags, dequeuedAt: MonotonicClock.now())
+            let stamped = BufferTimestamp.capture(seconds: Int64(buffer.timestamp.tv_sec), microseconds: Int64(buffer.timestamp.tv_usec),
+                                                  flags: buffer.flags, dequeuedAt: MonotonicClock.now())
+            let time = timeline?.place(stamped) ?? stamped
             let (number, _) = sequence.count(buffer.sequence)
             let owner = stream
             let bytes = FrameBuffer(borrowing: base, count: stream.buffers[index].length, release: { owner.requeue(index) })

@@ -127,3 +127,84 @@ import Testing
         #expect(AudioTimeline.firstUnreadFrame(timestamp: wallClock, available: 0, sampleRate: 48000, now: now) == now)
     }
 }
+
+@Suite struct FrameTimelineTests {
+    static let rate = Rational(25, 1)
+    static let period = 0.04
+
+    /// Stamps with up to ±4 ms of jitter land exactly on the 40 ms grid of the first one.
+    @Test func jitteredStampsLandOnTheGrid() {
+        var line = FrameTimeline(rate: Self.rate)
+        var first: Timestamp?
+        for i in 0..<500 {
+            let wobble = 0.004 * Double((i * 7919) % 9 - 4) / 4
+            let t = line.place(Timestamp(seconds: 1000 + Double(i) * Self.period + wobble))
+            let origin = first ?? t
+            first = origin
+            #expect(t == origin + .init(nanoseconds: Timestamp(frameIndex: Int64(i), rate: Self.rate).nanoseconds), "frame \(i) at \(t)")
+        }
+        #expect(line.restarts == 0)
+    }
+
+    /// Lost frames leave whole intervals out.
+    @Test func lostFramesLeaveWholeIntervals() {
+        var line = FrameTimeline(rate: Self.rate)
+        let indices: [Int64] = [0, 1, 2, 5, 6, 30, 31]
+        let placed = indices.map { line.place(Timestamp(seconds: 50 + Double($0) * Self.period + 0.003)) }
+        for (i, t) in zip(indices, placed) {
+            #expect(t == placed[0] + .init(nanoseconds: Timestamp(frameIndex: i, rate: Self.rate).nanoseconds))
+        }
+    }
+
+    /// NTSC rates: the grid is exact in nanoseconds, rounded per frame, never accumulating.
+    @Test func fractionalRatesStayExact() {
+        let rate = Rational(30000, 1001)
+        var line = FrameTimeline(rate: rate)
+        var last = Timestamp.zero
+        for i in 0..<10_000 {
+            last = line.place(Timestamp(frameIndex: Int64(i), rate: rate) + .init(nanoseconds: 7_000_000_000 + Int64((i % 5) * 500_000)))
+        }
+        #expect(last == Timestamp(nanoseconds: 7_000_000_000) + .init(nanoseconds: Timestamp(frameIndex: 9999, rate: rate).nanoseconds))
+        #expect(line.restarts == 0)
+    }
+
+    /// A camera 1% faster than it says drifts off the grid: the grid starts again where the
+    /// frame is, times keep increasing, and no time moves by more than a quarter interval.
+    @Test func aDriftingCameraRestartsTheGrid() {
+        var line = FrameTimeline(rate: Self.rate)
+        var previous: Timestamp?
+        for i in 0..<1000 {
+            let measured = Timestamp(seconds: 10 + Double(i) * Self.period * 0.99)
+            let t = line.place(measured)
+            #expect(abs((t - measured).seconds) <= Self.period / 4 + 1e-9)
+            if let previous { #expect(t > previous) }
+            previous = t
+        }
+        #expect(line.restarts > 0 && line.restarts < 100)
+    }
+
+    /// Driver stamps that stand still or go back (a starved driver, a camera clock reset):
+    /// the encoder must still see increasing times, half an interval apart at least.
+    @Test func stampsThatGoBackStillIncrease() {
+        var line = FrameTimeline(rate: Self.rate)
+        let stamps = [10.000, 10.040, 10.084, 10.081, 10.081, 10.120, 9.000, 9.040, 10.400]
+        let placed = stamps.map { line.place(Timestamp(seconds: $0)) }
+        for (a, b) in zip(placed, placed.dropFirst()) {
+            #expect((b - a).seconds >= Self.period / 2 - 1e-9, "\(a) then \(b)")
+        }
+        // Back on the grid of the last restart as soon as the stamps allow.
+        #expect(placed[2] == Timestamp(seconds: 10.080))
+        #expect(line.restarts >= 3)
+    }
+
+    /// A stall of half a second, then frames again: a new grid from there.
+    @Test func aJumpOffTheGridStartsAgain() {
+        var line = FrameTimeline(rate: Self.rate)
+        _ = line.place(Timestamp(seconds: 1.000))
+        _ = line.place(Timestamp(seconds: 1.040))
+        let off = Timestamp(seconds: 1.5) // 12.5 intervals after the first: half an interval off
+        #expect(line.place(off) == off)
+        #expect(line.place(Timestamp(seconds: 1.5401)) == off + .init(seconds: 0.04))
+        #expect(line.restarts == 1)
+    }
+}

@@ -7,8 +7,15 @@ struct Context {
     let out: String
     let vigil: String
     var expectations = Expectations()
+    let monitor = StarvationMonitor()
 
     mutating func run(_ scenario: Scenario, _ r: Report) {
+        _ = monitor.take()
+        defer {
+            let worst = monitor.take()
+            r.figure("largest scheduling delay in the VM during this scenario: \(fixed(worst * 1000, 0)) ms")
+            if worst > 0.2 { r.note("the VM was starved of CPU (is the host busy?): timing checks in this scenario can fail for that reason alone") }
+        }
         switch scenario {
         case .probe: AgentScenarios.probe(r, vigil: vigil, out: out)
         case .negotiation: CameraScenarios.negotiation(r)
@@ -19,6 +26,7 @@ struct Context {
         case .audio: AudioScenarios.loopback(r)
         case .record: expectations.clips += AgentScenarios.record(r, vigil: vigil, out: out)
         case .recover: expectations.clips += AgentScenarios.recover(r, vigil: vigil, out: out)
+        case .hd: expectations.clips += AgentScenarios.hd(r, vigil: vigil, out: out)
         }
     }
 
@@ -88,6 +96,7 @@ enum AgentScenarios {
         audio = { enabled = \(audio != nil); device = "\(audio ?? "default")"; rate = 48000; channels = 1; };
         recording = { pre_roll = \(preRoll); post_roll = \(postRoll); };
         storage = { path = "\(storage)"; min_free_mb = 10; };
+        encoder = { threads = 1; };
         log = { level = "info"; stats_interval = 2; };
 
         """
@@ -173,6 +182,43 @@ enum AgentScenarios {
         let (failure, underruns) = player.stop()
         r.check(failure == nil, "the playback side ran", failure ?? "")
         if underruns > 0 { r.note("playback underruns: \(underruns)") }
+        return expected
+    }
+
+    /// 1280x720 at 30 fps asked of a camera that gives 12.5 there: a warning, and clips at the
+    /// size and rate it delivers.
+    static func hd(_ r: Report, vigil: String, out: String) -> [ClipExpectation] {
+        r.section("vigil run: 1280x720 at 30 fps asked, vivid gives 12.5")
+        let dir = out + "/hd", storage = dir + "/clips"
+        var expected: [ClipExpectation] = []
+        do {
+            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+            try Vivid.reset()
+            let configPath = dir + "/vigil.conf"
+            try config(camera: Vivid.node, width: 1280, height: 720, fps: 30, audio: nil, storage: storage, preRoll: 1, postRoll: 1)
+                .write(toFile: configPath, atomically: true, encoding: .utf8)
+            let agent = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent.log")
+            r.check(agent.waitFor("vigil running", timeout: 20), "the agent starts")
+            let warning = agent.entries("the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)")
+            for line in agent.entries("camera negotiated") + warning { r.figure(line) }
+            r.check(warning.first.map { $0.contains("requested=1280x720@30") && $0.contains("delivered=1280x720@12.5") } ?? false,
+                    "the agent warns that it gets 12.5 fps, not 30")
+            Thread.sleep(forTimeInterval: 2)
+            try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
+            r.check(agent.waitFor("clip started", timeout: 10), "motion starts a clip")
+            Thread.sleep(forTimeInterval: 2.5)
+            try Vivid.set("horizontal_movement", Vivid.Movement.none.rawValue)
+            r.check(agent.waitFor("clip saved", timeout: 15), "the clip is saved")
+            let status = agent.stop()
+            r.check(status == 0, "SIGTERM stops the agent with status 0", "\(status.map(String.init) ?? "killed")")
+            for line in agent.entries("stats").suffix(2) { r.figure(line) }
+            for clip in savedClips(agent, storage: storage) {
+                expected.append(ClipExpectation(file: clip.file, scenario: "hd", width: 1280, height: 720, frameRate: "25/2", audio: false, changeAfterOnset: nil))
+            }
+            r.check(!expected.isEmpty, "clips saved: \(expected.count)")
+        } catch {
+            r.fail("\(error)")
+        }
         return expected
     }
 

@@ -1,4 +1,7 @@
+import Capture
 import Foundation
+import Media
+import Synchronization
 
 /// What the device tests print: a section per scenario, one line per check (`ok` or `FAIL`),
 /// and the figures measured (also written to OUTDIR/figures.txt for the record).
@@ -50,3 +53,26 @@ final class Report {
 
 /// Seconds with a fixed number of decimals.
 func fixed(_ value: Double, _ places: Int = 3) -> String { String(format: "%.\(places)f", value) }
+
+/// Watches how late the VM wakes a sleeping thread: under emulation on a busy host the guest
+/// is starved of CPU now and then, and real-time checks (frame rates, alignment) then fail
+/// for that reason alone. Each scenario reports the worst delay it saw.
+final class StarvationMonitor: Sendable {
+    private let worst = Mutex(0.0)
+
+    init() {
+        let thread = Thread { [self] in
+            while true {
+                let start = MonotonicClock.now()
+                usleep(20_000)
+                let late = (MonotonicClock.now() - start).seconds - 0.02
+                worst.withLock { $0 = max($0, late) }
+            }
+        }
+        thread.name = "starvation"
+        thread.start()
+    }
+
+    /// The worst delay since the last call, in seconds.
+    func take() -> Double { worst.withLock { value in defer { value = 0 }; return value } }
+}
