@@ -38,6 +38,10 @@ public struct MovieRepairReport: Equatable, Sendable {
     public var audioFrames: Int
     /// Bytes cut from the end: a fragment, or an index, that was only partly written.
     public var discardedBytes: UInt64
+    /// How long the repaired movie's video lasts.
+    public var videoDuration: Timestamp.Duration = .zero
+    /// The repaired file's size.
+    public var bytes: UInt64 = 0
 }
 
 /// Finishes movies whose writer was interrupted — killed, or cut off by a power failure —
@@ -78,10 +82,15 @@ public enum MovieRepair {
         } catch {
             throw MovieRepairError(path: path, problem: "\(error.description) — the file is still an interrupted movie; free some space or fix the disk and repair it again", kind: .inputOutput)
         }
-        let video = plan.tracks.first { $0.header.kind == .video }?.table.sampleCount ?? 0
+        let videoTrack = plan.tracks.first { $0.header.kind == .video }
+        let video = videoTrack?.table.sampleCount ?? 0
         let audio = plan.tracks.first { $0.header.kind == .audio }?.table.sampleCount ?? 0
+        let duration = videoTrack.map { track in
+            Timestamp.Duration(nanoseconds: Rational.scale(Int64(clamping: track.table.mediaDuration), by: 1_000_000_000,
+                                                           over: Int64(max(1, track.header.timescale))))
+        } ?? .zero
         return MovieRepairReport(fragments: plan.fragments.count, videoFrames: video, audioFrames: audio,
-                                 discardedBytes: plan.originalLength - plan.keepLength)
+                                 discardedBytes: plan.originalLength - plan.keepLength, videoDuration: duration, bytes: file.length)
     }
 
     // MARK: Planning

@@ -223,9 +223,7 @@ final class ClipWriter: @unchecked Sendable {
         if clip.writer.bufferedBytes < 32 << 20 && outOfSpace { return }
         log.error("clip abandoned after a write error; what is on disk is kept", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
         clip.writer.abandon()
-        if let report = try? MovieRepair.repair(path: storage.root + "/" + clip.relativePath) {
-            log.info("clip repaired", [("file", .string(clip.relativePath)), ("frames", .int(report.videoFrames))])
-        }
+        repairAbandoned(clip, peakScore: clip.info.score)
         stats.update {
             $0.clipErrors += 1
             $0.recording = false
@@ -248,27 +246,12 @@ final class ClipWriter: @unchecked Sendable {
             log.error("clip could not be finished; repairing what is on disk", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
             clip.writer.abandon()
             stats.update { $0.clipErrors += 1 }
-            if let report = try? MovieRepair.repair(path: storage.root + "/" + clip.relativePath) {
-                log.info("clip repaired", [("file", .string(clip.relativePath)), ("frames", .int(report.videoFrames))])
-            }
+            repairAbandoned(clip, peakScore: closing.peakScore)
             return
         }
-        guard let stream else { return }
         let info = clip.info
-        let start = stream.wallClock(summary.start)
-        let end = start.addingTimeInterval(summary.duration.seconds)
-        let record = ClipRecord(
-            file: clip.relativePath, camera: camera,
-            start: ClipRecord.timestamp(start), end: ClipRecord.timestamp(end),
-            trigger: ClipRecord.timestamp(stream.wallClock(info.trigger)),
-            triggerSourceSeconds: rounded((info.trigger - stream.firstFrame).seconds, 3),
-            preRollSeconds: info.part == 1 ? rounded((info.trigger - info.start).seconds, 3) : 0,
-            durationSeconds: rounded(summary.duration.seconds, 3),
-            frames: summary.videoFrames, audioFrames: summary.audioFrames, bytes: summary.bytes,
-            peakScore: rounded(closing.peakScore, 4), part: info.part)
-        do { try EventsJournal(directory: storage.root).append(record) } catch {
-            log.error("events journal not written", [("error", .string(error.description))])
-        }
+        guard let record = journal(clip, start: summary.start, duration: summary.duration, frames: summary.videoFrames,
+                                   audioFrames: summary.audioFrames, bytes: summary.bytes, peakScore: closing.peakScore) else { return }
         stats.update { $0.clipsWritten += 1 }
         log.info("clip saved", [
             ("file", .string(clip.relativePath)), ("duration", .seconds(summary.duration.seconds)), ("frames", .int(summary.videoFrames)),
@@ -284,6 +267,38 @@ final class ClipWriter: @unchecked Sendable {
                               ("peak_score", String(record.peakScore)), ("part", String(record.part))])
         }
         sweep()
+    }
+
+    /// A clip given up after a write error becomes a normal movie of what reached the disk,
+    /// and gets its journal line like any other.
+    private func repairAbandoned(_ clip: OpenClip, peakScore: Double) {
+        guard let report = try? MovieRepair.repair(path: storage.root + "/" + clip.relativePath) else { return }
+        log.info("clip repaired", [("file", .string(clip.relativePath)), ("frames", .int(report.videoFrames))])
+        journal(clip, start: clip.info.start, duration: report.videoDuration, frames: report.videoFrames,
+                audioFrames: report.audioFrames, bytes: report.bytes, peakScore: peakScore)
+    }
+
+    /// Appends the clip's line to the events journal.
+    @discardableResult
+    private func journal(_ clip: OpenClip, start first: Timestamp, duration: Timestamp.Duration, frames: Int, audioFrames: Int,
+                         bytes: UInt64, peakScore: Double) -> ClipRecord? {
+        guard let stream else { return nil }
+        let info = clip.info
+        let start = stream.wallClock(first)
+        let end = start.addingTimeInterval(duration.seconds)
+        let record = ClipRecord(
+            file: clip.relativePath, camera: camera,
+            start: ClipRecord.timestamp(start), end: ClipRecord.timestamp(end),
+            trigger: ClipRecord.timestamp(stream.wallClock(info.trigger)),
+            triggerSourceSeconds: rounded((info.trigger - stream.firstFrame).seconds, 3),
+            preRollSeconds: info.part == 1 ? rounded((info.trigger - info.start).seconds, 3) : 0,
+            durationSeconds: rounded(duration.seconds, 3),
+            frames: frames, audioFrames: audioFrames, bytes: bytes,
+            peakScore: rounded(peakScore, 4), part: info.part)
+        do { try EventsJournal(directory: storage.root).append(record) } catch {
+            log.error("events journal not written", [("error", .string(error.description))])
+        }
+        return record
     }
 
     /// Retention: deletes what the policy says (never the open clip), logs each deletion.

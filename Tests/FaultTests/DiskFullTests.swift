@@ -125,6 +125,11 @@ import TestSupport
         // The two clips after it are whole.
         let saved = logLines(output, "clip saved").filter { logValue($0, "file") != firstFile }
         #expect(saved.count == 2 && saved.allSatisfy { logValue($0, "frames") == "328" }, "\(saved)")
+        // All three are in the events journal, the first with what it kept.
+        let records = try EventsJournal(directory: storage).records().records
+        #expect(records.map(\.file) == [firstFile] + saved.compactMap { logValue($0, "file") })
+        #expect(records.first?.frames == firstFrames && abs((records.first?.durationSeconds ?? 0) - Double(firstFrames) / 30) < 0.002,
+                "\(records.first.map { "\($0)" } ?? "no record")")
         for line in saved {
             let path = storage + "/" + (logValue(line, "file") ?? "")
             #expect((try? MovieRepair.inspect(path: path)) == .complete)

@@ -144,6 +144,8 @@ func frameHashes(_ path: String) throws -> [String] {
                 #expect(complete > 0, "a cut at \(cut) before any complete fragment was repaired")
                 #expect(report?.fragments == complete, "cut at \(cut)")
                 #expect(report?.videoFrames == complete * 10, "cut at \(cut)")
+                #expect(report?.videoDuration == Timestamp.Duration(nanoseconds: Int64(complete) * 400_000_000), "cut at \(cut)")
+                #expect(report?.bytes == UInt64(fileBytes(scratch).count), "cut at \(cut)")
                 #expect(isNormalMovie(scratch), "cut at \(cut)")
                 #expect(try MovieRepair.repair(path: scratch) == nil, "second repair of the cut at \(cut) changed something")
                 if checkedWithFFmpeg.insert(complete).inserted {
