@@ -80,6 +80,10 @@ import TestSupport
             case .middle:
                 waited = agent.waitFor("msg=\"clip started\"", timeout: 60)
                 delay = 0.2 + unit * 2.0
+            case .close where run == 17:
+                // Just after the close: the journal line, the hooks and retention still to come.
+                waited = agent.waitFor("msg=\"clip saved\"", timeout: 60)
+                delay = unit * 0.005
             case .close:
                 // The clip closes with the first frame after the post-roll, right after this line.
                 waited = agent.waitFor("msg=\"motion ended\"", timeout: 60)
@@ -130,8 +134,10 @@ import TestSupport
                 let encoded = min(Int(((lastFrame - clipStart) * Self.rate).rounded()) + 1, referenceFrames.count)
                 let lost = encoded - framesBefore
                 worstLoss = max(worstLoss, lost)
-                // The GOP being recorded, and what was on its way to the writer.
-                #expect(lost <= Self.gop + 3, "run \(run): \(lost) frames lost (\(encoded) encoded, \(framesBefore) on disk)")
+                // The GOP being recorded, and what was encoded while the writer was still syncing
+                // the fragment before it (the GOP just completed is written when its successor's
+                // keyframe reaches the writer). Two GOPs bound both; the worst seen is printed.
+                #expect(lost <= 2 * Self.gop, "run \(run): \(lost) frames lost (\(encoded) encoded, \(framesBefore) on disk)")
             }
 
             // The next start repairs what was interrupted, and leaves no clip that does not play.
