@@ -114,6 +114,7 @@ import TestSupport
             #expect(files.count <= 1, "run \(run): \(files)")
             var state = "no clip file"
             var framesBefore = 0
+            var lossNote = ""
             if let file = files.first {
                 let path = storage + "/" + file
                 switch try? MovieRepair.inspect(path: path) {
@@ -134,6 +135,7 @@ import TestSupport
                 let encoded = min(Int(((lastFrame - clipStart) * Self.rate).rounded()) + 1, referenceFrames.count)
                 let lost = encoded - framesBefore
                 worstLoss = max(worstLoss, lost)
+                lossNote = ", \(lost) lost"
                 // The GOP being recorded, and what was encoded while the writer was still syncing
                 // the fragment before it (the GOP just completed is written when its successor's
                 // keyframe reaches the writer). Two GOPs bound both; the worst seen is printed.
@@ -158,7 +160,7 @@ import TestSupport
                         "run \(run): the repaired clip has \(frames.count) frames; \(framesBefore) were there before, \(syncedFrames) synced")
             }
             states[state.hasPrefix("interrupted") ? "interrupted" : state, default: 0] += 1
-            outcomes.append("run \(run): \(phase) +\(Int(delay * 1000)) ms — \(state); \(syncedFrames) frames reported synced, \(framesBefore) in the file, \(framesAfter) after the restart (reference \(referenceFrames.count))")
+            outcomes.append("run \(run): \(phase) +\(Int(delay * 1000)) ms — \(state); \(syncedFrames) frames reported synced, \(framesBefore) in the file, \(framesAfter) after the restart (reference \(referenceFrames.count))\(lossNote)")
         }
         print("agent kill test (20 runs):\n  " + outcomes.joined(separator: "\n  ") + "\n  worst loss: \(worstLoss) frames (one GOP is \(Self.gop))")
         // The moments must have covered a clip being recorded and a clip already closed.
