@@ -8,11 +8,11 @@ import MotionDetection
 enum AnalyzeCommand: Command {
     static let name = "analyze"
     static let abstract = "Run motion detection over a source and show what it finds."
-    static let synopsis = "--config FILE --source SOURCE [--csv FILE] [--plot FILE.svg]"
+    static let synopsis = "--config FILE --source SOURCE [--csv FILE] [--plot FILE.svg] [--seconds S]"
     static let discussion = """
         Runs the detector and the event logic of the configuration over SOURCE — "synthetic"
-        (two minutes of the demo scene), "file:PATH.y4m", or a device path — as fast as it
-        can, without encoding or recording. Prints one JSON line per event found, in seconds
+        (two minutes of the demo scene), "file:PATH.y4m", or a camera (a minute of it, or
+        --seconds) — as fast as it can, without encoding or recording. Prints one JSON line per event found, in seconds
         of source time, e.g. {"start": 8.03, "end": 12.40, "peak": 0.061}, then a summary line.
 
         --csv writes one row per frame: time, score, threshold and state.
@@ -27,12 +27,18 @@ enum AnalyzeCommand: Command {
         OptionSpec(name: "source", valueName: "SOURCE", help: "synthetic, file:PATH.y4m, or a device path"),
         OptionSpec(name: "csv", valueName: "FILE", help: "write per-frame scores as CSV"),
         OptionSpec(name: "plot", valueName: "FILE.svg", help: "write a plot of score and threshold"),
+        OptionSpec(name: "seconds", valueName: "S", help: "analyse at most S seconds of the source (default: a whole file, 120 s of synthetic, 60 s of a camera)"),
     ]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
         guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
         guard let sourceText = arguments.value("source") else { throw UsageError(message: "--source is required") }
         guard let (configPath, settings) = loadSettings(arguments) else { return .config }
+        var limit: Double?
+        if let text = arguments.value("seconds") {
+            guard let seconds = Double(text), seconds > 0, seconds.isFinite else { throw UsageError(message: "--seconds needs a positive number of seconds") }
+            limit = seconds
+        }
         let source: any FrameSource
         do {
             switch try SourceSpecifier(parsing: sourceText) {
@@ -43,7 +49,9 @@ enum AnalyzeCommand: Command {
             case .file(let path):
                 source = try Y4MSource(path: path)
             case .device(let path):
-                throw CaptureError.cannotOpen(source: path, reason: "V4L2 cameras are not supported by this build yet; record footage to a .y4m file and analyse that")
+                limit = limit ?? 60
+                source = try V4L2Camera(path: path, request: CameraRequest(width: settings.camera.width, height: settings.camera.height,
+                                                                          fps: settings.camera.fps))
             }
         } catch let error as CaptureError {
             printError("vigil analyze: \(error.description)")
@@ -59,9 +67,13 @@ enum AnalyzeCommand: Command {
                                       mask: settings.motionMask)
         let converter = PlanarConverter(input: source.format)
         var failure: CaptureError?
+        var first: Timestamp?
         while true {
             do {
                 guard let frame = try source.nextFrame() else { break }
+                let origin = first ?? frame.timestamp
+                first = origin
+                if let limit, (frame.timestamp - origin).seconds >= limit { break }
                 analyzer.process(converter.convert(frame).luma, at: frame.timestamp)
             } catch {
                 failure = error

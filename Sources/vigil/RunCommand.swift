@@ -74,16 +74,23 @@ final class Agent: @unchecked Sendable {
         let clipWriter = ClipWriter(storage: storage, camera: settings.camera.name, log: log, stats: stats, hooks: hooks)
         clipWriter.sweep()
 
-        // The source: opened before anything starts, so a bad one is reported at once.
-        let source: any FrameSource
+        // The source: opened before anything starts, so a bad one is reported at once. A
+        // camera that is not there yet (a USB camera still enumerating at boot, or unplugged)
+        // is waited for, as one that goes away later is.
+        let source: (any FrameSource)?
         let live: Bool
         do {
-            (source, live) = try openSource(settings)
+            let (opened, isLive) = try openSource(settings)
+            (source, live) = (opened, isLive)
+            log.info("source open", [("source", .string(opened.name)), ("format", .string(opened.format.description))])
         } catch {
-            log.error("cannot open the source", [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
-            return .noInput
+            guard case .device = settings.camera.device else {
+                log.error("cannot open the source", [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
+                return .noInput
+            }
+            log.warning("camera unavailable; waiting for it", [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
+            (source, live) = (nil, true)
         }
-        log.info("source open", [("source", .string(source.name)), ("format", .string(source.format.description))])
 
         let frames = WorkQueue<CaptureItem>(capacity: live ? 3 : 8)
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
@@ -122,7 +129,7 @@ final class Agent: @unchecked Sendable {
             }
         }
         startHousekeeping(writer: writerQueue)
-        notifier.ready(status: "recording from \(source.name)")
+        notifier.ready(status: source.map { "recording from \($0.name)" } ?? "waiting for the camera \(settings.camera.device)")
         log.info("vigil running")
 
         done.wait()
@@ -182,8 +189,11 @@ final class Agent: @unchecked Sendable {
     /// The capture thread: frames into the queue until the source ends or the agent stops.
     /// A live source never waits: when the pipeline is behind, the oldest queued frame is dropped.
     /// A camera that fails is closed and reopened with backoff; the open clip is closed meanwhile.
-    private func capture(_ first: any FrameSource, into queue: WorkQueue<CaptureItem>, live: Bool) {
-        var source = first
+    private func capture(_ first: (any FrameSource)?, into queue: WorkQueue<CaptureItem>, live: Bool) {
+        guard var source = first ?? reopen(firstTime: true) else {
+            queue.push(.end(nil))
+            return
+        }
         var lastSequence: UInt64?
         // YUYV and 4:2:2 become 4:2:0 here, once, for both the detector and the encoder.
         var converter = PlanarConverter(input: source.format)
@@ -198,7 +208,7 @@ final class Agent: @unchecked Sendable {
                 }
                 log.warning("camera lost; closing the clip and retrying", [("source", .string(source.name)), ("error", .string(error.description))])
                 queue.push(.interrupted)
-                guard let back = reopen(after: error) else { break }
+                guard let back = reopen(firstTime: false) else { break }
                 source = back
                 converter = PlanarConverter(input: source.format)
                 lastSequence = nil
@@ -227,7 +237,7 @@ final class Agent: @unchecked Sendable {
 
     /// Reopens the camera with backoff (1 s doubling to 30 s), logging the outage once and
     /// the return once; nil when the agent is stopping.
-    private func reopen(after error: CaptureError) -> (any FrameSource)? {
+    private func reopen(firstTime: Bool) -> (any FrameSource)? {
         let lostAt = MonotonicClock.now()
         var delay = 1.0
         var attempts = 0
@@ -237,7 +247,7 @@ final class Agent: @unchecked Sendable {
             attempts += 1
             do {
                 let (source, _) = try openSource(settings)
-                log.info("camera back", [("source", .string(source.name)), ("format", .string(source.format.description)),
+                log.info(firstTime ? "camera open" : "camera back", [("source", .string(source.name)), ("format", .string(source.format.description)),
                                          ("down", .seconds((MonotonicClock.now() - lostAt).seconds)), ("attempts", .int(attempts))])
                 return source
             } catch {
@@ -276,10 +286,16 @@ final class Agent: @unchecked Sendable {
                                                                       ("channels", .int(microphone.channels))])
             failing = false
             delay = 1.0
+            // Overruns of microphones opened before, so the count only grows.
+            let overrunsBefore = stats.snapshot.audioOverruns
             while !stop.load(ordering: .relaxed) {
                 do {
                     guard let chunk = try microphone.read() else { break }
                     queue.push(.audio(chunk), cost: 0)
+                    if let alsa = microphone as? ALSAMicrophone {
+                        let total = overrunsBefore + alsa.overruns
+                        stats.update { $0.audioOverruns = total }
+                    }
                 } catch {
                     log.warning("microphone failed; recording video only until it is back", [("device", .string(microphone.name)), ("error", .string(error.description))])
                     failing = true

@@ -26,6 +26,8 @@ struct Counters: Sendable, Equatable {
     var clipErrors = 0
     var diskFreeBytes: Int64 = 0
     var recording = false
+    /// Microphone overruns recovered (sound lost while the pipeline fell behind).
+    var audioOverruns = 0
 }
 
 final class Stats: Sendable {
@@ -56,6 +58,7 @@ final class Stats: Sendable {
             ("ring_s", .fixed(now.ringSeconds, 1)),
             ("ring_bytes", .int(now.ringBytes)),
             ("recording", .bool(now.recording)),
+            ("audio_overruns", .int(now.audioOverruns - previous.audioOverruns)),
             ("clips", .int(now.clipsWritten)),
             ("clip_errors", .int(now.clipErrors)),
             ("disk_free_mb", .int(now.diskFreeBytes >> 20)),

@@ -6,11 +6,12 @@ let version = "0.1.0"
 let commands: [any Command.Type] = [RunCommand.self, CheckCommand.self, AnalyzeCommand.self, ClipsCommand.self, RepairCommand.self, ProbeCommand.self]
 
 func printOut(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    // A closed or broken stdout (`vigil clips | head`) must not crash the command.
+    try? FileHandle.standardOutput.write(contentsOf: Data((text + "\n").utf8))
 }
 
 func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    try? FileHandle.standardError.write(contentsOf: Data((text + "\n").utf8))
 }
 
 let rootHelp: String = {

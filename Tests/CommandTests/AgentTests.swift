@@ -245,6 +245,24 @@ import TestSupport
         for r in records { #expect(try FFmpeg.decodeErrors(dir.file("clips/" + r.file)).isEmpty) }
     }
 
+    /// A camera that is not there when the agent starts (still enumerating at boot, or
+    /// unplugged) is waited for: the agent stays up, says so once, and stops cleanly.
+    @Test func aMissingCameraIsWaitedFor() throws {
+        let dir = try TemporaryDirectory("vigil-agent")
+        defer { dir.remove() }
+        let config = dir.file("vigil.conf")
+        try "camera = { device = \"\(dir.file("video99"))\"; };\nstorage = { path = \"clips\"; min_free_mb = 1; };\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        let agent = try AgentProcess(config: config)
+        let waiting = agent.waitFor("msg=\"camera unavailable; waiting for it\"", timeout: 30)
+        #expect(waiting?.contains("video99") == true, "\(agent.output)")
+        #expect(agent.waitFor("msg=\"vigil running\"", timeout: 10) != nil)
+        usleep(1_500_000) // at least one retry
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 10) == 0, "\(agent.output)")
+        #expect(agent.output.components(separatedBy: "camera unavailable").count == 2, "the outage is logged once")
+    }
+
     @Test func aMissingSourceExits66AndABadConfigExits78() throws {
         let dir = try TemporaryDirectory("vigil-agent")
         defer { dir.remove() }
