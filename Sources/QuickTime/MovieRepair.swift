@@ -42,6 +42,8 @@ public struct MovieRepairReport: Equatable, Sendable {
     public var videoDuration: Timestamp.Duration = .zero
     /// The repaired file's size.
     public var bytes: UInt64 = 0
+    /// The movie's creation time (the wall clock of its first frame), to the second.
+    public var created: Date = Date(timeIntervalSince1970: 0)
 }
 
 /// Finishes movies whose writer was interrupted — killed, or cut off by a power failure —
@@ -90,7 +92,8 @@ public enum MovieRepair {
                                                            over: Int64(max(1, track.header.timescale))))
         } ?? .zero
         return MovieRepairReport(fragments: plan.fragments.count, videoFrames: video, audioFrames: audio,
-                                 discardedBytes: plan.originalLength - plan.keepLength, videoDuration: duration, bytes: file.length)
+                                 discardedBytes: plan.originalLength - plan.keepLength, videoDuration: duration, bytes: file.length,
+                                 created: date(fromQuickTimeSeconds: plan.creationTime))
     }
 
     // MARK: Planning

@@ -8,19 +8,23 @@ public struct ClipRecord: Codable, Equatable, Sendable {
     /// Wall-clock time of the first and just after the last frame (ISO 8601 with offset).
     public var start: String
     public var end: String
-    /// Wall-clock time of the motion that started the event.
-    public var trigger: String
+    /// Wall-clock time of the motion that started the event (nil, and left out of the line,
+    /// for a clip finished by repair after the agent was interrupted: that is not known then).
+    public var trigger: String?
     /// The trigger in seconds since the source's first frame.
-    public var triggerSourceSeconds: Double
+    public var triggerSourceSeconds: Double?
     /// How much of the clip comes before the trigger, in seconds (0 for a continuation part).
-    public var preRollSeconds: Double
+    public var preRollSeconds: Double?
     public var durationSeconds: Double
     public var frames: Int
     public var audioFrames: Int
     public var bytes: UInt64
-    public var peakScore: Double
+    public var peakScore: Double?
     /// 1 for the first clip of an event, 2 and on for the parts a long event is split into.
-    public var part: Int
+    public var part: Int?
+    /// True for a clip the agent was interrupted while writing, finished by repair when it
+    /// started again.
+    public var repaired: Bool?
 
     enum CodingKeys: String, CodingKey {
         case file, camera, start, end, trigger
@@ -32,11 +36,12 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         case bytes
         case peakScore = "peak_score"
         case part
+        case repaired
     }
 
-    public init(file: String, camera: String, start: String, end: String, trigger: String, triggerSourceSeconds: Double,
-                preRollSeconds: Double, durationSeconds: Double, frames: Int, audioFrames: Int, bytes: UInt64,
-                peakScore: Double, part: Int) {
+    public init(file: String, camera: String, start: String, end: String, trigger: String?, triggerSourceSeconds: Double?,
+                preRollSeconds: Double?, durationSeconds: Double, frames: Int, audioFrames: Int, bytes: UInt64,
+                peakScore: Double?, part: Int?, repaired: Bool? = nil) {
         self.file = file
         self.camera = camera
         self.start = start
@@ -50,6 +55,7 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         self.bytes = bytes
         self.peakScore = peakScore
         self.part = part
+        self.repaired = repaired
     }
 
     /// Wall-clock times as the journal writes them: local time with its UTC offset.
@@ -91,6 +97,34 @@ public struct EventsJournal: Sendable {
         } catch {
             throw JournalError(description: "cannot append to \(path): \(error.localizedDescription)")
         }
+    }
+
+    /// Drops the lines of clips `exists` says are gone (retention deleted them), so the journal
+    /// stays as small as the clip store however long the agent runs. Lines that cannot be read
+    /// are kept. The file is replaced atomically (written beside it, then renamed).
+    /// Returns how many lines were dropped.
+    @discardableResult
+    public func prune(keeping exists: (String) -> Bool) throws(JournalError) -> Int {
+        guard let data = FileManager.default.contents(atPath: path) else { return 0 }
+        let decoder = JSONDecoder()
+        var kept = Data()
+        var dropped = 0
+        for line in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+            if let record = try? decoder.decode(ClipRecord.self, from: Data(line)), !exists(record.file) {
+                dropped += 1
+                continue
+            }
+            kept += line
+            kept.append(UInt8(ascii: "\n"))
+        }
+        guard dropped > 0 else { return 0 }
+        do {
+            // Written beside the journal and renamed over it: a crash leaves the old or the new.
+            try kept.write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw JournalError(description: "cannot shorten \(path): \(error.localizedDescription) — can this user write to \((path as NSString).deletingLastPathComponent)?")
+        }
+        return dropped
     }
 
     /// Every record in the journal, with the numbers of the lines that could not be read.

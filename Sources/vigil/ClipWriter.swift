@@ -262,9 +262,9 @@ final class ClipWriter: @unchecked Sendable {
             let absolute = storage.root + "/" + clip.relativePath
             hooks.run(program, event: "clip_saved",
                       arguments: [absolute, camera, record.start, record.end, String(record.durationSeconds), String(record.frames), String(record.bytes)],
-                      facts: [("file", absolute), ("camera", camera), ("start", record.start), ("end", record.end), ("trigger", record.trigger),
+                      facts: [("file", absolute), ("camera", camera), ("start", record.start), ("end", record.end), ("trigger", record.trigger ?? ""),
                               ("duration", String(record.durationSeconds)), ("frames", String(record.frames)), ("bytes", String(record.bytes)),
-                              ("peak_score", String(record.peakScore)), ("part", String(record.part))])
+                              ("peak_score", String(record.peakScore ?? 0)), ("part", String(info.part))])
         }
         sweep()
     }
@@ -310,6 +310,14 @@ final class ClipWriter: @unchecked Sendable {
             log.info("clip deleted", [("file", .string(d.clip.relativePath)), ("bytes", .int(d.clip.size)), ("reason", .string(d.reason.description))])
         }
         for e in errors { log.warning("retention problem", [("error", .string(e.description))]) }
+        if !deleted.isEmpty {
+            // The journal keeps lines for the clips that are still there.
+            do {
+                try EventsJournal(directory: storage.root).prune { FileManager.default.fileExists(atPath: store.absolutePath($0)) }
+            } catch {
+                log.warning("events journal not shortened", [("error", .string(error.description))])
+            }
+        }
         if let free = try? store.freeBytes() {
             stats.update { $0.diskFreeBytes = free }
             if free < storage.policy.minFree && deleted.isEmpty && errors.isEmpty {

@@ -45,7 +45,7 @@ enum ClipsCommand: Command {
         for r in records {
             let exists = FileManager.default.fileExists(atPath: settings.storage.path + "/" + r.file)
             let duration = String(format: "%.1fs", r.durationSeconds)
-            let peak = String(format: "%.3f", r.peakScore)
+            let peak = r.peakScore.map { String(format: "%.3f", $0) } ?? (r.repaired == true ? "repaired" : "-")
             printOut(r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + r.file + (exists ? "" : "  (deleted)"))
         }
         printOut("\(records.count) clip(s) in \(settings.storage.path)")

@@ -378,6 +378,18 @@ final class Agent: @unchecked Sendable {
                 if let report = try MovieRepair.repair(path: path) {
                     log.info("repaired an interrupted clip", [("file", .string(clip.relativePath)), ("fragments", .int(report.fragments)),
                                                             ("frames", .int(report.videoFrames)), ("cut_bytes", .int(report.discardedBytes))])
+                    // Its journal line was never written: what the file says goes in, marked as
+                    // repaired (the trigger and score died with the process that knew them).
+                    let record = ClipRecord(
+                        file: clip.relativePath, camera: settings.camera.name,
+                        start: ClipRecord.timestamp(report.created),
+                        end: ClipRecord.timestamp(report.created.addingTimeInterval(report.videoDuration.seconds)),
+                        trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil,
+                        durationSeconds: rounded(report.videoDuration.seconds, 3), frames: report.videoFrames,
+                        audioFrames: report.audioFrames, bytes: report.bytes, peakScore: nil, part: nil, repaired: true)
+                    do { try EventsJournal(directory: storage.root).append(record) } catch {
+                        log.error("events journal not written", [("error", .string(error.description))])
+                    }
                 }
             } catch where error.kind == .nothingRecorded {
                 // Killed between creating the file and its first fragment: no video, nothing

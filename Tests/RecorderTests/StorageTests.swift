@@ -166,5 +166,25 @@ import TestSupport
         let (records, bad) = try journal.records()
         #expect(records == [record, second])
         #expect(bad == [3])
+
+        // Retention deleted the clip: its lines go, the unreadable line stays.
+        #expect(try journal.prune { $0 != record.file } == 2)
+        let (left, stillBad) = try journal.records()
+        #expect(left.isEmpty)
+        #expect(stillBad == [1])
+        #expect(try journal.prune { _ in false } == 0)
+    }
+
+    @Test func aRepairedClipsLineLeavesOutWhatIsNotKnown() throws {
+        let dir = try TemporaryDirectory("vigil-journal")
+        defer { dir.remove() }
+        let journal = EventsJournal(directory: dir.path)
+        try journal.append(ClipRecord(file: "a.mov", camera: "shed", start: "2026-11-30T11:04:05.000Z", end: "2026-11-30T11:04:07.000Z",
+                                      trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil, durationSeconds: 2, frames: 60,
+                                      audioFrames: 0, bytes: 1000, peakScore: nil, part: nil, repaired: true))
+        let line = try String(contentsOfFile: journal.path, encoding: .utf8)
+        #expect(line.contains("\"repaired\":true"))
+        #expect(!line.contains("trigger") && !line.contains("peak_score"))
+        #expect(try journal.records().records.first?.repaired == true)
     }
 }
