@@ -93,6 +93,8 @@ import TestSupport
         try feeder.feed(until: 3.5)
         let stalled = agent.waitFor("msg=\"the source delivered nothing\"", timeout: 60)
         #expect(stalled.flatMap { logValue($0, "closing_clip") } == "true", "\(agent.output)")
+        // The writer finishes the clip just after the pipeline gives up on the source.
+        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 30) != nil, "\(agent.output)")
         let first = logLines(agent.output, "clip saved")
         #expect(first.count == 1, "\(agent.output)")
         #expect(agent.isRunning)
