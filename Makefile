@@ -60,10 +60,10 @@ run: build
 # About 4 minutes: the pieces, then vigil run against x264 alone and ffmpeg on the same frames,
 # then vigil run in real time at each size (docs/PERFORMANCE.md says what each figure means).
 bench: deps check-swift
-	$(SWIFT) build -c release --product vigil $(SWIFT_FLAGS)
-	$(SWIFT) build -c release --product vigil-bench $(SWIFT_FLAGS)
+	$(SWIFT) build -c release --static-swift-stdlib --product vigil $(SWIFT_FLAGS)
+	$(SWIFT) build -c release --static-swift-stdlib --product vigil-bench $(SWIFT_FLAGS)
 	@mkdir -p var/bench
-	"$$($(SWIFT) build -c release $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json
+	"$$($(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json
 
 # The Debian package, in $(DEB_OUT): a release build with the Swift runtime linked statically
 # and full RELRO, packaged by packaging/build-deb.sh. DEB_SCRATCH is SwiftPM's build
