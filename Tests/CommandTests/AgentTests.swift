@@ -285,86 +285,10 @@ import TestSupport
     }
 }
 
-/// The value of `key=` in a logfmt line (unquoted values only).
-func logValue(_ line: String, _ key: String) -> String? {
-    guard let range = line.range(of: " \(key)=") else { return nil }
-    return String(line[range.upperBound...].prefix { $0 != " " })
-}
-
 extension ISO8601DateFormatter {
     nonisolated(unsafe) static let fractional: ISO8601DateFormatter = {
         let f = ISO8601DateFormatter()
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return f
     }()
-}
-
-/// `vigil run` as a child process, its stderr collected line by line as it comes.
-final class AgentProcess: Sendable {
-    private let process: Process
-    private let lines = Mutex<[String]>([])
-
-    init(config: String, environment extra: [String: String] = [:]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("vigil"))
-        process.arguments = ["run", "--config", config]
-        var environment = ProcessInfo.processInfo.environment
-        environment["TZ"] = "UTC"
-        for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { environment.removeValue(forKey: key) }
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        self.process = process
-        try process.run()
-        let handle = pipe.fileHandleForReading
-        let thread = Thread { [self] in
-            var pending = ""
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                pending += String(decoding: data, as: UTF8.self)
-                while let newline = pending.firstIndex(of: "\n") {
-                    let line = String(pending[..<newline])
-                    pending = String(pending[pending.index(after: newline)...])
-                    self.lines.withLock { $0.append(line) }
-                }
-            }
-        }
-        thread.start()
-    }
-
-    var output: String { lines.withLock { $0.joined(separator: "\n") } }
-
-    /// The first line containing `text`, waiting up to `timeout` seconds for it.
-    func waitFor(_ text: String, timeout: Double) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let line = lines.withLock({ $0.first { $0.contains(text) } }) { return line }
-            if !process.isRunning {
-                usleep(100_000)
-                return lines.withLock { $0.first { $0.contains(text) } }
-            }
-            usleep(50_000)
-        }
-        return nil
-    }
-
-    func kill(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
-
-    /// The exit status, or nil when it had not exited within `timeout` (it is then killed).
-    func waitForExit(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(50_000) }
-        if process.isRunning {
-            kill(SIGKILL)
-            process.waitUntilExit()
-            return nil
-        }
-        process.waitUntilExit()
-        usleep(100_000) // let the reader take the last lines
-        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
-    }
 }

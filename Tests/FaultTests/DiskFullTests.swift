@@ -49,7 +49,7 @@ import TestSupport
         let footage = try Self.footage(in: dir, events: 8)
         let storage = fs.path + "/clips"
         let filler = fs.path + "/other-data"
-        let agent = try Agent(config: writeConfig(dir.file("vigil.conf"), footage: footage, storage: storage,
+        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: footage, storage: storage,
                                                   storageExtra: "min_free_mb = 1; max_size_mb = 0;"))
         try #require(agent.waitFor("msg=\"clip started\"", skip: 2, timeout: 300) != nil, "\(agent.output)")
         let filled = Self.fillUp(filler)
@@ -98,7 +98,7 @@ import TestSupport
         let objects = [SceneObject(enter: .init(seconds: 1), leave: .init(seconds: 10), path: .leftToRight(y: 0.5), width: 0.2, height: 0.3, brightness: 210)]
         let feeder = try FifoFeeder(path: dir.file("camera.y4m"),
                                     scene: scene(seconds: 42, rate: Rational(30, 1), width: 640, height: 480, objects: objects, period: 14))
-        let agent = try Agent(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage,
+        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage,
                                                   storageExtra: "min_free_mb = 1; max_size_mb = 0;"))
         try feeder.open()
         try feeder.feed(until: 13)
@@ -145,7 +145,7 @@ import TestSupport
         defer { dir.remove() }
         let footage = try Self.footage(in: dir, events: 8)
         let storage = fs.path + "/clips"
-        let agent = try Agent(config: writeConfig(dir.file("vigil.conf"), footage: footage, storage: storage,
+        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: footage, storage: storage,
                                                   storageExtra: "min_free_mb = 1; max_size_mb = 5;"))
         let status = agent.waitForExit(timeout: 600)
         let output = agent.output

@@ -23,7 +23,7 @@ import TestSupport
         let footage = try writeFootage(scene(seconds: 6, objects: [crossing(1.5, 4.0)]), to: dir.file("scene.y4m"))
         let quiet = try writeFootage(scene(seconds: 0.5, objects: []), to: dir.file("quiet.y4m"))
         let storage = dir.file("clips")
-        let agent = try Agent(config: writeConfig(dir.file("vigil.conf"), footage: footage, storage: storage, realtime: true, level: "debug",
+        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: footage, storage: storage, realtime: true, level: "debug",
                                                   recording: "pre_roll = 0.0; post_roll = 1.0;"))
         let started = try #require(agent.waitFor("msg=\"clip started\"", timeout: 60), "\(agent.output)")
         usleep(300_000) // the first fragment is a second of video away
@@ -34,7 +34,7 @@ import TestSupport
         #expect(movieFiles(in: storage) == [file])
         #expect((try? FileManager.default.attributesOfItem(atPath: storage + "/" + file)[.size] as? NSNumber)?.intValue == 0)
 
-        let restart = try Agent(config: writeConfig(dir.file("restart.conf"), footage: quiet, storage: storage))
+        let restart = try AgentProcess(config: writeConfig(dir.file("restart.conf"), footage: quiet, storage: storage))
         #expect(restart.waitForExit(timeout: 60) == 0, "\(restart.output)")
         #expect(logLines(restart.output, "removed an interrupted clip with no video in it").contains { logValue($0, "file") == file },
                 "\(restart.output)")
@@ -51,7 +51,7 @@ import TestSupport
         let quiet = try writeFootage(scene(seconds: 0.5, objects: []), to: dir.file("quiet.y4m"))
 
         // The reference: the same footage, not interrupted.
-        let reference = try Agent(config: writeConfig(dir.file("reference.conf"), footage: footage, storage: dir.file("reference")))
+        let reference = try AgentProcess(config: writeConfig(dir.file("reference.conf"), footage: footage, storage: dir.file("reference")))
         #expect(reference.waitForExit(timeout: 120) == 0, "\(reference.output)")
         let referenceClips = movieFiles(in: dir.file("reference"))
         try #require(referenceClips.count == 1, "\(reference.output)")
@@ -68,7 +68,7 @@ import TestSupport
             let phase = Phase.allCases[run % 3]
             let storage = dir.file("run-\(run)")
             let config = try writeConfig(dir.file("run-\(run).conf"), footage: footage, storage: storage, realtime: true, level: "trace")
-            let agent = try Agent(config: config)
+            let agent = try AgentProcess(config: config)
             let unit = Double(random.next() % 10_000) / 10_000
             let delay: Double
             let waited: String?
@@ -143,7 +143,7 @@ import TestSupport
             }
 
             // The next start repairs what was interrupted, and leaves no clip that does not play.
-            let restart = try Agent(config: writeConfig(dir.file("restart-\(run).conf"), footage: quiet, storage: storage))
+            let restart = try AgentProcess(config: writeConfig(dir.file("restart-\(run).conf"), footage: quiet, storage: storage))
             #expect(restart.waitForExit(timeout: 60) == 0, "run \(run): \(restart.output)")
             if state.hasPrefix("interrupted"), let file = files.first {
                 #expect(logLines(restart.output, "repaired an interrupted clip").contains { logValue($0, "file") == file },

@@ -35,7 +35,7 @@ import TestSupport
                                      recording: "pre_roll = 1.0; post_roll = 1.0; max_clip = 10.0;",
                                      storageExtra: "min_free_mb = 1; max_size_mb = \(Self.capMB);")
         let started = Date()
-        let agent = try Agent(config: config)
+        let agent = try AgentProcess(config: config)
         let feeder = Process()
         feeder.executableURL = URL(fileURLWithPath: builtExecutable("y4m-feeder"))
         feeder.arguments = [pipe, "320", "240", "30", String(seconds)]

@@ -41,7 +41,7 @@ import TestSupport
         defer { dir.remove() }
         let feeder = try Self.feeder(in: dir)
         let storage = dir.file("clips")
-        let agent = try Agent(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
+        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
         try feeder.open()
         try feeder.feed(until: 3.5)
         feeder.close()
@@ -58,7 +58,7 @@ import TestSupport
         defer { dir.remove() }
         let feeder = try Self.feeder(in: dir)
         let storage = dir.file("clips")
-        let agent = try Agent(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
+        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
         try feeder.open()
         try feeder.feed(until: 3.5)
         switch how {
@@ -87,7 +87,7 @@ import TestSupport
         defer { dir.remove() }
         let feeder = try FifoFeeder(path: dir.file("camera.y4m"), scene: scene(seconds: 30, objects: [crossing(1, 3.2), crossing(16, 18)]))
         let storage = dir.file("clips")
-        let agent = try Agent(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
+        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
         try feeder.open()
         // The event is still open (its post-roll runs to 4.2 s) when the frames stop at 3.5 s.
         try feeder.feed(until: 3.5)
@@ -121,7 +121,7 @@ import TestSupport
         defer { dir.remove() }
         let feeder = try Self.feeder(in: dir)
         let storage = dir.file("clips")
-        let agent = try Agent(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage,
+        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage,
                                                   recording: "pre_roll = 1.0; post_roll = 30.0;"))
         try feeder.open()
         try feeder.feed(until: 3.5)

@@ -50,106 +50,6 @@ func writeConfig(_ path: String, footage: String, storage: String, realtime: Boo
     return path
 }
 
-/// `vigil run` (or another subcommand) as a child process, its stderr collected line by line.
-final class Agent: Sendable {
-    private let process: Process
-    private let lines = Mutex<[String]>([])
-    private let finishedReading = Mutex(false)
-
-    init(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("vigil"))
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["TZ"] = "UTC"
-        for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { environment.removeValue(forKey: key) }
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardError = pipe
-        process.standardOutput = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        self.process = process
-        try process.run()
-        let handle = pipe.fileHandleForReading
-        Thread.detachNewThread { [self] in
-            var pending = ""
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                pending += String(decoding: data, as: UTF8.self)
-                while let newline = pending.firstIndex(of: "\n") {
-                    let line = String(pending[..<newline])
-                    pending = String(pending[pending.index(after: newline)...])
-                    lines.withLock { $0.append(line) }
-                }
-            }
-            if !pending.isEmpty { lines.withLock { $0.append(pending) } }
-            finishedReading.withLock { $0 = true }
-        }
-    }
-
-    convenience init(config: String) throws { try self.init(["run", "--config", config]) }
-
-    var pid: Int32 { process.processIdentifier }
-    var isRunning: Bool { process.isRunning }
-    var output: String { lines.withLock { $0.joined(separator: "\n") } }
-    var outputLines: [String] { lines.withLock { $0 } }
-
-    /// The first line containing `text` (after the first `skip` such lines), waiting up to
-    /// `timeout` seconds for it; nil if it did not come, or the agent ended without it.
-    func waitFor(_ text: String, skip: Int = 0, timeout: Double) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        func find() -> String? { lines.withLock { $0.filter { $0.contains(text) }.dropFirst(skip).first } }
-        while Date() < deadline {
-            if let line = find() { return line }
-            if !process.isRunning {
-                while !finishedReading.withLock({ $0 }) { usleep(10_000) }
-                return find()
-            }
-            usleep(5_000)
-        }
-        return nil
-    }
-
-    func kill(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
-
-    /// The exit status (128 + the signal for a signal), or nil when it had not exited within
-    /// `timeout` seconds (it is then killed).
-    func waitForExit(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning {
-            kill(SIGKILL)
-            process.waitUntilExit()
-            return nil
-        }
-        process.waitUntilExit()
-        while !finishedReading.withLock({ $0 }) { usleep(10_000) }
-        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
-    }
-}
-
-/// The value of `key=` in a logfmt line: a bare word, or a quoted string without its quotes.
-func logValue(_ line: String, _ key: String) -> String? {
-    let prefix = line.hasPrefix(key + "=") ? line.startIndex : nil
-    guard let start = prefix ?? line.range(of: " \(key)=")?.upperBound else { return nil }
-    let rest = line[(prefix == nil ? start : line.index(start, offsetBy: key.count + 1))...]
-    if rest.first == "\"" {
-        var value = ""
-        var escaped = false
-        for c in rest.dropFirst() {
-            if escaped { value.append(c); escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { break } else { value.append(c) }
-        }
-        return value
-    }
-    return String(rest.prefix { $0 != " " })
-}
-
-/// Lines of `output` with `msg="message"` (or `msg=message`).
-func logLines(_ output: String, _ message: String) -> [String] {
-    output.split(separator: "\n").map(String.init).filter { logValue($0, "msg") == message }
-}
-
 /// The clip files (`.mov`) under `directory`, relative to it, sorted.
 func movieFiles(in directory: String) -> [String] {
     guard let walker = FileManager.default.enumerator(atPath: directory) else { return [] }
@@ -172,11 +72,6 @@ func expectPlayable(_ path: String, _ comment: String = "", sourceLocation: Sour
     }
 }
 
-/// The MD5 of every decoded video frame, in order.
-func frameHashes(_ path: String) throws -> [String] {
-    let r = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-f", "framemd5", "-"])
-    return r.stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } }
-}
 
 /// The resident memory (kB) and open file descriptors of a running process.
 func processResources(_ pid: Int32) -> (rssKB: Int, fds: Int)? {

@@ -74,11 +74,6 @@ extension Collection {
     }
 }
 
-/// Decoded pictures as one MD5 per frame (ffmpeg's framemd5), to compare movies frame by frame.
-func frameHashes(_ path: String) throws -> [String] {
-    let r = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-f", "framemd5", "-"])
-    return r.stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } }
-}
 
 @Suite struct MovieRepairTests {
     @Test func completeMovieIsLeftAlone() throws {

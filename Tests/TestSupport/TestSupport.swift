@@ -159,6 +159,14 @@ public enum FFmpeg {
     }
 }
 
+/// The MD5 of every decoded video frame of `path`, in order (ffmpeg's framemd5): to compare
+/// movies frame by frame.
+public func frameHashes(_ path: String) throws -> [String] {
+    let r = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:v", "-f", "framemd5", "-"])
+    return r.stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }
+        .compactMap { $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } }
+}
+
 /// The directory holding the built products (the test bundle's own directory), where
 /// executables such as `vigil` and the test fixtures are.
 public func builtProductsDirectory() -> String {

@@ -1,0 +1,108 @@
+import Foundation
+import Synchronization
+
+/// `vigil run` (or another subcommand) as a child process, its stderr collected line by line.
+public final class AgentProcess: Sendable {
+    private let process: Process
+    private let lines = Mutex<[String]>([])
+    private let finishedReading = Mutex(false)
+
+    /// Starts `vigil ARGUMENTS` with TZ=UTC, without the variables systemd would set, plus `environment`.
+    public init(_ arguments: [String], environment extra: [String: String] = [:]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: builtExecutable("vigil"))
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["TZ"] = "UTC"
+        for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { environment.removeValue(forKey: key) }
+        environment.merge(extra) { $1 }
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardError = pipe
+        process.standardOutput = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        self.process = process
+        try process.run()
+        let handle = pipe.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var pending = ""
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                pending += String(decoding: data, as: UTF8.self)
+                while let newline = pending.firstIndex(of: "\n") {
+                    let line = String(pending[..<newline])
+                    pending = String(pending[pending.index(after: newline)...])
+                    lines.withLock { $0.append(line) }
+                }
+            }
+            if !pending.isEmpty { lines.withLock { $0.append(pending) } }
+            finishedReading.withLock { $0 = true }
+        }
+    }
+
+    /// `vigil run --config CONFIG`.
+    public convenience init(config: String, environment: [String: String] = [:]) throws {
+        try self.init(["run", "--config", config], environment: environment)
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+    public var output: String { lines.withLock { $0.joined(separator: "\n") } }
+    public var outputLines: [String] { lines.withLock { $0 } }
+
+    /// The first line containing `text` (after the first `skip` such lines), waiting up to
+    /// `timeout` seconds for it; nil if it did not come, or the agent ended without it.
+    public func waitFor(_ text: String, skip: Int = 0, timeout: Double) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        func find() -> String? { lines.withLock { $0.filter { $0.contains(text) }.dropFirst(skip).first } }
+        while Date() < deadline {
+            if let line = find() { return line }
+            if !process.isRunning {
+                while !finishedReading.withLock({ $0 }) { usleep(10_000) }
+                return find()
+            }
+            usleep(5_000)
+        }
+        return nil
+    }
+
+    public func kill(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
+
+    /// The exit status (128 + the signal for a signal), or nil when it had not exited within
+    /// `timeout` seconds (it is then killed).
+    public func waitForExit(timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(SIGKILL)
+            process.waitUntilExit()
+            return nil
+        }
+        process.waitUntilExit()
+        while !finishedReading.withLock({ $0 }) { usleep(10_000) }
+        return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
+    }
+}
+
+/// The value of `key=` in a logfmt line: a bare word, or a quoted string without its quotes.
+public func logValue(_ line: String, _ key: String) -> String? {
+    let prefix = line.hasPrefix(key + "=") ? line.startIndex : nil
+    guard let start = prefix ?? line.range(of: " \(key)=")?.upperBound else { return nil }
+    let rest = line[(prefix == nil ? start : line.index(start, offsetBy: key.count + 1))...]
+    if rest.first == "\"" {
+        var value = ""
+        var escaped = false
+        for c in rest.dropFirst() {
+            if escaped { value.append(c); escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { break } else { value.append(c) }
+        }
+        return value
+    }
+    return String(rest.prefix { $0 != " " })
+}
+
+/// Lines of `output` with `msg="message"` (or `msg=message`).
+public func logLines(_ output: String, _ message: String) -> [String] {
+    output.split(separator: "\n").map(String.init).filter { logValue($0, "msg") == message }
+}
+
