@@ -40,7 +40,9 @@ final class Agent: @unchecked Sendable {
     // `@unchecked Sendable`: the threads share only `stop` (atomic), `stats`, the queues and the
     // pipeline's reload slot (all synchronised); everything else is set before they start.
     private let configPath: String
-    private var settings: Settings
+    /// The settings the agent started with. Camera, encoder and audio keep them until a
+    /// restart; a reload reaches the pipeline and the writer through their own channels.
+    private let settings: Settings
     private let log: Logger
     private let stats = Stats()
     private let notifier = SystemdNotifier()
@@ -98,7 +100,7 @@ final class Agent: @unchecked Sendable {
 
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         let sourceError = Mutex<CaptureError?>(nil)
-        let pipelineThread = startThread("pipeline") { [self] in
+        startThread("pipeline") { [self] in
             let error = pipeline.run(frames, wallClock: { Date() })
             sourceError.withLock { $0 = error }
             writerQueue.close()
@@ -137,7 +139,6 @@ final class Agent: @unchecked Sendable {
         writerThread.join()
         _ = captureThread.join(timeout: Agent.stopGrace) // a source stuck in a read goes with the process
         hooks.drain(seconds: min(settings.hooks.timeout + 1, 5))
-        _ = pipelineThread
         let counters = stats.snapshot
         log.info("vigil stopped", [("frames", .int(counters.framesIn)), ("lost_at_source", .int(counters.framesLostAtSource)),
                                    ("dropped_at_capture", .int(counters.framesDroppedAtCapture)), ("dropped_at_writer", .int(counters.samplesDroppedAtWriter)),
@@ -331,7 +332,6 @@ final class Agent: @unchecked Sendable {
         log.level = new.log.level
         pipeline.pendingReload.withLock { $0 = new }
         writer.push(.storage(storageSettings(new)), cost: 0)
-        settings = new
         log.info("configuration reloaded; it applies from the next clip", [("config", .string(configPath))])
     }
 
@@ -374,7 +374,7 @@ final class Agent: @unchecked Sendable {
         for clip in clips {
             let path = store.absolutePath(clip.relativePath)
             do {
-                guard case .interrupted = try MovieRepair.inspect(path: path) else { continue }
+                // Nil for a complete clip: repair looks before it touches anything.
                 if let report = try MovieRepair.repair(path: path) {
                     log.info("repaired an interrupted clip", [("file", .string(clip.relativePath)), ("fragments", .int(report.fragments)),
                                                             ("frames", .int(report.videoFrames)), ("cut_bytes", .int(report.discardedBytes))])
