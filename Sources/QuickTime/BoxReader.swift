@@ -19,12 +19,6 @@ struct ByteReader {
         return true
     }
 
-    mutating func readUInt8() -> UInt8? {
-        guard remaining >= 1 else { return nil }
-        defer { position += 1 }
-        return bytes[position]
-    }
-
     mutating func readUInt16() -> UInt16? {
         guard remaining >= 2 else { return nil }
         defer { position += 2 }
@@ -44,12 +38,6 @@ struct ByteReader {
     mutating func readUInt64() -> UInt64? {
         guard let hi = readUInt32(), let lo = readUInt32() else { return nil }
         return UInt64(hi) << 32 | UInt64(lo)
-    }
-
-    mutating func readBytes(_ n: Int) -> [UInt8]? {
-        guard n >= 0, remaining >= n else { return nil }
-        defer { position += n }
-        return Array(bytes[position..<position + n])
     }
 
     /// Version and flags of a full box.

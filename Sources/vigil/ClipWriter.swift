@@ -75,9 +75,6 @@ final class ClipWriter: @unchecked Sendable {
         self.hooks = hooks
     }
 
-    /// The clip being written, relative to the storage directory (retention must not touch it).
-    var openClipPath: String? { open?.relativePath }
-
     func run(_ queue: WorkQueue<WriterItem>) {
         while let item = queue.pop() {
             switch item {

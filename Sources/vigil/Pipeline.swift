@@ -44,7 +44,6 @@ final class Pipeline: @unchecked Sendable {
     /// What the writer was last told about the stream, and the sound format once sound came.
     private var streamInfo: StreamInfo?
     private var audioFormat: AudioTrackFormat?
-    private var peakScore = 0.0
     /// A reloaded configuration, applied between events.
     let pendingReload = Mutex<Settings?>(nil)
 
@@ -142,7 +141,6 @@ final class Pipeline: @unchecked Sendable {
             commands += recorder.handle(action)
         }
         recorder.noteScore(result.score)
-        if events.state != .idle { peakScore = max(peakScore, result.score) }
         let sample = try encoder?.encode(frame)
         let t2 = MonotonicClock.now()
         if let sample { commands += recorder.handle(sample) }
@@ -209,7 +207,6 @@ final class Pipeline: @unchecked Sendable {
         let origin = firstFrame ?? .zero
         switch action {
         case let .start(trigger, confirmedAt, score):
-            peakScore = score
             log.info("motion started", [("trigger", .seconds((trigger - origin).seconds)), ("confirmed", .seconds((confirmedAt - origin).seconds)),
                                         ("score", .fixed(score, 4))])
         case let .split(at, part):
