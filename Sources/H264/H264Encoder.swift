@@ -35,8 +35,8 @@ public enum EncoderError: Error, Equatable, CustomStringConvertible {
 
 /// H.264 encoding with libx264, for a stream of frames from one source.
 ///
-/// - Timing comes from capture timestamps (x264 variable-frame-rate input with a nanosecond
-///   time base), so a camera at 24.7 fps, or one that drops frames, gives right durations.
+/// - Timing comes from capture timestamps (passed through x264 with a nanosecond time base),
+///   so a camera at 24.7 fps, or one that drops frames, gives right durations.
 /// - An IDR keyframe is forced on the first frame at or after each keyframe-interval boundary
 ///   of capture time, counted from the first frame: the boundaries are `first + k·interval`.
 ///   So every frame is less than one interval after the latest keyframe, whatever the real
@@ -120,8 +120,12 @@ public final class H264Encoder {
             param.vui.i_sar_height = Int32(sar.denominator)
         }
 
-        // Timing from capture timestamps, in nanoseconds since the first frame.
-        param.b_vfr_input = 1
+        // Timing from capture timestamps, in nanoseconds since the first frame: x264 passes
+        // each picture's pts through to its output. Its rate control counts time by the
+        // nominal rate (`b_vfr_input = 0`, as `zerolatency` sets it): with VFR input x264
+        // holds one frame back to learn its duration, a frame of latency and of memory (6 MB
+        // at 1080p) for a CRF encode that does not depend on durations.
+        param.b_vfr_input = 0
         param.i_timebase_num = 1
         param.i_timebase_den = 1_000_000_000
         let rate = format.frameRate.flatMap { r in
