@@ -233,9 +233,11 @@ final class Pipeline: @unchecked Sendable {
                 }
                 if droppingVideo { log.info("the disk caught up; writing video again") }
                 droppingVideo = false
-                writer.push(.clip(command), cost: sample.data.count)
+                // The writer has nothing to do with a frame until its GOP is complete, so only
+                // a keyframe (which completes the one before) wakes it.
+                writer.push(.clip(command), cost: sample.data.count, wake: sample.isKeyframe)
             } else if case .audio(let chunk) = command {
-                writer.push(.clip(command), cost: chunk.data.count)
+                writer.push(.clip(command), cost: chunk.data.count, wake: false)
             } else {
                 writer.push(.clip(command), cost: 0)
             }

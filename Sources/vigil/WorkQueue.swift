@@ -10,6 +10,11 @@ import Media
 ///   as the pipeline allows: nothing is dropped, the reader simply waits);
 /// - `pop()` waits for an element, and returns nil once the queue is closed and empty.
 ///
+/// Threads are woken only when it helps, since every wake-up is a context switch or two per
+/// frame: a waiting consumer by a push (unless the pusher says it can wait, as the writer can
+/// for the frames of a GOP until its keyframe), a producer blocked in `pushWaiting` once the
+/// queue has drained to half its bound, so that it refills it in a batch.
+///
 /// `@unchecked Sendable`: every stored property is read and written only while holding `condition`.
 final class WorkQueue<Element>: @unchecked Sendable {
     private let condition = NSCondition()
@@ -20,6 +25,9 @@ final class WorkQueue<Element>: @unchecked Sendable {
     private var head = 0
     private var totalCost = 0
     private var closed = false
+    /// Threads waiting in `pop` and in `pushWaiting`.
+    private var waitingConsumers = 0
+    private var waitingProducers = 0
     /// The bound in cost units (frames, bytes).
     let capacity: Int
 
@@ -29,12 +37,14 @@ final class WorkQueue<Element>: @unchecked Sendable {
     var load: Int { condition.withLock { totalCost } }
     var count: Int { condition.withLock { items.count - head } }
 
-    func push(_ element: Element, cost: Int = 1) {
+    /// Queues `element`; `wake: false` leaves a waiting consumer asleep until a later push
+    /// wakes it (or `close`): for elements that need no action before the next one.
+    func push(_ element: Element, cost: Int = 1, wake: Bool = true) {
         condition.withLock {
             guard !closed else { return }
             items.append((element, cost))
             totalCost += cost
-            condition.broadcast()
+            if wake && waitingConsumers > 0 { condition.broadcast() }
         }
     }
 
@@ -42,11 +52,15 @@ final class WorkQueue<Element>: @unchecked Sendable {
     @discardableResult
     func pushWaiting(_ element: Element, cost: Int = 1) -> Bool {
         condition.withLock {
-            while !closed && totalCost >= capacity { condition.wait() }
+            while !closed && totalCost >= capacity {
+                waitingProducers += 1
+                condition.wait()
+                waitingProducers -= 1
+            }
             guard !closed else { return false }
             items.append((element, cost))
             totalCost += cost
-            condition.broadcast()
+            if waitingConsumers > 0 { condition.broadcast() }
             return true
         }
     }
@@ -57,7 +71,7 @@ final class WorkQueue<Element>: @unchecked Sendable {
             guard let i = items[head...].firstIndex(where: { $0.element.map(accept) ?? false }) else { return nil }
             let removed = items.remove(at: i)
             totalCost -= removed.cost
-            condition.broadcast()
+            if waitingProducers > 0 { condition.broadcast() }
             return removed.element
         }
     }
@@ -81,6 +95,8 @@ final class WorkQueue<Element>: @unchecked Sendable {
     func pop(waitingAtMost seconds: Double?) -> Popped {
         let deadline = seconds.map { MonotonicClock.now() + Timestamp.Duration(seconds: $0) }
         return condition.withLock {
+            waitingConsumers += 1
+            defer { waitingConsumers -= 1 }
             while head == items.count && !closed {
                 if let deadline {
                     let remaining = (deadline - MonotonicClock.now()).seconds
@@ -101,7 +117,7 @@ final class WorkQueue<Element>: @unchecked Sendable {
                 items.removeFirst(head)
                 head = 0
             }
-            condition.broadcast()
+            if waitingProducers > 0 && totalCost <= capacity / 2 { condition.broadcast() }
             return element.map(Popped.element) ?? .closed
         }
     }
