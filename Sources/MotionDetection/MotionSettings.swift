@@ -4,7 +4,7 @@ public struct MotionSettings: Sendable, Equatable {
     /// `motion.detect_width` — width in pixels of the reduced picture the detector works on;
     /// the height follows the picture's aspect. The luma plane is averaged over square blocks
     /// of `b × b` pixels, `b` the largest whole number that still gives at least this many
-    /// columns (640×480 → 160×120, 1280×720 → 160×90, 1920×1080 → 160×90); blocks of 8
+    /// columns (640×480 → 160×120, 1280×720 → 160×90, 1920×1080 → 160×90); blocks of 4
     /// pixels and more average every other row. Larger sees smaller things and costs more.
     /// Default 160, range 16–1024. A picture narrower than this is used at full size.
     public var detectWidth: Int = 160

@@ -3,7 +3,7 @@ import Testing
 @testable import MotionDetection
 
 @Suite struct DownscaleTests {
-    /// The reduced picture equals a plain block average (of every other row for blocks of 8
+    /// The reduced picture equals a plain block average (of every other row for blocks of 4
     /// and more), for even, odd, large and unit block sizes, strides wider than the width,
     /// and sizes that do not divide evenly.
     @Test(arguments: [
@@ -34,7 +34,7 @@ import Testing
         #expect(detector.detectWidth >= min(detectWidth, width))
         let reduced = detector.reducedPicture
         let step = MotionDetector.rowStep(forBlock: b)
-        #expect(step == (b >= 8 ? 2 : 1))
+        #expect(step == (b >= 4 ? 2 : 1))
         var worst = 0.0
         for by in 0..<detector.detectHeight {
             for bx in 0..<detector.detectWidth {
