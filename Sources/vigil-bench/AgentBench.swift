@@ -115,6 +115,8 @@ func ffmpegOnFile(_ ffmpeg: String, footage: String, in dir: String) throws -> D
 /// What the agent did in real time on its synthetic camera.
 struct RealtimeFigures {
     var peakRSS: Int
+    /// The most the pre-roll ring held (from the stats lines, every second).
+    var peakRingBytes: Int
     var framesIn: Int
     /// Frames lost at the source, dropped at capture, and samples dropped at the writer.
     var dropped: Int
@@ -136,7 +138,7 @@ func agentRealtime(_ vigil: String, width: Int, height: Int, seconds: Double, in
         camera = { device = "synthetic"; name = "bench"; width = \(width); height = \(height); fps = 30.0; };
         recording = { pre_roll = 10.0; post_roll = 2.0; };
         storage = { path = "\(storage)"; min_free_mb = 1; };
-        log = { level = "debug"; stats_interval = 0; };
+        log = { level = "debug"; stats_interval = 1; };
         """.write(toFile: config, atomically: true, encoding: .utf8)
     let child = try ChildProcess(vigil, ["run", "--config", config], outputPath: dir + "/rt-\(label).log")
     usleep(UInt32(seconds * 1_000_000))
@@ -159,7 +161,8 @@ func agentRealtime(_ vigil: String, width: Int, height: Int, seconds: Double, in
         if seenFirst.insert(file).inserted { first.append(since) }
         if through > 0, seenTrigger.insert(file).inserted { trigger.append(since) }
     }
-    return RealtimeFigures(peakRSS: r.peakRSS, framesIn: number("frames"),
+    let ringBytes = lines.compactMap { logValue($0, "ring_bytes").flatMap(Int.init) }.max() ?? 0
+    return RealtimeFigures(peakRSS: r.peakRSS, peakRingBytes: ringBytes, framesIn: number("frames"),
                            dropped: number("lost_at_source") + number("dropped_at_capture") + number("dropped_at_writer"),
                            firstFragment: first, triggerFragment: trigger, clips: number("clips"))
 }
@@ -216,8 +219,13 @@ func measureAgent(width: Int, height: Int, column: String, options: Options, tab
     table.record("reading the Y4M file / x264 encode", unit: "%", column: column, value: 100 * median(read) / x264)
 
     let rt = try agentRealtime(vigil, width: width, height: height, seconds: options.realtimeSeconds, in: dir)
-    table.record("real time 30 fps, pre_roll 10 s: peak RSS (goal ≤ 48 MB at 1080p)", unit: "MB", column: column,
-                 value: Double(rt.peakRSS) / 1_048_576)
+    let x264Memory = try encoderMemory(width: width, height: height, in: dir)
+    let mb = { (bytes: Int) in Double(bytes) / 1_048_576 }
+    table.record("real time 30 fps, pre_roll 10 s: peak RSS", unit: "MB", column: column, value: mb(rt.peakRSS))
+    table.record("  of which libx264's own buffers (measured alone)", unit: "MB", column: column, value: mb(x264Memory))
+    table.record("  of which the pre-roll ring at its fullest", unit: "MB", column: column, value: mb(rt.peakRingBytes))
+    table.record("  the rest: Vigil, frames in flight, runtime, code", unit: "MB", column: column,
+                 value: mb(rt.peakRSS - x264Memory - rt.peakRingBytes))
     table.record("real time 30 fps: frames dropped", unit: "frames", column: column, value: Double(rt.dropped))
     if let worst = rt.firstFragment.max() {
         table.record("trigger → clip's first fragment on disk (worst)", unit: "ms", column: column, value: worst * 1000)
@@ -228,7 +236,9 @@ func measureAgent(width: Int, height: Int, column: String, options: Options, tab
     return [
         "size": column, "frames": frames, "clips_per_run": clips,
         "x264_alone_cpu_s": alone, "vigil_run_cpu_s": agent, "ffmpeg_cpu_s": peer, "detection_cpu_s": detect, "y4m_read_cpu_s": read,
+        "x264_own_memory_bytes": x264Memory,
         "realtime": ["seconds": options.realtimeSeconds, "frames_in": rt.framesIn, "dropped": rt.dropped, "peak_rss_bytes": rt.peakRSS,
+                     "peak_ring_bytes": rt.peakRingBytes,
                      "clips": rt.clips, "trigger_to_first_fragment_s": rt.firstFragment, "trigger_to_trigger_fragment_s": rt.triggerFragment],
     ]
 }

@@ -152,7 +152,13 @@ func perFrame(_ frames: [VideoFrame], minimum: Double = 0.3, rounds: Int = 2, _ 
 }
 
 func run() throws {
-    let options = try Options(Array(CommandLine.arguments.dropFirst()))
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    if arguments.first == "--encoder-memory" {  // the child of encoderMemory(width:height:in:)
+        let size = arguments.dropFirst().first?.split(separator: "x").compactMap { Int($0) } ?? []
+        guard size.count == 2 else { throw UsageError("--encoder-memory needs a size as in 1920x1080") }
+        return try encoderMemoryChild(width: size[0], height: size[1])
+    }
+    let options = try Options(arguments)
     let sizes = options.sizes
     let columns = sizes.map { "\($0.0)×\($0.1)" }
     var table = BenchTable(columns: columns)
