@@ -2,8 +2,8 @@
 import PackageDescription
 
 // Pure-Swift modules (Media, QuickTime, MotionDetection, Recorder) import no C module.
-// Adapters (H264, Capture, Configuration) reach C only through the C* system libraries,
-// with `internal import`, so no C type can appear in a public signature.
+// Adapters (H264, Capture, Configuration, Storage) reach C only through the C* system libraries
+// or Glibc, with `internal import`, so no C type can appear in a public signature.
 let package = Package(
     name: "Vigil",
     products: [
@@ -27,11 +27,13 @@ let package = Package(
         .target(name: "H264", dependencies: ["Media", "CX264"]),
         .target(name: "Capture", dependencies: ["Media", "CV4L2", "CALSA"]),
         .target(name: "Configuration", dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
+        // Files on disk: the POSIX movie file.
+        .target(name: "Storage", dependencies: ["Media", "QuickTime"]),
 
         // The agent and its subcommands.
         .executableTarget(
             name: "vigil",
-            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Logging"]
+            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
         ),
 
         // Measures the pipeline (`make bench`).
@@ -45,18 +47,18 @@ let package = Package(
         .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime", "TestSupport"], path: "Tests/Fixtures/MovieWriterChild"),
         .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
-        .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Media", "TestSupport"]),
-        .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Capture", "TestSupport"]),
+        .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Storage", "Media", "TestSupport"]),
+        .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
         .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "TestSupport"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         // Runs the built `vigil` binary as a user would.
-        .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Media", "Capture", "Recorder", "TestSupport"]),
+        .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),
         // The fault suite (`make test-faults`): SIGKILL, a full
         // disk, failing sources, broken configurations and input, a soak. `make test` skips it.
-        .testTarget(name: "FaultTests", dependencies: ["vigil", "QuickTime", "Media", "Capture", "Recorder", "TestSupport"]),
+        .testTarget(name: "FaultTests", dependencies: ["vigil", "QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),
         // Real-driver tests (`make test-devices`): run inside a VM booted with the kernel's vivid
         // and snd-aloop drivers (scripts/vm), then checked on the host. An executable, not a test
         // target, so that `swift test` on a machine without those devices never runs it.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Media
 
 /// Clockwise rotation a player applies when it shows the video track.

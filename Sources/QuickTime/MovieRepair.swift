@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Media
 
 /// Why a movie file could not be repaired. The file is left as it was.
@@ -56,9 +56,13 @@ public struct MovieRepairReport: Equatable, Sendable {
 /// Everything is parsed and checked before the file is touched: a file it does not
 /// understand is left as it was. Repairing a complete movie changes nothing.
 public enum MovieRepair {
+    /// Opens a movie file by path for reading and patching (`FileMovieOutput(updating:)` from
+    /// `Storage`, which also gives `inspect(path:)` and `repair(path:)` that pass it).
+    public typealias Opener = (String) throws(MovieFileError) -> any MovieFile
+
     /// Tells whether `path` is complete or needs repair, without changing it.
-    public static func inspect(path: String) throws(MovieRepairError) -> MovieFileState {
-        let file = try open(path)
+    public static func inspect(path: String, opening opener: Opener) throws(MovieRepairError) -> MovieFileState {
+        let file = try open(path, opener)
         defer { try? file.close() }
         let plan = try makePlan(file, path: path)
         return plan == nil ? .complete : .interrupted(fragments: plan!.fragments.count)
@@ -66,8 +70,8 @@ public enum MovieRepair {
 
     /// Turns the interrupted movie at `path` into a normal one. Returns nil when it already was.
     @discardableResult
-    public static func repair(path: String) throws(MovieRepairError) -> MovieRepairReport? {
-        let file = try open(path)
+    public static func repair(path: String, opening opener: Opener) throws(MovieRepairError) -> MovieRepairReport? {
+        let file = try open(path, opener)
         defer { try? file.close() }
         guard let plan = try makePlan(file, path: path) else { return nil }
 
@@ -117,17 +121,17 @@ public enum MovieRepair {
         var end: UInt64 { offset + size }
     }
 
-    private static func open(_ path: String) throws(MovieRepairError) -> FileMovieOutput {
+    private static func open(_ path: String, _ opener: Opener) throws(MovieRepairError) -> any MovieFile {
         guard FileManager.default.fileExists(atPath: path) else {
             throw MovieRepairError(path: path, problem: "no such file", kind: .noSuchFile)
         }
-        do { return try FileMovieOutput(updating: path) } catch {
+        do { return try opener(path) } catch {
             throw MovieRepairError(path: path, problem: "cannot open it for repair: \(error.reason)", kind: .inputOutput)
         }
     }
 
     /// The boxes at the top level of the file, and where a partly written tail begins (if any).
-    static func scanTopLevel(_ file: FileMovieOutput) throws(MovieFileError) -> (boxes: [TopLevelBox], tail: UInt64?) {
+    static func scanTopLevel(_ file: any MovieFile) throws(MovieFileError) -> (boxes: [TopLevelBox], tail: UInt64?) {
         var boxes: [TopLevelBox] = []
         var offset: UInt64 = 0
         let length = file.length
@@ -153,7 +157,7 @@ public enum MovieRepair {
     }
 
     /// Works out everything a repair would write; nil when the movie is already complete.
-    static func makePlan(_ file: FileMovieOutput, path: String) throws(MovieRepairError) -> Plan? {
+    static func makePlan(_ file: any MovieFile, path: String) throws(MovieRepairError) -> Plan? {
         func fail(_ problem: String) -> MovieRepairError { MovieRepairError(path: path, problem: problem) }
         func nothing(_ problem: String) -> MovieRepairError { MovieRepairError(path: path, problem: problem, kind: .nothingRecorded) }
         func readBody(_ box: TopLevelBox) throws(MovieRepairError) -> [UInt8] {

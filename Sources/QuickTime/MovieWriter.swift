@@ -1,4 +1,3 @@
-import Foundation
 import Media
 
 /// Why the writer refused an input or could not go on.
@@ -98,14 +97,8 @@ public final class MovieWriter {
     /// Audio frames per fragment sample and per chunk of the finished movie.
     static let audioFramesPerFragmentSample = 1024
 
-    /// Creates the movie file at `path`.
-    public convenience init(path: String, description: MovieDescription) throws(MovieWriterError) {
-        let output: FileMovieOutput
-        do { output = try FileMovieOutput(creating: path) } catch { throw .file(error) }
-        try self.init(output: output, path: path, description: description)
-    }
-
-    /// Writes the movie to `output`; `path` names it in errors and summaries.
+    /// Writes the movie to `output`; `path` names it in errors and summaries. (`Storage` adds
+    /// `init(path:description:)`, which creates the file.)
     public init(output: any MovieOutput, path: String, description: MovieDescription) throws(MovieWriterError) {
         let video = description.video
         // 16384 keeps every size and rotation offset inside QuickTime's 16.16 fixed point.

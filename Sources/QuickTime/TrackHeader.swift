@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What the `moov` says about one track apart from its samples: identity, kind, time scale,
 /// presentation (size, matrix, volume), the sample description, and when the track starts.

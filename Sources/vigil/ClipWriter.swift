@@ -3,6 +3,7 @@ import Logging
 import Media
 import QuickTime
 import Recorder
+import Storage
 
 /// What the clip writer needs to know about the stream, sent once the encoder exists.
 struct StreamInfo: Sendable {

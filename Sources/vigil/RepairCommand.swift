@@ -1,4 +1,5 @@
 import QuickTime
+import Storage
 
 /// `vigil repair FILE…`: finishes clips whose recording was interrupted.
 enum RepairCommand: Command {

@@ -5,6 +5,7 @@ import Logging
 import Media
 import QuickTime
 import Recorder
+import Storage
 import Synchronization
 
 /// `vigil run [--config FILE]`: the agent.

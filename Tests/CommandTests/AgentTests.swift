@@ -3,6 +3,7 @@ import Foundation
 import Media
 import QuickTime
 import Recorder
+import Storage
 import Synchronization
 import Testing
 import TestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import QuickTime
+import Storage
 import Testing
 import TestSupport
 

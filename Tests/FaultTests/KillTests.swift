@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import QuickTime
+import Storage
 import Testing
 import TestSupport
 

@@ -1,6 +1,7 @@
 import Foundation
 import QuickTime
 import Recorder
+import Storage
 import Testing
 import TestSupport
 

@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import Media
 import QuickTime
+import Storage
 import Testing
 import TestSupport
 

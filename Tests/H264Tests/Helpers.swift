@@ -3,6 +3,7 @@ import Foundation
 import H264
 import Media
 import QuickTime
+import Storage
 import TestSupport
 import Testing
 

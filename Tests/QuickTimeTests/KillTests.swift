@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import Storage
 import Synchronization
 import Testing
 import TestSupport

@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import Storage
 import Testing
 import TestSupport
 @testable import QuickTime

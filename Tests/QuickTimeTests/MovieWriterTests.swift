@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import Storage
 import Testing
 import TestSupport
 @testable import QuickTime
@@ -296,4 +297,44 @@ func topLevelTypes(_ path: String) -> [String] {
         offset += size
     }
     return types
+}
+
+@Suite struct FileMovieOutputTests {
+    @Test func aFullDiskIsReportedAsOutOfSpace() throws {
+        let output = try FileMovieOutput(updating: "/dev/full")
+        #expect(throws: MovieFileError(path: "/dev/full", operation: "write", reason: "no space left on the device", isOutOfSpace: true)) {
+            try output.append([1, 2, 3])
+        }
+        #expect(output.length == 0)
+        try output.close()
+    }
+
+    @Test func otherErrorsGiveTheCLibrarysWords() throws {
+        #expect(throws: MovieFileError(path: "/nonexistent.mov", operation: "open", reason: "No such file or directory")) {
+            _ = try FileMovieOutput(updating: "/nonexistent.mov")
+        }
+        let dir = try TemporaryDirectory("vigil-file")
+        defer { dir.remove() }
+        #expect(throws: MovieFileError(path: dir.path, operation: "open", reason: "Is a directory")) {
+            _ = try FileMovieOutput(updating: dir.path)
+        }
+    }
+
+    @Test func readsWhatItWroteAndCutsTheTail() throws {
+        let dir = try TemporaryDirectory("vigil-file")
+        defer { dir.remove() }
+        let path = dir.file("x.mov")
+        let output = try FileMovieOutput(creating: path)
+        try output.append(Array(0..<100))
+        try output.overwrite(at: 10, with: [255, 255])
+        try output.synchronize()
+        #expect(try output.read(at: 8, count: 5) == [8, 9, 255, 255, 12])
+        #expect(try output.read(at: 98, count: 10) == [98, 99])
+        try output.truncate(to: 50)
+        try output.close()
+        let reopened = try FileMovieOutput(updating: path)
+        #expect(reopened.length == 50)
+        #expect(try reopened.read(at: 45, count: 10) == [45, 46, 47, 48, 49])
+        try reopened.close()
+    }
 }
