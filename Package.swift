@@ -27,8 +27,8 @@ let package = Package(
         .target(name: "H264", dependencies: ["Media", "CX264"]),
         .target(name: "Capture", dependencies: ["Media", "CV4L2", "CALSA"]),
         .target(name: "Configuration", dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
-        // Files on disk: the POSIX movie file.
-        .target(name: "Storage", dependencies: ["Media", "QuickTime"]),
+        // Files on disk: the POSIX movie file and the events journal's appends.
+        .target(name: "Storage", dependencies: ["Media", "QuickTime", "Recorder"]),
 
         // The agent and its subcommands.
         .executableTarget(
@@ -51,7 +51,7 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
         .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "TestSupport"]),
-        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "QuickTime", "Logging", "TestSupport"]),
+        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         // Runs the built `vigil` binary as a user would.

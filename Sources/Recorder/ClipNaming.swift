@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Clip file names from `storage.file_pattern`: strftime fields `%Y %m %d %H %M %S %%` in the
 /// local time of the clip's first frame, and `{camera}` for the camera's name, relative to
@@ -7,9 +7,10 @@ import Foundation
 public struct ClipNaming: Sendable {
     public let pattern: String
     public let camera: String
-    public let timeZone: TimeZone
+    public let timeZone: any LocalTimeZone
 
-    public init(pattern: String, camera: String, timeZone: TimeZone = .current) {
+    /// `timeZone` gives the local time (the agent's asks the C library; see `LocalTimeZone`).
+    public init(pattern: String, camera: String, timeZone: any LocalTimeZone) {
         self.pattern = pattern
         self.camera = camera
         self.timeZone = timeZone
@@ -18,10 +19,8 @@ public struct ClipNaming: Sendable {
     /// The relative path for a clip whose first frame was at `date`. `suffix` (1, 2, ...)
     /// tells apart clips that would get the same name.
     public func relativePath(for date: Date, suffix: Int = 0) -> String {
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = timeZone
-        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        func two(_ v: Int?) -> String { let s = String(v ?? 0); return s.count < 2 ? "0" + s : s }
+        let c = timeZone.localTime(date)
+        func two(_ v: Int) -> String { let s = String(v); return s.count < 2 ? "0" + s : s }
         var out = ""
         var chars = Array(pattern)[...]
         while let ch = chars.popFirst() {
@@ -30,7 +29,7 @@ public struct ClipNaming: Sendable {
                 continue
             }
             switch field {
-            case "Y": out += String(format: "%04d", c.year ?? 0)
+            case "Y": out += zeroPadded(c.year, 4)
             case "m": out += two(c.month)
             case "d": out += two(c.day)
             case "H": out += two(c.hour)
@@ -39,7 +38,7 @@ public struct ClipNaming: Sendable {
             default: out.append(field) // "%%" and anything the configuration check let through
             }
         }
-        out = out.replacingOccurrences(of: "{camera}", with: camera)
+        out = out.replacing("{camera}", with: camera)
         if suffix > 0 { out = String(out.dropLast(4)) + "-\(suffix).mov" }
         return out
     }
@@ -47,7 +46,7 @@ public struct ClipNaming: Sendable {
     /// True when `relativePath` is a name this pattern makes (with any suffix).
     public func matches(_ relativePath: String) -> Bool {
         var path = Array(relativePath)[...]
-        var pat = Array(pattern.replacingOccurrences(of: "{camera}", with: "\u{0}"))[...]
+        var pat = Array(pattern.replacing("{camera}", with: "\u{0}"))[...]
         let cameraChars = Array(camera)
         while let p = pat.popFirst() {
             if p == "\u{0}" {

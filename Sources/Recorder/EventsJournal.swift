@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Media
 
 /// One finished clip, as a line of `<storage>/events.jsonl`.
 public struct ClipRecord: Codable, Equatable, Sendable {
@@ -58,20 +59,34 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         self.repaired = repaired
     }
 
-    /// Wall-clock times as the journal writes them: local time with its UTC offset.
-    public static func timestamp(_ date: Date, timeZone: TimeZone = .current) -> String {
-        let f = ISO8601DateFormatter()
-        f.timeZone = timeZone
-        f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return f.string(from: date)
+    /// Wall-clock times as the journal writes them: local time with its UTC offset, to the
+    /// millisecond (ISO 8601, as `ISO8601DateFormatter` wrote them with fractional seconds).
+    public static func timestamp(_ date: Date, timeZone: any LocalTimeZone) -> String {
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
+        let seconds = (milliseconds / 1000).rounded(.down)
+        let t = timeZone.localTime(Date(timeIntervalSince1970: seconds))
+        var text = "\(zeroPadded(t.year, 4))-\(zeroPadded(t.month, 2))-\(zeroPadded(t.day, 2))T"
+            + "\(zeroPadded(t.hour, 2)):\(zeroPadded(t.minute, 2)):\(zeroPadded(t.second, 2)).\(zeroPadded(Int(milliseconds - seconds * 1000), 3))"
+        if t.utcOffset == 0 {
+            text += "Z"
+        } else {
+            let offset = t.utcOffset.magnitude
+            text += (t.utcOffset < 0 ? "-" : "+") + zeroPadded(Int(offset / 3600), 2) + ":" + zeroPadded(Int(offset / 60 % 60), 2)
+        }
+        return text
     }
 }
 
 /// `events.jsonl`: one JSON object per finished clip, appended and synced.
 public struct EventsJournal: Sendable {
     public let path: String
+    private let files: any JournalFiles
 
-    public init(directory: String) { path = directory + "/events.jsonl" }
+    /// `files` appends to the journal (`Storage` provides the POSIX one, and `init(directory:)`).
+    public init(directory: String, files: any JournalFiles) {
+        path = directory + "/events.jsonl"
+        self.files = files
+    }
 
     public struct JournalError: Error, CustomStringConvertible, Sendable {
         public var description: String
@@ -84,18 +99,13 @@ public struct EventsJournal: Sendable {
         do { line = try encoder.encode(record) + Data("\n".utf8) } catch {
             throw JournalError(description: "cannot encode the journal line for \(record.file): \(error)")
         }
-        let fm = FileManager.default
-        if !fm.fileExists(atPath: path) { fm.createFile(atPath: path, contents: nil) }
-        guard let handle = FileHandle(forWritingAtPath: path) else {
-            throw JournalError(description: "cannot open \(path) to append — can this user write to it?")
-        }
-        defer { try? handle.close() }
-        do {
-            try handle.seekToEnd()
-            try handle.write(contentsOf: line)
-            try handle.synchronize()
-        } catch {
-            throw JournalError(description: "cannot append to \(path): \(error.localizedDescription)")
+        do { try files.appendAndSync([UInt8](line), to: path) } catch {
+            switch error {
+            case .cannotOpen:
+                throw JournalError(description: "cannot open \(path) to append — can this user write to it?")
+            case .failed(let cause):
+                throw JournalError(description: "cannot append to \(path): \(describeFileError(cause))")
+            }
         }
     }
 
@@ -122,7 +132,7 @@ public struct EventsJournal: Sendable {
             // Written beside the journal and renamed over it: a crash leaves the old or the new.
             try kept.write(to: URL(fileURLWithPath: path), options: .atomic)
         } catch {
-            throw JournalError(description: "cannot shorten \(path): \(error.localizedDescription) — can this user write to \((path as NSString).deletingLastPathComponent)?")
+            throw JournalError(description: "cannot shorten \(path): \(describeFileError(error)) — can this user write to \(path.withoutLastPathComponent)?")
         }
         return dropped
     }

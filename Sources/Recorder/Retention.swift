@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A clip on disk, as retention sees it.
 public struct StoredClip: Equatable, Sendable {
@@ -107,13 +107,13 @@ public struct ClipStore: Sendable {
                     walk(rel, depth: depth + 1)
                 } else if type == .typeRegular, naming.matches(rel) {
                     found.append(StoredClip(relativePath: rel,
-                                            size: (attributes[.size] as? NSNumber)?.int64Value ?? 0,
+                                            size: int64(attributes[.size]) ?? 0,
                                             modified: attributes[.modificationDate] as? Date ?? Date.distantPast))
                 }
             }
         }
-        var isDirectory: ObjCBool = false
-        guard fm.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var isDirectory = false
+        guard fm.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory else {
             throw StoreError(description: "the storage directory \(root) does not exist")
         }
         walk("", depth: 0)
@@ -124,9 +124,9 @@ public struct ClipStore: Sendable {
     public func freeBytes() throws(StoreError) -> Int64 {
         do {
             let attributes = try FileManager.default.attributesOfFileSystem(forPath: root)
-            return (attributes[.systemFreeSize] as? NSNumber)?.int64Value ?? 0
+            return int64(attributes[.systemFreeSize]) ?? 0
         } catch {
-            throw StoreError(description: "cannot read the free space of \(root): \(error.localizedDescription)")
+            throw StoreError(description: "cannot read the free space of \(root): \(describeFileError(error))")
         }
     }
 
@@ -140,7 +140,7 @@ public struct ClipStore: Sendable {
             throw StoreError(description: "refusing to delete \(path): it is not a clip file of this agent")
         }
         do { try fm.removeItem(atPath: path) } catch {
-            throw StoreError(description: "cannot delete \(path): \(error.localizedDescription)")
+            throw StoreError(description: "cannot delete \(path): \(describeFileError(error))")
         }
         var parts = clip.relativePath.split(separator: "/").dropLast()
         while !parts.isEmpty {
@@ -174,4 +174,12 @@ public struct ClipStore: Sendable {
         }
         return (deleted, errors)
     }
+}
+
+/// A file attribute's number: FoundationEssentials gives `UInt` or `UInt64`, or an `NSNumber`
+/// when Foundation is loaded too (as in the tests).
+private func int64(_ value: Any?) -> Int64? {
+    if let number = value as? any BinaryInteger { return Int64(clamping: number) }
+    if let number = value as? Int64 { return number }
+    return nil
 }

@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import Recorder
+import Storage
 
 /// `vigil clips`: the recorded clips, from the events journal.
 enum ClipsCommand: Command {

@@ -1,4 +1,5 @@
 import Foundation
+import Storage
 import Testing
 import TestSupport
 @testable import Recorder
