@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 internal import CLibconfig
 
 /// A configuration problem, located in the file: printed as `file:line: message`.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Every setting Vigil reads from its configuration file: name, type, range, default, unit
 /// and meaning. The loader rejects anything not listed here, and `vigil check` prints the
@@ -17,7 +17,7 @@ public enum ConfigValue: Equatable, Sendable, CustomStringConvertible {
         case .integer(let v): String(v)
         case .number(let v): formatNumber(v)
         case .boolean(let v): v ? "true" : "false"
-        case .text(let v): "\"" + v.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        case .text(let v): "\"" + v.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
         }
     }
 }

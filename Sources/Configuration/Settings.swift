@@ -1,5 +1,5 @@
 import Capture
-import Foundation
+import FoundationEssentials
 import H264
 import Logging
 import Media
@@ -77,7 +77,7 @@ public struct Settings: Equatable, Sendable {
 
     /// Loads, checks and types the configuration file at `path`.
     public static func load(path: String) throws(ConfigurationError) -> Settings {
-        try Settings(values: ConfigValues.load(path: path), directory: (resolve(path, against: FileManager.default.currentDirectoryPath) as NSString).deletingLastPathComponent)
+        try Settings(values: ConfigValues.load(path: path), directory: resolve(path, against: FileManager.default.currentDirectoryPath).withoutLastPathComponent)
     }
 
     /// Types `values`, checking what ranges alone cannot; relative paths are taken relative
@@ -194,7 +194,7 @@ public struct Settings: Equatable, Sendable {
                 }
             }
         }
-        let withoutCamera = pattern.replacingOccurrences(of: "{camera}", with: "")
+        let withoutCamera = pattern.replacing("{camera}", with: "")
         guard !withoutCamera.contains("{"), !withoutCamera.contains("}") else { return "uses a {field} other than {camera}" }
         guard pattern.contains("%S") else { return "must contain %S, so that clips started in the same minute get different names" }
         return nil
