@@ -1,8 +1,9 @@
 import Capture
 import Configuration
-import Foundation
+import FoundationEssentials
 import Media
 import MotionDetection
+import Recorder
 
 /// `vigil analyze`: motion detection only, over a source, to see why Vigil would trigger.
 enum AnalyzeCommand: Command {
@@ -101,7 +102,7 @@ enum AnalyzeCommand: Command {
             try text.write(toFile: path, atomically: true, encoding: .utf8)
             return true
         } catch {
-            printError("vigil analyze: cannot write \(path): \(error.localizedDescription)")
+            printError("vigil analyze: cannot write \(path): \(describeFileError(error))")
             return false
         }
     }

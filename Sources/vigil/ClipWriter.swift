@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import Media
 import QuickTime
@@ -152,7 +152,7 @@ final class ClipWriter: @unchecked Sendable {
         while true {
             let (relative, absolute) = freeName(for: started)
             do {
-                try FileManager.default.createDirectory(atPath: (absolute as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(atPath: absolute.withoutLastPathComponent, withIntermediateDirectories: true)
                 let writer = try MovieWriter(path: absolute, description: description)
                 open = OpenClip(writer: writer, info: info, relativePath: relative, fragmentsSynced: 0, hasAudio: stream.audio != nil)
                 stats.update { $0.recording = true }

@@ -1,5 +1,5 @@
 import Capture
-import Foundation
+import FoundationEssentials
 import Glibc
 import Logging
 import Synchronization
@@ -47,7 +47,7 @@ final class HookRunner: Sendable {
         for (key, value) in facts { environment["VIGIL_" + key.uppercased()] = value }
         let argv = [program, event] + arguments
         let envp = environment.map { "\($0.key)=\($0.value)" }
-        let thread = Thread { [self] in
+        startDetachedThread("hook") { [self] in
             defer { self.running.withLock { $0 -= 1 } }
             let start = MonotonicClock.now().seconds
             let pid: pid_t
@@ -83,8 +83,6 @@ final class HookRunner: Sendable {
                 log.debug("hook done", [("hook", .string(program)), ("event", .string(event)), ("seconds", .seconds(elapsed))])
             }
         }
-        thread.name = "hook"
-        thread.start()
     }
 }
 

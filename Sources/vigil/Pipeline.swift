@@ -1,6 +1,6 @@
 import Capture
 import Configuration
-import Foundation
+import FoundationEssentials
 import H264
 import Logging
 import Media

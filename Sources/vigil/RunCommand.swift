@@ -1,6 +1,7 @@
 import Capture
 import Configuration
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 import Media
 import QuickTime
@@ -50,7 +51,7 @@ final class Agent: @unchecked Sendable {
     private let stop = Atomic<Bool>(false)
     /// How long a stop waits for the source to notice before ending the stream without it.
     static let stopGrace = 2.0
-    private let done = DispatchSemaphore(value: 0)
+    private let done = Event()
 
     init(configPath: String, settings: Settings) {
         self.configPath = configPath
@@ -68,7 +69,7 @@ final class Agent: @unchecked Sendable {
             try FileManager.default.createDirectory(atPath: settings.storage.path, withIntermediateDirectories: true)
         } catch {
             log.error("cannot create the storage directory — check storage.path and that this user may write there",
-                      [("path", .string(settings.storage.path)), ("error", .string(error.localizedDescription))])
+                      [("path", .string(settings.storage.path)), ("error", .string(describeFileError(error)))])
             return ExitCode(rawValue: 73) ?? .ioError
         }
         let storage = storageSettings(settings)
@@ -413,29 +414,4 @@ final class Agent: @unchecked Sendable {
 final class HandOver<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
-}
-
-/// Starts a named thread running `body`; `join()` waits for it to finish.
-final class JoinableThread: Sendable {
-    private let finished = DispatchSemaphore(value: 0)
-    func join() { finished.wait(); finished.signal() }
-    /// Waits at most `seconds`; false when the thread is still running.
-    func join(timeout seconds: Double) -> Bool {
-        guard finished.wait(timeout: .now() + seconds) == .success else { return false }
-        finished.signal()
-        return true
-    }
-    fileprivate func markFinished() { finished.signal() }
-}
-
-@discardableResult
-func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) -> JoinableThread {
-    let handle = JoinableThread()
-    let thread = Thread {
-        body()
-        handle.markFinished()
-    }
-    thread.name = name
-    thread.start()
-    return handle
 }

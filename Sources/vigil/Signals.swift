@@ -1,4 +1,3 @@
-import Foundation
 import Glibc
 
 /// The signals the agent acts on: SIGTERM/SIGINT stop it (finishing the open clip), SIGHUP
@@ -24,15 +23,13 @@ enum Signals {
 
     /// Starts the thread that waits for the signals and passes each to `handler`.
     static func startWaiting(_ handler: @escaping @Sendable (Int32) -> Void) {
-        let thread = Thread {
+        startDetachedThread("signals") {
             var s = set()
             while true {
                 var signal: Int32 = 0
                 if sigwait(&s, &signal) == 0 { handler(signal) }
             }
         }
-        thread.name = "signals"
-        thread.start()
     }
 
     static func name(_ signal: Int32) -> String {

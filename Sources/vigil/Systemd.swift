@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import Logging
 
@@ -38,8 +38,8 @@ final class StderrLogSink: LogSink {
         var t = tm()
         var seconds = now.tv_sec
         gmtime_r(&seconds, &t)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
-                      t.tm_hour, t.tm_min, t.tm_sec, Int(now.tv_nsec / 1_000_000))
+        return formatted("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
+                         t.tm_hour, t.tm_min, t.tm_sec, Int32(now.tv_nsec / 1_000_000))
     }
 }
 

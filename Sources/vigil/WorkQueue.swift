@@ -1,5 +1,4 @@
 import Capture
-import Foundation
 import Media
 
 /// A queue between two threads of the pipeline, with its bound and drop policy explicit:
@@ -17,7 +16,7 @@ import Media
 ///
 /// `@unchecked Sendable`: every stored property is read and written only while holding `condition`.
 final class WorkQueue<Element>: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let condition = Condition()
     /// Elements from `head` on are queued; the slots before it are emptied as they are popped,
     /// so the queue holds nothing it has handed out (a popped frame goes back to its pool as
     /// soon as the consumer drops it) and are cut off in batches.
@@ -103,7 +102,7 @@ final class WorkQueue<Element>: @unchecked Sendable {
                     if remaining <= 0 { return .timedOut }
                     // In short steps against the monotonic clock: the wall clock may jump (a
                     // board without a clock battery sets it from the network after booting).
-                    _ = condition.wait(until: Date().addingTimeInterval(min(remaining, 0.25)))
+                    condition.wait(seconds: min(remaining, 0.25))
                 } else {
                     condition.wait()
                 }

@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// The `vigil` command: the agent and its subcommands.
 let version = "0.1.0"
@@ -7,11 +7,25 @@ let commands: [any Command.Type] = [RunCommand.self, CheckCommand.self, AnalyzeC
 
 func printOut(_ text: String) {
     // A closed or broken stdout (`vigil clips | head`) must not crash the command.
-    try? FileHandle.standardOutput.write(contentsOf: Data((text + "\n").utf8))
+    writeAll(text + "\n", to: 1)
 }
 
 func printError(_ text: String) {
-    try? FileHandle.standardError.write(contentsOf: Data((text + "\n").utf8))
+    writeAll(text + "\n", to: 2)
+}
+
+/// Writes `text` to the file descriptor `fd`, giving up quietly on an error.
+func writeAll(_ text: String, to fd: Int32) {
+    var text = text
+    text.withUTF8 { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
 }
 
 let rootHelp: String = {

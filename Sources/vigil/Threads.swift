@@ -1,0 +1,148 @@
+import Capture
+import Glibc
+
+/// A mutex with a condition variable, whose timed waits run on the monotonic clock (a board
+/// without a clock battery may set its wall clock from the network long after booting).
+///
+/// `@unchecked Sendable`: the pthread objects are made for use from several threads.
+final class Condition: @unchecked Sendable {
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+
+    init() {
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body()
+    }
+
+    /// Waits for a `broadcast` (or a spurious wake-up); call it holding the lock, in `withLock`.
+    func wait() {
+        pthread_cond_wait(condition, mutex)
+    }
+
+    /// Like `wait()`, giving up after `seconds`.
+    func wait(seconds: Double) {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let whole = seconds.rounded(.down)
+        deadline.tv_sec += Int(whole)
+        deadline.tv_nsec += Int((seconds - whole) * 1_000_000_000)
+        if deadline.tv_nsec >= 1_000_000_000 {
+            deadline.tv_sec += 1
+            deadline.tv_nsec -= 1_000_000_000
+        }
+        pthread_cond_timedwait(condition, mutex, &deadline)
+    }
+
+    func broadcast() {
+        pthread_cond_broadcast(condition)
+    }
+}
+
+/// Something that happens once, that threads can wait for.
+///
+/// `@unchecked Sendable`: `happened` is read and written only while holding `condition`.
+final class Event: @unchecked Sendable {
+    private let condition = Condition()
+    private var happened = false
+
+    func signal() {
+        condition.withLock {
+            happened = true
+            condition.broadcast()
+        }
+    }
+
+    func wait() {
+        condition.withLock {
+            while !happened { condition.wait() }
+        }
+    }
+
+    /// Waits at most `seconds`; false when it has not happened by then.
+    func wait(seconds: Double) -> Bool {
+        let deadline = MonotonicClock.now().seconds + seconds
+        return condition.withLock {
+            while !happened {
+                let remaining = deadline - MonotonicClock.now().seconds
+                if remaining <= 0 { return false }
+                condition.wait(seconds: remaining)
+            }
+            return true
+        }
+    }
+}
+
+/// Starts a named thread running `body`; `join()` waits for it to finish.
+final class JoinableThread: Sendable {
+    private let finished = Event()
+    func join() { finished.wait() }
+    /// Waits at most `seconds`; false when the thread is still running.
+    func join(timeout seconds: Double) -> Bool { finished.wait(seconds: seconds) }
+    fileprivate func markFinished() { finished.signal() }
+}
+
+@discardableResult
+func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) -> JoinableThread {
+    let handle = JoinableThread()
+    startDetachedThread(name) {
+        body()
+        handle.markFinished()
+    }
+    return handle
+}
+
+/// What a new thread runs, passed through pthread_create's context pointer.
+private final class ThreadStart {
+    let name: String
+    let body: @Sendable () -> Void
+    init(name: String, body: @escaping @Sendable () -> Void) {
+        self.name = name
+        self.body = body
+    }
+}
+
+/// Names the calling thread (what `top -H` and /proc show); the kernel keeps 15 bytes.
+/// Glibc's `pthread_setname_np` is a GNU extension Swift does not see: this is what it does.
+private func nameThisThread(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard fd >= 0 else { return }
+    _ = Array(name.utf8.prefix(15)).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
+}
+
+/// Starts a detached thread named `name`.
+func startDetachedThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    var attributes = pthread_attr_t()
+    pthread_attr_init(&attributes)
+    defer { pthread_attr_destroy(&attributes) }
+    pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+    let context = Unmanaged.passRetained(ThreadStart(name: name, body: body)).toOpaque()
+    var thread = pthread_t()
+    let result = pthread_create(&thread, &attributes, { context in
+        let start = Unmanaged<ThreadStart>.fromOpaque(context!).takeRetainedValue()
+        nameThisThread(start.name)
+        start.body()
+        return nil
+    }, context)
+    if result != 0 {
+        Unmanaged<ThreadStart>.fromOpaque(context).release()
+        fatalError("cannot start the \(name) thread: \(String(cString: strerror(result)))")
+    }
+}
