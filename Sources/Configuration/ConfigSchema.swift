@@ -1,4 +1,3 @@
-import FoundationEssentials
 
 /// Every setting Vigil reads from its configuration file: name, type, range, default, unit
 /// and meaning. The loader rejects anything not listed here, and `vigil check` prints the
