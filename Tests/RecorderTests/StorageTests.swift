@@ -73,7 +73,7 @@ import TestSupport
 
     func write(_ path: String, mb: Int, modified: Date) throws {
         try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: path, contents: Data(count: mb << 20))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(count: mb << 20)))
         try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: path)
     }
 

@@ -10,7 +10,7 @@ public final class Y4MFileWriter {
 
     /// Creates `path` for `width`×`height` 4:2:0 frames at `rate` frames per second.
     public init(path: String, width: Int, height: Int, rate: Rational) throws {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)  // the open below says when it failed
         guard let h = FileHandle(forWritingAtPath: path) else { throw ToolError.notFound(path) }
         handle = h
         self.path = path

@@ -20,7 +20,7 @@ final class SlowOutput: MovieOutput {
     private(set) var length: UInt64 = 0
 
     init(path: String) throws {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)  // the open below says when it failed
         handle = try FileHandle(forUpdating: URL(fileURLWithPath: path))
         self.path = path
     }
