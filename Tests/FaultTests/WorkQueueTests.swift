@@ -1,3 +1,5 @@
+import Glibc
+import Synchronization
 import Testing
 @testable import vigil
 
@@ -52,5 +54,47 @@ import Testing
             next += 1
         }
         #expect(next == 350)
+    }
+
+    /// A file source's reader blocked on a full queue is woken only once the queue has drained
+    /// to half, and refills it: every element still arrives, in order, and nobody waits for ever.
+    @Test func aBlockedProducerRefillsTheQueueAndNothingIsLost() {
+        let queue = WorkQueue<Int>(capacity: 4)
+        let producer = startThread("test-producer") {
+            for i in 0..<200 { queue.pushWaiting(i) }
+            queue.close()
+        }
+        var received: [Int] = []
+        loop: while true {
+            switch queue.pop(waitingAtMost: 5) {
+            case .element(let v): received.append(v)
+            case .closed: break loop
+            case .timedOut:
+                Issue.record("the consumer waited 5 s while the producer was blocked on the queue")
+                break loop
+            }
+        }
+        #expect(producer.join(timeout: 5))
+        #expect(received == Array(0..<200))
+    }
+
+    /// The writer is left asleep for the frames of a GOP: they arrive, in order, with the next
+    /// push that wakes it, or when the queue is closed.
+    @Test func elementsPushedWithoutWakingArriveWithTheNextWake() {
+        let queue = WorkQueue<Int>(capacity: .max)
+        let received = Mutex<[Int]>([])
+        let consumer = startThread("test-consumer") {
+            while let v = queue.pop() { received.withLock { $0.append(v) } }
+        }
+        usleep(50_000)  // the consumer is waiting on the empty queue
+        queue.push(1, wake: false)
+        queue.push(2, wake: false)
+        queue.push(3)
+        for _ in 0..<5000 where received.withLock({ $0.count }) < 3 { usleep(1000) }
+        #expect(received.withLock { $0 } == [1, 2, 3])
+        queue.push(4, wake: false)
+        queue.close()
+        #expect(consumer.join(timeout: 5))
+        #expect(received.withLock { $0 } == [1, 2, 3, 4])
     }
 }
