@@ -48,7 +48,7 @@ test-faults: deps check-swift
 	$(SWIFT) test --skip-build --no-parallel --filter FaultTests $(SWIFT_FLAGS)
 
 # The soak alone, on SOAK_SECONDS of camera time fed as fast as the agent reads (an hour takes
-# about three minutes on two cores): memory, open files and the clip store must stay flat.
+# about two minutes on two cores): memory, open files and the clip store must stay flat.
 SOAK_SECONDS ?= 3600
 soak: deps check-swift
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
@@ -57,7 +57,7 @@ soak: deps check-swift
 run: build
 	@./scripts/run-demo.sh "$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)"
 
-# About 4 minutes: the pieces, then vigil run against x264 alone and ffmpeg on the same frames,
+# About 3 minutes: the pieces, then vigil run against x264 alone and ffmpeg on the same frames,
 # then vigil run in real time at each size (docs/PERFORMANCE.md says what each figure means).
 bench: deps check-swift
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil $(SWIFT_FLAGS)
