@@ -9,6 +9,8 @@ enum ExitCode: Int32 {
     case dataError = 65
     case noInput = 66
     case software = 70
+    case osError = 71
+    case cannotCreate = 73
     case ioError = 74
     case config = 78
 }

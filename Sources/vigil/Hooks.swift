@@ -47,7 +47,18 @@ final class HookRunner: Sendable {
         for (key, value) in facts { environment["VIGIL_" + key.uppercased()] = value }
         let argv = [program, event] + arguments
         let envp = environment.map { "\($0.key)=\($0.value)" }
-        startDetachedThread("hook") { [self] in
+        do {
+            try startHookThread(program: program, event: event, argv: argv, envp: envp, timeout: timeout, log: log)
+        } catch {
+            running.withLock { $0 -= 1 }
+            log.error("hook failed to start", [("hook", .string(program)), ("event", .string(event)), ("error", .string(error.description))])
+        }
+    }
+
+    /// The thread that spawns a hook, waits for it and kills it after `timeout`.
+    private func startHookThread(program: String, event: String, argv: [String], envp: [String], timeout: Double,
+                                 log: Logger) throws(ThreadStartError) {
+        try startDetachedThread("hook") { [self] in
             defer { self.running.withLock { $0 -= 1 } }
             let start = MonotonicClock.now().seconds
             let pid: pid_t

@@ -26,7 +26,8 @@ enum RunCommand: Command {
 
         Exit status: 0 on a clean stop; 78 for an invalid configuration; 66 when the source
         cannot be opened; 73 when the storage directory cannot be created; 65 when a file
-        source turns out to be malformed part-way (the clips before are kept).
+        source turns out to be malformed part-way (the clips before are kept); 71 when the
+        system refuses the agent a thread.
         """
     static let options = [configOption]
 
@@ -70,7 +71,7 @@ final class Agent: @unchecked Sendable {
         } catch {
             log.error("cannot create the storage directory — check storage.path and that this user may write there",
                       [("path", .string(settings.storage.path)), ("error", .string(describeFileError(error)))])
-            return ExitCode(rawValue: 73) ?? .ioError
+            return .cannotCreate
         }
         let storage = storageSettings(settings)
         repairInterruptedClips(storage)

@@ -23,7 +23,7 @@ enum Signals {
 
     /// Starts the thread that waits for the signals and passes each to `handler`.
     static func startWaiting(_ handler: @escaping @Sendable (Int32) -> Void) {
-        startDetachedThread("signals") {
+        startEssentialThread("signals") {
             var s = set()
             while true {
                 var signal: Int32 = 0

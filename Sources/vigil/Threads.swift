@@ -98,14 +98,34 @@ final class JoinableThread: Sendable {
     fileprivate func markFinished() { finished.signal() }
 }
 
+/// Starts one of the agent's own threads. Without it the agent cannot run: when the system
+/// refuses a thread (a task or memory limit reached), it says so and exits 71 (EX_OSERR)
+/// rather than trap.
 @discardableResult
 func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) -> JoinableThread {
     let handle = JoinableThread()
-    startDetachedThread(name) {
+    startEssentialThread(name) {
         body()
         handle.markFinished()
     }
     return handle
+}
+
+/// `startDetachedThread` for a thread the agent cannot do without: on failure, a message and exit 71.
+func startEssentialThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+    do { try startDetachedThread(name, body) } catch {
+        printError("vigil: \(error.description)")
+        exit(ExitCode.osError.rawValue)
+    }
+}
+
+/// The system refused a new thread.
+struct ThreadStartError: Error, CustomStringConvertible {
+    var name: String
+    var code: Int32
+    var description: String {
+        "cannot start the \(name) thread: \(String(cString: strerror(code))) — is the service's task limit (TasksMax) or memory too low?"
+    }
 }
 
 /// What a new thread runs, passed through pthread_create's context pointer.
@@ -128,7 +148,7 @@ private func nameThisThread(_ name: String) {
 }
 
 /// Starts a detached thread named `name`.
-func startDetachedThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+func startDetachedThread(_ name: String, _ body: @escaping @Sendable () -> Void) throws(ThreadStartError) {
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
     defer { pthread_attr_destroy(&attributes) }
@@ -143,6 +163,6 @@ func startDetachedThread(_ name: String, _ body: @escaping @Sendable () -> Void)
     }, context)
     if result != 0 {
         Unmanaged<ThreadStart>.fromOpaque(context).release()
-        fatalError("cannot start the \(name) thread: \(String(cString: strerror(result)))")
+        throw ThreadStartError(name: name, code: result)
     }
 }

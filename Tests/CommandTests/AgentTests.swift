@@ -77,7 +77,7 @@ import TestSupport
         #expect(appearances.count == 3)
 
         for (i, event) in [[records[0]], [records[1]], [records[2], records[3]]].enumerated() {
-            let first = event[0], last = event[event.count - 1]
+            let first = event[0]
             let trigger = first.triggerSourceSeconds ?? -1, preRoll = first.preRollSeconds ?? -1
             let enter = appearances[i].enter.seconds, leave = appearances[i].leave.seconds
             // Triggered promptly after the object entered.
@@ -283,6 +283,20 @@ import TestSupport
         let r = try runTool(builtExecutable("vigil"), ["run", "--config", config])
         #expect(r.status == 66)
         #expect(r.stderr.contains("absent.y4m"))
+    }
+
+    /// A file where the clips' directory should be: exit 73 (sysexits' "cannot create"), as
+    /// `vigil run --help` and vigil(8) say, with a message naming the path and the setting.
+    @Test func aStorageDirectoryThatCannotBeCreatedExits73() throws {
+        let dir = try TemporaryDirectory("vigil-agent")
+        defer { dir.remove() }
+        let config = try Self.config(dir, footage: dir.file("absent.y4m"))
+        #expect(FileManager.default.createFile(atPath: dir.file("clips"), contents: Data("not a directory".utf8)))
+        let r = try runTool(builtExecutable("vigil"), ["run", "--config", config])
+        #expect(r.status == 73, "\(r.stderr)")
+        #expect(r.stderr.contains("cannot create the storage directory"))
+        #expect(r.stderr.contains("storage.path"))
+        #expect(r.stderr.contains(dir.file("clips")) || r.stderr.contains("path=clips"))
     }
 }
 
