@@ -54,11 +54,8 @@ enum AnalyzeCommand: Command {
                 source = try V4L2Camera(path: path, request: CameraRequest(width: settings.camera.width, height: settings.camera.height,
                                                                           fps: settings.camera.fps))
             }
-        } catch let error as CaptureError {
-            printError("vigil analyze: \(error.description)")
-            return .noInput
         } catch {
-            printError("vigil analyze: \(error)")
+            printError("vigil analyze: \(error.description)")
             return .noInput
         }
 

@@ -95,7 +95,7 @@ import TestSupport
         let filler = fs.path + "/other-data"
         let free = try #require((try FileManager.default.attributesOfFileSystem(forPath: fs.path)[.systemFreeSize] as? NSNumber)?.int64Value)
         // Room for about half a clip.
-        FileManager.default.createFile(atPath: filler, contents: Data(count: Int(free) - (1 << 20)))
+        #expect(FileManager.default.createFile(atPath: filler, contents: Data(count: Int(free) - (1 << 20))))
         let objects = [SceneObject(enter: .init(seconds: 1), leave: .init(seconds: 10), path: .leftToRight(y: 0.5), width: 0.2, height: 0.3, brightness: 210)]
         let feeder = try FifoFeeder(path: dir.file("camera.y4m"),
                                     scene: scene(seconds: 42, rate: Rational(30, 1), width: 640, height: 480, objects: objects, period: 14))
