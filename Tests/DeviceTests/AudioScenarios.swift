@@ -45,7 +45,10 @@ enum AudioScenarios {
             let lateness = quiet.map { ($0.returned - $0.chunk.end).seconds }
             r.figure("chunks: \(quiet.count) in 0.5 s, \(quiet.map(\.chunk.frames).min() ?? 0)...\(quiet.map(\.chunk.frames).max() ?? 0) frames; "
                 + "returned \(fixed((lateness.min() ?? 0) * 1000, 1))...\(fixed((lateness.max() ?? 0) * 1000, 1)) ms after their last frame was captured")
-            r.check(lateness.allSatisfy { $0 > -0.002 && $0 < 5.0 }, "chunk times are on CLOCK_MONOTONIC: each ends before it is returned (late only by scheduling)")
+            // A chunk's end comes from the driver's timestamp of its last period; snd-aloop's
+            // runs off the VM's timer, a few ms off when the host is loaded (−3.4 ms seen). Another
+            // clock would be off by seconds or years.
+            r.check(lateness.allSatisfy { $0 > -0.010 && $0 < 5.0 }, "chunk times are on CLOCK_MONOTONIC: each ends before it is returned (within the driver's timer jitter, late only by scheduling)")
             let steps = zip(quiet, quiet.dropFirst()).map { abs(($1.chunk.time - $0.chunk.end).seconds) }
             r.check(steps.allSatisfy { $0 < 0.002 }, "chunks follow one another without gaps", "largest step \(fixed((steps.max() ?? 0) * 1000, 2)) ms")
 
