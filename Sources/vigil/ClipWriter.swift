@@ -175,7 +175,8 @@ final class ClipWriter: @unchecked Sendable {
                     sweep()
                     continue
                 }
-                log.error("cannot start a clip; this event is not recorded", [("file", .string(relative)), ("error", .string("\(error)"))])
+                let reason = (error as? MovieWriterError)?.description ?? describeFileError(error)
+                log.error("cannot start a clip; this event is not recorded", [("file", .string(relative)), ("error", .string(reason))])
                 stats.update { $0.clipErrors += 1 }
                 skipping = true
                 return
