@@ -285,6 +285,31 @@ import TestSupport
         #expect(r.stderr.contains("absent.y4m"))
     }
 
+    /// Clip names and the journal are in the local time zone, from TZ as the C library reads
+    /// it (FoundationEssentials alone would take every zone for UTC): India, +05:30, no DST.
+    @Test func clipNamesAndTheJournalFollowTheLocalTimeZone() throws {
+        let dir = try TemporaryDirectory("vigil-agent")
+        defer { dir.remove() }
+        let footage = try Self.footage(Self.scene(seconds: 8, objects: [Self.object(2, 4)]), in: dir)
+        let config = try Self.config(dir, footage: footage)
+        let agent = try AgentProcess(config: config, environment: ["TZ": "Asia/Kolkata"])
+        #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
+        let records = try EventsJournal(directory: dir.file("clips")).records().records
+        let record = try #require(records.first, "\(agent.output)")
+        #expect(records.count == 1)
+        #expect(record.start.hasSuffix("+05:30") && record.end.hasSuffix("+05:30"), "\(record.start) \(record.end)")
+        let created = try #require(try FFprobe.probe(dir.file("clips/" + record.file)).formatTags["creation_time"])
+        let utc = try #require(ISO8601DateFormatter.fractional.date(from: created) ?? ISO8601DateFormatter().date(from: created))
+        let local = DateFormatter()
+        local.locale = Locale(identifier: "en_US_POSIX")
+        local.timeZone = TimeZone(identifier: "Asia/Kolkata")
+        local.dateFormat = "yyyyMMdd-HHmmss"
+        let name = (record.file as NSString).lastPathComponent
+        #expect(name == "yard-\(local.string(from: utc)).mov", "created \(created) (UTC)")
+        local.dateFormat = "yyyy-MM-dd"
+        #expect(record.file.hasPrefix(local.string(from: utc) + "/"))
+    }
+
     /// A file where the clips' directory should be: exit 73 (sysexits' "cannot create"), as
     /// `vigil run --help` and vigil(8) say, with a message naming the path and the setting.
     @Test func aStorageDirectoryThatCannotBeCreatedExits73() throws {
