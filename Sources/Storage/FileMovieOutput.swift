@@ -49,25 +49,8 @@ public final class FileMovieOutput: MovieFile {
         return "the file could not be created (is the disk full or read-only?)"
     }
 
-    /// Writes all of `bytes` at `offset`; on failure, the errno.
-    private func write(_ bytes: [UInt8], at offset: UInt64) -> Int32? {
-        bytes.withUnsafeBytes { buffer -> Int32? in
-            var done = 0
-            while done < buffer.count {
-                let n = pwrite(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                if n == 0 { return EIO }
-                done += n
-            }
-            return nil
-        }
-    }
-
     public func append(_ bytes: [UInt8]) throws(MovieFileError) {
-        if let failure = write(bytes, at: length) {
+        if let failure = bytes.withUnsafeBytes({ writeAll($0, to: fd, at: length) }) {
             // Whatever part of the write landed is cut off again, so the file ends with the
             // last complete box and the next append starts there.
             _ = ftruncate(fd, off_t(length))
@@ -78,7 +61,7 @@ public final class FileMovieOutput: MovieFile {
 
     public func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(MovieFileError) {
         precondition(offset + UInt64(bytes.count) <= length, "overwrite stays inside the file")
-        if let failure = write(bytes, at: offset) {
+        if let failure = bytes.withUnsafeBytes({ writeAll($0, to: fd, at: offset) }) {
             throw MovieFileError(path: path, operation: "update", errno: failure)
         }
     }

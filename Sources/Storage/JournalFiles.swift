@@ -10,19 +10,7 @@ public struct PosixJournalFiles: JournalFiles {
         let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o666)
         guard fd >= 0 else { throw .cannotOpen }
         defer { close(fd) }
-        let failure = bytes.withUnsafeBytes { buffer -> Int32? in
-            var done = 0
-            while done < buffer.count {
-                let n = write(fd, buffer.baseAddress! + done, buffer.count - done)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    return errno
-                }
-                if n == 0 { return EIO }
-                done += n
-            }
-            return fsync(fd) == 0 ? nil : errno
-        }
+        let failure = bytes.withUnsafeBytes { writeAll($0, to: fd) } ?? (fsync(fd) == 0 ? nil : errno)
         if let failure { throw .failed(CocoaError(writeErrorCode(failure))) }
     }
 }

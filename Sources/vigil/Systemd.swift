@@ -20,16 +20,7 @@ final class StderrLogSink: LogSink {
             text = "ts=\(StderrLogSink.timestamp()) \(line)\n"
         }
         // One write per line: lines from different threads never interleave.
-        text.utf8CString.withUnsafeBufferPointer { buffer in
-            var offset = 0
-            let count = buffer.count - 1
-            while offset < count {
-                let n = Glibc.write(2, buffer.baseAddress! + offset, count - offset)
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { return }
-                offset += n
-            }
-        }
+        writeAll(text, to: 2)
     }
 
     static func timestamp() -> String {

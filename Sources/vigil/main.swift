@@ -1,4 +1,5 @@
 import Glibc
+import Storage
 
 /// The `vigil` command: the agent and its subcommands.
 let version = "0.1.0"
@@ -14,18 +15,10 @@ func printError(_ text: String) {
     writeAll(text + "\n", to: 2)
 }
 
-/// Writes `text` to the file descriptor `fd`, giving up quietly on an error.
+/// Writes `text` to the file descriptor `fd` in one piece, giving up quietly on an error.
 func writeAll(_ text: String, to fd: Int32) {
     var text = text
-    text.withUTF8 { buffer in
-        var offset = 0
-        while offset < buffer.count {
-            let n = write(fd, buffer.baseAddress! + offset, buffer.count - offset)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return }
-            offset += n
-        }
-    }
+    _ = text.withUTF8 { writeAll(UnsafeRawBufferPointer($0), to: fd) }
 }
 
 let rootHelp: String = {
