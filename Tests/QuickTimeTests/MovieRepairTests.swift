@@ -133,7 +133,7 @@ extension Collection {
         var checkedWithFFmpeg = Set<Int>()
         for cut in cuts.sorted() {
             let prefix = Array(full[0..<cut])
-            FileManager.default.createFile(atPath: scratch, contents: Data(prefix))
+            #expect(FileManager.default.createFile(atPath: scratch, contents: Data(prefix)))
             let complete = fragmentEnds.filter { $0 <= cut }.count
             do {
                 let report = try MovieRepair.repair(path: scratch)
@@ -199,7 +199,7 @@ extension Collection {
     @Test func filesItDoesNotUnderstandAreLeftUntouched() throws {
         func check(_ name: String, _ bytes: [UInt8], _ expectedProblem: String, kind: MovieRepairError.Kind = .notRepairable) {
             let path = Fixture.directory.file(name)
-            FileManager.default.createFile(atPath: path, contents: Data(bytes))
+            #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
             do {
                 try MovieRepair.repair(path: path)
                 Issue.record("\(name) was repaired")
@@ -242,7 +242,7 @@ extension Collection {
         for i in 0..<headerAndFirstMoof {
             var bytes = full
             bytes[i] ^= 0xFF
-            FileManager.default.createFile(atPath: scratch, contents: Data(bytes))
+            #expect(FileManager.default.createFile(atPath: scratch, contents: Data(bytes)))
             do {
                 if try MovieRepair.repair(path: scratch) != nil { repaired += 1 }
             } catch {
@@ -259,7 +259,7 @@ extension Collection {
         let full = fileBytes(try SmallFixture.file("big-source.mov", close: false))
         let headerEnd = Int(full[20..<24].reduce(0) { $0 << 8 | Int($1) }) + 20
         let path = Fixture.directory.file("big.mov")
-        FileManager.default.createFile(atPath: path, contents: Data(full[0..<headerEnd]))
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(full[0..<headerEnd])))
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         let gap: UInt64 = 1 << 32
         try handle.seekToEnd()
