@@ -20,7 +20,6 @@ public struct ClipNaming: Sendable {
     /// tells apart clips that would get the same name.
     public func relativePath(for date: Date, suffix: Int = 0) -> String {
         let c = timeZone.localTime(date)
-        func two(_ v: Int) -> String { let s = String(v); return s.count < 2 ? "0" + s : s }
         var out = ""
         var chars = Array(pattern)[...]
         while let ch = chars.popFirst() {
@@ -30,11 +29,11 @@ public struct ClipNaming: Sendable {
             }
             switch field {
             case "Y": out += zeroPadded(c.year, 4)
-            case "m": out += two(c.month)
-            case "d": out += two(c.day)
-            case "H": out += two(c.hour)
-            case "M": out += two(c.minute)
-            case "S": out += two(c.second)
+            case "m": out += zeroPadded(c.month, 2)
+            case "d": out += zeroPadded(c.day, 2)
+            case "H": out += zeroPadded(c.hour, 2)
+            case "M": out += zeroPadded(c.minute, 2)
+            case "S": out += zeroPadded(c.second, 2)
             default: out.append(field) // "%%" and anything the configuration check let through
             }
         }
