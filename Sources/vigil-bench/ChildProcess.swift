@@ -100,6 +100,14 @@ struct ChildProcess {
     }
 }
 
+/// A size in /proc/PID/status (`VmHWM`, `VmRSS`), in bytes; nil when it cannot be read.
+func processStatus(_ field: String, of pid: String = "self") -> Int? {
+    guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
+          let kb = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else { return nil }
+    return kb * 1024
+}
+
 /// Samples a process's peak resident set (VmHWM in /proc/PID/status) every 20 ms on a thread
 /// of its own, until `stop()`.
 final class PeakMemory: @unchecked Sendable {
@@ -110,13 +118,10 @@ final class PeakMemory: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     init(pid: pid_t) {
-        let path = "/proc/\(pid)/status"
         Thread.detachNewThread { [self] in
             while lock.withLock({ running }) {
-                if let text = try? String(contentsOfFile: path, encoding: .utf8),
-                   let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                   let kb = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
-                    lock.withLock { peak = max(peak, kb * 1024) }
+                if let bytes = processStatus("VmHWM", of: String(pid)) {
+                    lock.withLock { peak = max(peak, bytes) }
                 }
                 usleep(20_000)
             }

@@ -9,14 +9,6 @@ import Foundation
 import H264
 import Media
 
-/// A field of /proc/self/status in bytes (VmRSS, VmHWM).
-func ownStatus(_ field: String) -> Int {
-    guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-          let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
-          let kb = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else { return 0 }
-    return kb * 1024
-}
-
 /// In the child: encodes 90 frames of the noisy static scene and prints
 /// `rss_before=BYTES hwm_after=BYTES`.
 func encoderMemoryChild(width: Int, height: Int) throws {
@@ -25,7 +17,7 @@ func encoderMemoryChild(width: Int, height: Int) throws {
     // The source's tables and its frame buffer exist before the measurement starts.
     guard let first = try source.nextFrame() else { throw UsageError("the synthetic scene gave no frame") }
     var frame: VideoFrame? = first
-    let before = ownStatus("VmRSS")
+    let before = processStatus("VmRSS") ?? 0
     let encoder = try H264Encoder(format: source.format, settings: EncoderSettings())
     for _ in 0..<90 {
         guard let f = frame else { break }
@@ -34,7 +26,7 @@ func encoderMemoryChild(width: Int, height: Int) throws {
         frame = try source.nextFrame()
     }
     _ = try encoder.close()
-    print("rss_before=\(before) hwm_after=\(ownStatus("VmHWM"))")
+    print("rss_before=\(before) hwm_after=\(processStatus("VmHWM") ?? 0)")
 }
 
 /// In the bench: libx264's own resident memory at `width × height`, in bytes.
