@@ -24,28 +24,12 @@ import TestSupport
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
-        let lines = Mutex<[String]>([])
-        let done = Mutex(false)
-        let reader = Thread {
-            var pending = ""
-            while true {
-                let data = pipe.fileHandleForReading.availableData
-                if data.isEmpty { break }
-                pending += String(decoding: data, as: UTF8.self)
-                while let newline = pending.firstIndex(of: "\n") {
-                    let line = String(pending[..<newline])
-                    pending = String(pending[pending.index(after: newline)...])
-                    lines.withLock { $0.append(line) }
-                }
-            }
-            done.withLock { $0 = true }
-        }
         let start = Date()
         try process.run()
-        reader.start()
+        let reader = LineReader(pipe.fileHandleForReading)
         var killed = false
         while process.isRunning {
-            if trigger(lines.withLock { $0 }, Date().timeIntervalSince(start)) {
+            if trigger(reader.lines, Date().timeIntervalSince(start)) {
                 kill(process.processIdentifier, SIGKILL)
                 killed = true
                 break
@@ -53,8 +37,8 @@ import TestSupport
             usleep(200)
         }
         process.waitUntilExit()
-        while !done.withLock({ $0 }) { usleep(1000) }
-        return (lines.withLock { $0 }, killed && process.terminationReason == .uncaughtSignal)
+        reader.waitUntilClosed()
+        return (reader.lines, killed && process.terminationReason == .uncaughtSignal)
     }
 
     @Test func killedAtAnyMomentTheClipIsKeptUpToItsLastFragment() throws {

@@ -1,11 +1,9 @@
 import Foundation
-import Synchronization
 
 /// `vigil run` (or another subcommand) as a child process, its stderr collected line by line.
 public final class AgentProcess: Sendable {
     private let process: Process
-    private let lines = Mutex<[String]>([])
-    private let finishedReading = Mutex(false)
+    private let reader: LineReader
 
     /// Starts `vigil ARGUMENTS` with TZ=UTC, without the variables systemd would set, plus `environment`.
     public init(_ arguments: [String], environment extra: [String: String] = [:]) throws {
@@ -23,22 +21,7 @@ public final class AgentProcess: Sendable {
         process.standardInput = FileHandle.nullDevice
         self.process = process
         try process.run()
-        let handle = pipe.fileHandleForReading
-        Thread.detachNewThread { [self] in
-            var pending = ""
-            while true {
-                let data = handle.availableData
-                if data.isEmpty { break }
-                pending += String(decoding: data, as: UTF8.self)
-                while let newline = pending.firstIndex(of: "\n") {
-                    let line = String(pending[..<newline])
-                    pending = String(pending[pending.index(after: newline)...])
-                    lines.withLock { $0.append(line) }
-                }
-            }
-            if !pending.isEmpty { lines.withLock { $0.append(pending) } }
-            finishedReading.withLock { $0 = true }
-        }
+        reader = LineReader(pipe.fileHandleForReading)
     }
 
     /// `vigil run --config CONFIG`.
@@ -48,18 +31,18 @@ public final class AgentProcess: Sendable {
 
     public var pid: Int32 { process.processIdentifier }
     public var isRunning: Bool { process.isRunning }
-    public var output: String { lines.withLock { $0.joined(separator: "\n") } }
-    public var outputLines: [String] { lines.withLock { $0 } }
+    public var output: String { reader.lines.joined(separator: "\n") }
+    public var outputLines: [String] { reader.lines }
 
     /// The first line containing `text` (after the first `skip` such lines), waiting up to
     /// `timeout` seconds for it; nil if it did not come, or the agent ended without it.
     public func waitFor(_ text: String, skip: Int = 0, timeout: Double) -> String? {
         let deadline = Date().addingTimeInterval(timeout)
-        func find() -> String? { lines.withLock { $0.filter { $0.contains(text) }.dropFirst(skip).first } }
+        func find() -> String? { reader.lines.filter { $0.contains(text) }.dropFirst(skip).first }
         while Date() < deadline {
             if let line = find() { return line }
             if !process.isRunning {
-                while !finishedReading.withLock({ $0 }) { usleep(10_000) }
+                reader.waitUntilClosed()
                 return find()
             }
             usleep(5_000)
@@ -80,7 +63,7 @@ public final class AgentProcess: Sendable {
             return nil
         }
         process.waitUntilExit()
-        while !finishedReading.withLock({ $0 }) { usleep(10_000) }
+        reader.waitUntilClosed()
         return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus
     }
 }
