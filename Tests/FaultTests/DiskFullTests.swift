@@ -11,12 +11,16 @@ import TestSupport
 /// agent records: it must not crash, retention must free space, recording must go on, and no
 /// clip may be left corrupt.
 @Suite(.serialized) struct DiskFullTests {
-    /// Footage with an event every 14 s, each long enough that a clip (about 11 s, 2 MB at
-    /// 640×480) is larger than the 1 MB retention keeps free: the disk runs full inside clips.
-    static func footage(in dir: TemporaryDirectory, events: Int) throws -> String {
+    /// An event every 14 s, each long enough that a clip (about 11 s, 2 MB at 640×480) is
+    /// larger than the 1 MB retention keeps free: the disk runs full inside clips.
+    static func eventScene(events: Int) -> SyntheticScene {
         let objects = [SceneObject(enter: .init(seconds: 1), leave: .init(seconds: 10), path: .leftToRight(y: 0.5), width: 0.2, height: 0.3, brightness: 210)]
-        return try writeFootage(scene(seconds: Double(events) * 14, rate: Rational(30, 1), width: 640, height: 480, objects: objects, period: 14),
-                                to: dir.file("scene.y4m"))
+        return scene(seconds: Double(events) * 14, rate: Rational(30, 1), width: 640, height: 480, objects: objects, period: 14)
+    }
+
+    /// `eventScene` as a Y4M file.
+    static func footage(in dir: TemporaryDirectory, events: Int) throws -> String {
+        try writeFootage(eventScene(events: events), to: dir.file("scene.y4m"))
     }
 
     /// Every clip left must be a complete movie that plays; returns them.
@@ -96,9 +100,7 @@ import TestSupport
         let free = try #require((try FileManager.default.attributesOfFileSystem(forPath: fs.path)[.systemFreeSize] as? NSNumber)?.int64Value)
         // Room for about half a clip.
         #expect(FileManager.default.createFile(atPath: filler, contents: Data(count: Int(free) - (1 << 20))))
-        let objects = [SceneObject(enter: .init(seconds: 1), leave: .init(seconds: 10), path: .leftToRight(y: 0.5), width: 0.2, height: 0.3, brightness: 210)]
-        let feeder = try FifoFeeder(path: dir.file("camera.y4m"),
-                                    scene: scene(seconds: 42, rate: Rational(30, 1), width: 640, height: 480, objects: objects, period: 14))
+        let feeder = try FifoFeeder(path: dir.file("camera.y4m"), scene: Self.eventScene(events: 3))
         let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage,
                                                   storageExtra: "min_free_mb = 1; max_size_mb = 0;"))
         try feeder.open()
