@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import Glibc
 import Media
+import TestSupport
 
 /// `vigil run` as a child process, its stderr (the log) going to a file the test reads.
 final class AgentProcess {
@@ -23,8 +24,7 @@ final class AgentProcess {
 
     /// Lines whose message is `message`.
     func entries(_ message: String) -> [String] {
-        let quoted = message.contains(" ") ? "msg=\"\(message)\"" : "msg=\(message)"
-        return lines.filter { $0.contains(quoted + " ") || $0.hasSuffix(quoted) }
+        lines.filter { logValue($0, "msg") == message }
     }
 
     var isRunning: Bool {
@@ -64,17 +64,6 @@ final class AgentProcess {
             child.wait()
         }
     }
-}
-
-/// A field of a logfmt line: `file=2026-11-30/vivid-20261130-084504.mov` → the value.
-func logField(_ name: String, in line: String) -> String? {
-    guard let range = line.range(of: " \(name)=") else { return nil }
-    let rest = line[range.upperBound...]
-    if rest.hasPrefix("\"") {
-        let body = rest.dropFirst()
-        return body.firstIndex(of: "\"").map { String(body[..<$0]) }
-    }
-    return String(rest.prefix { $0 != " " })
 }
 
 /// What the host checks in each clip the VM wrote.

@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Media
+import TestSupport
 
 /// The scenarios of one VM run, and what they leave for the host to check.
 struct Context {
@@ -105,13 +106,13 @@ enum AgentScenarios {
     /// Clips the agent saved, from its log: (file, reason).
     static func savedClips(_ agent: AgentProcess, storage: String) -> [(file: String, reason: String)] {
         agent.entries("clip saved").compactMap { line in
-            guard let file = logField("file", in: line) else { return nil }
-            return (storage + "/" + file, logField("reason", in: line) ?? "")
+            guard let file = logValue(line, "file") else { return nil }
+            return (storage + "/" + file, logValue(line, "reason") ?? "")
         }
     }
 
     static func sum(_ field: String, _ agent: AgentProcess) -> Int {
-        agent.entries("stats").compactMap { logField(field, in: $0).flatMap(Int.init) }.reduce(0, +)
+        agent.entries("stats").compactMap { logValue($0, field).flatMap(Int.init) }.reduce(0, +)
     }
 
     /// A clip from vivid with sound from the loopback: a tone starts at the instant the picture
