@@ -19,7 +19,7 @@ let package = Package(
         .systemLibrary(name: "CLibconfig", pkgConfig: "libconfig", providers: [.apt(["libconfig-dev"])]),
 
         // Pure Swift.
-        .target(name: "Logging"),
+        .target(name: "Logging", dependencies: ["Media"]),
         .target(name: "Media"),
         .target(name: "QuickTime", dependencies: ["Media"]),
         .target(name: "MotionDetection", dependencies: ["Media"]),
@@ -32,10 +32,16 @@ let package = Package(
         // Files on disk: the POSIX movie file and the events journal's appends.
         .target(name: "Storage", dependencies: ["Media", "QuickTime", "Recorder"]),
 
-        // The agent and its subcommands.
+        // The agent: the pipeline, the clip writer and their decisions, the runtime (threads,
+        // queues, stop order, signals, sd_notify).
+        .target(
+            name: "Agent",
+            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
+        ),
+        // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
-            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
+            dependencies: ["Agent", "Media", "QuickTime", "MotionDetection", "Recorder", "Capture", "Configuration", "Storage"]
         ),
 
         // Measures the pipeline (`make bench`).
@@ -54,13 +60,14 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
         .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "TestSupport"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
-        .testTarget(name: "LoggingTests", dependencies: ["Logging"]),
+        .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
+        .testTarget(name: "AgentTests", dependencies: ["Agent", "Media", "TestSupport"]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),
         // The fault suite (`make test-faults`): SIGKILL, a full
         // disk, failing sources, broken configurations and input, a soak. `make test` skips it.
-        .testTarget(name: "FaultTests", dependencies: ["vigil", "QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),
+        .testTarget(name: "FaultTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),
         // Real-driver tests (`make test-devices`): run inside a VM booted with the kernel's vivid
         // and snd-aloop drivers (scripts/vm), then checked on the host. An executable, not a test
         // target, so that `swift test` on a machine without those devices never runs it.

@@ -163,7 +163,7 @@ public struct CameraFormatChoice: Hashable, Sendable, CustomStringConvertible {
     public var frameRate: Rational? { interval.map { Rational($0.denominator, $0.numerator) } }
 
     public var description: String {
-        "\(fourcc)\(isEmulated ? " (converted by libv4l2)" : "") \(width)x\(height)" + (frameRate.map { " at \(formatRate($0)) fps" } ?? "")
+        "\(fourcc)\(isEmulated ? " (converted by libv4l2)" : "") \(width)x\(height)" + (frameRate.map { " at \(DecimalText.rate($0)) fps" } ?? "")
     }
 }
 
@@ -282,25 +282,4 @@ public enum CameraFormatChooser {
 
 private extension Int64 {
     var double: Double { Double(self) }
-}
-
-/// A frame rate for people: `25`, `12.5`, `29.97`.
-public func formatRate(_ rate: Rational) -> String {
-    if rate.denominator == 1 { return String(rate.numerator) }
-    var text = formatDecimal(rate.doubleValue, places: 2)
-    while text.hasSuffix("0") { text.removeLast() }
-    if text.hasSuffix(".") { text.removeLast() }
-    return text
-}
-
-/// `value` with `places` decimals, without Foundation: `formatDecimal(2.25, places: 1)` is "2.3".
-public func formatDecimal(_ value: Double, places: Int) -> String {
-    var scale = 1.0
-    for _ in 0..<places { scale *= 10 }
-    let scaled = Int64((abs(value) * scale).rounded())
-    let unit = Int64(scale)
-    let sign = value < 0 && scaled != 0 ? "-" : ""
-    guard places > 0 else { return sign + String(scaled) }
-    let fraction = String(scaled % unit)
-    return sign + String(scaled / unit) + "." + String(repeating: "0", count: places - fraction.count) + fraction
 }

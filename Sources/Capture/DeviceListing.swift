@@ -240,7 +240,7 @@ public enum DeviceReport {
         let others = camera.formats.filter { !$0.isUsable }.map(\.fourcc.description)
         if !others.isEmpty { out += "  other formats (not used): \(others.joined(separator: ", "))\n" }
         if let choice = CameraFormatChooser.choose(from: camera.formats, for: request) {
-            out += "  paste into the configuration (the closest to \(request.width)x\(request.height) at \(formatRate(request.frameRate)) fps: \(choice)):\n"
+            out += "  paste into the configuration (the closest to \(request.width)x\(request.height) at \(DecimalText.rate(request.frameRate)) fps: \(choice)):\n"
             out += "    camera = {\n"
             out += "      device = \"\(camera.configurationName)\";\n"
             out += "      width = \(choice.width);\n"
@@ -299,15 +299,15 @@ public enum DeviceReport {
                 if !rates.contains(rate) { rates.append(rate) }
             }
             rates.sort { $0.doubleValue > $1.doubleValue }
-            return rates.map(formatRate).joined(separator: ", ") + " fps"
+            return rates.map(DecimalText.rate).joined(separator: ", ") + " fps"
         case .stepwise(let shortest, let longest, _):
-            return "\(formatRate(Rational(longest.denominator, longest.numerator))) to \(formatRate(Rational(shortest.denominator, shortest.numerator))) fps"
+            return "\(DecimalText.rate(Rational(longest.denominator, longest.numerator))) to \(DecimalText.rate(Rational(shortest.denominator, shortest.numerator))) fps"
         }
     }
 
     /// A rate as a libconfig float: `25.0`, `12.5`, `29.97`.
     static func configurationRate(_ rate: Rational) -> String {
-        let text = formatRate(rate)
+        let text = DecimalText.rate(rate)
         return text.contains(".") ? text : text + ".0"
     }
 }

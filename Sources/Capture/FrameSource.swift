@@ -93,7 +93,7 @@ public enum CaptureError: Error, Equatable, CustomStringConvertible {
         case .deviceLost(let source, let reason):
             "\(source) stopped working: \(reason)"
         case .stalled(let source, let seconds):
-            "\(source) delivered nothing for \(formatDecimal(seconds, places: 1)) s — the device stalled (driver or firmware hang, or a loose cable)"
+            "\(source) delivered nothing for \(DecimalText.fixed(seconds, 1)) s — the device stalled (driver or firmware hang, or a loose cable)"
         }
     }
 }

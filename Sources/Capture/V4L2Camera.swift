@@ -33,7 +33,7 @@ public struct CameraNegotiation: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String {
         var text = "\(fourcc)\(isEmulated ? " converted by libv4l2" : "") \(width)x\(height) stride \(bytesPerLine)"
-        text += frameRate.map { " at \(formatRate($0)) fps" } ?? " at the driver's rate"
+        text += frameRate.map { " at \(DecimalText.rate($0)) fps" } ?? " at the driver's rate"
         text += rateIsSettable ? "" : " (rate not settable)"
         return text + ", \(buffers) buffers"
     }

@@ -1,3 +1,4 @@
+import Media
 import Synchronization
 
 /// How important a message is, with the syslog priority journald files it under.
@@ -59,27 +60,10 @@ public enum LogValue: Sendable, CustomStringConvertible, ExpressibleByStringLite
         switch self {
         case .string(let s): s
         case .integer(let v): String(v)
-        case .number(let v, let decimals): fixedPoint(v, decimals: decimals)
+        case .number(let v, let decimals): DecimalText.fixed(v, decimals)
         case .bool(let v): v ? "true" : "false"
         }
     }
-}
-
-/// `v` with exactly `decimals` digits after the point.
-func fixedPoint(_ v: Double, decimals: Int) -> String {
-    guard v.isFinite else { return v.isNaN ? "nan" : (v < 0 ? "-inf" : "inf") }
-    var scale = 1.0
-    for _ in 0..<decimals { scale *= 10 }
-    let scaled = (abs(v) * scale).rounded()
-    guard scaled < 9e18 else { return String(v) }
-    let n = Int64(scaled)
-    let whole = n / Int64(scale)
-    var text = (v < 0 && n != 0 ? "-" : "") + String(whole)
-    if decimals > 0 {
-        let frac = String(n % Int64(scale))
-        text += "." + String(repeating: "0", count: decimals - frac.count) + frac
-    }
-    return text
 }
 
 /// Where formatted lines go.

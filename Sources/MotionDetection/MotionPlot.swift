@@ -1,3 +1,5 @@
+import Media
+
 /// The SVG plot of an analysis: readable in any browser, no other tool needed.
 ///
 /// Top panel: the score (fraction of the watched picture that changed, log scale) against

@@ -1,3 +1,4 @@
+import Media
 /// How the motion detector decides. Each field is the config key `motion.<key>` named in
 /// its documentation; `validate()` checks the ranges given there.
 public struct MotionSettings: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Media
 
 /// Clip file names from `storage.file_pattern`: strftime fields `%Y %m %d %H %M %S %%` in the
 /// local time of the clip's first frame, and `{camera}` for the camera's name, relative to
@@ -28,12 +29,12 @@ public struct ClipNaming: Sendable {
                 continue
             }
             switch field {
-            case "Y": out += zeroPadded(c.year, 4)
-            case "m": out += zeroPadded(c.month, 2)
-            case "d": out += zeroPadded(c.day, 2)
-            case "H": out += zeroPadded(c.hour, 2)
-            case "M": out += zeroPadded(c.minute, 2)
-            case "S": out += zeroPadded(c.second, 2)
+            case "Y": out += DecimalText.zeroPadded(c.year, 4)
+            case "m": out += DecimalText.zeroPadded(c.month, 2)
+            case "d": out += DecimalText.zeroPadded(c.day, 2)
+            case "H": out += DecimalText.zeroPadded(c.hour, 2)
+            case "M": out += DecimalText.zeroPadded(c.minute, 2)
+            case "S": out += DecimalText.zeroPadded(c.second, 2)
             default: out.append(field) // "%%" and anything the configuration check let through
             }
         }

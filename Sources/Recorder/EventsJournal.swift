@@ -65,13 +65,13 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
         let seconds = (milliseconds / 1000).rounded(.down)
         let t = timeZone.localTime(Date(timeIntervalSince1970: seconds))
-        var text = "\(zeroPadded(t.year, 4))-\(zeroPadded(t.month, 2))-\(zeroPadded(t.day, 2))T"
-            + "\(zeroPadded(t.hour, 2)):\(zeroPadded(t.minute, 2)):\(zeroPadded(t.second, 2)).\(zeroPadded(Int(milliseconds - seconds * 1000), 3))"
+        var text = "\(DecimalText.zeroPadded(t.year, 4))-\(DecimalText.zeroPadded(t.month, 2))-\(DecimalText.zeroPadded(t.day, 2))T"
+            + "\(DecimalText.zeroPadded(t.hour, 2)):\(DecimalText.zeroPadded(t.minute, 2)):\(DecimalText.zeroPadded(t.second, 2)).\(DecimalText.zeroPadded(Int(milliseconds - seconds * 1000), 3))"
         if t.utcOffset == 0 {
             text += "Z"
         } else {
             let offset = t.utcOffset.magnitude
-            text += (t.utcOffset < 0 ? "-" : "+") + zeroPadded(Int(offset / 3600), 2) + ":" + zeroPadded(Int(offset / 60 % 60), 2)
+            text += (t.utcOffset < 0 ? "-" : "+") + DecimalText.zeroPadded(Int(offset / 3600), 2) + ":" + DecimalText.zeroPadded(Int(offset / 60 % 60), 2)
         }
         return text
     }

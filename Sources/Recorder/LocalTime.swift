@@ -40,10 +40,3 @@ extension TimeZone: LocalTimeZone {
                          second: c.second ?? 0, utcOffset: secondsFromGMT(for: date))
     }
 }
-
-/// `value` in decimal with at least `digits` digits, zeros in front (printf's `%0Nd`).
-func zeroPadded(_ value: Int, _ digits: Int) -> String {
-    let text = String(value.magnitude)
-    let padding = String(repeating: "0", count: max(0, digits - (value < 0 ? 1 : 0) - text.count))
-    return (value < 0 ? "-" : "") + padding + text
-}

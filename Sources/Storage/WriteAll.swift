@@ -17,3 +17,11 @@ public func writeAll(_ bytes: UnsafeRawBufferPointer, to fd: Int32, at offset: U
     }
     return nil
 }
+
+/// Writes `text` to `fd` in one piece (one line from one thread never interleaves with
+/// another's), giving up quietly on an error: for standard output and standard error, where
+/// a closed pipe (`vigil clips | head`) must not stop the program.
+public func writeAll(_ text: String, to fd: Int32) {
+    var text = text
+    _ = text.withUTF8 { writeAll(UnsafeRawBufferPointer($0), to: fd) }
+}

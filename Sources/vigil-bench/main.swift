@@ -171,8 +171,8 @@ func run() throws {
     #endif
     print("frames: synthetic static scene with noise (sigma 3), \(options.frames) distinct frames at 30 fps, encoded \(options.passes)× over")
     print("x264: \(defaultThreads.preset.rawValue)/\(defaultThreads.tune.map(\.rawValue).joined(separator: ",")), CRF \(Int(defaultThreads.crf)), keyframe every \(defaultThreads.keyframeInterval) s")
-    print("whole agent: a Y4M file of a scene with two events each 10 s, as many pixels as \(formatted(options.seconds)) s of 1080p (\(formatted(options.seconds * 6.75)) s at 640×480); vigil run vs x264 alone vs ffmpeg by CPU time, median of \(options.repeats)")
-    print("real time: vigil run on its synthetic camera (demo scene, events 5 s and 25 s in) for \(formatted(options.realtimeSeconds)) s, pre_roll 10 s\n")
+    print("whole agent: a Y4M file of a scene with two events each 10 s, as many pixels as \(DecimalText.short(options.seconds, 3)) s of 1080p (\(DecimalText.short(options.seconds * 6.75, 3)) s at 640×480); vigil run vs x264 alone vs ffmpeg by CPU time, median of \(options.repeats)")
+    print("real time: vigil run on its synthetic camera (demo scene, events 5 s and 25 s in) for \(DecimalText.short(options.realtimeSeconds, 3)) s, pre_roll 10 s\n")
     var pipeline: [[String: Any]] = []
 
     for ((width, height), column) in zip(sizes, columns) {
@@ -271,7 +271,6 @@ func run() throws {
     }
 }
 
-func formatted(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
 
 do {
     try run()

@@ -1,5 +1,6 @@
 import Configuration
 import FoundationEssentials
+import Media
 import Recorder
 import Storage
 
@@ -45,8 +46,8 @@ enum ClipsCommand: Command {
         printOut("start".padding(to: 31) + "duration".padding(to: 10) + "peak".padding(to: 8) + "file")
         for r in records {
             let exists = FileManager.default.fileExists(atPath: settings.storage.path + "/" + r.file)
-            let duration = formatted("%.1fs", r.durationSeconds)
-            let peak = r.peakScore.map { formatted("%.3f", $0) } ?? (r.repaired == true ? "repaired" : "-")
+            let duration = DecimalText.fixed(r.durationSeconds, 1) + "s"
+            let peak = r.peakScore.map { DecimalText.fixed($0, 3) } ?? (r.repaired == true ? "repaired" : "-")
             printOut(r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + r.file + (exists ? "" : "  (deleted)"))
         }
         printOut("\(records.count) clip(s) in \(settings.storage.path)")

@@ -15,12 +15,6 @@ func printError(_ text: String) {
     writeAll(text + "\n", to: 2)
 }
 
-/// Writes `text` to the file descriptor `fd` in one piece, giving up quietly on an error.
-func writeAll(_ text: String, to fd: Int32) {
-    var text = text
-    _ = text.withUTF8 { writeAll(UnsafeRawBufferPointer($0), to: fd) }
-}
-
 let rootHelp: String = {
     var text = """
         usage: vigil COMMAND [OPTIONS]

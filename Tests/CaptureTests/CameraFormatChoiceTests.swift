@@ -183,13 +183,4 @@ import Testing
         #expect(FourCC.yuv422p.pixelFormat == .i422)
         #expect(FourCC.mjpeg.pixelFormat == nil)
     }
-
-    @Test func rateText() {
-        #expect(formatRate(Rational(25, 1)) == "25")
-        #expect(formatRate(Rational(25, 2)) == "12.5")
-        #expect(formatRate(Rational(30000, 1001)) == "29.97")
-        #expect(formatDecimal(2.25, places: 1) == "2.3")
-        #expect(formatDecimal(-0.04, places: 1) == "0.0")
-        #expect(formatDecimal(7, places: 0) == "7")
-    }
 }

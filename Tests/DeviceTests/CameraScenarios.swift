@@ -75,10 +75,10 @@ enum CameraScenarios {
                 continue
             }
             let n = camera.negotiation
-            r.figure("asked \(width)x\(height) at \(formatRate(request.frameRate)) fps -> \(n); format \(camera.format)")
+            r.figure("asked \(width)x\(height) at \(DecimalText.rate(request.frameRate)) fps -> \(n); format \(camera.format)")
             r.check(n.fourcc == .nv12 && !n.isEmulated, "\(width)x\(height)@\(fps): native NV12 preferred", "\(n.fourcc)")
             r.check(n.width == width && n.height == height, "\(width)x\(height)@\(fps): size as asked", "\(n.width)x\(n.height)")
-            r.check(n.frameRate == expected, "\(width)x\(height)@\(fps): rate set by S_PARM is vivid's \(formatRate(expected))", "\(n.frameRate.map(formatRate) ?? "none")")
+            r.check(n.frameRate == expected, "\(width)x\(height)@\(fps): rate set by S_PARM is vivid's \(DecimalText.rate(expected))", "\(n.frameRate.map(DecimalText.rate) ?? "none")")
             r.check(n.rateIsSettable, "\(width)x\(height)@\(fps): V4L2_CAP_TIMEPERFRAME reported")
             r.check(n.buffers >= 2 && camera.format.planes[0].stride == n.bytesPerLine && camera.format.planes[1].stride == n.bytesPerLine,
                     "\(width)x\(height)@\(fps): strides taken from bytesperline", "\(camera.format.planes.map(\.stride)), bytesperline \(n.bytesPerLine)")

@@ -35,10 +35,9 @@ import Testing
     }
 
     @Test func numbersHaveFixedDecimals() {
-        #expect(fixedPoint(0.0615, decimals: 3) == "0.062")
-        #expect(fixedPoint(-1.5, decimals: 1) == "-1.5")
-        #expect(fixedPoint(2, decimals: 0) == "2")
-        #expect(fixedPoint(0.004, decimals: 2) == "0.00")
+        #expect(LogValue.fixed(0.0615, 3).description == "0.062")
+        #expect(LogValue.seconds(-1.5).description == "-1.500")
+        #expect(LogValue.fixed(.nan, 2).description == "nan")
         #expect(LogLevel(name: "warning") == .warning && LogLevel.error.syslogPriority == 3)
     }
 }

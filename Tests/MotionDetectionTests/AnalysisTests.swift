@@ -112,18 +112,6 @@ import Testing
         _ = try XMLDocument(xmlString: analysis.svg(title: "nothing"), options: [])
         #endif
     }
-
-    @Test(arguments: [
-        (8.03, 2, "8.03"), (12.4, 2, "12.40"), (0, 2, "0.00"), (-0.004, 2, "0.00"), (-1.5, 1, "-1.5"), (2.675, 0, "3"),
-    ])
-    func fixedDecimals(value: Double, decimals: Int, expected: String) {
-        #expect(DecimalText.fixed(value, decimals) == expected)
-    }
-
-    @Test(arguments: [(0.061, "0.061"), (0.06123, "0.0612"), (1, "1"), (0, "0"), (0.00099951, "0.001"), (123.456, "123")])
-    func significantDigits(value: Double, expected: String) {
-        #expect(DecimalText.significant(value, 3) == expected)
-    }
 }
 
 @Suite struct SettingsTests {
@@ -169,27 +157,5 @@ import Testing
     @Test func eventSettingsRanges() {
         #expect(EventSettings(postRoll: .s(-1), maxClip: .s(60)).problems().map(\.key) == ["recording.post_roll"])
         #expect(EventSettings(postRoll: .s(5), maxClip: .s(1)).problems().map(\.key) == ["recording.max_clip"])
-    }
-}
-
-@Suite struct NumericsTests {
-    @Test(arguments: [-700.0, -20, -1, -0.0133, 0, 1e-9, 0.5, 1, 10, 300])
-    func exponential(x: Double) {
-        let expected = Foundation.exp(x)
-        #expect(abs(Numerics.exp(x) - expected) <= expected * 1e-13)
-    }
-
-    @Test(arguments: [1e-300, 1e-4, 0.005, 0.5, 1, 2, 10, 12345.678, 1e300])
-    func logarithm(x: Double) {
-        #expect(abs(Numerics.ln(x) - Foundation.log(x)) <= 1e-12 * max(1, abs(Foundation.log(x))))
-        #expect(abs(Numerics.log10(x) - Foundation.log10(x)) <= 1e-12 * max(1, abs(Foundation.log10(x))))
-    }
-
-    @Test func niceSteps() {
-        #expect(Numerics.niceStep(0.7) == 0.5)
-        #expect(Numerics.niceStep(1.3) == 1)
-        #expect(Numerics.niceStep(2.9) == 2)
-        #expect(Numerics.niceStep(42) == 50)
-        #expect(Numerics.niceStep(8) == 10)
     }
 }

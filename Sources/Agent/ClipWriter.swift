@@ -289,11 +289,11 @@ final class ClipWriter: @unchecked Sendable {
             file: clip.relativePath, camera: camera,
             start: ClipRecord.timestamp(start), end: ClipRecord.timestamp(end),
             trigger: ClipRecord.timestamp(stream.wallClock(info.trigger)),
-            triggerSourceSeconds: rounded((info.trigger - stream.firstFrame).seconds, 3),
-            preRollSeconds: info.part == 1 ? rounded((info.trigger - info.start).seconds, 3) : 0,
-            durationSeconds: rounded(duration.seconds, 3),
+            triggerSourceSeconds: (info.trigger - stream.firstFrame).seconds.rounded(toPlaces: 3),
+            preRollSeconds: info.part == 1 ? (info.trigger - info.start).seconds.rounded(toPlaces: 3) : 0,
+            durationSeconds: duration.seconds.rounded(toPlaces: 3),
             frames: frames, audioFrames: audioFrames, bytes: bytes,
-            peakScore: rounded(peakScore, 4), part: info.part)
+            peakScore: peakScore.rounded(toPlaces: 4), part: info.part)
         do { try EventsJournal(directory: storage.root).append(record) } catch {
             log.error("events journal not written", [("error", .string(error.description))])
         }
@@ -330,10 +330,4 @@ final class ClipWriter: @unchecked Sendable {
             }
         }
     }
-}
-
-func rounded(_ v: Double, _ decimals: Int) -> Double {
-    var scale = 1.0
-    for _ in 0..<decimals { scale *= 10 }
-    return (v * scale).rounded() / scale
 }

@@ -1,7 +1,7 @@
 import Glibc
 import Synchronization
 import Testing
-@testable import vigil
+@testable import Agent
 
 /// The queues between the agent's threads hold frames of several MB each: whatever they hand
 /// out must be theirs no longer, or a long run pins every frame that passed through.

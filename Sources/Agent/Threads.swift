@@ -1,5 +1,6 @@
 import Capture
 import Glibc
+import Storage
 
 /// A mutex with a condition variable, whose timed waits run on the monotonic clock (a board
 /// without a clock battery may set its wall clock from the network long after booting).
@@ -114,8 +115,8 @@ func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) -> Join
 /// `startDetachedThread` for a thread the agent cannot do without: on failure, a message and exit 71.
 func startEssentialThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
     do { try startDetachedThread(name, body) } catch {
-        printError("vigil: \(error.description)")
-        exit(ExitCode.osError.rawValue)
+        writeAll("vigil: \(error.description)\n", to: 2)
+        exit(71)  // EX_OSERR
     }
 }
 

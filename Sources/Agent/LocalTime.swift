@@ -27,16 +27,3 @@ extension ClipRecord {
         timestamp(date, timeZone: SystemTimeZone())
     }
 }
-
-/// `format` filled in by the C library's printf (what `String(format:)` gave for these
-/// formats); integers must be passed as `Int32` for `%d`.
-func formatted(_ format: String, _ arguments: any CVarArg...) -> String {
-    var capacity = 64
-    while true {
-        var buffer = [CChar](repeating: 0, count: capacity)
-        let needed = withVaList(arguments) { vsnprintf(&buffer, capacity, format, $0) }
-        if needed < 0 { return "" }
-        if Int(needed) < capacity { return String(decoding: buffer.prefix(Int(needed)).map { UInt8(bitPattern: $0) }, as: UTF8.self) }
-        capacity = Int(needed) + 1
-    }
-}

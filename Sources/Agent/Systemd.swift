@@ -1,6 +1,8 @@
 import FoundationEssentials
 import Glibc
 import Logging
+import Storage
+import Media
 
 /// Log lines to stderr: under systemd (`JOURNAL_STREAM` set) with a `<priority>` prefix that
 /// journald files them by, and without a timestamp (the journal has one); elsewhere with
@@ -29,8 +31,9 @@ final class StderrLogSink: LogSink {
         var t = tm()
         var seconds = now.tv_sec
         gmtime_r(&seconds, &t)
-        return formatted("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", t.tm_year + 1900, t.tm_mon + 1, t.tm_mday,
-                         t.tm_hour, t.tm_min, t.tm_sec, Int32(now.tv_nsec / 1_000_000))
+        let pad = DecimalText.zeroPadded
+        return "\(pad(Int(t.tm_year) + 1900, 4))-\(pad(Int(t.tm_mon) + 1, 2))-\(pad(Int(t.tm_mday), 2))T"
+            + "\(pad(Int(t.tm_hour), 2)):\(pad(Int(t.tm_min), 2)):\(pad(Int(t.tm_sec), 2)).\(pad(now.tv_nsec / 1_000_000, 3))Z"
     }
 }
 
