@@ -52,7 +52,7 @@ let package = Package(
 
         // Tests.
         .target(name: "TestSupport", dependencies: ["Media"], path: "Tests/TestSupport"),
-        .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime", "TestSupport"], path: "Tests/Fixtures/MovieWriterChild"),
+        .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"], path: "Tests/Fixtures/MovieWriterChild"),
         .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Storage", "Media", "TestSupport"]),

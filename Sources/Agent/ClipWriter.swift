@@ -87,17 +87,17 @@ final class ClipWriter: @unchecked Sendable {
         }
         if open != nil {
             log.warning("writer stopped with a clip open; finishing it")
-            handle(.close(endTime: nil, ClipClosing(reason: .finished, peakScore: 0)))
+            handle(.close(ClipClosing(reason: .finished, peakScore: 0)))
         }
     }
 
     private func handle(_ command: ClipCommand) {
         switch command {
         case .open(let info): openClip(info)
-        case .video(let sample):
+        case .video(let gop):
             guard let clip = open, !skipping else { return }
             do {
-                try clip.writer.appendVideo(sample.data, time: sample.pts, isSync: sample.isKeyframe)
+                try clip.writer.append(gop)
             } catch {
                 recover(from: error, during: "writing video") { () throws(MovieWriterError) in try clip.writer.flush() }
             }
@@ -107,8 +107,8 @@ final class ClipWriter: @unchecked Sendable {
             do { try clip.writer.appendAudio(chunk.data, time: chunk.time) } catch {
                 log.warning("audio not written", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
             }
-        case .close(let endTime, let closing):
-            closeClip(endTime: endTime, closing: closing)
+        case .close(let closing):
+            closeClip(closing)
         }
     }
 
@@ -137,7 +137,7 @@ final class ClipWriter: @unchecked Sendable {
     private func openClip(_ info: ClipInfo) {
         if open != nil {
             log.warning("a clip opened while another was open; finishing the first")
-            closeClip(endTime: nil, closing: ClipClosing(reason: .finished, peakScore: 0))
+            closeClip(ClipClosing(reason: .finished, peakScore: 0))
         }
         skipping = false
         guard let stream else {
@@ -231,7 +231,7 @@ final class ClipWriter: @unchecked Sendable {
         skipping = true
     }
 
-    private func closeClip(endTime: Timestamp?, closing: ClipClosing) {
+    private func closeClip(_ closing: ClipClosing) {
         guard let clip = open else {
             skipping = false
             return
@@ -240,7 +240,7 @@ final class ClipWriter: @unchecked Sendable {
         stats.update { $0.recording = false }
         let summary: MovieSummary
         do {
-            summary = try clip.writer.close(endTime: endTime)
+            summary = try clip.writer.close()
         } catch {
             log.error("clip could not be finished; repairing what is on disk", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
             clip.writer.abandon()

@@ -217,28 +217,25 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
-    /// Hands commands to the writer; over the backlog limit, video is dropped up to the next keyframe.
+    /// Hands commands to the writer; over the backlog limit, whole GOPs are dropped (counted
+    /// per sample) until the writer catches up, so every GOP that is written is decodable.
     private func send(_ commands: [ClipCommand]) {
         for command in commands {
-            if case .video(let sample) = command {
-                if droppingVideo && !sample.isKeyframe {
-                    stats.update { $0.samplesDroppedAtWriter += 1 }
-                    continue
-                }
+            switch command {
+            case .video(let gop):
                 if writer.load > Pipeline.writerBacklogLimit {
                     if !droppingVideo { log.warning("the disk is falling behind; dropping video until it catches up") }
                     droppingVideo = true
-                    stats.update { $0.samplesDroppedAtWriter += 1 }
+                    stats.update { $0.samplesDroppedAtWriter += gop.count }
                     continue
                 }
                 if droppingVideo { log.info("the disk caught up; writing video again") }
                 droppingVideo = false
-                // The writer has nothing to do with a frame until its GOP is complete, so only
-                // a keyframe (which completes the one before) wakes it.
-                writer.push(.clip(command), cost: sample.data.count, wake: sample.isKeyframe)
-            } else if case .audio(let chunk) = command {
+                writer.push(.clip(command), cost: gop.byteCount)
+            case .audio(let chunk):
+                // Sound waits in the writer until the next GOP; it need not wake it.
                 writer.push(.clip(command), cost: chunk.data.count, wake: false)
-            } else {
+            case .open, .close:
                 writer.push(.clip(command), cost: 0)
             }
         }

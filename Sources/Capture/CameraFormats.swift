@@ -1,19 +1,7 @@
 import Media
 
-/// A V4L2 pixel format code: four ASCII characters packed little-endian (`YUYV`, `NV12`, `MJPG`).
-public struct FourCC: Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: UInt32
-
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-
-    /// From its four characters, as in `FourCC("YUYV")`; shorter codes are padded with spaces.
-    public init(_ code: String) {
-        var value: UInt32 = 0
-        let bytes = Array(code.utf8.prefix(4)) + Array(repeating: UInt8(ascii: " "), count: max(0, 4 - code.utf8.count))
-        for (i, b) in bytes.enumerated() { value |= UInt32(b) << (8 * UInt32(i)) }
-        rawValue = value
-    }
-
+/// V4L2 pixel format codes (`V4L2_PIX_FMT_*`) Vigil knows by name.
+extension FourCC {
     public static let nv12 = FourCC("NV12")
     /// Planar 4:2:0, Y then U then V (`YU12`, V4L2_PIX_FMT_YUV420).
     public static let yuv420 = FourCC("YU12")
@@ -22,19 +10,6 @@ public struct FourCC: Hashable, Sendable, CustomStringConvertible {
     public static let yuv422p = FourCC("422P")
     public static let mjpeg = FourCC("MJPG")
     public static let jpeg = FourCC("JPEG")
-
-    /// The four characters, with unprintable bytes as `?` and trailing spaces removed.
-    public var description: String {
-        // Bit 31 marks the big-endian variant of a format (`Y16 ` → `Y16 -BE`).
-        if rawValue & 0x8000_0000 != 0 { return FourCC(rawValue: rawValue & 0x7FFF_FFFF).description + "-BE" }
-        var text = ""
-        for i in 0..<4 {
-            let b = UInt8(truncatingIfNeeded: rawValue >> (8 * UInt32(i)))
-            text.append((0x20..<0x7F).contains(b) ? Character(Unicode.Scalar(b)) : "?")
-        }
-        while text.hasSuffix(" ") { text.removeLast() }
-        return text
-    }
 
     /// The Vigil pixel format with this code's memory layout, or nil when Vigil cannot take it.
     public var pixelFormat: PixelFormat? {

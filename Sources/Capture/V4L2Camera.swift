@@ -94,8 +94,8 @@ public final class V4L2Camera: FrameSource {
             if atSize != .unknown { choice.interval = CameraFormatChooser.chooseInterval(atSize, for: request.frameRate) }
 
             let pix = try V4L2Camera.setFormat(device, choice, bytesPerLine: request.bytesPerLine)
-            guard let pixelFormat = FourCC(rawValue: pix.pixelformat).pixelFormat else {
-                throw CaptureError.unsupported(source: path, problem: "the driver switched to pixel format \(FourCC(rawValue: pix.pixelformat)), which Vigil cannot record")
+            guard let pixelFormat = FourCC(littleEndian: pix.pixelformat).pixelFormat else {
+                throw CaptureError.unsupported(source: path, problem: "the driver switched to pixel format \(FourCC(littleEndian: pix.pixelformat)), which Vigil cannot record")
             }
             let fieldOrder = try V4L2Camera.fieldOrder(pix.field, source: path)
             let (rate, settable) = try V4L2Camera.setRate(device, interval: choice.interval ?? Rational(request.frameRate.denominator, request.frameRate.numerator))
@@ -105,7 +105,7 @@ public final class V4L2Camera: FrameSource {
                 format = try VideoFormat(width: Int(pix.width), height: Int(pix.height), pixelFormat: pixelFormat, bytesPerLine: Int(pix.bytesperline),
                                          frameRate: rate ?? choice.frameRate, pixelAspectRatio: aspect, fieldOrder: fieldOrder)
             } catch {
-                throw CaptureError.unsupported(source: path, problem: "the driver's format \(FourCC(rawValue: pix.pixelformat)) \(pix.width)x\(pix.height) with \(pix.bytesperline) bytes per line is unusable: \(error.problem)")
+                throw CaptureError.unsupported(source: path, problem: "the driver's format \(FourCC(littleEndian: pix.pixelformat)) \(pix.width)x\(pix.height) with \(pix.bytesperline) bytes per line is unusable: \(error.problem)")
             }
             if pix.sizeimage > 0 && Int(pix.sizeimage) < format.bufferSize {
                 throw CaptureError.unsupported(source: path, problem: "the driver's buffers of \(pix.sizeimage) bytes are smaller than \(format) needs (\(format.bufferSize) bytes)")
@@ -117,7 +117,7 @@ public final class V4L2Camera: FrameSource {
             try stream.start()
             self.stream = stream
             self.format = format
-            negotiation = CameraNegotiation(device: identity, request: request, choice: choice, fourcc: FourCC(rawValue: pix.pixelformat),
+            negotiation = CameraNegotiation(device: identity, request: request, choice: choice, fourcc: FourCC(littleEndian: pix.pixelformat),
                                             isEmulated: choice.isEmulated, width: Int(pix.width), height: Int(pix.height),
                                             bytesPerLine: Int(pix.bytesperline), sizeImage: Int(pix.sizeimage), frameRate: format.frameRate,
                                             rateIsSettable: settable, buffers: stream.buffers.count)
@@ -227,7 +227,7 @@ public final class V4L2Camera: FrameSource {
         format.type = V4L2Device.captureType
         format.fmt.pix.width = UInt32(clamping: choice.width)
         format.fmt.pix.height = UInt32(clamping: choice.height)
-        format.fmt.pix.pixelformat = choice.fourcc.rawValue
+        format.fmt.pix.pixelformat = choice.fourcc.littleEndianValue
         format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
         format.fmt.pix.bytesperline = UInt32(clamping: bytesPerLine ?? 0)
         try device.control(CV4L2_VIDIOC_S_FMT, &format, .setFormat)

@@ -105,7 +105,7 @@ final class V4L2Device: Sendable {
                 if error.code == EINVAL { break } // the end of the list
                 throw error
             }
-            var format = CameraFormatDescription(fourcc: FourCC(rawValue: desc.pixelformat), name: string(fromCharacters: desc.description),
+            var format = CameraFormatDescription(fourcc: FourCC(littleEndian: desc.pixelformat), name: string(fromCharacters: desc.description),
                                                  isEmulated: desc.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0,
                                                  isCompressed: desc.flags & UInt32(V4L2_FMT_FLAG_COMPRESSED) != 0, sizes: [])
             if wanted(format) { format.sizes = try sizes(of: format.fourcc) }
@@ -120,7 +120,7 @@ final class V4L2Device: Sendable {
         for index in 0..<V4L2Device.enumerationLimit {
             var size = v4l2_frmsizeenum()
             size.index = index
-            size.pixel_format = fourcc.rawValue
+            size.pixel_format = fourcc.littleEndianValue
             do { try control(CV4L2_VIDIOC_ENUM_FRAMESIZES, &size, .enumerateSizes) } catch {
                 // EINVAL ends the list; ENOTTY: the driver does not list sizes.
                 if error.code == EINVAL || error.code == ENOTTY { break }
@@ -148,7 +148,7 @@ final class V4L2Device: Sendable {
         for index in 0..<V4L2Device.enumerationLimit {
             var interval = v4l2_frmivalenum()
             interval.index = index
-            interval.pixel_format = fourcc.rawValue
+            interval.pixel_format = fourcc.littleEndianValue
             interval.width = UInt32(clamping: width)
             interval.height = UInt32(clamping: height)
             do { try control(CV4L2_VIDIOC_ENUM_FRAMEINTERVALS, &interval, .enumerateIntervals) } catch {

@@ -35,11 +35,16 @@ public struct EncodedSample: Hashable, Sendable {
 }
 
 /// A group of pictures: a keyframe and the samples that depend on it, in decode order.
-/// The unit the pre-roll ring buffer keeps and drops, and the unit of a movie fragment.
-public struct GOP: Sendable {
+/// The unit the pre-roll ring keeps and drops, the unit that travels from the ring to the
+/// clip writer, and the unit of a movie fragment.
+public struct GOP: Hashable, Sendable {
     public private(set) var samples: [EncodedSample]
     /// Sum of the samples' sizes in bytes.
     public private(set) var byteCount: Int
+    /// When the last sample stops showing: the capture time of the frame after it (the next
+    /// keyframe, or the first frame left out of a clip), once known. Nil while the GOP is being
+    /// recorded, or when the stream ended without a next frame.
+    public private(set) var end: Timestamp?
 
     /// A GOP starting with `keyframe`; nil when it is not a keyframe.
     public init?(keyframe: EncodedSample) {
@@ -49,13 +54,22 @@ public struct GOP: Sendable {
     }
 
     /// Adds a sample that depends on this GOP's keyframe. Returns false (and adds nothing)
-    /// for a keyframe, which starts a new GOP, or a sample not later than the last one.
+    /// for a keyframe, which starts a new GOP, a sample not later than the last one, or a
+    /// GOP already ended.
     @discardableResult
     public mutating func append(_ sample: EncodedSample) -> Bool {
-        guard !sample.isKeyframe, let last = samples.last, sample.dts > last.dts else { return false }
+        guard end == nil, !sample.isKeyframe, let last = samples.last, sample.dts > last.dts else { return false }
         samples.append(sample)
         byteCount += sample.data.count
         return true
+    }
+
+    /// The GOP ended at `time` (the capture time of the frame after its last); nil keeps it
+    /// open-ended (the last frame then lasts as long as the one before it).
+    public func ended(at time: Timestamp?) -> GOP {
+        var copy = self
+        copy.end = time.map { max($0, lastTime) }
+        return copy
     }
 
     /// Presentation time of the keyframe.
@@ -63,31 +77,4 @@ public struct GOP: Sendable {
     /// Presentation time of the last sample.
     public var lastTime: Timestamp { samples[samples.count - 1].pts }
     public var count: Int { samples.count }
-}
-
-/// Cuts a stream of samples into GOPs: each keyframe completes the GOP before it.
-/// Samples before the first keyframe cannot be decoded and are counted, then dropped.
-public struct GOPAssembler: Sendable {
-    public private(set) var current: GOP?
-    /// Samples dropped because no keyframe came before them, or out of order.
-    public private(set) var droppedSamples = 0
-
-    public init() {}
-
-    /// Adds `sample`; returns the GOP it completed, if it is a keyframe ending one.
-    public mutating func append(_ sample: EncodedSample) -> GOP? {
-        if sample.isKeyframe, let next = GOP(keyframe: sample) {
-            let done = current
-            current = next
-            return done
-        }
-        if current?.append(sample) != true { droppedSamples += 1 }
-        return nil
-    }
-
-    /// The GOP in progress, taken out (at the end of the stream).
-    public mutating func finish() -> GOP? {
-        defer { current = nil }
-        return current
-    }
 }

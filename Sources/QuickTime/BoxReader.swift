@@ -1,3 +1,5 @@
+import Media
+
 /// Reads big-endian fields from bytes already in memory. Every read checks its bounds and
 /// returns nil past the end, so a corrupt box cannot make the parser trap.
 struct ByteReader {
@@ -75,7 +77,7 @@ func childBoxes(of bytes: [UInt8], in range: Range<Int>) -> [ChildBox]? {
         }
         guard size >= UInt64(headerSize), size <= UInt64(range.upperBound - start) else { return nil }
         let end = start + Int(size)
-        boxes.append(ChildBox(type: FourCC(rawValue: type), range: start..<end, body: (start + headerSize)..<end))
+        boxes.append(ChildBox(type: FourCC(bigEndian: type), range: start..<end, body: (start + headerSize)..<end))
         guard r.skip(end - r.position) else { return nil }
     }
     return boxes

@@ -1,3 +1,5 @@
+import Media
+
 /// Builds big-endian box bytes in memory.
 ///
 /// Box sizes are written as a placeholder and patched once the body is known
@@ -35,7 +37,7 @@ struct ByteWriter {
     mutating func writeFixed16_16(_ v: Double) { writeInt32(Int32(clamping: Int64((v * 65536).rounded()))) }
     /// An 8.8 fixed-point number (volumes).
     mutating func writeFixed8_8(_ v: Double) { writeInt16(Int16(clamping: Int64((v * 256).rounded()))) }
-    mutating func writeFourCC(_ code: FourCC) { writeUInt32(code.rawValue) }
+    mutating func writeFourCC(_ code: FourCC) { writeUInt32(code.bigEndianValue) }
     mutating func writeZeros(_ n: Int) { bytes.append(contentsOf: repeatElement(0, count: n)) }
     mutating func writeBytes<C: Collection>(_ b: C) where C.Element == UInt8 { bytes.append(contentsOf: b) }
 
@@ -82,33 +84,5 @@ struct ByteWriter {
         bytes[offset + 1] = UInt8(truncatingIfNeeded: v >> 16)
         bytes[offset + 2] = UInt8(truncatingIfNeeded: v >> 8)
         bytes[offset + 3] = UInt8(truncatingIfNeeded: v)
-    }
-}
-
-/// A four-character code such as `moov` or `avc1`.
-public struct FourCC: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
-    public let rawValue: UInt32
-
-    public init(rawValue: UInt32) { self.rawValue = rawValue }
-
-    public init(stringLiteral value: StaticString) {
-        precondition(value.utf8CodeUnitCount == 4, "a four-character code has four characters")
-        var v: UInt32 = 0
-        value.withUTF8Buffer { for b in $0 { v = v << 8 | UInt32(b) } }
-        self.rawValue = v
-    }
-
-    /// The code as text, with non-printable bytes shown as `?`.
-    public var description: String {
-        let chars = (0..<4).map { i -> Character in
-            let b = UInt8(truncatingIfNeeded: rawValue >> (24 - 8 * UInt32(i)))
-            return (0x20...0x7E).contains(b) ? Character(Unicode.Scalar(b)) : "?"
-        }
-        return String(chars)
-    }
-
-    /// True when all four bytes are printable ASCII, as every real box type is.
-    var isPrintable: Bool {
-        (0..<4).allSatisfy { i in (0x20...0x7E).contains(UInt8(truncatingIfNeeded: rawValue >> (24 - 8 * UInt32(i)))) }
     }
 }

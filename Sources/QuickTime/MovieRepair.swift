@@ -75,16 +75,10 @@ public enum MovieRepair {
         defer { try? file.close() }
         guard let plan = try makePlan(file, path: path) else { return nil }
 
-        var moov = ByteWriter(reservingCapacity: 4096)
-        moov.writeMOOV(tracks: plan.tracks, creationTime: plan.creationTime, fragmented: false)
         do {
             if file.length != plan.keepLength { try file.truncate(to: plan.keepLength) }
-            try file.append(moov.bytes)
-            try file.synchronize()
-            let free: [UInt8] = [0x66, 0x72, 0x65, 0x65]
-            for offset in plan.liveFragmentBoxes.reversed() { try file.overwrite(at: offset + 4, with: free) }
-            if let header = plan.liveHeaderOffset { try file.overwrite(at: header + 4, with: free) }
-            try file.synchronize()
+            try MovieFinish.finish(file, tracks: plan.tracks, creationTime: plan.creationTime,
+                                   fragmentBoxes: plan.liveFragmentBoxes, fragmentedHeader: plan.liveHeaderOffset)
         } catch {
             throw MovieRepairError(path: path, problem: "\(error.description) — the file is still an interrupted movie; free some space or fix the disk and repair it again", kind: .inputOutput)
         }
@@ -139,7 +133,7 @@ public enum MovieRepair {
             let head = try file.read(at: offset, count: 16)
             var r = ByteReader(head)
             guard let size32 = r.readUInt32(), let typeValue = r.readUInt32() else { return (boxes, offset) }
-            let type = FourCC(rawValue: typeValue)
+            let type = FourCC(bigEndian: typeValue)
             var size = UInt64(size32)
             var headerSize = 8
             if size32 == 1 {
@@ -302,12 +296,7 @@ public enum MovieRepair {
                     }
                     if firstAudioTime[run.trackID] == nil { firstAudioTime[run.trackID] = run.baseMediaDecodeTime }
                     let frames = run.samples.reduce(0) { $0 + Int($1.duration) }
-                    var first = 0
-                    while first < frames {
-                        let n = min(rate, frames - first)
-                        tracks[t].table.appendAudioChunk(offset: run.dataOffset + UInt64(first * perFrame), frames: UInt32(n))
-                        first += n
-                    }
+                    tracks[t].table.appendAudio(offset: run.dataOffset, frames: frames, sampleRate: rate)
                 }
             }
         }
@@ -354,7 +343,7 @@ public enum MovieRepair {
 
         let kind: TrackHeader.Kind
         var bytesPerFrame = 0
-        switch FourCC(rawValue: subtype) {
+        switch FourCC(bigEndian: subtype) {
         case "vide":
             guard entry.type == "avc1" else { return nil }
             kind = .video

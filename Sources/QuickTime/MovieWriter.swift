@@ -2,7 +2,6 @@ import Media
 
 /// Why the writer refused an input or could not go on.
 public enum MovieWriterError: Error, CustomStringConvertible, Equatable {
-    case firstVideoSampleNotSync
     case timestampNotIncreasing(previous: Timestamp, got: Timestamp)
     case noAudioTrack
     case audioNotWholeFrames(bytes: Int, bytesPerFrame: Int)
@@ -14,8 +13,6 @@ public enum MovieWriterError: Error, CustomStringConvertible, Equatable {
 
     public var description: String {
         switch self {
-        case .firstVideoSampleNotSync:
-            "the first video sample of a movie must be a keyframe"
         case .timestampNotIncreasing(let previous, let got):
             "video timestamps must increase: got \(got) after \(previous)"
         case .noAudioTrack:
@@ -47,15 +44,16 @@ public struct MovieSummary: Equatable, Sendable {
 /// Writes a QuickTime movie that survives being interrupted.
 ///
 /// While open, the file is a fragmented movie: `ftyp`, a `moov` with `mvex`, then one
-/// `moof`+`mdat` per GOP, each appended in one write when the GOP completes (when the next
-/// keyframe arrives). A kill or power cut loses at most the GOP being recorded. `close()`
-/// appends a complete `moov` indexing the samples where they already lie, syncs, and then
-/// turns the first `moov` and every `moof` into `free` boxes: the result is a normal movie.
-/// `MovieRepair` finishes the same job for a file whose writer never got to close it.
+/// `moof`+`mdat` per GOP, each appended in one write as the GOP is given. A kill or power
+/// cut loses at most the GOP being recorded. `close()` appends a complete `moov` indexing the
+/// samples where they already lie, syncs, and then turns the first `moov` and every `moof`
+/// into `free` boxes: the result is a normal movie. `MovieRepair` finishes the same job, by
+/// the same routine (`MovieFinish`), for a file whose writer never got to close it.
 ///
-/// Video samples are H.264 access units with 4-byte NAL lengths; each sample's duration is
-/// the gap to the next sample's capture timestamp. Audio is 16-bit PCM placed on the same
-/// clock: gaps are filled with silence and overlaps dropped, so the tracks stay aligned.
+/// Video comes as whole GOPs of H.264 access units with 4-byte NAL lengths; each sample's
+/// duration is the gap to the next sample's capture timestamp, the last one's the gap to the
+/// GOP's `end`. Audio is 16-bit PCM placed on the same clock: gaps are filled with silence
+/// and overlaps dropped, so the tracks stay aligned.
 ///
 /// Not thread-safe: one writer belongs to one thread (the recorder's writer thread).
 public final class MovieWriter {
@@ -70,13 +68,11 @@ public final class MovieWriter {
     private var moofOffsets: [UInt64] = []
     private var nextSequenceNumber: UInt32 = 1
 
-    // Video: the GOP being recorded, GOPs complete but not yet on disk, and the index.
-    private struct PendingSample { var data: [UInt8]; var ticks: Int64; var isSync: Bool }
-    private struct CompletedRun { var samples: [PendingSample]; var durations: [UInt32] }
+    // Video: GOPs given but not yet on disk (after a failed write), and the index.
+    private struct Run { var gop: GOP; var durations: [UInt32] }
     private var videoStart: Timestamp?
     private var lastVideoTime: Timestamp?
-    private var openRun: [PendingSample] = []
-    private var completedRuns: [CompletedRun] = []
+    private var pendingRuns: [Run] = []
     private var lastDuration: UInt32?
     private var videoDecodeTime: UInt64 = 0
     private var videoTable = SampleTable.emptyVideo()
@@ -89,12 +85,9 @@ public final class MovieWriter {
     private var pendingAudio: [UInt8] = []
     private var audioTable: SampleTable
 
-    /// A GOP is cut into a fragment after this long even without a keyframe, so a stream
-    /// that stops sending keyframes still reaches the disk.
-    static let maximumFragmentTicks: Int64 = 2 * TimeScale.video
     /// Audio up to this far off its expected position is taken as it comes (clock jitter).
     static let audioToleranceSeconds = 0.02
-    /// Audio frames per fragment sample and per chunk of the finished movie.
+    /// Audio frames per fragment sample.
     static let audioFramesPerFragmentSample = 1024
 
     /// Writes the movie to `output`; `path` names it in errors and summaries. (`Storage` adds
@@ -124,11 +117,9 @@ public final class MovieWriter {
         self.audioTable = .emptyAudio(bytesPerFrame: description.audio?.bytesPerFrame ?? 2)
     }
 
-    /// Bytes accepted but not yet on disk (the open GOP, GOPs waiting after a failed write, audio).
+    /// Bytes accepted but not yet on disk (GOPs waiting after a failed write, and audio).
     public var bufferedBytes: Int {
-        openRun.reduce(0) { $0 + $1.data.count }
-            + completedRuns.reduce(0) { $0 + $1.samples.reduce(0) { $0 + $1.data.count } }
-            + pendingAudio.count
+        pendingRuns.reduce(0) { $0 + $1.gop.byteCount } + pendingAudio.count
     }
 
     /// Number of fragments on disk.
@@ -144,35 +135,39 @@ public final class MovieWriter {
 
     // MARK: Input
 
-    /// Adds one video sample. A keyframe completes the GOP before it, which is then written.
+    /// Adds one GOP and writes it as a fragment, with the sound received since the last one.
+    /// Its last frame lasts until `gop.end` (as long as the frame before it when nil).
     ///
-    /// The sample is accepted even when writing the completed GOP fails; the write is tried
-    /// again with the next sample and on `close()`.
-    public func appendVideo(_ data: [UInt8], time: Timestamp, isSync: Bool) throws(MovieWriterError) {
+    /// The GOP is accepted even when writing it fails; the write is tried again with the next
+    /// GOP, on `flush()` and on `close()`.
+    public func append(_ gop: GOP) throws(MovieWriterError) {
         guard !isClosed else { throw .closed }
-        if let last = lastVideoTime, time <= last {
-            throw .timestampNotIncreasing(previous: last, got: time)
+        if let last = lastVideoTime, gop.start <= last {
+            throw .timestampNotIncreasing(previous: last, got: gop.start)
         }
-        let start: Timestamp
-        if let s = videoStart {
-            start = s
-        } else {
-            guard isSync else { throw .firstVideoSampleNotSync }
-            start = time
-            videoStart = time
+        let start = videoStart ?? gop.start
+        let isFirst = videoStart == nil
+        videoStart = start
+        lastVideoTime = gop.lastTime
+        func ticks(_ t: Timestamp) -> Int64 { Timestamp(nanoseconds: (t - start).nanoseconds).ticks(timescale: TimeScale.video) }
+        let sampleTicks = gop.samples.map { ticks($0.pts) }
+        var durations: [UInt32] = []
+        durations.reserveCapacity(sampleTicks.count)
+        for i in sampleTicks.indices.dropLast() {
+            durations.append(UInt32(clamping: max(1, sampleTicks[i + 1] - sampleTicks[i])))
         }
-        lastVideoTime = time
-        let ticks = Timestamp(nanoseconds: (time - start).nanoseconds).ticks(timescale: TimeScale.video)
-        if let first = openRun.first, isSync || ticks - first.ticks > MovieWriter.maximumFragmentTicks {
-            completeOpenRun(endTicks: ticks)
-        }
-        openRun.append(PendingSample(data: data, ticks: ticks, isSync: isSync))
-        if !earlyAudio.isEmpty {
+        let fallback = Int64(durations.last ?? lastDuration ?? UInt32(TimeScale.video / 30))
+        let last = sampleTicks[sampleTicks.count - 1]
+        let endTicks = gop.end.map(ticks).flatMap { $0 > last ? $0 : nil } ?? last + fallback
+        durations.append(UInt32(clamping: endTicks - last))
+        lastDuration = durations.last
+        pendingRuns.append(Run(gop: gop, durations: durations))
+        if isFirst && !earlyAudio.isEmpty {
             let early = earlyAudio
             earlyAudio = []
             for a in early { try appendAudio(a.bytes, time: a.time) }
         }
-        try writeCompletedRuns()
+        try writePendingRuns()
     }
 
     /// Adds interleaved 16-bit little-endian PCM whose first sample frame was captured at `time`.
@@ -218,10 +213,10 @@ public final class MovieWriter {
         audioFramesReceived += frames
     }
 
-    /// Writes GOPs that are complete but not yet on disk (after an earlier write failed).
+    /// Writes GOPs given but not yet on disk (after an earlier write failed).
     public func flush() throws(MovieWriterError) {
         guard !isClosed else { throw .closed }
-        try writeCompletedRuns()
+        try writePendingRuns()
     }
 
     /// Makes every written fragment durable.
@@ -232,50 +227,18 @@ public final class MovieWriter {
     // MARK: Closing
 
     /// Writes what is left, then turns the file into a normal movie with a complete index.
-    ///
-    /// `endTime` is when the last frame stops showing (the capture time of the frame after
-    /// it); without it the last frame lasts as long as the one before.
     @discardableResult
-    public func close(endTime: Timestamp? = nil) throws(MovieWriterError) -> MovieSummary {
+    public func close() throws(MovieWriterError) -> MovieSummary {
         guard !isClosed else { throw .closed }
-        guard let videoStart, let lastTicks = openRun.last?.ticks ?? completedRuns.last?.samples.last?.ticks else {
-            throw .noVideoSamples(path: path)
-        }
-        if !openRun.isEmpty {
-            let fallback = Int64(lastDuration ?? UInt32(TimeScale.video / 30))
-            var end = lastTicks + fallback
-            if let endTime, endTime > videoStart {
-                let t = (endTime - videoStart).nanoseconds
-                let ticks = Timestamp(nanoseconds: t).ticks(timescale: TimeScale.video)
-                if ticks > lastTicks { end = ticks }
-            }
-            completeOpenRun(endTicks: end)
-        }
+        guard let videoStart, lastVideoTime != nil else { throw .noVideoSamples(path: path) }
+        try writePendingRuns()
         // Sound that came in after the last frame stops showing is not part of the movie.
-        if let audio = description.audio, let start = audioStartFrames {
-            let videoEnd = Rational.scale(Int64(videoDecodeTime + completedRuns.reduce(0) { $0 + $1.durations.reduce(0) { $0 + UInt64($1) } }),
-                                          by: Int64(audio.sampleRate), over: TimeScale.video)
-            let allowed = max(0, videoEnd - start - audioFramesWritten)
-            if Int64(pendingAudio.count / audio.bytesPerFrame) > allowed {
-                pendingAudio.removeLast(pendingAudio.count - Int(allowed) * audio.bytesPerFrame)
-            }
-        }
-        try writeCompletedRuns()
+        let bytesPerFrame = description.audio?.bytesPerFrame ?? 1
+        pendingAudio.removeLast(pendingAudio.count - audioFramesCovered(untilVideoTicks: videoDecodeTime) * bytesPerFrame)
         if !pendingAudio.isEmpty { try writeFragment(nil) }
-
         do {
-            try output.synchronize()
-            var moov = ByteWriter(reservingCapacity: 4096 + videoTable.sampleCount * 12)
-            moov.writeMOOV(tracks: finalTracks(), creationTime: creationTime, fragmented: false)
-            try output.append(moov.bytes)
-            try output.synchronize()
-            // The complete index is durable: now hide the fragment boxes, the header last so
-            // that until then the file opens as the fragmented movie it was. Hiding goes from
-            // the last fragment back, so a stop part-way still shows the clip's beginning; the
-            // fragments hidden by then reappear in the index when repair finishes the job.
-            for offset in moofOffsets.reversed() { try output.overwrite(at: offset + 4, with: freeType) }
-            if let offset = headerMoovOffset { try output.overwrite(at: offset + 4, with: freeType) }
-            try output.synchronize()
+            try MovieFinish.finish(output, tracks: finalTracks(), creationTime: creationTime,
+                                   fragmentBoxes: moofOffsets, fragmentedHeader: headerMoovOffset)
             try output.close()
         } catch {
             throw .file(error)
@@ -286,7 +249,7 @@ public final class MovieWriter {
             audioFrames: audioTable.sampleCount,
             fragments: moofOffsets.count,
             start: videoStart,
-            duration: Timestamp.Duration(nanoseconds: Rational.scale(Int64(videoDecodeTime), by: 1_000_000_000, over: TimeScale.video)),
+            duration: durationWritten,
             bytes: output.length)
     }
 
@@ -300,25 +263,20 @@ public final class MovieWriter {
 
     // MARK: Fragments
 
-    private var freeType: [UInt8] { [0x66, 0x72, 0x65, 0x65] } // "free"
-    private var moofType: [UInt8] { [0x6D, 0x6F, 0x6F, 0x66] } // "moof"
-
-    private func completeOpenRun(endTicks: Int64) {
-        var durations: [UInt32] = []
-        durations.reserveCapacity(openRun.count)
-        for i in openRun.indices {
-            let next = i + 1 < openRun.count ? openRun[i + 1].ticks : endTicks
-            durations.append(UInt32(clamping: max(1, next - openRun[i].ticks)))
-        }
-        lastDuration = durations.last
-        completedRuns.append(CompletedRun(samples: openRun, durations: durations))
-        openRun = []
+    /// How many of the pending sound frames lie before the video's end once the video lasts
+    /// `videoTicks` (video media time).
+    private func audioFramesCovered(untilVideoTicks videoTicks: UInt64) -> Int {
+        guard let audio = description.audio else { return 0 }
+        let pending = Int64(pendingAudio.count / audio.bytesPerFrame)
+        guard let start = audioStartFrames else { return Int(pending) }
+        let end = Rational.scale(Int64(videoTicks), by: Int64(audio.sampleRate), over: TimeScale.video)
+        return Int(max(0, min(pending, end - start - audioFramesWritten)))
     }
 
-    private func writeCompletedRuns() throws(MovieWriterError) {
-        while let run = completedRuns.first {
+    private func writePendingRuns() throws(MovieWriterError) {
+        while let run = pendingRuns.first {
             try writeFragment(run)
-            completedRuns.removeFirst()
+            pendingRuns.removeFirst()
         }
     }
 
@@ -358,7 +316,7 @@ public final class MovieWriter {
 
     /// Writes one fragment: the GOP `run` (if any) and all pending audio, as one `moof`+`mdat`.
     /// Nothing changes unless the write succeeds.
-    private func writeFragment(_ run: CompletedRun?) throws(MovieWriterError) {
+    private func writeFragment(_ run: Run?) throws(MovieWriterError) {
         var prefix = ByteWriter()
         var headerMoovPosition: UInt64?
         if headerMoovOffset == nil {
@@ -375,10 +333,14 @@ public final class MovieWriter {
         let moofOffset = output.length + UInt64(prefix.count)
 
         let videoSamples = run.map { r in
-            zip(r.samples, r.durations).map { FragmentSample(duration: $1, size: UInt32($0.data.count), isSync: $0.isSync) }
+            zip(r.gop.samples, r.durations).map { FragmentSample(duration: $1, size: UInt32($0.data.count), isSync: $0.isKeyframe) }
         } ?? []
         let videoBytes = videoSamples.reduce(0) { $0 + Int($1.size) }
-        let audioFrames = pendingAudio.count / (description.audio?.bytesPerFrame ?? 1)
+        // The sound up to where the video ends once this fragment is written; sound beyond it
+        // (a microphone runs ahead of the encoder) waits for the next fragment, so a fragment's
+        // sound never outlasts its video.
+        let audioFrames = audioFramesCovered(untilVideoTicks: videoDecodeTime + (run?.durations.reduce(0) { $0 + UInt64($1) } ?? 0))
+        let audioBytes = audioFrames * (description.audio?.bytesPerFrame ?? 1)
         let audioSamples: [FragmentSample] = stride(from: 0, to: audioFrames, by: MovieWriter.audioFramesPerFragmentSample).map { first in
             let n = min(MovieWriter.audioFramesPerFragmentSample, audioFrames - first)
             return FragmentSample(duration: UInt32(n), size: UInt32(n * (description.audio?.bytesPerFrame ?? 1)), isSync: true)
@@ -403,7 +365,7 @@ public final class MovieWriter {
                 }
             }
         }
-        let payload = UInt64(videoBytes + pendingAudio.count)
+        let payload = UInt64(videoBytes + audioBytes)
         var mdatHeader = ByteWriter()
         mdatHeader.writeMDATHeader(payloadSize: payload)
         let dataStart = moof.count + mdatHeader.count
@@ -418,10 +380,10 @@ public final class MovieWriter {
         var buffer = prefix.bytes
         buffer.reserveCapacity(prefix.count + dataStart + Int(payload))
         buffer.append(contentsOf: moof.bytes)
-        buffer.replaceSubrange((prefix.count + 4)..<(prefix.count + 8), with: freeType)
+        buffer.replaceSubrange((prefix.count + 4)..<(prefix.count + 8), with: FourCC.free.bytes)
         buffer.append(contentsOf: mdatHeader.bytes)
-        for sample in run?.samples ?? [] { buffer.append(contentsOf: sample.data) }
-        buffer.append(contentsOf: pendingAudio)
+        for sample in run?.gop.samples ?? [] { buffer.append(contentsOf: sample.data) }
+        buffer.append(contentsOf: pendingAudio[..<audioBytes])
         do { try output.append(buffer) } catch { throw .file(error) }
 
         // The samples are on disk whatever happens next: record them before revealing the
@@ -432,20 +394,14 @@ public final class MovieWriter {
         nextSequenceNumber += 1
         let absoluteData = moofOffset + UInt64(dataStart)
         if let run {
-            videoTable.appendVideoChunk(offset: absoluteData, samples: zip(run.samples, run.durations).map { (UInt32($0.data.count), $1, $0.isSync) })
+            videoTable.appendVideoChunk(offset: absoluteData, samples: zip(run.gop.samples, run.durations).map { (UInt32($0.data.count), $1, $0.isKeyframe) })
             videoDecodeTime += run.durations.reduce(0) { $0 + UInt64($1) }
         }
         if let audio = description.audio, audioFrames > 0 {
-            let chunkFrames = audio.sampleRate // chunks of at most one second
-            var first = 0
-            while first < audioFrames {
-                let n = min(chunkFrames, audioFrames - first)
-                audioTable.appendAudioChunk(offset: absoluteData + UInt64(videoBytes + first * audio.bytesPerFrame), frames: UInt32(n))
-                first += n
-            }
+            audioTable.appendAudio(offset: absoluteData + UInt64(videoBytes), frames: audioFrames, sampleRate: audio.sampleRate)
             audioFramesWritten += Int64(audioFrames)
-            pendingAudio = []
+            pendingAudio.removeFirst(audioBytes)
         }
-        do { try output.overwrite(at: moofOffset + 4, with: moofType) } catch { throw .file(error) }
+        do { try output.overwrite(at: moofOffset + 4, with: FourCC.moof.bytes) } catch { throw .file(error) }
     }
 }

@@ -61,8 +61,20 @@ struct SampleTable: Equatable {
         chunks.append(Chunk(offset: offset, sampleCount: UInt32(samples.count)))
     }
 
+    /// Appends `frames` PCM sample frames stored contiguously at `offset`, as chunks of at most
+    /// one second (`sampleRate` frames): what the writer and repair both index a fragment's sound as.
+    mutating func appendAudio(offset: UInt64, frames: Int, sampleRate: Int) {
+        guard case .constant(let size, _) = sizes else { preconditionFailure("PCM sample sizes are constant") }
+        var first = 0
+        while first < frames {
+            let n = min(max(1, sampleRate), frames - first)
+            appendAudioChunk(offset: offset + UInt64(first) * UInt64(size), frames: UInt32(n))
+            first += n
+        }
+    }
+
     /// Appends a chunk of `frames` PCM sample frames stored contiguously at `offset`.
-    mutating func appendAudioChunk(offset: UInt64, frames: UInt32) {
+    private mutating func appendAudioChunk(offset: UInt64, frames: UInt32) {
         guard frames > 0 else { return }
         guard case .constant(let size, let count) = sizes else { preconditionFailure("PCM sample sizes are constant") }
         sizes = .constant(size: size, count: count + frames)

@@ -5,11 +5,12 @@ import MotionDetection
 public enum ClipCommand: Sendable, Equatable {
     /// Open a new clip file whose first frame is the keyframe captured at `clip.start`.
     case open(ClipInfo)
-    case video(EncodedSample)
+    /// The next GOP of the open clip, whole, ended where its last frame stops showing (the
+    /// next keyframe, or the first frame left out of the clip; nil when the stream ended).
+    case video(GOP)
     case audio(AudioChunk)
-    /// Finish the open clip. `endTime` is when its last frame stops showing (the capture
-    /// time of the first frame not in it), nil when unknown (end of stream).
-    case close(endTime: Timestamp?, ClipClosing)
+    /// Finish the open clip.
+    case close(ClipClosing)
 }
 
 /// Facts about a clip known when it opens.
@@ -48,9 +49,13 @@ public struct ClipClosing: Sendable, Equatable {
 }
 
 /// Joins the event state machine's actions with the encoded stream: keeps the pre-roll ring,
-/// and turns a start into "open a clip at the right keyframe, write the pre-roll, then the live
-/// samples", a split into "close before the next keyframe, open the next part at it", and an
-/// end into "close after the last frame of the event".
+/// and turns a start into "open a clip at the right keyframe, write the pre-roll GOPs, then
+/// each GOP as it completes", a split into "close before the next keyframe, open the next part
+/// at it", and an end into "close after the last frame of the event".
+///
+/// GOPs travel whole from the ring to the writer: the ring groups samples once, a GOP is
+/// complete (and ended) when the next keyframe arrives, and the GOP being recorded when a clip
+/// closes goes as far as the clip does.
 ///
 /// A value with no clock, thread or I/O: every sample goes to exactly one clip or none, in
 /// order, so nothing between the pre-roll keyframe and the live stream is lost or repeated.
@@ -61,6 +66,7 @@ public struct ClipRecorder: Sendable {
         case idle
         /// An event started before any keyframe was seen: it opens at the first one.
         case waitingForKeyframe(ClipInfo)
+        /// The ring's newest GOP (the one being recorded) belongs to this clip.
         case recording(ClipInfo)
     }
 
@@ -94,13 +100,14 @@ public struct ClipRecorder: Sendable {
             peak = score
             pendingSplit = nil
             pendingEnd = nil
-            guard let contents = ring.clipContents(forTrigger: trigger), let first = contents.video.first else {
+            guard let contents = ring.clipContents(forTrigger: trigger), let first = contents.gops.first else {
                 state = .waitingForKeyframe(ClipInfo(event: events, part: 1, start: trigger, trigger: trigger, score: score))
                 return []
             }
-            let info = ClipInfo(event: events, part: 1, start: first.pts, trigger: trigger, score: score)
+            let info = ClipInfo(event: events, part: 1, start: first.start, trigger: trigger, score: score)
             state = .recording(info)
-            return [.open(info)] + contents.video.map(ClipCommand.video) + contents.audio.map(ClipCommand.audio)
+            // Every GOP but the newest is complete; the newest follows when it is.
+            return [.open(info)] + contents.gops.dropLast().map(ClipCommand.video) + contents.audio.map(ClipCommand.audio)
         case let .split(at, part):
             guard case .recording = state else { return [] }
             pendingSplit = (at, part)
@@ -129,28 +136,30 @@ public struct ClipRecorder: Sendable {
     // MARK: Media
 
     public mutating func handle(_ sample: EncodedSample) -> [ClipCommand] {
-        defer { ring.append(sample) }
+        var commands: [ClipCommand] = []
         switch state {
         case .idle:
-            return []
+            break
         case .waitingForKeyframe(var info):
-            guard sample.isKeyframe else { return [] }
-            info.start = sample.pts
-            state = .recording(info)
-            return [.open(info), .video(sample)]
+            if sample.isKeyframe {
+                info.start = sample.pts
+                state = .recording(info)
+                commands = [.open(info)]
+            }
         case .recording(let info):
+            // The GOP being recorded, as far as this clip has it (`sample` not yet in it).
+            let current = ring.newestGOP?.ended(at: sample.pts)
             if let end = pendingEnd, sample.pts > end {
-                let commands = heldAudio.map(ClipCommand.audio)
-                    + [.close(endTime: sample.pts, ClipClosing(reason: .eventEnded, peakScore: peak))]
+                commands = current.map { [.video($0)] } ?? []
+                commands += heldAudio.map(ClipCommand.audio)
+                commands.append(.close(ClipClosing(reason: .eventEnded, peakScore: peak)))
                 state = .idle
                 pendingEnd = nil
                 pendingSplit = nil
                 heldAudio = []
-                return commands
-            }
-            if let split = pendingSplit, sample.isKeyframe, sample.pts >= split.at {
+            } else if let split = pendingSplit, sample.isKeyframe, sample.pts >= split.at {
                 pendingSplit = nil
-                var commands: [ClipCommand] = []
+                commands = current.map { [.video($0)] } ?? []
                 var after: [AudioChunk] = []
                 for chunk in heldAudio {
                     let (b, a) = chunk.split(at: sample.pts)
@@ -158,16 +167,17 @@ public struct ClipRecorder: Sendable {
                     if let a { after.append(a) }
                 }
                 heldAudio = []
-                commands.append(.close(endTime: sample.pts, ClipClosing(reason: .split, peakScore: peak)))
+                commands.append(.close(ClipClosing(reason: .split, peakScore: peak)))
                 let next = ClipInfo(event: info.event, part: split.part, start: sample.pts, trigger: info.trigger, score: info.score)
                 state = .recording(next)
                 commands.append(.open(next))
-                commands.append(.video(sample))
                 commands += after.map(ClipCommand.audio)
-                return commands
+            } else if sample.isKeyframe {
+                commands = current.map { [.video($0)] } ?? []
             }
-            return [.video(sample)]
         }
+        ring.append(sample)
+        return commands
     }
 
     public mutating func handle(_ chunk: AudioChunk) -> [ClipCommand] {
@@ -186,7 +196,8 @@ public struct ClipRecorder: Sendable {
         return [.audio(chunk)]
     }
 
-    /// The stream ended (or the agent stops) at `time`: the open clip is closed now.
+    /// The stream ended (or the agent stops) at `time`: the open clip is closed now, its last
+    /// GOP ended at `time` (open-ended when nil).
     public mutating func finish(at time: Timestamp?) -> [ClipCommand] {
         defer {
             state = .idle
@@ -195,8 +206,9 @@ public struct ClipRecorder: Sendable {
             heldAudio = []
         }
         guard case .recording = state else { return [] }
-        var commands = heldAudio.map(ClipCommand.audio)
-        commands.append(.close(endTime: time, ClipClosing(reason: .finished, peakScore: peak)))
+        var commands = ring.newestGOP.map { [ClipCommand.video($0.ended(at: time))] } ?? []
+        commands += heldAudio.map(ClipCommand.audio)
+        commands.append(.close(ClipClosing(reason: .finished, peakScore: peak)))
         return commands
     }
 }

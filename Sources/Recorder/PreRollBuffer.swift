@@ -34,16 +34,27 @@ public struct PreRollBuffer: Sendable {
         return last.lastTime - first.start
     }
 
-    /// Adds the next encoded video sample (in decode order).
-    public mutating func append(_ sample: EncodedSample) {
+    /// The GOP being recorded: the newest, which the next keyframe completes.
+    public var newestGOP: GOP? { gops.last }
+
+    /// Adds the next encoded video sample (in decode order). A keyframe completes the GOP
+    /// before it, which is returned, ended at the keyframe's time.
+    @discardableResult
+    public mutating func append(_ sample: EncodedSample) -> GOP? {
+        var completed: GOP?
         if sample.isKeyframe, let gop = GOP(keyframe: sample) {
+            if let last = gops.indices.last {
+                gops[last] = gops[last].ended(at: sample.pts)
+                completed = gops[last]
+            }
             gops.append(gop)
         } else if gops.isEmpty || !gops[gops.count - 1].append(sample) {
             samplesWithoutKeyframe += 1
-            return
+            return nil
         }
         videoBytes += sample.data.count
         trim()
+        return completed
     }
 
     /// Adds captured sound (in capture order).
@@ -85,15 +96,15 @@ public struct PreRollBuffer: Sendable {
         return (gops.last { $0.start <= latest } ?? gops[0]).start
     }
 
-    /// Everything held from the clip start for `trigger` on: video samples in order, and the
-    /// sound from that keyframe's time on (the first chunk cut at it).
-    public func clipContents(forTrigger trigger: Timestamp) -> (video: [EncodedSample], audio: [AudioChunk])? {
+    /// Everything held from the clip start for `trigger` on: the GOPs in order (all ended but
+    /// the last, the one being recorded), and the sound from that keyframe's time on (the
+    /// first chunk cut at it).
+    public func clipContents(forTrigger trigger: Timestamp) -> (gops: ArraySlice<GOP>, audio: [AudioChunk])? {
         guard let start = clipStart(forTrigger: trigger), let first = gops.firstIndex(where: { $0.start == start }) else { return nil }
-        let video = gops[first...].flatMap(\.samples)
         var sound: [AudioChunk] = []
         for chunk in audio where chunk.end > start {
             if let after = chunk.split(at: start).after { sound.append(after) }
         }
-        return (video, sound)
+        return (gops[first...], sound)
     }
 }

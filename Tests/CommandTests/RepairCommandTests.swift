@@ -17,9 +17,7 @@ func vigil(_ arguments: String...) throws -> ToolResult {
         let path = dir.file(name)
         let writer = try MovieWriter(path: path, description: MovieDescription(
             creationTime: Date(), video: VideoTrackFormat(width: 64, height: 48, sequenceParameterSet: stream.sps, pictureParameterSet: stream.pps)))
-        for (i, s) in stream.samples.enumerated() {
-            try writer.appendVideo(s.data, time: Timestamp(nanoseconds: Int64(i) * 33_333_333), isSync: s.isKeyframe)
-        }
+        for gop in stream.gops(time: { Timestamp(nanoseconds: Int64($0) * 33_333_333) }).dropLast() { try writer.append(gop) }
         writer.abandon()
         return path
     }

@@ -43,8 +43,8 @@ func writeMovie(_ samples: [EncodedSample], encoder: H264Encoder, to path: Strin
                                   pictureParameterSet: encoder.pictureParameterSet,
                                   pixelAspectRatio: pixelAspectRatio)
     let writer = try MovieWriter(path: path, description: MovieDescription(creationTime: Date(), video: format))
-    for s in samples { try writer.appendVideo(s.data, time: s.pts, isSync: s.isKeyframe) }
-    try writer.close(endTime: endTime)
+    for gop in groupedIntoGOPs(samples, end: endTime) { try writer.append(gop) }
+    try writer.close()
 }
 
 /// The independent check every written movie gets: ffprobe reads it, ffmpeg decodes it

@@ -205,17 +205,14 @@ func planeBytes(_ plane: MutablePlaneView) -> [UInt8] { (0..<plane.height).flatM
         #expect(gop.start == .zero && gop.lastTime == Timestamp(nanoseconds: 1))
     }
 
-    @Test func assemblerCutsAtEachKeyframe() {
-        var assembler = GOPAssembler()
-        let stream = [sample(0, key: false), sample(1, key: true), sample(2, key: false), sample(3, key: false),
-                      sample(4, key: true), sample(5, key: false), sample(6, key: true)]
-        var done: [GOP] = []
-        for s in stream { if let g = assembler.append(s) { done.append(g) } }
-        if let last = assembler.finish() { done.append(last) }
-        #expect(done.map { $0.samples.map(\.pts.nanoseconds) } == [[1, 2, 3], [4, 5], [6]])
-        #expect(assembler.droppedSamples == 1)
-        let rest = assembler.finish()
-        #expect(rest == nil)
+    @Test func anEndedGOPTakesNoMoreSamples() throws {
+        let gop = try #require(GOP(keyframe: sample(0, key: true)))
+        var ended = gop.ended(at: Timestamp(nanoseconds: 5))
+        #expect(gop.end == nil && ended.end == Timestamp(nanoseconds: 5))
+        let appended = ended.append(sample(1, key: false))
+        #expect(!appended && ended.count == 1)
+        // An end before the last frame would give it a negative duration: it ends no earlier than it shows.
+        #expect(gop.ended(at: Timestamp(nanoseconds: -1)).end == .zero)
     }
 }
 

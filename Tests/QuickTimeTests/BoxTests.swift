@@ -78,8 +78,8 @@ import Testing
 
     @Test func chunkOffsetsPast4GiBUseCO64() {
         var table = SampleTable.emptyAudio(bytesPerFrame: 4)
-        table.appendAudioChunk(offset: 0xFFFF_FFF0, frames: 48000)
-        table.appendAudioChunk(offset: 0x1_0000_0000, frames: 100)
+        table.appendAudio(offset: 0xFFFF_FFF0, frames: 48000, sampleRate: 48000)
+        table.appendAudio(offset: 0x1_0000_0000, frames: 100, sampleRate: 48000)
         #expect(table.needs64BitOffsets)
         let header = TrackHeader(trackID: 2, kind: .audio, timescale: 48000, width: 0, height: 0, matrix: TrackHeader.identityMatrix, sampleEntry: [])
         let stbl = bytes { $0.writeSTBL(header, table) }

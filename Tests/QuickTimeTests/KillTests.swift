@@ -118,8 +118,8 @@ import TestSupport
             #expect(probe.video?["nb_read_packets"] == "\(frames)", "run \(run): index and packets disagree")
             #expect(frames >= reported * Self.framesPerFragment, "run \(run) (\(plan)): \(frames) frames after repair, \(reported) fragments reported")
             #expect(frames % Self.framesPerFragment == 0 || frames == 180, "run \(run): \(frames) is not whole fragments")
-            // A kill during close loses at most the last GOP, which close itself was writing.
-            if closing { #expect(frames >= 170, "run \(run) (\(plan)): a kill during close lost frames") }
+            // Every GOP is on disk before close begins: a kill during close loses no frame.
+            if closing { #expect(frames == 180, "run \(run) (\(plan)): a kill during close lost frames") }
             outcomes[outcomes.count - 1] += " → \(frames) frames after repair"
             #expect(try frameHashes(path) == Array(referenceFrames.prefix(frames)), "run \(run) (\(plan)): the frames differ")
         }

@@ -14,23 +14,32 @@ enum SmallFixture {
 
     static func time(_ i: Int) -> Timestamp { Timestamp(nanoseconds: 2_000_000_000 + Int64(i) * 40_000_000) }
 
-    /// Writes all 60 frames (six fragments) plus audio; closes only when asked.
-    static func write(to output: any MovieOutput, path: String, audio: Bool = true, close: Bool) throws -> MovieWriter {
+    /// Writes the 60 frames (six GOPs) plus audio, each GOP's sound before it. Closed when
+    /// asked (six fragments); otherwise the last GOP is still being recorded (five fragments
+    /// on disk, its sound given) and is returned with the writer.
+    static func write(to output: any MovieOutput, path: String, audio: Bool = true,
+                      close: Bool) throws -> (writer: MovieWriter, open: GOP?) {
         let s = try stream.get()
         let d = Fixture.description(s, rotation: .clockwise90, audio: audio ? AudioTrackFormat(sampleRate: 8000, channels: 1) : nil)
         let writer = try MovieWriter(output: output, path: path, description: d)
-        for (i, sample) in s.samples.enumerated() {
-            try writer.appendVideo(sample.data, time: time(i), isSync: sample.isKeyframe)
-            if audio { try writer.appendAudio(sine(frames: 320, channels: 1, rate: 8000, startFrame: i * 320), time: time(i)) }
+        var gops = s.gops(end: time(60), time: time)
+        let open = close ? nil : gops.popLast()
+        var frame = 0
+        for gop in gops + (open.map { [$0] } ?? []) {
+            for _ in gop.samples {
+                if audio { try writer.appendAudio(sine(frames: 320, channels: 1, rate: 8000, startFrame: frame * 320), time: time(frame)) }
+                frame += 1
+            }
+            if gop != open { try writer.append(gop) }
         }
-        if close { try writer.close(endTime: time(60)) }
-        return writer
+        if close { try writer.close() }
+        return (writer, open)
     }
 
     static func file(_ name: String, close: Bool, audio: Bool = true) throws -> String {
         let path = Fixture.directory.file(name)
         let output = try FileMovieOutput(creating: path)
-        let writer = try write(to: output, path: path, audio: audio, close: close)
+        let (writer, _) = try write(to: output, path: path, audio: audio, close: close)
         if !close { writer.abandon() }
         return path
     }
@@ -170,10 +179,12 @@ extension Collection {
             step += 1
             let path = Fixture.directory.file("close-\(step).mov")
             let output = StoppingOutput(try FileMovieOutput(creating: path))
-            let writer = try SmallFixture.write(to: output, path: path, close: false)
+            let (writer, open) = try SmallFixture.write(to: output, path: path, close: false)
             output.stopAfter = output.operations + step
             do {
-                try writer.close(endTime: SmallFixture.time(60))
+                // What the agent does at the end of a clip: the last GOP, then the close.
+                try writer.append(try #require(open))
+                try writer.close()
                 // The close got through every step: the whole sequence has been covered.
                 #expect(fileBytes(path) == expected)
                 break

@@ -26,19 +26,26 @@ enum Fixture {
             audio: audio)
     }
 
-    /// Writes `frames` samples of the stream at the given capture times (default: 30 fps from t = 5 s).
+    /// Writes `frames` samples of the stream at the given capture times (default: 30 fps from
+    /// t = 5 s), GOP by GOP as the agent gives them, calling `audio` for each frame's time. Without `close`, the last GOP is not given either (it is the one still
+    /// being recorded) and is returned.
+    @discardableResult
     static func writeMovie(_ path: String, _ d: MovieDescription, frames: Int? = nil, times: [Timestamp]? = nil,
-                           audio: ((MovieWriter, Timestamp) throws -> Void)? = nil, close: Bool = true) throws -> MovieWriter {
+                           audio: ((MovieWriter, Timestamp) throws -> Void)? = nil,
+                           close: Bool = true) throws -> (writer: MovieWriter, open: GOP?) {
         let s = try h264()
         let n = frames ?? times?.count ?? s.samples.count
         let writer = try MovieWriter(path: path, description: d)
-        for i in 0..<n {
-            let t = times?[i] ?? Timestamp(nanoseconds: 5_000_000_000 + Int64(i) * 1_000_000_000 / 30)
-            try writer.appendVideo(s.samples[i].data, time: t, isSync: s.samples[i].isKeyframe)
-            try audio?(writer, t)
+        var gops = s.gops(count: n) { times?[$0] ?? Timestamp(nanoseconds: 5_000_000_000 + Int64($0) * 1_000_000_000 / 30) }
+        let open = close ? nil : gops.popLast()
+        // Sound as it comes during a GOP, then the GOP when it is complete: each fragment holds
+        // its GOP's sound, as in the agent.
+        for gop in gops {
+            for sample in gop.samples { try audio?(writer, sample.pts) }
+            try writer.append(gop)
         }
         if close { try writer.close() }
-        return writer
+        return (writer, open)
     }
 }
 
@@ -174,9 +181,7 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         let t0 = Timestamp(nanoseconds: 10_000_000_000)
         // Half a second of audio that began 0.3 s before the first video frame.
         try writer.appendAudio(sine(frames: 4000, channels: 1, rate: 8000, startFrame: 0), time: t0 - .init(seconds: 0.3))
-        for i in 0..<30 {
-            try writer.appendVideo(s.samples[i].data, time: t0 + .init(nanoseconds: Int64(i) * 33_333_333), isSync: s.samples[i].isKeyframe)
-        }
+        for gop in s.gops(count: 30, time: { t0 + .init(nanoseconds: Int64($0) * 33_333_333) }) { try writer.append(gop) }
         try writer.close()
         let probe = try expectPlayable(path)
         let audio = try #require(probe.audio)
@@ -191,10 +196,10 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         let t0 = Timestamp(nanoseconds: 10_000_000_000)
         // 1.5 s of sound arrives (the microphone runs ahead of the encoder) for 1 s of video.
         try writer.appendAudio(sine(frames: 12000, channels: 1, rate: 8000, startFrame: 0), time: t0)
-        for i in 0..<30 {
-            try writer.appendVideo(s.samples[i].data, time: t0 + .init(nanoseconds: Int64(i) * 33_333_333), isSync: s.samples[i].isKeyframe)
+        for gop in s.gops(count: 30, end: t0 + .init(seconds: 1), time: { t0 + .init(nanoseconds: Int64($0) * 33_333_333) }) {
+            try writer.append(gop)
         }
-        try writer.close(endTime: t0 + .init(seconds: 1))
+        try writer.close()
         let probe = try expectPlayable(path)
         #expect(probe.audio?["duration_ts"] == "8000")
         #expect(probe.video?["duration"] == "1.000000")
@@ -202,7 +207,7 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
 
     @Test func openMovieIsAPlayableFragmentedMovie() throws {
         let path = Fixture.directory.file("open.mov")
-        let writer = try Fixture.writeMovie(path, Fixture.description(try Fixture.h264()), frames: 100, close: false)
+        let (writer, open) = try Fixture.writeMovie(path, Fixture.description(try Fixture.h264()), frames: 100, close: false)
         // 100 frames with keyframes every 30: three GOPs are complete and on disk.
         #expect(writer.fragmentsWritten == 3)
         let copy = Fixture.directory.file("open-copy.mov")
@@ -210,6 +215,7 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         let probe = try expectPlayable(copy)
         #expect(probe.video?["nb_read_packets"] == "90")
         #expect(topLevelTypes(copy) == ["ftyp", "moov", "moof", "mdat", "moof", "mdat", "moof", "mdat"])
+        try writer.append(try #require(open))
         try writer.close()
         #expect(topLevelTypes(path) == ["ftyp", "free", "free", "mdat", "free", "mdat", "free", "mdat", "free", "mdat", "moov"])
         #expect(try expectPlayable(path).video?["nb_frames"] == "100")
@@ -242,12 +248,10 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         let s = try Fixture.h264()
         let path = Fixture.directory.file("bad.mov")
         let writer = try MovieWriter(path: path, description: Fixture.description(s))
-        #expect(throws: MovieWriterError.firstVideoSampleNotSync) {
-            try writer.appendVideo(s.samples[1].data, time: .zero, isSync: false)
-        }
-        try writer.appendVideo(s.samples[0].data, time: Timestamp(nanoseconds: 100), isSync: true)
-        #expect(throws: MovieWriterError.timestampNotIncreasing(previous: Timestamp(nanoseconds: 100), got: Timestamp(nanoseconds: 100))) {
-            try writer.appendVideo(s.samples[1].data, time: Timestamp(nanoseconds: 100), isSync: false)
+        let gops = s.gops(count: 60) { Timestamp(nanoseconds: 100 + Int64($0)) }
+        try writer.append(gops[1])
+        #expect(throws: MovieWriterError.timestampNotIncreasing(previous: gops[1].lastTime, got: gops[0].start)) {
+            try writer.append(gops[0])
         }
         #expect(throws: MovieWriterError.noAudioTrack) { try writer.appendAudio([0, 0], time: .zero) }
         writer.abandon()

@@ -8,9 +8,13 @@ import Testing
 @Suite struct ClipRecorderTests {
     struct Clip {
         var info: ClipInfo
-        var video: [EncodedSample] = []
+        var gops: [GOP] = []
+        /// The number of the frame whose arrival sent each GOP.
+        var sentAt: [Int] = []
         var audio: [AudioChunk] = []
+        /// Where the last GOP ends, and why the clip closed.
         var closing: (Timestamp?, ClipClosing)?
+        var video: [EncodedSample] { gops.flatMap(\.samples) }
     }
 
     /// 30 fps from t = 0, a keyframe every `gop` frames; `actions[i]` come with frame i;
@@ -20,23 +24,30 @@ import Testing
         var recorder = ClipRecorder(preRoll: .init(seconds: preRoll), maxBytes: 1 << 30)
         var clips: [Clip] = []
         var stream: [EncodedSample] = []
+        var frame = 0
         func apply(_ commands: [ClipCommand]) {
             for c in commands {
                 switch c {
                 case .open(let info):
                     #expect(clips.last?.closing != nil || clips.isEmpty, "a clip opened while another was open")
                     clips.append(Clip(info: info))
-                case .video(let s): clips[clips.count - 1].video.append(s)
+                case .video(let gop):
+                    // Whole GOPs, each ended where the next one in the clip starts.
+                    #expect(gop.samples.first?.isKeyframe == true)
+                    if let previous = clips[clips.count - 1].gops.last { #expect(previous.end == gop.start) }
+                    clips[clips.count - 1].gops.append(gop)
+                    clips[clips.count - 1].sentAt.append(frame)
                 case .audio(let a): clips[clips.count - 1].audio.append(a)
-                case .close(let end, let closing):
+                case .close(let closing):
                     #expect(clips.last?.closing == nil)
-                    clips[clips.count - 1].closing = (end, closing)
+                    clips[clips.count - 1].closing = (clips[clips.count - 1].gops.last?.end, closing)
                 }
             }
         }
         var pending: EncodedSample?
         var audioTime = Timestamp.zero
         for i in 0..<frames {
+            frame = i
             let t = time(i)
             for action in actions[i] ?? [] { apply(recorder.handle(action)) }
             if let s = pending { apply(recorder.handle(s)) }
@@ -48,6 +59,7 @@ import Testing
                 audioTime = audioTime + .init(seconds: 0.01)
             }
         }
+        frame = frames
         if let s = pending { apply(recorder.handle(s)) }
         apply(recorder.finish(at: finishAt))
         return (clips, stream)
@@ -69,6 +81,20 @@ import Testing
         #expect(clip.video == Array(stream[180...450]))
         #expect(clip.closing?.0 == time(451))
         #expect(clip.closing?.1 == ClipClosing(reason: .eventEnded, peakScore: 0.07))
+    }
+
+    @Test func eachGOPGoesToTheWriterAsSoonAsItIsComplete() {
+        let (clips, _) = run(frames: 600, actions: [
+            300: [.start(trigger: time(297), confirmedAt: time(300), score: 0.05)],
+            452: [.end(at: time(450), lastMotion: time(300), peakScore: 0.07, parts: 1)],
+        ])
+        let clip = clips[0]
+        // The pre-roll's complete GOPs (6 s to 9 s) go at the trigger; the GOP being recorded
+        // then (from 9 s) when the keyframe at 10 s arrives (with frame 301: the encoder's
+        // output lags a frame), and so on; the last, cut after frame 450, with the close.
+        #expect(clip.gops.map(\.start) == [180, 210, 240, 270, 300, 330, 360, 390, 420, 450].map(time))
+        #expect(clip.sentAt == [300, 300, 300, 301, 331, 361, 391, 421, 451, 452])
+        #expect(clip.gops.last?.samples.count == 1 && clip.gops.last?.end == time(451))
     }
 
     @Test func splitPartsJoinWithoutLossOrRepeat() {

@@ -60,7 +60,7 @@ import Testing
                 let expected = history.lastIndex { $0.isKeyframe && $0.pts <= latest } ?? firstKey
                 #expect(ring.clipStart(forTrigger: trigger) == history[expected].pts, "\(layout) pre-roll \(preRollMs) ms, sample \(i)")
                 // Nothing between that keyframe and the newest sample is missing or repeated.
-                #expect(ring.clipContents(forTrigger: trigger)?.video == Array(history[expected...]))
+                #expect(ring.clipContents(forTrigger: trigger)?.gops.flatMap(\.samples) == Array(history[expected...]))
             }
             // And no more is held than that: the ring starts at the clip start for "now".
             let now = history.lastIndex { $0.isKeyframe && $0.pts <= s.pts - preRoll } ?? firstKey
@@ -108,7 +108,7 @@ import Testing
         let trigger = Timestamp(nanoseconds: 4_950_000_000)
         #expect(ring.clipStart(forTrigger: trigger) == Timestamp(seconds: 3))
         let contents = ring.clipContents(forTrigger: trigger)
-        #expect(contents?.video.count == 20)
+        #expect(contents?.gops.reduce(0) { $0 + $1.count } == 20)
         #expect(contents?.audio.first?.time == Timestamp(seconds: 3))
         #expect(contents?.audio.reduce(0) { $0 + $1.frames } == 20 * 800)
         // Audio older than the oldest keyframe held is gone.

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 
 /// An H.264 stream made by the `ffmpeg` command line (libx264), cut into MOV samples:
 /// access units with 4-byte NAL lengths, plus the SPS and PPS for `avcC`.
@@ -80,4 +81,34 @@ public struct H264TestStream: Sendable {
         guard let sps, let pps else { throw ParseError(description: "the stream has no SPS/PPS") }
         return H264TestStream(width: width, height: height, sps: sps, pps: pps, samples: samples)
     }
+}
+
+extension H264TestStream {
+    /// The first `count` samples (all when nil) at capture times `time(i)`, cut into GOPs at
+    /// their keyframes and ended as the pre-roll ring ends them: each at the next one's start,
+    /// the last at `end` (open-ended when nil).
+    public func gops(count: Int? = nil, end: Timestamp? = nil, time: (Int) -> Timestamp) -> [GOP] {
+        let n = count ?? samples.count
+        return groupedIntoGOPs((0..<n).map { i in
+            EncodedSample(data: samples[i].data, pts: time(i), dts: time(i), isKeyframe: samples[i].isKeyframe)
+        }, end: end)
+    }
+}
+
+/// `samples` (in decode order, the first a keyframe) cut into GOPs at their keyframes, each
+/// ended at the next one's start and the last at `end`.
+public func groupedIntoGOPs(_ samples: [EncodedSample], end: Timestamp? = nil) -> [GOP] {
+    var gops: [GOP] = []
+    for sample in samples {
+        if sample.isKeyframe, let gop = GOP(keyframe: sample) {
+            if let last = gops.indices.last { gops[last] = gops[last].ended(at: sample.pts) }
+            gops.append(gop)
+        } else if let last = gops.indices.last {
+            precondition(gops[last].append(sample), "samples must increase in time")
+        } else {
+            preconditionFailure("the first sample must be a keyframe")
+        }
+    }
+    if let last = gops.indices.last { gops[last] = gops[last].ended(at: end) }
+    return gops
 }

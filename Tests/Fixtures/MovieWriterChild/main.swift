@@ -9,6 +9,7 @@
 import Foundation
 import Media
 import QuickTime
+import Recorder
 import TestSupport
 
 /// A movie file written in small pieces with a pause between them, and a pause before each
@@ -79,12 +80,17 @@ do {
                                 pictureParameterSet: stream.pps, rotation: .clockwise90),
         audio: AudioTrackFormat(sampleRate: 8000, channels: 1))
     let writer = try MovieWriter(output: try SlowOutput(path: args[1]), path: args[1], description: description)
+    // GOPs reach the writer as they do in the agent: from the pre-roll ring, each when the
+    // keyframe after it arrives.
+    var ring = PreRollBuffer(preRoll: .zero, maxBytes: 1 << 30)
     var frame = 0
     var reported = 0
     for _ in 0..<repeats {
         for sample in stream.samples {
             let time = Timestamp(nanoseconds: 1_000_000_000 + Int64(frame) * 40_000_000)
-            try writer.appendVideo(sample.data, time: time, isSync: sample.isKeyframe)
+            if let gop = ring.append(EncodedSample(data: sample.data, pts: time, dts: time, isKeyframe: sample.isKeyframe)) {
+                try writer.append(gop)
+            }
             try writer.appendAudio([UInt8](repeating: 0x10, count: 640), time: time)
             if writer.fragmentsWritten > reported {
                 reported = writer.fragmentsWritten
@@ -94,8 +100,12 @@ do {
             usleep(2000)
         }
     }
+    if let last = ring.newestGOP {
+        try writer.append(last.ended(at: Timestamp(nanoseconds: 1_000_000_000 + Int64(frame) * 40_000_000)))
+        say("fragment \(writer.fragmentsWritten)")
+    }
     say("closing")
-    try writer.close(endTime: Timestamp(nanoseconds: 1_000_000_000 + Int64(frame) * 40_000_000))
+    try writer.close()
     say("closed")
 } catch {
     FileHandle.standardError.write(Data("movie-writer-child: \(error)\n".utf8))
