@@ -64,6 +64,7 @@ import TestSupport
         var random = SplitMix64(seed: 2026_1130)
         var outcomes: [String] = []
         var worstLoss = 0
+        var runsWithDrops = 0
         var states: [String: Int] = [:]
         for run in 0..<20 {
             let phase = Phase.allCases[run % 3]
@@ -110,6 +111,23 @@ import TestSupport
                 return trigger.flatMap { t in logValue(started, "preroll").flatMap(Double.init).map { t - $0 } }
             }
             let lastFrame = lines.last { logValue($0, "msg") == "frame" }.flatMap { logValue($0, "t") }.flatMap(Double.init)
+            // A host too busy to keep up drops frames at capture (the trace then skips a `t`).
+            // From the first drop on the clip's frames are not the reference's, which had them
+            // all (and a drop before the motion was confirmed can move the trigger, and so the
+            // clip's start); the frames before it must still be identical.
+            let encodedTimes = lines.filter { logValue($0, "msg") == "frame" }.compactMap { logValue($0, "t").flatMap(Double.init) }
+            let lastBeforeDrop = zip(encodedTimes, encodedTimes.dropFirst()).first { $1 - $0 > 1.5 / Self.rate }?.0
+            let confirmed = lines.first { logValue($0, "msg") == "motion started" }.flatMap { logValue($0, "confirmed") }.flatMap(Double.init)
+            var comparable = Int.max
+            if let last = lastBeforeDrop {
+                runsWithDrops += 1
+                comparable = 0
+                if let confirmed, let clipStart, last >= confirmed { comparable = max(0, Int(((last - clipStart) * Self.rate).rounded()) + 1) }
+            }
+            func sameAsReference(_ frames: [String]) -> Bool {
+                let n = min(frames.count, comparable)
+                return frames.prefix(n) == referenceFrames.prefix(n)
+            }
 
             let files = movieFiles(in: storage)
             #expect(files.count <= 1, "run \(run): \(files)")
@@ -128,7 +146,7 @@ import TestSupport
                     try expectPlayable(path, "run \(run) (\(phase), killed, \(state)):")
                     let frames = try frameHashes(path)
                     framesBefore = frames.count
-                    #expect(frames == Array(referenceFrames.prefix(frames.count)), "run \(run): the killed clip's frames differ from the reference")
+                    #expect(sameAsReference(frames), "run \(run): the killed clip's frames differ from the reference")
                 }
                 #expect(framesBefore >= syncedFrames, "run \(run): \(syncedFrames) frames were reported synced, \(framesBefore) are in the file")
             }
@@ -157,13 +175,13 @@ import TestSupport
                 try expectPlayable(path, "run \(run) (after the restart):")
                 let frames = try frameHashes(path)
                 framesAfter = frames.count
-                #expect(frames.count >= max(syncedFrames, framesBefore) && frames == Array(referenceFrames.prefix(frames.count)),
+                #expect(frames.count >= max(syncedFrames, framesBefore) && sameAsReference(frames),
                         "run \(run): the repaired clip has \(frames.count) frames; \(framesBefore) were there before, \(syncedFrames) synced")
             }
             states[state.hasPrefix("interrupted") ? "interrupted" : state, default: 0] += 1
             outcomes.append("run \(run): \(phase) +\(Int(delay * 1000)) ms — \(state); \(syncedFrames) frames reported synced, \(framesBefore) in the file, \(framesAfter) after the restart (reference \(referenceFrames.count))\(lossNote)")
         }
-        print("agent kill test (20 runs):\n  " + outcomes.joined(separator: "\n  ") + "\n  worst loss: \(worstLoss) frames (one GOP is \(Self.gop))")
+        print("agent kill test (20 runs):\n  " + outcomes.joined(separator: "\n  ") + "\n  worst loss: \(worstLoss) frames (one GOP is \(Self.gop)); \(runsWithDrops) runs dropped frames at capture")
         // The moments must have covered a clip being recorded and a clip already closed.
         #expect(states["interrupted", default: 0] >= 5, "\(states)")
         #expect(states["complete", default: 0] >= 1, "\(states)")
