@@ -31,7 +31,7 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     public static func - (a: Timestamp, b: Duration) -> Timestamp { Timestamp(nanoseconds: a.nanoseconds - b.nanoseconds) }
     public static func - (a: Timestamp, b: Timestamp) -> Duration { Duration(nanoseconds: a.nanoseconds - b.nanoseconds) }
 
-    public var description: String { String(format3: seconds) + "s" }
+    public var description: String { DecimalText.fixed(seconds, 3) + "s" }
 }
 
 extension Timestamp {
@@ -45,7 +45,7 @@ extension Timestamp {
         public static func < (a: Duration, b: Duration) -> Bool { a.nanoseconds < b.nanoseconds }
         public static func + (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds + b.nanoseconds) }
         public static func - (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds - b.nanoseconds) }
-        public var description: String { String(format3: seconds) + "s" }
+        public var description: String { DecimalText.fixed(seconds, 3) + "s" }
     }
 }
 
@@ -96,16 +96,5 @@ public struct Rational: Hashable, Sendable, CustomStringConvertible {
         let (q, r) = d.dividingFullWidth((product.high, product.low))
         let rounded = r >= d - r ? q + 1 : q
         return negative ? -Int64(rounded) : Int64(rounded)
-    }
-}
-
-extension String {
-    /// A fixed three-decimal rendering without Foundation.
-    init(format3 value: Double) {
-        let scaled = (abs(value) * 1000).rounded()
-        let whole = Int64(scaled / 1000)
-        let frac = Int64(scaled) % 1000
-        let fracText = String(frac)
-        self = (value < 0 && scaled != 0 ? "-" : "") + "\(whole)." + String(repeating: "0", count: 3 - fracText.count) + fracText
     }
 }
