@@ -26,6 +26,8 @@ let package = Package(
         .target(name: "Recorder", dependencies: ["Media", "QuickTime", "MotionDetection", "Logging"]),
 
         // Adapters.
+        // System calls: errors, retrying interrupted calls, file descriptors that close themselves.
+        .target(name: "POSIX"),
         .target(name: "H264", dependencies: ["Media", "CX264"]),
         .target(name: "Capture", dependencies: ["Media", "CV4L2", "CALSA"]),
         .target(name: "Configuration", dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
@@ -55,6 +57,7 @@ let package = Package(
         .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime", "TestSupport"], path: "Tests/Fixtures/MovieWriterChild"),
         .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
+        .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Storage", "Media", "TestSupport"]),
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
