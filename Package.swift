@@ -29,7 +29,7 @@ let package = Package(
         // System calls: errors, retrying interrupted calls, file descriptors that close themselves.
         .target(name: "POSIX"),
         .target(name: "H264", dependencies: ["Media", "CX264"]),
-        .target(name: "Capture", dependencies: ["Media", "CV4L2", "CALSA"]),
+        .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
         .target(name: "Configuration", dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
         // Files on disk: the POSIX movie file and the events journal's appends.
         .target(name: "Storage", dependencies: ["Media", "QuickTime", "Recorder"]),
