@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
         .target(name: "Configuration", dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
         // Files on disk: the POSIX movie file and the events journal's appends.
-        .target(name: "Storage", dependencies: ["Media", "QuickTime", "Recorder"]),
+        .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
 
         // The agent: the pipeline, the clip writer and their decisions, the runtime (threads,
         // queues, stop order, signals, sd_notify).
