@@ -49,7 +49,7 @@ let package = Package(
         // Measures the pipeline (`make bench`).
         .executableTarget(
             name: "vigil-bench",
-            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture"]
+            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture"]
         ),
 
         // Tests.
