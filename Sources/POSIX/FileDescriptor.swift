@@ -21,15 +21,15 @@ public struct FileDescriptor: ~Copyable, Sendable {
     /// for a descriptor the process owns rather than this value (standard output and error).
     private let closing: (@convention(c) (Int32) -> Int32)?
 
-    /// Takes ownership of `rawValue`, to be closed with `close`.
+    /// Takes ownership of `rawValue` (an open descriptor), to be closed with `close`.
     public init(adopting rawValue: Int32) {
-        self.rawValue = rawValue
-        self.closing = { Glibc.close($0) }
+        self.init(adopting: rawValue, closingWith: { Glibc.close($0) })
     }
 
     /// Takes ownership of `rawValue`, which must be closed with `closing`: a library's
     /// descriptor, such as libv4l2's from `v4l2_open`, which only `v4l2_close` may close.
     public init(adopting rawValue: Int32, closingWith closing: @convention(c) (Int32) -> Int32) {
+        precondition(rawValue >= 0, "FileDescriptor adopts an open descriptor, not \(rawValue)")
         self.rawValue = rawValue
         self.closing = closing
     }
@@ -89,16 +89,13 @@ public struct FileDescriptor: ~Copyable, Sendable {
         public static let truncate = OpenOptions(rawValue: O_TRUNC)
         /// Every write goes to the end of the file.
         public static let append = OpenOptions(rawValue: O_APPEND)
-        /// Reads and writes return EAGAIN instead of waiting.
-        public static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
-        /// Fail (ELOOP) if the last component of the path is a symbolic link.
-        public static let noFollow = OpenOptions(rawValue: O_NOFOLLOW)
     }
 }
 
 extension FileDescriptor {
     /// Reads what is there, up to `buffer.count` bytes — at `offset` (pread) or at the
-    /// descriptor's position (read). Fewer is not the end of the file; 0 is.
+    /// descriptor's position (read). Fewer is not the end of the file; 0 is (or an empty
+    /// `buffer`).
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64? = nil) throws(SystemError) -> Int {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
         return try retryOnInterrupt {
