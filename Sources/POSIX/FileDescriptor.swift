@@ -12,8 +12,8 @@ internal import Glibc
 /// holds its camera's descriptor and is itself `Sendable`. An owner with an explicit close
 /// (a movie file) holds an `Optional` and `take()`s the descriptor out to close it.
 ///
-/// Every call is retried when a signal interrupts it (`retryOnInterrupt`), and throws the
-/// `SystemError` of any other failure.
+/// Every call but `close` is retried when a signal interrupts it (`retryOnInterrupt`), and
+/// each throws the `SystemError` of any other failure.
 public struct FileDescriptor: ~Copyable, Sendable {
     /// The C descriptor, for calls this type does not wrap (poll, mmap, ioctl, sendto).
     public let rawValue: Int32
