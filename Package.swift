@@ -2,8 +2,8 @@
 import PackageDescription
 
 // Pure-Swift modules (Media, QuickTime, MotionDetection, Recorder) import no C module.
-// Adapters (H264, Capture, Configuration, Storage) reach C only through the C* system libraries
-// or Glibc, with `internal import`, so no C type can appear in a public signature.
+// Adapters (POSIX, H264, Capture, Configuration, Storage) reach C only through the C* system
+// libraries or Glibc, with `internal import`, so no C type can appear in a public signature.
 // Nothing the `vigil` product links imports Foundation: FoundationEssentials only, so the
 // binary carries neither ICU nor CoreFoundation.
 let package = Package(
