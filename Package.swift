@@ -2,8 +2,8 @@
 import PackageDescription
 
 // Pure-Swift modules (Media, QuickTime, MotionDetection, Recorder) import no C module.
-// Adapters (H264, Capture, Configuration, Storage) reach C only through the C* system libraries
-// or Glibc, with `internal import`, so no C type can appear in a public signature.
+// Adapters (POSIX, H264, Capture, Configuration, Storage) reach C only through the C* system
+// libraries or Glibc, with `internal import`, so no C type can appear in a public signature.
 // Nothing the `vigil` product links imports Foundation: FoundationEssentials only, so the
 // binary carries neither ICU nor CoreFoundation.
 let package = Package(
@@ -26,17 +26,19 @@ let package = Package(
         .target(name: "Recorder", dependencies: ["Media", "QuickTime", "MotionDetection", "Logging"]),
 
         // Adapters.
+        // System calls: errors, retrying interrupted calls, file descriptors that close themselves.
+        .target(name: "POSIX"),
         .target(name: "H264", dependencies: ["Media", "CX264"]),
-        .target(name: "Capture", dependencies: ["Media", "CV4L2", "CALSA"]),
+        .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
         .target(name: "Configuration", dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
         // Files on disk: the POSIX movie file and the events journal's appends.
-        .target(name: "Storage", dependencies: ["Media", "QuickTime", "Recorder"]),
+        .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
 
         // The agent: the pipeline, the clip writer and their decisions, the runtime (threads,
         // queues, stop order, signals, sd_notify).
         .target(
             name: "Agent",
-            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
+            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
         ),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
@@ -47,7 +49,7 @@ let package = Package(
         // Measures the pipeline (`make bench`).
         .executableTarget(
             name: "vigil-bench",
-            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture"]
+            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture"]
         ),
 
         // Tests.
@@ -55,6 +57,7 @@ let package = Package(
         .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"], path: "Tests/Fixtures/MovieWriterChild"),
         .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
+        .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Storage", "Media", "TestSupport"]),
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),

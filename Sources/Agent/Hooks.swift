@@ -2,6 +2,7 @@ import Capture
 import FoundationEssentials
 import Glibc
 import Logging
+internal import POSIX
 import Synchronization
 
 /// Runs the user's hook programs (`hooks.on_event_start`, `hooks.on_clip_saved`) without a
@@ -71,8 +72,8 @@ final class HookRunner: Sendable {
             var status: Int32 = 0
             var killed = false
             while true {
-                let r = waitpid(pid, &status, WNOHANG)
-                if r == pid || (r < 0 && errno != EINTR) { break }
+                // Nil: waitpid failed (ECHILD), and there is nothing left to wait for.
+                guard let r = (try? retryOnInterrupt { waitpid(pid, &status, WNOHANG) }), r != pid else { break }
                 if !killed && MonotonicClock.now().seconds - start > timeout {
                     kill(-pid, SIGTERM)
                     usleep(500_000)

@@ -3,6 +3,7 @@ import Glibc
 import Logging
 import Storage
 import Media
+internal import POSIX
 
 /// Log lines to stderr: under systemd (`JOURNAL_STREAM` set) with a `<priority>` prefix that
 /// journald files them by, and without a timestamp (the journal has one); elsewhere with
@@ -64,9 +65,8 @@ final class SystemdNotifier: Sendable {
 
     private func send(_ message: String) {
         guard let socketPath else { return }
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
+        guard let opened = (try? retryOnInterrupt { socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }) else { return }
+        let fd = FileDescriptor(adopting: opened) // closed when `send` returns
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         var path = Array(socketPath.utf8)
@@ -80,8 +80,8 @@ final class SystemdNotifier: Sendable {
         let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count)
         _ = message.withCString { text in
             withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(fd, text, strlen(text), Int32(MSG_NOSIGNAL), $0, length)
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                    try? retryOnInterrupt { sendto(fd.rawValue, text, strlen(text), Int32(MSG_NOSIGNAL), address, length) }
                 }
             }
         }

@@ -1,5 +1,6 @@
 import Capture
 import Glibc
+internal import POSIX
 import Storage
 
 /// A mutex with a condition variable, whose timed waits run on the monotonic clock (a board
@@ -141,11 +142,10 @@ private final class ThreadStart {
 
 /// Names the calling thread (what `top -H` and /proc show); the kernel keeps 15 bytes.
 /// Glibc's `pthread_setname_np` is a GNU extension Swift does not see: this is what it does.
+/// A thread left unnamed works the same, so a failure is not reported.
 private func nameThisThread(_ name: String) {
-    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-    guard fd >= 0 else { return }
-    _ = Array(name.utf8.prefix(15)).withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    close(fd)
+    guard let comm = try? FileDescriptor(opening: "/proc/thread-self/comm", .writeOnly) else { return }
+    _ = try? comm.writeAll(Array(name.utf8.prefix(15)))
 }
 
 /// Starts a detached thread named `name`.

@@ -1,5 +1,6 @@
 internal import CALSA
 internal import Glibc
+internal import POSIX
 import Media
 import Synchronization
 
@@ -45,7 +46,7 @@ public enum ALSACall: String, Hashable, Sendable, CaseIterable {
 
     /// What the (positive) error number means for this call on `device`, and what to do.
     public func meaning(of code: Int32, device: String) -> String {
-        let text = String(cString: snd_strerror(-code)) + (SystemError.names[code].map { " (\($0))" } ?? "")
+        let text = String(cString: snd_strerror(-code)) + (SystemError(code).name.map { " (\($0))" } ?? "")
         switch (self, code) {
         case (.open, ENOENT), (.open, ENODEV), (.open, ENXIO):
             return "no such capture device (\(text)) — is the microphone plugged in? `vigil probe` (or `arecord -l`) lists the microphones; use a name such as \"plughw:CARD=Device,DEV=0\""
@@ -103,7 +104,7 @@ final class PCMHandle {
     init(device: String, stream: snd_pcm_stream_t) throws(ALSAFailure) {
         CALSA_silenceLibraryMessages()
         var handle: OpaquePointer?
-        do { try alsaCall { snd_pcm_open(&handle, device, stream, SND_PCM_NONBLOCK) } } catch {
+        do { try retryOnInterrupt(.negatedErrorNumber) { snd_pcm_open(&handle, device, stream, SND_PCM_NONBLOCK) } } catch {
             throw ALSAFailure(call: .open, code: error.code)
         }
         guard let handle else { throw ALSAFailure(call: .open, code: ENODEV) }
@@ -116,7 +117,7 @@ final class PCMHandle {
     }
 
     func call<Result: BinaryInteger>(_ which: ALSACall, _ body: (OpaquePointer) -> Result) throws(ALSAFailure) -> Result {
-        do { return try alsaCall { body(pcm) } } catch { throw ALSAFailure(call: which, code: error.code) }
+        do { return try retryOnInterrupt(.negatedErrorNumber) { body(pcm) } } catch { throw ALSAFailure(call: which, code: error.code) }
     }
 }
 

@@ -1,4 +1,5 @@
 internal import Glibc
+internal import POSIX
 import Media
 
 /// The monotonic clock that V4L2 and ALSA timestamps use (`CLOCK_MONOTONIC`).
@@ -15,9 +16,10 @@ public enum MonotonicClock {
     public static func sleep(until deadline: Timestamp) {
         guard deadline.nanoseconds > 0 else { return }
         var ts = timespec(tv_sec: Int(deadline.nanoseconds / 1_000_000_000), tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
-        // clock_nanosleep returns the error number instead of setting errno. EINTR: a signal
-        // came, sleep on. Anything else (EINVAL for a bad time) cannot be slept away: return.
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        // clock_nanosleep returns the error number instead of setting errno. A signal that
+        // interrupts it: sleep on (the deadline is absolute). Anything else (EINVAL for a bad
+        // time) cannot be slept away: return.
+        _ = try? retryOnInterrupt(.errorNumber) { clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) }
     }
 }
 

@@ -1,5 +1,6 @@
 internal import CV4L2
 internal import Glibc
+internal import POSIX
 import Media
 import Synchronization
 
@@ -199,10 +200,10 @@ public final class V4L2Camera: FrameSource {
             if let failure = stream.failure { throw failure.streamError(name, frame: delivered + 1) }
             let remaining = deadline - MonotonicClock.now()
             guard remaining > .zero else { throw CaptureError.stalled(source: name, seconds: waited.seconds) }
-            var entry = pollfd(fd: stream.device.fd, events: Int16(POLLIN), revents: 0)
+            var entry = pollfd(fd: stream.device.fd.rawValue, events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(clamping: (remaining.nanoseconds + 999_999) / 1_000_000)
             let ready: Int32
-            do { ready = try systemCall { poll(&entry, 1, milliseconds) } } catch {
+            do { ready = try retryOnInterrupt { poll(&entry, 1, milliseconds) } } catch {
                 throw V4L2Failure(call: .poll, code: error.code).streamError(name, frame: delivered + 1)
             }
             if ready > 0 && entry.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
@@ -321,7 +322,7 @@ final class V4L2Stream: Sendable {
             do {
                 try device.control(CV4L2_VIDIOC_QUERYBUF, &buffer, .queryBuffer)
                 let length = Int(buffer.length)
-                if let pointer = CV4L2_mmap(length, device.fd, Int64(buffer.m.offset)) {
+                if let pointer = CV4L2_mmap(length, device.fd.rawValue, Int64(buffer.m.offset)) {
                     mapped.append(Mapping(address: UInt(bitPattern: pointer), length: length))
                     continue
                 }

@@ -1,5 +1,6 @@
 internal import CV4L2
 internal import Glibc
+internal import POSIX
 import Media
 
 /// What a V4L2 device node can do (VIDIOC_QUERYCAP `device_caps`).
@@ -47,34 +48,31 @@ public struct VideoDeviceIdentity: Hashable, Sendable {
     }
 }
 
-/// An open V4L2 device node, through libv4l2. Owns the file descriptor: closed in `deinit`.
+/// An open V4L2 device node, through libv4l2. Owns the file descriptor, which goes with it
+/// (closed with `v4l2_close`, as libv4l2 requires for what `v4l2_open` opened).
 ///
 /// Sendable: the descriptor never changes after `init`, and the kernel (and libv4l2's own
 /// per-device lock) serialise ioctls from several threads — a frame's release re-queues its
 /// buffer from whichever thread drops it.
 final class V4L2Device: Sendable {
     let path: String
-    let fd: Int32
+    let fd: FileDescriptor
 
     init(path: String) throws(V4L2Failure) {
         self.path = path
         CV4L2_silenceLibraryMessages()
         do {
-            fd = try systemCall { CV4L2_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) }
+            let raw = try retryOnInterrupt { CV4L2_open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) }
+            fd = FileDescriptor(adopting: raw, closingWith: { CV4L2_close($0) })
         } catch {
             throw V4L2Failure(call: .open, code: error.code)
         }
     }
 
-    deinit {
-        // Linux releases the descriptor even when close reports an error; there is nothing to retry.
-        if CV4L2_close(fd) != 0 { return }
-    }
-
-    /// One ioctl through libv4l2, retried on EINTR.
+    /// One ioctl through libv4l2, retried when a signal interrupts it.
     func control<Argument>(_ request: UInt, _ argument: inout Argument, _ call: V4L2Call) throws(V4L2Failure) {
         do {
-            try systemCall { withUnsafeMutableBytes(of: &argument) { CV4L2_ioctl(fd, request, $0.baseAddress) } }
+            try retryOnInterrupt { withUnsafeMutableBytes(of: &argument) { CV4L2_ioctl(fd.rawValue, request, $0.baseAddress) } }
         } catch {
             throw V4L2Failure(call: call, code: error.code)
         }

@@ -1,4 +1,5 @@
 internal import Glibc
+internal import POSIX
 
 /// The V4L2 calls a camera makes, each with its own reading of `errno`.
 ///

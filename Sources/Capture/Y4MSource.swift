@@ -1,5 +1,6 @@
 internal import Glibc
 import Media
+internal import POSIX
 
 /// The stream header of a YUV4MPEG2 file: `YUV4MPEG2 W<w> H<h> F<n>:<d> [I<p|t|b|m|?>]
 /// [A<n>:<d>] [C<chroma>] [X<anything>]…`, space-separated, ending in a newline.
@@ -200,7 +201,8 @@ public final class Y4MSource: FrameSource {
 /// Buffered reading from a file descriptor: lines for headers, large reads straight into
 /// the caller's memory for frame data.
 final class FileReader {
-    private let fd: Int32
+    /// Read-only, closed when the reader goes: nothing can be lost if closing reports an error.
+    private let file: FileDescriptor
     private let source: String
     private let buffer: UnsafeMutablePointer<UInt8>
     private let capacity = 1 << 16
@@ -209,40 +211,35 @@ final class FileReader {
     private var atEnd = false
 
     init(path: String, source: String) throws(CaptureError) {
-        let fd = path.withCString { open($0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else {
-            let e = errno
-            let hint = e == ENOENT ? " — check the path in camera.device" : e == EACCES ? " — check the file's permissions" : ""
-            throw .cannotOpen(source: source, reason: String(cString: strerror(e)) + hint)
+        let file: FileDescriptor
+        do { file = try FileDescriptor(opening: path, .readOnly) } catch {
+            let hint = error.code == ENOENT ? " — check the path in camera.device" : error.code == EACCES ? " — check the file's permissions" : ""
+            throw .cannotOpen(source: source, reason: error.text + hint)
         }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let reason = String(cString: strerror(errno))
-            _ = close(fd)
-            throw .cannotOpen(source: source, reason: reason)
+        let isDirectory: Bool
+        do { isDirectory = try file.status().isDirectory } catch {
+            throw .cannotOpen(source: source, reason: error.text)
         }
-        if (info.st_mode & S_IFMT) == S_IFDIR {
-            _ = close(fd)
+        if isDirectory {
             throw .cannotOpen(source: source, reason: "it is a directory, not a .y4m file")
         }
-        self.fd = fd
+        self.file = file
         self.source = source
         self.buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
     }
 
     deinit {
-        // A read-only descriptor: nothing can be lost if closing reports an error.
-        _ = close(fd)
         buffer.deallocate()
     }
 
-    /// Reads up to `count` bytes into `destination`, retrying on EINTR; 0 at end of file.
-    private func readSome(_ destination: UnsafeMutableRawPointer, _ count: Int, frame: Int) throws(CaptureError) -> Int {
-        while true {
-            let n = Glibc.read(fd, destination, count)
-            if n >= 0 { return n }
-            if errno == EINTR { continue }
-            throw .readFailed(source: source, frame: frame, reason: String(cString: strerror(errno)))
+    /// Reads into `destination`: up to `count` bytes, or all of them (unless the file ends
+    /// first) when `fully`. 0 at the end of the file.
+    private func read(_ destination: UnsafeMutableRawPointer, _ count: Int, fully: Bool, frame: Int) throws(CaptureError) -> Int {
+        let buffer = UnsafeMutableRawBufferPointer(start: destination, count: count)
+        do {
+            return fully ? try file.readFully(into: buffer) : try file.read(into: buffer)
+        } catch {
+            throw .readFailed(source: source, frame: frame, reason: error.text)
         }
     }
 
@@ -253,7 +250,7 @@ final class FileReader {
             start = 0
         }
         guard !atEnd, end < capacity else { return }
-        let n = try readSome(buffer + end, capacity - end, frame: frame)
+        let n = try read(buffer + end, capacity - end, fully: false, frame: frame)
         if n == 0 { atEnd = true }
         end += n
     }
@@ -283,14 +280,12 @@ final class FileReader {
 
     /// Reads exactly `count` bytes unless the file ends first; returns how many were read.
     func read(into destination: UnsafeMutablePointer<UInt8>, count: Int, frame: Int) throws(CaptureError) -> Int {
-        var done = min(count, end - start)
-        destination.update(from: buffer + start, count: done)
-        start += done
-        while done < count && !atEnd {
-            let n = try readSome(destination + done, count - done, frame: frame)
-            if n == 0 { atEnd = true }
-            done += n
-        }
-        return done
+        let buffered = min(count, end - start)
+        destination.update(from: buffer + start, count: buffered)
+        start += buffered
+        guard buffered < count && !atEnd else { return buffered }
+        let n = try read(destination + buffered, count - buffered, fully: true, frame: frame)
+        if buffered + n < count { atEnd = true }
+        return buffered + n
     }
 }

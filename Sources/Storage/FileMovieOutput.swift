@@ -1,19 +1,20 @@
 import FoundationEssentials
 internal import Glibc
 import Media
+internal import POSIX
 import QuickTime
 
 /// A movie file on disk, written and read with POSIX calls.
 public final class FileMovieOutput: MovieFile {
     public let path: String
-    private var fd: Int32
+    /// Nil once closed (`close()` takes it).
+    private var file: FileDescriptor?
     public private(set) var length: UInt64
 
     /// Creates (or truncates) the file at `path`.
     public init(creating path: String) throws(MovieFileError) {
         self.path = path
-        fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
-        guard fd >= 0 else {
+        do { file = try FileDescriptor(opening: path, .readWrite, options: [.create, .truncate]) } catch {
             throw MovieFileError(path: path, operation: "create", reason: FileMovieOutput.createFailureReason(path))
         }
         length = 0
@@ -22,19 +23,25 @@ public final class FileMovieOutput: MovieFile {
     /// Opens an existing file for reading and patching (repair).
     public init(updating path: String) throws(MovieFileError) {
         self.path = path
-        fd = open(path, O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { throw MovieFileError(path: path, operation: "open", errno: errno) }
-        let end = lseek(fd, 0, SEEK_END)
-        guard end >= 0 else {
-            let error = MovieFileError(path: path, operation: "open", errno: errno)
-            Glibc.close(fd)
-            throw error
+        do {
+            let file = try FileDescriptor(opening: path, .readWrite)
+            length = try file.status().size
+            self.file = consume file
+        } catch {
+            throw MovieFileError(path: path, operation: "open", error)
         }
-        length = UInt64(end)
     }
 
-    deinit {
-        if fd >= 0 { Glibc.close(fd) }
+    /// Runs `body` on the open file; after `close()`, EBADF, as a closed descriptor would say.
+    private func withFile<Result>(_ operation: String, _ body: (borrowing FileDescriptor) throws(SystemError) -> Result) throws(MovieFileError) -> Result {
+        do throws(SystemError) {
+            switch file {
+            case .some(let file): return try body(file)
+            case .none: throw SystemError(EBADF)
+            }
+        } catch {
+            throw MovieFileError(path: path, operation: operation, error)
+        }
     }
 
     private static func createFailureReason(_ path: String) -> String {
@@ -50,73 +57,50 @@ public final class FileMovieOutput: MovieFile {
     }
 
     public func append(_ bytes: [UInt8]) throws(MovieFileError) {
-        if let failure = bytes.withUnsafeBytes({ writeAll($0, to: fd, at: length) }) {
-            // Whatever part of the write landed is cut off again, so the file ends with the
-            // last complete box and the next append starts there.
-            _ = ftruncate(fd, off_t(length))
-            throw MovieFileError(path: path, operation: "write", errno: failure)
+        let length = self.length
+        try withFile("write") { file throws(SystemError) in
+            do throws(SystemError) { try file.writeAll(bytes, at: length) } catch {
+                // Whatever part of the write landed is cut off again, so the file ends with the
+                // last complete box and the next append starts there.
+                try? file.truncate(to: length)
+                throw error
+            }
         }
-        length += UInt64(bytes.count)
+        self.length += UInt64(bytes.count)
     }
 
     public func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(MovieFileError) {
         precondition(offset + UInt64(bytes.count) <= length, "overwrite stays inside the file")
-        if let failure = bytes.withUnsafeBytes({ writeAll($0, to: fd, at: offset) }) {
-            throw MovieFileError(path: path, operation: "update", errno: failure)
-        }
+        try withFile("update") { file throws(SystemError) in try file.writeAll(bytes, at: offset) }
     }
 
     public func synchronize() throws(MovieFileError) {
-        guard fsync(fd) == 0 else { throw MovieFileError(path: path, operation: "sync", errno: errno) }
+        try withFile("sync") { file throws(SystemError) in try file.synchronize() }
     }
 
     /// Cuts the file to `newLength` bytes (repair drops a partial tail this way).
     public func truncate(to newLength: UInt64) throws(MovieFileError) {
-        guard ftruncate(fd, off_t(newLength)) == 0 else {
-            throw MovieFileError(path: path, operation: "truncate", errno: errno)
-        }
+        try withFile("truncate") { file throws(SystemError) in try file.truncate(to: newLength) }
         length = newLength
     }
 
     /// Reads `count` bytes at `offset` (fewer at the end of the file).
     public func read(at offset: UInt64, count: Int) throws(MovieFileError) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: max(count, 0))
-        var failure: Int32?
-        let got = bytes.withUnsafeMutableBytes { buffer -> Int in
-            var done = 0
-            while done < buffer.count {
-                let n = pread(fd, buffer.baseAddress! + done, buffer.count - done, off_t(offset) + off_t(done))
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = errno
-                    break
-                }
-                if n == 0 { break } // the end of the file
-                done += n
-            }
-            return done
-        }
-        if let failure { throw MovieFileError(path: path, operation: "read", errno: failure) }
-        if got < bytes.count { bytes.removeLast(bytes.count - got) }
-        return bytes
+        try withFile("read") { file throws(SystemError) in try file.read(count: count, at: offset) }
     }
 
     public func close() throws(MovieFileError) {
-        guard fd >= 0 else { return }
-        let result = Glibc.close(fd)
-        let failure = errno
-        fd = -1
-        guard result == 0 else { throw MovieFileError(path: path, operation: "close", errno: failure) }
+        guard let file = file.take() else { return }
+        do { try file.close() } catch { throw MovieFileError(path: path, operation: "close", error) }
     }
 }
 
 extension MovieFileError {
     /// The error for a failed POSIX call: "no space left on the device" (and `isOutOfSpace`)
-    /// for ENOSPC and EDQUOT, the C library's text for any other errno.
-    init(path: String, operation: String, errno code: Int32) {
-        let outOfSpace = code == ENOSPC || code == EDQUOT
-        let reason = outOfSpace ? "no space left on the device" : String(cString: strerror(code))
-        self.init(path: path, operation: operation, reason: reason, isOutOfSpace: outOfSpace)
+    /// for ENOSPC and EDQUOT, the C library's words for any other error.
+    init(path: String, operation: String, _ error: SystemError) {
+        let reason = error.isOutOfSpace ? "no space left on the device" : error.text
+        self.init(path: path, operation: operation, reason: reason, isOutOfSpace: error.isOutOfSpace)
     }
 }
 

@@ -1,5 +1,6 @@
 import FoundationEssentials
 internal import Glibc
+internal import POSIX
 import Recorder
 
 /// The events journal's appends, with POSIX calls.
@@ -7,11 +8,15 @@ public struct PosixJournalFiles: JournalFiles {
     public init() {}
 
     public func appendAndSync(_ bytes: [UInt8], to path: String) throws(JournalAppendError) {
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o666)
-        guard fd >= 0 else { throw .cannotOpen }
-        defer { close(fd) }
-        let failure = bytes.withUnsafeBytes { writeAll($0, to: fd) } ?? (fsync(fd) == 0 ? nil : errno)
-        if let failure { throw .failed(CocoaError(writeErrorCode(failure))) }
+        let file: FileDescriptor
+        do { file = try FileDescriptor(opening: path, .writeOnly, options: [.create, .append]) } catch { throw .cannotOpen }
+        // Closed when it goes, at the end of this call.
+        do {
+            try file.writeAll(bytes)
+            try file.synchronize()
+        } catch {
+            throw .failed(CocoaError(writeErrorCode(error.code)))
+        }
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import POSIX
 
 /// A program run as a child process, its CPU time and peak memory taken from `wait4`: the
 /// kernel's own accounting for the child and every thread it ran.
@@ -79,11 +80,11 @@ struct ChildProcess {
     func wait() -> Result {
         // Until the child is a zombie its memory can still grow; once it is, VmHWM is gone.
         var info = siginfo_t()
-        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR {}
+        _ = try? retryOnInterrupt { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
         let peakRSS = peak.stop()
         var status: Int32 = 0
         var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 && errno == EINTR {}
+        _ = try? retryOnInterrupt { wait4(pid, &status, 0, &usage) }
         let wall = Date().timeIntervalSince(started)
         func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
         let user = seconds(usage.ru_utime), system = seconds(usage.ru_stime)

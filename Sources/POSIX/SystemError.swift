@@ -1,0 +1,37 @@
+internal import Glibc
+
+/// An `errno` value from a failed call (or the error number a call returned instead, such as
+/// ALSA's negated codes or `clock_nanosleep`'s result).
+///
+/// `description` gives the C library's words with the symbolic name when it is a common one:
+/// "No such device (ENODEV)"; `text` the words alone: "Is a directory".
+public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
+    public let code: Int32
+
+    public init(_ code: Int32) { self.code = code }
+
+    /// The error the last failed call on this thread left in `errno`.
+    static var current: SystemError { SystemError(errno) }
+
+    /// The C library's words for it (`strerror`): "No space left on device".
+    public var text: String { String(cString: strerror(code)) }
+
+    /// The symbolic name ("ENODEV") when it is a common one, else nil.
+    public var name: String? { SystemError.names[code] }
+
+    public var description: String {
+        name.map { "\(text) (\($0))" } ?? text
+    }
+
+    /// ENOSPC or EDQUOT: the disk (or the user's quota) is full.
+    public var isOutOfSpace: Bool { code == ENOSPC || code == EDQUOT }
+
+    private static let names: [Int32: String] = [
+        EPERM: "EPERM", ENOENT: "ENOENT", EINTR: "EINTR", EIO: "EIO", ENXIO: "ENXIO", EBADF: "EBADF",
+        EAGAIN: "EAGAIN", ENOMEM: "ENOMEM", EACCES: "EACCES", EFAULT: "EFAULT", EBUSY: "EBUSY",
+        ENODEV: "ENODEV", ENOTDIR: "ENOTDIR", EINVAL: "EINVAL", ENFILE: "ENFILE", EMFILE: "EMFILE",
+        ENOTTY: "ENOTTY", ENOSPC: "ENOSPC", EPIPE: "EPIPE", ERANGE: "ERANGE", ESTRPIPE: "ESTRPIPE",
+        ENOLINK: "ENOLINK", ETIMEDOUT: "ETIMEDOUT", ELOOP: "ELOOP", ENAMETOOLONG: "ENAMETOOLONG",
+        EOPNOTSUPP: "EOPNOTSUPP", ESHUTDOWN: "ESHUTDOWN",
+    ]
+}
