@@ -33,7 +33,7 @@ import Testing
         #expect(detector.detectHeight == height / b)
         #expect(detector.detectWidth >= min(detectWidth, width))
         let reduced = detector.reducedPicture
-        let step = MotionDetector.rowStep(forBlock: b)
+        let step = Downscaler.rowStep(forBlock: b)
         #expect(step == (b >= 4 ? 2 : 1))
         var worst = 0.0
         for by in 0..<detector.detectHeight {
