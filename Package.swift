@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Pure-Swift modules (Media, QuickTime, MotionDetection, Recorder) import no C module.
+// Pure-Swift modules (Media, QuickTime, MotionDetection, Analysis, Recorder) import no C module.
 // Adapters (H264, Capture, Configuration, Storage) reach C only through the C* system libraries
 // or Glibc, with `internal import`, so no C type can appear in a public signature.
 // Nothing the `vigil` product links imports Foundation: FoundationEssentials only, so the
@@ -23,6 +23,8 @@ let package = Package(
         .target(name: "Media"),
         .target(name: "QuickTime", dependencies: ["Media"]),
         .target(name: "MotionDetection", dependencies: ["Media"]),
+        // `vigil analyze`: detection and the event logic over a whole source; JSON, CSV, SVG.
+        .target(name: "Analysis", dependencies: ["Media", "MotionDetection"]),
         .target(name: "Recorder", dependencies: ["Media", "QuickTime", "MotionDetection", "Logging"]),
 
         // Adapters.
@@ -41,7 +43,7 @@ let package = Package(
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
-            dependencies: ["Agent", "Media", "QuickTime", "MotionDetection", "Recorder", "Capture", "Configuration", "Storage"]
+            dependencies: ["Agent", "Analysis", "Media", "QuickTime", "MotionDetection", "Recorder", "Capture", "Configuration", "Storage"]
         ),
 
         // Measures the pipeline (`make bench`).
@@ -59,6 +61,7 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
         .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "TestSupport"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "MotionDetection", "Media", "Capture", "TestSupport"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),

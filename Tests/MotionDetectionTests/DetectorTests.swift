@@ -1,5 +1,6 @@
 import Media
 import Testing
+import TestSupport
 @testable import MotionDetection
 
 @Suite struct DownscaleTests {

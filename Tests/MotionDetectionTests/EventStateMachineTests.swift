@@ -1,5 +1,6 @@
 import Media
 import Testing
+import TestSupport
 @testable import MotionDetection
 
 /// The event state machine, driven with chosen timestamps (no clock).

@@ -3,8 +3,10 @@ import Foundation
 import FoundationXML
 #endif
 import Media
+import MotionDetection
 import Testing
-@testable import MotionDetection
+import TestSupport
+@testable import Analysis
 
 @Suite struct AnalysisTests {
     /// An analysis built from chosen results: motion from 8.03 s to 10.40 s (post-roll 2 s).
@@ -103,6 +105,17 @@ import Testing
         #expect(svg.utf8.count < 400_000)
     }
 
+    /// JSON has no NaN or infinity: a value that is not finite is written as 0.
+    @Test func nonFiniteNumbersStayJSON() throws {
+        let event = MotionAnalysis.Event(start: .nan, end: .infinity, peak: -.infinity, confirmed: 0, parts: 1)
+        #expect(MotionAnalysis.jsonLine(event) == "{\"start\": 0.00, \"end\": 0.00, \"peak\": 0}")
+        var settings = MotionSettings()
+        settings.threshold = .nan
+        let analysis = MotionAnalysis(settings: settings, eventSettings: EventSettings())
+        #expect(analysis.summaryLine.contains("\"threshold\": 0,"), "\(analysis.summaryLine)")
+        #expect(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) is [String: Any])
+    }
+
     @Test func emptyAnalysis() throws {
         let analysis = MotionAnalysis(settings: MotionSettings(), eventSettings: EventSettings())
         #expect(analysis.eventLines.isEmpty)
@@ -111,51 +124,5 @@ import Testing
         #if canImport(FoundationXML) || canImport(Darwin)
         _ = try XMLDocument(xmlString: analysis.svg(title: "nothing"), options: [])
         #endif
-    }
-}
-
-@Suite struct SettingsTests {
-    @Test func defaultsAreValid() throws {
-        try MotionSettings().validate()
-        try EventSettings().validate()
-        #expect(MotionSettings().keyValues.map(\.key) == [
-            "motion.detect_width", "motion.threshold", "motion.pixel_threshold", "motion.noise_multiplier",
-            "motion.background_rate", "motion.min_frames", "motion.light_switch_fraction", "motion.despeckle",
-            "motion.mask",
-        ])
-    }
-
-    /// One invalid setting each, with the key its error must name.
-    static let invalid: [(String, MotionSettings)] = {
-        func with(_ change: (inout MotionSettings) -> Void) -> MotionSettings {
-            var s = MotionSettings()
-            change(&s)
-            return s
-        }
-        return [
-            ("motion.detect_width", with { $0.detectWidth = 8 }),
-            ("motion.threshold", with { $0.threshold = 0 }),
-            ("motion.threshold", with { $0.threshold = .nan }),
-            ("motion.pixel_threshold", with { $0.pixelThreshold = 0.5 }),
-            ("motion.noise_multiplier", with { $0.noiseMultiplier = 40 }),
-            ("motion.background_rate", with { $0.backgroundRate = 0 }),
-            ("motion.min_frames", with { $0.minFrames = 0 }),
-            ("motion.light_switch_fraction", with { $0.lightSwitchFraction = 2 }),
-            ("motion.threshold", with { $0.threshold = 0.3; $0.lightSwitchFraction = 0.2 }),
-            ("motion.despeckle", with { $0.despeckle = 9 }),
-        ]
-    }()
-
-    @Test(arguments: invalid)
-    func invalidSettingNamesItsKey(key: String, settings: MotionSettings) {
-        #expect(throws: MotionSettingsError.self) { try settings.validate() }
-        let problems = settings.problems()
-        #expect(problems.map(\.key).contains(key), "\(problems)")
-        #expect(problems.allSatisfy { $0.description.hasPrefix($0.key + ": ") && !$0.fix.isEmpty })
-    }
-
-    @Test func eventSettingsRanges() {
-        #expect(EventSettings(postRoll: .s(-1), maxClip: .s(60)).problems().map(\.key) == ["recording.post_roll"])
-        #expect(EventSettings(postRoll: .s(5), maxClip: .s(1)).problems().map(\.key) == ["recording.max_clip"])
     }
 }

@@ -1,7 +1,9 @@
+import Analysis
 import Capture
 import Media
+import MotionDetection
 import Testing
-@testable import MotionDetection
+import TestSupport
 
 /// Detection accuracy on the synthetic scene (the `synthetic` source), whose schedule is the
 /// ground truth: textured background, Gaussian sensor noise of σ 2–6 grey levels, objects of
