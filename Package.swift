@@ -49,7 +49,7 @@ let package = Package(
         // Measures the pipeline (`make bench`).
         .executableTarget(
             name: "vigil-bench",
-            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture"]
+            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration"]
         ),
 
         // Tests.
@@ -60,8 +60,8 @@ let package = Package(
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Storage", "Media", "TestSupport"]),
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
-        .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "TestSupport"]),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "MotionDetection", "Media", "Capture", "TestSupport"]),
+        .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),

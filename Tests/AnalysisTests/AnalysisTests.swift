@@ -2,6 +2,7 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import Configuration
 import Media
 import MotionDetection
 import Testing
@@ -10,8 +11,8 @@ import TestSupport
 
 @Suite struct AnalysisTests {
     /// An analysis built from chosen results: motion from 8.03 s to 10.40 s (post-roll 2 s).
-    static func sample(frames: Int = 200, fps: Double = 15, start: Double = 100) -> MotionAnalysis {
-        var settings = MotionSettings()
+    static func sample(frames: Int = 200, fps: Double = 15, start: Double = 100) throws -> MotionAnalysis {
+        var settings = try Settings.defaults().motion
         settings.threshold = 0.005
         let events = EventSettings(postRoll: .s(2), maxClip: .s(300))
         var machine = EventStateMachine(settings: events)
@@ -36,7 +37,7 @@ import TestSupport
     }
 
     @Test func eventLinesAreJSON() throws {
-        let analysis = Self.sample()
+        let analysis = try Self.sample()
         #expect(analysis.events.count == 1)
         // Motion frames from 8.067 to 10.333 s (trigger 8.03), post-roll 2 s.
         #expect(analysis.eventLines == ["{\"start\": 8.03, \"end\": 12.33, \"peak\": 0.0599}"])
@@ -47,7 +48,7 @@ import TestSupport
     }
 
     @Test func summaryLine() throws {
-        let analysis = Self.sample()
+        let analysis = try Self.sample()
         let object = try #require(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) as? [String: Any])
         #expect(object["frames"] as? Int == 200)
         #expect((object["duration"] as? Double).map { abs($0 - 13.27) < 0.001 } == true)
@@ -60,8 +61,8 @@ import TestSupport
         #expect(object["idle_score_p99"] as? Double == 0.0002)
     }
 
-    @Test func csv() {
-        let analysis = Self.sample()
+    @Test func csv() throws {
+        let analysis = try Self.sample()
         let lines = analysis.csv.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.first == "time,score,threshold,state")
         #expect(lines.count == 200 + 2)  // header, rows, and the empty string after the last newline
@@ -81,7 +82,7 @@ import TestSupport
     /// The plot is a well-formed SVG document with the parts a reader needs.
     @Test(arguments: [200, 30_000])
     func svgIsWellFormed(frames: Int) throws {
-        let analysis = Self.sample(frames: frames)
+        let analysis = try Self.sample(frames: frames)
         let svg = analysis.svg(title: "garden <cam> & \"night\"")
         #expect(svg.hasPrefix("<?xml"))
         for part in ["<svg", "<title>", "<polyline", "stroke-dasharray", "fill-opacity", "time (s)", "noise σ",
@@ -109,15 +110,15 @@ import TestSupport
     @Test func nonFiniteNumbersStayJSON() throws {
         let event = MotionAnalysis.Event(start: .nan, end: .infinity, peak: -.infinity, confirmed: 0, parts: 1)
         #expect(MotionAnalysis.jsonLine(event) == "{\"start\": 0.00, \"end\": 0.00, \"peak\": 0}")
-        var settings = MotionSettings()
+        var settings = try Settings.defaults().motion
         settings.threshold = .nan
-        let analysis = MotionAnalysis(settings: settings, eventSettings: EventSettings())
+        let analysis = MotionAnalysis(settings: settings, eventSettings: EventSettings(postRoll: .s(2), maxClip: .s(300)))
         #expect(analysis.summaryLine.contains("\"threshold\": 0,"), "\(analysis.summaryLine)")
         #expect(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) is [String: Any])
     }
 
     @Test func emptyAnalysis() throws {
-        let analysis = MotionAnalysis(settings: MotionSettings(), eventSettings: EventSettings())
+        let analysis = MotionAnalysis(settings: try Settings.defaults().motion, eventSettings: EventSettings(postRoll: .s(2), maxClip: .s(300)))
         #expect(analysis.eventLines.isEmpty)
         #expect(analysis.csv == "time,score,threshold,state\n")
         #expect(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) is [String: Any])
