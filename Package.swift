@@ -23,9 +23,9 @@ let package = Package(
         .target(name: "Media"),
         .target(name: "QuickTime", dependencies: ["Media"]),
         .target(name: "MotionDetection", dependencies: ["Media"]),
+        .target(name: "Recorder", dependencies: ["Media", "QuickTime", "Logging"]),
         // `vigil analyze`: detection and the event logic over a whole source; JSON, CSV, SVG.
-        .target(name: "Analysis", dependencies: ["Media", "MotionDetection"]),
-        .target(name: "Recorder", dependencies: ["Media", "QuickTime", "MotionDetection", "Logging"]),
+        .target(name: "Analysis", dependencies: ["Media", "MotionDetection", "Recorder"]),
 
         // Adapters.
         .target(name: "H264", dependencies: ["Media", "CX264"]),
@@ -38,12 +38,12 @@ let package = Package(
         // queues, stop order, signals, sd_notify).
         .target(
             name: "Agent",
-            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
+            dependencies: ["Media", "QuickTime", "MotionDetection", "Analysis", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
         ),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
-            dependencies: ["Agent", "Analysis", "Media", "QuickTime", "MotionDetection", "Recorder", "Capture", "Configuration", "Storage"]
+            dependencies: ["Agent", "Analysis", "Media", "QuickTime", "Recorder", "Capture", "Configuration", "Storage"]
         ),
 
         // Measures the pipeline (`make bench`).
@@ -61,7 +61,7 @@ let package = Package(
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
         .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "MotionDetection", "Recorder", "Media", "Capture", "Configuration", "TestSupport"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),

@@ -1,5 +1,6 @@
 import Media
 import MotionDetection
+import Recorder
 
 // The record of an analysis and its text outputs: the events as JSON lines, the summary line
 // and the per-frame CSV (the SVG plot is MotionPlot.swift).

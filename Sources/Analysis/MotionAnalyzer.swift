@@ -1,5 +1,6 @@
 import Media
 import MotionDetection
+import Recorder
 
 // The analysis loop: the detector and the event state machine run over a source, frame by
 // frame, into a MotionAnalysis.

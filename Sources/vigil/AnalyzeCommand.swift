@@ -3,7 +3,6 @@ import Capture
 import Configuration
 import FoundationEssentials
 import Media
-import MotionDetection
 import Recorder
 
 /// `vigil analyze`: motion detection only, over a source, to see why Vigil would trigger.

@@ -3,6 +3,7 @@ import Capture
 import Configuration
 import Media
 import MotionDetection
+import Recorder
 import Testing
 import TestSupport
 

@@ -5,6 +5,7 @@ import FoundationXML
 import Configuration
 import Media
 import MotionDetection
+import Recorder
 import Testing
 import TestSupport
 @testable import Analysis

@@ -1,7 +1,7 @@
 import Media
 import Testing
 import TestSupport
-@testable import MotionDetection
+@testable import Recorder
 
 /// The event state machine, driven with chosen timestamps (no clock).
 @Suite struct EventStateMachineTests {

@@ -24,11 +24,6 @@ public enum EventInput: Sendable, Equatable {
     /// The stream ends (end of file, camera gone, shutdown) at `time`: an open event ends now,
     /// its post-roll cut short.
     case finish(at: Timestamp)
-
-    /// The verdict of a detector result.
-    public static func frame(_ result: MotionResult) -> EventInput {
-        .frame(time: result.time, motion: result.motion, score: result.score, motionStart: result.motionStart)
-    }
 }
 
 /// What the recorder must do.
