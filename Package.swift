@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 import PackageDescription
 
-// Pure-Swift modules (Media, QuickTime, MotionDetection, Recorder) import no C module.
+// Pure-Swift modules (Media, QuickTime, MotionDetection, Analysis, Recorder) import no C module.
 // Adapters (POSIX, H264, Capture, Configuration, Storage) reach C only through the C* system
 // libraries or Glibc, with `internal import`, so no C type can appear in a public signature.
 // Nothing the `vigil` product links imports Foundation: FoundationEssentials only, so the
@@ -23,7 +23,9 @@ let package = Package(
         .target(name: "Media"),
         .target(name: "QuickTime", dependencies: ["Media"]),
         .target(name: "MotionDetection", dependencies: ["Media"]),
-        .target(name: "Recorder", dependencies: ["Media", "QuickTime", "MotionDetection", "Logging"]),
+        .target(name: "Recorder", dependencies: ["Media", "QuickTime", "Logging"]),
+        // `vigil analyze`: detection and the event logic over a whole source; JSON, CSV, SVG.
+        .target(name: "Analysis", dependencies: ["Media", "MotionDetection", "Recorder"]),
 
         // Adapters.
         // System calls: errors, retrying interrupted calls, file descriptors that close themselves.
@@ -38,18 +40,18 @@ let package = Package(
         // queues, stop order, signals, sd_notify).
         .target(
             name: "Agent",
-            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
+            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Analysis", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
         ),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
-            dependencies: ["Agent", "Media", "QuickTime", "MotionDetection", "Recorder", "Capture", "Configuration", "Storage"]
+            dependencies: ["Agent", "Analysis", "Media", "QuickTime", "Recorder", "Capture", "Configuration", "Storage"]
         ),
 
         // Measures the pipeline (`make bench`).
         .executableTarget(
             name: "vigil-bench",
-            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture"]
+            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration"]
         ),
 
         // Tests.
@@ -61,7 +63,8 @@ let package = Package(
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Storage", "Media", "TestSupport"]),
         .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
-        .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "TestSupport"]),
+        .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
+        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "MotionDetection", "Recorder", "Media", "Capture", "Configuration", "TestSupport"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),

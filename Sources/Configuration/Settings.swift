@@ -75,6 +75,11 @@ public struct Settings: Equatable, Sendable {
     /// The values they were made from, for `vigil check` and for messages.
     public var values: ConfigValues
 
+    /// Every setting at its default: the settings of an empty configuration file.
+    public static func defaults() throws(ConfigurationError) -> Settings {
+        try Settings(values: ConfigValues(defaultsFor: "(defaults)"), directory: "/")
+    }
+
     /// Loads, checks and types the configuration file at `path`.
     public static func load(path: String) throws(ConfigurationError) -> Settings {
         try Settings(values: ConfigValues.load(path: path), directory: resolve(path, against: FileManager.default.currentDirectoryPath).withoutLastPathComponent)
@@ -118,19 +123,18 @@ public struct Settings: Equatable, Sendable {
             throw v.error(error.setting, error.description)
         }
 
-        var motion = MotionSettings()
-        motion.detectWidth = v.integer("motion.detect_width")
-        motion.threshold = v.number("motion.threshold")
-        motion.pixelThreshold = v.number("motion.pixel_threshold")
-        motion.noiseMultiplier = v.number("motion.noise_multiplier")
-        motion.backgroundRate = v.number("motion.background_rate")
-        motion.minFrames = v.integer("motion.min_frames")
-        motion.lightSwitchFraction = v.number("motion.light_switch_fraction")
-        motion.despeckle = v.integer("motion.despeckle")
         let maskPath = v.text("motion.mask")
-        motion.mask = maskPath.isEmpty ? "" : resolve(maskPath, against: directory)
-        do { try motion.validate() } catch {
-            throw v.error(error.key, error.description)
+        let motion = MotionSettings(
+            detectWidth: v.integer("motion.detect_width"), threshold: v.number("motion.threshold"),
+            pixelThreshold: v.number("motion.pixel_threshold"), noiseMultiplier: v.number("motion.noise_multiplier"),
+            backgroundRate: v.number("motion.background_rate"), minFrames: v.integer("motion.min_frames"),
+            lightSwitchFraction: v.number("motion.light_switch_fraction"), despeckle: v.integer("motion.despeckle"),
+            mask: maskPath.isEmpty ? "" : resolve(maskPath, against: directory))
+        if motion.pixelThreshold > 0 && motion.pixelThreshold < 1 {
+            throw v.error("motion.pixel_threshold", "motion.pixel_threshold: \(motion.pixelThreshold) is out of range — use 0 to derive it from the measured noise, or grey levels from 1 to 255")
+        }
+        if motion.threshold >= motion.lightSwitchFraction {
+            throw v.error("motion.threshold", "motion.threshold: \(motion.threshold) is not below motion.light_switch_fraction (\(motion.lightSwitchFraction)), so nothing could ever trigger — lower motion.threshold or raise motion.light_switch_fraction")
         }
         self.motion = motion
         if motion.mask.isEmpty {

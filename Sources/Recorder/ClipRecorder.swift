@@ -1,5 +1,4 @@
 import Media
-import MotionDetection
 
 /// What the clip writer must do, in order.
 public enum ClipCommand: Sendable, Equatable {

@@ -6,6 +6,7 @@
 // the clip is on disk.
 
 import Capture
+import Configuration
 import Foundation
 import H264
 import Media
@@ -57,7 +58,7 @@ func encodeAlone(_ path: String, settings: EncoderSettings) throws -> (encode: D
     var t = processCPUSeconds()
     let encoder = try H264Encoder(format: source.format, settings: settings)
     encode += processCPUSeconds() - t
-    var detector = MotionDetector(settings: MotionSettings())
+    var detector = MotionDetector(settings: try Settings.defaults().motion)
     while true {
         t = processCPUSeconds()
         guard let frame = try source.nextFrame() else { break }

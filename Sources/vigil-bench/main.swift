@@ -8,6 +8,7 @@
 //   vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
 
 import Capture
+import Configuration
 import Foundation
 import H264
 import Media
@@ -228,7 +229,7 @@ func run() throws {
 
         // Motion detection on the same frames' luma, with the default settings (the agent's
         // per-frame cost beside the encoder). Timestamps advance so the background adapts.
-        var detector = MotionDetector(settings: MotionSettings())
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         var n: Int64 = 0
         let detect = perFrame(frames) { f in
             _ = detector.process(f.luma, at: scene.timestamp(ofFrame: n))

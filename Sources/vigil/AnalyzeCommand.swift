@@ -1,8 +1,8 @@
+import Analysis
 import Capture
 import Configuration
 import FoundationEssentials
 import Media
-import MotionDetection
 import Recorder
 
 /// `vigil analyze`: motion detection only, over a source, to see why Vigil would trigger.

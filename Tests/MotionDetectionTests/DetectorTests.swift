@@ -1,5 +1,7 @@
+import Configuration
 import Media
 import Testing
+import TestSupport
 @testable import MotionDetection
 
 @Suite struct DownscaleTests {
@@ -20,10 +22,10 @@ import Testing
         (3200, 400, 3200, 16),  // b = 200 (even, too large for 16-bit pair sums)
         (4096, 300, 4100, 16),  // b = 255 (the largest block)
     ])
-    func blockAverage(width: Int, height: Int, stride: Int, detectWidth: Int) {
+    func blockAverage(width: Int, height: Int, stride: Int, detectWidth: Int) throws {
         var random = TestRandom(seed: UInt64(width * 7919 + height))
         let plane = TestPlane(width: width, height: height, stride: stride) { _, _ in UInt8(truncatingIfNeeded: random.next()) }
-        var settings = MotionSettings()
+        var settings = try Settings.defaults().motion
         settings.detectWidth = detectWidth
         var detector = MotionDetector(settings: settings)
         _ = plane.withView { detector.process($0, at: .zero) }
@@ -33,7 +35,7 @@ import Testing
         #expect(detector.detectHeight == height / b)
         #expect(detector.detectWidth >= min(detectWidth, width))
         let reduced = detector.reducedPicture
-        let step = MotionDetector.rowStep(forBlock: b)
+        let step = Downscaler.rowStep(forBlock: b)
         #expect(step == (b >= 4 ? 2 : 1))
         var worst = 0.0
         for by in 0..<detector.detectHeight {
@@ -53,16 +55,16 @@ import Testing
         #expect(worst < 0.001)
     }
 
-    @Test func emptyPlaneIsHarmless() {
+    @Test func emptyPlaneIsHarmless() throws {
         let plane = TestPlane(width: 0, height: 0) { _, _ in 0 }
-        var detector = MotionDetector(settings: MotionSettings())
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         let result = plane.withView { detector.process($0, at: .zero) }
         #expect(result.score == 0)
         #expect(!result.motion)
     }
 
-    @Test func sizeChangeRestartsLearning() {
-        var detector = MotionDetector(settings: MotionSettings())
+    @Test func sizeChangeRestartsLearning() throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         let small = TestPlane(width: 320, height: 240) { x, y in UInt8(texture(x, y)) }
         let large = TestPlane(width: 640, height: 480) { x, y in UInt8(texture(x, y)) }
         _ = small.withView { detector.process($0, at: .s(0)) }
@@ -89,9 +91,9 @@ func run(_ detector: inout MotionDetector, frames: Int, fps: Double = 15, start:
     /// The noise estimate matches the noise of the reduced picture (σ / block size, since a
     /// block averages b² independent samples), and the derived threshold follows it.
     @Test(arguments: [2.0, 4.0, 6.0])
-    func estimateFollowsSensorNoise(sigma: Double) {
+    func estimateFollowsSensorNoise(sigma: Double) throws {
         var random = TestRandom(seed: UInt64(sigma * 100))
-        var detector = MotionDetector(settings: MotionSettings())
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         let results = run(&detector, frames: 90) { _ in
             TestPlane(width: 320, height: 240) { x, y in clampByte(texture(x, y) + Int((sigma * random.gaussian()).rounded())) }
         }
@@ -107,8 +109,8 @@ func run(_ detector: inout MotionDetector, frames: Int, fps: Double = 15, start:
         #expect(results.dropFirst(2).allSatisfy { $0.score == 0 })
     }
 
-    @Test func fixedPixelThresholdIsUsed() {
-        var settings = MotionSettings()
+    @Test func fixedPixelThresholdIsUsed() throws {
+        var settings = try Settings.defaults().motion
         settings.pixelThreshold = 17
         var detector = MotionDetector(settings: settings)
         let results = run(&detector, frames: 3) { _ in TestPlane(width: 160, height: 120) { x, y in UInt8(texture(x, y)) } }
@@ -128,8 +130,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
 }
 
 @Suite struct DespeckleTests {
-    @Test func isolatedPixelsDoNotCount() {
-        var detector = MotionDetector(settings: MotionSettings())
+    @Test func isolatedPixelsDoNotCount() throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         _ = run(&detector, frames: 5) { _ in scene() }
         // Twenty isolated changed pixels, far apart.
         let speckles = (0..<20).map { ($0 * 7 % 150 + 3, $0 * 5 % 110 + 3, 1) }
@@ -137,8 +139,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
         #expect(result.score == 0)
     }
 
-    @Test func isolatedPixelsCountWithoutDespeckle() {
-        var settings = MotionSettings()
+    @Test func isolatedPixelsCountWithoutDespeckle() throws {
+        var settings = try Settings.defaults().motion
         settings.despeckle = 0
         var detector = MotionDetector(settings: settings)
         _ = run(&detector, frames: 5) { _ in scene() }
@@ -150,8 +152,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
     /// A solid block counts whole (its corners have 3 changed neighbours), also at the edges
     /// and corners of the picture.
     @Test(arguments: [(50, 50), (0, 0), (157, 117), (0, 60)])
-    func blocksCountWhole(x: Int, y: Int) {
-        var detector = MotionDetector(settings: MotionSettings())
+    func blocksCountWhole(x: Int, y: Int) throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         _ = run(&detector, frames: 5) { _ in scene() }
         let result = scene(squares: [(x, y, 3)]).withView { detector.process($0, at: .s(1)) }
         #expect(result.score == 9.0 / (160 * 120))
@@ -159,8 +161,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
 
     /// Two changed neighbours are required by default: a pair of pixels does not count, a
     /// line of three counts its middle pixel... and a line of 5 counts its 3 inner pixels.
-    @Test func neighbourRule() {
-        var detector = MotionDetector(settings: MotionSettings())
+    @Test func neighbourRule() throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         _ = run(&detector, frames: 5) { _ in scene() }
         let line = (0..<5).map { (40 + $0, 40, 1) }
         let pair = [(100, 100, 1), (101, 100, 1)]
@@ -171,8 +173,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
 
 @Suite struct LightSwitchTests {
     @Test(arguments: [40, -50])
-    func offsetStepRelearnsInsteadOfTriggering(delta: Int) {
-        var detector = MotionDetector(settings: MotionSettings())
+    func offsetStepRelearnsInsteadOfTriggering(delta: Int) throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         var results = run(&detector, frames: 20) { _ in scene() }
         results += run(&detector, frames: 30, start: 20) { _ in scene(offset: delta) }
         results += run(&detector, frames: 30, start: 50) { _ in scene() }
@@ -184,8 +186,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
     }
 
     /// A change of contrast (gain) as well as brightness, as a lamp gives.
-    @Test func gainStep() {
-        var detector = MotionDetector(settings: MotionSettings())
+    @Test func gainStep() throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         var results = run(&detector, frames: 20) { _ in scene() }
         results += run(&detector, frames: 30, start: 20) { _ in
             TestPlane(width: 320, height: 240) { x, y in clampByte(Int(Double(texture(x, y)) * 1.4) - 10) }
@@ -195,8 +197,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
     }
 
     /// A slow drift of exposure (a cloud, dusk) is compensated, not motion and not a switch.
-    @Test func slowDriftIsCompensated() {
-        var detector = MotionDetector(settings: MotionSettings())
+    @Test func slowDriftIsCompensated() throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         let results = run(&detector, frames: 150) { i in
             let gain = 1 + 0.15 * Double(i) / 150
             return TestPlane(width: 320, height: 240) { x, y in clampByte(Int((Double(texture(x, y)) * gain).rounded())) }
@@ -207,8 +209,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
     }
 
     /// Motion is seen again once the light has settled.
-    @Test func motionAfterLightSwitch() {
-        var detector = MotionDetector(settings: MotionSettings())
+    @Test func motionAfterLightSwitch() throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         var results = run(&detector, frames: 20) { _ in scene() }
         results += run(&detector, frames: 20, start: 20) { _ in scene(offset: 40) }
         results += run(&detector, frames: 5, start: 40) { i in scene(offset: 40, squares: [(20 + 3 * (i - 40), 30, 20)]) }
@@ -221,8 +223,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
     /// Motion needs `min_frames` consecutive frames over the threshold, and the trigger time
     /// is the first of them.
     @Test(arguments: [1, 2, 3, 5])
-    func consecutiveFrames(minFrames: Int) {
-        var settings = MotionSettings()
+    func consecutiveFrames(minFrames: Int) throws {
+        var settings = try Settings.defaults().motion
         settings.minFrames = minFrames
         var detector = MotionDetector(settings: settings)
         let object = [(30, 30, 20)]  // 400 of 19200 reduced pixels: about 2 %
@@ -246,7 +248,7 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
     @Test func maskedMotionDoesNotCount() throws {
         // Watch the left half only.
         let mask = try MotionMask(width: 4, height: 2, watched: [true, true, false, false, true, true, false, false])
-        var detector = MotionDetector(settings: MotionSettings(), mask: mask)
+        var detector = MotionDetector(settings: try Settings.defaults().motion, mask: mask)
         _ = run(&detector, frames: 5) { _ in scene() }
         let right = scene(squares: [(100, 50, 30)]).withView { detector.process($0, at: .s(1)) }
         #expect(right.score == 0)
@@ -260,8 +262,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
 @Suite struct BackgroundTests {
     /// Something that stays (a parked car) is motion at first, then is learned: after about
     /// `absorbAfter` seconds plus a few for the learning, the score is back to 0.
-    @Test func lastingChangeIsLearned() {
-        var detector = MotionDetector(settings: MotionSettings())
+    @Test func lastingChangeIsLearned() throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         let fps = 5.0
         _ = run(&detector, frames: 10, fps: fps) { _ in scene() }
         let parked = run(&detector, frames: 200, fps: fps, start: 10) { _ in scene(squares: [(60, 40, 25)]) }
@@ -275,8 +277,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
 
     /// Something that stood still for a while and left leaves no ghost: the background did
     /// not learn it, so the score drops at once.
-    @Test func noGhostAfterAStop() {
-        var detector = MotionDetector(settings: MotionSettings())
+    @Test func noGhostAfterAStop() throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         let fps = 10.0
         _ = run(&detector, frames: 20, fps: fps) { _ in scene() }
         let standing = run(&detector, frames: 100, fps: fps, start: 20) { _ in scene(squares: [(60, 40, 25)]) }
@@ -287,8 +289,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
 
     /// A slowly moving object is still seen: it is compared with the background, not with the
     /// previous frame (where it barely moved).
-    @Test func slowMovementIsSeen() {
-        var detector = MotionDetector(settings: MotionSettings())
+    @Test func slowMovementIsSeen() throws {
+        var detector = MotionDetector(settings: try Settings.defaults().motion)
         _ = run(&detector, frames: 20) { _ in scene() }
         // One reduced pixel every 3 frames (0.1 of a block per frame at 320×240).
         let moving = run(&detector, frames: 90, start: 20) { i in scene(squares: [(20 + (i - 20) / 3, 40, 20)]) }

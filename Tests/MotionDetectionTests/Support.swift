@@ -55,11 +55,3 @@ func texture(_ x: Int, _ y: Int) -> Int {
 }
 
 func clampByte(_ v: Int) -> UInt8 { UInt8(min(max(v, 0), 255)) }
-
-extension Timestamp {
-    static func s(_ seconds: Double) -> Timestamp { Timestamp(seconds: seconds) }
-}
-
-extension Timestamp.Duration {
-    static func s(_ seconds: Double) -> Timestamp.Duration { Timestamp.Duration(seconds: seconds) }
-}

@@ -1,5 +1,4 @@
 import Media
-import MotionDetection
 import Testing
 @testable import Recorder
 

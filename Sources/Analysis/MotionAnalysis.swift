@@ -1,4 +1,9 @@
 import Media
+import MotionDetection
+import Recorder
+
+// The record of an analysis and its text outputs: the events as JSON lines, the summary line
+// and the per-frame CSV (the SVG plot is MotionPlot.swift).
 
 /// The outcome of running detection over a source (`vigil analyze`): the events found, a
 /// summary, and the per-frame record as CSV and as an SVG plot.
@@ -84,8 +89,8 @@ public struct MotionAnalysis: Sendable {
     /// `{"start": 8.03, "end": 12.40, "peak": 0.061}`: times with two decimals, the peak score
     /// (fraction of the watched picture) with three significant digits.
     public static func jsonLine(_ event: Event) -> String {
-        "{\"start\": \(DecimalText.fixed(event.start, 2)), \"end\": \(DecimalText.fixed(event.end, 2)), "
-            + "\"peak\": \(DecimalText.significant(event.peak, 3))}"
+        "{\"start\": \(JSONNumber.fixed(event.start, 2)), \"end\": \(JSONNumber.fixed(event.end, 2)), "
+            + "\"peak\": \(JSONNumber.significant(event.peak, 3))}"
     }
 
     /// One JSON line per event, in order.
@@ -115,12 +120,12 @@ public struct MotionAnalysis: Sendable {
     public var summaryLine: String {
         let maxScore = frames.reduce(0) { $1.lightSwitch ? $0 : max($0, Double($1.score)) }
         let lightSwitches = frames.filter(\.lightSwitch).count
-        return "{\"frames\": \(frames.count), \"duration\": \(DecimalText.fixed(duration, 2)), "
-            + "\"events\": \(events.count), \"noise\": \(DecimalText.fixed(medianNoise, 2)), "
-            + "\"pixel_threshold\": \(DecimalText.fixed(medianPixelThreshold, 2)), "
-            + "\"threshold\": \(DecimalText.significant(settings.threshold, 3)), "
-            + "\"idle_score_p99\": \(DecimalText.significant(idleScore99, 3)), "
-            + "\"max_score\": \(DecimalText.significant(maxScore, 3)), "
+        return "{\"frames\": \(frames.count), \"duration\": \(JSONNumber.fixed(duration, 2)), "
+            + "\"events\": \(events.count), \"noise\": \(JSONNumber.fixed(medianNoise, 2)), "
+            + "\"pixel_threshold\": \(JSONNumber.fixed(medianPixelThreshold, 2)), "
+            + "\"threshold\": \(JSONNumber.significant(settings.threshold, 3)), "
+            + "\"idle_score_p99\": \(JSONNumber.significant(idleScore99, 3)), "
+            + "\"max_score\": \(JSONNumber.significant(maxScore, 3)), "
             + "\"light_switches\": \(lightSwitches), "
             + "\"detect_width\": \(detectWidth), \"detect_height\": \(detectHeight)}"
     }
@@ -162,43 +167,14 @@ public struct MotionAnalysis: Sendable {
     }
 }
 
-/// Detection only, over a whole source: the detector, the event state machine and the
-/// analysis wired together, so that `vigil analyze` is a loop over frames.
-///
-///     var analyzer = MotionAnalyzer(settings: motion, eventSettings: events, mask: mask)
-///     for frame in source { analyzer.process(frame.luma, at: frame.timestamp) }
-///     let analysis = analyzer.finish()
-///     analysis.eventLines.forEach { print($0) }; print(analysis.summaryLine)
-public struct MotionAnalyzer: Sendable {
-    public private(set) var detector: MotionDetector
-    public private(set) var machine: EventStateMachine
-    public private(set) var analysis: MotionAnalysis
-    private var lastTime: Timestamp?
-
-    public init(settings: MotionSettings, eventSettings: EventSettings, mask: MotionMask? = nil) {
-        detector = MotionDetector(settings: settings, mask: mask)
-        machine = EventStateMachine(settings: eventSettings)
-        analysis = MotionAnalysis(settings: settings, eventSettings: eventSettings)
+/// Numbers for the JSON lines, as `DecimalText` writes them, except that a value that is not
+/// finite (which JSON cannot hold, and `DecimalText` writes as "nan" or "inf") is written as 0.
+enum JSONNumber {
+    static func fixed(_ value: Double, _ decimals: Int) -> String {
+        DecimalText.fixed(value.isFinite ? value : 0, decimals)
     }
 
-    /// Analyses one frame (its luma plane and capture time) and returns the detector's
-    /// result and the state machine's actions for it.
-    @discardableResult
-    public mutating func process(_ luma: PlaneView, at time: Timestamp) -> (result: MotionResult, actions: [EventAction]) {
-        let result = detector.process(luma, at: time)
-        let actions = machine.handle(.frame(result))
-        analysis.detectWidth = detector.detectWidth
-        analysis.detectHeight = detector.detectHeight
-        analysis.record(result, state: machine.state, actions: actions)
-        lastTime = time
-        return (result, actions)
-    }
-
-    /// Ends an open event at the last frame and returns the analysis.
-    public mutating func finish() -> MotionAnalysis {
-        if let lastTime {
-            analysis.record(machine.handle(.finish(at: lastTime)))
-        }
-        return analysis
+    static func significant(_ value: Double, _ digits: Int) -> String {
+        DecimalText.significant(value.isFinite ? value : 0, digits)
     }
 }

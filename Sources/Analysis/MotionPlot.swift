@@ -1,5 +1,7 @@
 import Media
 
+// The SVG plot of an analysis: the score against the threshold, the events, the noise.
+
 /// The SVG plot of an analysis: readable in any browser, no other tool needed.
 ///
 /// Top panel: the score (fraction of the watched picture that changed, log scale) against

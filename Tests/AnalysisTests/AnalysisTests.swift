@@ -2,14 +2,18 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import Configuration
 import Media
+import MotionDetection
+import Recorder
 import Testing
-@testable import MotionDetection
+import TestSupport
+@testable import Analysis
 
 @Suite struct AnalysisTests {
     /// An analysis built from chosen results: motion from 8.03 s to 10.40 s (post-roll 2 s).
-    static func sample(frames: Int = 200, fps: Double = 15, start: Double = 100) -> MotionAnalysis {
-        var settings = MotionSettings()
+    static func sample(frames: Int = 200, fps: Double = 15, start: Double = 100) throws -> MotionAnalysis {
+        var settings = try Settings.defaults().motion
         settings.threshold = 0.005
         let events = EventSettings(postRoll: .s(2), maxClip: .s(300))
         var machine = EventStateMachine(settings: events)
@@ -34,7 +38,7 @@ import Testing
     }
 
     @Test func eventLinesAreJSON() throws {
-        let analysis = Self.sample()
+        let analysis = try Self.sample()
         #expect(analysis.events.count == 1)
         // Motion frames from 8.067 to 10.333 s (trigger 8.03), post-roll 2 s.
         #expect(analysis.eventLines == ["{\"start\": 8.03, \"end\": 12.33, \"peak\": 0.0599}"])
@@ -45,7 +49,7 @@ import Testing
     }
 
     @Test func summaryLine() throws {
-        let analysis = Self.sample()
+        let analysis = try Self.sample()
         let object = try #require(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) as? [String: Any])
         #expect(object["frames"] as? Int == 200)
         #expect((object["duration"] as? Double).map { abs($0 - 13.27) < 0.001 } == true)
@@ -58,8 +62,8 @@ import Testing
         #expect(object["idle_score_p99"] as? Double == 0.0002)
     }
 
-    @Test func csv() {
-        let analysis = Self.sample()
+    @Test func csv() throws {
+        let analysis = try Self.sample()
         let lines = analysis.csv.split(separator: "\n", omittingEmptySubsequences: false)
         #expect(lines.first == "time,score,threshold,state")
         #expect(lines.count == 200 + 2)  // header, rows, and the empty string after the last newline
@@ -79,7 +83,7 @@ import Testing
     /// The plot is a well-formed SVG document with the parts a reader needs.
     @Test(arguments: [200, 30_000])
     func svgIsWellFormed(frames: Int) throws {
-        let analysis = Self.sample(frames: frames)
+        let analysis = try Self.sample(frames: frames)
         let svg = analysis.svg(title: "garden <cam> & \"night\"")
         #expect(svg.hasPrefix("<?xml"))
         for part in ["<svg", "<title>", "<polyline", "stroke-dasharray", "fill-opacity", "time (s)", "noise σ",
@@ -103,59 +107,24 @@ import Testing
         #expect(svg.utf8.count < 400_000)
     }
 
+    /// JSON has no NaN or infinity: a value that is not finite is written as 0.
+    @Test func nonFiniteNumbersStayJSON() throws {
+        let event = MotionAnalysis.Event(start: .nan, end: .infinity, peak: -.infinity, confirmed: 0, parts: 1)
+        #expect(MotionAnalysis.jsonLine(event) == "{\"start\": 0.00, \"end\": 0.00, \"peak\": 0}")
+        var settings = try Settings.defaults().motion
+        settings.threshold = .nan
+        let analysis = MotionAnalysis(settings: settings, eventSettings: EventSettings(postRoll: .s(2), maxClip: .s(300)))
+        #expect(analysis.summaryLine.contains("\"threshold\": 0,"), "\(analysis.summaryLine)")
+        #expect(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) is [String: Any])
+    }
+
     @Test func emptyAnalysis() throws {
-        let analysis = MotionAnalysis(settings: MotionSettings(), eventSettings: EventSettings())
+        let analysis = MotionAnalysis(settings: try Settings.defaults().motion, eventSettings: EventSettings(postRoll: .s(2), maxClip: .s(300)))
         #expect(analysis.eventLines.isEmpty)
         #expect(analysis.csv == "time,score,threshold,state\n")
         #expect(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) is [String: Any])
         #if canImport(FoundationXML) || canImport(Darwin)
         _ = try XMLDocument(xmlString: analysis.svg(title: "nothing"), options: [])
         #endif
-    }
-}
-
-@Suite struct SettingsTests {
-    @Test func defaultsAreValid() throws {
-        try MotionSettings().validate()
-        try EventSettings().validate()
-        #expect(MotionSettings().keyValues.map(\.key) == [
-            "motion.detect_width", "motion.threshold", "motion.pixel_threshold", "motion.noise_multiplier",
-            "motion.background_rate", "motion.min_frames", "motion.light_switch_fraction", "motion.despeckle",
-            "motion.mask",
-        ])
-    }
-
-    /// One invalid setting each, with the key its error must name.
-    static let invalid: [(String, MotionSettings)] = {
-        func with(_ change: (inout MotionSettings) -> Void) -> MotionSettings {
-            var s = MotionSettings()
-            change(&s)
-            return s
-        }
-        return [
-            ("motion.detect_width", with { $0.detectWidth = 8 }),
-            ("motion.threshold", with { $0.threshold = 0 }),
-            ("motion.threshold", with { $0.threshold = .nan }),
-            ("motion.pixel_threshold", with { $0.pixelThreshold = 0.5 }),
-            ("motion.noise_multiplier", with { $0.noiseMultiplier = 40 }),
-            ("motion.background_rate", with { $0.backgroundRate = 0 }),
-            ("motion.min_frames", with { $0.minFrames = 0 }),
-            ("motion.light_switch_fraction", with { $0.lightSwitchFraction = 2 }),
-            ("motion.threshold", with { $0.threshold = 0.3; $0.lightSwitchFraction = 0.2 }),
-            ("motion.despeckle", with { $0.despeckle = 9 }),
-        ]
-    }()
-
-    @Test(arguments: invalid)
-    func invalidSettingNamesItsKey(key: String, settings: MotionSettings) {
-        #expect(throws: MotionSettingsError.self) { try settings.validate() }
-        let problems = settings.problems()
-        #expect(problems.map(\.key).contains(key), "\(problems)")
-        #expect(problems.allSatisfy { $0.description.hasPrefix($0.key + ": ") && !$0.fix.isEmpty })
-    }
-
-    @Test func eventSettingsRanges() {
-        #expect(EventSettings(postRoll: .s(-1), maxClip: .s(60)).problems().map(\.key) == ["recording.post_roll"])
-        #expect(EventSettings(postRoll: .s(5), maxClip: .s(1)).problems().map(\.key) == ["recording.max_clip"])
     }
 }

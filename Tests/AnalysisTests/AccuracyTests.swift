@@ -1,7 +1,11 @@
+import Analysis
 import Capture
+import Configuration
 import Media
+import MotionDetection
+import Recorder
 import Testing
-@testable import MotionDetection
+import TestSupport
 
 /// Detection accuracy on the synthetic scene (the `synthetic` source), whose schedule is the
 /// ground truth: textured background, Gaussian sensor noise of σ 2–6 grey levels, objects of
@@ -16,10 +20,9 @@ import Testing
     static let events = EventSettings(postRoll: .s(postRoll), maxClip: .s(300))
 
     /// Runs detection over the whole scene.
-    static func analyse(_ scene: SyntheticScene, settings: MotionSettings = MotionSettings(),
-                        mask: MotionMask? = nil) throws -> MotionAnalysis {
+    static func analyse(_ scene: SyntheticScene, mask: MotionMask? = nil) throws -> MotionAnalysis {
         let source = try SyntheticSource(scene: scene)
-        var analyzer = MotionAnalyzer(settings: settings, eventSettings: events, mask: mask)
+        var analyzer = MotionAnalyzer(settings: try Settings.defaults().motion, eventSettings: events, mask: mask)
         while let frame = try source.nextFrame() {
             analyzer.process(frame.luma, at: frame.timestamp)
         }
@@ -93,7 +96,7 @@ import Testing
         #expect(analysis.events.isEmpty, "\(analysis.eventLines)")
         #expect(analysis.frames.allSatisfy { !$0.lightSwitch })
         let maxScore = analysis.frames.reduce(0) { max($0, $1.score) }
-        #expect(Double(maxScore) < MotionSettings().threshold / 5, "noise alone scored \(maxScore)")
+        #expect(Double(maxScore) < (try Settings.defaults().motion.threshold) / 5, "noise alone scored \(maxScore)")
         print("noise only \(size.testDescription): max score \(maxScore), noise \(DecimalText.fixed(analysis.medianNoise, 3))")
     }
 

@@ -1,6 +1,7 @@
 import Media
 import Testing
-@testable import MotionDetection
+import TestSupport
+@testable import Recorder
 
 /// The event state machine, driven with chosen timestamps (no clock).
 @Suite struct EventStateMachineTests {

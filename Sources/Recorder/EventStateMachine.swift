@@ -2,38 +2,16 @@ import Media
 
 /// How long events last: the `recording.post_roll` and `recording.max_clip` settings.
 public struct EventSettings: Sendable, Equatable {
-    /// `post_roll` — an event ends this long after the last frame with motion; motion
-    /// resuming before then continues the same event. Default 5 s, range 0–300 s.
-    public var postRoll: Timestamp.Duration = .init(seconds: 5)
-    /// `max_clip` — a clip is split into parts of at most about this length, counted from
-    /// the trigger (the first part also holds the pre-roll before it). Default 300 s,
-    /// range 10–3600 s.
-    public var maxClip: Timestamp.Duration = .init(seconds: 300)
-
-    public init() {}
+    /// An event ends this long after the last frame with motion; motion resuming before then
+    /// continues the same event.
+    public var postRoll: Timestamp.Duration
+    /// A clip is split into parts of at most about this length, counted from the trigger (the
+    /// first part also holds the pre-roll before it).
+    public var maxClip: Timestamp.Duration
 
     public init(postRoll: Timestamp.Duration, maxClip: Timestamp.Duration) {
         self.postRoll = postRoll
         self.maxClip = maxClip
-    }
-
-    /// Every problem with these settings; empty when they are valid.
-    public func problems() -> [MotionSettingsError] {
-        var found: [MotionSettingsError] = []
-        if postRoll < .zero || postRoll > .init(seconds: 300) {
-            found.append(MotionSettingsError(key: "recording.post_roll", problem: "\(postRoll) is out of range",
-                                             fix: "use seconds from 0 to 300 (default 5)"))
-        }
-        if maxClip < .init(seconds: 10) || maxClip > .init(seconds: 3600) {
-            found.append(MotionSettingsError(key: "recording.max_clip", problem: "\(maxClip) is out of range",
-                                             fix: "use seconds from 10 to 3600 (default 300)"))
-        }
-        return found
-    }
-
-    /// The first problem `problems()` finds, thrown.
-    public func validate() throws(MotionSettingsError) {
-        if let first = problems().first { throw first }
     }
 }
 
@@ -46,11 +24,6 @@ public enum EventInput: Sendable, Equatable {
     /// The stream ends (end of file, camera gone, shutdown) at `time`: an open event ends now,
     /// its post-roll cut short.
     case finish(at: Timestamp)
-
-    /// The verdict of a detector result.
-    public static func frame(_ result: MotionResult) -> EventInput {
-        .frame(time: result.time, motion: result.motion, score: result.score, motionStart: result.motionStart)
-    }
 }
 
 /// What the recorder must do.
