@@ -41,7 +41,7 @@ let package = Package(
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
-            dependencies: ["Agent", "Media", "QuickTime", "MotionDetection", "Recorder", "Capture", "Configuration", "Storage"]
+            dependencies: ["Agent", "Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Storage"]
         ),
 
         // Measures the pipeline (`make bench`).

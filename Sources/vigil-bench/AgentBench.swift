@@ -55,7 +55,8 @@ func encodeAlone(_ path: String, settings: EncoderSettings) throws -> (encode: D
     let source = try Y4MSource(path: path)
     var encode = 0.0, detect = 0.0, read = 0.0, frames = 0
     var t = processCPUSeconds()
-    let encoder = try H264Encoder(format: source.format, settings: settings)
+    let encoder = try X264Encoder(format: source.format, settings: settings)
+    var keyframes = KeyframeSchedule(interval: .init(seconds: settings.keyframeInterval))
     encode += processCPUSeconds() - t
     var detector = MotionDetector(settings: MotionSettings())
     while true {
@@ -63,7 +64,7 @@ func encodeAlone(_ path: String, settings: EncoderSettings) throws -> (encode: D
         guard let frame = try source.nextFrame() else { break }
         read += processCPUSeconds() - t
         t = processCPUSeconds()
-        _ = try encoder.encode(frame)
+        _ = try encoder.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp))
         let t1 = processCPUSeconds()
         _ = detector.process(frame.luma, at: frame.timestamp)
         let t2 = processCPUSeconds()
@@ -72,7 +73,7 @@ func encodeAlone(_ path: String, settings: EncoderSettings) throws -> (encode: D
         frames += 1
     }
     t = processCPUSeconds()
-    _ = try encoder.close()
+    _ = try encoder.flush()
     encode += processCPUSeconds() - t
     return (encode, detect, read, frames)
 }

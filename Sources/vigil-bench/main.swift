@@ -90,7 +90,7 @@ func machine() -> [String: Any] {
     // Other work on the machine skews the figures; the load average says how much there was.
     let load = ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "").split(separator: " ").first.map(String.init) ?? "?"
     return ["cpu": model, "cores": ProcessInfo.processInfo.activeProcessorCount, "load_average_1min": load,
-            "x264_build": H264Encoder.libraryBuild, "x264_version": H264Encoder.libraryVersion,
+            "x264_build": X264Encoder.libraryBuild, "x264_version": X264Encoder.libraryVersion,
             "os": ProcessInfo.processInfo.operatingSystemVersionString]
 }
 
@@ -165,7 +165,7 @@ func run() throws {
     let info = machine()
     let rate = Rational(30, 1)
     let defaultThreads = EncoderSettings(threads: 0)
-    print("vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores (load average \(info["load_average_1min"] ?? "?")), libx264 \(H264Encoder.libraryVersion) (build \(H264Encoder.libraryBuild))")
+    print("vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores (load average \(info["load_average_1min"] ?? "?")), libx264 \(X264Encoder.libraryVersion) (build \(X264Encoder.libraryBuild))")
     #if DEBUG
     print("warning: this is a debug build; run `make bench` for release figures")
     #endif
@@ -204,7 +204,9 @@ func run() throws {
 
         var encodeOneThread = 0.0
         for (label, threads) in [("1 thread", 1), ("default threads", 0)] {
-            let encoder = try H264Encoder(format: source.format, settings: EncoderSettings(threads: threads))
+            let settings = EncoderSettings(threads: threads)
+            let encoder = try X264Encoder(format: source.format, settings: settings)
+            var keyframes = KeyframeSchedule(interval: .init(seconds: settings.keyframeInterval))
             var bytes = 0
             var encoded = 0
             let total = options.frames * options.passes
@@ -212,9 +214,9 @@ func run() throws {
                 for n in 0..<total {
                     let f = frames[n % frames.count]
                     let frame = VideoFrame(format: f.format, buffer: f.buffer, timestamp: scene.timestamp(ofFrame: Int64(n)), sequence: UInt64(n))
-                    if let s = try encoder.encode(frame) { bytes += s.data.count; encoded += 1 }
+                    for s in try encoder.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) { bytes += s.data.count; encoded += 1 }
                 }
-                for s in try encoder.close() { bytes += s.data.count; encoded += 1 }
+                for s in try encoder.flush() { bytes += s.data.count; encoded += 1 }
             }
             precondition(encoded == total, "the encoder returned \(encoded) of \(total) frames")
             table.record("x264 encode, \(label)", unit: "ms/frame", column: column, value: elapsed * 1000 / Double(total))
