@@ -36,7 +36,7 @@ let package = Package(
         // queues, stop order, signals, sd_notify).
         .target(
             name: "Agent",
-            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
+            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "Capture", "Configuration", "Logging", "Storage"]
         ),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
@@ -47,7 +47,7 @@ let package = Package(
         // Measures the pipeline (`make bench`).
         .executableTarget(
             name: "vigil-bench",
-            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture"]
+            dependencies: ["Media", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration"]
         ),
 
         // Tests.

@@ -114,7 +114,7 @@ public final class X264Encoder: VideoEncoder {
 
         param.rc.i_rc_method = X264_RC_CRF
         param.rc.f_rf_constant = Float(settings.crf)
-        if let rate = settings.maxBitrateKbps, let buffer = settings.effectiveVBVBufferKbit {
+        if case .vbv(let rate, let buffer) = settings.rateCap {
             param.rc.i_vbv_max_bitrate = Int32(rate)
             param.rc.i_vbv_buffer_size = Int32(buffer)
         }

@@ -6,6 +6,7 @@
 // the clip is on disk.
 
 import Capture
+import Configuration
 import Foundation
 import H264
 import Media
@@ -51,11 +52,11 @@ func writeY4M(_ scene: SyntheticScene, to path: String) throws -> Int {
 /// CPU seconds of the in-process x264 loop over the file's frames (opening, every frame,
 /// flushing), of the motion detector over the same frames, and of reading them from the file
 /// (as the agent's file source does), each counted apart.
-func encodeAlone(_ path: String, settings: EncoderSettings) throws -> (encode: Double, detect: Double, read: Double, frames: Int) {
+func encodeAlone(_ path: String, settings: Settings.Encoder) throws -> (encode: Double, detect: Double, read: Double, frames: Int) {
     let source = try Y4MSource(path: path)
     var encode = 0.0, detect = 0.0, read = 0.0, frames = 0
     var t = processCPUSeconds()
-    let encoder = try X264Encoder(format: source.format, settings: settings)
+    let encoder = try X264Encoder(format: source.format, settings: settings.x264)
     var keyframes = KeyframeSchedule(interval: .init(seconds: settings.keyframeInterval))
     encode += processCPUSeconds() - t
     var detector = MotionDetector(settings: MotionSettings())
@@ -194,7 +195,7 @@ func measureAgent(width: Int, height: Int, column: String, options: Options, tab
     var clips = 0
     let ffmpeg = which("ffmpeg")
     for round in 0..<options.repeats {
-        let e = try encodeAlone(footage, settings: EncoderSettings())
+        let e = try encodeAlone(footage, settings: defaultEncoderSettings())
         precondition(e.frames == frames, "read \(e.frames) of \(frames) frames")
         alone.append(e.encode)
         detect.append(e.detect)

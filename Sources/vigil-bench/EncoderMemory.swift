@@ -17,9 +17,9 @@ func encoderMemoryChild(width: Int, height: Int) throws {
     // The source's tables and its frame buffer exist before the measurement starts.
     guard let first = try source.nextFrame() else { throw UsageError("the synthetic scene gave no frame") }
     var frame: VideoFrame? = first
+    let settings = try defaultEncoderSettings()
     let before = processStatus("VmRSS") ?? 0
-    let settings = EncoderSettings()
-    let encoder = try X264Encoder(format: source.format, settings: settings)
+    let encoder = try X264Encoder(format: source.format, settings: settings.x264)
     var keyframes = KeyframeSchedule(interval: .init(seconds: settings.keyframeInterval))
     for _ in 0..<90 {
         guard let f = frame else { break }

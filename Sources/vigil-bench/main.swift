@@ -8,6 +8,7 @@
 //   vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
 
 import Capture
+import Configuration
 import Foundation
 import H264
 import Media
@@ -94,6 +95,12 @@ func machine() -> [String: Any] {
             "os": ProcessInfo.processInfo.operatingSystemVersionString]
 }
 
+/// The encoder settings `vigil run` uses when its configuration sets none: what the bench
+/// measures x264 with.
+func defaultEncoderSettings() throws -> Settings.Encoder {
+    try Settings(values: ConfigValues.parse("", name: "defaults"), directory: "/").encoder
+}
+
 /// Seconds taken by `body`.
 func time(_ body: () throws -> Void) rethrows -> Double {
     let start = MonotonicClock.now()
@@ -164,13 +171,13 @@ func run() throws {
     var table = BenchTable(columns: columns)
     let info = machine()
     let rate = Rational(30, 1)
-    let defaultThreads = EncoderSettings(threads: 0)
+    let defaults = try defaultEncoderSettings()
     print("vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores (load average \(info["load_average_1min"] ?? "?")), libx264 \(X264Encoder.libraryVersion) (build \(X264Encoder.libraryBuild))")
     #if DEBUG
     print("warning: this is a debug build; run `make bench` for release figures")
     #endif
     print("frames: synthetic static scene with noise (sigma 3), \(options.frames) distinct frames at 30 fps, encoded \(options.passes)× over")
-    print("x264: \(defaultThreads.preset.rawValue)/\(defaultThreads.tune.map(\.rawValue).joined(separator: ",")), CRF \(Int(defaultThreads.crf)), keyframe every \(defaultThreads.keyframeInterval) s")
+    print("x264: \(defaults.x264.preset.rawValue)/\(defaults.x264.tune.map(\.rawValue).joined(separator: ",")), CRF \(Int(defaults.x264.crf)), keyframe every \(defaults.keyframeInterval) s")
     print("whole agent: a Y4M file of a scene with two events each 10 s, as many pixels as \(DecimalText.short(options.seconds, 3)) s of 1080p (\(DecimalText.short(options.seconds * 6.75, 3)) s at 640×480); vigil run vs x264 alone vs ffmpeg by CPU time, median of \(options.repeats)")
     print("real time: vigil run on its synthetic camera (demo scene, events 5 s and 25 s in) for \(DecimalText.short(options.realtimeSeconds, 3)) s, pre_roll 10 s\n")
     var pipeline: [[String: Any]] = []
@@ -204,9 +211,10 @@ func run() throws {
 
         var encodeOneThread = 0.0
         for (label, threads) in [("1 thread", 1), ("default threads", 0)] {
-            let settings = EncoderSettings(threads: threads)
+            var settings = defaults.x264
+            settings.threads = threads
             let encoder = try X264Encoder(format: source.format, settings: settings)
-            var keyframes = KeyframeSchedule(interval: .init(seconds: settings.keyframeInterval))
+            var keyframes = KeyframeSchedule(interval: .init(seconds: defaults.keyframeInterval))
             var bytes = 0
             var encoded = 0
             let total = options.frames * options.passes
@@ -260,8 +268,8 @@ func run() throws {
             "machine": info,
             "date": ISO8601DateFormatter().string(from: Date()),
             "frames": ["source": "synthetic static scene, noise sigma 3", "distinct": options.frames, "passes": options.passes, "rate": "30"],
-            "encoder": ["preset": defaultThreads.preset.rawValue, "tune": defaultThreads.tune.map(\.rawValue).joined(separator: ","),
-                        "crf": defaultThreads.crf, "keyframe_interval": defaultThreads.keyframeInterval],
+            "encoder": ["preset": defaults.x264.preset.rawValue, "tune": defaults.x264.tune.map(\.rawValue).joined(separator: ","),
+                        "crf": defaults.x264.crf, "keyframe_interval": defaults.keyframeInterval],
             "results": results,
             "pipeline": pipeline,
         ]

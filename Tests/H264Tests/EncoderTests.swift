@@ -234,7 +234,7 @@ import Testing
     @Test func delayedFramesAreFlushedOnClose() throws {
         let source = try scene(seconds: 2)
         let frames = try allFrames(source)
-        let encoder = try X264Encoder(format: source.format, settings: EncoderSettings(preset: .veryfast, tune: [], threads: 2))
+        let encoder = try X264Encoder(format: source.format, settings: x264Settings(preset: .veryfast, tune: [], threads: 2))
         let keys = scheduledKeyframes(frames.map(\.timestamp))
         var samples: [EncodedSample] = []
         for (i, f) in frames.enumerated() { samples += try encoder.encode(f, keyframe: keys.contains(i)) }
@@ -268,7 +268,7 @@ import Testing
         let source = try SyntheticSource(scene: sceneSettings)
         var format = source.format
         format.pixelAspectRatio = Rational(4, 3)
-        let encoder = try X264Encoder(format: format, settings: EncoderSettings(maxBitrateKbps: 400))
+        let encoder = try X264Encoder(format: format, settings: x264Settings(rateCap: .vbv(maxBitrateKbps: 400, bufferKbit: 400), threads: 0))
         let frames = try allFrames(source)
         #expect(frames.contains { !sceneSettings.visibleObjects(at: $0.timestamp).isEmpty })
         let samples = try encodeAll(frames, encoder: encoder)
@@ -284,53 +284,11 @@ import Testing
 }
 
 @Suite struct EncoderSettingsTests {
-    @Test func defaultsAreValid() throws {
-        let s = EncoderSettings()
-        try s.validate()
-        #expect(s.preset == .ultrafast && s.tune == [.zerolatency] && s.crf == 23 && s.threads == 0 && s.keyframeInterval == 1)
-    }
-
-    @Test(arguments: [
-        (EncoderSettings(crf: 0), "encoder.crf"),
-        (EncoderSettings(crf: 52), "encoder.crf"),
-        (EncoderSettings(crf: .nan), "encoder.crf"),
-        (EncoderSettings(maxBitrateKbps: 0), "encoder.max_bitrate"),
-        (EncoderSettings(maxBitrateKbps: 900_000), "encoder.max_bitrate"),
-        (EncoderSettings(vbvBufferKbit: 100), "encoder.vbv_buffer"),
-        (EncoderSettings(maxBitrateKbps: 500, vbvBufferKbit: 0), "encoder.vbv_buffer"),
-        (EncoderSettings(threads: -1), "encoder.threads"),
-        (EncoderSettings(threads: 65), "encoder.threads"),
-        (EncoderSettings(keyframeInterval: 0), "encoder.keyframe_interval"),
-        (EncoderSettings(keyframeInterval: 11), "encoder.keyframe_interval"),
-        (EncoderSettings(keyframeInterval: .infinity), "encoder.keyframe_interval"),
-        (EncoderSettings(tune: [.film, .grain]), "encoder.tune"),
-    ])
-    func invalidSettingIsNamed(settings: EncoderSettings, key: String) throws {
-        let error = #expect(throws: EncoderSettingsError.self) { try settings.validate() }
-        #expect(error?.setting == key)
-        #expect(error?.description.hasPrefix(key + " = ") == true)
-        #expect(error?.fix.isEmpty == false)
-    }
-
-    @Test func configValuesParse() throws {
-        #expect(try EncoderSettings.Preset(configValue: "veryfast") == .veryfast)
-        #expect(try EncoderSettings.Profile(configValue: "baseline") == .baseline)
-        #expect(try EncoderSettings.Tune.list(configValue: "zerolatency, fastdecode") == [.zerolatency, .fastdecode])
-        #expect(try EncoderSettings.Tune.list(configValue: "") == [])
-        let preset = #expect(throws: EncoderSettingsError.self) { try EncoderSettings.Preset(configValue: "quick") }
-        #expect(preset?.setting == "encoder.preset")
-        #expect(preset?.fix.contains("ultrafast") == true)
-        let tune = #expect(throws: EncoderSettingsError.self) { try EncoderSettings.Tune.list(configValue: "zerolatency,fast") }
-        #expect(tune?.problem.contains("'fast'") == true)
-        let profile = #expect(throws: EncoderSettingsError.self) { try EncoderSettings.Profile(configValue: "high10") }
-        #expect(profile?.setting == "encoder.profile")
-    }
-
     /// Every preset, tune and profile opens and encodes (each combination x264 accepts).
     @Test(arguments: EncoderSettings.Profile.allCases)
     func profilesOpen(profile: EncoderSettings.Profile) throws {
         let source = try scene(seconds: 0.2)
-        let encoder = try X264Encoder(format: source.format, settings: EncoderSettings(preset: .fast, profile: profile, threads: 1))
+        let encoder = try X264Encoder(format: source.format, settings: x264Settings(preset: .fast, profile: profile, threads: 1))
         let samples = try encodeAll(allFrames(source), encoder: encoder)
         #expect(samples.count == 6)
         // profile_idc is the SPS's second byte: 66 baseline, 77 main, 100 high.

@@ -16,8 +16,15 @@ func scene(width: Int = 160, height: Int = 120, rate: Rational = Rational(30, 1)
         seed: 7, noiseSigma: 3, schedule: schedule, duration: Timestamp.Duration(seconds: seconds), startTime: startTime))
 }
 
+/// x264 settings as the shipped configuration has them (ultrafast, zerolatency, High, CRF 23,
+/// no rate cap), but for what a test changes.
+func x264Settings(preset: EncoderSettings.Preset = .ultrafast, tune: [EncoderSettings.Tune] = [.zerolatency],
+                  profile: EncoderSettings.Profile = .high, rateCap: EncoderSettings.RateCap = .uncapped, threads: Int) -> EncoderSettings {
+    EncoderSettings(preset: preset, tune: tune, profile: profile, crf: 23, rateCap: rateCap, threads: threads)
+}
+
 /// Settings that make x264's output a function of its input alone (one thread).
-let deterministic = EncoderSettings(threads: 1)
+let deterministic = x264Settings(threads: 1)
 
 /// The indices of `times` a keyframe schedule of `interval` seconds makes keyframes.
 func scheduledKeyframes(_ times: [Timestamp], interval: Double = 1) -> [Int] {
