@@ -40,12 +40,12 @@ let package = Package(
         // queues, stop order, signals, sd_notify).
         .target(
             name: "Agent",
-            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Analysis", "Recorder", "H264", "Capture", "Configuration", "Logging", "Storage"]
+            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Analysis", "Recorder", "Capture", "Configuration", "Logging", "Storage"]
         ),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
-            dependencies: ["Agent", "Analysis", "Media", "QuickTime", "Recorder", "Capture", "Configuration", "Storage"]
+            dependencies: ["Agent", "Analysis", "Media", "QuickTime", "Recorder", "H264", "Capture", "Configuration", "Storage"]
         ),
 
         // Measures the pipeline (`make bench`).

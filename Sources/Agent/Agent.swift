@@ -30,6 +30,8 @@ public final class Agent: @unchecked Sendable {
     /// The settings the agent started with. Camera, encoder and audio keep them until a
     /// restart; a reload reaches the pipeline and the writer through their own channels.
     private let settings: Settings
+    /// Makes the encoder once the source's format is known.
+    private let encoders: any VideoEncoderFactory
     private let log: Logger
     private let stats = Stats()
     private let notifier = SystemdNotifier()
@@ -38,10 +40,11 @@ public final class Agent: @unchecked Sendable {
     static let stopGrace = 2.0
     private let done = Event()
 
-    public init(configPath: String, settings: Settings, version: String) {
+    public init(configPath: String, settings: Settings, encoders: any VideoEncoderFactory, version: String) {
         self.configPath = configPath
         self.version = version
         self.settings = settings
+        self.encoders = encoders
         log = Logger(level: settings.log.level, sink: StderrLogSink(), metadata: [("camera", .string(settings.camera.name))])
     }
 
@@ -84,7 +87,7 @@ public final class Agent: @unchecked Sendable {
 
         let frames = WorkQueue<CaptureItem>(capacity: live ? 3 : 8)
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
-        let pipeline = Pipeline(settings: settings, log: log, stats: stats, writer: writerQueue)
+        let pipeline = Pipeline(settings: settings, encoders: encoders, log: log, stats: stats, writer: writerQueue)
 
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         let sourceError = Mutex<CaptureError?>(nil)

@@ -2,7 +2,6 @@ import Analysis
 import Capture
 import Configuration
 import FoundationEssentials
-import H264
 import Logging
 import Media
 import MotionDetection
@@ -23,7 +22,7 @@ enum CaptureItem: Sendable {
 }
 
 /// The processing thread: motion detection on each frame's luma, the event state machine,
-/// the x264 encoder, and the pre-roll ring and clip logic — producing writer commands. It never
+/// the encoder, and the pre-roll ring and clip logic — producing writer commands. It never
 /// waits on the disk: when the writer falls behind by more than `writerBacklogLimit` bytes,
 /// video is dropped up to the next keyframe (counted), so clips stay decodable.
 ///
@@ -37,7 +36,11 @@ final class Pipeline: @unchecked Sendable {
     private var detector: MotionDetector
     private var events: EventStateMachine
     private var recorder: ClipRecorder
-    private var encoder: H264Encoder?
+    /// Makes the encoder for each stream (after an interruption the format may differ).
+    private let encoders: any VideoEncoderFactory
+    private var encoder: (any VideoEncoder)?
+    /// Where the stream's keyframes go, whichever encoder makes them.
+    private var keyframes: KeyframeSchedule
     private var firstFrame: Timestamp?
     private var lastFrame: Timestamp?
     private var lastInterval = Timestamp.Duration(seconds: 1.0 / 30)
@@ -50,8 +53,10 @@ final class Pipeline: @unchecked Sendable {
 
     static let writerBacklogLimit = 64 << 20
 
-    init(settings: Settings, log: Logger, stats: Stats, writer: WorkQueue<WriterItem>) {
+    init(settings: Settings, encoders: any VideoEncoderFactory, log: Logger, stats: Stats, writer: WorkQueue<WriterItem>) {
         self.settings = settings
+        self.encoders = encoders
+        keyframes = KeyframeSchedule(interval: .init(seconds: settings.encoder.keyframeInterval))
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
         self.writer = writer
@@ -142,9 +147,9 @@ final class Pipeline: @unchecked Sendable {
             commands += recorder.handle(action)
         }
         recorder.noteScore(result.score)
-        let sample = try encoder?.encode(frame)
+        let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
         let t2 = MonotonicClock.now()
-        if let sample { commands += recorder.handle(sample) }
+        for sample in samples { commands += recorder.handle(sample) }
         send(commands)
 
         log.trace("frame", [("t", .seconds((frame.timestamp - (firstFrame ?? frame.timestamp)).seconds)), ("score", .fixed(result.score, 4)),
@@ -152,7 +157,7 @@ final class Pipeline: @unchecked Sendable {
         let ring = recorder.ring
         stats.update {
             $0.framesIn += 1
-            $0.framesEncoded += sample == nil ? 0 : 1
+            $0.framesEncoded += samples.count
             $0.detectSeconds += (t1 - t0).seconds
             $0.encodeSeconds += (t2 - t1).seconds
             $0.lastScore = result.score
@@ -167,8 +172,9 @@ final class Pipeline: @unchecked Sendable {
         let format = frame.format
         let wall = Pipeline.wallClockOfCapture(frame.timestamp, now: wallClock(), monotonicNow: MonotonicClock.now(),
                                                monotonicTimestamps: Pipeline.hasMonotonicTimestamps(settings.camera.device))
-        let encoder = try H264Encoder(format: format, settings: settings.encoder)
+        let encoder = try encoders.makeEncoder(for: format)
         self.encoder = encoder
+        keyframes = KeyframeSchedule(interval: keyframes.interval)
         // After an interruption the origin stays that of the source's very first frame.
         let origin = streamInfo.map { ($0.firstFrame, $0.wallAtFirstFrame) } ?? (frame.timestamp, wall)
         if firstFrame == nil { firstFrame = frame.timestamp }
@@ -184,8 +190,8 @@ final class Pipeline: @unchecked Sendable {
         let info = StreamInfo(video: video, audio: audioFormat, firstFrame: origin.0, wallAtFirstFrame: origin.1)
         streamInfo = info
         writer.push(.stream(info), cost: 0)
-        log.info("encoding", [("width", .int(format.width)), ("height", .int(format.height)), ("pixel_format", .string(format.pixelFormat.description)),
-                              ("preset", .string(settings.encoder.preset.rawValue)), ("keyframe_interval", .seconds(settings.encoder.keyframeInterval))])
+        log.info("encoding", [("width", .int(format.width)), ("height", .int(format.height)), ("pixel_format", .string(format.pixelFormat.description))]
+                             + encoder.logDescription.map { ($0.name, .string($0.value)) } + [("keyframe_interval", .seconds(keyframes.interval.seconds))])
     }
 
     /// Cameras and the synthetic scene stamp frames with the monotonic clock when they are
@@ -247,7 +253,7 @@ final class Pipeline: @unchecked Sendable {
         var commands: [ClipCommand] = []
         if let encoder {
             do {
-                for sample in try encoder.close() { commands += recorder.handle(sample) }
+                for sample in try encoder.flush() { commands += recorder.handle(sample) }
             } catch {
                 log.warning("encoder could not flush its last frames", [("error", .string(error.description))])
             }

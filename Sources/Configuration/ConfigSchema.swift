@@ -1,3 +1,4 @@
+import H264
 
 /// Every setting Vigil reads from its configuration file: name, type, range, default, unit
 /// and meaning. The loader rejects anything not listed here, and `vigil check` prints the
@@ -88,11 +89,11 @@ public enum ConfigSchema {
         ConfigKey("audio.channels", .integer(1...2), .integer(1), "1 for mono, 2 for stereo"),
 
         // encoder
-        ConfigKey("encoder.preset", .choice(["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow", "placebo"]),
+        ConfigKey("encoder.preset", .choice(EncoderSettings.Preset.allCases.map(\.rawValue)),
                   .text("ultrafast"), "x264 speed preset; slower presets give smaller files for much more CPU"),
         ConfigKey("encoder.tune", .text, .text("zerolatency"),
                   "x264 tunings joined by commas (zerolatency, fastdecode, and at most one of film, animation, grain, stillimage, psnr, ssim), or \"none\"; zerolatency keeps the encoder from holding frames back"),
-        ConfigKey("encoder.profile", .choice(["baseline", "main", "high"]), .text("high"), "the H.264 profile limit"),
+        ConfigKey("encoder.profile", .choice(EncoderSettings.Profile.allCases.map(\.rawValue)), .text("high"), "the H.264 profile limit"),
         ConfigKey("encoder.crf", .number(1...51), .number(23), "quality: lower is better and larger (18 is visually lossless, 28 is small)"),
         ConfigKey("encoder.max_bitrate", .integer(0...200_000), .integer(0), unit: "kbit/s",
                   "cap on the bitrate (VBV), or 0 for no cap"),

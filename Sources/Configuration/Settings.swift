@@ -1,6 +1,5 @@
 import Capture
 import FoundationEssentials
-import H264
 import Logging
 import Media
 import MotionDetection
@@ -64,7 +63,7 @@ public struct Settings: Equatable, Sendable {
 
     public var camera: Camera
     public var audio: Audio
-    public var encoder: EncoderSettings
+    public var encoder: Encoder
     public var motion: MotionSettings
     /// The mask `motion.mask` names, loaded; nil when the whole picture is watched.
     public var motionMask: MotionMask?
@@ -110,18 +109,7 @@ public struct Settings: Equatable, Sendable {
         guard !audioDevice.isEmpty else { throw v.error("audio.device", "audio.device is empty — use an ALSA device such as \"default\" or \"hw:1,0\"") }
         audio = Audio(enabled: v.boolean("audio.enabled"), device: audioDevice, rate: v.integer("audio.rate"), channels: v.integer("audio.channels"))
 
-        do {
-            let tune = v.text("encoder.tune")
-            let maxBitrate = v.integer("encoder.max_bitrate")
-            encoder = EncoderSettings(preset: try .init(configValue: v.text("encoder.preset")),
-                                      tune: tune == "none" ? [] : try EncoderSettings.Tune.list(configValue: tune),
-                                      profile: try .init(configValue: v.text("encoder.profile")),
-                                      crf: v.number("encoder.crf"), maxBitrateKbps: maxBitrate == 0 ? nil : maxBitrate,
-                                      threads: v.integer("encoder.threads"), keyframeInterval: v.number("encoder.keyframe_interval"))
-            try encoder.validate()
-        } catch {
-            throw v.error(error.setting, error.description)
-        }
+        encoder = try Settings.encoder(v)
 
         let maskPath = v.text("motion.mask")
         let motion = MotionSettings(

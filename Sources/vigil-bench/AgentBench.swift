@@ -52,11 +52,12 @@ func writeY4M(_ scene: SyntheticScene, to path: String) throws -> Int {
 /// CPU seconds of the in-process x264 loop over the file's frames (opening, every frame,
 /// flushing), of the motion detector over the same frames, and of reading them from the file
 /// (as the agent's file source does), each counted apart.
-func encodeAlone(_ path: String, settings: EncoderSettings) throws -> (encode: Double, detect: Double, read: Double, frames: Int) {
+func encodeAlone(_ path: String, settings: Settings.Encoder) throws -> (encode: Double, detect: Double, read: Double, frames: Int) {
     let source = try Y4MSource(path: path)
     var encode = 0.0, detect = 0.0, read = 0.0, frames = 0
     var t = processCPUSeconds()
-    let encoder = try H264Encoder(format: source.format, settings: settings)
+    let encoder = try X264Encoder(format: source.format, settings: settings.x264)
+    var keyframes = KeyframeSchedule(interval: .init(seconds: settings.keyframeInterval))
     encode += processCPUSeconds() - t
     var detector = MotionDetector(settings: try Settings.defaults().motion)
     while true {
@@ -64,7 +65,7 @@ func encodeAlone(_ path: String, settings: EncoderSettings) throws -> (encode: D
         guard let frame = try source.nextFrame() else { break }
         read += processCPUSeconds() - t
         t = processCPUSeconds()
-        _ = try encoder.encode(frame)
+        _ = try encoder.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp))
         let t1 = processCPUSeconds()
         _ = detector.process(frame.luma, at: frame.timestamp)
         let t2 = processCPUSeconds()
@@ -73,7 +74,7 @@ func encodeAlone(_ path: String, settings: EncoderSettings) throws -> (encode: D
         frames += 1
     }
     t = processCPUSeconds()
-    _ = try encoder.close()
+    _ = try encoder.flush()
     encode += processCPUSeconds() - t
     return (encode, detect, read, frames)
 }
@@ -194,7 +195,7 @@ func measureAgent(width: Int, height: Int, column: String, options: Options, tab
     var clips = 0
     let ffmpeg = which("ffmpeg")
     for round in 0..<options.repeats {
-        let e = try encodeAlone(footage, settings: EncoderSettings())
+        let e = try encodeAlone(footage, settings: defaultEncoderSettings())
         precondition(e.frames == frames, "read \(e.frames) of \(frames) frames")
         alone.append(e.encode)
         detect.append(e.detect)

@@ -17,15 +17,17 @@ func encoderMemoryChild(width: Int, height: Int) throws {
     // The source's tables and its frame buffer exist before the measurement starts.
     guard let first = try source.nextFrame() else { throw UsageError("the synthetic scene gave no frame") }
     var frame: VideoFrame? = first
+    let settings = try defaultEncoderSettings()
     let before = processStatus("VmRSS") ?? 0
-    let encoder = try H264Encoder(format: source.format, settings: EncoderSettings())
+    let encoder = try X264Encoder(format: source.format, settings: settings.x264)
+    var keyframes = KeyframeSchedule(interval: .init(seconds: settings.keyframeInterval))
     for _ in 0..<90 {
         guard let f = frame else { break }
-        _ = try encoder.encode(f)
+        _ = try encoder.encode(f, keyframe: keyframes.keyframeDue(at: f.timestamp))
         frame = nil  // back to the source's pool before the next is rendered
         frame = try source.nextFrame()
     }
-    _ = try encoder.close()
+    _ = try encoder.flush()
     print("rss_before=\(before) hwm_after=\(processStatus("VmHWM") ?? 0)")
 }
 

@@ -91,8 +91,14 @@ func machine() -> [String: Any] {
     // Other work on the machine skews the figures; the load average says how much there was.
     let load = ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "").split(separator: " ").first.map(String.init) ?? "?"
     return ["cpu": model, "cores": ProcessInfo.processInfo.activeProcessorCount, "load_average_1min": load,
-            "x264_build": H264Encoder.libraryBuild, "x264_version": H264Encoder.libraryVersion,
+            "x264_build": X264Encoder.libraryBuild, "x264_version": X264Encoder.libraryVersion,
             "os": ProcessInfo.processInfo.operatingSystemVersionString]
+}
+
+/// The encoder settings `vigil run` uses when its configuration sets none: what the bench
+/// measures x264 with.
+func defaultEncoderSettings() throws -> Settings.Encoder {
+    try Settings(values: ConfigValues.parse("", name: "defaults"), directory: "/").encoder
 }
 
 /// Seconds taken by `body`.
@@ -165,13 +171,13 @@ func run() throws {
     var table = BenchTable(columns: columns)
     let info = machine()
     let rate = Rational(30, 1)
-    let defaultThreads = EncoderSettings(threads: 0)
-    print("vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores (load average \(info["load_average_1min"] ?? "?")), libx264 \(H264Encoder.libraryVersion) (build \(H264Encoder.libraryBuild))")
+    let defaults = try defaultEncoderSettings()
+    print("vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores (load average \(info["load_average_1min"] ?? "?")), libx264 \(X264Encoder.libraryVersion) (build \(X264Encoder.libraryBuild))")
     #if DEBUG
     print("warning: this is a debug build; run `make bench` for release figures")
     #endif
     print("frames: synthetic static scene with noise (sigma 3), \(options.frames) distinct frames at 30 fps, encoded \(options.passes)× over")
-    print("x264: \(defaultThreads.preset.rawValue)/\(defaultThreads.tune.map(\.rawValue).joined(separator: ",")), CRF \(Int(defaultThreads.crf)), keyframe every \(defaultThreads.keyframeInterval) s")
+    print("x264: \(defaults.x264.preset.rawValue)/\(defaults.x264.tune.map(\.rawValue).joined(separator: ",")), CRF \(Int(defaults.x264.crf)), keyframe every \(defaults.keyframeInterval) s")
     print("whole agent: a Y4M file of a scene with two events each 10 s, as many pixels as \(DecimalText.short(options.seconds, 3)) s of 1080p (\(DecimalText.short(options.seconds * 6.75, 3)) s at 640×480); vigil run vs x264 alone vs ffmpeg by CPU time, median of \(options.repeats)")
     print("real time: vigil run on its synthetic camera (demo scene, events 5 s and 25 s in) for \(DecimalText.short(options.realtimeSeconds, 3)) s, pre_roll 10 s\n")
     var pipeline: [[String: Any]] = []
@@ -205,7 +211,10 @@ func run() throws {
 
         var encodeOneThread = 0.0
         for (label, threads) in [("1 thread", 1), ("default threads", 0)] {
-            let encoder = try H264Encoder(format: source.format, settings: EncoderSettings(threads: threads))
+            var settings = defaults.x264
+            settings.threads = threads
+            let encoder = try X264Encoder(format: source.format, settings: settings)
+            var keyframes = KeyframeSchedule(interval: .init(seconds: defaults.keyframeInterval))
             var bytes = 0
             var encoded = 0
             let total = options.frames * options.passes
@@ -213,9 +222,9 @@ func run() throws {
                 for n in 0..<total {
                     let f = frames[n % frames.count]
                     let frame = VideoFrame(format: f.format, buffer: f.buffer, timestamp: scene.timestamp(ofFrame: Int64(n)), sequence: UInt64(n))
-                    if let s = try encoder.encode(frame) { bytes += s.data.count; encoded += 1 }
+                    for s in try encoder.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) { bytes += s.data.count; encoded += 1 }
                 }
-                for s in try encoder.close() { bytes += s.data.count; encoded += 1 }
+                for s in try encoder.flush() { bytes += s.data.count; encoded += 1 }
             }
             precondition(encoded == total, "the encoder returned \(encoded) of \(total) frames")
             table.record("x264 encode, \(label)", unit: "ms/frame", column: column, value: elapsed * 1000 / Double(total))
@@ -259,8 +268,8 @@ func run() throws {
             "machine": info,
             "date": ISO8601DateFormatter().string(from: Date()),
             "frames": ["source": "synthetic static scene, noise sigma 3", "distinct": options.frames, "passes": options.passes, "rate": "30"],
-            "encoder": ["preset": defaultThreads.preset.rawValue, "tune": defaultThreads.tune.map(\.rawValue).joined(separator: ","),
-                        "crf": defaultThreads.crf, "keyframe_interval": defaultThreads.keyframeInterval],
+            "encoder": ["preset": defaults.x264.preset.rawValue, "tune": defaults.x264.tune.map(\.rawValue).joined(separator: ","),
+                        "crf": defaults.x264.crf, "keyframe_interval": defaults.keyframeInterval],
             "results": results,
             "pipeline": pipeline,
         ]

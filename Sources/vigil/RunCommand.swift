@@ -1,4 +1,5 @@
 import Agent
+import H264
 
 /// `vigil run [--config FILE]`: the agent.
 enum RunCommand: Command {
@@ -25,7 +26,7 @@ enum RunCommand: Command {
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
         guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
         guard let (path, settings) = loadSettings(arguments) else { return .config }
-        switch Agent(configPath: path, settings: settings, version: version).run() {
+        switch Agent(configPath: path, settings: settings, encoders: X264EncoderFactory(settings: settings.encoder.x264), version: version).run() {
         case .stopped: return .success
         case .sourceCannotOpen: return .noInput
         case .storageCannotBeCreated: return .cannotCreate

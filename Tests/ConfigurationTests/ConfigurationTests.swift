@@ -53,7 +53,7 @@ func failure(_ text: String) -> ConfigurationError? {
         #expect(settings.recording.preRoll == 5 && settings.recording.postRoll == 5 && settings.recording.maxClip == 300)
         #expect(settings.storage.path == "/var/lib/vigil/clips")
         #expect(settings.storage.maxAgeDays == 30 && settings.storage.maxSize == nil && settings.storage.minFree == 500 << 20)
-        #expect(settings.encoder.tune == [.zerolatency] && settings.encoder.maxBitrateKbps == nil)
+        #expect(settings.encoder.x264.tune == [.zerolatency] && settings.encoder.x264.rateCap == .uncapped)
         #expect(settings.motion.threshold == 0.005 && settings.motion.minFrames == 2 && settings.motionMask == nil)
         #expect(settings.log.level == .info && settings.log.statsInterval == 60)
         #expect(settings.hooks.onEventStart == nil)
@@ -72,7 +72,7 @@ func failure(_ text: String) -> ConfigurationError? {
         #expect(s.recording.preRoll == 3 && s.recording.postRoll == 2.5)
         #expect(s.storage.path == "/srv/vigil/clips")
         #expect(s.storage.maxSize == 100 << 20 && s.storage.maxAgeDays == nil)
-        #expect(s.encoder.tune == [] && s.encoder.maxBitrateKbps == 2000)
+        #expect(s.encoder.x264.tune == [] && s.encoder.x264.rateCap == .vbv(maxBitrateKbps: 2000, bufferKbit: 2000))
         #expect(s.log.level == .debug && s.log.statsInterval == nil)
     }
 

@@ -8,20 +8,20 @@ import Testing
 
 @Suite struct EncoderTimingTests {
     /// Frames at `rate` for `seconds`: every frame comes out once, in order, with its
-    /// capture timestamp; keyframes sit on the first frame at or after each second; the
-    /// movie's packets carry the same times, durations and key flags.
+    /// capture timestamp; keyframes sit where the schedule asked for them (the first frame at
+    /// or after each second); the movie's packets carry the same times, durations and key flags.
     @Test(arguments: [Rational(30, 1), Rational(247, 10), Rational(30000, 1001)])
     func rateGivesTimesDurationsAndKeyframes(rate: Rational) throws {
         let source = try scene(rate: rate, seconds: 3.5)
         let frames = try allFrames(source)
-        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let encoder = try X264Encoder(format: source.format, settings: deterministic)
         let samples = try encodeAll(frames, encoder: encoder)
 
         #expect(samples.count == frames.count)
         #expect(samples.map(\.pts) == frames.map(\.timestamp))
         #expect(samples.map(\.dts) == samples.map(\.pts))
         let keys = samples.indices.filter { samples[$0].isKeyframe }
-        #expect(keys == expectedKeyframes(frames.map(\.timestamp)))
+        #expect(keys == scheduledKeyframes(frames.map(\.timestamp)))
         #expect(keys.count == 4)
 
         let dir = try TemporaryDirectory()
@@ -50,12 +50,12 @@ import Testing
         // Lose single frames, a short burst, and 2.4 s at once (a USB hiccup).
         let lost = Set([3, 17, 29, 30, 31, 44]).union(50..<58).union(95..<167)
         let frames = all.filter { !lost.contains(Int($0.sequence)) }
-        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let encoder = try X264Encoder(format: source.format, settings: deterministic)
         let samples = try encodeAll(frames, encoder: encoder)
 
         #expect(samples.map(\.pts) == frames.map(\.timestamp))
         let keys = samples.indices.filter { samples[$0].isKeyframe }
-        #expect(keys == expectedKeyframes(frames.map(\.timestamp)))
+        #expect(keys == scheduledKeyframes(frames.map(\.timestamp)))
         var latestKey = samples[0].pts
         for s in samples {
             if s.isKeyframe { latestKey = s.pts }
@@ -85,10 +85,24 @@ import Testing
     func keyframeIntervalSetting(interval: Double, every: Int) throws {
         let source = try scene(rate: Rational(10, 1), seconds: 4)
         let frames = try allFrames(source)
-        let encoder = try H264Encoder(format: source.format, settings: EncoderSettings(threads: 1, keyframeInterval: interval))
-        let samples = try encodeAll(frames, encoder: encoder)
+        let encoder = try X264Encoder(format: source.format, settings: deterministic)
+        let samples = try encodeAll(frames, encoder: encoder, interval: interval)
         #expect(samples.indices.filter { samples[$0].isKeyframe } == Array(stride(from: 0, to: frames.count, by: every)))
         #expect(encoder.keyframesForced == frames.count / every)
+    }
+
+    /// Keyframes come only where the caller asks (and on the first frame, which every stream
+    /// starts with): x264 places none of its own.
+    @Test func keyframesOnlyWhereAsked() throws {
+        let source = try scene(seconds: 3.5)
+        let frames = try allFrames(source)
+        let encoder = try X264Encoder(format: source.format, settings: deterministic)
+        var samples: [EncodedSample] = []
+        for (i, frame) in frames.enumerated() { samples += try encoder.encode(frame, keyframe: [7, 50].contains(i)) }
+        samples += try encoder.flush()
+        #expect(samples.count == frames.count)
+        #expect(samples.indices.filter { samples[$0].isKeyframe } == [0, 7, 50])
+        #expect(encoder.keyframesForced == 2)
     }
 
     /// Capture timestamps are monotonic-clock instants far from zero; they go through as they are.
@@ -96,7 +110,7 @@ import Testing
         let start = Timestamp(nanoseconds: 86_400 * 1_000_000_000 * 40 + 123_456_789) // 40 days of uptime
         let source = try scene(seconds: 1.2, startTime: start)
         let frames = try allFrames(source)
-        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let encoder = try X264Encoder(format: source.format, settings: deterministic)
         let samples = try encodeAll(frames, encoder: encoder)
         #expect(samples.map(\.pts) == frames.map(\.timestamp))
         #expect(samples.indices.filter { samples[$0].isKeyframe } == [0, 30])
@@ -105,20 +119,21 @@ import Testing
 
 @Suite struct EncoderInputTests {
     /// NV12 and I420 of the same picture, with tight or odd strides, and YUYV / I422 that
-    /// convert to it exactly, all give the same bitstream.
+    /// `PlanarConverter` makes into it exactly, all give the same bitstream.
     @Test func inputLayoutsGiveIdenticalStreams() throws {
         let source = try scene(width: 160, height: 120, seconds: 0.4, schedule: movingObject)
         let frames = try allFrames(source)
         func encode(_ frames: [VideoFrame]) throws -> [EncodedSample] {
-            try encodeAll(frames, encoder: H264Encoder(format: frames[0].format, settings: deterministic))
+            try encodeAll(frames, encoder: X264Encoder(format: frames[0].format, settings: deterministic))
         }
+        func planar(_ frame: VideoFrame) -> VideoFrame { PlanarConverter(input: frame.format).convert(frame) }
         let reference = try encode(frames)
         #expect(reference.count == frames.count)
         #expect(try encode(frames.map { try i420Copy(of: $0) }) == reference, "I420")
         #expect(try encode(frames.map { try i420Copy(of: $0, bytesPerLine: 163) }) == reference, "I420, stride 163")
-        #expect(try encode(frames.map { try yuyvCopy(of: $0) }) == reference, "YUYV")
-        #expect(try encode(frames.map { try yuyvCopy(of: $0, padding: 6) }) == reference, "YUYV, padded rows")
-        #expect(try encode(frames.map { try i422Copy(of: $0) }) == reference, "I422")
+        #expect(try encode(frames.map { try planar(yuyvCopy(of: $0)) }) == reference, "YUYV")
+        #expect(try encode(frames.map { try planar(yuyvCopy(of: $0, padding: 6)) }) == reference, "YUYV, padded rows")
+        #expect(try encode(frames.map { try planar(i422Copy(of: $0)) }) == reference, "I422")
         for bytesPerLine in [163, 224] {
             let padded = try allFrames(scene(width: 160, height: 120, seconds: 0.4, schedule: movingObject, bytesPerLine: bytesPerLine))
             #expect(padded[0].format.planes[0].stride == bytesPerLine)
@@ -136,7 +151,7 @@ import Testing
         defer { dir.remove() }
         var hashes: [String] = []
         for (name, frames) in [("tight", tight), ("padded", padded)] {
-            let encoder = try H264Encoder(format: frames[0].format, settings: deterministic)
+            let encoder = try X264Encoder(format: frames[0].format, settings: deterministic)
             let samples = try encodeAll(frames, encoder: encoder)
             let path = dir.file("\(name).mov")
             try writeMovie(samples, encoder: encoder, to: path)
@@ -149,32 +164,49 @@ import Testing
         #expect(hashes[0].hasPrefix("MD5="))
     }
 
+    /// 4:2:2 (packed or planar) is refused with what to do, when the encoder opens and when a
+    /// frame comes: the caller converts it to 4:2:0 first.
+    @Test func fourTwoTwoIsRefused() throws {
+        let nv12 = try scene(seconds: 0.1).frame(0)
+        let encoder = try X264Encoder(format: nv12.format, settings: deterministic)
+        for frame in [try yuyvCopy(of: nv12), try i422Copy(of: nv12)] {
+            let name = frame.format.pixelFormat.description
+            let why = "\(name) frames: the x264 encoder takes NV12 or I420; convert them to 4:2:0 first (PlanarConverter)"
+            #expect(throws: EncoderError.unsupportedPicture(why)) { try X264Encoder(format: frame.format, settings: deterministic) }
+            #expect(throws: EncoderError.unsupportedPicture(why)) { try encoder.encode(frame, keyframe: true) }
+            #expect(EncoderError.unsupportedPicture(why).description == "cannot encode " + why)
+        }
+        // The encoder is unharmed: the NV12 frame still encodes.
+        #expect(try encoder.encode(nv12, keyframe: true).count == 1)
+    }
+
     @Test func frameOfAnotherSizeIsRefused() throws {
-        let encoder = try H264Encoder(format: VideoFormat(width: 160, height: 120, pixelFormat: .nv12), settings: deterministic)
+        let encoder = try X264Encoder(format: VideoFormat(width: 160, height: 120, pixelFormat: .nv12), settings: deterministic)
         let other = try scene(width: 320, height: 240, seconds: 0.1).frame(0)
-        #expect(throws: EncoderError.frameSizeMismatch(expected: "160×120", got: "320×240")) { try encoder.encode(other) }
+        #expect(throws: EncoderError.frameSizeMismatch(expected: "160×120", got: "320×240")) { try encoder.encode(other, keyframe: false) }
     }
 
     @Test func timestampsMustIncrease() throws {
         let source = try scene(seconds: 0.2)
-        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let encoder = try X264Encoder(format: source.format, settings: deterministic)
         let a = source.frame(3), b = source.frame(2)
-        _ = try encoder.encode(a)
-        #expect(throws: EncoderError.timestampNotIncreasing(previous: a.timestamp, got: b.timestamp)) { try encoder.encode(b) }
-        #expect(throws: EncoderError.timestampNotIncreasing(previous: a.timestamp, got: a.timestamp)) { try encoder.encode(a) }
+        _ = try encoder.encode(a, keyframe: true)
+        #expect(throws: EncoderError.timestampNotIncreasing(previous: a.timestamp, got: b.timestamp)) { try encoder.encode(b, keyframe: false) }
+        #expect(throws: EncoderError.timestampNotIncreasing(previous: a.timestamp, got: a.timestamp)) { try encoder.encode(a, keyframe: false) }
     }
 
     @Test func oddPictureSizeIsRefused() throws {
         let format = try VideoFormat(width: 161, height: 120, pixelFormat: .i420)
-        let error = #expect(throws: EncoderError.self) { try H264Encoder(format: format) }
+        let error = #expect(throws: EncoderError.self) { try X264Encoder(format: format, settings: deterministic) }
         #expect(error?.description.contains("even width and height") == true)
     }
 
     @Test func closedEncoderTakesNoFrames() throws {
         let source = try scene(seconds: 0.1)
-        let encoder = try H264Encoder(format: source.format, settings: deterministic)
-        _ = try encoder.close()
-        #expect(throws: EncoderError.closed) { try encoder.encode(source.frame(0)) }
+        let encoder = try X264Encoder(format: source.format, settings: deterministic)
+        _ = try encoder.flush()
+        #expect(throws: EncoderError.closed) { try encoder.encode(source.frame(0), keyframe: true) }
+        #expect(try encoder.flush().isEmpty)
     }
 }
 
@@ -183,7 +215,7 @@ import Testing
     /// no parameter sets; the first is an IDR; SPS and PPS come without prefixes.
     @Test func samplesAreLengthPrefixedAccessUnits() throws {
         let source = try scene(seconds: 1.2)
-        let encoder = try H264Encoder(format: source.format, settings: deterministic)
+        let encoder = try X264Encoder(format: source.format, settings: deterministic)
         let samples = try encodeAll(allFrames(source), encoder: encoder)
         #expect(encoder.sequenceParameterSet.first.map { $0 & 0x1F } == 7)
         #expect(encoder.pictureParameterSet.first.map { $0 & 0x1F } == 8)
@@ -197,17 +229,18 @@ import Testing
         #expect(encoder.samplesOut == samples.count)
     }
 
-    /// Without `zerolatency` x264 holds frames back for its lookahead; `close()` returns
+    /// Without `zerolatency` x264 holds frames back for its lookahead; `flush()` returns
     /// them all, in order, with their timestamps.
     @Test func delayedFramesAreFlushedOnClose() throws {
         let source = try scene(seconds: 2)
         let frames = try allFrames(source)
-        let encoder = try H264Encoder(format: source.format, settings: EncoderSettings(preset: .veryfast, tune: [], threads: 2))
+        let encoder = try X264Encoder(format: source.format, settings: x264Settings(preset: .veryfast, tune: [], threads: 2))
+        let keys = scheduledKeyframes(frames.map(\.timestamp))
         var samples: [EncodedSample] = []
-        for f in frames { if let s = try encoder.encode(f) { samples.append(s) } }
+        for (i, f) in frames.enumerated() { samples += try encoder.encode(f, keyframe: keys.contains(i)) }
         let held = encoder.delayedFrames
         #expect(held > 0)
-        let flushed = try encoder.close()
+        let flushed = try encoder.flush()
         #expect(flushed.count == held)
         samples += flushed
         #expect(samples.map(\.pts) == frames.map(\.timestamp))
@@ -235,7 +268,7 @@ import Testing
         let source = try SyntheticSource(scene: sceneSettings)
         var format = source.format
         format.pixelAspectRatio = Rational(4, 3)
-        let encoder = try H264Encoder(format: format, settings: EncoderSettings(maxBitrateKbps: 400))
+        let encoder = try X264Encoder(format: format, settings: x264Settings(rateCap: .vbv(maxBitrateKbps: 400, bufferKbit: 400), threads: 0))
         let frames = try allFrames(source)
         #expect(frames.contains { !sceneSettings.visibleObjects(at: $0.timestamp).isEmpty })
         let samples = try encodeAll(frames, encoder: encoder)
@@ -251,55 +284,11 @@ import Testing
 }
 
 @Suite struct EncoderSettingsTests {
-    @Test func defaultsAreValid() throws {
-        let s = EncoderSettings()
-        try s.validate()
-        #expect(s.preset == .ultrafast && s.tune == [.zerolatency] && s.crf == 23 && s.threads == 0 && s.keyframeInterval == 1)
-    }
-
-    @Test(arguments: [
-        (EncoderSettings(crf: 0), "encoder.crf"),
-        (EncoderSettings(crf: 52), "encoder.crf"),
-        (EncoderSettings(crf: .nan), "encoder.crf"),
-        (EncoderSettings(maxBitrateKbps: 0), "encoder.max_bitrate"),
-        (EncoderSettings(maxBitrateKbps: 900_000), "encoder.max_bitrate"),
-        (EncoderSettings(vbvBufferKbit: 100), "encoder.vbv_buffer"),
-        (EncoderSettings(maxBitrateKbps: 500, vbvBufferKbit: 0), "encoder.vbv_buffer"),
-        (EncoderSettings(threads: -1), "encoder.threads"),
-        (EncoderSettings(threads: 65), "encoder.threads"),
-        (EncoderSettings(keyframeInterval: 0), "encoder.keyframe_interval"),
-        (EncoderSettings(keyframeInterval: 11), "encoder.keyframe_interval"),
-        (EncoderSettings(keyframeInterval: .infinity), "encoder.keyframe_interval"),
-        (EncoderSettings(tune: [.film, .grain]), "encoder.tune"),
-    ])
-    func invalidSettingIsNamed(settings: EncoderSettings, key: String) throws {
-        let error = #expect(throws: EncoderSettingsError.self) { try settings.validate() }
-        #expect(error?.setting == key)
-        #expect(error?.description.hasPrefix(key + " = ") == true)
-        #expect(error?.fix.isEmpty == false)
-        let format = try VideoFormat(width: 160, height: 120, pixelFormat: .nv12)
-        #expect(throws: EncoderError.invalidSettings(try #require(error))) { try H264Encoder(format: format, settings: settings) }
-    }
-
-    @Test func configValuesParse() throws {
-        #expect(try EncoderSettings.Preset(configValue: "veryfast") == .veryfast)
-        #expect(try EncoderSettings.Profile(configValue: "baseline") == .baseline)
-        #expect(try EncoderSettings.Tune.list(configValue: "zerolatency, fastdecode") == [.zerolatency, .fastdecode])
-        #expect(try EncoderSettings.Tune.list(configValue: "") == [])
-        let preset = #expect(throws: EncoderSettingsError.self) { try EncoderSettings.Preset(configValue: "quick") }
-        #expect(preset?.setting == "encoder.preset")
-        #expect(preset?.fix.contains("ultrafast") == true)
-        let tune = #expect(throws: EncoderSettingsError.self) { try EncoderSettings.Tune.list(configValue: "zerolatency,fast") }
-        #expect(tune?.problem.contains("'fast'") == true)
-        let profile = #expect(throws: EncoderSettingsError.self) { try EncoderSettings.Profile(configValue: "high10") }
-        #expect(profile?.setting == "encoder.profile")
-    }
-
     /// Every preset, tune and profile opens and encodes (each combination x264 accepts).
     @Test(arguments: EncoderSettings.Profile.allCases)
     func profilesOpen(profile: EncoderSettings.Profile) throws {
         let source = try scene(seconds: 0.2)
-        let encoder = try H264Encoder(format: source.format, settings: EncoderSettings(preset: .fast, profile: profile, threads: 1))
+        let encoder = try X264Encoder(format: source.format, settings: x264Settings(preset: .fast, profile: profile, threads: 1))
         let samples = try encodeAll(allFrames(source), encoder: encoder)
         #expect(samples.count == 6)
         // profile_idc is the SPS's second byte: 66 baseline, 77 main, 100 high.
@@ -311,9 +300,21 @@ import Testing
         }
     }
 
+    /// The factory the agent is given makes x264 encoders with its settings, for each
+    /// stream's format; they name themselves for the log.
+    @Test func factoryMakesEncodersOfItsSettings() throws {
+        let factory: any VideoEncoderFactory = X264EncoderFactory(settings: deterministic)
+        for (width, height) in [(160, 120), (320, 240)] {
+            let encoder = try factory.makeEncoder(for: VideoFormat(width: width, height: height, pixelFormat: .i420))
+            let x264 = try #require(encoder as? X264Encoder)
+            #expect(x264.settings == deterministic && x264.width == width && x264.height == height)
+            #expect(encoder.logDescription.map { "\($0.name)=\($0.value)" } == ["encoder=x264", "preset=ultrafast"])
+        }
+    }
+
     @Test func libraryBuildIsKnown() {
-        #expect(H264Encoder.libraryBuild >= 148)
-        #expect(H264Encoder.libraryVersion.hasPrefix("0.\(H264Encoder.libraryBuild)."))
+        #expect(X264Encoder.libraryBuild >= 148)
+        #expect(X264Encoder.libraryVersion.hasPrefix("0.\(X264Encoder.libraryBuild)."))
     }
 }
 
@@ -323,8 +324,9 @@ let movingObject = SceneSchedule(objects: [
 
 @Suite struct FileToMovieTests {
     /// Recorded footage end to end: ffmpeg writes 4:2:2 Y4M at 24.7 fps, the file source
-    /// reads it, the encoder converts and encodes it, the writer makes a movie that plays
-    /// with the file's frame count, durations and pixel aspect.
+    /// reads it, `PlanarConverter` makes 4:2:0 of it (as the agent's capture thread does), the
+    /// encoder encodes it, the writer makes a movie that plays with the file's frame count,
+    /// durations and pixel aspect.
     @Test func y4mFootageBecomesAPlayableClip() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
@@ -334,8 +336,9 @@ let movingObject = SceneSchedule(objects: [
         try #require(made.status == 0, "\(made.stderr)")
         let source = try Y4MSource(path: input)
         #expect(source.format.pixelFormat == .i422)
-        let encoder = try H264Encoder(format: source.format, settings: deterministic)
-        let frames = try allFrames(source)
+        let converter = PlanarConverter(input: source.format)
+        let encoder = try X264Encoder(format: converter.output, settings: deterministic)
+        let frames = try allFrames(source).map(converter.convert)
         let samples = try encodeAll(frames, encoder: encoder)
         #expect(samples.count == 40)
         #expect(samples.indices.filter { samples[$0].isKeyframe } == [0, 25])

@@ -16,16 +16,31 @@ func scene(width: Int = 160, height: Int = 120, rate: Rational = Rational(30, 1)
         seed: 7, noiseSigma: 3, schedule: schedule, duration: Timestamp.Duration(seconds: seconds), startTime: startTime))
 }
 
-/// Settings that make x264's output a function of its input alone (one thread).
-let deterministic = EncoderSettings(threads: 1)
+/// x264 settings as the shipped configuration has them (ultrafast, zerolatency, High, CRF 23,
+/// no rate cap), but for what a test changes.
+func x264Settings(preset: EncoderSettings.Preset = .ultrafast, tune: [EncoderSettings.Tune] = [.zerolatency],
+                  profile: EncoderSettings.Profile = .high, rateCap: EncoderSettings.RateCap = .uncapped, threads: Int) -> EncoderSettings {
+    EncoderSettings(preset: preset, tune: tune, profile: profile, crf: 23, rateCap: rateCap, threads: threads)
+}
 
-/// Encodes every frame, then closes the encoder; returns all samples in output order.
-func encodeAll(_ frames: [VideoFrame], encoder: H264Encoder) throws -> [EncodedSample] {
+/// Settings that make x264's output a function of its input alone (one thread).
+let deterministic = x264Settings(threads: 1)
+
+/// The indices of `times` a keyframe schedule of `interval` seconds makes keyframes.
+func scheduledKeyframes(_ times: [Timestamp], interval: Double = 1) -> [Int] {
+    var schedule = KeyframeSchedule(interval: .init(seconds: interval))
+    return times.indices.filter { schedule.keyframeDue(at: times[$0]) }
+}
+
+/// Encodes every frame, a keyframe where a schedule of `interval` seconds puts one (as the
+/// agent does), then flushes the encoder; returns all samples in output order.
+func encodeAll(_ frames: [VideoFrame], encoder: X264Encoder, interval: Double = 1) throws -> [EncodedSample] {
+    let keys = Set(scheduledKeyframes(frames.map(\.timestamp), interval: interval))
     var samples: [EncodedSample] = []
-    for frame in frames {
-        if let s = try encoder.encode(frame) { samples.append(s) }
+    for (i, frame) in frames.enumerated() {
+        samples += try encoder.encode(frame, keyframe: keys.contains(i))
     }
-    samples += try encoder.close()
+    samples += try encoder.flush()
     return samples
 }
 
@@ -36,7 +51,7 @@ func allFrames(_ source: some FrameSource) throws -> [VideoFrame] {
 }
 
 /// Writes `samples` as a QuickTime movie with the encoder's SPS/PPS.
-func writeMovie(_ samples: [EncodedSample], encoder: H264Encoder, to path: String, endTime: Timestamp? = nil,
+func writeMovie(_ samples: [EncodedSample], encoder: X264Encoder, to path: String, endTime: Timestamp? = nil,
                 pixelAspectRatio: PixelAspectRatio? = nil) throws {
     let format = VideoTrackFormat(width: encoder.width, height: encoder.height,
                                   sequenceParameterSet: encoder.sequenceParameterSet,
@@ -58,20 +73,6 @@ func checkPlays(_ path: String, frames: Int, width: Int, height: Int) throws -> 
     #expect(video["nb_read_packets"] == String(frames))
     #expect(try FFmpeg.decodeErrors(path) == "")
     return report
-}
-
-/// Indices of the frames that must be keyframes: the first at or after each boundary
-/// `first + k·interval` of capture time.
-func expectedKeyframes(_ times: [Timestamp], interval: Double = 1.0) -> [Int] {
-    guard let first = times.first else { return [] }
-    let step = Int64((interval * 1e9).rounded())
-    var out: [Int] = []
-    var boundary = first.nanoseconds
-    for (i, t) in times.enumerated() where t.nanoseconds >= boundary {
-        out.append(i)
-        boundary = first.nanoseconds + ((t.nanoseconds - first.nanoseconds) / step + 1) * step
-    }
-    return out
 }
 
 /// The same picture as `frame` (NV12), laid out as I420 with the given luma stride.

@@ -3,54 +3,24 @@ internal import Glibc
 import Media
 import Synchronization
 
-/// Why the encoder could not open or encode.
-public enum EncoderError: Error, Equatable, CustomStringConvertible {
-    case invalidSettings(EncoderSettingsError)
-    /// The picture cannot be encoded as given (size, pixel format).
-    case unsupportedPicture(String)
-    /// `x264_encoder_open` (or applying the profile) refused the parameters; x264's own words.
-    case openFailed(String)
-    /// A frame differs in size from the format the encoder was opened for.
-    case frameSizeMismatch(expected: String, got: String)
-    case timestampNotIncreasing(previous: Timestamp, got: Timestamp)
-    /// x264 returned an error code for a frame; its own words when it gave any.
-    case encodeFailed(frame: Int, details: String)
-    /// A frame was given after `close()`.
-    case closed
-
-    public var description: String {
-        switch self {
-        case .invalidSettings(let e): e.description
-        case .unsupportedPicture(let why): "cannot encode \(why)"
-        case .openFailed(let why): "x264 refused the encoder settings (\(why)); check the encoder.* settings and the camera format"
-        case .frameSizeMismatch(let expected, let got):
-            "a \(got) frame reached an encoder opened for \(expected); the source changed format, so open a new encoder"
-        case .timestampNotIncreasing(let previous, let got):
-            "frame timestamps must increase: got \(got) after \(previous); the source's clock went backwards"
-        case .encodeFailed(let frame, let details): "x264 failed to encode frame \(frame)" + (details.isEmpty ? "" : ": \(details)")
-        case .closed: "the encoder is closed; open a new one"
-        }
-    }
-}
-
-/// H.264 encoding with libx264, for a stream of frames from one source.
+/// H.264 encoding with libx264, for a stream of frames from one source: the software
+/// `VideoEncoder`, on every board.
 ///
 /// - Timing comes from capture timestamps (passed through x264 with a nanosecond time base),
 ///   so a camera at 24.7 fps, or one that drops frames, gives right durations.
-/// - An IDR keyframe is forced on the first frame at or after each keyframe-interval boundary
-///   of capture time, counted from the first frame: the boundaries are `first + k·interval`.
-///   So every frame is less than one interval after the latest keyframe, whatever the real
-///   frame rate; x264 never places keyframes of its own (infinite keyint, no scene cuts).
+/// - An IDR keyframe is forced where the caller asks (`encode(_:keyframe:)`, from a
+///   `KeyframeSchedule`); x264 never places keyframes of its own (infinite keyint, no scene
+///   cuts), except on the first frame, which every H.264 stream starts with.
 /// - No B-frames: samples come out in capture order with `dts == pts`.
 /// - Output is length-prefixed (`b_annexb = 0`), one access unit per sample, copied out of
 ///   x264's buffer before the next call. SPS and PPS come from `x264_encoder_headers` and
 ///   are not repeated in the stream.
 /// - NV12 and I420 frames go to x264 as they are, with their strides (x264 copies the
-///   picture); YUYV and I422 are converted into a buffer the encoder keeps and reuses.
+///   picture). Other formats are refused: `PlanarConverter` makes 4:2:0 of them first.
 ///
 /// Not thread-safe: one encoder belongs to one thread (x264 calls block for milliseconds,
 /// so run it on a dedicated thread, not in the Swift concurrency pool).
-public final class H264Encoder {
+public final class X264Encoder: VideoEncoder {
     /// Picture size the encoder was opened for.
     public let width: Int
     public let height: Int
@@ -62,13 +32,10 @@ public final class H264Encoder {
 
     private let handle: OpaquePointer
     private let log: X264Log
-    private let keyframeIntervalNanoseconds: Int64
+    /// The first frame's timestamp: x264's pts count nanoseconds from it.
     private var origin: Timestamp?
-    private var nextKeyframeBoundary = Timestamp.zero
     private var lastTimestamp: Timestamp?
     private var isClosed = false
-    /// Where YUYV and I422 frames are converted to, made on the first such frame.
-    private var conversion: (buffer: FrameBuffer, format: VideoFormat)?
     /// Frames given to `encode` so far.
     public private(set) var framesIn = 0
     /// Samples returned so far.
@@ -82,17 +49,16 @@ public final class H264Encoder {
     /// The x264 version the headers describe, such as `0.164.3095 baee400`.
     public static var libraryVersion: String { X264_POINTVER }
 
-    /// Opens an encoder for frames of `format`'s size (any supported pixel format and
-    /// stride may then be given). The format's pixel aspect ratio goes into the SPS.
-    public init(format: VideoFormat, settings: EncoderSettings = EncoderSettings()) throws(EncoderError) {
-        do { try settings.validate() } catch { throw .invalidSettings(error) }
+    /// Opens an encoder for NV12 or I420 frames of `format`'s size (either of the two, with
+    /// any stride, may then be given). The format's pixel aspect ratio goes into the SPS.
+    public init(format: VideoFormat, settings: EncoderSettings) throws(EncoderError) {
+        try X264Encoder.checkPixelFormat(format.pixelFormat)
         guard format.width % 2 == 0, format.height % 2 == 0 else {
             throw .unsupportedPicture("a \(format.width)×\(format.height) picture: H.264 4:2:0 needs an even width and height; set the camera to an even size or crop the file")
         }
         self.width = format.width
         self.height = format.height
         self.settings = settings
-        self.keyframeIntervalNanoseconds = Int64((settings.keyframeInterval * 1e9).rounded())
         let log = X264Log()
         self.log = log
 
@@ -103,7 +69,7 @@ public final class H264Encoder {
             return x264_param_default_preset(&param, preset, nil)
         }
         guard presetStatus == 0 else {
-            throw .openFailed("x264_param_default_preset rejected preset \(settings.preset.rawValue) with tune \(tune ?? "none")")
+            throw .openFailed(backend: "x264", details: "x264_param_default_preset rejected preset \(settings.preset.rawValue) with tune \(tune ?? "none")")
         }
         param.i_log_level = X264_LOG_WARNING
         param.pf_log = { opaque, level, format, arguments in x264Log(opaque, level, format, arguments) }
@@ -148,17 +114,17 @@ public final class H264Encoder {
 
         param.rc.i_rc_method = X264_RC_CRF
         param.rc.f_rf_constant = Float(settings.crf)
-        if let rate = settings.maxBitrateKbps, let buffer = settings.effectiveVBVBufferKbit {
+        if case .vbv(let rate, let buffer) = settings.rateCap {
             param.rc.i_vbv_max_bitrate = Int32(rate)
             param.rc.i_vbv_buffer_size = Int32(buffer)
         }
 
         let profileStatus = settings.profile.rawValue.withCString { x264_param_apply_profile(&param, $0) }
         guard profileStatus == 0 else {
-            throw .openFailed(log.summary(orElse: "profile \(settings.profile.rawValue) cannot be applied"))
+            throw .openFailed(backend: "x264", details: log.summary(orElse: "profile \(settings.profile.rawValue) cannot be applied"))
         }
         guard let handle = CX264_encoder_open(&param) else {
-            throw .openFailed(log.summary(orElse: "x264_encoder_open failed for \(format)"))
+            throw .openFailed(backend: "x264", details: log.summary(orElse: "x264_encoder_open failed for \(format)"))
         }
         // From here the handle is ours: deinit closes it once the encoder is fully
         // initialised; until then, a failure below closes it here.
@@ -179,7 +145,7 @@ public final class H264Encoder {
         }
         guard let sps, let pps else {
             x264_encoder_close(handle)
-            throw .openFailed(log.summary(orElse: "x264_encoder_headers gave no SPS and PPS"))
+            throw .openFailed(backend: "x264", details: log.summary(orElse: "x264_encoder_headers gave no SPS and PPS"))
         }
         self.sequenceParameterSet = sps
         self.pictureParameterSet = pps
@@ -195,11 +161,16 @@ public final class H264Encoder {
     /// Warnings x264 logged since the last call (it logs nothing to stderr itself).
     public func takeMessages() -> [String] { log.take() }
 
-    /// Encodes one frame; returns the sample that came out, if any (x264 may hold frames
-    /// back; `close()` returns them). The frame's buffer is not kept after the call.
-    public func encode(_ frame: VideoFrame) throws(EncoderError) -> EncodedSample? {
+    /// For logs: `encoder=x264 preset=…`.
+    public var logDescription: [(name: String, value: String)] { [("encoder", "x264"), ("preset", settings.preset.rawValue)] }
+
+    /// Encodes one NV12 or I420 frame, as an IDR keyframe when `keyframe` is true; returns
+    /// the sample that came out, if any (x264 may hold frames back; `flush()` returns them).
+    /// The frame's buffer is not kept after the call.
+    public func encode(_ frame: VideoFrame, keyframe: Bool) throws(EncoderError) -> [EncodedSample] {
         guard !isClosed else { throw .closed }
         let format = frame.format
+        try X264Encoder.checkPixelFormat(format.pixelFormat)
         guard format.width == width, format.height == height else {
             throw .frameSizeMismatch(expected: "\(width)×\(height)", got: "\(format.width)×\(format.height)")
         }
@@ -208,27 +179,21 @@ public final class H264Encoder {
             throw .timestampNotIncreasing(previous: last, got: t)
         }
         let origin = self.origin ?? t
-        if self.origin == nil {
-            self.origin = t
-            nextKeyframeBoundary = t
-        }
+        self.origin = origin
         lastTimestamp = t
 
         var picture = x264_picture_t()
         x264_picture_init(&picture)
         picture.i_pts = (t - origin).nanoseconds
-        if t >= nextKeyframeBoundary {
+        if keyframe {
             picture.i_type = X264_TYPE_IDR
             keyframesForced += 1
-            let elapsed = (t - origin).nanoseconds
-            nextKeyframeBoundary = origin + Timestamp.Duration(nanoseconds: (elapsed / keyframeIntervalNanoseconds + 1) * keyframeIntervalNanoseconds)
         }
 
-        let input = format.pixelFormat.isEncoderNative ? frame : convert(frame)
         // x264 only reads the input planes (it copies them into its own frame).
-        let planes = input.format.planes
-        let base = input.buffer.base
-        picture.img.i_csp = input.format.pixelFormat == .nv12 ? X264_CSP_NV12 : X264_CSP_I420
+        let planes = format.planes
+        let base = frame.buffer.base
+        picture.img.i_csp = format.pixelFormat == .nv12 ? X264_CSP_NV12 : X264_CSP_I420
         picture.img.i_plane = Int32(planes.count)
         picture.img.plane.0 = base + planes[0].offset
         picture.img.plane.1 = base + planes[1].offset
@@ -236,22 +201,17 @@ public final class H264Encoder {
         picture.img.i_stride.0 = Int32(planes[0].stride)
         picture.img.i_stride.1 = Int32(planes[1].stride)
         picture.img.i_stride.2 = planes.count > 2 ? Int32(planes[2].stride) : 0
-        if format.pixelFormat == .i422 {
-            // The luma plane is the same in 4:2:2 and 4:2:0: take it from the frame itself.
-            picture.img.plane.0 = frame.buffer.base + format.planes[0].offset
-            picture.img.i_stride.0 = Int32(format.planes[0].stride)
-        }
 
         framesIn += 1
-        let sample = try withExtendedLifetime((frame, input)) { () throws(EncoderError) -> EncodedSample? in
+        let sample = try withExtendedLifetime(frame) { () throws(EncoderError) -> EncodedSample? in
             try encodeCall(&picture)
         }
-        return sample
+        return sample.map { [$0] } ?? []
     }
 
     /// Flushes the frames x264 still holds and returns their samples. The encoder takes no
     /// frames after this; the x264 handle is freed when the encoder is released.
-    public func close() throws(EncoderError) -> [EncodedSample] {
+    public func flush() throws(EncoderError) -> [EncodedSample] {
         guard !isClosed else { return [] }
         isClosed = true
         var samples: [EncodedSample] = []
@@ -271,7 +231,7 @@ public final class H264Encoder {
         var output = x264_picture_t()
         let size = x264_encoder_encode(handle, &nals, &count, picture, &output)
         guard size >= 0 else {
-            throw .encodeFailed(frame: framesIn, details: log.summary(orElse: ""))
+            throw .encodeFailed(backend: "x264", frame: framesIn, details: log.summary(orElse: ""))
         }
         guard size > 0, count > 0, let nals, let payload = nals[0].p_payload else { return nil }
         // The NAL payloads are contiguous; copy them before the next x264 call reuses the memory.
@@ -284,28 +244,23 @@ public final class H264Encoder {
                              isKeyframe: output.b_keyframe != 0)
     }
 
-    /// YUYV → NV12 and I422 → I420 into the encoder's own buffer, made on first use and
-    /// reused (nothing is allocated per frame). I422's luma plane is used where it is: only
-    /// its chroma is converted.
-    private func convert(_ frame: VideoFrame) -> VideoFrame {
-        let target: PixelFormat = frame.format.pixelFormat == .yuyv ? .nv12 : .i420
-        let buffer: FrameBuffer, format: VideoFormat
-        if let c = conversion, c.format.pixelFormat == target {
-            (buffer, format) = c
-        } else {
-            // The size was validated when the encoder opened; a tight layout of it is valid.
-            guard let f = try? VideoFormat(width: width, height: height, pixelFormat: target) else {
-                preconditionFailure("a \(width)×\(height) picture has a valid layout")
-            }
-            (buffer, format) = (FrameBuffer(capacity: f.bufferSize), f)
-            conversion = (buffer, format)
+    /// x264 takes NV12 and I420 as they are; 4:2:2 would make a High 4:2:2 stream few
+    /// players decode, so the caller converts it first.
+    private static func checkPixelFormat(_ pixelFormat: PixelFormat) throws(EncoderError) {
+        guard pixelFormat.isEncoderNative else {
+            throw .unsupportedPicture("\(pixelFormat) frames: the x264 encoder takes NV12 or I420; convert them to 4:2:0 first (PlanarConverter)")
         }
-        if target == .nv12 {
-            return PixelConversion.convert(frame, into: buffer, format: format)
-        }
-        PixelConversion.halveChromaRows(frame.plane(1), into: buffer.mutablePlane(format.planes[1]))
-        PixelConversion.halveChromaRows(frame.plane(2), into: buffer.mutablePlane(format.planes[2]))
-        return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
+    }
+}
+
+/// Makes `X264Encoder`s with the same settings, for each stream's format.
+public struct X264EncoderFactory: VideoEncoderFactory {
+    public var settings: EncoderSettings
+
+    public init(settings: EncoderSettings) { self.settings = settings }
+
+    public func makeEncoder(for format: VideoFormat) throws(EncoderError) -> any VideoEncoder {
+        try X264Encoder(format: format, settings: settings)
     }
 }
 

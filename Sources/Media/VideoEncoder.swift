@@ -1,0 +1,70 @@
+/// An H.264 encoder for one stream of frames of one format: what the pipeline needs of any
+/// backend (libx264 in software; a hardware encoder through V4L2). The pipeline knows none.
+///
+/// - The caller decides where keyframes go (with a `KeyframeSchedule`), so that every
+///   backend places them alike.
+/// - Output may lag input: `encode` returns the samples that are ready — none, one or
+///   several — and `flush` returns the rest at the end of the stream.
+/// - Samples come out in decode order, in the `avcC` form (4-byte length prefixes, no start
+///   codes, no parameter sets), stamped with the capture timestamps of their frames.
+///
+/// Not thread-safe: an encoder belongs to one thread, and its calls may block for
+/// milliseconds (run it on a dedicated thread, not in the Swift concurrency pool).
+public protocol VideoEncoder: AnyObject {
+    /// The sequence parameter set for `avcC`, without start code or length prefix; known
+    /// once the encoder is made.
+    var sequenceParameterSet: [UInt8] { get }
+    /// The picture parameter set for `avcC`, without start code or length prefix; known
+    /// once the encoder is made.
+    var pictureParameterSet: [UInt8] { get }
+    /// What the encoder is, for logs, as name–value fields: the backend first (`encoder`),
+    /// then the settings that say most about it (x264: `encoder=x264 preset=ultrafast`).
+    var logDescription: [(name: String, value: String)] { get }
+
+    /// Encodes `frame` (its capture time is `frame.timestamp`; timestamps must increase),
+    /// as a keyframe (IDR) when `keyframe` is true; returns the samples ready so far. The
+    /// frame's buffer is not kept after the call.
+    func encode(_ frame: VideoFrame, keyframe: Bool) throws(EncoderError) -> [EncodedSample]
+
+    /// Ends the stream: returns the samples of the frames still held. The encoder takes no
+    /// frames after this (`encode` throws `.closed`); a second flush returns nothing.
+    func flush() throws(EncoderError) -> [EncodedSample]
+}
+
+/// Makes the encoder for a stream once its format is known, so that the pipeline need not
+/// know which backend it gets.
+public protocol VideoEncoderFactory: Sendable {
+    /// An encoder for frames of `format`: the size, pixel format, rate and pixel aspect ratio
+    /// the source negotiated (after any conversion to 4:2:0).
+    func makeEncoder(for format: VideoFormat) throws(EncoderError) -> any VideoEncoder
+}
+
+/// Why an encoder could not open or encode; any backend's.
+public enum EncoderError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The picture cannot be encoded as given (size, pixel format).
+    case unsupportedPicture(String)
+    /// The backend (`x264`, …) refused the parameters when opening; its own words.
+    case openFailed(backend: String, details: String)
+    /// A frame differs in size from the format the encoder was opened for.
+    case frameSizeMismatch(expected: String, got: String)
+    case timestampNotIncreasing(previous: Timestamp, got: Timestamp)
+    /// The backend failed to encode a frame (counted from 1); its own words when it gave any.
+    case encodeFailed(backend: String, frame: Int, details: String)
+    /// A frame was given after `flush()`.
+    case closed
+
+    public var description: String {
+        switch self {
+        case .unsupportedPicture(let why): "cannot encode \(why)"
+        case .openFailed(let backend, let details):
+            "\(backend) refused the encoder settings (\(details)); check the encoder.* settings and the camera format"
+        case .frameSizeMismatch(let expected, let got):
+            "a \(got) frame reached an encoder opened for \(expected); the source changed format, so open a new encoder"
+        case .timestampNotIncreasing(let previous, let got):
+            "frame timestamps must increase: got \(got) after \(previous); the source's clock went backwards"
+        case .encodeFailed(let backend, let frame, let details):
+            "\(backend) failed to encode frame \(frame)" + (details.isEmpty ? "" : ": \(details)")
+        case .closed: "the encoder is closed; open a new one"
+        }
+    }
+}
