@@ -55,7 +55,7 @@ let package = Package(
         ),
 
         // Tests.
-        .target(name: "TestSupport", dependencies: ["Media"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder"], path: "Tests/TestSupport"),
         .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"], path: "Tests/Fixtures/MovieWriterChild"),
         .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
@@ -66,6 +66,7 @@ let package = Package(
         .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
         .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "MotionDetection", "Recorder", "Media", "Capture", "Configuration", "TestSupport"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
+        .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         .testTarget(name: "AgentTests", dependencies: ["Agent", "Media", "TestSupport"]),

@@ -167,13 +167,32 @@ extension FileDescriptor {
     public func status() throws(SystemError) -> FileStatus {
         var info = stat()
         try retryOnInterrupt { fstat(rawValue, &info) }
-        return FileStatus(size: UInt64(max(info.st_size, 0)), isDirectory: (info.st_mode & S_IFMT) == S_IFDIR)
+        return FileStatus(info)
     }
 }
 
-/// What `FileDescriptor.status()` reports.
+/// What `fstat` or `lstat` reports of a file.
 public struct FileStatus: Hashable, Sendable {
+    public enum Kind: Hashable, Sendable {
+        case regular, directory, symbolicLink, other
+    }
+
+    public var kind: Kind
     /// The length in bytes (0 for most devices).
     public var size: UInt64
-    public var isDirectory: Bool
+    /// When its contents last changed, in seconds since 1970 (with the nanoseconds).
+    public var modified: Double
+
+    public var isDirectory: Bool { kind == .directory }
+
+    init(_ info: stat) {
+        kind = switch info.st_mode & S_IFMT {
+        case S_IFREG: .regular
+        case S_IFDIR: .directory
+        case S_IFLNK: .symbolicLink
+        default: .other
+        }
+        size = UInt64(max(info.st_size, 0))
+        modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+    }
 }

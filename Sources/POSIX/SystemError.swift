@@ -25,6 +25,12 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// ENOSPC or EDQUOT: the disk (or the user's quota) is full.
     public var isOutOfSpace: Bool { code == ENOSPC || code == EDQUOT }
+    /// No such file or directory (ENOENT).
+    public var isMissing: Bool { code == ENOENT }
+    /// The user may not do it (EACCES or EPERM).
+    public var isPermissionDenied: Bool { code == EACCES || code == EPERM }
+    /// Something already has the name (EEXIST).
+    public var alreadyExists: Bool { code == EEXIST }
 
     private static let names: [Int32: String] = [
         EPERM: "EPERM", ENOENT: "ENOENT", EINTR: "EINTR", EIO: "EIO", ENXIO: "ENXIO", EBADF: "EBADF",

@@ -58,7 +58,7 @@ public struct MovieRepairReport: Equatable, Sendable {
 public enum MovieRepair {
     /// Opens a movie file by path for reading and patching (`FileMovieOutput(updating:)` from
     /// `Storage`, which also gives `inspect(path:)` and `repair(path:)` that pass it).
-    public typealias Opener = (String) throws(MovieFileError) -> any MovieFile
+    public typealias Opener = (String) throws(FileError) -> any MovieFile
 
     /// Tells whether `path` is complete or needs repair, without changing it.
     public static func inspect(path: String, opening opener: Opener) throws(MovieRepairError) -> MovieFileState {
@@ -116,16 +116,14 @@ public enum MovieRepair {
     }
 
     private static func open(_ path: String, _ opener: Opener) throws(MovieRepairError) -> any MovieFile {
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw MovieRepairError(path: path, problem: "no such file", kind: .noSuchFile)
-        }
         do { return try opener(path) } catch {
+            if error.isMissing { throw MovieRepairError(path: path, problem: "no such file", kind: .noSuchFile) }
             throw MovieRepairError(path: path, problem: "cannot open it for repair: \(error.reason)", kind: .inputOutput)
         }
     }
 
     /// The boxes at the top level of the file, and where a partly written tail begins (if any).
-    static func scanTopLevel(_ file: any MovieFile) throws(MovieFileError) -> (boxes: [TopLevelBox], tail: UInt64?) {
+    static func scanTopLevel(_ file: any MovieFile) throws(FileError) -> (boxes: [TopLevelBox], tail: UInt64?) {
         var boxes: [TopLevelBox] = []
         var offset: UInt64 = 0
         let length = file.length

@@ -9,7 +9,7 @@ public enum MovieWriterError: Error, CustomStringConvertible, Equatable {
     case unsupportedVideo(String)
     case closed
     case noVideoSamples(path: String)
-    case file(MovieFileError)
+    case file(FileError)
 
     public var description: String {
         switch self {

@@ -77,19 +77,23 @@ public struct ClipRecord: Codable, Equatable, Sendable {
     }
 }
 
-/// `events.jsonl`: one JSON object per finished clip, appended and synced.
+/// `events.jsonl` in the storage directory: one JSON object per finished clip, appended and
+/// synced, and pruned of the clips retention deleted.
 public struct EventsJournal: Sendable {
-    public let path: String
-    private let files: any JournalFiles
+    /// The journal's name in the storage directory.
+    public static let name = "events.jsonl"
+    public let storage: any ClipStorage
 
-    /// `files` appends to the journal (`Storage` provides the POSIX one, and `init(directory:)`).
-    public init(directory: String, files: any JournalFiles) {
-        path = directory + "/events.jsonl"
-        self.files = files
+    public init(storage: any ClipStorage) {
+        self.storage = storage
     }
 
-    public struct JournalError: Error, CustomStringConvertible, Sendable {
+    /// The journal's path, for messages.
+    public var path: String { storage.path(Self.name) }
+
+    public struct JournalError: Error, CustomStringConvertible, Sendable, Equatable {
         public var description: String
+        public init(description: String) { self.description = description }
     }
 
     public func append(_ record: ClipRecord) throws(JournalError) {
@@ -99,27 +103,28 @@ public struct EventsJournal: Sendable {
         do { line = try encoder.encode(record) + Data("\n".utf8) } catch {
             throw JournalError(description: "cannot encode the journal line for \(record.file): \(error)")
         }
-        do { try files.appendAndSync([UInt8](line), to: path) } catch {
-            switch error {
-            case .cannotOpen:
-                throw JournalError(description: "cannot open \(path) to append — can this user write to it?")
-            case .failed(let cause):
-                throw JournalError(description: "cannot append to \(path): \(describeFileError(cause))")
-            }
+        do { try storage.append([UInt8](line), to: Self.name) } catch {
+            throw JournalError(description: error.description)
         }
     }
 
     /// Drops the lines of clips `exists` says are gone (retention deleted them), so the journal
     /// stays as small as the clip store however long the agent runs. Lines that cannot be read
-    /// are kept. The file is replaced atomically (written beside it, then renamed).
-    /// Returns how many lines were dropped.
+    /// are kept. The file is replaced at once (written beside it, then renamed), so a crash
+    /// leaves the old journal or the new one. Returns how many lines were dropped.
     @discardableResult
     public func prune(keeping exists: (String) -> Bool) throws(JournalError) -> Int {
-        guard let data = FileManager.default.contents(atPath: path) else { return 0 }
+        let bytes: [UInt8]
+        do {
+            guard let read = try storage.read(Self.name) else { return 0 }
+            bytes = read
+        } catch {
+            throw JournalError(description: error.description)
+        }
         let decoder = JSONDecoder()
-        var kept = Data()
+        var kept: [UInt8] = []
         var dropped = 0
-        for line in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
+        for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
             if let record = try? decoder.decode(ClipRecord.self, from: Data(line)), !exists(record.file) {
                 dropped += 1
                 continue
@@ -128,25 +133,25 @@ public struct EventsJournal: Sendable {
             kept.append(UInt8(ascii: "\n"))
         }
         guard dropped > 0 else { return 0 }
-        do {
-            // Written beside the journal and renamed over it: a crash leaves the old or the new.
-            try kept.write(to: URL(fileURLWithPath: path), options: .atomic)
-        } catch {
-            throw JournalError(description: "cannot shorten \(path): \(describeFileError(error)) — can this user write to \(path.withoutLastPathComponent)?")
+        do { try storage.replace(Self.name, with: kept) } catch {
+            throw JournalError(description: "\(error.description) — the journal was not shortened")
         }
         return dropped
     }
 
     /// Every record in the journal, with the numbers of the lines that could not be read.
     public func records() throws(JournalError) -> (records: [ClipRecord], unreadableLines: [Int]) {
-        guard FileManager.default.fileExists(atPath: path) else { return ([], []) }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw JournalError(description: "cannot read \(path) — can this user read it?")
+        let bytes: [UInt8]
+        do {
+            guard let read = try storage.read(Self.name) else { return ([], []) }
+            bytes = read
+        } catch {
+            throw JournalError(description: error.description)
         }
         var records: [ClipRecord] = []
         var bad: [Int] = []
         let decoder = JSONDecoder()
-        for (i, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
+        for (i, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
             if let record = try? decoder.decode(ClipRecord.self, from: Data(line)) { records.append(record) } else { bad.append(i + 1) }
         }
         return (records, bad)

@@ -1,19 +1,5 @@
 import FoundationEssentials
-
-/// A clip on disk, as retention sees it.
-public struct StoredClip: Equatable, Sendable {
-    /// Relative to the storage directory.
-    public var relativePath: String
-    public var size: Int64
-    /// Last written: the end of the recording (or its repair).
-    public var modified: Date
-
-    public init(relativePath: String, size: Int64, modified: Date) {
-        self.relativePath = relativePath
-        self.size = size
-        self.modified = modified
-    }
-}
+import Media
 
 /// Why retention deleted a clip.
 public enum DeletionReason: Equatable, Sendable, CustomStringConvertible {
@@ -31,7 +17,7 @@ public enum DeletionReason: Equatable, Sendable, CustomStringConvertible {
 }
 
 public struct Deletion: Equatable, Sendable {
-    public var clip: StoredClip
+    public var clip: StoredFile
     public var reason: DeletionReason
 }
 
@@ -49,7 +35,7 @@ public struct RetentionPolicy: Equatable, Sendable {
         self.minFree = minFree
     }
 
-    public func deletions(clips: [StoredClip], now: Date, freeBytes: Int64, protected: Set<String>) -> [Deletion] {
+    public func deletions(clips: [StoredFile], now: Date, freeBytes: Int64, protected: Set<String>) -> [Deletion] {
         var candidates = clips.filter { !protected.contains($0.relativePath) }
             .sorted { ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath) }
         var result: [Deletion] = []
@@ -73,97 +59,44 @@ public struct RetentionPolicy: Equatable, Sendable {
     }
 }
 
-/// The storage directory: finds the agent's own clips (by their name pattern, never through
-/// a symbolic link), deletes them, and measures free space.
+/// The agent's own clips in the storage directory: the files whose names its pattern makes,
+/// deleted oldest first as the retention policy says.
 public struct ClipStore: Sendable {
-    public let root: String
+    public let storage: any ClipStorage
     public let naming: ClipNaming
 
-    public init(root: String, naming: ClipNaming) {
-        self.root = root
+    public init(storage: any ClipStorage, naming: ClipNaming) {
+        self.storage = storage
         self.naming = naming
     }
 
-    public struct StoreError: Error, CustomStringConvertible, Sendable {
-        public var description: String
+    /// Every file below the directory whose relative path the naming pattern makes.
+    public func clips() throws(FileError) -> [StoredFile] {
+        try storage.walk().filter { naming.matches($0.relativePath) }.sorted { $0.relativePath < $1.relativePath }
     }
 
-    public func absolutePath(_ relative: String) -> String { root + "/" + relative }
-
-    /// Every regular file under the root whose relative path the naming pattern makes.
-    /// Symbolic links, to files or directories, are neither listed nor followed.
-    public func clips() throws(StoreError) -> [StoredClip] {
-        var found: [StoredClip] = []
-        let fm = FileManager.default
-        func walk(_ relative: String, depth: Int) {
-            guard depth < 8 else { return }
-            let dir = relative.isEmpty ? root : absolutePath(relative)
-            guard let names = try? fm.contentsOfDirectory(atPath: dir) else { return }
-            for name in names.sorted() {
-                let rel = relative.isEmpty ? name : relative + "/" + name
-                guard let attributes = try? fm.attributesOfItem(atPath: absolutePath(rel)), // lstat: links are not followed
-                      let type = attributes[.type] as? FileAttributeType else { continue }
-                if type == .typeDirectory {
-                    walk(rel, depth: depth + 1)
-                } else if type == .typeRegular, naming.matches(rel) {
-                    found.append(StoredClip(relativePath: rel,
-                                            size: int64(attributes[.size]) ?? 0,
-                                            modified: attributes[.modificationDate] as? Date ?? Date.distantPast))
-                }
-            }
+    /// Deletes one clip, after checking that its name is one of this agent's (the storage
+    /// checks again that it is a regular file, not a link).
+    public func delete(_ clip: StoredFile) throws(FileError) {
+        guard naming.matches(clip.relativePath), !clip.relativePath.split(separator: "/").contains("..") else {
+            throw FileError(path: storage.path(clip.relativePath), operation: "delete",
+                            reason: "it is not a clip file of this agent; refusing")
         }
-        var isDirectory = false
-        guard fm.fileExists(atPath: root, isDirectory: &isDirectory), isDirectory else {
-            throw StoreError(description: "the storage directory \(root) does not exist")
-        }
-        walk("", depth: 0)
-        return found
-    }
-
-    /// Bytes free for this user on the storage file system.
-    public func freeBytes() throws(StoreError) -> Int64 {
-        do {
-            let attributes = try FileManager.default.attributesOfFileSystem(forPath: root)
-            return int64(attributes[.systemFreeSize]) ?? 0
-        } catch {
-            throw StoreError(description: "cannot read the free space of \(root): \(describeFileError(error))")
-        }
-    }
-
-    /// Deletes one clip, after checking again that it is a regular file of ours (not a link),
-    /// then the directories the pattern made for it if they are now empty.
-    public func delete(_ clip: StoredClip) throws(StoreError) {
-        let fm = FileManager.default
-        let path = absolutePath(clip.relativePath)
-        guard naming.matches(clip.relativePath), !clip.relativePath.split(separator: "/").contains(".."),
-              let type = (try? fm.attributesOfItem(atPath: path))?[.type] as? FileAttributeType, type == .typeRegular else {
-            throw StoreError(description: "refusing to delete \(path): it is not a clip file of this agent")
-        }
-        do { try fm.removeItem(atPath: path) } catch {
-            throw StoreError(description: "cannot delete \(path): \(describeFileError(error))")
-        }
-        var parts = clip.relativePath.split(separator: "/").dropLast()
-        while !parts.isEmpty {
-            let dir = absolutePath(parts.joined(separator: "/"))
-            guard let entries = try? fm.contentsOfDirectory(atPath: dir), entries.isEmpty,
-                  (try? fm.attributesOfItem(atPath: dir))?[.type] as? FileAttributeType == .typeDirectory else { break }
-            try? fm.removeItem(atPath: dir)
-            parts = parts.dropLast()
-        }
+        try storage.delete(clip.relativePath)
     }
 
     /// Applies `policy` now: returns what it deleted, and the problems it met.
-    public func sweep(_ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>) -> (deleted: [Deletion], errors: [StoreError]) {
-        let clips: [StoredClip]
+    public func sweep(_ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>) -> (deleted: [Deletion], errors: [FileError]) {
+        let clips: [StoredFile]
         let free: Int64
         do {
             clips = try self.clips()
-            free = try freeBytes()
+            free = try storage.freeBytes()
         } catch {
             return ([], [error])
         }
         var deleted: [Deletion] = []
-        var errors: [StoreError] = []
+        var errors: [FileError] = []
         for deletion in policy.deletions(clips: clips, now: now, freeBytes: free, protected: protected) {
             do {
                 try delete(deletion.clip)
@@ -174,12 +107,4 @@ public struct ClipStore: Sendable {
         }
         return (deleted, errors)
     }
-}
-
-/// A file attribute's number: FoundationEssentials gives `UInt` or `UInt64`, or an `NSNumber`
-/// when Foundation is loaded too (as in the tests).
-private func int64(_ value: Any?) -> Int64? {
-    if let number = value as? any BinaryInteger { return Int64(clamping: number) }
-    if let number = value as? Int64 { return number }
-    return nil
 }

@@ -12,51 +12,46 @@ public final class FileMovieOutput: MovieFile {
     public private(set) var length: UInt64
 
     /// Creates (or truncates) the file at `path`.
-    public init(creating path: String) throws(MovieFileError) {
+    public init(creating path: String) throws(FileError) {
         self.path = path
         do { file = try FileDescriptor(opening: path, .readWrite, options: [.create, .truncate]) } catch {
-            throw MovieFileError(path: path, operation: "create", reason: FileMovieOutput.createFailureReason(path))
+            let directory = path.withoutLastPathComponent
+            if error.isMissing {
+                throw FileError(path: path, operation: "create", reason: "the directory \(directory) does not exist", isMissing: true)
+            }
+            if error.isPermissionDenied {
+                throw FileError(path: path, operation: "create", reason: "permission denied — can this user write to \(directory)?")
+            }
+            throw FileError(path: path, operation: "create", error)
         }
         length = 0
     }
 
     /// Opens an existing file for reading and patching (repair).
-    public init(updating path: String) throws(MovieFileError) {
+    public init(updating path: String) throws(FileError) {
         self.path = path
         do {
             let file = try FileDescriptor(opening: path, .readWrite)
             length = try file.status().size
             self.file = consume file
         } catch {
-            throw MovieFileError(path: path, operation: "open", error)
+            throw FileError(path: path, operation: "open", error)
         }
     }
 
     /// Runs `body` on the open file; after `close()`, EBADF, as a closed descriptor would say.
-    private func withFile<Result>(_ operation: String, _ body: (borrowing FileDescriptor) throws(SystemError) -> Result) throws(MovieFileError) -> Result {
+    private func withFile<Result>(_ operation: String, _ body: (borrowing FileDescriptor) throws(SystemError) -> Result) throws(FileError) -> Result {
         do throws(SystemError) {
             switch file {
             case .some(let file): return try body(file)
             case .none: throw SystemError(EBADF)
             }
         } catch {
-            throw MovieFileError(path: path, operation: operation, error)
+            throw FileError(path: path, operation: operation, error)
         }
     }
 
-    private static func createFailureReason(_ path: String) -> String {
-        let dir = path.withoutLastPathComponent
-        var isDir = false
-        if !FileManager.default.fileExists(atPath: dir.isEmpty ? "." : dir, isDirectory: &isDir) || !isDir {
-            return "the directory \(dir) does not exist"
-        }
-        if !FileManager.default.isWritableFile(atPath: dir.isEmpty ? "." : dir) {
-            return "permission denied — can this user write to \(dir)?"
-        }
-        return "the file could not be created (is the disk full or read-only?)"
-    }
-
-    public func append(_ bytes: [UInt8]) throws(MovieFileError) {
+    public func append(_ bytes: [UInt8]) throws(FileError) {
         let length = self.length
         try withFile("write") { file throws(SystemError) in
             do throws(SystemError) { try file.writeAll(bytes, at: length) } catch {
@@ -69,38 +64,29 @@ public final class FileMovieOutput: MovieFile {
         self.length += UInt64(bytes.count)
     }
 
-    public func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(MovieFileError) {
+    public func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(FileError) {
         precondition(offset + UInt64(bytes.count) <= length, "overwrite stays inside the file")
         try withFile("update") { file throws(SystemError) in try file.writeAll(bytes, at: offset) }
     }
 
-    public func synchronize() throws(MovieFileError) {
+    public func synchronize() throws(FileError) {
         try withFile("sync") { file throws(SystemError) in try file.synchronize() }
     }
 
     /// Cuts the file to `newLength` bytes (repair drops a partial tail this way).
-    public func truncate(to newLength: UInt64) throws(MovieFileError) {
+    public func truncate(to newLength: UInt64) throws(FileError) {
         try withFile("truncate") { file throws(SystemError) in try file.truncate(to: newLength) }
         length = newLength
     }
 
     /// Reads `count` bytes at `offset` (fewer at the end of the file).
-    public func read(at offset: UInt64, count: Int) throws(MovieFileError) -> [UInt8] {
+    public func read(at offset: UInt64, count: Int) throws(FileError) -> [UInt8] {
         try withFile("read") { file throws(SystemError) in try file.read(count: count, at: offset) }
     }
 
-    public func close() throws(MovieFileError) {
+    public func close() throws(FileError) {
         guard let file = file.take() else { return }
-        do { try file.close() } catch { throw MovieFileError(path: path, operation: "close", error) }
-    }
-}
-
-extension MovieFileError {
-    /// The error for a failed POSIX call: "no space left on the device" (and `isOutOfSpace`)
-    /// for ENOSPC and EDQUOT, the C library's words for any other error.
-    init(path: String, operation: String, _ error: SystemError) {
-        let reason = error.isOutOfSpace ? "no space left on the device" : error.text
-        self.init(path: path, operation: operation, reason: reason, isOutOfSpace: error.isOutOfSpace)
+        do { try file.close() } catch { throw FileError(path: path, operation: "close", error) }
     }
 }
 
@@ -125,7 +111,7 @@ extension MovieRepair {
         try repair(path: path, opening: openForRepair)
     }
 
-    private static func openForRepair(_ path: String) throws(MovieFileError) -> any MovieFile {
+    private static func openForRepair(_ path: String) throws(FileError) -> any MovieFile {
         try FileMovieOutput(updating: path)
     }
 }

@@ -303,13 +303,13 @@ final class StoppingOutput: MovieOutput {
 
     var length: UInt64 { inner.length }
 
-    private func step() throws(MovieFileError) {
+    private func step() throws(FileError) {
         operations += 1
-        if operations > stopAfter { throw MovieFileError(path: inner.path, operation: "write", reason: "stopped for the test") }
+        if operations > stopAfter { throw FileError(path: inner.path, operation: "write", reason: "stopped for the test") }
     }
 
-    func append(_ bytes: [UInt8]) throws(MovieFileError) { try step(); try inner.append(bytes) }
-    func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(MovieFileError) { try step(); try inner.overwrite(at: offset, with: bytes) }
-    func synchronize() throws(MovieFileError) { try step(); try inner.synchronize() }
-    func close() throws(MovieFileError) { try inner.close() }
+    func append(_ bytes: [UInt8]) throws(FileError) { try step(); try inner.append(bytes) }
+    func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(FileError) { try step(); try inner.overwrite(at: offset, with: bytes) }
+    func synchronize() throws(FileError) { try step(); try inner.synchronize() }
+    func close() throws(FileError) { try inner.close() }
 }

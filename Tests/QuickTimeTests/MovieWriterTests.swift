@@ -306,7 +306,7 @@ func topLevelTypes(_ path: String) -> [String] {
 @Suite struct FileMovieOutputTests {
     @Test func aFullDiskIsReportedAsOutOfSpace() throws {
         let output = try FileMovieOutput(updating: "/dev/full")
-        #expect(throws: MovieFileError(path: "/dev/full", operation: "write", reason: "no space left on the device", isOutOfSpace: true)) {
+        #expect(throws: FileError(path: "/dev/full", operation: "write", reason: "no space left on the device", isOutOfSpace: true)) {
             try output.append([1, 2, 3])
         }
         #expect(output.length == 0)
@@ -314,12 +314,12 @@ func topLevelTypes(_ path: String) -> [String] {
     }
 
     @Test func otherErrorsGiveTheCLibrarysWords() throws {
-        #expect(throws: MovieFileError(path: "/nonexistent.mov", operation: "open", reason: "No such file or directory")) {
+        #expect(throws: FileError(path: "/nonexistent.mov", operation: "open", reason: "No such file or directory", isMissing: true)) {
             _ = try FileMovieOutput(updating: "/nonexistent.mov")
         }
         let dir = try TemporaryDirectory("vigil-file")
         defer { dir.remove() }
-        #expect(throws: MovieFileError(path: dir.path, operation: "open", reason: "Is a directory")) {
+        #expect(throws: FileError(path: dir.path, operation: "open", reason: "Is a directory")) {
             _ = try FileMovieOutput(updating: dir.path)
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import Storage
 import Testing
 import TestSupport
@@ -38,8 +39,8 @@ import TestSupport
 @Suite struct RetentionPolicyTests {
     let now = Date(timeIntervalSince1970: 2_000_000_000)
 
-    func clip(_ name: String, ageDays: Double, mb: Int64) -> StoredClip {
-        StoredClip(relativePath: name, size: mb << 20, modified: now.addingTimeInterval(-ageDays * 86_400))
+    func clip(_ name: String, ageDays: Double, mb: Int64) -> StoredFile {
+        StoredFile(relativePath: name, size: mb << 20, modified: now.addingTimeInterval(-ageDays * 86_400))
     }
 
     @Test func deletesOldestFirstForEachReason() {
@@ -70,83 +71,63 @@ import TestSupport
 
 @Suite struct ClipStoreTests {
     let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "shed", timeZone: TimeZone(identifier: "UTC")!)
+    let base = Date(timeIntervalSince1970: 1_796_000_000)
 
-    func write(_ path: String, mb: Int, modified: Date) throws {
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        #expect(FileManager.default.createFile(atPath: path, contents: Data(count: mb << 20)))
-        try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: path)
-    }
-
-    /// Fills a 40 MB file system with clips and things that are not clips, then sweeps.
-    @Test func sweepsARealSmallFileSystemDeletingOnlyItsOwnClips() throws {
-        let fs = try SmallFileSystem(megabytes: 40)
-        defer { fs.unmount() }
-        let root = fs.path + "/clips"
-        let outside = fs.path + "/outside"
-        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
-        let base = Date(timeIntervalSince1970: 1_796_000_000)
+    /// Six 5 MB clips an hour apart, and things that are not clips: a file outside the
+    /// pattern, and links with clip names.
+    func store() -> (MemoryStorage, ClipStore, [String]) {
+        let storage = MemoryStorage(capacity: 40 << 20)
         var names: [String] = []
         for i in 0..<6 {
             let date = base.addingTimeInterval(Double(i) * 3600)
-            let name = naming.relativePath(for: date)
-            names.append(name)
-            try write(root + "/" + name, mb: 5, modified: date)
+            names.append(naming.relativePath(for: date))
+            storage.put(names[i], [UInt8](repeating: 0, count: 5 << 20), modified: date)
         }
-        // Not ours: a file outside the pattern, a symlink to a file outside, a symlinked
-        // directory full of clip-named files, and a file outside the store.
-        try write(root + "/2026-11-29/holiday.mov", mb: 1, modified: base.addingTimeInterval(-86_400 * 400))
-        try write(outside + "/2026-11-29/shed-20261129-000000.mov", mb: 1, modified: base.addingTimeInterval(-86_400 * 400))
-        try FileManager.default.createSymbolicLink(atPath: root + "/2026-11-28", withDestinationPath: outside + "/2026-11-29")
-        try FileManager.default.createDirectory(atPath: root + "/2026-11-27", withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: root + "/2026-11-27/shed-20261127-000000.mov", withDestinationPath: outside + "/2026-11-29/shed-20261129-000000.mov")
+        storage.put("2026-11-29/holiday.mov", [UInt8](repeating: 0, count: 1 << 20), modified: base.addingTimeInterval(-86_400 * 400))
+        storage.link("2026-11-27/shed-20261127-000000.mov")
+        return (storage, ClipStore(storage: storage, naming: naming), names)
+    }
 
-        let store = ClipStore(root: root, naming: naming)
-        #expect(try store.clips().map(\.relativePath).sorted() == names.sorted())
-        let free = try store.freeBytes()
-        #expect(free > 0 && free < 40 << 20)
+    @Test func sweepsOldestFirstDeletingOnlyItsOwnClips() throws {
+        let (storage, store, names) = store()
+        #expect(try store.clips().map(\.relativePath) == names.sorted())
+        let free = try storage.freeBytes()
+        #expect(free == 9 << 20)
 
-        // Keep 15 MB free: about 8 MB must go, so the two oldest clips; the open one (the
-        // oldest of all, say) is never touched.
-        let policy = RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: free + (8 << 20))
-        let (deleted, errors) = store.sweep(policy, now: base, protected: [names[0]])
+        // Keep 17 MB free: 8 MB must go, so the two oldest clips but the open one.
+        let (deleted, errors) = store.sweep(RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: 17 << 20), now: base, protected: [names[0]])
         #expect(errors.isEmpty)
         #expect(deleted.map(\.clip.relativePath) == [names[1], names[2]])
-        #expect(try store.freeBytes() >= free + (8 << 20))
-        let fm = FileManager.default
-        #expect(fm.fileExists(atPath: root + "/" + names[0]))
-        #expect(fm.fileExists(atPath: root + "/2026-11-29/holiday.mov"))
-        #expect(fm.fileExists(atPath: outside + "/2026-11-29/shed-20261129-000000.mov"))
-        #expect((try? fm.destinationOfSymbolicLink(atPath: root + "/2026-11-27/shed-20261127-000000.mov")) != nil)
+        #expect(deleted.allSatisfy { $0.reason == .freeSpaceBelow(bytes: 17 << 20) })
+        #expect(try storage.freeBytes() == 19 << 20)
+        #expect(storage.exists(names[0]) && storage.exists("2026-11-29/holiday.mov") && storage.exists("2026-11-27/shed-20261127-000000.mov"))
 
         // By age and size: everything of ours but the protected clip can go; nothing else.
         let all = store.sweep(RetentionPolicy(maxAgeDays: 1, maxSize: 1, minFree: 0), now: base.addingTimeInterval(86_400 * 10), protected: [names[0]])
         #expect(all.deleted.count == 3)
         #expect(try store.clips().map(\.relativePath) == [names[0]])
-        #expect(fm.fileExists(atPath: root + "/2026-11-29/holiday.mov"))
+        #expect(storage.fileNames == [names[0], "2026-11-29/holiday.mov"].sorted())
     }
 
     @Test func refusesToDeleteWhatIsNotAClip() throws {
-        let dir = try TemporaryDirectory("vigil-store")
-        defer { dir.remove() }
-        try write(dir.file("target.mov"), mb: 0, modified: Date())
-        try FileManager.default.createDirectory(atPath: dir.file("2026-11-30"), withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: dir.file("2026-11-30/shed-20261130-000000.mov"), withDestinationPath: dir.file("target.mov"))
-        let store = ClipStore(root: dir.path, naming: naming)
-        #expect(throws: ClipStore.StoreError.self) {
-            try store.delete(StoredClip(relativePath: "2026-11-30/shed-20261130-000000.mov", size: 0, modified: Date()))
+        let (storage, store, _) = store()
+        #expect(throws: FileError.self) {
+            try store.delete(StoredFile(relativePath: "2026-11-27/shed-20261127-000000.mov", size: 0, modified: Date()))
         }
-        #expect(throws: ClipStore.StoreError.self) {
-            try store.delete(StoredClip(relativePath: "target.mov", size: 0, modified: Date()))
+        #expect(throws: FileError.self) {
+            try store.delete(StoredFile(relativePath: "2026-11-29/holiday.mov", size: 0, modified: Date()))
         }
-        #expect(FileManager.default.fileExists(atPath: dir.file("target.mov")))
+        #expect(throws: FileError.self) {
+            try store.delete(StoredFile(relativePath: "../2026-11-30/shed-20261130-000000.mov", size: 0, modified: Date()))
+        }
+        #expect(storage.exists("2026-11-29/holiday.mov") && storage.exists("2026-11-27/shed-20261127-000000.mov"))
     }
 }
 
 @Suite struct EventsJournalTests {
     @Test func appendsOneLinePerClipAndReadsThemBack() throws {
-        let dir = try TemporaryDirectory("vigil-journal")
-        defer { dir.remove() }
-        let journal = EventsJournal(directory: dir.path)
+        let storage = MemoryStorage()
+        let journal = EventsJournal(storage: storage)
         let record = ClipRecord(file: "2026-11-30/shed-20261130-110405.mov", camera: "shed",
                                 start: "2026-11-30T11:04:05.000Z", end: "2026-11-30T11:04:17.500Z", trigger: "2026-11-30T11:04:10.000Z",
                                 triggerSourceSeconds: 125.25, preRollSeconds: 5, durationSeconds: 12.5, frames: 375, audioFrames: 0,
@@ -155,7 +136,7 @@ import TestSupport
         var second = record
         second.part = 2
         try journal.append(second)
-        let text = try String(contentsOfFile: journal.path, encoding: .utf8)
+        let text = String(decoding: storage.contents(EventsJournal.name) ?? [], as: UTF8.self)
         let lines = text.split(separator: "\n")
         #expect(lines.count == 2)
         #expect(lines[0].hasPrefix("{\"audio_frames\":0,\"bytes\":1234567,\"camera\":\"shed\",\"duration_s\":12.5,\"end\":\"2026-11-30T11:04:17.500Z\",\"file\":\"2026-11-30/shed-20261130-110405.mov\""))
@@ -163,7 +144,7 @@ import TestSupport
             #expect(lines[0].contains(key), "\(key) missing")
         }
         // A damaged line is reported, not fatal.
-        try (text + "{not json\n").write(toFile: journal.path, atomically: true, encoding: .utf8)
+        storage.put(EventsJournal.name, Array((text + "{not json\n").utf8))
         let (records, bad) = try journal.records()
         #expect(records == [record, second])
         #expect(bad == [3])
@@ -177,15 +158,29 @@ import TestSupport
     }
 
     @Test func aRepairedClipsLineLeavesOutWhatIsNotKnown() throws {
-        let dir = try TemporaryDirectory("vigil-journal")
-        defer { dir.remove() }
-        let journal = EventsJournal(directory: dir.path)
+        let storage = MemoryStorage()
+        let journal = EventsJournal(storage: storage)
         try journal.append(ClipRecord(file: "a.mov", camera: "shed", start: "2026-11-30T11:04:05.000Z", end: "2026-11-30T11:04:07.000Z",
                                       trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil, durationSeconds: 2, frames: 60,
                                       audioFrames: 0, bytes: 1000, peakScore: nil, part: nil, repaired: true))
-        let line = try String(contentsOfFile: journal.path, encoding: .utf8)
+        let line = String(decoding: storage.contents(EventsJournal.name) ?? [], as: UTF8.self)
         #expect(line.contains("\"repaired\":true"))
         #expect(!line.contains("trigger") && !line.contains("peak_score"))
         #expect(try journal.records().records.first?.repaired == true)
+    }
+
+    @Test func aFullDiskKeepsTheJournalAsItWasAndSaysSo() throws {
+        let storage = MemoryStorage(capacity: 1000)
+        let journal = EventsJournal(storage: storage)
+        let record = ClipRecord(file: "a.mov", camera: "shed", start: "", end: "", trigger: nil, triggerSourceSeconds: nil,
+                                preRollSeconds: nil, durationSeconds: 1, frames: 30, audioFrames: 0, bytes: 1, peakScore: nil, part: 1)
+        try journal.append(record)
+        let before = storage.contents(EventsJournal.name)
+        storage.fill()
+        #expect(throws: EventsJournal.JournalError(description: "cannot append to \(journal.path): no space left on the device")) {
+            try journal.append(record)
+        }
+        #expect(storage.contents(EventsJournal.name) == before)
+        #expect(try journal.records().records == [record])
     }
 }

@@ -26,11 +26,11 @@ final class SlowOutput: MovieOutput {
         self.path = path
     }
 
-    private func fail(_ operation: String, _ error: any Error) -> MovieFileError {
-        MovieFileError(path: path, operation: operation, reason: "\(error)")
+    private func fail(_ operation: String, _ error: any Error) -> FileError {
+        FileError(path: path, operation: operation, reason: "\(error)")
     }
 
-    func append(_ bytes: [UInt8]) throws(MovieFileError) {
+    func append(_ bytes: [UInt8]) throws(FileError) {
         var offset = 0
         while offset < bytes.count {
             let end = min(bytes.count, offset + 512)
@@ -44,7 +44,7 @@ final class SlowOutput: MovieOutput {
         length += UInt64(bytes.count)
     }
 
-    func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(MovieFileError) {
+    func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(FileError) {
         usleep(1000)
         do {
             try handle.seek(toOffset: offset)
@@ -52,11 +52,11 @@ final class SlowOutput: MovieOutput {
         } catch { throw fail("update", error) }
     }
 
-    func synchronize() throws(MovieFileError) {
+    func synchronize() throws(FileError) {
         do { try handle.synchronize() } catch { throw fail("sync", error) }
     }
 
-    func close() throws(MovieFileError) {
+    func close() throws(FileError) {
         do { try handle.close() } catch { throw fail("close", error) }
     }
 }

@@ -1,0 +1,23 @@
+/// A failed file operation: which file, what was attempted, and why — "cannot write
+/// /var/lib/vigil/clips/…/shed-….mov: no space left on the device". The one error type of every
+/// file effect (movie files, the events journal, the storage directory), whichever module
+/// performs it, so that a full disk is recognised the same way everywhere.
+public struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var path: String
+    public var operation: String
+    public var reason: String
+    /// The file system is out of space (ENOSPC or EDQUOT): retention can make room.
+    public var isOutOfSpace: Bool
+    /// There is no such file (ENOENT).
+    public var isMissing: Bool
+
+    public init(path: String, operation: String, reason: String, isOutOfSpace: Bool = false, isMissing: Bool = false) {
+        self.path = path
+        self.operation = operation
+        self.reason = reason
+        self.isOutOfSpace = isOutOfSpace
+        self.isMissing = isMissing
+    }
+
+    public var description: String { "cannot \(operation) \(path): \(reason)" }
+}

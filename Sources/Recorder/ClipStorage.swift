@@ -1,0 +1,58 @@
+import FoundationEssentials
+import Media
+import QuickTime
+
+/// A regular file under the storage directory, as a walk finds it.
+public struct StoredFile: Equatable, Sendable {
+    /// Relative to the storage directory.
+    public var relativePath: String
+    public var size: Int64
+    /// Last written: for a clip, the end of the recording (or of its repair).
+    public var modified: Date
+
+    public init(relativePath: String, size: Int64, modified: Date) {
+        self.relativePath = relativePath
+        self.size = size
+        self.modified = modified
+    }
+}
+
+/// The storage directory as the recorder and the agent use it: every effect they have on
+/// files — walking them, creating and opening movie files, deleting, appending to the events
+/// journal and rewriting it — and nothing else. Paths are relative to the directory and never
+/// leave it: an implementation refuses `..`, and never follows a symbolic link.
+///
+/// `Storage.DiskStorage` is the directory on disk (POSIX calls); tests use TestSupport's
+/// `MemoryStorage`, in which a full disk is a number, so the writer's handling of it is tested
+/// as any user, without a file system to fill.
+public protocol ClipStorage: AnyObject, Sendable {
+    /// The directory as people know it: in messages and the paths given to hooks.
+    var root: String { get }
+    /// Makes the directory (and those above it) when it is not there yet.
+    func createRoot() throws(FileError)
+    /// Every regular file below the directory (not through a symbolic link, to any depth the
+    /// implementation walks), in no particular order.
+    func walk() throws(FileError) -> [StoredFile]
+    /// Bytes free for this user on the directory's file system.
+    func freeBytes() throws(FileError) -> Int64
+    /// Whether anything (a file, a directory, a link) has this name.
+    func exists(_ relativePath: String) -> Bool
+    /// Deletes a regular file (never a link or a directory), then the directories above it
+    /// that it leaves empty, up to the storage directory itself.
+    func delete(_ relativePath: String) throws(FileError)
+    /// Creates a new movie file, and the directories above it.
+    func createMovie(_ relativePath: String) throws(FileError) -> any MovieFile
+    /// Opens an existing movie file to read and finish it (repair).
+    func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile
+    /// The whole of a small file (the journal); nil when there is none.
+    func read(_ relativePath: String) throws(FileError) -> [UInt8]?
+    /// Appends to a file (creating it) and makes the bytes durable.
+    func append(_ bytes: [UInt8], to relativePath: String) throws(FileError)
+    /// Replaces a file's contents at once: written beside it, made durable, renamed over it.
+    func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError)
+}
+
+extension ClipStorage {
+    /// The path of `relativePath` as people know it.
+    public func path(_ relativePath: String) -> String { root + "/" + relativePath }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import Media
+import QuickTime
+import Recorder
+import Storage
+import Testing
+import TestSupport
+
+/// The storage directory on disk: what the POSIX calls do with real files, links and a real
+/// (small) file system.
+@Suite struct DiskStorageTests {
+    let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "shed", timeZone: TimeZone(identifier: "UTC")!)
+
+    func write(_ path: String, mb: Int, modified: Date) throws {
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(count: mb << 20)))
+        try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: path)
+    }
+
+    /// Fills a 40 MB file system with clips and things that are not clips, then sweeps.
+    @Test func sweepsARealSmallFileSystemDeletingOnlyItsOwnClips() throws {
+        let fs = try SmallFileSystem(megabytes: 40)
+        defer { fs.unmount() }
+        let root = fs.path + "/clips"
+        let outside = fs.path + "/outside"
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        let base = Date(timeIntervalSince1970: 1_796_000_000)
+        var names: [String] = []
+        for i in 0..<6 {
+            let date = base.addingTimeInterval(Double(i) * 3600)
+            let name = naming.relativePath(for: date)
+            names.append(name)
+            try write(root + "/" + name, mb: 5, modified: date)
+        }
+        // Not ours: a file outside the pattern, a symlink to a file outside, a symlinked
+        // directory full of clip-named files, and a file outside the store.
+        try write(root + "/2026-11-29/holiday.mov", mb: 1, modified: base.addingTimeInterval(-86_400 * 400))
+        try write(outside + "/2026-11-29/shed-20261129-000000.mov", mb: 1, modified: base.addingTimeInterval(-86_400 * 400))
+        try FileManager.default.createSymbolicLink(atPath: root + "/2026-11-28", withDestinationPath: outside + "/2026-11-29")
+        try FileManager.default.createDirectory(atPath: root + "/2026-11-27", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(atPath: root + "/2026-11-27/shed-20261127-000000.mov", withDestinationPath: outside + "/2026-11-29/shed-20261129-000000.mov")
+
+        let store = ClipStore(storage: DiskStorage(root: root), naming: naming)
+        #expect(try store.clips().map(\.relativePath).sorted() == names.sorted())
+        let free = try store.storage.freeBytes()
+        #expect(free > 0 && free < 40 << 20)
+
+        // Keep 15 MB free: about 8 MB must go, so the two oldest clips; the open one (the
+        // oldest of all, say) is never touched.
+        let policy = RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: free + (8 << 20))
+        let (deleted, errors) = store.sweep(policy, now: base, protected: [names[0]])
+        #expect(errors.isEmpty)
+        #expect(deleted.map(\.clip.relativePath) == [names[1], names[2]])
+        #expect(try store.storage.freeBytes() >= free + (8 << 20))
+        let fm = FileManager.default
+        #expect(fm.fileExists(atPath: root + "/" + names[0]))
+        #expect(fm.fileExists(atPath: root + "/2026-11-29/holiday.mov"))
+        #expect(fm.fileExists(atPath: outside + "/2026-11-29/shed-20261129-000000.mov"))
+        #expect((try? fm.destinationOfSymbolicLink(atPath: root + "/2026-11-27/shed-20261127-000000.mov")) != nil)
+
+        // By age and size: everything of ours but the protected clip can go; nothing else.
+        let all = store.sweep(RetentionPolicy(maxAgeDays: 1, maxSize: 1, minFree: 0), now: base.addingTimeInterval(86_400 * 10), protected: [names[0]])
+        #expect(all.deleted.count == 3)
+        #expect(try store.clips().map(\.relativePath) == [names[0]])
+        #expect(fm.fileExists(atPath: root + "/2026-11-29/holiday.mov"))
+    }
+
+    @Test func walksNoLinkAndDeletesOnlyRegularFiles() throws {
+        let dir = try TemporaryDirectory("vigil-store")
+        defer { dir.remove() }
+        let outside = try TemporaryDirectory("vigil-outside")
+        defer { outside.remove() }
+        let date = Date(timeIntervalSince1970: 1_796_000_000)
+        try write(dir.file("2026-11-30/shed-20261130-000000.mov"), mb: 0, modified: date)
+        try write(outside.file("2026-11-29/shed-20261129-000000.mov"), mb: 0, modified: date)
+        try FileManager.default.createSymbolicLink(atPath: dir.file("2026-11-29"), withDestinationPath: outside.file("2026-11-29"))
+        try FileManager.default.createSymbolicLink(atPath: dir.file("2026-11-30/shed-20261130-000001.mov"),
+                                                   withDestinationPath: outside.file("2026-11-29/shed-20261129-000000.mov"))
+        let storage = DiskStorage(root: dir.path)
+        let files = try storage.walk()
+        #expect(files.map(\.relativePath) == ["2026-11-30/shed-20261130-000000.mov"])
+        #expect(files.first?.modified == date)
+        #expect(storage.exists("2026-11-30/shed-20261130-000001.mov"))
+
+        #expect(throws: FileError.self) { try storage.delete("2026-11-30/shed-20261130-000001.mov") }
+        #expect(throws: FileError.self) { try storage.delete("../vigil-outside/2026-11-29/shed-20261129-000000.mov") }
+        #expect(throws: FileError.self) { _ = try storage.createMovie("../escape.mov") }
+        #expect(FileManager.default.fileExists(atPath: outside.file("2026-11-29/shed-20261129-000000.mov")))
+
+        // The last file of a dated directory takes the directory with it; a directory that
+        // still holds something (here the planted link) stays.
+        try write(dir.file("2026-11-28/shed-20261128-000000.mov"), mb: 0, modified: date)
+        try storage.delete("2026-11-28/shed-20261128-000000.mov")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("2026-11-28")))
+        try storage.delete("2026-11-30/shed-20261130-000000.mov")
+        #expect(FileManager.default.fileExists(atPath: dir.file("2026-11-30")))
+    }
+
+    @Test func moviesAppendsAndReplacements() throws {
+        let dir = try TemporaryDirectory("vigil-store")
+        defer { dir.remove() }
+        let storage = DiskStorage(root: dir.file("clips/deeper"))
+        try storage.createRoot()
+        let movie = try storage.createMovie("2026-11-30/a.mov")
+        try movie.append([1, 2, 3])
+        try movie.close()
+        #expect(try storage.openMovie("2026-11-30/a.mov").read(at: 0, count: 10) == [1, 2, 3])
+        #expect(throws: FileError.self) { _ = try storage.openMovie("2026-11-30/b.mov") }
+
+        #expect(try storage.read("events.jsonl") == nil)
+        try storage.append(Array("one\n".utf8), to: "events.jsonl")
+        try storage.append(Array("two\n".utf8), to: "events.jsonl")
+        #expect(try storage.read("events.jsonl") == Array("one\ntwo\n".utf8))
+        try storage.replace("events.jsonl", with: Array("two\n".utf8))
+        #expect(try storage.read("events.jsonl") == Array("two\n".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: storage.root).sorted() == ["2026-11-30", "events.jsonl"])
+    }
+
+    @Test func aFullDiskInTheJournalSaysSo() throws {
+        let dir = try TemporaryDirectory("vigil-journal")
+        defer { dir.remove() }
+        let journal = EventsJournal(directory: dir.path)
+        try FileManager.default.createSymbolicLink(atPath: journal.path, withDestinationPath: "/dev/full")
+        let record = ClipRecord(file: "a.mov", camera: "shed", start: "", end: "", trigger: nil, triggerSourceSeconds: nil,
+                                preRollSeconds: nil, durationSeconds: 1, frames: 30, audioFrames: 0, bytes: 1, peakScore: nil, part: 1)
+        #expect(throws: EventsJournal.JournalError(description: "cannot append to \(journal.path): no space left on the device")) {
+            try journal.append(record)
+        }
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import Media
+import QuickTime
+import Recorder
+import Synchronization
+
+/// A storage directory in memory, with a disk of `capacity` bytes: what the recorder and the
+/// agent's writer are tested on, as any user and without a file system to fill. The disk is
+/// full when the files (and `otherData`, someone else's files on the same disk) reach the
+/// capacity: writes then fail as ENOSPC does, with nothing of the failed write kept.
+///
+/// Symbolic links can be planted (`link`): a walk does not list them and delete refuses them,
+/// as on disk.
+public final class MemoryStorage: ClipStorage, Sendable {
+    public let root: String
+
+    struct Entry {
+        var bytes: [UInt8]
+        var modified: Date
+        var isLink = false
+    }
+
+    struct State {
+        var files: [String: Entry] = [:]
+        var capacity: Int64
+        var otherData: Int64 = 0
+        var now: Date
+        var used: Int64 { files.values.reduce(otherData) { $0 + Int64($1.bytes.count) } }
+    }
+
+    let state: Mutex<State>
+
+    public init(root: String = "/memory/clips", capacity: Int64 = 1 << 40, now: Date = Date(timeIntervalSince1970: 1_796_000_000)) {
+        self.root = root
+        state = Mutex(State(capacity: capacity, now: now))
+    }
+
+    // MARK: For tests
+
+    /// The disk's size; shrink it to make the disk full.
+    public var capacity: Int64 {
+        get { state.withLock { $0.capacity } }
+        set { state.withLock { $0.capacity = newValue } }
+    }
+
+    /// Bytes of other programs' files on the same disk.
+    public var otherData: Int64 {
+        get { state.withLock { $0.otherData } }
+        set { state.withLock { $0.otherData = newValue } }
+    }
+
+    /// The time files are stamped with when written.
+    public var now: Date {
+        get { state.withLock { $0.now } }
+        set { state.withLock { $0.now = newValue } }
+    }
+
+    /// Fills the disk: other data takes every free byte.
+    public func fill() {
+        state.withLock { $0.otherData += max(0, $0.capacity - $0.used) }
+    }
+
+    /// Writes a file directly, as someone else (or an earlier run) left it.
+    public func put(_ relativePath: String, _ bytes: [UInt8], modified: Date? = nil) {
+        state.withLock { $0.files[relativePath] = Entry(bytes: bytes, modified: modified ?? $0.now) }
+    }
+
+    /// Plants a symbolic link with this name.
+    public func link(_ relativePath: String) {
+        state.withLock { $0.files[relativePath] = Entry(bytes: [], modified: $0.now, isLink: true) }
+    }
+
+    /// The bytes of a file, or nil.
+    public func contents(_ relativePath: String) -> [UInt8]? {
+        state.withLock { $0.files[relativePath].flatMap { $0.isLink ? nil : $0.bytes } }
+    }
+
+    /// Every regular file's name, sorted.
+    public var fileNames: [String] {
+        state.withLock { $0.files.filter { !$0.value.isLink }.keys.sorted() }
+    }
+
+    // MARK: ClipStorage
+
+    public func createRoot() throws(FileError) {}
+
+    public func walk() throws(FileError) -> [StoredFile] {
+        state.withLock { s in
+            s.files.filter { !$0.value.isLink }.map {
+                StoredFile(relativePath: $0.key, size: Int64($0.value.bytes.count), modified: $0.value.modified)
+            }
+        }
+    }
+
+    public func freeBytes() throws(FileError) -> Int64 {
+        state.withLock { max(0, $0.capacity - $0.used) }
+    }
+
+    public func exists(_ relativePath: String) -> Bool {
+        state.withLock { $0.files[relativePath] != nil }
+    }
+
+    public func delete(_ relativePath: String) throws(FileError) {
+        let path = self.path(relativePath)
+        try state.withLock { s throws(FileError) in
+            guard let entry = s.files[relativePath] else {
+                throw FileError(path: path, operation: "delete", reason: "No such file or directory", isMissing: true)
+            }
+            guard !entry.isLink else { throw FileError(path: path, operation: "delete", reason: "it is not a regular file; refusing") }
+            s.files[relativePath] = nil
+        }
+    }
+
+    public func createMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        try write(relativePath, operation: "create") { $0 = [] }
+        return MemoryMovieFile(storage: self, relativePath: relativePath)
+    }
+
+    public func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        guard contents(relativePath) != nil else {
+            throw FileError(path: path(relativePath), operation: "open", reason: "No such file or directory", isMissing: true)
+        }
+        return MemoryMovieFile(storage: self, relativePath: relativePath)
+    }
+
+    public func read(_ relativePath: String) throws(FileError) -> [UInt8]? {
+        contents(relativePath)
+    }
+
+    public func append(_ bytes: [UInt8], to relativePath: String) throws(FileError) {
+        try write(relativePath, operation: "append to") { $0 += bytes }
+    }
+
+    public func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError) {
+        try write(relativePath, operation: "replace") { $0 = bytes }
+    }
+
+    /// Changes a file's bytes unless that would take more than the disk has.
+    func write(_ relativePath: String, operation: String, _ change: (inout [UInt8]) -> Void) throws(FileError) {
+        let path = self.path(relativePath)
+        try state.withLock { s throws(FileError) in
+            if s.files[relativePath]?.isLink == true {
+                throw FileError(path: path, operation: operation, reason: "it is a symbolic link; refusing")
+            }
+            var bytes = s.files[relativePath]?.bytes ?? []
+            let before = Int64(bytes.count)
+            change(&bytes)
+            guard s.used - before + Int64(bytes.count) <= s.capacity || Int64(bytes.count) <= before else {
+                throw FileError(path: path, operation: operation, reason: "no space left on the device", isOutOfSpace: true)
+            }
+            s.files[relativePath] = Entry(bytes: bytes, modified: s.now)
+        }
+    }
+}
+
+/// A movie file in a `MemoryStorage`: its bytes are the storage's, so a full disk stops it.
+final class MemoryMovieFile: MovieFile {
+    let storage: MemoryStorage
+    let relativePath: String
+    private var closed = false
+
+    init(storage: MemoryStorage, relativePath: String) {
+        self.storage = storage
+        self.relativePath = relativePath
+    }
+
+    var length: UInt64 { UInt64(storage.contents(relativePath)?.count ?? 0) }
+
+    private func check(_ operation: String) throws(FileError) {
+        if closed { throw FileError(path: storage.path(relativePath), operation: operation, reason: "Bad file descriptor") }
+    }
+
+    func append(_ bytes: [UInt8]) throws(FileError) {
+        try check("write")
+        try storage.write(relativePath, operation: "write") { $0 += bytes }
+    }
+
+    func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(FileError) {
+        try check("update")
+        try storage.write(relativePath, operation: "update") { $0.replaceSubrange(Int(offset)..<Int(offset) + bytes.count, with: bytes) }
+    }
+
+    func synchronize() throws(FileError) { try check("sync") }
+
+    func close() throws(FileError) { closed = true }
+
+    func read(at offset: UInt64, count: Int) throws(FileError) -> [UInt8] {
+        try check("read")
+        let bytes = storage.contents(relativePath) ?? []
+        let start = min(Int(offset), bytes.count)
+        return Array(bytes[start..<min(bytes.count, start + count)])
+    }
+
+    func truncate(to newLength: UInt64) throws(FileError) {
+        try check("truncate")
+        try storage.write(relativePath, operation: "truncate") { $0.removeLast(max(0, $0.count - Int(newLength))) }
+    }
+}
