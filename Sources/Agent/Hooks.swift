@@ -1,7 +1,9 @@
 import Capture
+import Configuration
 import FoundationEssentials
 import Glibc
 import Logging
+import Recorder
 internal import POSIX
 import Synchronization
 
@@ -11,14 +13,20 @@ import Synchronization
 /// thread and killed after the timeout; recording never waits for a hook. At most
 /// `maxRunning` hooks run at once; beyond that a run is skipped and logged.
 final class HookRunner: Sendable {
-    let timeout: Double
     let log: Logger
     private let running = Mutex(0)
+    private let timeoutSeconds: Mutex<Double>
     static let maxRunning = 4
 
     init(timeout: Double, log: Logger) {
-        self.timeout = timeout
+        timeoutSeconds = Mutex(timeout)
         self.log = log.with(("component", "hooks"))
+    }
+
+    /// How long a hook may run before it is killed (a reload changes it for the next run).
+    var timeout: Double {
+        get { timeoutSeconds.withLock { $0 } }
+        set { timeoutSeconds.withLock { $0 = newValue } }
     }
 
     /// Waits for running hooks to finish, at most `seconds`; the watchers kill those past their
@@ -94,6 +102,44 @@ final class HookRunner: Sendable {
             } else {
                 log.debug("hook done", [("hook", .string(program)), ("event", .string(event)), ("seconds", .seconds(elapsed))])
             }
+        }
+    }
+}
+
+/// The hooks as an event sink: `hooks.on_event_start` when an event's first clip opens,
+/// `hooks.on_clip_saved` when a clip is closed (not for clips finished by repair: the facts a
+/// hook is given died with the run that knew them). A reload changes the programs and the
+/// timeout for the next run.
+final class HookSink: EventSink {
+    let runner: HookRunner
+    private let programs: Mutex<Settings.Hooks>
+
+    init(_ hooks: Settings.Hooks, log: Logger) {
+        runner = HookRunner(timeout: hooks.timeout, log: log)
+        programs = Mutex(hooks)
+    }
+
+    func handle(_ event: AgentEvent) {
+        switch event {
+        case .clipStarted(let clip):
+            guard clip.part == 1, let program = programs.withLock({ $0.onEventStart }) else { return }
+            let trigger = ClipRecord.timestamp(clip.trigger)
+            runner.run(program, event: "event_start", arguments: [clip.path, clip.camera, trigger],
+                       facts: [("file", clip.path), ("camera", clip.camera), ("trigger", trigger), ("score", String(clip.score)),
+                               ("part", String(clip.part))])
+        case .clipSaved(let saved):
+            guard saved.origin == .closed, let program = programs.withLock({ $0.onClipSaved }) else { return }
+            let r = saved.record
+            runner.run(program, event: "clip_saved",
+                       arguments: [saved.path, r.camera, r.start, r.end, String(r.durationSeconds), String(r.frames), String(r.bytes)],
+                       facts: [("file", saved.path), ("camera", r.camera), ("start", r.start), ("end", r.end), ("trigger", r.trigger ?? ""),
+                               ("duration", String(r.durationSeconds)), ("frames", String(r.frames)), ("bytes", String(r.bytes)),
+                               ("peak_score", String(r.peakScore ?? 0)), ("part", String(r.part ?? 1))])
+        case .reloaded(let settings):
+            programs.withLock { $0 = settings.hooks }
+            runner.timeout = settings.hooks.timeout
+        case .motionStarted, .motionEnded, .clipsDeleted, .stats:
+            break
         }
     }
 }

@@ -9,6 +9,13 @@ import QuickTime
 import Recorder
 import Synchronization
 
+extension EventSettings {
+    /// The event timing `recording.*` sets.
+    public init(_ recording: Settings.Recording) {
+        self.init(postRoll: .init(seconds: recording.postRoll), maxClip: .init(seconds: recording.maxClip))
+    }
+}
+
 /// What the capture thread hands the pipeline.
 enum CaptureItem: Sendable {
     case frame(VideoFrame)
@@ -24,7 +31,12 @@ enum CaptureItem: Sendable {
 /// The processing thread: motion detection on each frame's luma, the event state machine,
 /// the encoder, and the pre-roll ring and clip logic — producing writer commands. It never
 /// waits on the disk: when the writer falls behind by more than `writerBacklogLimit` bytes,
-/// video is dropped up to the next keyframe (counted), so clips stay decodable.
+/// whole GOPs are dropped (counted), so clips stay decodable.
+///
+/// Its decisions are values it drives: `EventStateMachine` (when events start, split and
+/// end), `ClipRecorder` (which GOPs go to which clip), `StallWatch` (when a quiet source
+/// counts as stalled), `KeyframeSchedule` (when a keyframe is due) and `ReloadPlan` (what a
+/// reloaded configuration changes, applied between events).
 ///
 /// `@unchecked Sendable`: other threads touch only `pendingReload` (a Mutex); everything else
 /// belongs to the pipeline thread.
@@ -33,17 +45,18 @@ final class Pipeline: @unchecked Sendable {
     private let log: Logger
     private let stats: Stats
     private let writer: WorkQueue<WriterItem>
+    private let sinks: any EventSink
+    private let monotonicNow: @Sendable () -> Timestamp
     private var detector: MotionDetector
-    private var events: EventStateMachine
+    private var eventLogic: EventStateMachine
     private var recorder: ClipRecorder
     /// Makes the encoder for each stream (after an interruption the format may differ).
     private let encoders: any VideoEncoderFactory
     private var encoder: (any VideoEncoder)?
     /// Where the stream's keyframes go, whichever encoder makes them.
     private var keyframes: KeyframeSchedule
+    private var stall = StallWatch()
     private var firstFrame: Timestamp?
-    private var lastFrame: Timestamp?
-    private var lastInterval = Timestamp.Duration(seconds: 1.0 / 30)
     private var droppingVideo = false
     /// What the writer was last told about the stream, and the sound format once sound came.
     private var streamInfo: StreamInfo?
@@ -53,50 +66,46 @@ final class Pipeline: @unchecked Sendable {
 
     static let writerBacklogLimit = 64 << 20
 
-    init(settings: Settings, encoders: any VideoEncoderFactory, log: Logger, stats: Stats, writer: WorkQueue<WriterItem>) {
+    init(settings: Settings, encoders: any VideoEncoderFactory, log: Logger, stats: Stats, writer: WorkQueue<WriterItem>,
+         sinks: any EventSink, monotonicNow: @escaping @Sendable () -> Timestamp) {
         self.settings = settings
         self.encoders = encoders
         keyframes = KeyframeSchedule(interval: .init(seconds: settings.encoder.keyframeInterval))
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
         self.writer = writer
+        self.sinks = sinks
+        self.monotonicNow = monotonicNow
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
-        events = EventStateMachine(settings: Pipeline.eventSettings(settings))
-        recorder = ClipRecorder(preRoll: .init(seconds: settings.recording.preRoll), maxBytes: settings.recording.preRollMaxBytes)
+        eventLogic = EventStateMachine(settings: EventSettings(settings.recording))
+        recorder = Pipeline.clipRecorder(settings)
     }
 
-    static func eventSettings(_ s: Settings) -> EventSettings {
-        EventSettings(postRoll: .init(seconds: s.recording.postRoll), maxClip: .init(seconds: s.recording.maxClip))
+    static func clipRecorder(_ s: Settings) -> ClipRecorder {
+        ClipRecorder(preRoll: .init(seconds: s.recording.preRoll), maxBytes: s.recording.preRollMaxBytes)
     }
 
     /// True when no event is open (a reload may then replace the detection and event logic).
-    private var isIdle: Bool { events.state == .idle && !recorder.isRecording }
-
-    /// A source that delivers nothing for this long (and at least ten frame intervals) has
-    /// stalled: the open clip is closed, as when a camera goes away.
-    static let stallSeconds = 5.0
-    private var stalled = false
-
-    private var stallTimeout: Double { max(Pipeline.stallSeconds, 10 * lastInterval.seconds) }
+    private var isIdle: Bool { eventLogic.state == .idle && !recorder.isRecording }
 
     func run(_ frames: WorkQueue<CaptureItem>, wallClock: @Sendable () -> Date) -> CaptureError? {
         while true {
             let item: CaptureItem
-            switch frames.pop(waitingAtMost: stalled || encoder == nil ? nil : stallTimeout) {
+            let timeout = stall.timeout(streaming: encoder != nil)
+            switch frames.pop(waitingAtMost: timeout) {
             case .element(let next): item = next
             case .closed:
                 finish()
                 return nil
             case .timedOut:
-                let open = recorder.isRecording || events.state != .idle
-                log.warning("the source delivered nothing", [("seconds", .seconds(stallTimeout)), ("closing_clip", .bool(open))])
-                stalled = true
+                let open = recorder.isRecording || eventLogic.state != .idle
+                log.warning("the source delivered nothing", [("seconds", .seconds(timeout ?? 0)), ("closing_clip", .bool(open))])
+                stall.timedOut()
                 interrupt()
                 continue
             }
-            if stalled, case .frame = item {
+            if case .frame(let frame) = item, stall.frame(at: frame.timestamp) {
                 log.info("frames again")
-                stalled = false
             }
             switch item {
             case .frame(let frame):
@@ -128,27 +137,26 @@ final class Pipeline: @unchecked Sendable {
     /// held belongs to the stream that ended, and the next one starts afresh.
     private func interrupt() {
         finish()
-        events = EventStateMachine(settings: Pipeline.eventSettings(settings))
-        recorder = ClipRecorder(preRoll: .init(seconds: settings.recording.preRoll), maxBytes: settings.recording.preRollMaxBytes)
+        stall.streamEnded()
+        eventLogic = EventStateMachine(settings: EventSettings(settings.recording))
+        recorder = Pipeline.clipRecorder(settings)
     }
 
     private func process(_ frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {
         if encoder == nil { try start(with: frame, wallClock: wallClock) }
         applyReloadIfIdle()
-        if let last = lastFrame, frame.timestamp > last { lastInterval = frame.timestamp - last }
-        lastFrame = frame.timestamp
 
-        let t0 = MonotonicClock.now()
+        let t0 = monotonicNow()
         let result = detector.process(frame.luma, at: frame.timestamp)
-        let t1 = MonotonicClock.now()
+        let t1 = monotonicNow()
         var commands: [ClipCommand] = []
-        for action in events.handle(.frame(result)) {
+        for action in eventLogic.handle(.frame(result)) {
             note(action)
             commands += recorder.handle(action)
         }
         recorder.noteScore(result.score)
         let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
-        let t2 = MonotonicClock.now()
+        let t2 = monotonicNow()
         for sample in samples { commands += recorder.handle(sample) }
         send(commands)
 
@@ -170,7 +178,7 @@ final class Pipeline: @unchecked Sendable {
     /// Creates the encoder for the source's negotiated format and tells the writer about the stream.
     private func start(with frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {
         let format = frame.format
-        let wall = Pipeline.wallClockOfCapture(frame.timestamp, now: wallClock(), monotonicNow: MonotonicClock.now(),
+        let wall = Pipeline.wallClockOfCapture(frame.timestamp, now: wallClock(), monotonicNow: monotonicNow(),
                                                monotonicTimestamps: Pipeline.hasMonotonicTimestamps(settings.camera.device))
         let encoder = try encoders.makeEncoder(for: format)
         self.encoder = encoder
@@ -210,17 +218,20 @@ final class Pipeline: @unchecked Sendable {
         return now.addingTimeInterval(-age)
     }
 
+    /// Logs an event action, and tells the sinks when motion starts or ends.
     private func note(_ action: EventAction) {
         let origin = firstFrame ?? .zero
         switch action {
         case let .start(trigger, confirmedAt, score):
             log.info("motion started", [("trigger", .seconds((trigger - origin).seconds)), ("confirmed", .seconds((confirmedAt - origin).seconds)),
                                         ("score", .fixed(score, 4))])
+            if let stream = streamInfo { sinks.handle(.motionStarted(MotionStarted(trigger: stream.wallClock(trigger), score: score))) }
         case let .split(at, part):
             log.info("clip reached max_clip; splitting", [("at", .seconds((at - origin).seconds)), ("part", .int(part))])
         case let .end(at, lastMotion, peak, parts):
             log.info("motion ended", [("end", .seconds((at - origin).seconds)), ("last_motion", .seconds((lastMotion - origin).seconds)),
                                       ("peak_score", .fixed(peak, 4)), ("parts", .int(parts))])
+            if let stream = streamInfo { sinks.handle(.motionEnded(MotionEnded(end: stream.wallClock(at), peakScore: peak, parts: parts))) }
         }
     }
 
@@ -259,9 +270,9 @@ final class Pipeline: @unchecked Sendable {
             }
             self.encoder = nil
         }
-        let end = lastFrame.map { $0 + lastInterval }
+        let end = stall.lastFrame.map { $0 + stall.frameInterval }
         if let end {
-            for action in events.handle(.finish(at: end)) {
+            for action in eventLogic.handle(.finish(at: end)) {
                 note(action)
                 commands += recorder.handle(action)
             }
@@ -270,21 +281,22 @@ final class Pipeline: @unchecked Sendable {
         send(commands)
     }
 
+    /// A reloaded configuration takes effect between events, as `ReloadPlan` says.
     private func applyReloadIfIdle() {
         guard isIdle, let new = pendingReload.withLock({ value -> Settings? in
             defer { value = nil }
             return value
         }) else { return }
-        if new.motion != settings.motion || new.motionMask != settings.motionMask {
-            detector = MotionDetector(settings: new.motion, mask: new.motionMask)
-        }
-        if new.recording != settings.recording {
-            events = EventStateMachine(settings: Pipeline.eventSettings(new))
-            if new.recording.preRoll != settings.recording.preRoll || new.recording.preRollMaxBytes != settings.recording.preRollMaxBytes {
-                recorder = ClipRecorder(preRoll: .init(seconds: new.recording.preRoll), maxBytes: new.recording.preRollMaxBytes)
-            }
-        }
-        settings = new
+        let plan = ReloadPlan(from: settings, to: new)
+        if plan.detectionChanged { detector = MotionDetector(settings: new.motion, mask: new.motionMask) }
+        if plan.eventsChanged { eventLogic = EventStateMachine(settings: EventSettings(new.recording)) }
+        if plan.preRollChanged { recorder = Pipeline.clipRecorder(new) }
+        // What needs a restart stays as it was (the camera, the encoder and its keyframe interval).
+        var applied = new
+        applied.camera = settings.camera
+        applied.encoder = settings.encoder
+        applied.audio = settings.audio
+        settings = applied
         log.info("reloaded settings in effect")
     }
 }

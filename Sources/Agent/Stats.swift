@@ -3,31 +3,33 @@ import Synchronization
 
 /// Counters the pipeline threads update and the stats line reports. Totals since start; the
 /// stats line shows the change since the previous line.
-struct Counters: Sendable, Equatable {
+public struct Counters: Sendable, Equatable {
     /// Frames the source delivered.
-    var framesIn = 0
+    public var framesIn = 0
     /// Frames lost before Vigil saw them (gaps in the camera's sequence numbers).
-    var framesLostAtSource = 0
+    public var framesLostAtSource = 0
     /// Frames dropped because the pipeline fell behind the camera (capture queue full).
-    var framesDroppedAtCapture = 0
+    public var framesDroppedAtCapture = 0
     /// Frames encoded.
-    var framesEncoded = 0
+    public var framesEncoded = 0
     /// Encoded video samples not written because the disk fell behind (writer queue full).
-    var samplesDroppedAtWriter = 0
+    public var samplesDroppedAtWriter = 0
     /// Seconds spent in the encoder.
-    var encodeSeconds = 0.0
+    public var encodeSeconds = 0.0
     /// Seconds spent detecting motion.
-    var detectSeconds = 0.0
-    var lastScore = 0.0
-    var peakScore = 0.0
-    var ringSeconds = 0.0
-    var ringBytes = 0
-    var clipsWritten = 0
-    var clipErrors = 0
-    var diskFreeBytes: Int64 = 0
-    var recording = false
+    public var detectSeconds = 0.0
+    public var lastScore = 0.0
+    public var peakScore = 0.0
+    public var ringSeconds = 0.0
+    public var ringBytes = 0
+    public var clipsWritten = 0
+    public var clipErrors = 0
+    public var diskFreeBytes: Int64 = 0
+    public var recording = false
     /// Microphone overruns recovered (sound lost while the pipeline fell behind).
-    var audioOverruns = 0
+    public var audioOverruns = 0
+
+    public init() {}
 }
 
 final class Stats: Sendable {
@@ -37,10 +39,11 @@ final class Stats: Sendable {
         counters.withLock { change(&$0) }
     }
 
-    var snapshot: Counters { counters.withLock { $0 } }
+    public var snapshot: Counters { counters.withLock { $0 } }
 
-    /// The stats line: rates over `seconds` since `previous`, and the state now.
-    static func line(_ now: Counters, since previous: Counters, seconds: Double) -> [(String, LogValue)] {
+    /// The stats line: rates over the report's seconds since its previous counters, and the state now.
+    static func line(_ report: StatsReport) -> [(String, LogValue)] {
+        let (now, previous, seconds) = (report.now, report.previous, report.seconds)
         let frames = now.framesIn - previous.framesIn
         let encoded = now.framesEncoded - previous.framesEncoded
         let encodeMs = encoded > 0 ? (now.encodeSeconds - previous.encodeSeconds) * 1000 / Double(encoded) : 0

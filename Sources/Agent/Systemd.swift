@@ -8,14 +8,14 @@ internal import POSIX
 /// Log lines to stderr: under systemd (`JOURNAL_STREAM` set) with a `<priority>` prefix that
 /// journald files them by, and without a timestamp (the journal has one); elsewhere with
 /// a `ts=` timestamp first.
-final class StderrLogSink: LogSink {
+public final class StderrLogSink: LogSink {
     let journal: Bool
 
-    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         journal = environment["JOURNAL_STREAM"] != nil
     }
 
-    func write(_ line: String, level: LogLevel) {
+    public func write(_ line: String, level: LogLevel) {
         let text: String
         if journal {
             text = "<\(level.syslogPriority)>\(line)\n"
@@ -40,12 +40,12 @@ final class StderrLogSink: LogSink {
 
 /// `sd_notify`: tells systemd the service is ready, alive (watchdog) or stopping, through the
 /// datagram socket named in `NOTIFY_SOCKET`. Does nothing when not started by systemd.
-final class SystemdNotifier: Sendable {
+public final class SystemdNotifier: Sendable {
     private let socketPath: String?
     /// Half the watchdog period systemd asked for (`WATCHDOG_USEC`), or nil.
-    let watchdogInterval: Double?
+    public let watchdogInterval: Double?
 
-    init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         if let usec = environment["WATCHDOG_USEC"].flatMap(Double.init), usec > 0,
            environment["WATCHDOG_PID"].map({ Int32($0) == getpid() }) ?? true {
@@ -55,13 +55,13 @@ final class SystemdNotifier: Sendable {
         }
     }
 
-    var isActive: Bool { socketPath != nil }
+    public var isActive: Bool { socketPath != nil }
 
-    func ready(status: String) { send("READY=1\nSTATUS=\(status)") }
-    func watchdog() { send("WATCHDOG=1") }
-    func stopping() { send("STOPPING=1") }
-    func reloading() { send("RELOADING=1") }
-    func status(_ text: String) { send("STATUS=\(text)") }
+    public func ready(status: String) { send("READY=1\nSTATUS=\(status)") }
+    public func watchdog() { send("WATCHDOG=1") }
+    public func stopping() { send("STOPPING=1") }
+    public func reloading() { send("RELOADING=1") }
+    public func status(_ text: String) { send("STATUS=\(text)") }
 
     private func send(_ message: String) {
         guard let socketPath else { return }

@@ -12,6 +12,12 @@ public protocol AudioSource: AnyObject {
     var name: String { get }
     /// The next captured chunk (interleaved S16LE), or nil when the source has ended.
     func read() throws(CaptureError) -> AudioChunk?
+    /// Overruns recovered so far (sound lost while the reader fell behind).
+    var overruns: Int { get }
+}
+
+extension AudioSource {
+    public var overruns: Int { 0 }
 }
 
 /// A sine tone in real time, timestamped on the monotonic clock: the audio path of the agent,

@@ -4,6 +4,8 @@ import Configuration
 import FoundationEssentials
 import Media
 import Recorder
+import Storage
+import Agent
 
 /// `vigil analyze`: motion detection only, over a source, to see why Vigil would trigger.
 enum AnalyzeCommand: Command {
@@ -42,27 +44,16 @@ enum AnalyzeCommand: Command {
         }
         let source: any FrameSource
         do {
-            switch try SourceSpecifier(parsing: sourceText) {
-            case .synthetic:
-                let rate = Rational(framesPerSecond: settings.camera.fps)
-                source = try SyntheticSource(scene: SyntheticScene(width: settings.camera.width, height: settings.camera.height,
-                                                                    frameRate: rate, schedule: .demo(), duration: .init(seconds: 120)))
-            case .file(let path):
-                source = try Y4MSource(path: path)
-            case .device(let path):
-                limit = limit ?? 60
-                source = try V4L2Camera(path: path, request: CameraRequest(width: settings.camera.width, height: settings.camera.height,
-                                                                          fps: settings.camera.fps))
-            }
+            let specifier = try SourceSpecifier(parsing: sourceText)
+            if case .device = specifier { limit = limit ?? 60 }
+            source = try SourceOpener.open(specifier, width: settings.camera.width, height: settings.camera.height, fps: settings.camera.fps,
+                                           purpose: .analysis).source
         } catch {
             printError("vigil analyze: \(error.description)")
             return .noInput
         }
 
-        var analyzer = MotionAnalyzer(settings: settings.motion,
-                                      eventSettings: EventSettings(postRoll: .init(seconds: settings.recording.postRoll),
-                                                                   maxClip: .init(seconds: settings.recording.maxClip)),
-                                      mask: settings.motionMask)
+        var analyzer = MotionAnalyzer(settings: settings.motion, eventSettings: EventSettings(settings.recording), mask: settings.motionMask)
         let converter = PlanarConverter(input: source.format)
         var failure: CaptureError?
         var first: Timestamp?
@@ -96,10 +87,10 @@ enum AnalyzeCommand: Command {
 
     private static func write(_ text: String, to path: String) -> Bool {
         do {
-            try text.write(toFile: path, atomically: true, encoding: .utf8)
+            try writeFile(text, to: path)
             return true
         } catch {
-            printError("vigil analyze: cannot write \(path): \(describeFileError(error))")
+            printError("vigil analyze: \(error.description)")
             return false
         }
     }

@@ -19,7 +19,8 @@ enum ClipsCommand: Command {
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
         guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
         guard let (_, settings) = loadSettings(arguments) else { return .config }
-        let journal = EventsJournal(directory: settings.storage.path)
+        let storage = DiskStorage(root: settings.storage.path)
+        let journal = EventsJournal(storage: storage)
         let records: [ClipRecord]
         do {
             let (read, bad) = try journal.records()
@@ -45,7 +46,7 @@ enum ClipsCommand: Command {
         }
         printOut("start".padding(to: 31) + "duration".padding(to: 10) + "peak".padding(to: 8) + "file")
         for r in records {
-            let exists = FileManager.default.fileExists(atPath: settings.storage.path + "/" + r.file)
+            let exists = storage.exists(r.file)
             let duration = DecimalText.fixed(r.durationSeconds, 1) + "s"
             let peak = r.peakScore.map { DecimalText.fixed($0, 3) } ?? (r.repaired == true ? "repaired" : "-")
             printOut(r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + r.file + (exists ? "" : "  (deleted)"))

@@ -26,7 +26,8 @@ enum RunCommand: Command {
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
         guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
         guard let (path, settings) = loadSettings(arguments) else { return .config }
-        switch Agent(configPath: path, settings: settings, encoders: X264EncoderFactory(settings: settings.encoder.x264), version: version).run() {
+        let environment = AgentEnvironment.system(encoders: X264EncoderFactory(settings: settings.encoder.x264))
+        switch Agent(configPath: path, settings: settings, version: version, environment: environment).run() {
         case .stopped: return .success
         case .sourceCannotOpen: return .noInput
         case .storageCannotBeCreated: return .cannotCreate

@@ -1,0 +1,89 @@
+import Media
+
+/// What the clip writer does when the disk is full, decided without touching the disk.
+///
+/// - A fragment that cannot be written for want of space: run retention (at most once a
+///   second while the disk stays full) and try the write again; until it goes through, the
+///   video waits in memory, up to `memoryLimit`. Past that, or on any other write error, the
+///   clip is given up as far as it got (what is on disk stays playable and is repaired).
+/// - A clip that cannot be created for want of space: retention once, then one more try.
+/// - The disk being full is said once, and its end once (the next fragment that is synced).
+/// - Free space below `min_free_mb` with nothing left to delete is said once, and its end once.
+public struct DiskFullPolicy: Sendable, Equatable {
+    /// Video kept in memory while the disk is full, at most.
+    public static let memoryLimit = 32 << 20
+
+    /// The full disk as an outage: from the first write that found no space to the next
+    /// fragment synced; retention runs again at most `sweepInterval` after the last time.
+    private var outage = Retry(first: DiskFullPolicy.sweepInterval, maximum: DiskFullPolicy.sweepInterval)
+    private var nextSweep: Timestamp?
+    public static let sweepInterval = Timestamp.Duration(seconds: 1)
+    private var lowSpaceSaid = false
+
+    public init() {}
+
+    /// What to do about a write that failed.
+    public enum WriteFailure: Sendable, Equatable {
+        /// Run retention, then write again; `sayFull` the first time the disk is full.
+        case sweepAndRetry(sayFull: Bool)
+        /// Keep the video in memory and try again with the next GOP.
+        case keepWaiting(sayFull: Bool)
+        /// Give the clip up as far as it is on disk.
+        case abandon
+    }
+
+    /// A write failed at `now` (`outOfSpace` for ENOSPC or EDQUOT) with `buffered` bytes of
+    /// video waiting in memory.
+    public mutating func writeFailed(outOfSpace: Bool, buffered: Int, at now: Timestamp) -> WriteFailure {
+        guard outOfSpace else { return .abandon }
+        let failure = outage.failed(at: now)
+        if nextSweep.map({ now >= $0 }) ?? true {
+            nextSweep = now + failure.retryIn
+            return .sweepAndRetry(sayFull: failure.isFirst)
+        }
+        return buffered < DiskFullPolicy.memoryLimit ? .keepWaiting(sayFull: failure.isFirst) : .abandon
+    }
+
+    /// True from the first write that found the disk full to the next fragment that was synced.
+    public var isFull: Bool { outage.isFailing }
+
+    /// The retry after a sweep failed too: keep waiting while the memory allows.
+    public func retryFailed(buffered: Int) -> WriteFailure {
+        buffered < DiskFullPolicy.memoryLimit ? .keepWaiting(sayFull: false) : .abandon
+    }
+
+    /// A fragment reached the disk and was synced at `now`: the full disk it ends (say so), if any.
+    public mutating func synced(at now: Timestamp) -> Retry.Recovery? {
+        nextSweep = nil
+        return outage.succeeded(at: now)
+    }
+
+    /// Creating a clip failed on its `attempt` (1, 2, …): retention and one more try the first
+    /// time the disk is full, else the event goes unrecorded.
+    public func createFailed(outOfSpace: Bool, attempt: Int) -> Bool {
+        outOfSpace && attempt == 1
+    }
+
+    /// What retention's measurement of free space means.
+    public enum LowSpace: Sendable, Equatable {
+        /// Free space is below `min_free_mb` and retention found nothing to delete: say so once.
+        case low
+        /// It is above `min_free_mb` again after being low: say so once.
+        case recovered
+    }
+
+    /// Retention measured `free` bytes against `minFree`, having deleted something or not
+    /// (or having met a problem, which it reports itself).
+    public mutating func measured(free: Int64, minFree: Int64, deletedOrFailed: Bool) -> LowSpace? {
+        if free < minFree && !deletedOrFailed {
+            guard !lowSpaceSaid else { return nil }
+            lowSpaceSaid = true
+            return .low
+        }
+        if free >= minFree && lowSpaceSaid {
+            lowSpaceSaid = false
+            return .recovered
+        }
+        return nil
+    }
+}

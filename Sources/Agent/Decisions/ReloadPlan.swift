@@ -1,0 +1,40 @@
+import Configuration
+
+/// What a reloaded configuration (SIGHUP) changes, and when each change applies:
+///
+/// | settings | apply |
+/// |---|---|
+/// | `log.*` | at once |
+/// | `motion.*` (and the mask file), `recording.*` | between events: the pipeline swaps its detector, event logic and pre-roll ring only while no event is open, so a clip never mixes two configurations |
+/// | `storage.*`, `hooks.*` | from the next clip: the writer finishes the open clip where it began |
+/// | `camera.*`, `encoder.*`, `audio.*` | after a restart (said in the log): the devices and the encoder are opened once |
+///
+/// A value computed from the settings before and after; no side effects.
+public struct ReloadPlan: Sendable, Equatable {
+    /// Sections whose changes wait for a restart, in the file's order.
+    public var needsRestart: [String] = []
+    public var logChanged = false
+    /// The detector's settings or mask changed: a new detector between events.
+    public var detectionChanged = false
+    /// Post-roll or max_clip changed: new event logic between events.
+    public var eventsChanged = false
+    /// Pre-roll or its memory bound changed: a new ring between events (the old one's
+    /// contents were kept under the old bound).
+    public var preRollChanged = false
+    /// Storage or hooks changed: the writer takes them from the next clip.
+    public var storageChanged = false
+
+    public init(from old: Settings, to new: Settings) {
+        if new.camera != old.camera { needsRestart.append("camera") }
+        if new.audio != old.audio { needsRestart.append("audio") }
+        if new.encoder != old.encoder { needsRestart.append("encoder") }
+        logChanged = new.log != old.log
+        detectionChanged = new.motion != old.motion || new.motionMask != old.motionMask
+        eventsChanged = new.recording != old.recording
+        preRollChanged = new.recording.preRoll != old.recording.preRoll || new.recording.preRollMaxBytes != old.recording.preRollMaxBytes
+        storageChanged = new.storage != old.storage || new.hooks != old.hooks
+    }
+
+    /// True when the pipeline has something to swap between events.
+    public var changesPipeline: Bool { detectionChanged || eventsChanged }
+}

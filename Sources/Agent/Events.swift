@@ -1,0 +1,107 @@
+import Configuration
+import FoundationEssentials
+import Recorder
+
+/// Where the agent's events go: the events journal and the hooks today, MQTT next. The
+/// pipeline, the clip writer and the housekeeping thread know sinks only through this.
+///
+/// `handle` is called on the thread the event happened on — motion on the pipeline thread,
+/// clips on the writer thread, stats on the housekeeping thread — in the order they happened
+/// there, and after the clip's own work (a clip is saved, synced and indexed before
+/// `clipSaved` goes out). It must return promptly: capture, encoding and writing wait for it.
+/// A sink that talks to the network hands the event to a thread of its own.
+public protocol EventSink: Sendable {
+    func handle(_ event: AgentEvent)
+}
+
+/// Something the agent did or saw.
+public enum AgentEvent: Sendable {
+    case motionStarted(MotionStarted)
+    case motionEnded(MotionEnded)
+    case clipStarted(ClipStarted)
+    case clipSaved(ClipSaved)
+    /// Retention deleted clips (one sweep's worth).
+    case clipsDeleted(ClipsDeleted)
+    /// The periodic stats line's figures.
+    case stats(StatsReport)
+    /// The configuration was reloaded: a sink takes what concerns it (hook programs, …).
+    case reloaded(Settings)
+}
+
+/// An event began: motion confirmed.
+public struct MotionStarted: Sendable, Equatable {
+    /// When the motion began (wall clock of the capture).
+    public var trigger: Date
+    /// The score of the frame that confirmed it.
+    public var score: Double
+}
+
+/// An event ended: post-roll over, or the stream ended.
+public struct MotionEnded: Sendable, Equatable {
+    public var end: Date
+    public var peakScore: Double
+    /// How many clips (`max_clip` parts) the event was written as.
+    public var parts: Int
+}
+
+/// A clip file was opened.
+public struct ClipStarted: Sendable, Equatable {
+    /// Relative to the storage directory, and as people know it.
+    public var file: String
+    public var path: String
+    public var camera: String
+    /// Counts events since the agent started; `part` is 1, or 2 and on for `max_clip` parts.
+    public var event: Int
+    public var part: Int
+    public var trigger: Date
+    /// Seconds of video before the trigger (0 for a continuation part).
+    public var preRoll: Double
+    public var score: Double
+}
+
+/// A clip became a finished movie with its journal line.
+public struct ClipSaved: Sendable {
+    public enum Origin: Sendable, Equatable {
+        /// Closed at the end of its event (or part, or when the agent stopped).
+        case closed
+        /// Given up after a write error and finished by repair.
+        case abandoned
+        /// Left unfinished by an earlier run, repaired at start.
+        case repairedAtStart
+    }
+
+    /// The journal's line for it.
+    public var record: ClipRecord
+    /// The clip's file as people know it.
+    public var path: String
+    public var origin: Origin
+    /// The storage directory it is in (a reload may have changed `storage.path` since).
+    public var storage: any ClipStorage
+}
+
+/// Clips retention deleted in one sweep.
+public struct ClipsDeleted: Sendable {
+    public var deletions: [Deletion]
+    public var storage: any ClipStorage
+}
+
+/// The figures of a stats line: totals since start, the change since the last line, and
+/// over how many seconds.
+public struct StatsReport: Sendable, Equatable {
+    public var now: Counters
+    public var previous: Counters
+    public var seconds: Double
+}
+
+/// Every sink, called in order (the journal before the hooks, so a hook finds its clip's line).
+public struct EventSinks: EventSink {
+    public var sinks: [any EventSink]
+
+    public init(_ sinks: [any EventSink]) {
+        self.sinks = sinks
+    }
+
+    public func handle(_ event: AgentEvent) {
+        for sink in sinks { sink.handle(event) }
+    }
+}
