@@ -26,20 +26,21 @@ public enum SourceSpecifier: Hashable, Sendable, CustomStringConvertible {
     /// A V4L2 device node (`/dev/video0`, `/dev/v4l/by-id/...`).
     case device(path: String)
 
-    /// Parses a `camera.device` value: `synthetic`, `file:PATH.y4m`, or a device path.
+    /// Parses a source's name (the configuration's camera device, `vigil analyze --source`):
+    /// `synthetic`, `file:PATH.y4m`, or a device path.
     public init(parsing text: String) throws(CaptureError) {
         if text == "synthetic" {
             self = .synthetic
         } else if text.hasPrefix("file:") {
             let path = String(text.dropFirst(5))
             guard !path.isEmpty else {
-                throw .invalidSettings(setting: "camera.device", problem: "'file:' needs a path after it, as in file:/srv/footage/yard.y4m")
+                throw .invalidSettings(setting: "source", problem: "'file:' needs a path after it, as in file:/srv/footage/yard.y4m")
             }
             self = .file(path: path)
         } else if text.hasPrefix("/") {
             self = .device(path: text)
         } else {
-            throw .invalidSettings(setting: "camera.device", problem: "'\(text)' is not a source: use a device path such as /dev/video0, 'synthetic', or file:PATH.y4m")
+            throw .invalidSettings(setting: "source", problem: "'\(text)' is not a source: use a device path such as /dev/video0, 'synthetic', or file:PATH.y4m")
         }
     }
 

@@ -9,7 +9,8 @@ enum ProbeCommand: Command {
         Without DEVICE: every V4L2 camera (/dev/video*) with the formats Vigil records from,
         their sizes and frame rates, and every ALSA capture device with its rates and channels.
         DEVICE is a camera node (/dev/video0, /dev/v4l/by-id/...) or an ALSA device name
-        (hw:1,0, plughw:CARD=Device,DEV=0): only that one is shown.
+        (hw:1,0, plughw:CARD=Device,DEV=0): only that one is shown. "synthetic" and
+        "file:PATH.y4m" are opened as vigil run would open them, and their format is shown.
 
         Each device ends with a camera = { ... } or audio = { ... } block to paste into the
         configuration: for a camera, the mode Vigil would pick for --size and --fps (default
@@ -44,6 +45,17 @@ enum ProbeCommand: Command {
             let cameras = DeviceProbe.cameraPaths().map(DeviceProbe.camera(at:))
             emit(DeviceReport.render(cameras: cameras, microphones: DeviceProbe.microphones(), request: request))
             return .success
+        }
+        if device == "synthetic" || device.hasPrefix("file:") {
+            do {
+                let source = try SourceOpener.open(try SourceSpecifier(parsing: device), width: width, height: height, fps: fps,
+                                                   purpose: .recording(realtime: false)).source
+                printOut("\(source.name): \(source.format)")
+                return .success
+            } catch {
+                printError("vigil probe: \(error.description)")
+                return .noInput
+            }
         }
         if device.hasPrefix("/") {
             let camera = DeviceProbe.camera(at: device)
