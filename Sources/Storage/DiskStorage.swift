@@ -108,18 +108,7 @@ public final class DiskStorage: ClipStorage {
     }
 
     public func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError) {
-        let path = try checked(relativePath, "replace")
-        let temporary = path + ".new"
-        do {
-            let file = try FileDescriptor(opening: temporary, .writeOnly, options: [.create, .truncate])
-            try file.writeAll(bytes)
-            try file.synchronize()
-            try file.close()
-            try Paths.rename(temporary, to: path)
-        } catch {
-            try? Paths.removeFile(temporary)
-            throw FileError(path: path, operation: "replace", error)
-        }
+        try replaceFile(at: try checked(relativePath, "replace"), with: bytes, operation: "replace")
     }
 
     /// The absolute path of `relativePath`, refused when it could lead out of the directory.

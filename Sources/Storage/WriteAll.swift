@@ -11,15 +11,21 @@ public func writeAll(_ text: String, to fd: Int32) {
 /// Writes `text` to the file at `path` at once: written beside it, synced, renamed over it
 /// (what `vigil analyze --csv` and `--plot` write).
 public func writeFile(_ text: String, to path: String) throws(FileError) {
+    try replaceFile(at: path, with: Array(text.utf8), operation: "write")
+}
+
+/// Replaces the file at `path` with `bytes` at once: written beside it (`PATH.new`), synced,
+/// renamed over it, so that a crash leaves the old file or the new one, never a mix.
+func replaceFile(at path: String, with bytes: [UInt8], operation: String) throws(FileError) {
     let temporary = path + ".new"
     do {
         let file = try FileDescriptor(opening: temporary, .writeOnly, options: [.create, .truncate])
-        try file.writeAll(text)
+        try file.writeAll(bytes)
         try file.synchronize()
         try file.close()
         try Paths.rename(temporary, to: path)
     } catch {
         try? Paths.removeFile(temporary)
-        throw FileError(path: path, operation: "write", error)
+        throw FileError(path: path, operation: operation, error)
     }
 }
