@@ -5,6 +5,8 @@
 #   make soak   an hour of camera time through the agent: memory, files and disk stay flat
 #   make bench  measure the pipeline (prints a table, writes var/bench/bench.json)
 #   make deb    build the Debian package
+#   make lint   check the formatting (.swift-format) and the layering rules of docs/ARCHITECTURE.md
+#   make format format the tree with the toolchain's swift format
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -13,7 +15,7 @@ BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev
 TEST_DEPS := ffmpeg mediainfo
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test test-faults soak run bench deb test-deb clean check-swift
+.PHONY: all deps build release test test-faults soak run bench deb test-deb clean check-swift lint format
 
 all: build
 
@@ -88,6 +90,16 @@ test-deb: deb
 .PHONY: test-devices
 test-devices: deps check-swift
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/device-tests.sh
+
+# The formatting is the toolchain's own formatter's (`swift format`, configured in .swift-format);
+# the layering check is scripts/check-layering.sh.
+FORMATTED := Sources Tests Package.swift
+lint: check-swift
+	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
+	./scripts/check-layering.sh
+
+format: check-swift
+	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
 
 clean:
 	rm -rf .build var dist

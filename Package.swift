@@ -23,7 +23,7 @@ let package = Package(
         .target(name: "Media"),
         .target(name: "QuickTime", dependencies: ["Media"]),
         .target(name: "MotionDetection", dependencies: ["Media"]),
-        .target(name: "Recorder", dependencies: ["Media", "QuickTime", "Logging"]),
+        .target(name: "Recorder", dependencies: ["Media", "QuickTime"]),
         // `vigil analyze`: detection and the event logic over a whole source; JSON, CSV, SVG.
         .target(name: "Analysis", dependencies: ["Media", "MotionDetection", "Recorder"]),
 
@@ -33,7 +33,7 @@ let package = Package(
         .target(name: "H264", dependencies: ["Media", "CX264"]),
         .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
         .target(name: "Configuration", dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
-        // Files on disk: the POSIX movie file and the events journal's appends.
+        // The storage directory on disk (Recorder's ClipStorage) and movie files, with POSIX calls.
         .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
 
         // The agent: the pipeline, the clip writer and their decisions, the runtime (threads,
