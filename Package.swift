@@ -55,7 +55,7 @@ let package = Package(
         ),
 
         // Tests.
-        .target(name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder", "Capture"], path: "Tests/TestSupport"),
         .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"], path: "Tests/Fixtures/MovieWriterChild"),
         .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
@@ -69,7 +69,7 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
-        .testTarget(name: "AgentTests", dependencies: ["Agent", "Media", "TestSupport"]),
+        .testTarget(name: "AgentTests", dependencies: ["Agent", "Media", "Capture", "Configuration", "H264", "Logging", "QuickTime", "Recorder", "TestSupport"]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),
         // The fault suite (`make test-faults`): SIGKILL, a full

@@ -13,19 +13,6 @@ import TestSupport
 /// Helpers of the fault suite: the agent as a child process, footage, configurations, and the
 /// checks every clip must pass.
 
-/// A scene at 320×240 with the given objects, I420 (what a Y4M file holds).
-func scene(seconds: Double, rate: Rational = Rational(15, 1), width: Int = 320, height: Int = 240,
-           objects: [SceneObject], period: Double? = nil) -> SyntheticScene {
-    SyntheticScene(width: width, height: height, frameRate: rate, pixelFormat: .i420, seed: 11, noiseSigma: 3,
-                   schedule: SceneSchedule(objects: objects, period: period.map { .init(seconds: $0) }),
-                   duration: .init(seconds: seconds))
-}
-
-/// Something crossing the picture from `enter` to `leave` seconds.
-func crossing(_ enter: Double, _ leave: Double) -> SceneObject {
-    SceneObject(enter: .init(seconds: enter), leave: .init(seconds: leave), path: .leftToRight(y: 0.5), width: 0.15, height: 0.25, brightness: 210)
-}
-
 /// Writes `scene` to a Y4M file at `path`.
 @discardableResult
 func writeFootage(_ scene: SyntheticScene, to path: String) throws -> String {
@@ -55,23 +42,6 @@ func movieFiles(in directory: String) -> [String] {
     guard let walker = FileManager.default.enumerator(atPath: directory) else { return [] }
     return walker.compactMap { $0 as? String }.filter { $0.hasSuffix(".mov") }.sorted()
 }
-
-/// Every movie a test writes goes through the independent readers: ffprobe reads it, and a
-/// full decode by ffmpeg prints nothing. Returns ffprobe's report.
-@discardableResult
-func expectPlayable(_ path: String, _ comment: String = "", sourceLocation: SourceLocation = #_sourceLocation) throws -> ProbeReport? {
-    let decode = try FFmpeg.decodeErrors(path)
-    #expect(decode.isEmpty, "\(comment) \(path) does not decode cleanly: \(decode)", sourceLocation: sourceLocation)
-    do {
-        let probe = try FFprobe.probe(path)
-        #expect(probe.video != nil, "\(comment) \(path) has no video stream", sourceLocation: sourceLocation)
-        return probe
-    } catch {
-        Issue.record("\(comment) ffprobe cannot read \(path): \(error)", sourceLocation: sourceLocation)
-        return nil
-    }
-}
-
 
 /// The resident memory (kB) and open file descriptors of a running process.
 func processResources(_ pid: Int32) -> (rssKB: Int, fds: Int)? {

@@ -1,0 +1,23 @@
+import Capture
+import Media
+
+// Synthetic footage with known events, for the tests that record it (through the agent in
+// process, or through `vigil run` reading it from a file).
+
+/// A scene at 320×240 with the given objects, I420 (what a Y4M file holds).
+public func scene(
+    seconds: Double, rate: Rational = Rational(15, 1), width: Int = 320, height: Int = 240,
+    objects: [SceneObject], period: Double? = nil
+) -> SyntheticScene {
+    SyntheticScene(
+        width: width, height: height, frameRate: rate, pixelFormat: .i420, seed: 11, noiseSigma: 3,
+        schedule: SceneSchedule(objects: objects, period: period.map { .init(seconds: $0) }),
+        duration: .init(seconds: seconds))
+}
+
+/// Something crossing the picture from `enter` to `leave` seconds.
+public func crossing(_ enter: Double, _ leave: Double) -> SceneObject {
+    SceneObject(
+        enter: .init(seconds: enter), leave: .init(seconds: leave), path: .leftToRight(y: 0.5), width: 0.15,
+        height: 0.25, brightness: 210)
+}
