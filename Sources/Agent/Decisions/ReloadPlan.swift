@@ -30,11 +30,12 @@ public struct ReloadPlan: Sendable, Equatable {
         if new.encoder != old.encoder { needsRestart.append("encoder") }
         logChanged = new.log != old.log
         detectionChanged = new.motion != old.motion || new.motionMask != old.motionMask
-        eventsChanged = new.recording != old.recording
+        eventsChanged =
+            new.recording.postRoll != old.recording.postRoll || new.recording.maxClip != old.recording.maxClip
         preRollChanged = new.recording.preRoll != old.recording.preRoll || new.recording.preRollMaxBytes != old.recording.preRollMaxBytes
         storageChanged = new.storage != old.storage || new.hooks != old.hooks
     }
 
     /// True when the pipeline has something to swap between events.
-    public var changesPipeline: Bool { detectionChanged || eventsChanged }
+    public var changesPipeline: Bool { detectionChanged || eventsChanged || preRollChanged }
 }
