@@ -1,0 +1,104 @@
+import Media
+import TestSupport
+import Testing
+
+@testable import Agent
+
+/// `DiskFullPolicy`, driven with chosen timestamps: what the clip writer does when a write
+/// finds no space, when it is said, and when retention may run again.
+@Suite struct DiskFullPolicyTests {
+    static let little = 1 << 20
+    static let tooMuch = DiskFullPolicy.memoryLimit
+
+    @Test func theFirstFullWriteSweepsAndSaysSoOnce() {
+        var policy = DiskFullPolicy()
+        #expect(!policy.isFull)
+        #expect(policy.full(at: 10) == .sweepAndRetry(sayFull: true))
+        #expect(policy.isFull)
+    }
+
+    /// Within a second of a sweep, no second one: the video waits in memory while there is
+    /// room for it, and the clip is given up past the limit. Nothing more is said.
+    @Test func withinASecondTheVideoWaitsOrTheClipIsGivenUp() {
+        var policy = DiskFullPolicy()
+        _ = policy.full(at: 10)
+        #expect(policy.full(at: 10.2) == .keepWaiting(sayFull: false))
+        #expect(policy.full(at: 10.9, buffered: Self.tooMuch - 1) == .keepWaiting(sayFull: false))
+        #expect(policy.full(at: 10.95, buffered: Self.tooMuch) == .abandon)
+        #expect(policy.isFull)
+    }
+
+    @Test func aSecondLaterRetentionRunsAgain() {
+        var policy = DiskFullPolicy()
+        _ = policy.full(at: 10)
+        _ = policy.full(at: 10.5)
+        #expect(policy.full(at: 11) == .sweepAndRetry(sayFull: false))
+        #expect(policy.full(at: 11.5) == .keepWaiting(sayFull: false))
+        // However long it stays full: once a second, not backing off.
+        #expect(policy.full(at: 12.2) == .sweepAndRetry(sayFull: false))
+        #expect(policy.full(at: 13.2) == .sweepAndRetry(sayFull: false))
+    }
+
+    @Test(arguments: [0, DiskFullPolicy.memoryLimit])
+    func anyOtherWriteErrorAbandonsAtOnce(buffered: Int) {
+        var policy = DiskFullPolicy()
+        #expect(policy.writeFailed(outOfSpace: false, buffered: buffered, at: .s(1)) == .abandon)
+        #expect(!policy.isFull, "an I/O error is not a full disk")
+        _ = policy.full(at: 2)
+        #expect(
+            policy.writeFailed(outOfSpace: false, buffered: 0, at: .s(2.1)) == .abandon, "nor while the disk is full")
+    }
+
+    /// A retry right after a sweep that freed too little: wait while the memory allows.
+    @Test func aFailedRetryAfterASweepWaitsWhileTheMemoryAllows() {
+        let policy = DiskFullPolicy()
+        #expect(policy.retryFailed(buffered: Self.little) == .keepWaiting(sayFull: false))
+        #expect(policy.retryFailed(buffered: Self.tooMuch) == .abandon)
+    }
+
+    /// The next fragment synced ends the outage: said once, with how long it lasted; the
+    /// next full write is a new outage, said again and swept at once.
+    @Test func syncedEndsTheOutageOnce() {
+        var policy = DiskFullPolicy()
+        #expect(policy.synced(at: .s(1)) == nil, "nothing was full")
+        _ = policy.full(at: 10)
+        _ = policy.full(at: 10.5)
+        #expect(policy.synced(at: .s(10.6)) == Retry.Recovery(down: .s(0.6), tries: 2))
+        #expect(!policy.isFull)
+        #expect(policy.synced(at: .s(10.7)) == nil)
+        #expect(
+            policy.full(at: 10.8) == .sweepAndRetry(sayFull: true),
+            "a new outage within a second of the last sweep still sweeps")
+    }
+
+    @Test func creatingAClipRetriesOnceAndOnlyForWantOfSpace() {
+        let policy = DiskFullPolicy()
+        #expect(policy.createFailed(outOfSpace: true, attempt: 1))
+        #expect(!policy.createFailed(outOfSpace: true, attempt: 2))
+        #expect(!policy.createFailed(outOfSpace: false, attempt: 1))
+        #expect(!policy.createFailed(outOfSpace: false, attempt: 2))
+    }
+
+    /// Free space below min_free_mb with nothing left to delete is said once, and its end once.
+    @Test func lowSpaceIsSaidOnceAndItsEndOnce() {
+        var policy = DiskFullPolicy()
+        let minFree: Int64 = 100
+        #expect(policy.measured(free: 500, minFree: minFree, deletedOrFailed: false) == nil)
+        #expect(
+            policy.measured(free: 50, minFree: minFree, deletedOrFailed: true) == nil,
+            "retention did something about it")
+        #expect(policy.measured(free: 50, minFree: minFree, deletedOrFailed: false) == .low)
+        #expect(policy.measured(free: 40, minFree: minFree, deletedOrFailed: false) == nil)
+        #expect(policy.measured(free: 40, minFree: minFree, deletedOrFailed: true) == nil)
+        #expect(policy.measured(free: 100, minFree: minFree, deletedOrFailed: false) == .recovered)
+        #expect(policy.measured(free: 200, minFree: minFree, deletedOrFailed: false) == nil)
+        #expect(policy.measured(free: 10, minFree: minFree, deletedOrFailed: false) == .low, "low again: said again")
+    }
+}
+
+extension DiskFullPolicy {
+    /// A write that found no space at `t` seconds, with `buffered` bytes of video waiting.
+    mutating func full(at t: Double, buffered: Int = DiskFullPolicyTests.little) -> WriteFailure {
+        writeFailed(outOfSpace: true, buffered: buffered, at: .s(t))
+    }
+}

@@ -1,0 +1,130 @@
+import Configuration
+import Foundation
+import TestSupport
+import Testing
+
+@testable import Agent
+
+/// `ReloadPlan` for settings loaded from configuration files, as a reload loads them: each
+/// kind of change is sorted to when it applies.
+@Suite struct ReloadPlanTests {
+    /// The configuration every case starts from, key by key.
+    static let base: [(key: String, value: String)] = [
+        ("camera.device", "\"synthetic\""), ("camera.name", "\"yard\""),
+        ("camera.width", "320"), ("camera.height", "240"), ("camera.fps", "15"),
+        ("audio.enabled", "false"), ("encoder.crf", "23"), ("motion.threshold", "0.005"),
+        ("recording.pre_roll", "2"), ("recording.post_roll", "2"),
+        ("recording.max_clip", "60"), ("recording.pre_roll_max_mb", "16"),
+        ("storage.path", "\"clips\""), ("storage.min_free_mb", "1"),
+        ("log.level", "\"info\""), ("log.stats_interval", "0"),
+        ("hooks.timeout", "30"),
+    ]
+
+    /// Writes the base configuration with `changes` to `name` in `dir` and loads it.
+    static func settings(
+        _ changes: [String: String] = [:], in dir: TemporaryDirectory, name: String
+    ) throws -> Settings {
+        let added = changes.filter { change in !base.contains { $0.key == change.key } }.sorted { $0.key < $1.key }
+        var sections: [(name: Substring, lines: [String])] = []
+        for (key, value) in base.map({ ($0.key, changes[$0.key] ?? $0.value) }) + added.map({ ($0.key, $0.value) }) {
+            let parts = key.split(separator: ".")
+            let line = "\(parts[1]) = \(value);"
+            if let i = sections.firstIndex(where: { $0.name == parts[0] }) {
+                sections[i].lines.append(line)
+            } else {
+                sections.append((parts[0], [line]))
+            }
+        }
+        let text = sections.map { "\($0.name) = { \($0.lines.joined(separator: " ")) };" }.joined(separator: "\n")
+        try text.write(toFile: dir.file(name), atomically: true, encoding: .utf8)
+        return try Settings.load(path: dir.file(name))
+    }
+
+    /// The plan for a change from the base configuration.
+    static func plan(_ changes: [String: String]) throws -> ReloadPlan {
+        let dir = try TemporaryDirectory("vigil-reload-plan")
+        defer { dir.remove() }
+        // A mask that watches the left half of a 4×2 picture, for `motion.mask`.
+        try "P2\n4 2\n255\n255 255 0 0\n255 255 0 0\n".write(
+            toFile: dir.file("mask.pgm"), atomically: true, encoding: .utf8)
+        return ReloadPlan(
+            from: try settings(in: dir, name: "old.conf"), to: try settings(changes, in: dir, name: "new.conf"))
+    }
+
+    /// What a plan says, as one comparable value.
+    struct Says: Equatable, CustomStringConvertible {
+        var restart: [String] = []
+        var log = false, detection = false, events = false, preRoll = false, storage = false
+
+        init(
+            restart: [String] = [], log: Bool = false, detection: Bool = false, events: Bool = false,
+            preRoll: Bool = false, storage: Bool = false
+        ) {
+            (self.restart, self.log, self.detection, self.events, self.preRoll, self.storage) = (
+                restart, log, detection, events, preRoll, storage
+            )
+        }
+
+        init(_ plan: ReloadPlan) {
+            self.init(
+                restart: plan.needsRestart, log: plan.logChanged, detection: plan.detectionChanged,
+                events: plan.eventsChanged, preRoll: plan.preRollChanged, storage: plan.storageChanged)
+        }
+
+        var description: String {
+            "restart \(restart) log \(log) detection \(detection) events \(events) pre-roll \(preRoll) storage \(storage)"
+        }
+    }
+
+    /// Each setting changed on its own is sorted to when it applies; the settings that
+    /// apply alike are listed together.
+    @Test(arguments: [
+        (
+            Says(restart: ["camera"]),
+            ["camera.width": "640", "camera.device": "\"/dev/video1\"", "camera.rotation": "180"]
+        ),
+        (Says(restart: ["audio"]), ["audio.enabled": "true"]),
+        (Says(restart: ["encoder"]), ["encoder.crf": "28", "encoder.keyframe_interval": "0.5"]),
+        (Says(log: true), ["log.level": "\"debug\"", "log.stats_interval": "60"]),
+        (Says(detection: true), ["motion.threshold": "0.01", "motion.mask": "\"mask.pgm\""]),
+        (Says(events: true), ["recording.post_roll": "5", "recording.max_clip": "120"]),
+        (Says(preRoll: true), ["recording.pre_roll": "3", "recording.pre_roll_max_mb": "32"]),
+        (
+            Says(storage: true),
+            [
+                "storage.file_pattern": "\"{camera}/%H%M%S.mov\"", "storage.path": "\"elsewhere\"",
+                "storage.min_free_mb": "5", "hooks.timeout": "10",
+            ]
+        ),
+    ])
+    func eachChangeAppliesWhenItCan(expected: Says, changes: [String: String]) throws {
+        for (key, value) in changes {
+            #expect(Says(try Self.plan([key: value])) == expected, "\(key) = \(value)")
+        }
+    }
+
+    /// Every section that waits for a restart is named, in the order of the file.
+    @Test func restartSectionsInFileOrder() throws {
+        let plan = try Self.plan([
+            "encoder.crf": "28", "camera.fps": "10", "audio.rate": "16000", "log.level": "\"debug\"",
+        ])
+        #expect(Says(plan) == Says(restart: ["camera", "audio", "encoder"], log: true))
+    }
+
+    /// The pipeline swaps something between events for detection, events and pre-roll changes,
+    /// and for nothing else.
+    @Test(arguments: [
+        (["motion.threshold": "0.01"], true), (["recording.post_roll": "5"], true), (["recording.pre_roll": "3"], true),
+        (["storage.min_free_mb": "5"], false), (["log.level": "\"debug\""], false), (["camera.width": "640"], false),
+    ])
+    func changesPipeline(changes: [String: String], expected: Bool) throws {
+        #expect(try Self.plan(changes).changesPipeline == expected)
+    }
+
+    @Test func identicalSettingsChangeNothing() throws {
+        #expect(Says(try Self.plan([:])) == Says())
+        let defaults = try Settings.defaults()
+        #expect(Says(ReloadPlan(from: defaults, to: defaults)) == Says())
+        #expect(!ReloadPlan(from: defaults, to: defaults).changesPipeline)
+    }
+}
