@@ -134,10 +134,13 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// The stream broke off (a camera lost, a source stalled): closes the open clip; what was
-    /// held belongs to the stream that ended, and the next one starts afresh.
+    /// held belongs to the stream that ended, and the next one starts afresh — the detector
+    /// too, or motion still going on when frames come again would carry the start of a run of
+    /// motion from before the break, and the new event a trigger before its clip.
     private func interrupt() {
         finish()
         stall.streamEnded()
+        detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
         eventLogic = EventStateMachine(settings: EventSettings(settings.recording))
         recorder = Pipeline.clipRecorder(settings)
     }
