@@ -358,6 +358,7 @@ public final class Agent: @unchecked Sendable {
                 } catch {
                     log.warning("microphone failed; recording video only until it is back", [("device", .string(microphone.name)), ("error", .string(error.description))])
                     _ = retry.failed(at: environment.monotonicNow())
+                    sleepUnlessStopping(retry.delay.seconds)
                     break
                 }
             }
