@@ -1,0 +1,127 @@
+import Capture
+import Configuration
+import Foundation
+import Media
+import Recorder
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import Agent
+
+/// A disk that fills up while the agent records — what once needed root and a small tmpfs —
+/// on a `MemoryStorage` that another program fills on cue.
+@Suite(.serialized) struct AgentDiskFullTests {
+    /// Six events, one every 10 s (an object crossing from 2 to 5 s of each), at 640×480: each
+    /// clip (about 5 s, 2 MB) is larger than the 1 MB retention keeps free, so the disk runs
+    /// full inside clips.
+    static let events = 6
+    static let footage = scene(
+        seconds: Double(events) * 10, width: 640, height: 480, objects: [crossing(2, 5)], period: 10)
+
+    /// When the third clip starts, another program takes every free byte: from then on
+    /// clips get only the space retention frees by deleting older ones.
+    @Test func aDiskThatFillsWhileRecordingIsClearedByRetentionAndRecordingGoesOn() throws {
+        let storage = MemoryStorage(capacity: 12 << 20)
+        let harness = try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in
+                try synthetic(Self.footage)
+            },
+            onEvent: { event in
+                if case .clipStarted(let clip) = event, clip.event == 3 { storage.fill() }
+            })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let output = harness.output
+        let lines = harness.logs.written
+
+        // The disk ran full while a clip was being written: said once per outage, and its
+        // end once — never once per GOP.
+        let said = lines.compactMap { line -> String? in
+            switch logValue(line, "msg") {
+            case "disk full while writing video; running retention, keeping the video in memory until there is room":
+                "full"
+            case "disk space again; the clip goes on": "again"
+            default: nil
+            }
+        }
+        #expect(said.first == "full", "the disk never ran full:\n\(output)")
+        #expect(said == Array(repeating: ["full", "again"], count: said.count / 2).flatMap { $0 }, "\(said)")
+        #expect(lines.filter { $0.contains("disk full while") }.allSatisfy { logValue($0, "level") == "warning" })
+
+        // Retention made room by deleting older clips, said each, sent each to the sinks, and
+        // took their lines out of the journal.
+        let deleted = harness.lines("clip deleted")
+        #expect(
+            !deleted.isEmpty && deleted.allSatisfy { logValue($0, "reason") == "less than 1 MB free" }, "\(deleted)")
+        let deletions = harness.events.deletions
+        #expect(deletions.map(\.clip.relativePath) == deleted.compactMap { logValue($0, "file") })
+        #expect(deletions.allSatisfy { $0.reason == .freeSpaceBelow(bytes: 1 << 20) })
+        let left = harness.clipFiles
+        #expect(
+            Set(try harness.journal().map(\.file)) == Set(left),
+            "the journal keeps the lines of the clips that are left")
+        #expect(try EventsJournal(storage: storage).records().unreadableLines.isEmpty)
+        #expect(deletions.allSatisfy { !left.contains($0.clip.relativePath) })
+
+        // Recording went on: clips were saved after space was freed, one per event, each as
+        // a whole (every frame of its event), and nothing was lost or given up.
+        let firstDeletion = try #require(lines.firstIndex { logValue($0, "msg") == "clip deleted" })
+        #expect(
+            lines[firstDeletion...].contains { logValue($0, "msg") == "clip saved" },
+            "no clip was saved after space was freed:\n\(output)")
+        let saved = harness.lines("clip saved")
+        #expect(
+            saved.count == Self.events && harness.events.clipsSaved.count == Self.events,
+            "\(saved.count) clips saved for \(Self.events) events:\n\(output)")
+        #expect(
+            Set(saved.compactMap { logValue($0, "frames") }).count == 1,
+            "every event's clip has the same frames: \(saved)")
+        #expect(harness.events.clipsSaved.allSatisfy { $0.origin == .closed })
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
+
+        // What is left is complete and plays.
+        #expect(!left.isEmpty)
+        try harness.expectCompletePlayableClips()
+    }
+
+    /// The disk has room for half a clip and nothing to delete: the first clip keeps what
+    /// fitted (given up, and repaired into a complete movie), the full disk and the low space
+    /// are said once each, and once the space comes back the next clips are whole.
+    @Test func aFullDiskWithNothingToDeleteLosesOnlyWhatDidNotFit() throws {
+        let storage = MemoryStorage(capacity: 1 << 20)
+        let harness = try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in
+                try synthetic(scene(seconds: 30, width: 640, height: 480, objects: [crossing(2, 5)], period: 10))
+            },
+            onEvent: { event in
+                // The other program frees its space once the first clip is done with.
+                if case .clipSaved = event { storage.capacity = 1 << 30 }
+            })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+
+        #expect(
+            harness.lines(
+                "disk full while writing video; running retention, keeping the video in memory until there is room"
+            ).count == 1,
+            "\(harness.output)")
+        #expect(harness.lines("disk space low and no clip left to delete").count == 1, "\(harness.output)")
+        #expect(harness.lines("clip deleted").isEmpty)
+        // The first clip kept what fitted; the two after it are whole.
+        let saved = harness.events.clipsSaved
+        try #require(saved.count == 3, "\(harness.output)")
+        #expect(saved.map(\.origin) == [.abandoned, .closed, .closed])
+        #expect(harness.lines("clip repaired").map { logValue($0, "file") } == [saved[0].record.file])
+        #expect(saved[0].record.frames > 0 && saved[0].record.frames < saved[1].record.frames, "\(saved.map(\.record))")
+        #expect(saved[1].record.frames == saved[2].record.frames)
+        // Every clip is in the journal, the first with what it kept, and each is complete.
+        #expect(try harness.journal().map(\.file) == saved.map(\.record.file))
+        let frames = try harness.expectCompletePlayableClips()
+        #expect(saved.allSatisfy { frames[$0.record.file] == $0.record.frames })
+        // Giving a clip up needs a person; nothing else does.
+        #expect(
+            harness.errors.map { logValue($0, "msg") } == ["clip could not be finished; repairing what is on disk"],
+            "\(harness.errors)")
+    }
+}

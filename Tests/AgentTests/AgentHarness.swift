@@ -1,0 +1,260 @@
+import Configuration
+import Foundation
+import H264
+import Logging
+import Media
+import QuickTime
+import Recorder
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import Agent
+@testable import Capture
+
+/// The agent in process, on a test's environment: sources the test makes (read as fast as
+/// they go), the real x264 encoder, one `MemoryStorage` for every storage path, log lines and
+/// events collected in memory, no signals, and waits between camera retries that return at
+/// once. Nothing here measures time: tests wait for what they expect, with generous limits.
+final class AgentHarness: Sendable {
+    /// Long enough for a busy shared host; only a broken agent waits this long.
+    static let patience = 300.0
+
+    let storage: MemoryStorage
+    let logs = MemoryLogSink()
+    let events: EventRecorder
+    let directory: TemporaryDirectory
+    let configPath: String
+    let agent: Agent
+    private let outcome = Mutex<Agent.Outcome?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+    private let started = Mutex(false)
+
+    /// An agent for the configuration `config` (written to a file, for reloads), recording
+    /// into `storage`, reading what `openSource` opens (and `openMicrophone`: by default there
+    /// is none); `onEvent` sees each event on the thread that sent it, after it is recorded;
+    /// `sleep` is the wait between tries to reopen a device (by default none).
+    init(
+        config: String, storage: MemoryStorage = MemoryStorage(),
+        openSource: @escaping @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource,
+        openMicrophone: @escaping @Sendable (Settings.Audio) throws(CaptureError) -> any AudioSource = {
+            _ throws(CaptureError) in
+            throw .cannotOpen(source: "microphone", reason: "none in these tests")
+        },
+        onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in },
+        sleep: @escaping @Sendable (Double) -> Void = { _ in }
+    ) throws {
+        directory = try TemporaryDirectory("vigil-agent-tests")
+        configPath = directory.file("vigil.conf")
+        try config.write(toFile: configPath, atomically: true, encoding: .utf8)
+        let settings = try Settings.load(path: configPath)
+        // Clips are stamped with the storage's time, and retention compares it with the wall
+        // clock: both are now, so no clip is ever older than max_age_days.
+        storage.now = Date()
+        self.storage = storage
+        events = EventRecorder(onEvent)
+        let environment = AgentEnvironment(
+            encoders: X264EncoderFactory(settings: settings.encoder.x264),
+            openSource: openSource,
+            openMicrophone: { audio, _ throws(CaptureError) in try openMicrophone(audio) },
+            storage: { _ in storage },
+            logSink: logs, sinks: [events],
+            handlesSignals: false, notifier: SystemdNotifier(environment: [:]),
+            monotonicNow: { MonotonicClock.now() }, wallNow: { Date() },
+            sleep: sleep)
+        agent = Agent(configPath: configPath, settings: settings, version: "test", environment: environment)
+    }
+
+    deinit { directory.remove() }
+
+    /// Replaces the configuration file (for `reload`).
+    func rewriteConfig(_ text: String) throws {
+        try text.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    /// Runs the agent on a thread of its own.
+    func start() {
+        started.withLock { $0 = true }
+        let agent = self.agent
+        Thread.detachNewThread { [self] in
+            let result = agent.run()
+            outcome.withLock { $0 = result }
+            finished.signal()
+        }
+    }
+
+    /// What `run()` returned, waiting for it; nil if it did not return in time.
+    func waitForOutcome(timeout: Double = AgentHarness.patience) -> Agent.Outcome? {
+        guard finished.wait(timeout: .now() + timeout) == .success else { return nil }
+        finished.signal()  // for the next caller
+        return outcome.withLock { $0 }
+    }
+
+    /// Runs the agent until it ends by itself (the end of the source) and returns what `run()`
+    /// returned; an agent that has not ended in time is stopped, and nil returned.
+    func runToTheEnd() -> Agent.Outcome? {
+        start()
+        guard let outcome = waitForOutcome() else {
+            _ = stopAndWait()
+            return nil
+        }
+        return outcome
+    }
+
+    /// Stops the agent if it is still running and waits for it: what every test does last,
+    /// so no agent outlives its test (also when the test failed half-way).
+    func stopAndWait() -> Agent.Outcome? {
+        guard started.withLock({ $0 }) else { return nil }
+        agent.stop(because: "the test ended")
+        return waitForOutcome()
+    }
+
+    // MARK: Waiting
+
+    /// Waits until `condition` holds; false if it did not within `timeout` seconds.
+    @discardableResult
+    func waitUntil(timeout: Double = AgentHarness.patience, _ condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            if Date() > deadline { return false }
+            usleep(5_000)
+        }
+        return true
+    }
+
+    /// Waits for the `count`th log line with message `message`; false if it did not come.
+    @discardableResult
+    func waitFor(_ message: String, count: Int = 1, timeout: Double = AgentHarness.patience) -> Bool {
+        waitUntil(timeout: timeout) { lines(message).count >= count }
+    }
+
+    // MARK: What happened
+
+    /// Every log line so far.
+    var output: String { logs.written.joined(separator: "\n") }
+
+    /// The log lines with message `message`.
+    func lines(_ message: String) -> [String] { logLines(output, message) }
+
+    /// The log lines at error level.
+    var errors: [String] { logs.written.filter { logValue($0, "level") == "error" } }
+
+    /// The clips in the storage, sorted.
+    var clipFiles: [String] { storage.fileNames.filter { $0.hasSuffix(".mov") } }
+
+    /// The events journal's records.
+    func journal() throws -> [ClipRecord] {
+        try EventsJournal(storage: storage).records().records
+    }
+
+    /// Every clip in the storage must be a complete movie that ffprobe reads and ffmpeg
+    /// decodes without a word; returns how many video frames each has, by name.
+    @discardableResult
+    func expectCompletePlayableClips(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Int] {
+        var frames: [String: Int] = [:]
+        for file in clipFiles {
+            let state = try MovieRepair.inspect(
+                path: storage.path(file), opening: { _ throws(FileError) in try storage.openMovie(file) })
+            #expect(state == .complete, "\(file) is not a complete movie", sourceLocation: sourceLocation)
+            let path = directory.file(file.replacingOccurrences(of: "/", with: "_"))
+            try Data(try #require(storage.contents(file))).write(to: URL(fileURLWithPath: path))
+            let probe = try expectPlayable(path, "\(file):", sourceLocation: sourceLocation)
+            #expect(probe?.video?["codec_name"] == "h264", sourceLocation: sourceLocation)
+            frames[file] = probe?.video?["nb_read_packets"].flatMap { Int($0) }
+        }
+        return frames
+    }
+}
+
+/// An event sink that keeps every event, and lets a test act on one as it happens.
+final class EventRecorder: EventSink {
+    private let recorded = Mutex<[AgentEvent]>([])
+    private let onEvent: @Sendable (AgentEvent) -> Void
+
+    init(_ onEvent: @escaping @Sendable (AgentEvent) -> Void) {
+        self.onEvent = onEvent
+    }
+
+    func handle(_ event: AgentEvent) {
+        recorded.withLock { $0.append(event) }
+        onEvent(event)
+    }
+
+    var all: [AgentEvent] { recorded.withLock { $0 } }
+
+    /// The kinds of the events so far, in the order they came.
+    var kinds: [AgentEvent.Kind] { all.map(\.kind) }
+
+    func count(_ kind: AgentEvent.Kind) -> Int { kinds.filter { $0 == kind }.count }
+
+    var clipsStarted: [ClipStarted] { all.compactMap { if case .clipStarted(let c) = $0 { c } else { nil } } }
+    var clipsSaved: [ClipSaved] { all.compactMap { if case .clipSaved(let c) = $0 { c } else { nil } } }
+    var deletions: [Deletion] {
+        all.flatMap { event -> [Deletion] in if case .clipsDeleted(let d) = event { d.deletions } else { [] } }
+    }
+}
+
+extension AgentEvent {
+    enum Kind: Equatable, Sendable {
+        case motionStarted, motionEnded, clipStarted, clipSaved, clipsDeleted, stats, reloaded
+    }
+
+    var kind: Kind {
+        switch self {
+        case .motionStarted: .motionStarted
+        case .motionEnded: .motionEnded
+        case .clipStarted: .clipStarted
+        case .clipSaved: .clipSaved
+        case .clipsDeleted: .clipsDeleted
+        case .stats: .stats
+        case .reloaded: .reloaded
+        }
+    }
+}
+
+/// A configuration for the agent's tests: 320×240 from `device`, one encoder thread, short
+/// pre- and post-roll, no stats lines; `extra` adds settings (whole sections).
+func testConfig(
+    device: String = "synthetic", recording: String = "pre_roll = 1.0; post_roll = 1.0; max_clip = 60.0;",
+    storage: String = "", extra: String = ""
+) -> String {
+    """
+    camera = { device = "\(device)"; name = "yard"; width = 320; height = 240; fps = 15.0; };
+    encoder = { threads = 1; };
+    recording = { \(recording) };
+    storage = { path = "/memory/clips"; min_free_mb = 1; \(storage) };
+    log = { level = "info"; stats_interval = 0; };
+    \(extra)
+    """
+}
+
+/// `source` as the test's environment opens it: not live, so it is read as fast as the agent
+/// takes its frames (`OpenedSource` has no public initialiser: Capture is imported `@testable`).
+func opened(_ source: any FrameSource) -> OpenedSource {
+    OpenedSource(source: source, isLive: false, negotiation: nil)
+}
+
+/// Opens `scene` as a synthetic source, read as fast as the agent takes its frames.
+func synthetic(_ scene: SyntheticScene) throws(CaptureError) -> OpenedSource {
+    opened(try SyntheticSource(scene: scene))
+}
+
+/// Opens a device from a script: the `n`th call (from 1) gets `open(n)`; `calls` counts them.
+final class DeviceScript<Device>: Sendable {
+    private let opened = Mutex(0)
+    private let open: @Sendable (Int) throws(CaptureError) -> Device
+
+    init(_ open: @escaping @Sendable (Int) throws(CaptureError) -> Device) {
+        self.open = open
+    }
+
+    var calls: Int { opened.withLock { $0 } }
+
+    func next() throws(CaptureError) -> Device {
+        let n = opened.withLock { count -> Int in
+            count += 1
+            return count
+        }
+        return try open(n)
+    }
+}
