@@ -232,7 +232,7 @@ let short = Timestamp.Duration(seconds: 1)
 }
 
 @Suite struct SourceSpecifierTests {
-    @Test func parsesCameraDevice() throws {
+    @Test func parsesSourceNames() throws {
         #expect(try SourceSpecifier(parsing: "synthetic") == .synthetic)
         #expect(try SourceSpecifier(parsing: "file:/srv/yard.y4m") == .file(path: "/srv/yard.y4m"))
         #expect(try SourceSpecifier(parsing: "file:relative.y4m") == .file(path: "relative.y4m"))
@@ -240,7 +240,7 @@ let short = Timestamp.Duration(seconds: 1)
         #expect(SourceSpecifier.file(path: "a.y4m").description == "file:a.y4m")
         for bad in ["file:", "video0", ""] {
             let error = #expect(throws: CaptureError.self) { try SourceSpecifier(parsing: bad) }
-            #expect(error?.description.hasPrefix("camera.device: ") == true)
+            #expect(error?.description.hasPrefix("source: ") == true)
         }
     }
 }
