@@ -9,7 +9,7 @@ import PackageDescription
 let package = Package(
     name: "Vigil",
     products: [
-        .executable(name: "vigil", targets: ["vigil"]),
+        .executable(name: "vigil", targets: ["vigil"])
     ],
     targets: [
         // C libraries from Debian, found through pkg-config.
@@ -32,7 +32,9 @@ let package = Package(
         .target(name: "POSIX"),
         .target(name: "H264", dependencies: ["Media", "CX264"]),
         .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
-        .target(name: "Configuration", dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
+        .target(
+            name: "Configuration",
+            dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
         // The storage directory on disk (Recorder's ClipStorage) and movie files, with POSIX calls.
         .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
 
@@ -40,45 +42,72 @@ let package = Package(
         // queues, stop order, signals, sd_notify).
         .target(
             name: "Agent",
-            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Analysis", "Recorder", "Capture", "Configuration", "Logging", "Storage"]
+            dependencies: [
+                "Media", "POSIX", "QuickTime", "MotionDetection", "Analysis", "Recorder", "Capture", "Configuration",
+                "Logging", "Storage",
+            ]
         ),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
-            dependencies: ["Agent", "Analysis", "Media", "QuickTime", "Recorder", "H264", "Capture", "Configuration", "Storage"]
+            dependencies: [
+                "Agent", "Analysis", "Media", "QuickTime", "Recorder", "H264", "Capture", "Configuration", "Storage",
+            ]
         ),
 
         // Measures the pipeline (`make bench`).
         .executableTarget(
             name: "vigil-bench",
-            dependencies: ["Media", "POSIX", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration"]
+            dependencies: [
+                "Media", "POSIX", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration",
+            ]
         ),
 
         // Tests.
-        .target(name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder", "Capture"], path: "Tests/TestSupport"),
-        .executableTarget(name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"], path: "Tests/Fixtures/MovieWriterChild"),
+        .target(
+            name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder", "Capture"], path: "Tests/TestSupport"),
+        .executableTarget(
+            name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"],
+            path: "Tests/Fixtures/MovieWriterChild"),
         .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Storage", "Media", "TestSupport"]),
-        .testTarget(name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
+        .testTarget(
+            name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
-        .testTarget(name: "MotionDetectionTests", dependencies: ["MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
-        .testTarget(name: "AnalysisTests", dependencies: ["Analysis", "MotionDetection", "Recorder", "Media", "Capture", "Configuration", "TestSupport"]),
-        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
+        .testTarget(
+            name: "MotionDetectionTests",
+            dependencies: ["MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
+        .testTarget(
+            name: "AnalysisTests",
+            dependencies: [
+                "Analysis", "MotionDetection", "Recorder", "Media", "Capture", "Configuration", "TestSupport",
+            ]),
+        .testTarget(
+            name: "RecorderTests",
+            dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
-        .testTarget(name: "AgentTests", dependencies: ["Agent", "Media", "Capture", "Configuration", "H264", "Logging", "QuickTime", "Recorder", "TestSupport"]),
+        .testTarget(
+            name: "AgentTests",
+            dependencies: [
+                "Agent", "Media", "Capture", "Configuration", "H264", "Logging", "QuickTime", "Recorder", "TestSupport",
+            ]),
         // Runs the built `vigil` binary as a user would.
-        .testTarget(name: "CommandTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),
+        .testTarget(
+            name: "CommandTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),
         // The fault suite (`make test-faults`): SIGKILL, a full
         // disk, failing sources, broken configurations and input, a soak. `make test` skips it.
-        .testTarget(name: "FaultTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),
+        .testTarget(
+            name: "FaultTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),
         // Real-driver tests (`make test-devices`): run inside a VM booted with the kernel's vivid
         // and snd-aloop drivers (scripts/vm), then checked on the host. An executable, not a test
         // target, so that `swift test` on a machine without those devices never runs it.
-        .executableTarget(name: "vigil-device-tests", dependencies: ["Capture", "Media", "CV4L2", "CALSA", "TestSupport"], path: "Tests/DeviceTests"),
+        .executableTarget(
+            name: "vigil-device-tests", dependencies: ["Capture", "Media", "CV4L2", "CALSA", "TestSupport"],
+            path: "Tests/DeviceTests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -78,7 +78,8 @@ public final class Agent: @unchecked Sendable {
         initial = settings
         current = Mutex(settings)
         self.environment = environment
-        log = Logger(level: settings.log.level, sink: environment.logSink, metadata: [("camera", .string(settings.camera.name))])
+        log = Logger(
+            level: settings.log.level, sink: environment.logSink, metadata: [("camera", .string(settings.camera.name))])
     }
 
     /// Records until the source ends or `stop` is called (or, with `handlesSignals`, SIGTERM or
@@ -86,20 +87,27 @@ public final class Agent: @unchecked Sendable {
     public func run() -> Outcome {
         if environment.handlesSignals { Signals.block() }
         let settings = initial
-        log.info("vigil starting", [("version", .string(version)), ("config", .string(configPath)), ("source", .string(settings.camera.device.description)),
-                                    ("storage", .string(settings.storage.path))])
+        log.info(
+            "vigil starting",
+            [
+                ("version", .string(version)), ("config", .string(configPath)),
+                ("source", .string(settings.camera.device.description)),
+                ("storage", .string(settings.storage.path)),
+            ])
 
         // Storage: create it, finish clips an earlier run left open, apply retention.
         let storage = environment.storage(settings.storage.path)
         do { try storage.createRoot() } catch {
-            log.error("cannot create the storage directory — check storage.path and that this user may write there",
-                      [("path", .string(settings.storage.path)), ("error", .string(error.description))])
+            log.error(
+                "cannot create the storage directory — check storage.path and that this user may write there",
+                [("path", .string(settings.storage.path)), ("error", .string(error.description))])
             return .storageCannotBeCreated
         }
         let hooks = HookSink(settings.hooks, log: log)
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
-        let clipWriter = ClipWriter(settings: writerSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
-                                    monotonicNow: environment.monotonicNow, wallNow: environment.wallNow)
+        let clipWriter = ClipWriter(
+            settings: writerSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
+            monotonicNow: environment.monotonicNow, wallNow: environment.wallNow)
         clipWriter.prepare()
 
         // The source: opened before anything starts, so a bad one is reported at once. A
@@ -108,22 +116,29 @@ public final class Agent: @unchecked Sendable {
         let opened: OpenedSource?
         do {
             let source = try openSource()
-            log.info("source open", [("source", .string(source.source.name)), ("format", .string(source.source.format.description))])
+            log.info(
+                "source open",
+                [("source", .string(source.source.name)), ("format", .string(source.source.format.description))])
             opened = source
         } catch {
             guard case .device = settings.camera.device else {
-                log.error("cannot open the source", [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
+                log.error(
+                    "cannot open the source",
+                    [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
                 return .sourceCannotOpen
             }
-            log.warning("camera unavailable; waiting for it", [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
+            log.warning(
+                "camera unavailable; waiting for it",
+                [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
             opened = nil
         }
         let live = opened?.isLive ?? true
 
         let frames = WorkQueue<CaptureItem>(capacity: live ? 3 : 8)
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
-        let pipeline = Pipeline(settings: settings, encoders: environment.encoders, log: log, stats: stats, writer: writerQueue,
-                                sinks: sinks, monotonicNow: environment.monotonicNow)
+        let pipeline = Pipeline(
+            settings: settings, encoders: environment.encoders, log: log, stats: stats, writer: writerQueue,
+            sinks: sinks, monotonicNow: environment.monotonicNow)
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         let sourceError = Mutex<CaptureError?>(nil)
         let pipelineDone = Event()
@@ -140,18 +155,25 @@ public final class Agent: @unchecked Sendable {
         if settings.audio.enabled {
             startThread("audio") { [self] in captureAudio(into: frames) }
         }
-        running.withLock { $0 = Running(frames: frames, writer: writerQueue, pipeline: pipeline, captureThread: captureThread, sinks: sinks) }
+        running.withLock {
+            $0 = Running(
+                frames: frames, writer: writerQueue, pipeline: pipeline, captureThread: captureThread, sinks: sinks)
+        }
         if environment.handlesSignals {
             Signals.startWaiting { [self] signal in
                 if signal == SIGHUP { reload() } else { stop(because: Signals.name(signal)) }
             }
         }
         startHousekeeping(writer: writerQueue, sinks: sinks)
-        environment.notifier.ready(status: opened.map { "recording from \($0.source.name)" } ?? "waiting for the camera \(settings.camera.device)")
+        environment.notifier.ready(
+            status: opened.map { "recording from \($0.source.name)" }
+                ?? "waiting for the camera \(settings.camera.device)")
         log.info("vigil running")
 
         pipelineDone.wait()
-        return finish(writerThread: writerThread, captureThread: captureThread, hooks: hooks, sourceError: sourceError.withLock { $0 })
+        return finish(
+            writerThread: writerThread, captureThread: captureThread, hooks: hooks,
+            sourceError: sourceError.withLock { $0 })
     }
 
     /// Asks the agent to stop (from any thread): the open clip is finished, then `run` returns.
@@ -165,26 +187,38 @@ public final class Agent: @unchecked Sendable {
         guard let run = running.withLock({ $0 }) else { return }
         startThread("stop") { [self] in
             guard !run.captureThread.join(timeout: Agent.stopGrace) else { return }
-            log.warning("the source did not stop; finishing without it", [("source", .string(initial.camera.device.description)),
-                                                                         ("waited", .seconds(Agent.stopGrace))])
+            log.warning(
+                "the source did not stop; finishing without it",
+                [
+                    ("source", .string(initial.camera.device.description)),
+                    ("waited", .seconds(Agent.stopGrace)),
+                ])
             run.frames.push(.end(nil))
             run.frames.close()
         }
     }
 
     /// Steps 3 to 5 of the stop (the pipeline has drained and closed the writer queue).
-    private func finish(writerThread: JoinableThread, captureThread: JoinableThread, hooks: HookSink, sourceError: CaptureError?) -> Outcome {
-        if !stopping.exchange(true, ordering: .relaxed) { environment.notifier.stopping() } // the source ended; a stop already said so
+    private func finish(
+        writerThread: JoinableThread, captureThread: JoinableThread, hooks: HookSink, sourceError: CaptureError?
+    ) -> Outcome {
+        // The source ended (a stop already told systemd it is stopping).
+        if !stopping.exchange(true, ordering: .relaxed) { environment.notifier.stopping() }
         // 3. The writer drains: the last clip is finished and journaled.
         writerThread.join()
-        _ = captureThread.join(timeout: Agent.stopGrace) // a source stuck in a read goes with the process
+        _ = captureThread.join(timeout: Agent.stopGrace)  // a source stuck in a read goes with the process
         // 4. Hooks get a moment.
         hooks.runner.drain(seconds: min(current.withLock { $0.hooks.timeout } + 1, 5))
         // 5. The last line.
         let counters = stats.snapshot
-        log.info("vigil stopped", [("frames", .int(counters.framesIn)), ("lost_at_source", .int(counters.framesLostAtSource)),
-                                   ("dropped_at_capture", .int(counters.framesDroppedAtCapture)), ("dropped_at_writer", .int(counters.samplesDroppedAtWriter)),
-                                   ("clips", .int(counters.clipsWritten)), ("clip_errors", .int(counters.clipErrors))])
+        log.info(
+            "vigil stopped",
+            [
+                ("frames", .int(counters.framesIn)), ("lost_at_source", .int(counters.framesLostAtSource)),
+                ("dropped_at_capture", .int(counters.framesDroppedAtCapture)),
+                ("dropped_at_writer", .int(counters.samplesDroppedAtWriter)),
+                ("clips", .int(counters.clipsWritten)), ("clip_errors", .int(counters.clipErrors)),
+            ])
         if let sourceError {
             log.error("the source failed", [("error", .string(sourceError.description))])
             return .sourceFailed
@@ -199,13 +233,15 @@ public final class Agent: @unchecked Sendable {
         defer { environment.notifier.ready(status: "configuration reloaded") }
         let new: Settings
         do { new = try Settings.load(path: configPath) } catch {
-            log.error("configuration not reloaded; the settings in use are kept", [("error", .string(error.description))])
+            log.error(
+                "configuration not reloaded; the settings in use are kept", [("error", .string(error.description))])
             return
         }
         let plan = ReloadPlan(from: initial, to: new)
         if !plan.needsRestart.isEmpty {
-            log.warning("camera, encoder and audio settings take effect after a restart (systemctl restart vigil)",
-                        [("changed", .string(plan.needsRestart.joined(separator: ",")))])
+            log.warning(
+                "camera, encoder and audio settings take effect after a restart (systemctl restart vigil)",
+                [("changed", .string(plan.needsRestart.joined(separator: ",")))])
         }
         log.level = new.log.level
         current.withLock { $0 = new }
@@ -217,9 +253,11 @@ public final class Agent: @unchecked Sendable {
     }
 
     private func writerSettings(_ s: Settings, storage: any ClipStorage) -> WriterSettings {
-        WriterSettings(storage: storage, naming: ClipNaming(pattern: s.storage.filePattern, camera: s.camera.name),
-                       policy: RetentionPolicy(maxAgeDays: s.storage.maxAgeDays, maxSize: s.storage.maxSize, minFree: s.storage.minFree),
-                       camera: s.camera.name)
+        WriterSettings(
+            storage: storage, naming: ClipNaming(pattern: s.storage.filePattern, camera: s.camera.name),
+            policy: RetentionPolicy(
+                maxAgeDays: s.storage.maxAgeDays, maxSize: s.storage.maxSize, minFree: s.storage.minFree),
+            camera: s.camera.name)
     }
 
     // MARK: Capture
@@ -231,16 +269,28 @@ public final class Agent: @unchecked Sendable {
         if let got = opened.negotiation, case .device(let path) = camera.device {
             let request = got.request
             let requested = "\(request.width)x\(request.height)@\(DecimalText.rate(request.frameRate))"
-            log.info("camera negotiated", [("source", .string(path)), ("card", .string(got.device.card)), ("driver", .string(got.device.driver)),
-                                           ("requested", .string(requested)),
-                                           ("pixel_format", .string(got.fourcc.description)), ("converted", .bool(got.isEmulated)),
-                                           ("size", .string("\(got.width)x\(got.height)")), ("stride", .int(got.bytesPerLine)),
-                                           ("fps", .string(got.frameRate.map(DecimalText.rate) ?? "driver's own")), ("rate_settable", .bool(got.rateIsSettable)),
-                                           ("buffers", .int(got.buffers))])
+            log.info(
+                "camera negotiated",
+                [
+                    ("source", .string(path)), ("card", .string(got.device.card)),
+                    ("driver", .string(got.device.driver)),
+                    ("requested", .string(requested)),
+                    ("pixel_format", .string(got.fourcc.description)), ("converted", .bool(got.isEmulated)),
+                    ("size", .string("\(got.width)x\(got.height)")), ("stride", .int(got.bytesPerLine)),
+                    ("fps", .string(got.frameRate.map(DecimalText.rate) ?? "driver's own")),
+                    ("rate_settable", .bool(got.rateIsSettable)),
+                    ("buffers", .int(got.buffers)),
+                ])
             if !got.matchesRequest {
-                log.warning("the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)",
-                            [("source", .string(path)), ("requested", .string(requested)),
-                             ("delivered", .string("\(got.width)x\(got.height)@\(got.frameRate.map(DecimalText.rate) ?? "?")"))])
+                log.warning(
+                    "the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)",
+                    [
+                        ("source", .string(path)), ("requested", .string(requested)),
+                        (
+                            "delivered",
+                            .string("\(got.width)x\(got.height)@\(got.frameRate.map(DecimalText.rate) ?? "?")")
+                        ),
+                    ])
             }
         }
         return opened
@@ -264,11 +314,15 @@ public final class Agent: @unchecked Sendable {
             let frame: VideoFrame?
             do { frame = try source.nextFrame().map(converter.convert) } catch {
                 guard isCamera else {
-                    log.error("reading the source failed", [("source", .string(source.name)), ("error", .string(error.description))])
+                    log.error(
+                        "reading the source failed",
+                        [("source", .string(source.name)), ("error", .string(error.description))])
                     queue.push(.end(error))
                     return
                 }
-                log.warning("camera lost; closing the clip and retrying", [("source", .string(source.name)), ("error", .string(error.description))])
+                log.warning(
+                    "camera lost; closing the clip and retrying",
+                    [("source", .string(source.name)), ("error", .string(error.description))])
                 queue.push(.interrupted)
                 _ = retry.failed(at: environment.monotonicNow())
                 guard let back = reopen(&retry, firstTime: false) else { break }
@@ -287,7 +341,9 @@ public final class Agent: @unchecked Sendable {
             }
             lastSequence = frame.sequence
             if live {
-                if queue.count >= queue.capacity, queue.dropOldest(where: { if case .frame = $0 { true } else { false } }) != nil {
+                if queue.count >= queue.capacity,
+                    queue.dropOldest(where: { if case .frame = $0 { true } else { false } }) != nil
+                {
                     stats.update { $0.framesDroppedAtCapture += 1 }
                 }
                 queue.push(.frame(frame))
@@ -307,12 +363,18 @@ public final class Agent: @unchecked Sendable {
             do {
                 let source = try openSource().source
                 let back = retry.succeeded(at: environment.monotonicNow())
-                log.info(firstTime ? "camera open" : "camera back", [("source", .string(source.name)), ("format", .string(source.format.description)),
-                                                                    ("down", .seconds(back?.down.seconds ?? 0)), ("attempts", .int(back?.tries ?? 1))])
+                log.info(
+                    firstTime ? "camera open" : "camera back",
+                    [
+                        ("source", .string(source.name)), ("format", .string(source.format.description)),
+                        ("down", .seconds(back?.down.seconds ?? 0)), ("attempts", .int(back?.tries ?? 1)),
+                    ])
                 return source
             } catch {
                 let failure = retry.failed(at: environment.monotonicNow())
-                log.debug("camera still unavailable", [("error", .string(error.description)), ("retry_in", .seconds(failure.retryIn.seconds))])
+                log.debug(
+                    "camera still unavailable",
+                    [("error", .string(error.description)), ("retry_in", .seconds(failure.retryIn.seconds))])
             }
         }
         return nil
@@ -339,14 +401,20 @@ public final class Agent: @unchecked Sendable {
                 microphone = try environment.openMicrophone(audio, log)
             } catch {
                 if retry.failed(at: environment.monotonicNow()).isFirst {
-                    log.warning("microphone unavailable; recording video only", [("device", .string(audio.device)), ("error", .string(error.description))])
+                    log.warning(
+                        "microphone unavailable; recording video only",
+                        [("device", .string(audio.device)), ("error", .string(error.description))])
                 }
                 sleepUnlessStopping(retry.delay.seconds)
                 continue
             }
             let wasFailing = retry.succeeded(at: environment.monotonicNow()) != nil
-            log.info(wasFailing ? "microphone back" : "microphone open", [("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
-                                                                         ("channels", .int(microphone.channels))])
+            log.info(
+                wasFailing ? "microphone back" : "microphone open",
+                [
+                    ("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
+                    ("channels", .int(microphone.channels)),
+                ])
             // Overruns of microphones opened before, so the count only grows.
             let overrunsBefore = stats.snapshot.audioOverruns
             while !stopping.load(ordering: .relaxed) {
@@ -356,7 +424,9 @@ public final class Agent: @unchecked Sendable {
                     let total = overrunsBefore + microphone.overruns
                     stats.update { $0.audioOverruns = total }
                 } catch {
-                    log.warning("microphone failed; recording video only until it is back", [("device", .string(microphone.name)), ("error", .string(error.description))])
+                    log.warning(
+                        "microphone failed; recording video only until it is back",
+                        [("device", .string(microphone.name)), ("error", .string(error.description))])
                     _ = retry.failed(at: environment.monotonicNow())
                     sleepUnlessStopping(retry.delay.seconds)
                     break
@@ -391,7 +461,9 @@ public final class Agent: @unchecked Sendable {
                     writer.push(.housekeeping, cost: 0)
                     lastSweep = now
                 }
-                if let statsInterval = self.current.withLock({ $0.log.statsInterval }), (now - lastStats).seconds >= Double(statsInterval) {
+                if let statsInterval = self.current.withLock({ $0.log.statsInterval }),
+                    (now - lastStats).seconds >= Double(statsInterval)
+                {
                     let report = StatsReport(now: current, previous: previous, seconds: (now - lastStats).seconds)
                     log.info("stats", Stats.line(report))
                     sinks.handle(.stats(report))

@@ -34,13 +34,15 @@ public struct AgentEnvironment: Sendable {
     /// passes short waits and checks for a stop between them.
     public var sleep: @Sendable (Double) -> Void
 
-    public init(encoders: any VideoEncoderFactory,
-                openSource: @escaping @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource,
-                openMicrophone: @escaping @Sendable (Settings.Audio, Logger) throws(CaptureError) -> any AudioSource,
-                storage: @escaping @Sendable (String) -> any ClipStorage, logSink: any LogSink, sinks: [any EventSink] = [],
-                handlesSignals: Bool, notifier: SystemdNotifier,
-                monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
-                sleep: @escaping @Sendable (Double) -> Void) {
+    public init(
+        encoders: any VideoEncoderFactory,
+        openSource: @escaping @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource,
+        openMicrophone: @escaping @Sendable (Settings.Audio, Logger) throws(CaptureError) -> any AudioSource,
+        storage: @escaping @Sendable (String) -> any ClipStorage, logSink: any LogSink, sinks: [any EventSink] = [],
+        handlesSignals: Bool, notifier: SystemdNotifier,
+        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
+        sleep: @escaping @Sendable (Double) -> Void
+    ) {
         self.encoders = encoders
         self.openSource = openSource
         self.openMicrophone = openMicrophone
@@ -60,16 +62,25 @@ public struct AgentEnvironment: Sendable {
         AgentEnvironment(
             encoders: encoders,
             openSource: { camera throws(CaptureError) in
-                try SourceOpener.open(camera.device, width: camera.width, height: camera.height, fps: camera.fps,
-                                      purpose: .recording(realtime: camera.realtime))
+                try SourceOpener.open(
+                    camera.device, width: camera.width, height: camera.height, fps: camera.fps,
+                    purpose: .recording(realtime: camera.realtime))
             },
             openMicrophone: { audio, log throws(CaptureError) in
-                if audio.device == "synthetic" { return SyntheticAudioSource(sampleRate: audio.rate, channels: audio.channels) }
-                let microphone = try ALSAMicrophone(device: audio.device, sampleRate: audio.rate, channels: audio.channels)
-                log.info("microphone negotiated", [("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
-                                                   ("requested_rate", .int(microphone.requestedRate)), ("channels", .int(microphone.channels)),
-                                                   ("period_frames", .int(microphone.periodFrames)), ("buffer_frames", .int(microphone.bufferFrames)),
-                                                   ("driver_timestamps", .bool(microphone.driverTimestamps))])
+                if audio.device == "synthetic" {
+                    return SyntheticAudioSource(sampleRate: audio.rate, channels: audio.channels)
+                }
+                let microphone = try ALSAMicrophone(
+                    device: audio.device, sampleRate: audio.rate, channels: audio.channels)
+                log.info(
+                    "microphone negotiated",
+                    [
+                        ("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
+                        ("requested_rate", .int(microphone.requestedRate)), ("channels", .int(microphone.channels)),
+                        ("period_frames", .int(microphone.periodFrames)),
+                        ("buffer_frames", .int(microphone.bufferFrames)),
+                        ("driver_timestamps", .bool(microphone.driverTimestamps)),
+                    ])
                 return microphone
             },
             storage: { DiskStorage(root: $0) },

@@ -67,8 +67,10 @@ final class ClipWriter: @unchecked Sendable {
     private var skipping = false
     private var disk = DiskFullPolicy()
 
-    init(settings: WriterSettings, log: Logger, stats: Stats, events: any EventSink,
-         monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date) {
+    init(
+        settings: WriterSettings, log: Logger, stats: Stats, events: any EventSink,
+        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date
+    ) {
         self.settings = settings
         self.log = log.with(("component", "writer"))
         self.stats = stats
@@ -110,7 +112,8 @@ final class ClipWriter: @unchecked Sendable {
         case .audio(let chunk):
             guard let clip = open, !skipping, clip.hasAudio else { return }
             do { try clip.writer.appendAudio(chunk.data, time: chunk.time) } catch {
-                log.warning("audio not written", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
+                log.warning(
+                    "audio not written", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
             }
         case .close(let closing):
             closeClip(closing)
@@ -121,7 +124,8 @@ final class ClipWriter: @unchecked Sendable {
     private func syncNewFragments() {
         guard let clip = open, clip.writer.fragmentsWritten > clip.fragmentsSynced else { return }
         do { try clip.writer.synchronize() } catch {
-            log.warning("cannot sync clip", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
+            log.warning(
+                "cannot sync clip", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
             open?.fragmentsSynced = clip.writer.fragmentsWritten
             return
         }
@@ -130,12 +134,18 @@ final class ClipWriter: @unchecked Sendable {
             log.info("disk space again; the clip goes on", [("file", .string(clip.relativePath))])
         }
         // What is durable now, and how long after the motion began (the benchmark's latency).
-        log.debug("fragment on disk", [
-            ("file", .string(clip.relativePath)), ("part", .int(clip.info.part)), ("fragments", .int(clip.writer.fragmentsWritten)),
-            ("frames", .int(clip.writer.framesWritten)),
-            ("through", .seconds((clip.info.start + clip.writer.durationWritten - clip.info.trigger).seconds)),
-            ("since_trigger", .seconds(stream.map { wallNow().timeIntervalSince($0.wallClock(clip.info.trigger)) } ?? 0)),
-        ])
+        log.debug(
+            "fragment on disk",
+            [
+                ("file", .string(clip.relativePath)), ("part", .int(clip.info.part)),
+                ("fragments", .int(clip.writer.fragmentsWritten)),
+                ("frames", .int(clip.writer.framesWritten)),
+                ("through", .seconds((clip.info.start + clip.writer.durationWritten - clip.info.trigger).seconds)),
+                (
+                    "since_trigger",
+                    .seconds(stream.map { wallNow().timeIntervalSince($0.wallClock(clip.info.trigger)) } ?? 0)
+                ),
+            ])
     }
 
     private func openClip(_ info: ClipInfo) {
@@ -159,17 +169,24 @@ final class ClipWriter: @unchecked Sendable {
             let relative = freeName(for: started)
             let problem: (reason: String, outOfSpace: Bool)
             do {
-                let writer = try MovieWriter(output: try storage.createMovie(relative), path: storage.path(relative), description: description)
-                open = OpenClip(writer: writer, info: info, relativePath: relative, storage: storage, fragmentsSynced: 0,
-                                hasAudio: stream.audio != nil)
+                let writer = try MovieWriter(
+                    output: try storage.createMovie(relative), path: storage.path(relative), description: description)
+                open = OpenClip(
+                    writer: writer, info: info, relativePath: relative, storage: storage, fragmentsSynced: 0,
+                    hasAudio: stream.audio != nil)
                 stats.update { $0.recording = true }
                 let preRoll = info.part == 1 ? (info.trigger - info.start).seconds : 0
-                log.info(info.part == 1 ? "clip started" : "clip continues in a new part", [
-                    ("file", .string(relative)), ("event", .int(info.event)), ("part", .int(info.part)),
-                    ("trigger", .string(ClipRecord.timestamp(trigger))), ("preroll", .seconds(preRoll)),
-                ])
-                events.handle(.clipStarted(ClipStarted(file: relative, path: storage.path(relative), camera: settings.camera, event: info.event,
-                                                       part: info.part, trigger: trigger, preRoll: preRoll, score: info.score)))
+                log.info(
+                    info.part == 1 ? "clip started" : "clip continues in a new part",
+                    [
+                        ("file", .string(relative)), ("event", .int(info.event)), ("part", .int(info.part)),
+                        ("trigger", .string(ClipRecord.timestamp(trigger))), ("preroll", .seconds(preRoll)),
+                    ])
+                events.handle(
+                    .clipStarted(
+                        ClipStarted(
+                            file: relative, path: storage.path(relative), camera: settings.camera, event: info.event,
+                            part: info.part, trigger: trigger, preRoll: preRoll, score: info.score)))
                 return
             } catch let error as FileError {
                 problem = (error.description, error.isOutOfSpace)
@@ -181,7 +198,9 @@ final class ClipWriter: @unchecked Sendable {
                 sweep()
                 continue
             }
-            log.error("cannot start a clip; this event is not recorded", [("file", .string(relative)), ("error", .string(problem.reason))])
+            log.error(
+                "cannot start a clip; this event is not recorded",
+                [("file", .string(relative)), ("error", .string(problem.reason))])
             stats.update { $0.clipErrors += 1 }
             skipping = true
             return
@@ -208,8 +227,9 @@ final class ClipWriter: @unchecked Sendable {
         switch decision {
         case .sweepAndRetry(let sayFull), .keepWaiting(let sayFull):
             if sayFull {
-                log.warning("disk full while \(what); running retention, keeping the video in memory until there is room",
-                            [("file", .string(clip.relativePath))])
+                log.warning(
+                    "disk full while \(what); running retention, keeping the video in memory until there is room",
+                    [("file", .string(clip.relativePath))])
             }
         case .abandon: break
         }
@@ -223,7 +243,9 @@ final class ClipWriter: @unchecked Sendable {
             }
         }
         guard decision == .abandon else { return }
-        log.error("clip abandoned after a write error; what is on disk is kept", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
+        log.error(
+            "clip abandoned after a write error; what is on disk is kept",
+            [("file", .string(clip.relativePath)), ("error", .string(error.description))])
         clip.writer.abandon()
         repairAbandoned(clip, peakScore: clip.info.score)
         stats.update {
@@ -245,23 +267,41 @@ final class ClipWriter: @unchecked Sendable {
         do {
             summary = try clip.writer.close()
         } catch {
-            log.error("clip could not be finished; repairing what is on disk", [("file", .string(clip.relativePath)), ("error", .string(error.description))])
+            log.error(
+                "clip could not be finished; repairing what is on disk",
+                [("file", .string(clip.relativePath)), ("error", .string(error.description))])
             clip.writer.abandon()
             stats.update { $0.clipErrors += 1 }
             repairAbandoned(clip, peakScore: closing.peakScore)
             return
         }
-        guard let record = record(of: clip, start: summary.start, duration: summary.duration, frames: summary.videoFrames,
-                                  audioFrames: summary.audioFrames, bytes: summary.bytes, peakScore: closing.peakScore) else { return }
+        guard
+            let record = record(
+                of: clip, start: summary.start, duration: summary.duration, frames: summary.videoFrames,
+                audioFrames: summary.audioFrames, bytes: summary.bytes, peakScore: closing.peakScore)
+        else { return }
         stats.update { $0.clipsWritten += 1 }
         // The journal's line (a sink) goes in before the clip is said saved: a clip logged as
         // saved is in the journal even if the agent is killed the next moment.
-        events.handle(.clipSaved(ClipSaved(record: record, path: clip.storage.path(clip.relativePath), origin: .closed, storage: clip.storage)))
-        log.info("clip saved", [
-            ("file", .string(clip.relativePath)), ("duration", .seconds(summary.duration.seconds)), ("frames", .int(summary.videoFrames)),
-            ("bytes", .int(summary.bytes)), ("peak_score", .fixed(closing.peakScore, 4)), ("part", .int(clip.info.part)),
-            ("reason", .string(closing.reason == .split ? "max_clip" : (closing.reason == .eventEnded ? "post_roll over" : "stopped"))),
-        ])
+        events.handle(
+            .clipSaved(
+                ClipSaved(
+                    record: record, path: clip.storage.path(clip.relativePath), origin: .closed, storage: clip.storage))
+        )
+        log.info(
+            "clip saved",
+            [
+                ("file", .string(clip.relativePath)), ("duration", .seconds(summary.duration.seconds)),
+                ("frames", .int(summary.videoFrames)),
+                ("bytes", .int(summary.bytes)), ("peak_score", .fixed(closing.peakScore, 4)),
+                ("part", .int(clip.info.part)),
+                (
+                    "reason",
+                    .string(
+                        closing.reason == .split
+                            ? "max_clip" : (closing.reason == .eventEnded ? "post_roll over" : "stopped"))
+                ),
+            ])
         sweep()
     }
 
@@ -269,16 +309,23 @@ final class ClipWriter: @unchecked Sendable {
     /// and gets its journal line like any other.
     private func repairAbandoned(_ clip: OpenClip, peakScore: Double) {
         let storage = clip.storage, relative = clip.relativePath
-        guard let report = try? MovieRepair.repair(path: storage.path(relative), opening: { _ throws(FileError) in try storage.openMovie(relative) }),
-              let record = record(of: clip, start: clip.info.start, duration: report.videoDuration, frames: report.videoFrames,
-                                  audioFrames: report.audioFrames, bytes: report.bytes, peakScore: peakScore) else { return }
+        guard
+            let report = try? MovieRepair.repair(
+                path: storage.path(relative), opening: { _ throws(FileError) in try storage.openMovie(relative) }),
+            let record = record(
+                of: clip, start: clip.info.start, duration: report.videoDuration, frames: report.videoFrames,
+                audioFrames: report.audioFrames, bytes: report.bytes, peakScore: peakScore)
+        else { return }
         log.info("clip repaired", [("file", .string(relative)), ("frames", .int(report.videoFrames))])
-        events.handle(.clipSaved(ClipSaved(record: record, path: storage.path(relative), origin: .abandoned, storage: storage)))
+        events.handle(
+            .clipSaved(ClipSaved(record: record, path: storage.path(relative), origin: .abandoned, storage: storage)))
     }
 
     /// The clip's line for the events journal.
-    private func record(of clip: OpenClip, start first: Timestamp, duration: Timestamp.Duration, frames: Int, audioFrames: Int,
-                        bytes: UInt64, peakScore: Double) -> ClipRecord? {
+    private func record(
+        of clip: OpenClip, start first: Timestamp, duration: Timestamp.Duration, frames: Int, audioFrames: Int,
+        bytes: UInt64, peakScore: Double
+    ) -> ClipRecord? {
         guard let stream else { return nil }
         let info = clip.info
         let start = stream.wallClock(first)
@@ -304,11 +351,19 @@ final class ClipWriter: @unchecked Sendable {
             let relative = clip.relativePath
             do {
                 // Nil for a complete clip: repair looks before it touches anything.
-                guard let report = try MovieRepair.repair(path: storage.path(relative), opening: { _ throws(FileError) in
-                    try storage.openMovie(relative)
-                }) else { continue }
-                log.info("repaired an interrupted clip", [("file", .string(relative)), ("fragments", .int(report.fragments)),
-                                                        ("frames", .int(report.videoFrames)), ("cut_bytes", .int(report.discardedBytes))])
+                guard
+                    let report = try MovieRepair.repair(
+                        path: storage.path(relative),
+                        opening: { _ throws(FileError) in
+                            try storage.openMovie(relative)
+                        })
+                else { continue }
+                log.info(
+                    "repaired an interrupted clip",
+                    [
+                        ("file", .string(relative)), ("fragments", .int(report.fragments)),
+                        ("frames", .int(report.videoFrames)), ("cut_bytes", .int(report.discardedBytes)),
+                    ])
                 // Its journal line was never written: what the file says goes in, marked as
                 // repaired (the trigger and score died with the process that knew them).
                 let record = ClipRecord(
@@ -318,18 +373,27 @@ final class ClipWriter: @unchecked Sendable {
                     trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil,
                     durationSeconds: report.videoDuration.seconds.rounded(toPlaces: 3), frames: report.videoFrames,
                     audioFrames: report.audioFrames, bytes: report.bytes, peakScore: nil, part: nil, repaired: true)
-                events.handle(.clipSaved(ClipSaved(record: record, path: storage.path(relative), origin: .repairedAtStart, storage: storage)))
-            } catch where error.kind == .nothingRecorded {
+                events.handle(
+                    .clipSaved(
+                        ClipSaved(
+                            record: record, path: storage.path(relative), origin: .repairedAtStart, storage: storage)))
+            } catch  where error.kind == .nothingRecorded {
                 // Killed between creating the file and its first fragment: no video, nothing
                 // a player could open. It is ours (its name is), so it goes.
                 do {
                     try store.delete(clip)
-                    log.info("removed an interrupted clip with no video in it", [("file", .string(relative)), ("bytes", .int(clip.size))])
+                    log.info(
+                        "removed an interrupted clip with no video in it",
+                        [("file", .string(relative)), ("bytes", .int(clip.size))])
                 } catch {
-                    log.warning("cannot remove an interrupted clip with no video in it", [("file", .string(relative)), ("error", .string(error.description))])
+                    log.warning(
+                        "cannot remove an interrupted clip with no video in it",
+                        [("file", .string(relative)), ("error", .string(error.description))])
                 }
             } catch {
-                log.warning("cannot repair a clip; it is left as it is", [("file", .string(relative)), ("error", .string(error.problem))])
+                log.warning(
+                    "cannot repair a clip; it is left as it is",
+                    [("file", .string(relative)), ("error", .string(error.problem))])
             }
         }
     }
@@ -341,15 +405,24 @@ final class ClipWriter: @unchecked Sendable {
         let protected: Set<String> = open.map { [$0.relativePath] } ?? []
         let (deleted, errors) = store.sweep(settings.policy, now: wallNow(), protected: protected)
         for d in deleted {
-            log.info("clip deleted", [("file", .string(d.clip.relativePath)), ("bytes", .int(d.clip.size)), ("reason", .string(d.reason.description))])
+            log.info(
+                "clip deleted",
+                [
+                    ("file", .string(d.clip.relativePath)), ("bytes", .int(d.clip.size)),
+                    ("reason", .string(d.reason.description)),
+                ])
         }
         for e in errors { log.warning("retention problem", [("error", .string(e.description))]) }
         if !deleted.isEmpty { events.handle(.clipsDeleted(ClipsDeleted(deletions: deleted, storage: storage))) }
         guard let free = try? storage.freeBytes() else { return }
         stats.update { $0.diskFreeBytes = free }
-        switch disk.measured(free: free, minFree: settings.policy.minFree, deletedOrFailed: !deleted.isEmpty || !errors.isEmpty) {
+        switch disk.measured(
+            free: free, minFree: settings.policy.minFree, deletedOrFailed: !deleted.isEmpty || !errors.isEmpty)
+        {
         case .low?:
-            log.warning("disk space low and no clip left to delete", [("free_mb", .int(free >> 20)), ("min_free_mb", .int(settings.policy.minFree >> 20))])
+            log.warning(
+                "disk space low and no clip left to delete",
+                [("free_mb", .int(free >> 20)), ("min_free_mb", .int(settings.policy.minFree >> 20))])
         case .recovered?:
             log.info("disk space above min_free_mb again", [("free_mb", .int(free >> 20))])
         case nil:

@@ -3,8 +3,8 @@ import Configuration
 import FoundationEssentials
 import Glibc
 import Logging
-import Recorder
 internal import POSIX
+import Recorder
 import Synchronization
 
 /// Runs the user's hook programs (`hooks.on_event_start`, `hooks.on_clip_saved`) without a
@@ -46,7 +46,8 @@ final class HookRunner: Sendable {
             return true
         }
         guard admitted else {
-            log.warning("hook skipped: too many still running", [("hook", .string(program)), ("event", .string(event))])
+            log.warning(
+                "hook skipped: too many still running", [("hook", .string(program)), ("event", .string(event))])
             return
         }
         let timeout = self.timeout
@@ -60,13 +61,17 @@ final class HookRunner: Sendable {
             try startHookThread(program: program, event: event, argv: argv, envp: envp, timeout: timeout, log: log)
         } catch {
             running.withLock { $0 -= 1 }
-            log.error("hook failed to start", [("hook", .string(program)), ("event", .string(event)), ("error", .string(error.description))])
+            log.error(
+                "hook failed to start",
+                [("hook", .string(program)), ("event", .string(event)), ("error", .string(error.description))])
         }
     }
 
     /// The thread that spawns a hook, waits for it and kills it after `timeout`.
-    private func startHookThread(program: String, event: String, argv: [String], envp: [String], timeout: Double,
-                                 log: Logger) throws(ThreadStartError) {
+    private func startHookThread(
+        program: String, event: String, argv: [String], envp: [String], timeout: Double,
+        log: Logger
+    ) throws(ThreadStartError) {
         try startDetachedThread("hook") { [self] in
             defer { self.running.withLock { $0 -= 1 } }
             let start = MonotonicClock.now().seconds
@@ -74,7 +79,9 @@ final class HookRunner: Sendable {
             switch spawn(program, argv, envp) {
             case .success(let p): pid = p
             case .failure(let error):
-                log.error("hook failed to start", [("hook", .string(program)), ("event", .string(event)), ("error", .string(error.description))])
+                log.error(
+                    "hook failed to start",
+                    [("hook", .string(program)), ("event", .string(event)), ("error", .string(error.description))])
                 return
             }
             var status: Int32 = 0
@@ -86,7 +93,10 @@ final class HookRunner: Sendable {
                     kill(-pid, SIGTERM)
                     usleep(500_000)
                     kill(-pid, SIGKILL)
-                    if waitpid(pid, &status, WNOHANG) == pid { killed = true; break }
+                    if waitpid(pid, &status, WNOHANG) == pid {
+                        killed = true
+                        break
+                    }
                     killed = true
                 }
                 usleep(20_000)
@@ -95,12 +105,21 @@ final class HookRunner: Sendable {
             let exited = status & 0x7F == 0
             let code = (status >> 8) & 0xFF
             if killed {
-                log.warning("hook killed after its timeout", [("hook", .string(program)), ("event", .string(event)), ("timeout", .seconds(timeout))])
+                log.warning(
+                    "hook killed after its timeout",
+                    [("hook", .string(program)), ("event", .string(event)), ("timeout", .seconds(timeout))])
             } else if !exited || code != 0 {
-                log.warning("hook failed", [("hook", .string(program)), ("event", .string(event)),
-                                            (exited ? "status" : "signal", .int(exited ? code : status & 0x7F)), ("seconds", .seconds(elapsed))])
+                log.warning(
+                    "hook failed",
+                    [
+                        ("hook", .string(program)), ("event", .string(event)),
+                        (exited ? "status" : "signal", .int(exited ? code : status & 0x7F)),
+                        ("seconds", .seconds(elapsed)),
+                    ])
             } else {
-                log.debug("hook done", [("hook", .string(program)), ("event", .string(event)), ("seconds", .seconds(elapsed))])
+                log.debug(
+                    "hook done",
+                    [("hook", .string(program)), ("event", .string(event)), ("seconds", .seconds(elapsed))])
             }
         }
     }
@@ -124,17 +143,26 @@ final class HookSink: EventSink {
         case .clipStarted(let clip):
             guard clip.part == 1, let program = programs.withLock({ $0.onEventStart }) else { return }
             let trigger = ClipRecord.timestamp(clip.trigger)
-            runner.run(program, event: "event_start", arguments: [clip.path, clip.camera, trigger],
-                       facts: [("file", clip.path), ("camera", clip.camera), ("trigger", trigger), ("score", String(clip.score)),
-                               ("part", String(clip.part))])
+            runner.run(
+                program, event: "event_start", arguments: [clip.path, clip.camera, trigger],
+                facts: [
+                    ("file", clip.path), ("camera", clip.camera), ("trigger", trigger), ("score", String(clip.score)),
+                    ("part", String(clip.part)),
+                ])
         case .clipSaved(let saved):
             guard saved.origin == .closed, let program = programs.withLock({ $0.onClipSaved }) else { return }
             let r = saved.record
-            runner.run(program, event: "clip_saved",
-                       arguments: [saved.path, r.camera, r.start, r.end, String(r.durationSeconds), String(r.frames), String(r.bytes)],
-                       facts: [("file", saved.path), ("camera", r.camera), ("start", r.start), ("end", r.end), ("trigger", r.trigger ?? ""),
-                               ("duration", String(r.durationSeconds)), ("frames", String(r.frames)), ("bytes", String(r.bytes)),
-                               ("peak_score", String(r.peakScore ?? 0)), ("part", String(r.part ?? 1))])
+            runner.run(
+                program, event: "clip_saved",
+                arguments: [
+                    saved.path, r.camera, r.start, r.end, String(r.durationSeconds), String(r.frames), String(r.bytes),
+                ],
+                facts: [
+                    ("file", saved.path), ("camera", r.camera), ("start", r.start), ("end", r.end),
+                    ("trigger", r.trigger ?? ""),
+                    ("duration", String(r.durationSeconds)), ("frames", String(r.frames)), ("bytes", String(r.bytes)),
+                    ("peak_score", String(r.peakScore ?? 0)), ("part", String(r.part ?? 1)),
+                ])
         case .reloaded(let settings):
             programs.withLock { $0 = settings.hooks }
             runner.timeout = settings.hooks.timeout

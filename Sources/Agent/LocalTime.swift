@@ -9,8 +9,9 @@ struct SystemTimeZone: LocalTimeZone {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var t = tm()
         localtime_r(&seconds, &t)
-        return LocalTime(year: Int(t.tm_year) + 1900, month: Int(t.tm_mon) + 1, day: Int(t.tm_mday),
-                         hour: Int(t.tm_hour), minute: Int(t.tm_min), second: Int(t.tm_sec), utcOffset: t.tm_gmtoff)
+        return LocalTime(
+            year: Int(t.tm_year) + 1900, month: Int(t.tm_mon) + 1, day: Int(t.tm_mday),
+            hour: Int(t.tm_hour), minute: Int(t.tm_min), second: Int(t.tm_sec), utcOffset: t.tm_gmtoff)
     }
 }
 

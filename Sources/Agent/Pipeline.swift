@@ -66,8 +66,10 @@ final class Pipeline: @unchecked Sendable {
 
     static let writerBacklogLimit = 64 << 20
 
-    init(settings: Settings, encoders: any VideoEncoderFactory, log: Logger, stats: Stats, writer: WorkQueue<WriterItem>,
-         sinks: any EventSink, monotonicNow: @escaping @Sendable () -> Timestamp) {
+    init(
+        settings: Settings, encoders: any VideoEncoderFactory, log: Logger, stats: Stats, writer: WorkQueue<WriterItem>,
+        sinks: any EventSink, monotonicNow: @escaping @Sendable () -> Timestamp
+    ) {
         self.settings = settings
         self.encoders = encoders
         keyframes = KeyframeSchedule(interval: .init(seconds: settings.encoder.keyframeInterval))
@@ -99,7 +101,9 @@ final class Pipeline: @unchecked Sendable {
                 return nil
             case .timedOut:
                 let open = recorder.isRecording || eventLogic.state != .idle
-                log.warning("the source delivered nothing", [("seconds", .seconds(timeout ?? 0)), ("closing_clip", .bool(open))])
+                log.warning(
+                    "the source delivered nothing",
+                    [("seconds", .seconds(timeout ?? 0)), ("closing_clip", .bool(open))])
                 stall.timedOut()
                 interrupt()
                 continue
@@ -122,7 +126,7 @@ final class Pipeline: @unchecked Sendable {
                     streamInfo = updated
                     writer.push(.stream(updated), cost: 0)
                 }
-                guard audioFormat != nil else { continue } // before the first frame: no clip can hold it
+                guard audioFormat != nil else { continue }  // before the first frame: no clip can hold it
                 send(recorder.handle(chunk))
             case .interrupted:
                 interrupt()
@@ -163,8 +167,14 @@ final class Pipeline: @unchecked Sendable {
         for sample in samples { commands += recorder.handle(sample) }
         send(commands)
 
-        log.trace("frame", [("t", .seconds((frame.timestamp - (firstFrame ?? frame.timestamp)).seconds)), ("score", .fixed(result.score, 4)),
-                            ("threshold", .fixed(result.threshold, 4)), ("motion", .bool(result.motion)), ("light_switch", .bool(result.lightSwitch))])
+        log.trace(
+            "frame",
+            [
+                ("t", .seconds((frame.timestamp - (firstFrame ?? frame.timestamp)).seconds)),
+                ("score", .fixed(result.score, 4)),
+                ("threshold", .fixed(result.threshold, 4)), ("motion", .bool(result.motion)),
+                ("light_switch", .bool(result.lightSwitch)),
+            ])
         let ring = recorder.ring
         stats.update {
             $0.framesIn += 1
@@ -181,8 +191,9 @@ final class Pipeline: @unchecked Sendable {
     /// Creates the encoder for the source's negotiated format and tells the writer about the stream.
     private func start(with frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {
         let format = frame.format
-        let wall = Pipeline.wallClockOfCapture(frame.timestamp, now: wallClock(), monotonicNow: monotonicNow(),
-                                               monotonicTimestamps: Pipeline.hasMonotonicTimestamps(settings.camera.device))
+        let wall = Pipeline.wallClockOfCapture(
+            frame.timestamp, now: wallClock(), monotonicNow: monotonicNow(),
+            monotonicTimestamps: Pipeline.hasMonotonicTimestamps(settings.camera.device))
         let encoder = try encoders.makeEncoder(for: format)
         self.encoder = encoder
         keyframes = KeyframeSchedule(interval: keyframes.interval)
@@ -191,18 +202,27 @@ final class Pipeline: @unchecked Sendable {
         if firstFrame == nil { firstFrame = frame.timestamp }
         var aspect: PixelAspectRatio?
         if let par = format.pixelAspectRatio, par.numerator != par.denominator, par.numerator > 0,
-           let h = UInt32(exactly: par.numerator), let v = UInt32(exactly: par.denominator) {
+            let h = UInt32(exactly: par.numerator), let v = UInt32(exactly: par.denominator)
+        {
             aspect = PixelAspectRatio(horizontalSpacing: h, verticalSpacing: v)
         }
-        let video = VideoTrackFormat(width: format.width, height: format.height,
-                                     sequenceParameterSet: encoder.sequenceParameterSet, pictureParameterSet: encoder.pictureParameterSet,
-                                     rotation: Rotation(degrees: settings.camera.rotation) ?? .none, pixelAspectRatio: aspect,
-                                     color: format.height >= 720 ? .bt709 : .bt601)
+        let video = VideoTrackFormat(
+            width: format.width, height: format.height,
+            sequenceParameterSet: encoder.sequenceParameterSet, pictureParameterSet: encoder.pictureParameterSet,
+            rotation: Rotation(degrees: settings.camera.rotation) ?? .none, pixelAspectRatio: aspect,
+            color: format.height >= 720 ? .bt709 : .bt601)
         let info = StreamInfo(video: video, audio: audioFormat, firstFrame: origin.0, wallAtFirstFrame: origin.1)
         streamInfo = info
         writer.push(.stream(info), cost: 0)
-        log.info("encoding", [("width", .int(format.width)), ("height", .int(format.height)), ("pixel_format", .string(format.pixelFormat.description))]
-                             + encoder.logDescription.map { ($0.name, .string($0.value)) } + [("keyframe_interval", .seconds(keyframes.interval.seconds))])
+        log.info(
+            "encoding",
+            [
+                ("width", .int(format.width)), ("height", .int(format.height)),
+                ("pixel_format", .string(format.pixelFormat.description)),
+            ]
+                + encoder.logDescription.map { ($0.name, .string($0.value)) } + [
+                    ("keyframe_interval", .seconds(keyframes.interval.seconds))
+                ])
     }
 
     /// Cameras and the synthetic scene stamp frames with the monotonic clock when they are
@@ -215,7 +235,9 @@ final class Pipeline: @unchecked Sendable {
     /// monotonic clock, `now` less how long ago it was captured (clip names, creation times and
     /// trigger times then say when things happened, not when the pipeline got to them); for
     /// a file, or a timestamp that does not look like the monotonic clock, `now`.
-    static func wallClockOfCapture(_ timestamp: Timestamp, now: Date, monotonicNow: Timestamp, monotonicTimestamps: Bool) -> Date {
+    static func wallClockOfCapture(
+        _ timestamp: Timestamp, now: Date, monotonicNow: Timestamp, monotonicTimestamps: Bool
+    ) -> Date {
         let age = (monotonicNow - timestamp).seconds
         guard monotonicTimestamps, age >= 0, age < 10 else { return now }
         return now.addingTimeInterval(-age)
@@ -226,15 +248,29 @@ final class Pipeline: @unchecked Sendable {
         let origin = firstFrame ?? .zero
         switch action {
         case let .start(trigger, confirmedAt, score):
-            log.info("motion started", [("trigger", .seconds((trigger - origin).seconds)), ("confirmed", .seconds((confirmedAt - origin).seconds)),
-                                        ("score", .fixed(score, 4))])
-            if let stream = streamInfo { sinks.handle(.motionStarted(MotionStarted(trigger: stream.wallClock(trigger), score: score))) }
+            log.info(
+                "motion started",
+                [
+                    ("trigger", .seconds((trigger - origin).seconds)),
+                    ("confirmed", .seconds((confirmedAt - origin).seconds)),
+                    ("score", .fixed(score, 4)),
+                ])
+            if let stream = streamInfo {
+                sinks.handle(.motionStarted(MotionStarted(trigger: stream.wallClock(trigger), score: score)))
+            }
         case let .split(at, part):
-            log.info("clip reached max_clip; splitting", [("at", .seconds((at - origin).seconds)), ("part", .int(part))])
+            log.info(
+                "clip reached max_clip; splitting", [("at", .seconds((at - origin).seconds)), ("part", .int(part))])
         case let .end(at, lastMotion, peak, parts):
-            log.info("motion ended", [("end", .seconds((at - origin).seconds)), ("last_motion", .seconds((lastMotion - origin).seconds)),
-                                      ("peak_score", .fixed(peak, 4)), ("parts", .int(parts))])
-            if let stream = streamInfo { sinks.handle(.motionEnded(MotionEnded(end: stream.wallClock(at), peakScore: peak, parts: parts))) }
+            log.info(
+                "motion ended",
+                [
+                    ("end", .seconds((at - origin).seconds)), ("last_motion", .seconds((lastMotion - origin).seconds)),
+                    ("peak_score", .fixed(peak, 4)), ("parts", .int(parts)),
+                ])
+            if let stream = streamInfo {
+                sinks.handle(.motionEnded(MotionEnded(end: stream.wallClock(at), peakScore: peak, parts: parts)))
+            }
         }
     }
 
@@ -286,10 +322,12 @@ final class Pipeline: @unchecked Sendable {
 
     /// A reloaded configuration takes effect between events, as `ReloadPlan` says.
     private func applyReloadIfIdle() {
-        guard isIdle, let new = pendingReload.withLock({ value -> Settings? in
-            defer { value = nil }
-            return value
-        }) else { return }
+        guard isIdle,
+            let new = pendingReload.withLock({ value -> Settings? in
+                defer { value = nil }
+                return value
+            })
+        else { return }
         let plan = ReloadPlan(from: settings, to: new)
         if plan.detectionChanged { detector = MotionDetector(settings: new.motion, mask: new.motionMask) }
         if plan.eventsChanged { eventLogic = EventStateMachine(settings: EventSettings(new.recording)) }

@@ -1,9 +1,9 @@
 import FoundationEssentials
 import Glibc
 import Logging
-import Storage
 import Media
 internal import POSIX
+import Storage
 
 /// Log lines to stderr: under systemd (`JOURNAL_STREAM` set) with a `<priority>` prefix that
 /// journald files them by, and without a timestamp (the journal has one); elsewhere with
@@ -48,7 +48,8 @@ public final class SystemdNotifier: Sendable {
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         socketPath = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         if let usec = environment["WATCHDOG_USEC"].flatMap(Double.init), usec > 0,
-           environment["WATCHDOG_PID"].map({ Int32($0) == getpid() }) ?? true {
+            environment["WATCHDOG_PID"].map({ Int32($0) == getpid() }) ?? true
+        {
             watchdogInterval = usec / 2_000_000
         } else {
             watchdogInterval = nil
@@ -65,8 +66,11 @@ public final class SystemdNotifier: Sendable {
 
     private func send(_ message: String) {
         guard let socketPath else { return }
-        guard let opened = (try? retryOnInterrupt { socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }) else { return }
-        let fd = FileDescriptor(adopting: opened) // closed when `send` returns
+        guard
+            let opened =
+                (try? retryOnInterrupt { socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) })
+        else { return }
+        let fd = FileDescriptor(adopting: opened)  // closed when `send` returns
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         var path = Array(socketPath.utf8)
@@ -81,7 +85,9 @@ public final class SystemdNotifier: Sendable {
         _ = message.withCString { text in
             withUnsafePointer(to: &address) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                    try? retryOnInterrupt { sendto(fd.rawValue, text, strlen(text), Int32(MSG_NOSIGNAL), address, length) }
+                    try? retryOnInterrupt {
+                        sendto(fd.rawValue, text, strlen(text), Int32(MSG_NOSIGNAL), address, length)
+                    }
                 }
             }
         }

@@ -156,12 +156,14 @@ func startDetachedThread(_ name: String, _ body: @escaping @Sendable () -> Void)
     pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
     let context = Unmanaged.passRetained(ThreadStart(name: name, body: body)).toOpaque()
     var thread = pthread_t()
-    let result = pthread_create(&thread, &attributes, { context in
-        let start = Unmanaged<ThreadStart>.fromOpaque(context!).takeRetainedValue()
-        nameThisThread(start.name)
-        start.body()
-        return nil
-    }, context)
+    let result = pthread_create(
+        &thread, &attributes,
+        { context in
+            let start = Unmanaged<ThreadStart>.fromOpaque(context!).takeRetainedValue()
+            nameThisThread(start.name)
+            start.body()
+            return nil
+        }, context)
     if result != 0 {
         Unmanaged<ThreadStart>.fromOpaque(context).release()
         throw ThreadStartError(name: name, code: result)

@@ -62,9 +62,11 @@ public struct MotionAnalysis: Sendable {
     public mutating func record(_ result: MotionResult, state: EventStateMachine.State, actions: [EventAction]) {
         let time = seconds(result.time)
         record(actions)
-        frames.append(Frame(time: time, score: Float(result.score), threshold: Float(result.threshold),
-                            noise: Float(result.noise), pixelThreshold: Float(result.pixelThreshold),
-                            state: state, lightSwitch: result.lightSwitch, learning: result.learning))
+        frames.append(
+            Frame(
+                time: time, score: Float(result.score), threshold: Float(result.threshold),
+                noise: Float(result.noise), pixelThreshold: Float(result.pixelThreshold),
+                state: state, lightSwitch: result.lightSwitch, learning: result.learning))
     }
 
     /// Records actions that came without a frame (those of `finish`).
@@ -78,7 +80,8 @@ public struct MotionAnalysis: Sendable {
             case let .end(at, _, peakScore, parts):
                 let end = seconds(at)
                 let started = open ?? (end, end)
-                events.append(Event(start: started.start, end: end, peak: peakScore, confirmed: started.confirmed, parts: parts))
+                events.append(
+                    Event(start: started.start, end: end, peak: peakScore, confirmed: started.confirmed, parts: parts))
                 open = nil
             }
         }

@@ -27,7 +27,9 @@ public struct MotionAnalyzer: Sendable {
     /// Analyses one frame (its luma plane and capture time) and returns the detector's
     /// result and the state machine's actions for it.
     @discardableResult
-    public mutating func process(_ luma: PlaneView, at time: Timestamp) -> (result: MotionResult, actions: [EventAction]) {
+    public mutating func process(
+        _ luma: PlaneView, at time: Timestamp
+    ) -> (result: MotionResult, actions: [EventAction]) {
         let result = detector.process(luma, at: time)
         let actions = machine.handle(.frame(result))
         analysis.detectWidth = detector.detectWidth

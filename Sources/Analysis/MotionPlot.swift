@@ -52,9 +52,12 @@ struct SVGPlot {
         guard !frames.isEmpty else { return [] }
         let count = min(frames.count, MotionAnalysis.maximumPoints)
         if count == frames.count {
-            return frames.map { Bucket(time: $0.time, score: Double($0.score), threshold: Double($0.threshold),
-                                       noise: Double($0.noise), pixelThreshold: Double($0.pixelThreshold),
-                                       lightSwitch: $0.lightSwitch) }
+            return frames.map {
+                Bucket(
+                    time: $0.time, score: Double($0.score), threshold: Double($0.threshold),
+                    noise: Double($0.noise), pixelThreshold: Double($0.pixelThreshold),
+                    lightSwitch: $0.lightSwitch)
+            }
         }
         let duration = max(analysis.duration, 1e-9)
         var result = [Bucket?](repeating: nil, count: count)
@@ -69,8 +72,9 @@ struct SVGPlot {
                 b.lightSwitch = b.lightSwitch || f.lightSwitch
                 result[i] = b
             } else {
-                result[i] = Bucket(time: centre, score: Double(f.score), threshold: Double(f.threshold),
-                                   noise: Double(f.noise), pixelThreshold: Double(f.pixelThreshold), lightSwitch: f.lightSwitch)
+                result[i] = Bucket(
+                    time: centre, score: Double(f.score), threshold: Double(f.threshold),
+                    noise: Double(f.noise), pixelThreshold: Double(f.pixelThreshold), lightSwitch: f.lightSwitch)
             }
         }
         return result.compactMap { $0 }
@@ -87,7 +91,11 @@ struct SVGPlot {
             case "'": s += "&apos;"
             default:
                 // XML 1.0 forbids most control characters.
-                if c.value < 0x20 && c != "\t" && c != "\n" && c != "\r" { s += "?" } else { s.unicodeScalars.append(c) }
+                if c.value < 0x20 && c != "\t" && c != "\n" && c != "\r" {
+                    s += "?"
+                } else {
+                    s.unicodeScalars.append(c)
+                }
             }
         }
         return s
@@ -105,7 +113,8 @@ struct SVGPlot {
     }
 
     mutating func text(_ x: Double, _ y: Double, _ content: String, _ attributes: String = "") {
-        out += "<text x=\"\(Self.n(x))\" y=\"\(Self.n(y))\"\(attributes.isEmpty ? "" : " " + attributes)>\(Self.escape(content))</text>\n"
+        out +=
+            "<text x=\"\(Self.n(x))\" y=\"\(Self.n(y))\"\(attributes.isEmpty ? "" : " " + attributes)>\(Self.escape(content))</text>\n"
     }
 
     mutating func polyline(_ points: [(Double, Double)], _ style: String) {
@@ -139,32 +148,39 @@ struct SVGPlot {
         let noiseMax = data.reduce(0) { max($0, $1.noise, $1.pixelThreshold) }
         let noiseStep = Numerics.niceStep(max(noiseMax, 1) * 1.15 / 4)
         let noiseTopValue = noiseStep * (max(noiseMax, 1) * 1.15 / noiseStep).rounded(.up)
-        func yNoise(_ v: Double) -> Double { noiseBottom - (noiseBottom - noiseTop) * min(max(v / noiseTopValue, 0), 1) }
+        func yNoise(_ v: Double) -> Double {
+            noiseBottom - (noiseBottom - noiseTop) * min(max(v / noiseTopValue, 0), 1)
+        }
 
         out = ""
         out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        out += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Self.n(width))\" height=\"\(Self.n(height))\" "
+        out +=
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Self.n(width))\" height=\"\(Self.n(height))\" "
             + "viewBox=\"0 0 \(Self.n(width)) \(Self.n(height))\" font-family=\"sans-serif\" font-size=\"12\">\n"
         out += "<title>\(Self.escape("vigil analyze: " + title))</title>\n"
         out += "<rect x=\"0\" y=\"0\" width=\"\(Self.n(width))\" height=\"\(Self.n(height))\" fill=\"white\"/>\n"
         text(left, 24, "Motion score — " + title, "font-size=\"16\" font-weight=\"bold\"")
         let size = analysis.detectWidth > 0 ? " at \(analysis.detectWidth)×\(analysis.detectHeight)" : ""
-        text(left, 44, "\(analysis.frames.count) frames, \(DecimalText.fixed(duration, 1)) s, \(analysis.events.count) events · "
-             + "threshold \(percent(threshold)) · noise σ \(DecimalText.fixed(analysis.medianNoise, 2)) grey levels\(size) · "
-             + "pixel threshold \(DecimalText.fixed(analysis.medianPixelThreshold, 2)) · "
-             + "idle score (99th percentile) \(percent(analysis.idleScore99))", "fill=\"#333\"")
+        text(
+            left, 44,
+            "\(analysis.frames.count) frames, \(DecimalText.fixed(duration, 1)) s, \(analysis.events.count) events · "
+                + "threshold \(percent(threshold)) · noise σ \(DecimalText.fixed(analysis.medianNoise, 2)) grey levels\(size) · "
+                + "pixel threshold \(DecimalText.fixed(analysis.medianPixelThreshold, 2)) · "
+                + "idle score (99th percentile) \(percent(analysis.idleScore99))", "fill=\"#333\"")
 
         // Events, shaded across both panels.
         for event in analysis.events {
             let x1 = x(event.start), x2 = max(x(event.end), x(event.start) + 1)
             for (top, bottom) in [(scoreTop, scoreBottom), (noiseTop, noiseBottom)] {
-                out += "<rect x=\"\(Self.n(x1))\" y=\"\(Self.n(top))\" width=\"\(Self.n(x2 - x1))\" "
+                out +=
+                    "<rect x=\"\(Self.n(x1))\" y=\"\(Self.n(top))\" width=\"\(Self.n(x2 - x1))\" "
                     + "height=\"\(Self.n(bottom - top))\" fill=\"#2ca02c\" fill-opacity=\"0.18\"/>\n"
             }
         }
 
         // Score panel: frame, decade grid and labels.
-        out += "<rect x=\"\(Self.n(left))\" y=\"\(Self.n(scoreTop))\" width=\"\(Self.n(right - left))\" "
+        out +=
+            "<rect x=\"\(Self.n(left))\" y=\"\(Self.n(scoreTop))\" width=\"\(Self.n(right - left))\" "
             + "height=\"\(Self.n(scoreBottom - scoreTop))\" fill=\"none\" stroke=\"#444\"/>\n"
         for decade in bottomDecade...topDecade {
             let y = yScore(Numerics.pow10(decade))
@@ -173,11 +189,13 @@ struct SVGPlot {
             let label = percent(Numerics.pow10(decade))
             text(left - 8, y + 4, decade == bottomDecade ? "≤" + label : label, "text-anchor=\"end\"")
         }
-        text(24, (scoreTop + scoreBottom) / 2, "score: picture changed (log scale)",
-             "text-anchor=\"middle\" transform=\"rotate(-90 24 \(Self.n((scoreTop + scoreBottom) / 2)))\"")
+        text(
+            24, (scoreTop + scoreBottom) / 2, "score: picture changed (log scale)",
+            "text-anchor=\"middle\" transform=\"rotate(-90 24 \(Self.n((scoreTop + scoreBottom) / 2)))\"")
 
         // Noise panel: frame, grid and labels.
-        out += "<rect x=\"\(Self.n(left))\" y=\"\(Self.n(noiseTop))\" width=\"\(Self.n(right - left))\" "
+        out +=
+            "<rect x=\"\(Self.n(left))\" y=\"\(Self.n(noiseTop))\" width=\"\(Self.n(right - left))\" "
             + "height=\"\(Self.n(noiseBottom - noiseTop))\" fill=\"none\" stroke=\"#444\"/>\n"
         var v = 0.0
         while v <= noiseTopValue + noiseStep / 2 {
@@ -187,8 +205,9 @@ struct SVGPlot {
             text(left - 8, y + 4, DecimalText.short(v, 2), "text-anchor=\"end\"")
             v += noiseStep
         }
-        text(24, (noiseTop + noiseBottom) / 2, "grey levels",
-             "text-anchor=\"middle\" transform=\"rotate(-90 24 \(Self.n((noiseTop + noiseBottom) / 2)))\"")
+        text(
+            24, (noiseTop + noiseBottom) / 2, "grey levels",
+            "text-anchor=\"middle\" transform=\"rotate(-90 24 \(Self.n((noiseTop + noiseBottom) / 2)))\"")
 
         // Time axis under both panels.
         let timeStep = Numerics.niceStep(duration / 10)
@@ -206,7 +225,9 @@ struct SVGPlot {
 
         // Data lines.
         polyline(data.map { (x($0.time), yScore($0.score)) }, "stroke=\"#1f77b4\" stroke-width=\"1.2\"")
-        polyline(data.map { (x($0.time), yScore($0.threshold)) }, "stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"")
+        polyline(
+            data.map { (x($0.time), yScore($0.threshold)) },
+            "stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"")
         let idle = analysis.idleScore99
         if idle > 0 {
             let y = yScore(idle)
@@ -214,12 +235,17 @@ struct SVGPlot {
         }
         for b in data where b.lightSwitch {
             let xs = x(b.time)
-            out += "<path d=\"M \(Self.n(xs - 5)) \(Self.n(scoreTop - 12)) L \(Self.n(xs + 5)) \(Self.n(scoreTop - 12)) "
+            out +=
+                "<path d=\"M \(Self.n(xs - 5)) \(Self.n(scoreTop - 12)) L \(Self.n(xs + 5)) \(Self.n(scoreTop - 12)) "
                 + "L \(Self.n(xs)) \(Self.n(scoreTop - 2)) Z\" fill=\"#ff7f0e\"/>\n"
         }
         polyline(data.map { (x($0.time), yNoise($0.noise)) }, "stroke=\"#9467bd\" stroke-width=\"1.5\"")
-        polyline(data.map { (x($0.time), yNoise($0.pixelThreshold)) }, "stroke=\"#ff7f0e\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"")
-        text(left + 6, noiseTop - 6, "noise σ (picture − background) and the pixel threshold derived from it", "fill=\"#333\"")
+        polyline(
+            data.map { (x($0.time), yNoise($0.pixelThreshold)) },
+            "stroke=\"#ff7f0e\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"")
+        text(
+            left + 6, noiseTop - 6, "noise σ (picture − background) and the pixel threshold derived from it",
+            "fill=\"#333\"")
 
         // Legend.
         let ly = height - 40
@@ -229,13 +255,34 @@ struct SVGPlot {
             text(lx + 34, ly + 4, label)
             lx += 34 + Double(label.count) * 6.6 + 18
         }
-        entry("score", "<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly))\" x2=\"\(Self.n(lx + 28))\" y2=\"\(Self.n(ly))\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n")
-        entry("threshold", "<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly))\" x2=\"\(Self.n(lx + 28))\" y2=\"\(Self.n(ly))\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n")
-        entry("event", "<rect x=\"\(Self.n(lx))\" y=\"\(Self.n(ly - 6))\" width=\"28\" height=\"12\" fill=\"#2ca02c\" fill-opacity=\"0.18\"/>\n")
-        entry("idle score, 99th percentile", "<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly))\" x2=\"\(Self.n(lx + 28))\" y2=\"\(Self.n(ly))\" stroke=\"#7f7f7f\" stroke-dasharray=\"2 3\"/>\n")
-        entry("light switch", "<path d=\"M \(Self.n(lx + 9)) \(Self.n(ly - 5)) L \(Self.n(lx + 19)) \(Self.n(ly - 5)) L \(Self.n(lx + 14)) \(Self.n(ly + 5)) Z\" fill=\"#ff7f0e\"/>\n")
-        entry("noise σ", "<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly))\" x2=\"\(Self.n(lx + 28))\" y2=\"\(Self.n(ly))\" stroke=\"#9467bd\" stroke-width=\"2\"/>\n")
-        entry("pixel threshold", "<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly))\" x2=\"\(Self.n(lx + 28))\" y2=\"\(Self.n(ly))\" stroke=\"#ff7f0e\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n")
+        entry(
+            "score",
+            "<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly))\" x2=\"\(Self.n(lx + 28))\" y2=\"\(Self.n(ly))\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n"
+        )
+        entry(
+            "threshold",
+            "<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly))\" x2=\"\(Self.n(lx + 28))\" y2=\"\(Self.n(ly))\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n"
+        )
+        entry(
+            "event",
+            "<rect x=\"\(Self.n(lx))\" y=\"\(Self.n(ly - 6))\" width=\"28\" height=\"12\" fill=\"#2ca02c\" fill-opacity=\"0.18\"/>\n"
+        )
+        entry(
+            "idle score, 99th percentile",
+            "<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly))\" x2=\"\(Self.n(lx + 28))\" y2=\"\(Self.n(ly))\" stroke=\"#7f7f7f\" stroke-dasharray=\"2 3\"/>\n"
+        )
+        entry(
+            "light switch",
+            "<path d=\"M \(Self.n(lx + 9)) \(Self.n(ly - 5)) L \(Self.n(lx + 19)) \(Self.n(ly - 5)) L \(Self.n(lx + 14)) \(Self.n(ly + 5)) Z\" fill=\"#ff7f0e\"/>\n"
+        )
+        entry(
+            "noise σ",
+            "<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly))\" x2=\"\(Self.n(lx + 28))\" y2=\"\(Self.n(ly))\" stroke=\"#9467bd\" stroke-width=\"2\"/>\n"
+        )
+        entry(
+            "pixel threshold",
+            "<line x1=\"\(Self.n(lx))\" y1=\"\(Self.n(ly))\" x2=\"\(Self.n(lx + 28))\" y2=\"\(Self.n(ly))\" stroke=\"#ff7f0e\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>\n"
+        )
         out += "</svg>\n"
         return out
     }

@@ -1,7 +1,7 @@
 internal import CALSA
 internal import Glibc
-internal import POSIX
 import Media
+internal import POSIX
 import Synchronization
 
 /// The ALSA calls a microphone makes, each with its own reading of the error number.
@@ -49,21 +49,27 @@ public enum ALSACall: String, Hashable, Sendable, CaseIterable {
         let text = String(cString: snd_strerror(-code)) + (SystemError(code).name.map { " (\($0))" } ?? "")
         switch (self, code) {
         case (.open, ENOENT), (.open, ENODEV), (.open, ENXIO):
-            return "no such capture device (\(text)) — is the microphone plugged in? `vigil probe` (or `arecord -l`) lists the microphones; use a name such as \"plughw:CARD=Device,DEV=0\""
+            return
+                "no such capture device (\(text)) — is the microphone plugged in? `vigil probe` (or `arecord -l`) lists the microphones; use a name such as \"plughw:CARD=Device,DEV=0\""
         case (_, ENODEV), (_, ENXIO):
-            return "the device is gone (\(text)) — was the microphone unplugged? `vigil probe` lists the microphones there are"
+            return
+                "the device is gone (\(text)) — was the microphone unplugged? `vigil probe` lists the microphones there are"
         case (.open, EACCES), (.open, EPERM):
             return "permission denied — is the user in group 'audio'? (sudo usermod -aG audio USER, then log in again)"
         case (.open, EBUSY), (.hardwareParameters, EBUSY):
-            return "the microphone is busy — another program is recording from it (a hw: device takes one program at a time; find it with `fuser -v /dev/snd/*`)"
+            return
+                "the microphone is busy — another program is recording from it (a hw: device takes one program at a time; find it with `fuser -v /dev/snd/*`)"
         case (.open, EINVAL):
             return "\(text) — \"\(device)\" is not a capture device name ALSA knows (`vigil probe` lists them)"
         case (.access, _), (.format, _):
-            return "the device cannot deliver 16-bit little-endian interleaved samples (\(text)) — use \"plug\(device.hasPrefix("hw:") ? device : "hw:...")\", which converts"
+            return
+                "the device cannot deliver 16-bit little-endian interleaved samples (\(text)) — use \"plug\(device.hasPrefix("hw:") ? device : "hw:...")\", which converts"
         case (.channels, _):
-            return "the device cannot record that many channels (\(text)) — set audio.channels to what `vigil probe` shows, or use a plughw: device"
+            return
+                "the device cannot record that many channels (\(text)) — set audio.channels to what `vigil probe` shows, or use a plughw: device"
         case (.rate, _):
-            return "the device offers no rate near the one asked for (\(text)) — set audio.rate to what `vigil probe` shows, or use a plughw: device"
+            return
+                "the device offers no rate near the one asked for (\(text)) — set audio.rate to what `vigil probe` shows, or use a plughw: device"
         case (.timestamps, _):
             return "the device cannot timestamp on the monotonic clock (\(text))"
         case (.read, EIO), (.wait, EIO), (.start, EIO):
@@ -82,7 +88,10 @@ struct ALSAFailure: Error, Hashable, Sendable {
     let code: Int32
 
     func openError(_ device: String) -> CaptureError {
-        let reason = call == .open ? call.meaning(of: code, device: device) : "\(call.action) failed: \(call.meaning(of: code, device: device))"
+        let reason =
+            call == .open
+            ? call.meaning(of: code, device: device)
+            : "\(call.action) failed: \(call.meaning(of: code, device: device))"
         return .cannotOpen(source: device, reason: reason)
     }
 
@@ -104,7 +113,9 @@ final class PCMHandle {
     init(device: String, stream: snd_pcm_stream_t) throws(ALSAFailure) {
         CALSA_silenceLibraryMessages()
         var handle: OpaquePointer?
-        do { try retryOnInterrupt(.negatedErrorNumber) { snd_pcm_open(&handle, device, stream, SND_PCM_NONBLOCK) } } catch {
+        do {
+            try retryOnInterrupt(.negatedErrorNumber) { snd_pcm_open(&handle, device, stream, SND_PCM_NONBLOCK) }
+        } catch {
             throw ALSAFailure(call: .open, code: error.code)
         }
         guard let handle else { throw ALSAFailure(call: .open, code: ENODEV) }
@@ -116,8 +127,11 @@ final class PCMHandle {
         if snd_pcm_close(pcm) < 0 { return }
     }
 
-    func call<Result: BinaryInteger>(_ which: ALSACall, _ body: (OpaquePointer) -> Result) throws(ALSAFailure) -> Result {
-        do { return try retryOnInterrupt(.negatedErrorNumber) { body(pcm) } } catch { throw ALSAFailure(call: which, code: error.code) }
+    func call<Result: BinaryInteger>(_ which: ALSACall, _ body: (OpaquePointer) -> Result) throws(ALSAFailure) -> Result
+    {
+        do { return try retryOnInterrupt(.negatedErrorNumber) { body(pcm) } } catch {
+            throw ALSAFailure(call: which, code: error.code)
+        }
     }
 }
 
@@ -153,10 +167,13 @@ public final class ALSAMicrophone: AudioSource {
 
     /// Opens `device` ("hw:1,0", "plughw:CARD=Device,DEV=0", "default") for capture at the
     /// rate nearest `sampleRate`, with `channels` channels and periods of about `periodSeconds`.
-    public init(device: String, sampleRate: Int, channels: Int, periodSeconds: Double = 0.01,
-                stallTimeout: Timestamp.Duration = .init(seconds: 2)) throws(CaptureError) {
+    public init(
+        device: String, sampleRate: Int, channels: Int, periodSeconds: Double = 0.01,
+        stallTimeout: Timestamp.Duration = .init(seconds: 2)
+    ) throws(CaptureError) {
         guard sampleRate > 0, channels > 0 else {
-            throw CaptureError.invalidSettings(setting: "audio", problem: "a rate of \(sampleRate) Hz with \(channels) channel(s)")
+            throw CaptureError.invalidSettings(
+                setting: "audio", problem: "a rate of \(sampleRate) Hz with \(channels) channel(s)")
         }
         name = device
         requestedRate = sampleRate
@@ -164,7 +181,8 @@ public final class ALSAMicrophone: AudioSource {
         self.stallTimeout = stallTimeout
         do {
             handle = try PCMHandle(device: device, stream: SND_PCM_STREAM_CAPTURE)
-            let hw = try ALSAMicrophone.setHardware(handle, rate: sampleRate, channels: channels, periodSeconds: periodSeconds)
+            let hw = try ALSAMicrophone.setHardware(
+                handle, rate: sampleRate, channels: channels, periodSeconds: periodSeconds)
             self.sampleRate = hw.rate
             periodFrames = hw.period
             bufferFrames = hw.buffer
@@ -178,7 +196,9 @@ public final class ALSAMicrophone: AudioSource {
         lastSound = MonotonicClock.now()
     }
 
-    private static func setHardware(_ handle: PCMHandle, rate: Int, channels: Int, periodSeconds: Double) throws(ALSAFailure) -> (rate: Int, period: Int, buffer: Int) {
+    private static func setHardware(
+        _ handle: PCMHandle, rate: Int, channels: Int, periodSeconds: Double
+    ) throws(ALSAFailure) -> (rate: Int, period: Int, buffer: Int) {
         var params: OpaquePointer?
         _ = try handle.call(.hardwareParameters) { _ in snd_pcm_hw_params_malloc(&params) }
         guard let params else { throw ALSAFailure(call: .hardwareParameters, code: ENOMEM) }
@@ -208,12 +228,20 @@ public final class ALSAMicrophone: AudioSource {
         guard let params else { throw ALSAFailure(call: .softwareParameters, code: ENOMEM) }
         defer { snd_pcm_sw_params_free(params) }
         _ = try handle.call(.softwareParameters) { snd_pcm_sw_params_current($0, params) }
-        _ = try handle.call(.softwareParameters) { snd_pcm_sw_params_set_tstamp_mode($0, params, SND_PCM_TSTAMP_ENABLE) }
-        var monotonic = true
-        do { _ = try handle.call(.timestamps) { snd_pcm_sw_params_set_tstamp_type($0, params, SND_PCM_TSTAMP_TYPE_MONOTONIC) } } catch {
-            monotonic = false // a plugin without timestamp types: the read time stands in
+        _ = try handle.call(.softwareParameters) {
+            snd_pcm_sw_params_set_tstamp_mode($0, params, SND_PCM_TSTAMP_ENABLE)
         }
-        _ = try handle.call(.softwareParameters) { snd_pcm_sw_params_set_avail_min($0, params, snd_pcm_uframes_t(period)) }
+        var monotonic = true
+        do {
+            _ = try handle.call(.timestamps) {
+                snd_pcm_sw_params_set_tstamp_type($0, params, SND_PCM_TSTAMP_TYPE_MONOTONIC)
+            }
+        } catch {
+            monotonic = false  // a plugin without timestamp types: the read time stands in
+        }
+        _ = try handle.call(.softwareParameters) {
+            snd_pcm_sw_params_set_avail_min($0, params, snd_pcm_uframes_t(period))
+        }
         _ = try handle.call(.softwareParameters) { snd_pcm_sw_params($0, params) }
         return monotonic
     }
@@ -222,9 +250,9 @@ public final class ALSAMicrophone: AudioSource {
         while true {
             do {
                 if let chunk = try readAvailable() { return chunk }
-            } catch where error.code == EPIPE || error.code == ESTRPIPE {
+            } catch  where error.code == EPIPE || error.code == ESTRPIPE {
                 try recover(from: error)
-            } catch where error.code == EAGAIN {
+            } catch  where error.code == EAGAIN {
                 continue
             } catch {
                 throw error.readError(name)
@@ -248,13 +276,18 @@ public final class ALSAMicrophone: AudioSource {
         let bytesPerFrame = channels * 2
         var data = [UInt8](repeating: 0, count: frames * bytesPerFrame)
         let outcome = data.withUnsafeMutableBytes { bytes in
-            Result { () throws(ALSAFailure) in try handle.call(.read) { snd_pcm_readi($0, bytes.baseAddress, snd_pcm_uframes_t(frames)) } }
+            Result { () throws(ALSAFailure) in
+                try handle.call(.read) { snd_pcm_readi($0, bytes.baseAddress, snd_pcm_uframes_t(frames)) }
+            }
         }
         let read = try outcome.get()
         guard read > 0 else { return nil }
         if Int(read) < frames { data.removeLast((frames - Int(read)) * bytesPerFrame) }
-        let driverTime = driverTimestamps ? Timestamp(nanoseconds: Int64(stamp.tv_sec) * 1_000_000_000 + Int64(stamp.tv_nsec)) : .zero
-        let measured = AudioTimeline.firstUnreadFrame(timestamp: driverTime, available: Int(available), sampleRate: sampleRate, now: now)
+        let driverTime =
+            driverTimestamps
+            ? Timestamp(nanoseconds: Int64(stamp.tv_sec) * 1_000_000_000 + Int64(stamp.tv_nsec)) : .zero
+        let measured = AudioTimeline.firstUnreadFrame(
+            timestamp: driverTime, available: Int(available), sampleRate: sampleRate, now: now)
         let time = timeline.place(measured: measured, frames: Int(read))
         lastSound = now
         return AudioChunk(data: data, time: time, sampleRate: sampleRate, channels: channels)

@@ -42,9 +42,13 @@ public final class SyntheticAudioSource: AudioSource {
     public func read() throws(CaptureError) -> AudioChunk? {
         let origin = start ?? MonotonicClock.now()
         start = origin
-        let time = origin + Timestamp.Duration(nanoseconds: Rational.scale(produced, by: 1_000_000_000, over: Int64(sampleRate)))
+        let time =
+            origin
+            + Timestamp.Duration(nanoseconds: Rational.scale(produced, by: 1_000_000_000, over: Int64(sampleRate)))
         // Deliver the chunk once its last frame has been "captured".
-        let ready = time + Timestamp.Duration(nanoseconds: Rational.scale(Int64(period), by: 1_000_000_000, over: Int64(sampleRate)))
+        let ready =
+            time
+            + Timestamp.Duration(nanoseconds: Rational.scale(Int64(period), by: 1_000_000_000, over: Int64(sampleRate)))
         MonotonicClock.sleep(until: ready)
         var data = [UInt8](repeating: 0, count: period * channels * 2)
         let step = 2 * Double.pi * frequency / Double(sampleRate)

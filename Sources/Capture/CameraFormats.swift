@@ -51,7 +51,9 @@ public struct FrameSizeDescription: Hashable, Sendable {
 
     /// A discrete size with a list of rates in frames per second (for tests and examples).
     public init(width: Int, height: Int, rates: [Rational]) {
-        self.init(size: .discrete(width: width, height: height), intervals: .discrete(rates.map { Rational($0.denominator, $0.numerator) }))
+        self.init(
+            size: .discrete(width: width, height: height),
+            intervals: .discrete(rates.map { Rational($0.denominator, $0.numerator) }))
     }
 }
 
@@ -66,7 +68,10 @@ public struct CameraFormatDescription: Hashable, Sendable {
     /// Empty when the driver does not enumerate sizes.
     public var sizes: [FrameSizeDescription]
 
-    public init(fourcc: FourCC, name: String, isEmulated: Bool = false, isCompressed: Bool = false, sizes: [FrameSizeDescription]) {
+    public init(
+        fourcc: FourCC, name: String, isEmulated: Bool = false, isCompressed: Bool = false,
+        sizes: [FrameSizeDescription]
+    ) {
         self.fourcc = fourcc
         self.name = name
         self.isEmulated = isEmulated
@@ -102,7 +107,8 @@ public struct CameraRequest: Hashable, Sendable {
     /// A row stride to ask the driver for (some drivers honour a wider one); nil lets it choose.
     public var bytesPerLine: Int?
 
-    public init(width: Int, height: Int, frameRate: Rational, allowedFormats: [FourCC]? = nil, bytesPerLine: Int? = nil) {
+    public init(width: Int, height: Int, frameRate: Rational, allowedFormats: [FourCC]? = nil, bytesPerLine: Int? = nil)
+    {
         self.width = width
         self.height = height
         self.frameRate = frameRate
@@ -113,7 +119,8 @@ public struct CameraRequest: Hashable, Sendable {
     /// `fps` as a fraction: whole numbers exactly, others to a thousandth (12.5 → 25/2).
     public init(width: Int, height: Int, fps: Double, allowedFormats: [FourCC]? = nil, bytesPerLine: Int? = nil) {
         let rate = fps == fps.rounded() ? Rational(Int64(fps), 1) : Rational(Int64((fps * 1000).rounded()), 1000)
-        self.init(width: width, height: height, frameRate: rate, allowedFormats: allowedFormats, bytesPerLine: bytesPerLine)
+        self.init(
+            width: width, height: height, frameRate: rate, allowedFormats: allowedFormats, bytesPerLine: bytesPerLine)
     }
 }
 
@@ -138,7 +145,8 @@ public struct CameraFormatChoice: Hashable, Sendable, CustomStringConvertible {
     public var frameRate: Rational? { interval.map { Rational($0.denominator, $0.numerator) } }
 
     public var description: String {
-        "\(fourcc)\(isEmulated ? " (converted by libv4l2)" : "") \(width)x\(height)" + (frameRate.map { " at \(DecimalText.rate($0)) fps" } ?? "")
+        "\(fourcc)\(isEmulated ? " (converted by libv4l2)" : "") \(width)x\(height)"
+            + (frameRate.map { " at \(DecimalText.rate($0)) fps" } ?? "")
     }
 }
 
@@ -156,21 +164,30 @@ public enum CameraFormatChooser {
     /// Rates within this fraction below the request count as reaching it (29.97 for 30).
     static let rateTolerance = 0.005
 
-    public static func choose(from formats: [CameraFormatDescription], for request: CameraRequest) -> CameraFormatChoice? {
+    public static func choose(
+        from formats: [CameraFormatDescription], for request: CameraRequest
+    ) -> CameraFormatChoice? {
         var best: (key: Key, choice: CameraFormatChoice)?
         for format in formats {
             guard let preference = format.preference else { continue }
             if let allowed = request.allowedFormats, !allowed.contains(format.fourcc) { continue }
-            let sizes = format.sizes.isEmpty
-                ? [FrameSizeDescription(size: .discrete(width: request.width, height: request.height), intervals: .unknown)]
+            let sizes =
+                format.sizes.isEmpty
+                ? [
+                    FrameSizeDescription(
+                        size: .discrete(width: request.width, height: request.height), intervals: .unknown)
+                ]
                 : format.sizes
             for size in sizes {
                 let (width, height) = nearest(size.size, to: request)
                 let interval = chooseInterval(size.intervals, for: request.frameRate)
-                let key = Key(size: sizeRank(width: width, height: height, request: request),
-                              rate: rateShortfall(interval, request: request.frameRate),
-                              preference: preference)
-                let choice = CameraFormatChoice(fourcc: format.fourcc, isEmulated: format.isEmulated, width: width, height: height, interval: interval)
+                let key = Key(
+                    size: sizeRank(width: width, height: height, request: request),
+                    rate: rateShortfall(interval, request: request.frameRate),
+                    preference: preference)
+                let choice = CameraFormatChoice(
+                    fourcc: format.fourcc, isEmulated: format.isEmulated, width: width, height: height,
+                    interval: interval)
                 if let current = best, !(key < current.key) { continue }
                 best = (key, choice)
             }
@@ -235,7 +252,8 @@ public enum CameraFormatChooser {
     }
 
     static func less(_ a: Rational, _ b: Rational) -> Bool {
-        a.numerator.magnitude.multipliedFullWidth(by: b.denominator.magnitude) < b.numerator.magnitude.multipliedFullWidth(by: a.denominator.magnitude)
+        a.numerator.magnitude.multipliedFullWidth(by: b.denominator.magnitude)
+            < b.numerator.magnitude.multipliedFullWidth(by: a.denominator.magnitude)
     }
 
     /// The size in a (possibly stepwise) range closest to the request.

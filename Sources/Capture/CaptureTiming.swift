@@ -82,7 +82,8 @@ public struct FrameTimeline: Sendable {
     public mutating func place(_ measured: Timestamp) -> Timestamp {
         if let anchor {
             // The nearest grid point: index = round(elapsed · rate).
-            let index = Rational.scale((measured - anchor).nanoseconds, by: rate.numerator, over: 1_000_000_000 * rate.denominator)
+            let index = Rational.scale(
+                (measured - anchor).nanoseconds, by: rate.numerator, over: 1_000_000_000 * rate.denominator)
             let grid = anchor + Timestamp.Duration(nanoseconds: Timestamp(frameIndex: index, rate: rate).nanoseconds)
             if index > lastIndex && abs((measured - grid).nanoseconds) <= tolerance {
                 lastIndex = index
@@ -116,7 +117,7 @@ public struct AudioTimeline: Sendable {
     public let gain: Double
     private var anchor: Timestamp?
     private var framesSinceAnchor: Int64 = 0
-    private var correction: Double = 0 // nanoseconds added to the line
+    private var correction: Double = 0  // nanoseconds added to the line
 
     public init(sampleRate: Int, resyncThreshold: Timestamp.Duration = .init(seconds: 0.02), gain: Double = 1.0 / 16) {
         precondition(sampleRate > 0, "a timeline needs a sample rate")
@@ -159,8 +160,12 @@ public struct AudioTimeline: Sendable {
     /// The capture time of the first unread frame, from an ALSA high-resolution timestamp
     /// and the frames available then. A zero or implausible timestamp (a plugin that does not
     /// pass them on) falls back to `now`, the time the position was read.
-    public static func firstUnreadFrame(timestamp: Timestamp, available: Int, sampleRate: Int, now: Timestamp) -> Timestamp {
+    public static func firstUnreadFrame(
+        timestamp: Timestamp, available: Int, sampleRate: Int, now: Timestamp
+    ) -> Timestamp {
         let base = timestamp.nanoseconds > 0 && abs((now - timestamp).nanoseconds) < 1_000_000_000 ? timestamp : now
-        return base - Timestamp.Duration(nanoseconds: Rational.scale(Int64(available), by: 1_000_000_000, over: Int64(sampleRate)))
+        return base
+            - Timestamp.Duration(
+                nanoseconds: Rational.scale(Int64(available), by: 1_000_000_000, over: Int64(sampleRate)))
     }
 }

@@ -1,6 +1,6 @@
 internal import Glibc
-internal import POSIX
 import Media
+internal import POSIX
 
 /// The monotonic clock that V4L2 and ALSA timestamps use (`CLOCK_MONOTONIC`).
 public enum MonotonicClock {
@@ -15,7 +15,8 @@ public enum MonotonicClock {
     /// Sleeps until the clock reads `deadline` (returns at once if it has passed).
     public static func sleep(until deadline: Timestamp) {
         guard deadline.nanoseconds > 0 else { return }
-        var ts = timespec(tv_sec: Int(deadline.nanoseconds / 1_000_000_000), tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
+        var ts = timespec(
+            tv_sec: Int(deadline.nanoseconds / 1_000_000_000), tv_nsec: Int(deadline.nanoseconds % 1_000_000_000))
         // clock_nanosleep returns the error number instead of setting errno. A signal that
         // interrupts it: sleep on (the deadline is absolute). Anything else (EINVAL for a bad
         // time) cannot be slept away: return.

@@ -13,7 +13,10 @@ public struct CameraListing: Hashable, Sendable {
     /// Why the node could not be read, or is not a camera.
     public var problem: String?
 
-    public init(path: String, links: [String] = [], identity: VideoDeviceIdentity?, formats: [CameraFormatDescription], problem: String? = nil) {
+    public init(
+        path: String, links: [String] = [], identity: VideoDeviceIdentity?, formats: [CameraFormatDescription],
+        problem: String? = nil
+    ) {
         self.path = path
         self.links = links
         self.identity = identity
@@ -40,8 +43,10 @@ public struct MicrophoneListing: Hashable, Sendable {
     /// Why its parameters could not be read (busy, gone).
     public var problem: String?
 
-    public init(device: String, card: Int, deviceNumber: Int, cardName: String, pcmName: String, rates: ClosedRange<Int>?,
-                channels: ClosedRange<Int>?, takesS16LE: Bool, problem: String? = nil) {
+    public init(
+        device: String, card: Int, deviceNumber: Int, cardName: String, pcmName: String, rates: ClosedRange<Int>?,
+        channels: ClosedRange<Int>?, takesS16LE: Bool, problem: String? = nil
+    ) {
         self.device = device
         self.card = card
         self.deviceNumber = deviceNumber
@@ -101,7 +106,7 @@ public enum DeviceProbe {
         while snd_card_next(&card) == 0 && card >= 0 {
             var control: OpaquePointer?
             guard snd_ctl_open(&control, "hw:\(card)", 0) >= 0, let control else { continue }
-            defer { if snd_ctl_close(control) < 0 { /* the handle is freed anyway */ } }
+            defer { if snd_ctl_close(control) < 0 { /* the handle is freed anyway */  } }
             var cardInfo: OpaquePointer?
             guard snd_ctl_card_info_malloc(&cardInfo) >= 0, let cardInfo else { continue }
             defer { snd_ctl_card_info_free(cardInfo) }
@@ -131,7 +136,9 @@ public enum DeviceProbe {
 
     /// Opens one capture device by name and reads the rates, channels and sample format it takes.
     public static func microphone(named name: String) -> MicrophoneListing {
-        var listing = MicrophoneListing(device: name, card: -1, deviceNumber: -1, cardName: "", pcmName: "", rates: nil, channels: nil, takesS16LE: false)
+        var listing = MicrophoneListing(
+            device: name, card: -1, deviceNumber: -1, cardName: "", pcmName: "", rates: nil, channels: nil,
+            takesS16LE: false)
         let handle: PCMHandle
         do { handle = try PCMHandle(device: name, stream: SND_PCM_STREAM_CAPTURE) } catch {
             listing.problem = error.call.meaning(of: error.code, device: name)
@@ -149,10 +156,14 @@ public enum DeviceProbe {
             return listing
         }
         var low: UInt32 = 0, high: UInt32 = 0, direction: Int32 = 0
-        if snd_pcm_hw_params_get_rate_min(params, &low, &direction) >= 0, snd_pcm_hw_params_get_rate_max(params, &high, &direction) >= 0, low <= high {
+        if snd_pcm_hw_params_get_rate_min(params, &low, &direction) >= 0,
+            snd_pcm_hw_params_get_rate_max(params, &high, &direction) >= 0, low <= high
+        {
             listing.rates = Int(low)...Int(high)
         }
-        if snd_pcm_hw_params_get_channels_min(params, &low) >= 0, snd_pcm_hw_params_get_channels_max(params, &high) >= 0, low <= high {
+        if snd_pcm_hw_params_get_channels_min(params, &low) >= 0,
+            snd_pcm_hw_params_get_channels_max(params, &high) >= 0, low <= high
+        {
             listing.channels = Int(low)...Int(min(high, 64))
         }
         listing.takesS16LE = snd_pcm_hw_params_test_format(handle.pcm, params, SND_PCM_FORMAT_S16_LE) == 0
@@ -166,7 +177,7 @@ public enum DeviceProbe {
     /// Names in a directory (without . and ..); empty when it cannot be read.
     static func entries(of directory: String) -> [String] {
         guard let dir = opendir(directory) else { return [] }
-        defer { if closedir(dir) != 0 { /* nothing to undo */ } }
+        defer { if closedir(dir) != 0 { /* nothing to undo */  } }
         var names: [String] = []
         while let entry = readdir(dir) {
             let name = string(fromCharacters: entry.pointee.d_name)
@@ -199,20 +210,25 @@ public enum DeviceProbe {
 /// configuration.
 public enum DeviceReport {
     /// A nil list is left out (only a camera, or only a microphone, was asked for).
-    public static func render(cameras: [CameraListing]?, microphones: [MicrophoneListing]?, request: CameraRequest,
-                              audioRate: Int = 48000, audioChannels: Int = 1) -> String {
+    public static func render(
+        cameras: [CameraListing]?, microphones: [MicrophoneListing]?, request: CameraRequest,
+        audioRate: Int = 48000, audioChannels: Int = 1
+    ) -> String {
         var out = ""
         if let cameras {
             out += "Cameras (V4L2)\n"
             if cameras.isEmpty {
-                out += "\n  none found (no /dev/video* node) — is the camera plugged in? A Raspberry Pi camera module is reached\n"
+                out +=
+                    "\n  none found (no /dev/video* node) — is the camera plugged in? A Raspberry Pi camera module is reached\n"
                 out += "  through libcamera: run `libcamerify vigil probe`.\n"
             }
             for camera in cameras { out += "\n" + render(camera, request: request) }
         }
         if let microphones {
             out += (out.isEmpty ? "" : "\n") + "Microphones (ALSA capture devices)\n"
-            if microphones.isEmpty { out += "\n  none found — is the microphone plugged in? (`arecord -l` lists the same)\n" }
+            if microphones.isEmpty {
+                out += "\n  none found — is the microphone plugged in? (`arecord -l` lists the same)\n"
+            }
             for microphone in microphones { out += "\n" + render(microphone, rate: audioRate, channels: audioChannels) }
         }
         return out
@@ -233,14 +249,16 @@ public enum DeviceReport {
             out += "  formats Vigil records from (\(preferenceNote)):\n"
         }
         for format in usable {
-            out += "    \(format.fourcc.description.padded(to: 5)) \(format.name)\(format.isEmulated ? " (converted by libv4l2)" : "")\n"
+            out +=
+                "    \(format.fourcc.description.padded(to: 5)) \(format.name)\(format.isEmulated ? " (converted by libv4l2)" : "")\n"
             if format.sizes.isEmpty { out += "          sizes and rates not listed by the driver\n" }
             for size in format.sizes { out += "          " + describe(size) + "\n" }
         }
         let others = camera.formats.filter { !$0.isUsable }.map(\.fourcc.description)
         if !others.isEmpty { out += "  other formats (not used): \(others.joined(separator: ", "))\n" }
         if let choice = CameraFormatChooser.choose(from: camera.formats, for: request) {
-            out += "  paste into the configuration (the closest to \(request.width)x\(request.height) at \(DecimalText.rate(request.frameRate)) fps: \(choice)):\n"
+            out +=
+                "  paste into the configuration (the closest to \(request.width)x\(request.height) at \(DecimalText.rate(request.frameRate)) fps: \(choice)):\n"
             out += "    camera = {\n"
             out += "      device = \"\(camera.configurationName)\";\n"
             out += "      width = \(choice.width);\n"
@@ -254,16 +272,24 @@ public enum DeviceReport {
     public static func render(_ microphone: MicrophoneListing, rate: Int, channels: Int) -> String {
         var out = microphone.device
         if microphone.card >= 0 {
-            out += " — \(microphone.cardName): \(microphone.pcmName) (card \(microphone.card), device \(microphone.deviceNumber))"
+            out +=
+                " — \(microphone.cardName): \(microphone.pcmName) (card \(microphone.card), device \(microphone.deviceNumber))"
         }
         out += "\n"
         if let problem = microphone.problem { return out + "  \(problem)\n" }
         var facts: [String] = []
-        if let r = microphone.rates { facts.append(r.lowerBound == r.upperBound ? "\(r.lowerBound) Hz" : "\(r.lowerBound) to \(r.upperBound) Hz") }
-        if let c = microphone.channels { facts.append(c.lowerBound == c.upperBound ? "\(c.lowerBound) channel(s)" : "\(c.lowerBound) to \(c.upperBound) channels") }
+        if let r = microphone.rates {
+            facts.append(r.lowerBound == r.upperBound ? "\(r.lowerBound) Hz" : "\(r.lowerBound) to \(r.upperBound) Hz")
+        }
+        if let c = microphone.channels {
+            facts.append(
+                c.lowerBound == c.upperBound
+                    ? "\(c.lowerBound) channel(s)" : "\(c.lowerBound) to \(c.upperBound) channels")
+        }
         facts.append(microphone.takesS16LE ? "16-bit samples" : "no 16-bit samples (plughw: converts)")
         out += "  " + facts.joined(separator: ", ") + "\n"
-        let useRate = microphone.rates.map { $0.contains(rate) ? rate : min(max(rate, $0.lowerBound), $0.upperBound) } ?? rate
+        let useRate =
+            microphone.rates.map { $0.contains(rate) ? rate : min(max(rate, $0.lowerBound), $0.upperBound) } ?? rate
         let useChannels = microphone.channels.map { $0.contains(channels) ? channels : $0.lowerBound } ?? channels
         out += "  paste into the configuration:\n"
         out += "    audio = {\n"
@@ -301,7 +327,8 @@ public enum DeviceReport {
             rates.sort { $0.doubleValue > $1.doubleValue }
             return rates.map(DecimalText.rate).joined(separator: ", ") + " fps"
         case .stepwise(let shortest, let longest, _):
-            return "\(DecimalText.rate(Rational(longest.denominator, longest.numerator))) to \(DecimalText.rate(Rational(shortest.denominator, shortest.numerator))) fps"
+            return
+                "\(DecimalText.rate(Rational(longest.denominator, longest.numerator))) to \(DecimalText.rate(Rational(shortest.denominator, shortest.numerator))) fps"
         }
     }
 

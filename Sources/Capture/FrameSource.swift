@@ -34,13 +34,17 @@ public enum SourceSpecifier: Hashable, Sendable, CustomStringConvertible {
         } else if text.hasPrefix("file:") {
             let path = String(text.dropFirst(5))
             guard !path.isEmpty else {
-                throw .invalidSettings(setting: "source", problem: "'file:' needs a path after it, as in file:/srv/footage/yard.y4m")
+                throw .invalidSettings(
+                    setting: "source", problem: "'file:' needs a path after it, as in file:/srv/footage/yard.y4m")
             }
             self = .file(path: path)
         } else if text.hasPrefix("/") {
             self = .device(path: text)
         } else {
-            throw .invalidSettings(setting: "source", problem: "'\(text)' is not a source: use a device path such as /dev/video0, 'synthetic', or file:PATH.y4m")
+            throw .invalidSettings(
+                setting: "source",
+                problem:
+                    "'\(text)' is not a source: use a device path such as /dev/video0, 'synthetic', or file:PATH.y4m")
         }
     }
 

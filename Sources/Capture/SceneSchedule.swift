@@ -29,8 +29,10 @@ public struct SceneObject: Hashable, Sendable {
     /// Mean luma of the object's checkered texture (the background is around 120).
     public var brightness: UInt8
 
-    public init(enter: Timestamp.Duration, leave: Timestamp.Duration, path: Path,
-                width: Double = 0.15, height: Double = 0.25, brightness: UInt8 = 210) {
+    public init(
+        enter: Timestamp.Duration, leave: Timestamp.Duration, path: Path,
+        width: Double = 0.15, height: Double = 0.25, brightness: UInt8 = 210
+    ) {
         self.enter = enter
         self.leave = leave
         self.path = path
@@ -79,9 +81,13 @@ public struct SceneSchedule: Hashable, Sendable {
         let s = { (seconds: Double) in Timestamp.Duration(seconds: seconds) }
         return SceneSchedule(
             objects: [
-                SceneObject(enter: s(5), leave: s(9), path: .leftToRight(y: 0.6), width: 0.12, height: 0.3, brightness: 215),
-                SceneObject(enter: s(25), leave: s(31), path: .rightToLeft(y: 0.4), width: 0.2, height: 0.2, brightness: 35),
-                SceneObject(enter: s(45), leave: s(51), path: .still(x: 0.3, y: 0.75), width: 0.1, height: 0.12, brightness: 190),
+                SceneObject(
+                    enter: s(5), leave: s(9), path: .leftToRight(y: 0.6), width: 0.12, height: 0.3, brightness: 215),
+                SceneObject(
+                    enter: s(25), leave: s(31), path: .rightToLeft(y: 0.4), width: 0.2, height: 0.2, brightness: 35),
+                SceneObject(
+                    enter: s(45), leave: s(51), path: .still(x: 0.3, y: 0.75), width: 0.1, height: 0.12, brightness: 190
+                ),
             ],
             lightChanges: lightChange ? [LightChange(start: s(15), end: s(18), delta: 40)] : [],
             period: s(60))

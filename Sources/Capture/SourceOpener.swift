@@ -27,26 +27,32 @@ public enum SourceOpener {
 
     /// Opens `specifier`, asking a camera for `width`×`height` at `fps` (the synthetic scene is
     /// made at that size and rate).
-    public static func open(_ specifier: SourceSpecifier, width: Int, height: Int, fps: Double,
-                            purpose: Purpose) throws(CaptureError) -> OpenedSource {
+    public static func open(
+        _ specifier: SourceSpecifier, width: Int, height: Int, fps: Double,
+        purpose: Purpose
+    ) throws(CaptureError) -> OpenedSource {
         switch specifier {
         case .synthetic:
             let scene: SyntheticScene
             let live: Bool
             switch purpose {
             case .recording:
-                scene = SyntheticScene(width: width, height: height, frameRate: Rational(framesPerSecond: fps), schedule: .demo(),
-                                       startTime: MonotonicClock.now())
+                scene = SyntheticScene(
+                    width: width, height: height, frameRate: Rational(framesPerSecond: fps), schedule: .demo(),
+                    startTime: MonotonicClock.now())
                 live = true
             case .analysis:
-                scene = SyntheticScene(width: width, height: height, frameRate: Rational(framesPerSecond: fps), schedule: .demo(),
-                                       duration: .init(seconds: analysisSyntheticSeconds))
+                scene = SyntheticScene(
+                    width: width, height: height, frameRate: Rational(framesPerSecond: fps), schedule: .demo(),
+                    duration: .init(seconds: analysisSyntheticSeconds))
                 live = false
             }
-            return OpenedSource(source: try SyntheticSource(scene: scene, realtime: live), isLive: live, negotiation: nil)
+            return OpenedSource(
+                source: try SyntheticSource(scene: scene, realtime: live), isLive: live, negotiation: nil)
         case .file(let path):
             let realtime = purpose == .recording(realtime: true)
-            return OpenedSource(source: try Y4MSource(path: path, realtime: realtime), isLive: realtime, negotiation: nil)
+            return OpenedSource(
+                source: try Y4MSource(path: path, realtime: realtime), isLive: realtime, negotiation: nil)
         case .device(let path):
             let camera = try V4L2Camera(path: path, request: CameraRequest(width: width, height: height, fps: fps))
             return OpenedSource(source: camera, isLive: true, negotiation: camera.negotiation)

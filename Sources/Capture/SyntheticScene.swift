@@ -26,10 +26,12 @@ public struct SyntheticScene: Hashable, Sendable {
     /// Timestamp of frame 0; frame `n` is at `startTime + n / frameRate`.
     public var startTime: Timestamp
 
-    public init(width: Int = 640, height: Int = 480, frameRate: Rational = Rational(30, 1),
-                pixelFormat: PixelFormat = .nv12, bytesPerLine: Int? = nil, seed: UInt64 = 1,
-                noiseSigma: Double = 3, schedule: SceneSchedule = .demo(), duration: Timestamp.Duration? = nil,
-                startTime: Timestamp = .zero) {
+    public init(
+        width: Int = 640, height: Int = 480, frameRate: Rational = Rational(30, 1),
+        pixelFormat: PixelFormat = .nv12, bytesPerLine: Int? = nil, seed: UInt64 = 1,
+        noiseSigma: Double = 3, schedule: SceneSchedule = .demo(), duration: Timestamp.Duration? = nil,
+        startTime: Timestamp = .zero
+    ) {
         self.width = width
         self.height = height
         self.frameRate = frameRate
@@ -44,38 +46,65 @@ public struct SyntheticScene: Hashable, Sendable {
 
     /// Checks every field; the error names the field and the accepted range.
     public func validate() throws(CaptureError) {
-        func bad(_ setting: String, _ problem: String) -> CaptureError { .invalidSettings(setting: "synthetic scene " + setting, problem: problem) }
-        guard (16...4096).contains(width), width % 2 == 0 else { throw bad("width", "\(width) is not an even number from 16 to 4096") }
-        guard (16...4096).contains(height), height % 2 == 0 else { throw bad("height", "\(height) is not an even number from 16 to 4096") }
+        func bad(_ setting: String, _ problem: String) -> CaptureError {
+            .invalidSettings(setting: "synthetic scene " + setting, problem: problem)
+        }
+        guard (16...4096).contains(width), width % 2 == 0 else {
+            throw bad("width", "\(width) is not an even number from 16 to 4096")
+        }
+        guard (16...4096).contains(height), height % 2 == 0 else {
+            throw bad("height", "\(height) is not an even number from 16 to 4096")
+        }
         guard frameRate.numerator > 0, frameRate.denominator > 0, frameRate.numerator <= 1_000_000,
-              frameRate.denominator <= 1_000_000, frameRate.numerator <= 240 * frameRate.denominator,
-              frameRate.numerator >= frameRate.denominator else {
+            frameRate.denominator <= 1_000_000, frameRate.numerator <= 240 * frameRate.denominator,
+            frameRate.numerator >= frameRate.denominator
+        else {
             throw bad("frame rate", "\(frameRate) is not from 1 to 240 frames per second")
         }
-        guard pixelFormat == .nv12 || pixelFormat == .i420 else { throw bad("pixel format", "\(pixelFormat) is not produced; use NV12 or I420") }
+        guard pixelFormat == .nv12 || pixelFormat == .i420 else {
+            throw bad("pixel format", "\(pixelFormat) is not produced; use NV12 or I420")
+        }
         if let b = bytesPerLine, !(width...VideoFormat.maximumStride).contains(b) {
             throw bad("bytes per line", "\(b) is not from the width (\(width)) to \(VideoFormat.maximumStride)")
         }
-        guard noiseSigma.isFinite, (0...20).contains(noiseSigma) else { throw bad("noise", "a sigma of \(noiseSigma) is not from 0 to 20 grey levels") }
+        guard noiseSigma.isFinite, (0...20).contains(noiseSigma) else {
+            throw bad("noise", "a sigma of \(noiseSigma) is not from 0 to 20 grey levels")
+        }
         if let d = duration, d <= .zero { throw bad("duration", "\(d) is not positive") }
         let period = schedule.period
         if let p = period, p <= .zero { throw bad("period", "\(p) is not positive") }
         for (i, o) in schedule.objects.enumerated() {
-            guard o.enter >= .zero, o.leave > o.enter else { throw bad("object \(i)", "enters at \(o.enter) and leaves at \(o.leave); it must leave after it enters, both at or after 0") }
-            if let p = period, o.leave > p { throw bad("object \(i)", "leaves at \(o.leave), after the period of \(p)") }
-            guard o.width > 0, o.width <= 1, o.height > 0, o.height <= 1 else { throw bad("object \(i)", "its size \(o.width)×\(o.height) is not a fraction of the picture from 0 to 1") }
+            guard o.enter >= .zero, o.leave > o.enter else {
+                throw bad(
+                    "object \(i)",
+                    "enters at \(o.enter) and leaves at \(o.leave); it must leave after it enters, both at or after 0")
+            }
+            if let p = period, o.leave > p {
+                throw bad("object \(i)", "leaves at \(o.leave), after the period of \(p)")
+            }
+            guard o.width > 0, o.width <= 1, o.height > 0, o.height <= 1 else {
+                throw bad("object \(i)", "its size \(o.width)×\(o.height) is not a fraction of the picture from 0 to 1")
+            }
             let position: [Double]
             switch o.path {
             case .leftToRight(let y), .rightToLeft(let y): position = [y]
             case .topToBottom(let x), .bottomToTop(let x): position = [x]
             case .still(let x, let y): position = [x, y]
             }
-            guard position.allSatisfy({ $0.isFinite && (0...1).contains($0) }) else { throw bad("object \(i)", "its position is not within 0 to 1") }
+            guard position.allSatisfy({ $0.isFinite && (0...1).contains($0) }) else {
+                throw bad("object \(i)", "its position is not within 0 to 1")
+            }
         }
         for (i, l) in schedule.lightChanges.enumerated() {
-            guard l.start >= .zero, l.end > l.start else { throw bad("light change \(i)", "runs from \(l.start) to \(l.end); it must end after it starts") }
-            if let p = period, l.end > p { throw bad("light change \(i)", "ends at \(l.end), after the period of \(p)") }
-            guard (-200...200).contains(l.delta) else { throw bad("light change \(i)", "a step of \(l.delta) grey levels is not from -200 to 200") }
+            guard l.start >= .zero, l.end > l.start else {
+                throw bad("light change \(i)", "runs from \(l.start) to \(l.end); it must end after it starts")
+            }
+            if let p = period, l.end > p {
+                throw bad("light change \(i)", "ends at \(l.end), after the period of \(p)")
+            }
+            guard (-200...200).contains(l.delta) else {
+                throw bad("light change \(i)", "a step of \(l.delta) grey levels is not from -200 to 200")
+            }
         }
     }
 
@@ -83,8 +112,9 @@ public struct SyntheticScene: Hashable, Sendable {
     public func videoFormat() throws(CaptureError) -> VideoFormat {
         try validate()
         do {
-            return try VideoFormat(width: width, height: height, pixelFormat: pixelFormat, bytesPerLine: bytesPerLine ?? width,
-                                   frameRate: frameRate, pixelAspectRatio: Rational(1, 1))
+            return try VideoFormat(
+                width: width, height: height, pixelFormat: pixelFormat, bytesPerLine: bytesPerLine ?? width,
+                frameRate: frameRate, pixelAspectRatio: Rational(1, 1))
         } catch {
             throw .invalidSettings(setting: "synthetic scene", problem: error.problem)
         }
@@ -99,7 +129,8 @@ public struct SyntheticScene: Hashable, Sendable {
     public var frameCount: Int64? {
         guard let duration else { return nil }
         // Frames n with n / rate < duration.
-        let exact = Rational.scale(duration.nanoseconds, by: frameRate.numerator, over: frameRate.denominator * 1_000_000_000)
+        let exact = Rational.scale(
+            duration.nanoseconds, by: frameRate.numerator, over: frameRate.denominator * 1_000_000_000)
         var n = max(exact - 1, 0)
         while (timestamp(ofFrame: n) - startTime) < duration { n += 1 }
         return n
@@ -179,7 +210,9 @@ public struct SyntheticScene: Hashable, Sendable {
         let span = Double((o.leave - o.enter).nanoseconds)
         let f = Double((s - o.enter).nanoseconds) / span
         func along(_ extent: Int, _ size: Int) -> Int { -size + Int((Double(extent + size) * f).rounded(.down)) }
-        func centred(_ fraction: Double, _ extent: Int, _ size: Int) -> Int { Int((fraction * Double(extent)).rounded()) - size / 2 }
+        func centred(_ fraction: Double, _ extent: Int, _ size: Int) -> Int {
+            Int((fraction * Double(extent)).rounded()) - size / 2
+        }
         switch o.path {
         case .leftToRight(let y):
             return PixelRect(x: along(width, w), y: centred(y, height, h), width: w, height: h)

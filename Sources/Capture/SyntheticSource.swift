@@ -19,12 +19,12 @@ public final class SyntheticSource: FrameSource {
     private var clockOrigin: Timestamp?
     private let pool: FramePool
     private let frameCount: Int64?
-    private let backgroundY: [UInt8]          // width × height
-    private let backgroundU: [UInt8]          // chroma width × chroma height
+    private let backgroundY: [UInt8]  // width × height
+    private let backgroundU: [UInt8]  // chroma width × chroma height
     private let backgroundV: [UInt8]
-    private let lumaNoise: [Int16]            // noiseTableSize + width entries
+    private let lumaNoise: [Int16]  // noiseTableSize + width entries
     private let chromaNoise: [Int16]
-    private let textures: [[UInt8]]           // per object: two rows (phases) of its width
+    private let textures: [[UInt8]]  // per object: two rows (phases) of its width
     private let objectChroma: [(u: UInt8, v: UInt8)]
     private var visible: [(object: Int, rect: PixelRect, unclipped: PixelRect)] = []
     private let seedState: UInt64
@@ -52,8 +52,10 @@ public final class SyntheticSource: FrameSource {
         backgroundY = SyntheticSource.makeBackground(width: w, height: h, random: &random)
         backgroundU = SyntheticSource.makeChroma(width: cw, height: ch, centre: 118, amplitude: 10, random: &random)
         backgroundV = SyntheticSource.makeChroma(width: cw, height: ch, centre: 134, amplitude: 8, random: &random)
-        lumaNoise = SyntheticSource.makeNoise(count: SyntheticSource.noiseTableSize + w, sigma: scene.noiseSigma, random: &random)
-        chromaNoise = SyntheticSource.makeNoise(count: SyntheticSource.noiseTableSize + w, sigma: scene.noiseSigma / 2, random: &random)
+        lumaNoise = SyntheticSource.makeNoise(
+            count: SyntheticSource.noiseTableSize + w, sigma: scene.noiseSigma, random: &random)
+        chromaNoise = SyntheticSource.makeNoise(
+            count: SyntheticSource.noiseTableSize + w, sigma: scene.noiseSigma / 2, random: &random)
         var textures: [[UInt8]] = []
         var colours: [(UInt8, UInt8)] = []
         for o in scene.schedule.objects {
@@ -66,7 +68,9 @@ public final class SyntheticSource: FrameSource {
                 }
             }
             textures.append(texture)
-            colours.append((UInt8(truncatingIfNeeded: 90 + random.next() % 80), UInt8(truncatingIfNeeded: 90 + random.next() % 80)))
+            colours.append(
+                (UInt8(truncatingIfNeeded: 90 + random.next() % 80), UInt8(truncatingIfNeeded: 90 + random.next() % 80))
+            )
         }
         self.textures = textures
         self.objectChroma = colours
@@ -89,7 +93,8 @@ public final class SyntheticSource: FrameSource {
     public func frame(_ index: Int64) -> VideoFrame {
         let buffer = pool.take()
         render(index, into: buffer)
-        return VideoFrame(format: format, buffer: buffer, timestamp: scene.timestamp(ofFrame: index), sequence: UInt64(max(index, 0)))
+        return VideoFrame(
+            format: format, buffer: buffer, timestamp: scene.timestamp(ofFrame: index), sequence: UInt64(max(index, 0)))
     }
 
     /// Renders frame `index` into `buffer` (laid out as `format`).
@@ -121,7 +126,8 @@ public final class SyntheticSource: FrameSource {
                         textures[v.object].withUnsafeBufferPointer { tex in
                             guard let tex = tex.baseAddress else { return }
                             let skip = v.rect.x - v.unclipped.x
-                            SyntheticSource.addClamped(tex + phase * ow + skip, n + v.rect.x, light, d + v.rect.x, v.rect.width)
+                            SyntheticSource.addClamped(
+                                tex + phase * ow + skip, n + v.rect.x, light, d + v.rect.x, v.rect.width)
                         }
                     }
                 }
@@ -139,7 +145,8 @@ public final class SyntheticSource: FrameSource {
                         let uv = buffer.mutablePlane(format.planes[1])
                         for row in 0..<ch {
                             let n = noise + Int(random.next() % UInt64(table))
-                            SyntheticSource.interleaveChroma(bu + row * cw, bv + row * cw, n, uv.base + row * uv.stride, cw)
+                            SyntheticSource.interleaveChroma(
+                                bu + row * cw, bv + row * cw, n, uv.base + row * uv.stride, cw)
                             for v in visible where 2 * row >= v.rect.y && 2 * row < v.rect.y + v.rect.height {
                                 let c = objectChroma[v.object]
                                 let d = uv.base + row * uv.stride
@@ -172,8 +179,10 @@ public final class SyntheticSource: FrameSource {
 
     /// `d[i] = clamp(s[i] + n[i] + light, 0, 255)`.
     @inline(never)
-    static func addClamped(_ s: UnsafePointer<UInt8>, _ n: UnsafePointer<Int16>, _ light: Int16,
-                           _ d: UnsafeMutablePointer<UInt8>, _ count: Int) {
+    static func addClamped(
+        _ s: UnsafePointer<UInt8>, _ n: UnsafePointer<Int16>, _ light: Int16,
+        _ d: UnsafeMutablePointer<UInt8>, _ count: Int
+    ) {
         for i in 0..<count {
             let v = Int16(s[i]) &+ n[i] &+ light
             d[i] = UInt8(truncatingIfNeeded: min(max(v, 0), 255))
@@ -182,8 +191,10 @@ public final class SyntheticSource: FrameSource {
 
     /// NV12 chroma row from planar background chroma plus noise.
     @inline(never)
-    static func interleaveChroma(_ u: UnsafePointer<UInt8>, _ v: UnsafePointer<UInt8>, _ n: UnsafePointer<Int16>,
-                                 _ d: UnsafeMutablePointer<UInt8>, _ count: Int) {
+    static func interleaveChroma(
+        _ u: UnsafePointer<UInt8>, _ v: UnsafePointer<UInt8>, _ n: UnsafePointer<Int16>,
+        _ d: UnsafeMutablePointer<UInt8>, _ count: Int
+    ) {
         for i in 0..<count {
             let a = Int16(u[i]) &+ n[2 &* i]
             let b = Int16(v[i]) &+ n[2 &* i &+ 1]
@@ -247,11 +258,15 @@ public final class SyntheticSource: FrameSource {
         return out
     }
 
-    private static func makeChroma(width: Int, height: Int, centre: Double, amplitude: Double, random: inout SplitMix64) -> [UInt8] {
+    private static func makeChroma(
+        width: Int, height: Int, centre: Double, amplitude: Double, random: inout SplitMix64
+    ) -> [UInt8] {
         let field = ValueNoise(width: width, height: height, spacing: max(8, width / 6), random: &random)
         var out = [UInt8](repeating: 0, count: width * height)
         for y in 0..<height {
-            for x in 0..<width { out[y * width + x] = UInt8(min(max((centre + amplitude * field(x, y)).rounded(), 16), 240)) }
+            for x in 0..<width {
+                out[y * width + x] = UInt8(min(max((centre + amplitude * field(x, y)).rounded(), 16), 240))
+            }
         }
         return out
     }

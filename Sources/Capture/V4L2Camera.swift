@@ -1,7 +1,7 @@
 internal import CV4L2
 internal import Glibc
-internal import POSIX
 import Media
+internal import POSIX
 import Synchronization
 
 /// What a camera agreed to, against what was asked.
@@ -76,52 +76,84 @@ public final class V4L2Camera: FrameSource {
 
     /// Opens `path` (a /dev/video* node or a /dev/v4l/by-id/ link), picks the mode closest to
     /// `request`, and starts streaming with `bufferCount` buffers if the driver grants them.
-    public init(path: String, request: CameraRequest, bufferCount: Int = 6, stallTimeout: Timestamp.Duration? = nil) throws(CaptureError) {
+    public init(
+        path: String, request: CameraRequest, bufferCount: Int = 6, stallTimeout: Timestamp.Duration? = nil
+    ) throws(CaptureError) {
         name = path
         let device: V4L2Device
         do { device = try V4L2Device(path: path) } catch { throw error.openError(path) }
         do {
             let identity = try device.identity()
             guard identity.capabilities.isCamera else {
-                throw CaptureError.unsupported(source: path, problem: "this is \(identity.capabilities.kind) (\(identity.card), driver \(identity.driver)), not a camera; `vigil probe` lists the cameras there are")
+                throw CaptureError.unsupported(
+                    source: path,
+                    problem:
+                        "this is \(identity.capabilities.kind) (\(identity.card), driver \(identity.driver)), not a camera; `vigil probe` lists the cameras there are"
+                )
             }
             let formats = try device.formats()
             guard var choice = CameraFormatChooser.choose(from: formats, for: request) else {
                 let offered = formats.map { $0.fourcc.description }.joined(separator: ", ")
-                throw CaptureError.unsupported(source: path, problem: "the camera offers no format Vigil can record (NV12, YU12, YUYV, 422P, or MJPEG through libv4l2); it offers \(offered.isEmpty ? "none" : offered)")
+                throw CaptureError.unsupported(
+                    source: path,
+                    problem:
+                        "the camera offers no format Vigil can record (NV12, YU12, YUYV, 422P, or MJPEG through libv4l2); it offers \(offered.isEmpty ? "none" : offered)"
+                )
             }
             // Rates at exactly this size (a stepwise size listed them at its largest).
             let atSize = try device.intervals(of: choice.fourcc, width: choice.width, height: choice.height)
-            if atSize != .unknown { choice.interval = CameraFormatChooser.chooseInterval(atSize, for: request.frameRate) }
+            if atSize != .unknown {
+                choice.interval = CameraFormatChooser.chooseInterval(atSize, for: request.frameRate)
+            }
 
             let pix = try V4L2Camera.setFormat(device, choice, bytesPerLine: request.bytesPerLine)
             guard let pixelFormat = FourCC(littleEndian: pix.pixelformat).pixelFormat else {
-                throw CaptureError.unsupported(source: path, problem: "the driver switched to pixel format \(FourCC(littleEndian: pix.pixelformat)), which Vigil cannot record")
+                throw CaptureError.unsupported(
+                    source: path,
+                    problem:
+                        "the driver switched to pixel format \(FourCC(littleEndian: pix.pixelformat)), which Vigil cannot record"
+                )
             }
             let fieldOrder = try V4L2Camera.fieldOrder(pix.field, source: path)
-            let (rate, settable) = try V4L2Camera.setRate(device, interval: choice.interval ?? Rational(request.frameRate.denominator, request.frameRate.numerator))
+            let (rate, settable) = try V4L2Camera.setRate(
+                device,
+                interval: choice.interval ?? Rational(request.frameRate.denominator, request.frameRate.numerator))
             let aspect = V4L2Camera.pixelAspect(device)
             let format: VideoFormat
             do {
-                format = try VideoFormat(width: Int(pix.width), height: Int(pix.height), pixelFormat: pixelFormat, bytesPerLine: Int(pix.bytesperline),
-                                         frameRate: rate ?? choice.frameRate, pixelAspectRatio: aspect, fieldOrder: fieldOrder)
+                format = try VideoFormat(
+                    width: Int(pix.width), height: Int(pix.height), pixelFormat: pixelFormat,
+                    bytesPerLine: Int(pix.bytesperline),
+                    frameRate: rate ?? choice.frameRate, pixelAspectRatio: aspect, fieldOrder: fieldOrder)
             } catch {
-                throw CaptureError.unsupported(source: path, problem: "the driver's format \(FourCC(littleEndian: pix.pixelformat)) \(pix.width)x\(pix.height) with \(pix.bytesperline) bytes per line is unusable: \(error.problem)")
+                throw CaptureError.unsupported(
+                    source: path,
+                    problem:
+                        "the driver's format \(FourCC(littleEndian: pix.pixelformat)) \(pix.width)x\(pix.height) with \(pix.bytesperline) bytes per line is unusable: \(error.problem)"
+                )
             }
             if pix.sizeimage > 0 && Int(pix.sizeimage) < format.bufferSize {
-                throw CaptureError.unsupported(source: path, problem: "the driver's buffers of \(pix.sizeimage) bytes are smaller than \(format) needs (\(format.bufferSize) bytes)")
+                throw CaptureError.unsupported(
+                    source: path,
+                    problem:
+                        "the driver's buffers of \(pix.sizeimage) bytes are smaller than \(format) needs (\(format.bufferSize) bytes)"
+                )
             }
             let stream = try V4L2Stream(device: device, count: bufferCount)
             guard let smallest = stream.buffers.map(\.length).min(), smallest >= format.bufferSize else {
-                throw CaptureError.unsupported(source: path, problem: "the driver's mapped buffers are smaller than \(format) needs (\(format.bufferSize) bytes)")
+                throw CaptureError.unsupported(
+                    source: path,
+                    problem: "the driver's mapped buffers are smaller than \(format) needs (\(format.bufferSize) bytes)"
+                )
             }
             try stream.start()
             self.stream = stream
             self.format = format
-            negotiation = CameraNegotiation(device: identity, request: request, choice: choice, fourcc: FourCC(littleEndian: pix.pixelformat),
-                                            isEmulated: choice.isEmulated, width: Int(pix.width), height: Int(pix.height),
-                                            bytesPerLine: Int(pix.bytesperline), sizeImage: Int(pix.sizeimage), frameRate: format.frameRate,
-                                            rateIsSettable: settable, buffers: stream.buffers.count)
+            negotiation = CameraNegotiation(
+                device: identity, request: request, choice: choice, fourcc: FourCC(littleEndian: pix.pixelformat),
+                isEmulated: choice.isEmulated, width: Int(pix.width), height: Int(pix.height),
+                bytesPerLine: Int(pix.bytesperline), sizeImage: Int(pix.sizeimage), frameRate: format.frameRate,
+                rateIsSettable: settable, buffers: stream.buffers.count)
         } catch let error as V4L2Failure {
             throw error.openError(path)
         } catch let error as CaptureError {
@@ -129,7 +161,11 @@ public final class V4L2Camera: FrameSource {
         } catch {
             throw CaptureError.cannotOpen(source: path, reason: "\(error)")
         }
-        let interval = format.frameRate.map { Timestamp.Duration(nanoseconds: Rational.scale(5 * $0.denominator, by: 1_000_000_000, over: $0.numerator)) } ?? .zero
+        let interval =
+            format.frameRate.map {
+                Timestamp.Duration(
+                    nanoseconds: Rational.scale(5 * $0.denominator, by: 1_000_000_000, over: $0.numerator))
+            } ?? .zero
         self.stallTimeout = stallTimeout ?? max(Timestamp.Duration(seconds: 2), interval)
         firstFrameTimeout = max(self.stallTimeout, Timestamp.Duration(seconds: 5))
         timeline = format.frameRate.map(FrameTimeline.init(rate:))
@@ -167,11 +203,16 @@ public final class V4L2Camera: FrameSource {
                 try stream.device.control(CV4L2_VIDIOC_DQBUF, &buffer, .dequeueBuffer)
             } catch {
                 guard error.code == EAGAIN else { throw error.streamError(name, frame: delivered + 1) }
-                continue // taken by a conversion that failed (a corrupt JPEG): wait for the next
+                continue  // taken by a conversion that failed (a corrupt JPEG): wait for the next
             }
             let index = Int(buffer.index)
-            guard index >= 0, index < stream.buffers.count, let base = UnsafeMutablePointer<UInt8>(bitPattern: stream.buffers[index].address) else {
-                throw CaptureError.readFailed(source: name, frame: delivered + 1, reason: "the driver returned buffer \(index), which it never granted (\(stream.buffers.count) buffers)")
+            guard index >= 0, index < stream.buffers.count,
+                let base = UnsafeMutablePointer<UInt8>(bitPattern: stream.buffers[index].address)
+            else {
+                throw CaptureError.readFailed(
+                    source: name, frame: delivered + 1,
+                    reason:
+                        "the driver returned buffer \(index), which it never granted (\(stream.buffers.count) buffers)")
             }
             let short = buffer.bytesused != 0 && Int(buffer.bytesused) < format.bufferSize
             if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 || short {
@@ -180,12 +221,14 @@ public final class V4L2Camera: FrameSource {
                 stream.requeue(index)
                 continue
             }
-            let stamped = BufferTimestamp.capture(seconds: Int64(buffer.timestamp.tv_sec), microseconds: Int64(buffer.timestamp.tv_usec),
-                                                  flags: buffer.flags, dequeuedAt: MonotonicClock.now())
+            let stamped = BufferTimestamp.capture(
+                seconds: Int64(buffer.timestamp.tv_sec), microseconds: Int64(buffer.timestamp.tv_usec),
+                flags: buffer.flags, dequeuedAt: MonotonicClock.now())
             let time = timeline?.place(stamped) ?? stamped
             let (number, _) = sequence.count(buffer.sequence)
             let owner = stream
-            let bytes = FrameBuffer(borrowing: base, count: stream.buffers[index].length, release: { owner.requeue(index) })
+            let bytes = FrameBuffer(
+                borrowing: base, count: stream.buffers[index].length, release: { owner.requeue(index) })
             delivered += 1
             return VideoFrame(format: format, buffer: bytes, timestamp: time, sequence: number)
         }
@@ -193,7 +236,9 @@ public final class V4L2Camera: FrameSource {
 
     /// Returns when the driver has a frame; throws when `deadline` passes first or the
     /// stream broke.
-    private func waitForFrame(_ stream: V4L2Stream, until deadline: Timestamp, waited: Timestamp.Duration) throws(CaptureError) {
+    private func waitForFrame(
+        _ stream: V4L2Stream, until deadline: Timestamp, waited: Timestamp.Duration
+    ) throws(CaptureError) {
         while true {
             // A buffer the driver refused back (on the thread that released its frame) starves
             // the stream: that failure is the reason, not the stall it causes.
@@ -208,7 +253,11 @@ public final class V4L2Camera: FrameSource {
             }
             if ready > 0 && entry.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
                 // A vanished node answers POLLERR|POLLHUP; vb2 answers POLLERR when the queue broke.
-                throw CaptureError.deviceLost(source: name, reason: "\(V4L2Call.poll.action) failed: the driver reported an error on the stream (\(V4L2Camera.pollFlags(entry.revents))) — was the camera unplugged?")
+                throw CaptureError.deviceLost(
+                    source: name,
+                    reason:
+                        "\(V4L2Call.poll.action) failed: the driver reported an error on the stream (\(V4L2Camera.pollFlags(entry.revents))) — was the camera unplugged?"
+                )
             }
             if ready > 0 && entry.revents & Int16(POLLIN) != 0 { return }
         }
@@ -223,7 +272,9 @@ public final class V4L2Camera: FrameSource {
     }
 
     /// S_FMT with the choice, then G_FMT: the driver may change size and stride.
-    private static func setFormat(_ device: V4L2Device, _ choice: CameraFormatChoice, bytesPerLine: Int?) throws(V4L2Failure) -> v4l2_pix_format {
+    private static func setFormat(
+        _ device: V4L2Device, _ choice: CameraFormatChoice, bytesPerLine: Int?
+    ) throws(V4L2Failure) -> v4l2_pix_format {
         var format = v4l2_format()
         format.type = V4L2Device.captureType
         format.fmt.pix.width = UInt32(clamping: choice.width)
@@ -244,20 +295,26 @@ public final class V4L2Camera: FrameSource {
         case V4L2_FIELD_INTERLACED_TB.rawValue, V4L2_FIELD_INTERLACED.rawValue: return .topFieldFirst
         case V4L2_FIELD_INTERLACED_BT.rawValue: return .bottomFieldFirst
         default:
-            throw CaptureError.unsupported(source: source, problem: "the driver delivers separate fields (V4L2 field order \(field)), not whole frames")
+            throw CaptureError.unsupported(
+                source: source,
+                problem: "the driver delivers separate fields (V4L2 field order \(field)), not whole frames")
         }
     }
 
     /// S_PARM when the driver takes a rate; returns the rate it reports afterwards.
-    private static func setRate(_ device: V4L2Device, interval: Rational) throws(V4L2Failure) -> (Rational?, settable: Bool) {
+    private static func setRate(
+        _ device: V4L2Device, interval: Rational
+    ) throws(V4L2Failure) -> (Rational?, settable: Bool) {
         var parm = v4l2_streamparm()
         parm.type = V4L2Device.captureType
         do { try device.control(CV4L2_VIDIOC_G_PARM, &parm, .getParameters) } catch {
-            if error.code == EINVAL || error.code == ENOTTY { return (nil, false) } // no rate control at all
+            if error.code == EINVAL || error.code == ENOTTY { return (nil, false) }  // no rate control at all
             throw error
         }
         let settable = parm.parm.capture.capability & UInt32(V4L2_CAP_TIMEPERFRAME) != 0
-        if settable, interval.numerator > 0, let n = UInt32(exactly: interval.numerator), let d = UInt32(exactly: interval.denominator) {
+        if settable, interval.numerator > 0, let n = UInt32(exactly: interval.numerator),
+            let d = UInt32(exactly: interval.denominator)
+        {
             parm.parm.capture.timeperframe = v4l2_fract(numerator: n, denominator: d)
             do { try device.control(CV4L2_VIDIOC_S_PARM, &parm, .setParameters) } catch {
                 guard error.code == EINVAL || error.code == ENOTTY else { throw error }
@@ -276,7 +333,8 @@ public final class V4L2Camera: FrameSource {
     private static func pixelAspect(_ device: V4L2Device) -> Rational? {
         var crop = v4l2_cropcap()
         crop.type = V4L2Device.captureType
-        do { try device.control(CV4L2_VIDIOC_CROPCAP, &crop, .cropCapabilities) } catch { return nil } // optional: most webcams have none
+        // Optional: most webcams have none.
+        do { try device.control(CV4L2_VIDIOC_CROPCAP, &crop, .cropCapabilities) } catch { return nil }
         let a = crop.pixelaspect
         guard a.numerator > 0, a.denominator > 0, a.numerator != a.denominator else { return nil }
         return Rational(Int64(a.denominator), Int64(a.numerator))
@@ -308,9 +366,13 @@ final class V4L2Stream: Sendable {
         request.count = UInt32(clamping: count)
         request.type = V4L2Device.captureType
         request.memory = V4L2_MEMORY_MMAP.rawValue
-        do { try device.control(CV4L2_VIDIOC_REQBUFS, &request, .requestBuffers) } catch { throw error.openError(device.path) }
+        do { try device.control(CV4L2_VIDIOC_REQBUFS, &request, .requestBuffers) } catch {
+            throw error.openError(device.path)
+        }
         guard request.count >= 2 else {
-            throw CaptureError.unsupported(source: device.path, problem: "the driver granted \(request.count) capture buffer(s); streaming needs at least 2")
+            throw CaptureError.unsupported(
+                source: device.path,
+                problem: "the driver granted \(request.count) capture buffer(s); streaming needs at least 2")
         }
         var mapped: [Mapping] = []
         for index in 0..<request.count {
@@ -371,7 +433,9 @@ final class V4L2Stream: Sendable {
             state.streaming = false
             var type = Int32(V4L2Device.captureType)
             // Fails only when the device is already gone, which stops the stream anyway.
-            do throws(V4L2Failure) { try device.control(CV4L2_VIDIOC_STREAMOFF, &type, .streamOff) } catch { state.failure = state.failure ?? error }
+            do throws(V4L2Failure) { try device.control(CV4L2_VIDIOC_STREAMOFF, &type, .streamOff) } catch {
+                state.failure = state.failure ?? error
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 internal import CV4L2
 internal import Glibc
-internal import POSIX
 import Media
+internal import POSIX
 
 /// What a V4L2 device node can do (VIDIOC_QUERYCAP `device_caps`).
 public struct VideoDeviceCapabilities: OptionSet, Hashable, Sendable {
@@ -26,7 +26,9 @@ public struct VideoDeviceCapabilities: OptionSet, Hashable, Sendable {
     public var kind: String {
         if contains(.memoryToMemory) { return "a memory-to-memory device (a codec or converter)" }
         if contains(.videoCapture) { return contains(.streaming) ? "a camera" : "a camera without streaming I/O" }
-        if contains(.videoCaptureMultiplanar) { return "a multi-planar capture device (not supported; try libcamerify)" }
+        if contains(.videoCaptureMultiplanar) {
+            return "a multi-planar capture device (not supported; try libcamerify)"
+        }
         if contains(.metadataCapture) { return "a metadata node (a camera's second node, not its picture)" }
         if contains(.videoOutput) || contains(.videoOutputMultiplanar) { return "a video output device" }
         return "another kind of node (VBI, radio, SDR or touch)"
@@ -72,7 +74,9 @@ final class V4L2Device: Sendable {
     /// One ioctl through libv4l2, retried when a signal interrupts it.
     func control<Argument>(_ request: UInt, _ argument: inout Argument, _ call: V4L2Call) throws(V4L2Failure) {
         do {
-            try retryOnInterrupt { withUnsafeMutableBytes(of: &argument) { CV4L2_ioctl(fd.rawValue, request, $0.baseAddress) } }
+            try retryOnInterrupt {
+                withUnsafeMutableBytes(of: &argument) { CV4L2_ioctl(fd.rawValue, request, $0.baseAddress) }
+            }
         } catch {
             throw V4L2Failure(call: call, code: error.code)
         }
@@ -83,8 +87,9 @@ final class V4L2Device: Sendable {
         try control(CV4L2_VIDIOC_QUERYCAP, &caps, .queryCapabilities)
         let all = VideoDeviceCapabilities(rawValue: caps.capabilities)
         let node = all.contains(.deviceCaps) ? VideoDeviceCapabilities(rawValue: caps.device_caps) : all
-        return VideoDeviceIdentity(driver: string(fromCharacters: caps.driver), card: string(fromCharacters: caps.card),
-                                   busInfo: string(fromCharacters: caps.bus_info), capabilities: node)
+        return VideoDeviceIdentity(
+            driver: string(fromCharacters: caps.driver), card: string(fromCharacters: caps.card),
+            busInfo: string(fromCharacters: caps.bus_info), capabilities: node)
     }
 
     static let captureType = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
@@ -93,19 +98,22 @@ final class V4L2Device: Sendable {
 
     /// The pixel formats of single-planar capture, with sizes and rates for those Vigil can
     /// use (`detailsFor` decides which), in the driver's order.
-    func formats(detailsFor wanted: (CameraFormatDescription) -> Bool = { $0.isUsable }) throws(V4L2Failure) -> [CameraFormatDescription] {
+    func formats(
+        detailsFor wanted: (CameraFormatDescription) -> Bool = { $0.isUsable }
+    ) throws(V4L2Failure) -> [CameraFormatDescription] {
         var result: [CameraFormatDescription] = []
         for index in 0..<V4L2Device.enumerationLimit {
             var desc = v4l2_fmtdesc()
             desc.index = index
             desc.type = V4L2Device.captureType
             do { try control(CV4L2_VIDIOC_ENUM_FMT, &desc, .enumerateFormats) } catch {
-                if error.code == EINVAL { break } // the end of the list
+                if error.code == EINVAL { break }  // the end of the list
                 throw error
             }
-            var format = CameraFormatDescription(fourcc: FourCC(littleEndian: desc.pixelformat), name: string(fromCharacters: desc.description),
-                                                 isEmulated: desc.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0,
-                                                 isCompressed: desc.flags & UInt32(V4L2_FMT_FLAG_COMPRESSED) != 0, sizes: [])
+            var format = CameraFormatDescription(
+                fourcc: FourCC(littleEndian: desc.pixelformat), name: string(fromCharacters: desc.description),
+                isEmulated: desc.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0,
+                isCompressed: desc.flags & UInt32(V4L2_FMT_FLAG_COMPRESSED) != 0, sizes: [])
             if wanted(format) { format.sizes = try sizes(of: format.fourcc) }
             result.append(format)
         }
@@ -127,13 +135,20 @@ final class V4L2Device: Sendable {
             switch size.type {
             case V4L2_FRMSIZE_TYPE_DISCRETE.rawValue:
                 let w = Int(size.discrete.width), h = Int(size.discrete.height)
-                result.append(FrameSizeDescription(size: .discrete(width: w, height: h), intervals: try intervals(of: fourcc, width: w, height: h)))
+                result.append(
+                    FrameSizeDescription(
+                        size: .discrete(width: w, height: h), intervals: try intervals(of: fourcc, width: w, height: h))
+                )
             default:
                 // Stepwise or continuous: one entry, the whole range (continuous has step 1).
                 let s = size.stepwise
-                let range = FrameSizeDescription.Size.stepwise(minWidth: Int(s.min_width), maxWidth: Int(s.max_width), widthStep: max(1, Int(s.step_width)),
-                                                              minHeight: Int(s.min_height), maxHeight: Int(s.max_height), heightStep: max(1, Int(s.step_height)))
-                result.append(FrameSizeDescription(size: range, intervals: try intervals(of: fourcc, width: Int(s.max_width), height: Int(s.max_height))))
+                let range = FrameSizeDescription.Size.stepwise(
+                    minWidth: Int(s.min_width), maxWidth: Int(s.max_width), widthStep: max(1, Int(s.step_width)),
+                    minHeight: Int(s.min_height), maxHeight: Int(s.max_height), heightStep: max(1, Int(s.step_height)))
+                result.append(
+                    FrameSizeDescription(
+                        size: range,
+                        intervals: try intervals(of: fourcc, width: Int(s.max_width), height: Int(s.max_height))))
                 return result
             }
         }
@@ -156,14 +171,21 @@ final class V4L2Device: Sendable {
             switch interval.type {
             case V4L2_FRMIVAL_TYPE_DISCRETE.rawValue:
                 let d = interval.discrete
-                if d.numerator > 0 && d.denominator > 0 { list.append(Rational(Int64(d.numerator), Int64(d.denominator))) }
+                if d.numerator > 0 && d.denominator > 0 {
+                    list.append(Rational(Int64(d.numerator), Int64(d.denominator)))
+                }
             default:
                 let s = interval.stepwise
-                guard s.min.numerator > 0, s.min.denominator > 0, s.max.numerator > 0, s.max.denominator > 0 else { return .unknown }
-                let step = s.step.numerator > 0 && s.step.denominator > 0 ? Rational(Int64(s.step.numerator), Int64(s.step.denominator)) : Rational(0, 1)
-                return .stepwise(shortest: Rational(Int64(s.min.numerator), Int64(s.min.denominator)),
-                                 longest: Rational(Int64(s.max.numerator), Int64(s.max.denominator)),
-                                 step: interval.type == V4L2_FRMIVAL_TYPE_CONTINUOUS.rawValue ? Rational(0, 1) : step)
+                guard s.min.numerator > 0, s.min.denominator > 0, s.max.numerator > 0, s.max.denominator > 0 else {
+                    return .unknown
+                }
+                let step =
+                    s.step.numerator > 0 && s.step.denominator > 0
+                    ? Rational(Int64(s.step.numerator), Int64(s.step.denominator)) : Rational(0, 1)
+                return .stepwise(
+                    shortest: Rational(Int64(s.min.numerator), Int64(s.min.denominator)),
+                    longest: Rational(Int64(s.max.numerator), Int64(s.max.denominator)),
+                    step: interval.type == V4L2_FRMIVAL_TYPE_CONTINUOUS.rawValue ? Rational(0, 1) : step)
             }
         }
         return list.isEmpty ? .unknown : .discrete(list)

@@ -55,7 +55,8 @@ public enum V4L2Call: String, Hashable, Sendable, CaseIterable {
         let text = SystemError(code).description
         switch (self, code) {
         case (_, ENODEV), (_, ENXIO):
-            return "the device is gone (\(text)) — was the camera unplugged? Plug it back in; `vigil probe` lists the cameras there are"
+            return
+                "the device is gone (\(text)) — was the camera unplugged? Plug it back in; `vigil probe` lists the cameras there are"
         case (.open, ENOENT):
             return "no such device — is the camera plugged in? `vigil probe` lists the cameras there are"
         case (.open, EACCES), (.open, EPERM):
@@ -67,7 +68,8 @@ public enum V4L2Call: String, Hashable, Sendable, CaseIterable {
         case (.open, EMFILE), (.open, ENFILE):
             return "\(text) — too many open files in this process or system"
         case (.queryCapabilities, ENOTTY), (.queryCapabilities, EINVAL), (.open, ENOTTY):
-            return "not a V4L2 video device (\(text)) — camera.device must be a /dev/video* node or a /dev/v4l/by-id/ link to one"
+            return
+                "not a V4L2 video device (\(text)) — camera.device must be a /dev/video* node or a /dev/v4l/by-id/ link to one"
         case (.enumerateFormats, _), (.enumerateSizes, _), (.enumerateIntervals, _):
             return "\(text) — the driver cannot list its modes; try `v4l2-ctl -d \(device) --list-formats-ext`"
         case (.setFormat, EINVAL), (.getFormat, EINVAL):
@@ -81,9 +83,11 @@ public enum V4L2Call: String, Hashable, Sendable, CaseIterable {
         case (.mapBuffer, _):
             return "\(text) — the capture buffers cannot be mapped into memory"
         case (.streamOn, ENOSPC):
-            return "not enough USB bandwidth (\(text)) — ask for a smaller size or a lower rate, or plug the camera into another USB port (another bus)"
+            return
+                "not enough USB bandwidth (\(text)) — ask for a smaller size or a lower rate, or plug the camera into another USB port (another bus)"
         case (.streamOn, EPIPE), (.streamOn, ENOLINK):
-            return "the capture pipeline is not set up (\(text)) — a Raspberry Pi camera module must be used through `libcamerify vigil run ...`"
+            return
+                "the capture pipeline is not set up (\(text)) — a Raspberry Pi camera module must be used through `libcamerify vigil run ...`"
         case (.streamOn, EIO), (.dequeueBuffer, EIO), (.queueBuffer, EIO):
             return "I/O error (\(text)) — the camera stopped delivering frames; check the cable and its power supply"
         case (.dequeueBuffer, EPIPE):
@@ -113,13 +117,17 @@ struct V4L2Failure: Error, Hashable, Sendable {
 
     /// The error for opening `device`: why, and what to do.
     func openError(_ device: String) -> CaptureError {
-        let reason = call == .open ? call.meaning(of: code, device: device) : "\(call.action) failed: \(call.meaning(of: code, device: device))"
+        let reason =
+            call == .open
+            ? call.meaning(of: code, device: device)
+            : "\(call.action) failed: \(call.meaning(of: code, device: device))"
         return .cannotOpen(source: device, reason: reason)
     }
 
     /// The error for a failure while streaming.
     func streamError(_ device: String, frame: Int) -> CaptureError {
         let reason = "\(call.action) failed: \(call.meaning(of: code, device: device))"
-        return call.meansDeviceLost(code) ? .deviceLost(source: device, reason: reason) : .readFailed(source: device, frame: frame, reason: reason)
+        return call.meansDeviceLost(code)
+            ? .deviceLost(source: device, reason: reason) : .readFailed(source: device, frame: frame, reason: reason)
     }
 }

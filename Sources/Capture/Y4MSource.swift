@@ -74,7 +74,7 @@ public struct Y4MHeader: Hashable, Sendable {
             case UInt8(ascii: "C"):
                 chroma = value
             case UInt8(ascii: "X"):
-                break // extensions (XYSCSS=…, XCOLORRANGE=…) are ignored
+                break  // extensions (XYSCSS=…, XCOLORRANGE=…) are ignored
             default:
                 throw bad("it has an unknown field \"\(printable(String(decoding: field.prefix(24), as: UTF8.self)))\"")
             }
@@ -86,7 +86,11 @@ public struct Y4MHeader: Hashable, Sendable {
         case "420jpeg", "420mpeg2", "420paldv", "420": pixelFormat = .i420
         case "422": pixelFormat = .i422
         default:
-            throw .unsupported(source: source, problem: "chroma format C\(chroma) is not supported (only 4:2:0 and 4:2:2 8-bit: C420jpeg, C420mpeg2, C420paldv, C420, C422); convert it with `ffmpeg -i INPUT -pix_fmt yuv420p -f yuv4mpegpipe OUTPUT.y4m`")
+            throw .unsupported(
+                source: source,
+                problem:
+                    "chroma format C\(chroma) is not supported (only 4:2:0 and 4:2:2 8-bit: C420jpeg, C420mpeg2, C420paldv, C420, C422); convert it with `ffmpeg -i INPUT -pix_fmt yuv420p -f yuv4mpegpipe OUTPUT.y4m`"
+            )
         }
         self.width = width
         self.height = height
@@ -99,7 +103,8 @@ public struct Y4MHeader: Hashable, Sendable {
     /// A non-negative decimal integer below 2^31, or nil.
     static func integer(_ text: String) -> Int? {
         guard !text.isEmpty, text.count <= 10, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
-              let v = Int(text), v <= Int(Int32.max) else { return nil }
+            let v = Int(text), v <= Int(Int32.max)
+        else { return nil }
         return v
     }
 
@@ -143,20 +148,24 @@ public final class Y4MSource: FrameSource {
             throw .invalidHeader(source: name, problem: "the file is empty")
         }
         guard line.complete else {
-            let problem = line.bytes.count >= Y4MHeader.maximumLine
+            let problem =
+                line.bytes.count >= Y4MHeader.maximumLine
                 ? "the header line is longer than \(Y4MHeader.maximumLine) bytes"
                 : "the file ends inside the header"
-            if !line.bytes.starts(with: Array(Y4MHeader.magic.utf8)) && !Array(Y4MHeader.magic.utf8).starts(with: line.bytes) {
-                _ = try Y4MHeader(line: line.bytes, source: name) // reports the wrong magic
+            if !line.bytes.starts(with: Array(Y4MHeader.magic.utf8))
+                && !Array(Y4MHeader.magic.utf8).starts(with: line.bytes)
+            {
+                _ = try Y4MHeader(line: line.bytes, source: name)  // reports the wrong magic
             }
             throw .invalidHeader(source: name, problem: problem)
         }
         let header = try Y4MHeader(line: line.bytes, source: name)
         self.header = header
         do {
-            format = try VideoFormat(width: header.width, height: header.height, pixelFormat: header.pixelFormat,
-                                     frameRate: header.frameRate, pixelAspectRatio: header.pixelAspectRatio,
-                                     fieldOrder: header.fieldOrder)
+            format = try VideoFormat(
+                width: header.width, height: header.height, pixelFormat: header.pixelFormat,
+                frameRate: header.frameRate, pixelAspectRatio: header.pixelAspectRatio,
+                fieldOrder: header.fieldOrder)
         } catch {
             throw .invalidHeader(source: name, problem: error.problem)
         }
@@ -168,16 +177,19 @@ public final class Y4MSource: FrameSource {
     /// The next frame, nil at a clean end of file (right after a complete frame).
     public func nextFrame() throws(CaptureError) -> VideoFrame? {
         guard !finished else { return nil }
-        let number = Int(framesRead) + 1 // for errors, counting from 1
+        let number = Int(framesRead) + 1  // for errors, counting from 1
         guard let line = try reader.readLine(maximum: 256, frame: number) else {
             finished = true
             return nil
         }
         let marker = Array("FRAME".utf8)
         guard line.complete, line.bytes.starts(with: marker),
-              line.bytes.count == marker.count || line.bytes[marker.count] == UInt8(ascii: " ") else {
+            line.bytes.count == marker.count || line.bytes[marker.count] == UInt8(ascii: " ")
+        else {
             finished = true
-            if !line.complete && line.bytes.count < 256 && (marker.starts(with: line.bytes) || line.bytes.starts(with: marker)) {
+            if !line.complete && line.bytes.count < 256
+                && (marker.starts(with: line.bytes) || line.bytes.starts(with: marker))
+            {
                 throw .truncatedFrame(source: name, frame: number, bytesRead: 0, bytesExpected: format.bufferSize)
             }
             let shown = String(decoding: line.bytes.prefix(12), as: UTF8.self)
@@ -191,8 +203,9 @@ public final class Y4MSource: FrameSource {
         }
         let index = framesRead
         framesRead += 1
-        let frame = VideoFrame(format: format, buffer: buffer, timestamp: Timestamp(frameIndex: index, rate: header.frameRate),
-                               sequence: UInt64(index))
+        let frame = VideoFrame(
+            format: format, buffer: buffer, timestamp: Timestamp(frameIndex: index, rate: header.frameRate),
+            sequence: UInt64(index))
         if realtime { pacer.wait(for: frame.timestamp) }
         return frame
     }
@@ -213,7 +226,9 @@ final class FileReader {
     init(path: String, source: String) throws(CaptureError) {
         let file: FileDescriptor
         do { file = try FileDescriptor(opening: path, .readOnly) } catch {
-            let hint = error.code == ENOENT ? " — check the path in camera.device" : error.code == EACCES ? " — check the file's permissions" : ""
+            let hint =
+                error.code == ENOENT
+                ? " — check the path in camera.device" : error.code == EACCES ? " — check the file's permissions" : ""
             throw .cannotOpen(source: source, reason: error.text + hint)
         }
         let isDirectory: Bool
@@ -234,7 +249,9 @@ final class FileReader {
 
     /// Reads into `destination`: up to `count` bytes, or all of them (unless the file ends
     /// first) when `fully`. 0 at the end of the file.
-    private func read(_ destination: UnsafeMutableRawPointer, _ count: Int, fully: Bool, frame: Int) throws(CaptureError) -> Int {
+    private func read(
+        _ destination: UnsafeMutableRawPointer, _ count: Int, fully: Bool, frame: Int
+    ) throws(CaptureError) -> Int {
         let buffer = UnsafeMutableRawBufferPointer(start: destination, count: count)
         do {
             return fully ? try file.readFully(into: buffer) : try file.read(into: buffer)

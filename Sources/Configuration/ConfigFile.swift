@@ -1,5 +1,5 @@
-import FoundationEssentials
 internal import CLibconfig
+import FoundationEssentials
 
 /// A configuration problem, located in the file: printed as `file:line: message`.
 public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -38,7 +38,11 @@ public struct ConfigValues: Sendable, Equatable {
     /// Reads and checks the configuration file at `path`.
     public static func load(path: String) throws(ConfigurationError) -> ConfigValues {
         guard FileManager.default.fileExists(atPath: path) else {
-            throw ConfigurationError(file: path, line: nil, message: "no such file — give the right path with --config, or copy the documented default from /etc/vigil/vigil.conf")
+            throw ConfigurationError(
+                file: path, line: nil,
+                message:
+                    "no such file — give the right path with --config, or copy the documented default from /etc/vigil/vigil.conf"
+            )
         }
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw ConfigurationError(file: path, line: nil, message: "permission denied — can this user read it?")
@@ -51,7 +55,9 @@ public struct ConfigValues: Sendable, Equatable {
         try read(path: name, text: text) { config in config_read_string(config, text) }
     }
 
-    private static func read(path: String, text: String?, _ reader: (UnsafeMutablePointer<config_t>) -> Int32) throws(ConfigurationError) -> ConfigValues {
+    private static func read(
+        path: String, text: String?, _ reader: (UnsafeMutablePointer<config_t>) -> Int32
+    ) throws(ConfigurationError) -> ConfigValues {
         let config = UnsafeMutablePointer<config_t>.allocate(capacity: 1)
         config_init(config)
         defer {
@@ -67,11 +73,19 @@ public struct ConfigValues: Sendable, Equatable {
             }
             // A string or group left open runs to the end of the file, which is where libconfig
             // notices: point at where it opened instead.
-            let source = file == path ? (text ?? (try? String(contentsOfFile: path, encoding: .utf8))) : try? String(contentsOfFile: file, encoding: .utf8)
-            if let source, let open = unclosedConstruct(in: source), line >= (open.onlyAtEnd ? open.endLine : open.line) {
+            let source =
+                file == path
+                ? (text ?? (try? String(contentsOfFile: path, encoding: .utf8)))
+                : try? String(contentsOfFile: file, encoding: .utf8)
+            if let source, let open = unclosedConstruct(in: source), line >= (open.onlyAtEnd ? open.endLine : open.line)
+            {
                 throw ConfigurationError(file: file, line: open.line, message: "syntax error — \(open.problem)")
             }
-            throw ConfigurationError(file: file, line: line > 0 ? line : nil, message: "\(problem) — check the syntax near this line (settings look like `name = value;`, inside `section = { ... };`)")
+            throw ConfigurationError(
+                file: file, line: line > 0 ? line : nil,
+                message:
+                    "\(problem) — check the syntax near this line (settings look like `name = value;`, inside `section = { ... };`)"
+            )
         }
         var result = ConfigValues(defaultsFor: path)
         guard let root = CLibconfig_root_setting(config) else { return result }
@@ -82,8 +96,11 @@ public struct ConfigValues: Sendable, Equatable {
             let file = CLibconfig_setting_source_file(section).map { String(cString: $0) } ?? path
             guard ConfigSchema.sections.contains(sectionName) else {
                 var message = "unknown section '\(sectionName)'"
-                if let hint = ConfigSchema.sections.min(by: { editDistance($0, sectionName) < editDistance($1, sectionName) }),
-                   editDistance(hint, sectionName) <= 2 {
+                if let hint = ConfigSchema.sections.min(by: {
+                    editDistance($0, sectionName) < editDistance($1, sectionName)
+                }),
+                    editDistance(hint, sectionName) <= 2
+                {
                     message += " — did you mean '\(hint)'?"
                 } else {
                     message += " — the sections are " + ConfigSchema.sections.joined(separator: ", ")
@@ -91,7 +108,9 @@ public struct ConfigValues: Sendable, Equatable {
                 throw ConfigurationError(file: file, line: sectionLine, message: message)
             }
             guard CLibconfig_setting_type(section) == CONFIG_TYPE_GROUP else {
-                throw ConfigurationError(file: file, line: sectionLine, message: "'\(sectionName)' must be a group: \(sectionName) = { ... };")
+                throw ConfigurationError(
+                    file: file, line: sectionLine,
+                    message: "'\(sectionName)' must be a group: \(sectionName) = { ... };")
             }
             for j in 0..<config_setting_length(section) {
                 guard let setting = config_setting_get_elem(section, UInt32(j)) else { continue }
@@ -106,12 +125,19 @@ public struct ConfigValues: Sendable, Equatable {
         return result
     }
 
-    private static func check(_ setting: UnsafeMutablePointer<config_setting_t>, name: String, file: String, line: Int) throws(ConfigurationError) -> ConfigValue {
-        func fail(_ message: String) -> ConfigurationError { ConfigurationError(file: file, line: line, message: message) }
+    private static func check(
+        _ setting: UnsafeMutablePointer<config_setting_t>, name: String, file: String, line: Int
+    ) throws(ConfigurationError) -> ConfigValue {
+        func fail(_ message: String) -> ConfigurationError {
+            ConfigurationError(file: file, line: line, message: message)
+        }
         guard let key = ConfigSchema.key(name) else {
             var message = "unknown setting '\(name)'"
-            if let hint = ConfigSchema.suggestion(for: name) { message += " — did you mean '\(hint)'?" }
-            else { message += " — see /etc/vigil/vigil.conf for the settings there are" }
+            if let hint = ConfigSchema.suggestion(for: name) {
+                message += " — did you mean '\(hint)'?"
+            } else {
+                message += " — see /etc/vigil/vigil.conf for the settings there are"
+            }
             throw fail(message)
         }
         let type = CLibconfig_setting_type(setting)
@@ -128,7 +154,9 @@ public struct ConfigValues: Sendable, Equatable {
             }
             return .integer(Int(v))
         case .number(let range):
-            guard isInteger || type == CONFIG_TYPE_FLOAT else { throw fail("\(name) must be \(key.accepted), not \(describe(type))") }
+            guard isInteger || type == CONFIG_TYPE_FLOAT else {
+                throw fail("\(name) must be \(key.accepted), not \(describe(type))")
+            }
             let v = isInteger ? Double(config_setting_get_int64(setting)) : config_setting_get_float(setting)
             guard v.isFinite, range.contains(v) else {
                 throw fail("\(name) = \(formatNumber(v)) is out of range — use \(key.accepted)")
@@ -240,16 +268,29 @@ func unclosedConstruct(in text: String) -> (line: Int, endLine: Int, onlyAtEnd: 
     for c in text {
         switch mode {
         case .normal:
-            if c == "\"" { mode = .string; stringLine = line; escaped = false }
-            else if c == "#" || (c == "/" && previous == "/") { mode = .lineComment }
-            else if c == "*" && previous == "/" { mode = .blockComment }
-            else if "{[(".contains(c) { open.append((c, line)) }
-            else if "}])".contains(c), !open.isEmpty { open.removeLast() }
+            if c == "\"" {
+                mode = .string
+                stringLine = line
+                escaped = false
+            } else if c == "#" || (c == "/" && previous == "/") {
+                mode = .lineComment
+            } else if c == "*" && previous == "/" {
+                mode = .blockComment
+            } else if "{[(".contains(c) {
+                open.append((c, line))
+            } else if "}])".contains(c), !open.isEmpty {
+                open.removeLast()
+            }
         case .string:
-            if escaped { escaped = false }
-            else if c == "\\" { escaped = true }
-            else if c == "\"" { mode = .normal }
-            else if c == "\n", firstMultilineString == nil { firstMultilineString = stringLine }
+            if escaped {
+                escaped = false
+            } else if c == "\\" {
+                escaped = true
+            } else if c == "\"" {
+                mode = .normal
+            } else if c == "\n", firstMultilineString == nil {
+                firstMultilineString = stringLine
+            }
         case .lineComment:
             if c == "\n" { mode = .normal }
         case .blockComment:
@@ -261,7 +302,10 @@ func unclosedConstruct(in text: String) -> (line: Int, endLine: Int, onlyAtEnd: 
     }
     let endLine = text.hasSuffix("\n") ? line - 1 : line
     if let first = firstMultilineString {
-        return (first, endLine, false, "the string that starts on this line runs past the end of the line: add its closing \"")
+        return (
+            first, endLine, false,
+            "the string that starts on this line runs past the end of the line: add its closing \""
+        )
     }
     if mode == .string {
         return (stringLine, endLine, true, "the string that starts on this line is never closed: add its closing \"")

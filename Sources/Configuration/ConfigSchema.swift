@@ -70,85 +70,149 @@ public struct ConfigKey: Sendable {
 public enum ConfigSchema {
     public static let keys: [ConfigKey] = [
         // camera
-        ConfigKey("camera.device", .text, .text("synthetic"),
-                  "the camera: a V4L2 device (/dev/video0, or /dev/v4l/by-id/... to survive replugging), \"synthetic\" for the built-in test scene, or \"file:PATH.y4m\" to replay recorded footage"),
-        ConfigKey("camera.name", .text, .text("camera"),
-                  "a short name for this camera, used in clip file names and the events journal (letters, digits, - and _)"),
-        ConfigKey("camera.width", .integer(16...4096), .integer(1280), unit: "pixels", "the picture width to ask the camera for (even)"),
-        ConfigKey("camera.height", .integer(16...4096), .integer(720), unit: "pixels", "the picture height to ask the camera for (even)"),
-        ConfigKey("camera.fps", .number(1...120), .number(30), unit: "frames per second", "the frame rate to ask the camera for"),
-        ConfigKey("camera.rotation", .integer(0...270), .integer(0), unit: "degrees clockwise",
-                  "how the picture is turned when played (0, 90, 180 or 270); written into the clip, the pixels are not touched"),
-        ConfigKey("camera.realtime", .boolean, .boolean(false),
-                  "pace a file: source at its own frame rate instead of as fast as possible"),
+        ConfigKey(
+            "camera.device", .text, .text("synthetic"),
+            "the camera: a V4L2 device (/dev/video0, or /dev/v4l/by-id/... to survive replugging), \"synthetic\" for the built-in test scene, or \"file:PATH.y4m\" to replay recorded footage"
+        ),
+        ConfigKey(
+            "camera.name", .text, .text("camera"),
+            "a short name for this camera, used in clip file names and the events journal (letters, digits, - and _)"),
+        ConfigKey(
+            "camera.width", .integer(16...4096), .integer(1280), unit: "pixels",
+            "the picture width to ask the camera for (even)"),
+        ConfigKey(
+            "camera.height", .integer(16...4096), .integer(720), unit: "pixels",
+            "the picture height to ask the camera for (even)"),
+        ConfigKey(
+            "camera.fps", .number(1...120), .number(30), unit: "frames per second",
+            "the frame rate to ask the camera for"),
+        ConfigKey(
+            "camera.rotation", .integer(0...270), .integer(0), unit: "degrees clockwise",
+            "how the picture is turned when played (0, 90, 180 or 270); written into the clip, the pixels are not touched"
+        ),
+        ConfigKey(
+            "camera.realtime", .boolean, .boolean(false),
+            "pace a file: source at its own frame rate instead of as fast as possible"),
 
         // audio
         ConfigKey("audio.enabled", .boolean, .boolean(false), "record sound from a microphone into the clips"),
-        ConfigKey("audio.device", .text, .text("default"), "the ALSA capture device (see `vigil probe`), e.g. \"hw:1,0\", or \"synthetic\" for a test tone"),
+        ConfigKey(
+            "audio.device", .text, .text("default"),
+            "the ALSA capture device (see `vigil probe`), e.g. \"hw:1,0\", or \"synthetic\" for a test tone"),
         ConfigKey("audio.rate", .integer(8000...48000), .integer(48000), unit: "Hz", "the sample rate"),
         ConfigKey("audio.channels", .integer(1...2), .integer(1), "1 for mono, 2 for stereo"),
 
         // encoder
-        ConfigKey("encoder.preset", .choice(EncoderSettings.Preset.allCases.map(\.rawValue)),
-                  .text("ultrafast"), "x264 speed preset; slower presets give smaller files for much more CPU"),
-        ConfigKey("encoder.tune", .text, .text("zerolatency"),
-                  "x264 tunings joined by commas (zerolatency, fastdecode, and at most one of film, animation, grain, stillimage, psnr, ssim), or \"none\"; zerolatency keeps the encoder from holding frames back"),
-        ConfigKey("encoder.profile", .choice(EncoderSettings.Profile.allCases.map(\.rawValue)), .text("high"), "the H.264 profile limit"),
-        ConfigKey("encoder.crf", .number(1...51), .number(23), "quality: lower is better and larger (18 is visually lossless, 28 is small)"),
-        ConfigKey("encoder.max_bitrate", .integer(0...200_000), .integer(0), unit: "kbit/s",
-                  "cap on the bitrate (VBV), or 0 for no cap"),
+        ConfigKey(
+            "encoder.preset", .choice(EncoderSettings.Preset.allCases.map(\.rawValue)),
+            .text("ultrafast"), "x264 speed preset; slower presets give smaller files for much more CPU"),
+        ConfigKey(
+            "encoder.tune", .text, .text("zerolatency"),
+            "x264 tunings joined by commas (zerolatency, fastdecode, and at most one of film, animation, grain, stillimage, psnr, ssim), or \"none\"; zerolatency keeps the encoder from holding frames back"
+        ),
+        ConfigKey(
+            "encoder.profile", .choice(EncoderSettings.Profile.allCases.map(\.rawValue)), .text("high"),
+            "the H.264 profile limit"),
+        ConfigKey(
+            "encoder.crf", .number(1...51), .number(23),
+            "quality: lower is better and larger (18 is visually lossless, 28 is small)"),
+        ConfigKey(
+            "encoder.max_bitrate", .integer(0...200_000), .integer(0), unit: "kbit/s",
+            "cap on the bitrate (VBV), or 0 for no cap"),
         ConfigKey("encoder.threads", .integer(0...16), .integer(0), "encoder threads, or 0 to let x264 choose"),
-        ConfigKey("encoder.keyframe_interval", .number(0.25...1), .number(1), unit: "seconds",
-                  "longest time between keyframes; a clip starts at a keyframe, so this bounds how much earlier than pre_roll it may start"),
+        ConfigKey(
+            "encoder.keyframe_interval", .number(0.25...1), .number(1), unit: "seconds",
+            "longest time between keyframes; a clip starts at a keyframe, so this bounds how much earlier than pre_roll it may start"
+        ),
 
         // motion
-        ConfigKey("motion.detect_width", .integer(16...1024), .integer(160), unit: "pixels",
-                  "width of the reduced picture motion is detected on (the height follows the aspect); larger sees smaller things and costs more"),
-        ConfigKey("motion.threshold", .number(0.0001...0.5), .number(0.005),
-                  "the score that counts as motion: the fraction of the watched picture that must change (0.005 is 0.5 %); `vigil analyze --plot` shows the score to choose it by"),
-        ConfigKey("motion.pixel_threshold", .number(0...255), .number(0), unit: "grey levels",
-                  "how much a pixel must differ from the background to count as changed, or 0 to derive it from the measured noise"),
-        ConfigKey("motion.noise_multiplier", .number(1...20), .number(4),
-                  "with pixel_threshold 0, the per-pixel threshold is this many times the measured noise"),
-        ConfigKey("motion.background_rate", .number(0.001...10), .number(0.2), unit: "per second",
-                  "how fast the background learns the picture (0.2 learns 63 % of a change in 5 s); a change that lasts 30 s, like a parked car, is then learned within a few seconds"),
-        ConfigKey("motion.min_frames", .integer(1...100), .integer(2), unit: "frames",
-                  "motion is declared after this many frames in a row over the threshold"),
-        ConfigKey("motion.light_switch_fraction", .number(0.05...1), .number(0.5),
-                  "when at least this fraction of the picture changes at once it is taken for a change of light: the background is re-learned and nothing triggers"),
-        ConfigKey("motion.despeckle", .integer(0...8), .integer(2), unit: "neighbours",
-                  "a changed pixel counts only if this many of its 8 neighbours changed too, so isolated noise does not count"),
-        ConfigKey("motion.mask", .text, .text(""),
-                  "a PGM image (any size) of where to watch: black is ignored, white is watched; a relative path is taken from the directory of this file; \"\" watches everything"),
+        ConfigKey(
+            "motion.detect_width", .integer(16...1024), .integer(160), unit: "pixels",
+            "width of the reduced picture motion is detected on (the height follows the aspect); larger sees smaller things and costs more"
+        ),
+        ConfigKey(
+            "motion.threshold", .number(0.0001...0.5), .number(0.005),
+            "the score that counts as motion: the fraction of the watched picture that must change (0.005 is 0.5 %); `vigil analyze --plot` shows the score to choose it by"
+        ),
+        ConfigKey(
+            "motion.pixel_threshold", .number(0...255), .number(0), unit: "grey levels",
+            "how much a pixel must differ from the background to count as changed, or 0 to derive it from the measured noise"
+        ),
+        ConfigKey(
+            "motion.noise_multiplier", .number(1...20), .number(4),
+            "with pixel_threshold 0, the per-pixel threshold is this many times the measured noise"),
+        ConfigKey(
+            "motion.background_rate", .number(0.001...10), .number(0.2), unit: "per second",
+            "how fast the background learns the picture (0.2 learns 63 % of a change in 5 s); a change that lasts 30 s, like a parked car, is then learned within a few seconds"
+        ),
+        ConfigKey(
+            "motion.min_frames", .integer(1...100), .integer(2), unit: "frames",
+            "motion is declared after this many frames in a row over the threshold"),
+        ConfigKey(
+            "motion.light_switch_fraction", .number(0.05...1), .number(0.5),
+            "when at least this fraction of the picture changes at once it is taken for a change of light: the background is re-learned and nothing triggers"
+        ),
+        ConfigKey(
+            "motion.despeckle", .integer(0...8), .integer(2), unit: "neighbours",
+            "a changed pixel counts only if this many of its 8 neighbours changed too, so isolated noise does not count"
+        ),
+        ConfigKey(
+            "motion.mask", .text, .text(""),
+            "a PGM image (any size) of where to watch: black is ignored, white is watched; a relative path is taken from the directory of this file; \"\" watches everything"
+        ),
 
         // recording
-        ConfigKey("recording.pre_roll", .number(0...30), .number(5), unit: "seconds", "how much video before the motion each clip starts with"),
-        ConfigKey("recording.post_roll", .number(0...300), .number(5), unit: "seconds", "how long recording goes on after the motion stops"),
-        ConfigKey("recording.max_clip", .number(10...3600), .number(300), unit: "seconds",
-                  "longest clip; a longer event continues in a new clip with nothing lost between them"),
-        ConfigKey("recording.pre_roll_max_mb", .integer(1...1024), .integer(64), unit: "MB",
-                  "memory the pre-roll buffer may use at most, whatever pre_roll says"),
+        ConfigKey(
+            "recording.pre_roll", .number(0...30), .number(5), unit: "seconds",
+            "how much video before the motion each clip starts with"),
+        ConfigKey(
+            "recording.post_roll", .number(0...300), .number(5), unit: "seconds",
+            "how long recording goes on after the motion stops"),
+        ConfigKey(
+            "recording.max_clip", .number(10...3600), .number(300), unit: "seconds",
+            "longest clip; a longer event continues in a new clip with nothing lost between them"),
+        ConfigKey(
+            "recording.pre_roll_max_mb", .integer(1...1024), .integer(64), unit: "MB",
+            "memory the pre-roll buffer may use at most, whatever pre_roll says"),
 
         // storage
-        ConfigKey("storage.path", .text, .text("/var/lib/vigil/clips"), "the directory clips and the events journal are written to"),
-        ConfigKey("storage.file_pattern", .text, .text("%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov"),
-                  "clip file names under storage.path: strftime fields (%Y %m %d %H %M %S) in the local time of the clip's first frame, and {camera} for camera.name; must end in .mov"),
-        ConfigKey("storage.max_age_days", .integer(0...3650), .integer(30), unit: "days", "delete clips older than this, or 0 to keep them however old"),
-        ConfigKey("storage.max_size_mb", .integer(0...100_000_000), .integer(0), unit: "MB",
-                  "delete the oldest clips while all clips together are larger than this, or 0 for no limit"),
-        ConfigKey("storage.min_free_mb", .integer(0...100_000_000), .integer(500), unit: "MB",
-                  "delete the oldest clips while the file system has less free space than this"),
+        ConfigKey(
+            "storage.path", .text, .text("/var/lib/vigil/clips"),
+            "the directory clips and the events journal are written to"),
+        ConfigKey(
+            "storage.file_pattern", .text, .text("%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov"),
+            "clip file names under storage.path: strftime fields (%Y %m %d %H %M %S) in the local time of the clip's first frame, and {camera} for camera.name; must end in .mov"
+        ),
+        ConfigKey(
+            "storage.max_age_days", .integer(0...3650), .integer(30), unit: "days",
+            "delete clips older than this, or 0 to keep them however old"),
+        ConfigKey(
+            "storage.max_size_mb", .integer(0...100_000_000), .integer(0), unit: "MB",
+            "delete the oldest clips while all clips together are larger than this, or 0 for no limit"),
+        ConfigKey(
+            "storage.min_free_mb", .integer(0...100_000_000), .integer(500), unit: "MB",
+            "delete the oldest clips while the file system has less free space than this"),
 
         // log
-        ConfigKey("log.level", .choice(["error", "warning", "info", "debug", "trace"]), .text("info"), "the least important messages to log"),
-        ConfigKey("log.stats_interval", .integer(0...86400), .integer(60), unit: "seconds", "how often to log a stats line, or 0 for never"),
+        ConfigKey(
+            "log.level", .choice(["error", "warning", "info", "debug", "trace"]), .text("info"),
+            "the least important messages to log"),
+        ConfigKey(
+            "log.stats_interval", .integer(0...86400), .integer(60), unit: "seconds",
+            "how often to log a stats line, or 0 for never"),
 
         // hooks
-        ConfigKey("hooks.on_event_start", .text, .text(""),
-                  "a program to run when motion starts a clip (absolute path, or \"\" for none); gets the event's facts as arguments and VIGIL_* environment variables"),
-        ConfigKey("hooks.on_clip_saved", .text, .text(""),
-                  "a program to run when a clip is finished (absolute path, or \"\" for none); gets the clip's facts as arguments and VIGIL_* environment variables"),
-        ConfigKey("hooks.timeout", .number(1...600), .number(30), unit: "seconds", "how long a hook may run before it is killed"),
+        ConfigKey(
+            "hooks.on_event_start", .text, .text(""),
+            "a program to run when motion starts a clip (absolute path, or \"\" for none); gets the event's facts as arguments and VIGIL_* environment variables"
+        ),
+        ConfigKey(
+            "hooks.on_clip_saved", .text, .text(""),
+            "a program to run when a clip is finished (absolute path, or \"\" for none); gets the clip's facts as arguments and VIGIL_* environment variables"
+        ),
+        ConfigKey(
+            "hooks.timeout", .number(1...600), .number(30), unit: "seconds",
+            "how long a hook may run before it is killed"),
     ]
 
     public static let sections: [String] = {

@@ -19,26 +19,36 @@ extension Settings {
         let tunes = tune == "none" ? [] : try tuneList(tune, v)
         let psychovisual = tunes.filter(\.isPsychovisual)
         if psychovisual.count > 1 {
-            throw v.error("encoder.tune", "encoder.tune = \(tunes.map(\.rawValue).joined(separator: ",")) combines \(psychovisual.count) psychovisual tunings: " +
-                          "keep at most one of film, animation, grain, stillimage, psnr, ssim (zerolatency and fastdecode combine with any)")
+            throw v.error(
+                "encoder.tune",
+                "encoder.tune = \(tunes.map(\.rawValue).joined(separator: ",")) combines \(psychovisual.count) psychovisual tunings: "
+                    + "keep at most one of film, animation, grain, stillimage, psnr, ssim (zerolatency and fastdecode combine with any)"
+            )
         }
         // The VBV buffer holds one keyframe interval at the maximum rate.
         let maxBitrate = v.integer("encoder.max_bitrate")
-        let rateCap: EncoderSettings.RateCap = maxBitrate == 0 ? .uncapped
-            : .vbv(maxBitrateKbps: maxBitrate, bufferKbit: max(1, Int((Double(maxBitrate) * keyframeInterval).rounded())))
-        let x264 = EncoderSettings(preset: try choice("encoder.preset", v), tune: tunes, profile: try choice("encoder.profile", v),
-                                   crf: v.number("encoder.crf"), rateCap: rateCap, threads: v.integer("encoder.threads"))
+        let rateCap: EncoderSettings.RateCap =
+            maxBitrate == 0
+            ? .uncapped
+            : .vbv(
+                maxBitrateKbps: maxBitrate, bufferKbit: max(1, Int((Double(maxBitrate) * keyframeInterval).rounded())))
+        let x264 = EncoderSettings(
+            preset: try choice("encoder.preset", v), tune: tunes, profile: try choice("encoder.profile", v),
+            crf: v.number("encoder.crf"), rateCap: rateCap, threads: v.integer("encoder.threads"))
         return Encoder(keyframeInterval: keyframeInterval, x264: x264)
     }
 
     /// The tunings in `list` (`encoder.tune`): names joined by commas, each once; empty for none.
-    private static func tuneList(_ list: String, _ v: ConfigValues) throws(ConfigurationError) -> [EncoderSettings.Tune] {
+    private static func tuneList(_ list: String, _ v: ConfigValues) throws(ConfigurationError) -> [EncoderSettings.Tune]
+    {
         var tunes: [EncoderSettings.Tune] = []
         for part in list.split(separator: ",") {
             let name = String(part.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
             guard let value = EncoderSettings.Tune(rawValue: name) else {
-                throw v.error("encoder.tune", "encoder.tune = \(list) names '\(name)', which is not an x264 tuning: use one or more of " +
-                              EncoderSettings.Tune.allCases.map(\.rawValue).joined(separator: ", ") + ", joined by commas")
+                throw v.error(
+                    "encoder.tune",
+                    "encoder.tune = \(list) names '\(name)', which is not an x264 tuning: use one or more of "
+                        + EncoderSettings.Tune.allCases.map(\.rawValue).joined(separator: ", ") + ", joined by commas")
             }
             if !tunes.contains(value) { tunes.append(value) }
         }
@@ -46,11 +56,16 @@ extension Settings {
     }
 
     /// The value of the choice setting `key` (the schema allows only `T`'s names).
-    private static func choice<T: RawRepresentable & CaseIterable>(_ key: String, _ v: ConfigValues) throws(ConfigurationError) -> T
+    private static func choice<T: RawRepresentable & CaseIterable>(
+        _ key: String, _ v: ConfigValues
+    ) throws(ConfigurationError) -> T
     where T.RawValue == String {
         let text = v.text(key)
         guard let value = T(rawValue: text) else {
-            throw v.error(key, "\(key) = \"\(text)\" is not allowed — use one of " + T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))
+            throw v.error(
+                key,
+                "\(key) = \"\(text)\" is not allowed — use one of "
+                    + T.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", "))
         }
         return value
     }

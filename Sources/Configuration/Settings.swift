@@ -7,7 +7,8 @@ import MotionDetection
 /// `path` made absolute against `directory` (unchanged when already absolute).
 func resolve(_ path: String, against directory: String) -> String {
     if path.hasPrefix("/") { return path }
-    return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true)).standardizedFileURL.path
+    return URL(fileURLWithPath: path, relativeTo: URL(fileURLWithPath: directory, isDirectory: true))
+        .standardizedFileURL.path
 }
 
 /// The whole configuration, typed and checked.
@@ -81,7 +82,9 @@ public struct Settings: Equatable, Sendable {
 
     /// Loads, checks and types the configuration file at `path`.
     public static func load(path: String) throws(ConfigurationError) -> Settings {
-        try Settings(values: ConfigValues.load(path: path), directory: resolve(path, against: FileManager.default.currentDirectoryPath).withoutLastPathComponent)
+        try Settings(
+            values: ConfigValues.load(path: path),
+            directory: resolve(path, against: FileManager.default.currentDirectoryPath).withoutLastPathComponent)
     }
 
     /// Types `values`, checking what ranges alone cannot; relative paths are taken relative
@@ -91,23 +94,34 @@ public struct Settings: Equatable, Sendable {
         let deviceText = v.text("camera.device")
         var device: SourceSpecifier
         do { device = try SourceSpecifier(parsing: deviceText) } catch {
-            throw v.error("camera.device", "camera.device = \"\(deviceText)\" is not a device — use a device path such as \"/dev/video0\", \"synthetic\", or \"file:PATH.y4m\"")
+            throw v.error(
+                "camera.device",
+                "camera.device = \"\(deviceText)\" is not a device — use a device path such as \"/dev/video0\", \"synthetic\", or \"file:PATH.y4m\""
+            )
         }
         if case .file(let path) = device { device = .file(path: resolve(path, against: directory)) }
         let name = v.text("camera.name")
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
         guard (1...32).contains(name.count), name.allSatisfy({ allowed.contains($0) }) else {
-            throw v.error("camera.name", "camera.name = \"\(name)\" cannot go into file names — use 1 to 32 letters, digits, - or _")
+            throw v.error(
+                "camera.name",
+                "camera.name = \"\(name)\" cannot go into file names — use 1 to 32 letters, digits, - or _")
         }
         for key in ["camera.width", "camera.height"] where v.integer(key) % 2 != 0 {
             throw v.error(key, "\(key) = \(v.integer(key)) is odd — H.264 in 4:2:0 needs an even size")
         }
-        camera = Camera(device: device, name: name, width: v.integer("camera.width"), height: v.integer("camera.height"),
-                        fps: v.number("camera.fps"), rotation: v.integer("camera.rotation"), realtime: v.boolean("camera.realtime"))
+        camera = Camera(
+            device: device, name: name, width: v.integer("camera.width"), height: v.integer("camera.height"),
+            fps: v.number("camera.fps"), rotation: v.integer("camera.rotation"), realtime: v.boolean("camera.realtime"))
 
         let audioDevice = v.text("audio.device")
-        guard !audioDevice.isEmpty else { throw v.error("audio.device", "audio.device is empty — use an ALSA device such as \"default\" or \"hw:1,0\"") }
-        audio = Audio(enabled: v.boolean("audio.enabled"), device: audioDevice, rate: v.integer("audio.rate"), channels: v.integer("audio.channels"))
+        guard !audioDevice.isEmpty else {
+            throw v.error(
+                "audio.device", "audio.device is empty — use an ALSA device such as \"default\" or \"hw:1,0\"")
+        }
+        audio = Audio(
+            enabled: v.boolean("audio.enabled"), device: audioDevice, rate: v.integer("audio.rate"),
+            channels: v.integer("audio.channels"))
 
         encoder = try Settings.encoder(v)
 
@@ -119,37 +133,55 @@ public struct Settings: Equatable, Sendable {
             lightSwitchFraction: v.number("motion.light_switch_fraction"), despeckle: v.integer("motion.despeckle"),
             mask: maskPath.isEmpty ? "" : resolve(maskPath, against: directory))
         if motion.pixelThreshold > 0 && motion.pixelThreshold < 1 {
-            throw v.error("motion.pixel_threshold", "motion.pixel_threshold: \(motion.pixelThreshold) is out of range — use 0 to derive it from the measured noise, or grey levels from 1 to 255")
+            throw v.error(
+                "motion.pixel_threshold",
+                "motion.pixel_threshold: \(motion.pixelThreshold) is out of range — use 0 to derive it from the measured noise, or grey levels from 1 to 255"
+            )
         }
         if motion.threshold >= motion.lightSwitchFraction {
-            throw v.error("motion.threshold", "motion.threshold: \(motion.threshold) is not below motion.light_switch_fraction (\(motion.lightSwitchFraction)), so nothing could ever trigger — lower motion.threshold or raise motion.light_switch_fraction")
+            throw v.error(
+                "motion.threshold",
+                "motion.threshold: \(motion.threshold) is not below motion.light_switch_fraction (\(motion.lightSwitchFraction)), so nothing could ever trigger — lower motion.threshold or raise motion.light_switch_fraction"
+            )
         }
         self.motion = motion
         if motion.mask.isEmpty {
             motionMask = nil
         } else {
             guard let bytes = FileManager.default.contents(atPath: motion.mask) else {
-                throw v.error("motion.mask", "motion.mask: cannot read \(motion.mask) — check the path (relative paths start at the directory of the configuration file)")
+                throw v.error(
+                    "motion.mask",
+                    "motion.mask: cannot read \(motion.mask) — check the path (relative paths start at the directory of the configuration file)"
+                )
             }
             do { motionMask = try MotionMask(pgm: [UInt8](bytes), source: motion.mask) } catch {
                 throw v.error("motion.mask", "motion.mask: \(error.description)")
             }
         }
 
-        recording = Recording(preRoll: v.number("recording.pre_roll"), postRoll: v.number("recording.post_roll"),
-                              maxClip: v.number("recording.max_clip"), preRollMaxBytes: v.integer("recording.pre_roll_max_mb") << 20)
+        recording = Recording(
+            preRoll: v.number("recording.pre_roll"), postRoll: v.number("recording.post_roll"),
+            maxClip: v.number("recording.max_clip"), preRollMaxBytes: v.integer("recording.pre_roll_max_mb") << 20)
         if recording.preRoll >= recording.maxClip {
-            throw v.error("recording.pre_roll", "recording.pre_roll (\(formatNumber(recording.preRoll)) s) must be shorter than recording.max_clip (\(formatNumber(recording.maxClip)) s)")
+            throw v.error(
+                "recording.pre_roll",
+                "recording.pre_roll (\(formatNumber(recording.preRoll)) s) must be shorter than recording.max_clip (\(formatNumber(recording.maxClip)) s)"
+            )
         }
 
         let storagePath = v.text("storage.path")
-        guard !storagePath.isEmpty else { throw v.error("storage.path", "storage.path is empty — name the directory clips go to") }
+        guard !storagePath.isEmpty else {
+            throw v.error("storage.path", "storage.path is empty — name the directory clips go to")
+        }
         let pattern = v.text("storage.file_pattern")
-        if let problem = Settings.patternProblem(pattern) { throw v.error("storage.file_pattern", "storage.file_pattern \(problem)") }
+        if let problem = Settings.patternProblem(pattern) {
+            throw v.error("storage.file_pattern", "storage.file_pattern \(problem)")
+        }
         let maxAge = v.integer("storage.max_age_days"), maxSize = v.integer("storage.max_size_mb")
-        storage = Storage(path: resolve(storagePath, against: directory), filePattern: pattern,
-                          maxAgeDays: maxAge == 0 ? nil : maxAge, maxSize: maxSize == 0 ? nil : Int64(maxSize) << 20,
-                          minFree: Int64(v.integer("storage.min_free_mb")) << 20)
+        storage = Storage(
+            path: resolve(storagePath, against: directory), filePattern: pattern,
+            maxAgeDays: maxAge == 0 ? nil : maxAge, maxSize: maxSize == 0 ? nil : Int64(maxSize) << 20,
+            minFree: Int64(v.integer("storage.min_free_mb")) << 20)
 
         let interval = v.integer("log.stats_interval")
         log = Log(level: LogLevel(name: v.text("log.level")) ?? .info, statsInterval: interval == 0 ? nil : interval)
@@ -157,17 +189,25 @@ public struct Settings: Equatable, Sendable {
         var programs: [String: String?] = [:]
         for key in ["hooks.on_event_start", "hooks.on_clip_saved"] {
             let path = v.text(key)
-            guard !path.isEmpty else { programs[key] = .some(nil); continue }
+            guard !path.isEmpty else {
+                programs[key] = .some(nil)
+                continue
+            }
             guard path.hasPrefix("/") else {
-                throw v.error(key, "\(key) = \"\(path)\" is not an absolute path — hooks run without a shell or PATH; give the program's full path")
+                throw v.error(
+                    key,
+                    "\(key) = \"\(path)\" is not an absolute path — hooks run without a shell or PATH; give the program's full path"
+                )
             }
             guard FileManager.default.isExecutableFile(atPath: path) else {
-                throw v.error(key, "\(key): \(path) does not exist or is not executable — check the path and `chmod +x` it")
+                throw v.error(
+                    key, "\(key): \(path) does not exist or is not executable — check the path and `chmod +x` it")
             }
             programs[key] = .some(path)
         }
-        hooks = Hooks(onEventStart: programs["hooks.on_event_start"] ?? nil, onClipSaved: programs["hooks.on_clip_saved"] ?? nil,
-                      timeout: v.number("hooks.timeout"))
+        hooks = Hooks(
+            onEventStart: programs["hooks.on_event_start"] ?? nil, onClipSaved: programs["hooks.on_clip_saved"] ?? nil,
+            timeout: v.number("hooks.timeout"))
     }
 
     /// Why a clip file name pattern cannot be used, or nil when it can.
@@ -187,8 +227,12 @@ public struct Settings: Equatable, Sendable {
             }
         }
         let withoutCamera = pattern.replacing("{camera}", with: "")
-        guard !withoutCamera.contains("{"), !withoutCamera.contains("}") else { return "uses a {field} other than {camera}" }
-        guard pattern.contains("%S") else { return "must contain %S, so that clips started in the same minute get different names" }
+        guard !withoutCamera.contains("{"), !withoutCamera.contains("}") else {
+            return "uses a {field} other than {camera}"
+        }
+        guard pattern.contains("%S") else {
+            return "must contain %S, so that clips started in the same minute get different names"
+        }
         return nil
     }
 }

@@ -54,7 +54,9 @@ public final class X264Encoder: VideoEncoder {
     public init(format: VideoFormat, settings: EncoderSettings) throws(EncoderError) {
         try X264Encoder.checkPixelFormat(format.pixelFormat)
         guard format.width % 2 == 0, format.height % 2 == 0 else {
-            throw .unsupportedPicture("a \(format.width)×\(format.height) picture: H.264 4:2:0 needs an even width and height; set the camera to an even size or crop the file")
+            throw .unsupportedPicture(
+                "a \(format.width)×\(format.height) picture: H.264 4:2:0 needs an even width and height; set the camera to an even size or crop the file"
+            )
         }
         self.width = format.width
         self.height = format.height
@@ -69,7 +71,10 @@ public final class X264Encoder: VideoEncoder {
             return x264_param_default_preset(&param, preset, nil)
         }
         guard presetStatus == 0 else {
-            throw .openFailed(backend: "x264", details: "x264_param_default_preset rejected preset \(settings.preset.rawValue) with tune \(tune ?? "none")")
+            throw .openFailed(
+                backend: "x264",
+                details:
+                    "x264_param_default_preset rejected preset \(settings.preset.rawValue) with tune \(tune ?? "none")")
         }
         param.i_log_level = X264_LOG_WARNING
         param.pf_log = { opaque, level, format, arguments in x264Log(opaque, level, format, arguments) }
@@ -81,7 +86,8 @@ public final class X264Encoder: VideoEncoder {
         param.i_bitdepth = 8
         param.i_threads = Int32(settings.threads)
         if let sar = format.pixelAspectRatio, sar.numerator != sar.denominator,
-           sar.numerator <= 65535, sar.denominator <= 65535 {
+            sar.numerator <= 65535, sar.denominator <= 65535
+        {
             param.vui.i_sar_width = Int32(sar.numerator)
             param.vui.i_sar_height = Int32(sar.denominator)
         }
@@ -94,9 +100,11 @@ public final class X264Encoder: VideoEncoder {
         param.b_vfr_input = 0
         param.i_timebase_num = 1
         param.i_timebase_den = 1_000_000_000
-        let rate = format.frameRate.flatMap { r in
-            r.numerator > 0 && r.denominator > 0 && r.numerator <= Int64(UInt32.max) && r.denominator <= Int64(UInt32.max) ? r : nil
-        } ?? Rational(30, 1)
+        let rate =
+            format.frameRate.flatMap { r in
+                r.numerator > 0 && r.denominator > 0 && r.numerator <= Int64(UInt32.max)
+                    && r.denominator <= Int64(UInt32.max) ? r : nil
+            } ?? Rational(30, 1)
         param.i_fps_num = UInt32(rate.numerator)
         param.i_fps_den = UInt32(rate.denominator)
 
@@ -121,7 +129,8 @@ public final class X264Encoder: VideoEncoder {
 
         let profileStatus = settings.profile.rawValue.withCString { x264_param_apply_profile(&param, $0) }
         guard profileStatus == 0 else {
-            throw .openFailed(backend: "x264", details: log.summary(orElse: "profile \(settings.profile.rawValue) cannot be applied"))
+            throw .openFailed(
+                backend: "x264", details: log.summary(orElse: "profile \(settings.profile.rawValue) cannot be applied"))
         }
         guard let handle = CX264_encoder_open(&param) else {
             throw .openFailed(backend: "x264", details: log.summary(orElse: "x264_encoder_open failed for \(format)"))
@@ -162,7 +171,9 @@ public final class X264Encoder: VideoEncoder {
     public func takeMessages() -> [String] { log.take() }
 
     /// For logs: `encoder=x264 preset=…`.
-    public var logDescription: [(name: String, value: String)] { [("encoder", "x264"), ("preset", settings.preset.rawValue)] }
+    public var logDescription: [(name: String, value: String)] {
+        [("encoder", "x264"), ("preset", settings.preset.rawValue)]
+    }
 
     /// Encodes one NV12 or I420 frame, as an IDR keyframe when `keyframe` is true; returns
     /// the sample that came out, if any (x264 may hold frames back; `flush()` returns them).
@@ -238,17 +249,20 @@ public final class X264Encoder: VideoEncoder {
         let data = Array(UnsafeBufferPointer(start: payload, count: Int(size)))
         guard let origin else { return nil }
         samplesOut += 1
-        return EncodedSample(data: data,
-                             pts: origin + Timestamp.Duration(nanoseconds: output.i_pts),
-                             dts: origin + Timestamp.Duration(nanoseconds: output.i_dts),
-                             isKeyframe: output.b_keyframe != 0)
+        return EncodedSample(
+            data: data,
+            pts: origin + Timestamp.Duration(nanoseconds: output.i_pts),
+            dts: origin + Timestamp.Duration(nanoseconds: output.i_dts),
+            isKeyframe: output.b_keyframe != 0)
     }
 
     /// x264 takes NV12 and I420 as they are; 4:2:2 would make a High 4:2:2 stream few
     /// players decode, so the caller converts it first.
     private static func checkPixelFormat(_ pixelFormat: PixelFormat) throws(EncoderError) {
         guard pixelFormat.isEncoderNative else {
-            throw .unsupportedPicture("\(pixelFormat) frames: the x264 encoder takes NV12 or I420; convert them to 4:2:0 first (PlanarConverter)")
+            throw .unsupportedPicture(
+                "\(pixelFormat) frames: the x264 encoder takes NV12 or I420; convert them to 4:2:0 first (PlanarConverter)"
+            )
         }
     }
 }
@@ -277,7 +291,12 @@ final class X264Log: Sendable {
         }
     }
 
-    func take() -> [String] { messages.withLock { list in defer { list = [] }; return list } }
+    func take() -> [String] {
+        messages.withLock { list in
+            defer { list = [] }
+            return list
+        }
+    }
 
     func summary(orElse fallback: String) -> String {
         let text = take().joined(separator: "; ")
@@ -286,7 +305,9 @@ final class X264Log: Sendable {
 }
 
 /// Formats one x264 log line and hands it to the `X264Log` behind `opaque`.
-private func x264Log(_ opaque: UnsafeMutableRawPointer?, _ level: Int32, _ format: UnsafePointer<CChar>?, _ arguments: CVaListPointer?) {
+private func x264Log(
+    _ opaque: UnsafeMutableRawPointer?, _ level: Int32, _ format: UnsafePointer<CChar>?, _ arguments: CVaListPointer?
+) {
     guard let opaque, let format, let arguments else { return }
     let log = Unmanaged<X264Log>.fromOpaque(opaque).takeUnretainedValue()
     var buffer = [CChar](repeating: 0, count: 1024)

@@ -102,16 +102,28 @@ public struct Logger: Sendable {
 
     public func isEnabled(_ level: LogLevel) -> Bool { level <= threshold.value }
 
-    public func log(_ level: LogLevel, _ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) {
+    public func log(
+        _ level: LogLevel, _ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []
+    ) {
         guard isEnabled(level) else { return }
         sink.write(Logger.format(level: level, message: message(), metadata: data() + metadata), level: level)
     }
 
-    public func error(_ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) { log(.error, message(), data()) }
-    public func warning(_ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) { log(.warning, message(), data()) }
-    public func info(_ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) { log(.info, message(), data()) }
-    public func debug(_ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) { log(.debug, message(), data()) }
-    public func trace(_ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) { log(.trace, message(), data()) }
+    public func error(_ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) {
+        log(.error, message(), data())
+    }
+    public func warning(_ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) {
+        log(.warning, message(), data())
+    }
+    public func info(_ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) {
+        log(.info, message(), data())
+    }
+    public func debug(_ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) {
+        log(.debug, message(), data())
+    }
+    public func trace(_ message: @autoclosure () -> String, _ data: @autoclosure () -> [(String, LogValue)] = []) {
+        log(.trace, message(), data())
+    }
 
     /// One logfmt line (without timestamp or priority prefix; the sink adds those).
     public static func format(level: LogLevel, message: String, metadata: [(String, LogValue)]) -> String {
@@ -123,7 +135,11 @@ public struct Logger: Sendable {
     /// A logfmt value: bare when it has no space, quote, `=` or control character; quoted
     /// and escaped otherwise.
     static func quote(_ s: String) -> String {
-        let needsQuotes = s.isEmpty || s.unicodeScalars.contains { $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F }
+        let needsQuotes =
+            s.isEmpty
+            || s.unicodeScalars.contains {
+                $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F
+            }
         guard needsQuotes else { return s }
         var out = "\""
         for scalar in s.unicodeScalars {

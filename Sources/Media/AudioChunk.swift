@@ -34,7 +34,8 @@ public struct AudioChunk: Hashable, Sendable {
         guard cut < frames else { return (self, nil) }
         let bytes = cut * bytesPerFrame
         let before = AudioChunk(data: Array(data[..<bytes]), time: time, sampleRate: sampleRate, channels: channels)
-        let after = AudioChunk(data: Array(data[bytes...]), time: time + duration(frames: cut), sampleRate: sampleRate, channels: channels)
+        let after = AudioChunk(
+            data: Array(data[bytes...]), time: time + duration(frames: cut), sampleRate: sampleRate, channels: channels)
         return (before, after)
     }
 }

@@ -16,7 +16,9 @@ public struct FourCC: Hashable, Sendable, CustomStringConvertible, ExpressibleBy
     /// From its characters, as in `FourCC("YUYV")`; shorter codes are padded with spaces,
     /// longer ones cut to four bytes.
     public init(_ characters: String) {
-        let utf8 = Array(characters.utf8.prefix(4)) + Array(repeating: UInt8(ascii: " "), count: max(0, 4 - characters.utf8.count))
+        let utf8 =
+            Array(characters.utf8.prefix(4))
+            + Array(repeating: UInt8(ascii: " "), count: max(0, 4 - characters.utf8.count))
         bigEndianValue = utf8.reduce(0) { $0 << 8 | UInt32($1) }
     }
 

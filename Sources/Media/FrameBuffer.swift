@@ -28,7 +28,9 @@ public final class FrameBuffer: @unchecked Sendable {
 
     /// Bytes that belong to someone else (an mmapped camera buffer): `release` runs exactly
     /// once, on whichever thread drops the last reference, when the buffer is no longer used.
-    public convenience init(borrowing base: UnsafeMutablePointer<UInt8>, count: Int, release: @escaping @Sendable () -> Void) {
+    public convenience init(
+        borrowing base: UnsafeMutablePointer<UInt8>, count: Int, release: @escaping @Sendable () -> Void
+    ) {
         self.init(base: base, count: count, owner: .external(release))
     }
 
@@ -49,18 +51,22 @@ public final class FrameBuffer: @unchecked Sendable {
     /// A writable view of one plane (for the producer filling the buffer).
     public func mutablePlane(_ layout: PlaneLayout) -> MutablePlaneView {
         precondition(layout.offset >= 0 && layout.end <= count, "plane lies outside the frame buffer")
-        return MutablePlaneView(base: base + layout.offset, width: layout.bytesPerRow, height: layout.rows, stride: layout.stride)
+        return MutablePlaneView(
+            base: base + layout.offset, width: layout.bytesPerRow, height: layout.rows, stride: layout.stride)
     }
 
     /// A read-only view of one plane.
     public func plane(_ layout: PlaneLayout) -> PlaneView {
         precondition(layout.offset >= 0 && layout.end <= count, "plane lies outside the frame buffer")
-        return PlaneView(base: UnsafePointer(base + layout.offset), width: layout.bytesPerRow, height: layout.rows, stride: layout.stride)
+        return PlaneView(
+            base: UnsafePointer(base + layout.offset), width: layout.bytesPerRow, height: layout.rows,
+            stride: layout.stride)
     }
 
     fileprivate static func allocate(_ count: Int) -> UnsafeMutablePointer<UInt8> {
         // 64-byte alignment keeps SIMD loads and x264's copies on whole cache lines.
-        UnsafeMutableRawPointer.allocate(byteCount: max(count, 1), alignment: 64).bindMemory(to: UInt8.self, capacity: max(count, 1))
+        UnsafeMutableRawPointer.allocate(byteCount: max(count, 1), alignment: 64).bindMemory(
+            to: UInt8.self, capacity: max(count, 1))
     }
 }
 

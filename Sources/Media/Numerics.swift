@@ -58,8 +58,14 @@ public enum Numerics {
     public static func decimalExponent(_ x: Double) -> Int {
         var a = abs(x)
         var e = 0
-        while a >= 10 { a /= 10; e += 1 }
-        while a < 1 { a *= 10; e -= 1 }
+        while a >= 10 {
+            a /= 10
+            e += 1
+        }
+        while a < 1 {
+            a *= 10
+            e -= 1
+        }
         return e
     }
 

@@ -20,7 +20,9 @@ public enum PixelConversion {
         let height = source.height
         precondition(source.width % 4 == 0, "YUYV rows hold whole pixel pairs (an even width)")
         precondition(luma.width == width && luma.height == height, "luma plane must be \(width)×\(height)")
-        precondition(chroma.width == width && chroma.height == (height + 1) / 2, "NV12 chroma plane must be \(width)×\((height + 1) / 2)")
+        precondition(
+            chroma.width == width && chroma.height == (height + 1) / 2,
+            "NV12 chroma plane must be \(width)×\((height + 1) / 2)")
         for cy in 0..<chroma.height {
             let y0 = 2 * cy
             let y1 = min(y0 + 1, height - 1)
@@ -43,15 +45,18 @@ public enum PixelConversion {
     /// high bytes run U0 V0 U1 V1 … — already NV12's chroma order. So each output byte comes
     /// from the word at the same index: a stride-1 loop the optimiser turns into SIMD.
     @inline(never)
-    static func yuyvRowPair(_ s0: UnsafeRawPointer, _ s1: UnsafeRawPointer,
-                            _ d0: UnsafeMutablePointer<UInt8>, _ d1: UnsafeMutablePointer<UInt8>,
-                            _ c: UnsafeMutablePointer<UInt8>, _ width: Int) {
+    static func yuyvRowPair(
+        _ s0: UnsafeRawPointer, _ s1: UnsafeRawPointer,
+        _ d0: UnsafeMutablePointer<UInt8>, _ d1: UnsafeMutablePointer<UInt8>,
+        _ c: UnsafeMutablePointer<UInt8>, _ width: Int
+    ) {
         for k in 0..<width {
             let a = s0.loadUnaligned(fromByteOffset: 2 &* k, as: UInt16.self)
             let b = s1.loadUnaligned(fromByteOffset: 2 &* k, as: UInt16.self)
             d0[k] = UInt8(truncatingIfNeeded: UInt16(littleEndian: a))
             d1[k] = UInt8(truncatingIfNeeded: UInt16(littleEndian: b))
-            c[k] = UInt8(truncatingIfNeeded: ((UInt16(littleEndian: a) >> 8) &+ (UInt16(littleEndian: b) >> 8) &+ 1) >> 1)
+            c[k] = UInt8(
+                truncatingIfNeeded: ((UInt16(littleEndian: a) >> 8) &+ (UInt16(littleEndian: b) >> 8) &+ 1) >> 1)
         }
     }
 
@@ -59,8 +64,9 @@ public enum PixelConversion {
     ///
     /// `destination` has the source's width and `(source.height + 1) / 2` rows.
     public static func halveChromaRows(_ source: PlaneView, into destination: MutablePlaneView) {
-        precondition(destination.width == source.width && destination.height == (source.height + 1) / 2,
-                     "a 4:2:0 chroma plane from \(source.width)×\(source.height) is \(source.width)×\((source.height + 1) / 2)")
+        precondition(
+            destination.width == source.width && destination.height == (source.height + 1) / 2,
+            "a 4:2:0 chroma plane from \(source.width)×\(source.height) is \(source.width)×\((source.height + 1) / 2)")
         let width = source.width
         for y in 0..<destination.height {
             let r0 = source.base + 2 * y * source.stride
@@ -70,7 +76,9 @@ public enum PixelConversion {
     }
 
     @inline(never)
-    static func averageRows(_ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ d: UnsafeMutablePointer<UInt8>, _ count: Int) {
+    static func averageRows(
+        _ a: UnsafePointer<UInt8>, _ b: UnsafePointer<UInt8>, _ d: UnsafeMutablePointer<UInt8>, _ count: Int
+    ) {
         for i in 0..<count {
             d[i] = UInt8(truncatingIfNeeded: (UInt16(a[i]) &+ UInt16(b[i]) &+ 1) >> 1)
         }
@@ -85,7 +93,8 @@ public enum PixelConversion {
             return
         }
         for y in 0..<source.height {
-            (destination.base + y * destination.stride).update(from: source.base + y * source.stride, count: source.width)
+            (destination.base + y * destination.stride).update(
+                from: source.base + y * source.stride, count: source.width)
         }
     }
 
@@ -99,8 +108,11 @@ public enum PixelConversion {
     /// formats agree (strides may differ). Allocates nothing but the returned frame value.
     public static func convert(_ frame: VideoFrame, into buffer: FrameBuffer, format: VideoFormat) -> VideoFrame {
         let source = frame.format
-        precondition(source.width == format.width && source.height == format.height, "conversion keeps the picture size")
-        precondition(canConvert(from: source.pixelFormat, to: format.pixelFormat), "no conversion from \(source.pixelFormat) to \(format.pixelFormat)")
+        precondition(
+            source.width == format.width && source.height == format.height, "conversion keeps the picture size")
+        precondition(
+            canConvert(from: source.pixelFormat, to: format.pixelFormat),
+            "no conversion from \(source.pixelFormat) to \(format.pixelFormat)")
         precondition(buffer.count >= format.bufferSize, "destination buffer too small for \(format)")
         func out(_ p: Int) -> MutablePlaneView { buffer.mutablePlane(format.planes[p]) }
         switch (source.pixelFormat, format.pixelFormat) {
@@ -139,9 +151,12 @@ public final class PlanarConverter {
         case .yuyv, .i422:
             let target: PixelFormat = input.pixelFormat == .yuyv ? .nv12 : .i420
             // The input's size and rate were validated by its own format; a tight layout of them is valid.
-            guard let format = try? VideoFormat(width: input.width, height: input.height, pixelFormat: target,
-                                                frameRate: input.frameRate, pixelAspectRatio: input.pixelAspectRatio,
-                                                fieldOrder: input.fieldOrder) else {
+            guard
+                let format = try? VideoFormat(
+                    width: input.width, height: input.height, pixelFormat: target,
+                    frameRate: input.frameRate, pixelAspectRatio: input.pixelAspectRatio,
+                    fieldOrder: input.fieldOrder)
+            else {
                 preconditionFailure("\(input) has a valid 4:2:0 layout")
             }
             output = format
@@ -152,8 +167,9 @@ public final class PlanarConverter {
     /// `frame` as `output`: the same frame when no conversion is needed.
     public func convert(_ frame: VideoFrame) -> VideoFrame {
         guard let pool else { return frame }
-        precondition(frame.format.pixelFormat == input.pixelFormat && frame.format.width == input.width
-                     && frame.format.height == input.height, "a \(frame.format) frame given to a converter for \(input)")
+        precondition(
+            frame.format.pixelFormat == input.pixelFormat && frame.format.width == input.width
+                && frame.format.height == input.height, "a \(frame.format) frame given to a converter for \(input)")
         return PixelConversion.convert(frame, into: pool.take(), format: output)
     }
 }

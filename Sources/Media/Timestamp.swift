@@ -27,9 +27,15 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.nanoseconds < b.nanoseconds }
-    public static func + (a: Timestamp, b: Duration) -> Timestamp { Timestamp(nanoseconds: a.nanoseconds + b.nanoseconds) }
-    public static func - (a: Timestamp, b: Duration) -> Timestamp { Timestamp(nanoseconds: a.nanoseconds - b.nanoseconds) }
-    public static func - (a: Timestamp, b: Timestamp) -> Duration { Duration(nanoseconds: a.nanoseconds - b.nanoseconds) }
+    public static func + (a: Timestamp, b: Duration) -> Timestamp {
+        Timestamp(nanoseconds: a.nanoseconds + b.nanoseconds)
+    }
+    public static func - (a: Timestamp, b: Duration) -> Timestamp {
+        Timestamp(nanoseconds: a.nanoseconds - b.nanoseconds)
+    }
+    public static func - (a: Timestamp, b: Timestamp) -> Duration {
+        Duration(nanoseconds: a.nanoseconds - b.nanoseconds)
+    }
 
     public var description: String { DecimalText.fixed(seconds, 3) + "s" }
 }
@@ -43,8 +49,12 @@ extension Timestamp {
         public static let zero = Duration(nanoseconds: 0)
         public var seconds: Double { Double(nanoseconds) / 1e9 }
         public static func < (a: Duration, b: Duration) -> Bool { a.nanoseconds < b.nanoseconds }
-        public static func + (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds + b.nanoseconds) }
-        public static func - (a: Duration, b: Duration) -> Duration { Duration(nanoseconds: a.nanoseconds - b.nanoseconds) }
+        public static func + (a: Duration, b: Duration) -> Duration {
+            Duration(nanoseconds: a.nanoseconds + b.nanoseconds)
+        }
+        public static func - (a: Duration, b: Duration) -> Duration {
+            Duration(nanoseconds: a.nanoseconds - b.nanoseconds)
+        }
         public var description: String { DecimalText.fixed(seconds, 3) + "s" }
     }
 }

@@ -36,7 +36,7 @@ public enum PixelFormat: String, Hashable, Sendable, CaseIterable, CustomStringC
         case (_, 0): return (width, height)
         case (.nv12, _): return (2 * halfWidth, halfHeight)
         case (.i420, _): return (halfWidth, halfHeight)
-        default: return (halfWidth, height) // .i422 chroma
+        default: return (halfWidth, height)  // .i422 chroma
         }
     }
 
@@ -116,8 +116,10 @@ public struct VideoFormat: Hashable, Sendable, CustomStringConvertible {
     public static let maximumStride = 1 << 16
 
     /// A tightly packed layout: planes one after another, each row exactly as wide as the picture.
-    public init(width: Int, height: Int, pixelFormat: PixelFormat, frameRate: Rational? = nil,
-                pixelAspectRatio: Rational? = nil, fieldOrder: FieldOrder = .progressive) throws(VideoFormatError) {
+    public init(
+        width: Int, height: Int, pixelFormat: PixelFormat, frameRate: Rational? = nil,
+        pixelAspectRatio: Rational? = nil, fieldOrder: FieldOrder = .progressive
+    ) throws(VideoFormatError) {
         try VideoFormat.checkSize(width: width, height: height, pixelFormat: pixelFormat)
         var planes: [PlaneLayout] = []
         var offset = 0
@@ -126,15 +128,18 @@ public struct VideoFormat: Hashable, Sendable, CustomStringConvertible {
             planes.append(PlaneLayout(offset: offset, stride: e.bytesPerRow, bytesPerRow: e.bytesPerRow, rows: e.rows))
             offset += e.bytesPerRow * e.rows
         }
-        try self.init(width: width, height: height, pixelFormat: pixelFormat, planes: planes,
-                      frameRate: frameRate, pixelAspectRatio: pixelAspectRatio, fieldOrder: fieldOrder)
+        try self.init(
+            width: width, height: height, pixelFormat: pixelFormat, planes: planes,
+            frameRate: frameRate, pixelAspectRatio: pixelAspectRatio, fieldOrder: fieldOrder)
     }
 
     /// The layout of a single-planar V4L2 buffer whose first plane's rows are `bytesPerLine`
     /// apart: planes follow one another; NV12's chroma rows are `bytesPerLine` apart too,
     /// I420 and I422 chroma rows `bytesPerLine / 2` apart (as the V4L2 specification has it).
-    public init(width: Int, height: Int, pixelFormat: PixelFormat, bytesPerLine: Int, frameRate: Rational? = nil,
-                pixelAspectRatio: Rational? = nil, fieldOrder: FieldOrder = .progressive) throws(VideoFormatError) {
+    public init(
+        width: Int, height: Int, pixelFormat: PixelFormat, bytesPerLine: Int, frameRate: Rational? = nil,
+        pixelAspectRatio: Rational? = nil, fieldOrder: FieldOrder = .progressive
+    ) throws(VideoFormatError) {
         try VideoFormat.checkSize(width: width, height: height, pixelFormat: pixelFormat)
         guard bytesPerLine > 0, bytesPerLine <= VideoFormat.maximumStride else {
             throw VideoFormatError("a stride of \(bytesPerLine) bytes (1 to \(VideoFormat.maximumStride))")
@@ -151,26 +156,34 @@ public struct VideoFormat: Hashable, Sendable, CustomStringConvertible {
             planes.append(PlaneLayout(offset: offset, stride: stride, bytesPerRow: e.bytesPerRow, rows: e.rows))
             offset += stride * e.rows
         }
-        try self.init(width: width, height: height, pixelFormat: pixelFormat, planes: planes,
-                      frameRate: frameRate, pixelAspectRatio: pixelAspectRatio, fieldOrder: fieldOrder)
+        try self.init(
+            width: width, height: height, pixelFormat: pixelFormat, planes: planes,
+            frameRate: frameRate, pixelAspectRatio: pixelAspectRatio, fieldOrder: fieldOrder)
     }
 
     /// An explicit layout. Each plane must have the rows and row width that `pixelFormat`
     /// gives for this size, a stride at least its row width, and a non-negative offset.
-    public init(width: Int, height: Int, pixelFormat: PixelFormat, planes: [PlaneLayout], frameRate: Rational? = nil,
-                pixelAspectRatio: Rational? = nil, fieldOrder: FieldOrder = .progressive) throws(VideoFormatError) {
+    public init(
+        width: Int, height: Int, pixelFormat: PixelFormat, planes: [PlaneLayout], frameRate: Rational? = nil,
+        pixelAspectRatio: Rational? = nil, fieldOrder: FieldOrder = .progressive
+    ) throws(VideoFormatError) {
         try VideoFormat.checkSize(width: width, height: height, pixelFormat: pixelFormat)
         guard planes.count == pixelFormat.planeCount else {
-            throw VideoFormatError("\(pixelFormat) has \(pixelFormat.planeCount) planes, \(planes.count) were described")
+            throw VideoFormatError(
+                "\(pixelFormat) has \(pixelFormat.planeCount) planes, \(planes.count) were described")
         }
         var size = 0
         for (p, plane) in planes.enumerated() {
             let e = pixelFormat.planeExtent(p, width: width, height: height)
             guard plane.bytesPerRow == e.bytesPerRow, plane.rows == e.rows else {
-                throw VideoFormatError("plane \(p) of \(pixelFormat) \(width)×\(height) is \(e.bytesPerRow) bytes × \(e.rows) rows, not \(plane.bytesPerRow) × \(plane.rows)")
+                throw VideoFormatError(
+                    "plane \(p) of \(pixelFormat) \(width)×\(height) is \(e.bytesPerRow) bytes × \(e.rows) rows, not \(plane.bytesPerRow) × \(plane.rows)"
+                )
             }
             guard plane.stride >= plane.bytesPerRow, plane.stride <= VideoFormat.maximumStride else {
-                throw VideoFormatError("plane \(p) has a stride of \(plane.stride) bytes; it must be from \(plane.bytesPerRow) (the row width) to \(VideoFormat.maximumStride)")
+                throw VideoFormatError(
+                    "plane \(p) has a stride of \(plane.stride) bytes; it must be from \(plane.bytesPerRow) (the row width) to \(VideoFormat.maximumStride)"
+                )
             }
             guard plane.offset >= 0, plane.offset <= Int(Int32.max) else {
                 throw VideoFormatError("plane \(p) starts at offset \(plane.offset)")

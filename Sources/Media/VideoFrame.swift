@@ -13,7 +13,9 @@ public struct VideoFrame: Sendable {
     public let buffer: FrameBuffer
 
     public init(format: VideoFormat, buffer: FrameBuffer, timestamp: Timestamp, sequence: UInt64) {
-        precondition(buffer.count >= format.bufferSize, "a frame buffer of \(buffer.count) bytes cannot hold \(format) (\(format.bufferSize) bytes)")
+        precondition(
+            buffer.count >= format.bufferSize,
+            "a frame buffer of \(buffer.count) bytes cannot hold \(format) (\(format.bufferSize) bytes)")
         self.format = format
         self.buffer = buffer
         self.timestamp = timestamp
@@ -45,7 +47,9 @@ public struct MutablePlaneView {
     }
 
     /// The same plane, read-only.
-    public var readOnly: PlaneView { PlaneView(base: UnsafePointer(base), width: width, height: height, stride: stride) }
+    public var readOnly: PlaneView {
+        PlaneView(base: UnsafePointer(base), width: width, height: height, stride: stride)
+    }
 
     /// The bytes of row `y` (exactly `width` of them).
     public func row(_ y: Int) -> UnsafeMutableBufferPointer<UInt8> {

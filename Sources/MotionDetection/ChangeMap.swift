@@ -29,9 +29,11 @@ struct ChangeMap: Sendable {
 
     /// Marks changed pixels, updates the background, then counts the watched changed pixels
     /// with enough changed neighbours.
-    mutating func compare(_ current: [Float], against background: inout [Float], absorbing: [Float], watch: [UInt8],
-                          threshold: Float, gain: Float, offset: Float,
-                          backgroundRate: Float, absorbRate: Float, despeckle: Int) -> Int {
+    mutating func compare(
+        _ current: [Float], against background: inout [Float], absorbing: [Float], watch: [UInt8],
+        threshold: Float, gain: Float, offset: Float,
+        backgroundRate: Float, absorbRate: Float, despeckle: Int
+    ) -> Int {
         let dw = width
         let dh = height
         let paddedWidth = dw + 2
@@ -39,40 +41,45 @@ struct ChangeMap: Sendable {
         let minimumNeighbours = UInt8(clamping: despeckle)
         var changedCount = 0
         current.withUnsafeBufferPointer { curBuffer in
-          absorbing.withUnsafeBufferPointer { absorbBuffer in
-            background.withUnsafeMutableBufferPointer { bgBuffer in
-                flags.withUnsafeMutableBufferPointer { flagBuffer in
-                    watch.withUnsafeBufferPointer { watchBuffer in
-                        scratch.withUnsafeMutableBufferPointer { scratchBuffer in
-                            guard let cur = curBuffer.baseAddress, let bg = bgBuffer.baseAddress,
-                                  let absorb = absorbBuffer.baseAddress,
-                                  let flag = flagBuffer.baseAddress, let watched = watchBuffer.baseAddress,
-                                  let rowScratch = scratchBuffer.baseAddress else { return }
-                            for y in 0..<dh {
-                                let row = y * dw
-                                Self.compareRow(cur + row, bg + row, absorb + row, flag + (y + 1) * paddedWidth + 1,
-                                                count: dw, threshold: threshold, slope: slope, offset: offset,
-                                                backgroundRate: backgroundRate, absorbRate: absorbRate)
-                            }
-                            for y in 0..<dh {
-                                changedCount += Self.despeckleRow(flag + y * paddedWidth, width: paddedWidth, count: dw,
-                                                                  watched: watched + y * dw, minimum: minimumNeighbours,
-                                                                  scratch: rowScratch)
+            absorbing.withUnsafeBufferPointer { absorbBuffer in
+                background.withUnsafeMutableBufferPointer { bgBuffer in
+                    flags.withUnsafeMutableBufferPointer { flagBuffer in
+                        watch.withUnsafeBufferPointer { watchBuffer in
+                            scratch.withUnsafeMutableBufferPointer { scratchBuffer in
+                                guard let cur = curBuffer.baseAddress, let bg = bgBuffer.baseAddress,
+                                    let absorb = absorbBuffer.baseAddress,
+                                    let flag = flagBuffer.baseAddress, let watched = watchBuffer.baseAddress,
+                                    let rowScratch = scratchBuffer.baseAddress
+                                else { return }
+                                for y in 0..<dh {
+                                    let row = y * dw
+                                    Self.compareRow(
+                                        cur + row, bg + row, absorb + row, flag + (y + 1) * paddedWidth + 1,
+                                        count: dw, threshold: threshold, slope: slope, offset: offset,
+                                        backgroundRate: backgroundRate, absorbRate: absorbRate)
+                                }
+                                for y in 0..<dh {
+                                    changedCount += Self.despeckleRow(
+                                        flag + y * paddedWidth, width: paddedWidth, count: dw,
+                                        watched: watched + y * dw, minimum: minimumNeighbours,
+                                        scratch: rowScratch)
+                                }
                             }
                         }
                     }
                 }
             }
-          }
         }
         return changedCount
     }
 
     @inline(never)  // a whole-row loop: out of line it vectorises better (measured)
-    static func compareRow(_ cur: UnsafePointer<Float>, _ bg: UnsafeMutablePointer<Float>,
-                           _ absorbing: UnsafePointer<Float>, _ flag: UnsafeMutablePointer<UInt8>, count: Int,
-                           threshold: Float, slope: Float, offset: Float,
-                           backgroundRate: Float, absorbRate: Float) {
+    static func compareRow(
+        _ cur: UnsafePointer<Float>, _ bg: UnsafeMutablePointer<Float>,
+        _ absorbing: UnsafePointer<Float>, _ flag: UnsafeMutablePointer<UInt8>, count: Int,
+        threshold: Float, slope: Float, offset: Float,
+        backgroundRate: Float, absorbRate: Float
+    ) {
         for x in 0..<count {
             let c = cur[x]
             let b = bg[x]
@@ -92,8 +99,10 @@ struct ChangeMap: Sendable {
     /// Counts the changed pixels of one row that have at least `minimum` changed neighbours.
     /// `top` is the padded row above the row being counted; `scratch` holds `count` + 8 bytes.
     @inline(never)  // a whole-row loop: out of line it vectorises better (measured)
-    static func despeckleRow(_ top: UnsafePointer<UInt8>, width: Int, count: Int, watched: UnsafePointer<UInt8>,
-                             minimum: UInt8, scratch: UnsafeMutablePointer<UInt8>) -> Int {
+    static func despeckleRow(
+        _ top: UnsafePointer<UInt8>, width: Int, count: Int, watched: UnsafePointer<UInt8>,
+        minimum: UInt8, scratch: UnsafeMutablePointer<UInt8>
+    ) -> Int {
         let t = top, m = top + width, b = top + 2 * width
         // Only changed pixels count, and most rows of a quiet picture have none.
         if !anySet(m, count: width) { return 0 }

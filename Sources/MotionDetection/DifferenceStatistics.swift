@@ -14,8 +14,8 @@ struct DifferenceStatistics: Sendable {
     static let histogramBinsPerLevel: Float = 32
     static let histogramBins = 2 * 16 * 32 + 1
 
-    private var histogram: [Int32]            // two halves: dark and bright background
-    private var watchedSamples: [Float]       // |picture − background| of the watched sampled pixels
+    private var histogram: [Int32]  // two halves: dark and bright background
+    private var watchedSamples: [Float]  // |picture − background| of the watched sampled pixels
     private var watchedSampleCount = 0
     private var samplePhase = 0
     /// The mean background level, which splits the sample into its dark and bright half:
@@ -59,33 +59,33 @@ struct DifferenceStatistics: Sendable {
         histogram.withUnsafeMutableBufferPointer { h in
             for i in h.indices { h[i] = 0 }
             current.withUnsafeBufferPointer { cur in
-              background.withUnsafeBufferPointer { bg in
-                watch.withUnsafeBufferPointer { watched in
-                  watchedSamples.withUnsafeMutableBufferPointer { taken in
-                    var i = phase
-                    while i < n {
-                        let b = bg[i]
-                        let d = cur[i] - b
-                        if watched[i] != 0 && watchedTaken < taken.count {
-                            taken[watchedTaken] = abs(d)
-                            watchedTaken += 1
+                background.withUnsafeBufferPointer { bg in
+                    watch.withUnsafeBufferPointer { watched in
+                        watchedSamples.withUnsafeMutableBufferPointer { taken in
+                            var i = phase
+                            while i < n {
+                                let b = bg[i]
+                                let d = cur[i] - b
+                                if watched[i] != 0 && watchedTaken < taken.count {
+                                    taken[watchedTaken] = abs(d)
+                                    watchedTaken += 1
+                                }
+                                let position = (d + Self.histogramRange) * Self.histogramBinsPerLevel
+                                let bin = Int(max(0, min(position, Float(bins - 1))))
+                                if b < split {
+                                    h[bin] &+= 1
+                                    counts.0 += 1
+                                    backgroundSums.0 += Double(b)
+                                } else {
+                                    h[bins + bin] &+= 1
+                                    counts.1 += 1
+                                    backgroundSums.1 += Double(b)
+                                }
+                                i += step
+                            }
                         }
-                        let position = (d + Self.histogramRange) * Self.histogramBinsPerLevel
-                        let bin = Int(max(0, min(position, Float(bins - 1))))
-                        if b < split {
-                            h[bin] &+= 1
-                            counts.0 += 1
-                            backgroundSums.0 += Double(b)
-                        } else {
-                            h[bins + bin] &+= 1
-                            counts.1 += 1
-                            backgroundSums.1 += Double(b)
-                        }
-                        i += step
                     }
-                  }
                 }
-              }
             }
         }
         watchedSampleCount = watchedTaken

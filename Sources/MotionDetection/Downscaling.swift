@@ -67,18 +67,21 @@ struct Downscaler: Sendable {
                 guard let sums = sumsBuffer.baseAddress, let out = outBuffer.baseAddress else { return }
                 if b == 4 {
                     for by in 0..<dh {
-                        Self.sumBlocksOf4(base + by * 4 * stride, stride: step * stride, rows: rows, count: dw, scale: scale,
-                                          into: out + by * dw)
+                        Self.sumBlocksOf4(
+                            base + by * 4 * stride, stride: step * stride, rows: rows, count: dw, scale: scale,
+                            into: out + by * dw)
                     }
                 } else if b % 2 == 0 && rows <= 128 {  // 128 rows of byte pairs still fit in UInt16
                     let pairs = dw * b / 2
                     for by in 0..<dh {
-                        Self.sumRowPairs(base + by * b * stride, stride: step * stride, rows: rows, pairs: pairs, into: sums)
+                        Self.sumRowPairs(
+                            base + by * b * stride, stride: step * stride, rows: rows, pairs: pairs, into: sums)
                         Self.sumPairColumns(sums, pairsPerBlock: b / 2, count: dw, scale: scale, into: out + by * dw)
                     }
                 } else {
                     for by in 0..<dh {
-                        Self.sumRows(base + by * b * stride, stride: step * stride, rows: rows, count: dw * b, into: sums)
+                        Self.sumRows(
+                            base + by * b * stride, stride: step * stride, rows: rows, count: dw * b, into: sums)
                         Self.sumColumns(sums, block: b, count: dw, scale: scale, into: out + by * dw)
                     }
                 }
@@ -90,8 +93,10 @@ struct Downscaler: Sendable {
     /// `stride` apart: each 32-bit load is split into two 16-bit lanes of byte pairs, the rows
     /// are added, then the two lanes.
     @inline(never)  // a whole-row loop: out of line it vectorises better (measured)
-    static func sumBlocksOf4(_ top: UnsafePointer<UInt8>, stride: Int, rows: Int, count: Int, scale: Float,
-                             into out: UnsafeMutablePointer<Float>) {
+    static func sumBlocksOf4(
+        _ top: UnsafePointer<UInt8>, stride: Int, rows: Int, count: Int, scale: Float,
+        into out: UnsafeMutablePointer<Float>
+    ) {
         let a = UnsafeRawPointer(top), c = a + stride
         @inline(__always) func spread(_ row: UnsafeRawPointer, _ offset: Int) -> UInt32 {
             let v = row.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
@@ -123,8 +128,10 @@ struct Downscaler: Sendable {
 
     /// sums[x] = Σ over `rows` rows of (row[2x] + row[2x+1]), x < pairs (rows ≤ 128: no overflow).
     @inline(never)  // a whole-row loop: out of line it vectorises better (measured)
-    static func sumRowPairs(_ top: UnsafePointer<UInt8>, stride: Int, rows: Int, pairs: Int,
-                            into sums: UnsafeMutablePointer<UInt16>) {
+    static func sumRowPairs(
+        _ top: UnsafePointer<UInt8>, stride: Int, rows: Int, pairs: Int,
+        into sums: UnsafeMutablePointer<UInt16>
+    ) {
         let a = UnsafeRawPointer(top)
         var r = 0
         if rows >= 4 {
@@ -159,8 +166,10 @@ struct Downscaler: Sendable {
 
     /// out[i] = scale × Σ sums[i·pairsPerBlock ..< (i+1)·pairsPerBlock].
     @inline(never)  // a whole-row loop: out of line it vectorises better (measured)
-    static func sumPairColumns(_ sums: UnsafePointer<UInt16>, pairsPerBlock h: Int, count: Int, scale: Float,
-                               into out: UnsafeMutablePointer<Float>) {
+    static func sumPairColumns(
+        _ sums: UnsafePointer<UInt16>, pairsPerBlock h: Int, count: Int, scale: Float,
+        into out: UnsafeMutablePointer<Float>
+    ) {
         let raw = UnsafeRawPointer(sums)
         @inline(__always) func word(_ i: Int) -> UInt32 {
             let v = raw.loadUnaligned(fromByteOffset: i &* 4, as: UInt32.self)
@@ -193,8 +202,10 @@ struct Downscaler: Sendable {
 
     /// sums[x] = Σ rows[r][x] for r < rows, x < count (rows ≤ 255, so UInt16 cannot overflow).
     @inline(never)  // a whole-row loop: out of line it vectorises better (measured)
-    static func sumRows(_ top: UnsafePointer<UInt8>, stride: Int, rows: Int, count: Int,
-                        into sums: UnsafeMutablePointer<UInt16>) {
+    static func sumRows(
+        _ top: UnsafePointer<UInt8>, stride: Int, rows: Int, count: Int,
+        into sums: UnsafeMutablePointer<UInt16>
+    ) {
         var r = 0
         if rows >= 2 {
             let a = top, c = top + stride
@@ -224,8 +235,10 @@ struct Downscaler: Sendable {
 
     /// out[i] = scale × Σ sums[i·block ..< (i+1)·block].
     @inline(never)  // a whole-row loop: out of line it vectorises better (measured)
-    static func sumColumns(_ sums: UnsafePointer<UInt16>, block: Int, count: Int, scale: Float,
-                           into out: UnsafeMutablePointer<Float>) {
+    static func sumColumns(
+        _ sums: UnsafePointer<UInt16>, block: Int, count: Int, scale: Float,
+        into out: UnsafeMutablePointer<Float>
+    ) {
         switch block {
         case 1:
             for i in 0..<count { out[i] = Float(sums[i]) * scale }

@@ -32,8 +32,10 @@ public struct MotionResult: Sendable, Equatable {
     /// after a light switch.
     public var learning: Bool
 
-    public init(time: Timestamp, score: Double, threshold: Double, motion: Bool, motionStart: Timestamp?,
-                noise: Double, pixelThreshold: Double, globalChange: Double, lightSwitch: Bool, learning: Bool) {
+    public init(
+        time: Timestamp, score: Double, threshold: Double, motion: Bool, motionStart: Timestamp?,
+        noise: Double, pixelThreshold: Double, globalChange: Double, lightSwitch: Bool, learning: Bool
+    ) {
         self.time = time
         self.score = score
         self.threshold = threshold
@@ -101,18 +103,18 @@ public struct MotionDetector: Sendable {
     private var changes = ChangeMap()
 
     // Buffers (sized by `configure`).
-    private var current: [Float] = []         // the reduced picture
-    private var background: [Float] = []      // the background model
+    private var current: [Float] = []  // the reduced picture
+    private var background: [Float] = []  // the background model
     private var changedSeconds: [UInt8] = []  // per pixel: whole seconds it has differed without a break
-    private var absorbing: [Float] = []       // per pixel: 1 once it has differed for `absorbAfter`
-    private var clock: Double = 0             // seconds of capture time since the first frame
+    private var absorbing: [Float] = []  // per pixel: 1 once it has differed for `absorbAfter`
+    private var clock: Double = 0  // seconds of capture time since the first frame
     private var nextTick: Double = 1
-    private var watch: [UInt8] = []           // 1 where watched
+    private var watch: [UInt8] = []  // 1 where watched
     private var watchedCount = 0
     private var configured = false
 
     // State.
-    private var framesLearned = 0             // frames averaged into the background since (re)start
+    private var framesLearned = 0  // frames averaged into the background since (re)start
     private var lastTime: Timestamp?
     private var settlingUntil: Timestamp?
     private var noiseEstimate: Double?
@@ -134,7 +136,9 @@ public struct MotionDetector: Sendable {
     }
 
     /// The reduced size the detector uses for frames of `width × height`.
-    public static func detectionSize(width: Int, height: Int, settings: MotionSettings)
+    public static func detectionSize(
+        width: Int, height: Int, settings: MotionSettings
+    )
         -> (blockSize: Int, width: Int, height: Int)
     {
         Downscaler.size(width: width, height: height, targetWidth: settings.detectWidth)
@@ -216,9 +220,10 @@ public struct MotionDetector: Sendable {
         if !configured || luma.width != frameWidth || luma.height != frameHeight {
             configure(width: luma.width, height: luma.height)
         }
-        var result = MotionResult(time: time, score: 0, threshold: settings.threshold, motion: false, motionStart: nil,
-                                  noise: noiseEstimate ?? 0, pixelThreshold: 0, globalChange: 0,
-                                  lightSwitch: false, learning: true)
+        var result = MotionResult(
+            time: time, score: 0, threshold: settings.threshold, motion: false, motionStart: nil,
+            noise: noiseEstimate ?? 0, pixelThreshold: 0, globalChange: 0,
+            lightSwitch: false, learning: true)
         let n = detectWidth * detectHeight
         guard n > 0, watchedCount > 0 else { return result }
 
@@ -245,14 +250,16 @@ public struct MotionDetector: Sendable {
         let stats = statistics.measure(current, background: background, watch: watch)
         let measuredNoise = stats.noise
         let noiseForThreshold = noiseEstimate ?? measuredNoise
-        let pixelThreshold = settings.pixelThreshold > 0
+        let pixelThreshold =
+            settings.pixelThreshold > 0
             ? settings.pixelThreshold
             : max(Self.minimumPixelThreshold, settings.noiseMultiplier * noiseForThreshold)
 
         let globalChange = statistics.sampledChange(threshold: Float(pixelThreshold))
-        let counted = changes.compare(current, against: &background, absorbing: absorbing, watch: watch,
-                                      threshold: Float(pixelThreshold), gain: stats.gain, offset: stats.offset,
-                                      backgroundRate: backgroundRate, absorbRate: absorbRate, despeckle: settings.despeckle)
+        let counted = changes.compare(
+            current, against: &background, absorbing: absorbing, watch: watch,
+            threshold: Float(pixelThreshold), gain: stats.gain, offset: stats.offset,
+            backgroundRate: backgroundRate, absorbRate: absorbRate, despeckle: settings.despeckle)
         framesLearned += 1
         if clock >= nextTick {
             tick()

@@ -11,13 +11,15 @@ public struct MotionMask: Sendable, Equatable {
     /// A mask from flags (`width × height` of them, row by row).
     public init(width: Int, height: Int, watched: [Bool]) throws(MaskError) {
         guard width > 0, height > 0, watched.count == width * height else {
-            throw MaskError(source: "mask", offset: nil,
-                            problem: "\(watched.count) flags do not make a \(width)×\(height) image",
-                            fix: "pass width × height flags")
+            throw MaskError(
+                source: "mask", offset: nil,
+                problem: "\(watched.count) flags do not make a \(width)×\(height) image",
+                fix: "pass width × height flags")
         }
         guard watched.contains(true) else {
-            throw MaskError(source: "mask", offset: nil, problem: "no pixel is watched",
-                            fix: "paint the parts of the picture to watch white")
+            throw MaskError(
+                source: "mask", offset: nil, problem: "no pixel is watched",
+                fix: "paint the parts of the picture to watch white")
         }
         self.width = width
         self.height = height
@@ -29,9 +31,10 @@ public struct MotionMask: Sendable, Equatable {
         var parser = PGMParser(bytes: bytes, source: source)
         let image = try parser.parse()
         guard image.watched.contains(true) else {
-            throw MaskError(source: source, offset: nil,
-                            problem: "the mask is black everywhere, so nothing would ever trigger",
-                            fix: "paint the parts of the picture to watch white, or remove motion.mask")
+            throw MaskError(
+                source: source, offset: nil,
+                problem: "the mask is black everywhere, so nothing would ever trigger",
+                fix: "paint the parts of the picture to watch white, or remove motion.mask")
         }
         self.width = image.width
         self.height = image.height
@@ -117,8 +120,11 @@ struct PGMParser {
 
     mutating func parse() throws(MaskError) -> Image {
         guard bytes.count >= 2, bytes[0] == UInt8(ascii: "P"),
-              bytes[1] == UInt8(ascii: "5") || bytes[1] == UInt8(ascii: "2") else {
-            let what = bytes.count < 2 ? "the file is too short to be a PGM image"
+            bytes[1] == UInt8(ascii: "5") || bytes[1] == UInt8(ascii: "2")
+        else {
+            let what =
+                bytes.count < 2
+                ? "the file is too short to be a PGM image"
                 : (bytes[0] == UInt8(ascii: "P") && (bytes[1] >= UInt8(ascii: "1") && bytes[1] <= UInt8(ascii: "7"))
                     ? "it is a P\(Character(Unicode.Scalar(bytes[1]))) Netpbm file, not a greyscale PGM (P5 or P2)"
                     : "it is not a PGM image (it does not start with P5 or P2)")
@@ -127,15 +133,18 @@ struct PGMParser {
         let binary = bytes[1] == UInt8(ascii: "5")
         position = 2
         guard position < bytes.count, isSpace(bytes[position]) || bytes[position] == UInt8(ascii: "#") else {
-            throw error(position < bytes.count ? "no whitespace after the magic number" : "the file ends after the magic number", at: position)
+            throw error(
+                position < bytes.count
+                    ? "no whitespace after the magic number" : "the file ends after the magic number", at: position)
         }
         let width = try headerNumber("width")
         let height = try headerNumber("height")
         let maxValue = try headerNumber("maximum value")
         guard width > 0, height > 0 else { throw error("the image is \(width)×\(height); it needs at least one pixel") }
         guard width <= Self.maximumPixels / height else {
-            throw error("the image is \(width)×\(height), larger than \(Self.maximumPixels) pixels",
-                        fix: "scale the mask down: any size works, it is scaled to the detection size")
+            throw error(
+                "the image is \(width)×\(height), larger than \(Self.maximumPixels) pixels",
+                fix: "scale the mask down: any size works, it is scaled to the detection size")
         }
         guard (1...65535).contains(maxValue) else {
             throw error("the maximum value is \(maxValue); PGM allows 1 to 65535")
@@ -146,15 +155,18 @@ struct PGMParser {
         if binary {
             // Exactly one whitespace byte separates the header from the samples.
             guard position < bytes.count, isSpace(bytes[position]) else {
-                throw error(position < bytes.count ? "no whitespace after the maximum value" : "the file ends before the pixel data", at: position)
+                throw error(
+                    position < bytes.count
+                        ? "no whitespace after the maximum value" : "the file ends before the pixel data", at: position)
             }
             position += 1
             let bytesPerSample = maxValue < 256 ? 1 : 2
             let needed = count * bytesPerSample
             let available = bytes.count - position
             guard available >= needed else {
-                throw error("the file is truncated: \(width)×\(height) pixels need \(needed) bytes of pixel data, found \(available)",
-                            at: bytes.count, fix: "save the mask again; the file was cut short")
+                throw error(
+                    "the file is truncated: \(width)×\(height) pixels need \(needed) bytes of pixel data, found \(available)",
+                    at: bytes.count, fix: "save the mask again; the file was cut short")
             }
             for i in 0..<count {
                 let value: Int
@@ -164,7 +176,9 @@ struct PGMParser {
                     value = Int(bytes[position + 2 * i]) << 8 | Int(bytes[position + 2 * i + 1])
                 }
                 guard value <= maxValue else {
-                    throw error("pixel \(i) is \(value), above the maximum value \(maxValue)", at: position + i * bytesPerSample)
+                    throw error(
+                        "pixel \(i) is \(value), above the maximum value \(maxValue)", at: position + i * bytesPerSample
+                    )
                 }
                 watched[i] = value >= half
             }
@@ -172,8 +186,9 @@ struct PGMParser {
             for i in 0..<count {
                 skipSpaceAndComments()
                 guard position < bytes.count else {
-                    throw error("the file is truncated: it ends after \(i) of \(count) pixels", at: position,
-                                fix: "save the mask again; the file was cut short")
+                    throw error(
+                        "the file is truncated: it ends after \(i) of \(count) pixels", at: position,
+                        fix: "save the mask again; the file was cut short")
                 }
                 let start = position
                 guard let value = number(limit: maxValue) else {

@@ -55,8 +55,10 @@ public struct MotionSettings: Sendable, Equatable {
     /// whole picture is watched. Load it with `MotionMask(pgm:source:)`.
     public var mask: String
 
-    public init(detectWidth: Int, threshold: Double, pixelThreshold: Double, noiseMultiplier: Double,
-                backgroundRate: Double, minFrames: Int, lightSwitchFraction: Double, despeckle: Int, mask: String) {
+    public init(
+        detectWidth: Int, threshold: Double, pixelThreshold: Double, noiseMultiplier: Double,
+        backgroundRate: Double, minFrames: Int, lightSwitchFraction: Double, despeckle: Int, mask: String
+    ) {
         self.detectWidth = detectWidth
         self.threshold = threshold
         self.pixelThreshold = pixelThreshold

@@ -43,8 +43,10 @@ public struct FileDescriptor: ~Copyable, Sendable {
 
     /// Opens `path`, always close-on-exec (the hooks the agent starts inherit nothing).
     /// `permissions` are those of a file that `.create` makes, before the umask.
-    public init(opening path: String, _ access: AccessMode, options: OpenOptions = [],
-                permissions: UInt32 = 0o666) throws(SystemError) {
+    public init(
+        opening path: String, _ access: AccessMode, options: OpenOptions = [],
+        permissions: UInt32 = 0o666
+    ) throws(SystemError) {
         let flags = access.rawValue | options.rawValue | O_CLOEXEC
         self.init(adopting: try retryOnInterrupt { open(path, flags, permissions) })
     }
@@ -99,17 +101,24 @@ extension FileDescriptor {
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64? = nil) throws(SystemError) -> Int {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
         return try retryOnInterrupt {
-            if let offset { pread(rawValue, base, buffer.count, off_t(offset)) } else { Glibc.read(rawValue, base, buffer.count) }
+            if let offset {
+                pread(rawValue, base, buffer.count, off_t(offset))
+            } else {
+                Glibc.read(rawValue, base, buffer.count)
+            }
         }
     }
 
     /// Fills `buffer`, reading again after a short read, unless the file ends first. Returns
     /// the number of bytes read: less than `buffer.count` only at the end of the file.
-    public func readFully(into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64? = nil) throws(SystemError) -> Int {
+    public func readFully(
+        into buffer: UnsafeMutableRawBufferPointer, at offset: UInt64? = nil
+    ) throws(SystemError) -> Int {
         var done = 0
         while done < buffer.count {
-            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset.map { $0 + UInt64(done) })
-            if n == 0 { break } // the end of the file
+            let n = try read(
+                into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: offset.map { $0 + UInt64(done) })
+            if n == 0 { break }  // the end of the file
             done += n
         }
         return done
@@ -133,8 +142,11 @@ extension FileDescriptor {
         var done = 0
         while done < buffer.count {
             let n = try retryOnInterrupt {
-                if let offset { pwrite(rawValue, base + done, buffer.count - done, off_t(offset) + off_t(done)) }
-                else { write(rawValue, base + done, buffer.count - done) }
+                if let offset {
+                    pwrite(rawValue, base + done, buffer.count - done, off_t(offset) + off_t(done))
+                } else {
+                    write(rawValue, base + done, buffer.count - done)
+                }
             }
             if n == 0 { throw SystemError(EIO) }
             done += n
@@ -143,14 +155,16 @@ extension FileDescriptor {
 
     /// Writes all of `bytes`, as `writeAll(_:at:)` does.
     public func writeAll(_ bytes: [UInt8], at offset: UInt64? = nil) throws(SystemError) {
-        try bytes.withUnsafeBytes { buffer in Result { () throws(SystemError) in try writeAll(buffer, at: offset) } }.get()
+        try bytes.withUnsafeBytes { buffer in Result { () throws(SystemError) in try writeAll(buffer, at: offset) } }
+            .get()
     }
 
     /// Writes `text` as UTF-8 in one piece where the system allows (one line from one thread
     /// never interleaves with another's on a pipe).
     public func writeAll(_ text: String) throws(SystemError) {
         var text = text
-        try text.withUTF8 { bytes in Result { () throws(SystemError) in try writeAll(UnsafeRawBufferPointer(bytes)) } }.get()
+        try text.withUTF8 { bytes in Result { () throws(SystemError) in try writeAll(UnsafeRawBufferPointer(bytes)) } }
+            .get()
     }
 
     /// Waits until what was written is on the disk (fsync).
@@ -186,12 +200,13 @@ public struct FileStatus: Hashable, Sendable {
     public var isDirectory: Bool { kind == .directory }
 
     init(_ info: stat) {
-        kind = switch info.st_mode & S_IFMT {
-        case S_IFREG: .regular
-        case S_IFDIR: .directory
-        case S_IFLNK: .symbolicLink
-        default: .other
-        }
+        kind =
+            switch info.st_mode & S_IFMT {
+            case S_IFREG: .regular
+            case S_IFDIR: .directory
+            case S_IFLNK: .symbolicLink
+            default: .other
+            }
         size = UInt64(max(info.st_size, 0))
         modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
     }

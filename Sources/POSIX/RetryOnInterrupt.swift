@@ -23,11 +23,12 @@ public func retryOnInterrupt<Result: BinaryInteger>(
 ) throws(SystemError) -> Result {
     while true {
         let result = call()
-        let failure: SystemError? = switch convention {
-        case .minusOneAndErrno: result == -1 ? .current : nil
-        case .negatedErrorNumber: result < 0 ? SystemError(Int32(truncatingIfNeeded: -Int64(result))) : nil
-        case .errorNumber: result != 0 ? SystemError(Int32(truncatingIfNeeded: result)) : nil
-        }
+        let failure: SystemError? =
+            switch convention {
+            case .minusOneAndErrno: result == -1 ? .current : nil
+            case .negatedErrorNumber: result < 0 ? SystemError(Int32(truncatingIfNeeded: -Int64(result))) : nil
+            case .errorNumber: result != 0 ? SystemError(Int32(truncatingIfNeeded: result)) : nil
+            }
         guard let failure else { return result }
         if failure.code != EINTR { throw failure }
     }

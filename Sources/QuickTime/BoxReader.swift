@@ -86,6 +86,7 @@ func childBoxes(of bytes: [UInt8], in range: Range<Int>) -> [ChildBox]? {
 /// The first child of the given type, looked up along a path such as `["mdia", "minf", "stbl"]`.
 func findBox(_ path: [FourCC], in bytes: [UInt8], range: Range<Int>) -> ChildBox? {
     guard let first = path.first, let children = childBoxes(of: bytes, in: range),
-          let box = children.first(where: { $0.type == first }) else { return nil }
+        let box = children.first(where: { $0.type == first })
+    else { return nil }
     return path.count == 1 ? box : findBox(Array(path.dropFirst()), in: bytes, range: box.body)
 }

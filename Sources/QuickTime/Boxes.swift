@@ -8,9 +8,9 @@ extension ByteWriter {
 
     mutating func writeFTYP() {
         box("ftyp") { w in
-            w.writeFourCC("qt  ")       // major brand
+            w.writeFourCC("qt  ")  // major brand
             w.writeUInt32(0x0000_0200)  // minor version
-            w.writeFourCC("qt  ")       // compatible brands
+            w.writeFourCC("qt  ")  // compatible brands
         }
     }
 
@@ -29,11 +29,13 @@ extension ByteWriter {
     // MARK: Movie
 
     /// The movie: header, tracks, and for a fragmented movie the `mvex` that announces fragments.
-    mutating func writeMOOV(tracks: [(header: TrackHeader, table: SampleTable)], creationTime: UInt32, fragmented: Bool) {
+    mutating func writeMOOV(tracks: [(header: TrackHeader, table: SampleTable)], creationTime: UInt32, fragmented: Bool)
+    {
         box("moov") { w in
             let durations = tracks.map { movieDuration(of: $0.header, $0.table) }
-            w.writeMVHD(creationTime: creationTime, duration: durations.max() ?? 0,
-                        nextTrackID: (tracks.map(\.header.trackID).max() ?? 0) + 1)
+            w.writeMVHD(
+                creationTime: creationTime, duration: durations.max() ?? 0,
+                nextTrackID: (tracks.map(\.header.trackID).max() ?? 0) + 1)
             for (track, duration) in zip(tracks, durations) {
                 w.writeTRAK(track.header, track.table, creationTime: creationTime, movieDuration: duration)
             }
@@ -44,14 +46,14 @@ extension ByteWriter {
     mutating func writeMVHD(creationTime: UInt32, duration: UInt64, nextTrackID: UInt32) {
         fullBox("mvhd") { w in
             w.writeUInt32(creationTime)
-            w.writeUInt32(creationTime)                 // modification time
+            w.writeUInt32(creationTime)  // modification time
             w.writeUInt32(UInt32(TimeScale.movie))
             w.writeUInt32(UInt32(clamping: duration))
-            w.writeFixed16_16(1)                        // preferred rate
-            w.writeFixed8_8(1)                          // preferred volume
-            w.writeZeros(10)                            // reserved
+            w.writeFixed16_16(1)  // preferred rate
+            w.writeFixed8_8(1)  // preferred volume
+            w.writeZeros(10)  // reserved
             w.writeMatrix(TrackHeader.identityMatrix)
-            w.writeZeros(24)                            // preview, poster, selection, current time
+            w.writeZeros(24)  // preview, poster, selection, current time
             w.writeUInt32(nextTrackID)
         }
     }
@@ -79,13 +81,13 @@ extension ByteWriter {
             w.writeUInt32(creationTime)
             w.writeUInt32(creationTime)
             w.writeUInt32(header.trackID)
-            w.writeUInt32(0)                            // reserved
+            w.writeUInt32(0)  // reserved
             w.writeUInt32(UInt32(clamping: duration))
-            w.writeZeros(8)                             // reserved
-            w.writeUInt16(0)                            // layer
-            w.writeUInt16(0)                            // alternate group
-            w.writeFixed8_8(header.kind == .audio ? 1 : 0) // volume
-            w.writeUInt16(0)                            // reserved
+            w.writeZeros(8)  // reserved
+            w.writeUInt16(0)  // layer
+            w.writeUInt16(0)  // alternate group
+            w.writeFixed8_8(header.kind == .audio ? 1 : 0)  // volume
+            w.writeUInt16(0)  // reserved
             w.writeMatrix(header.matrix)
             w.writeUInt32(header.width)
             w.writeUInt32(header.height)
@@ -106,7 +108,7 @@ extension ByteWriter {
     mutating func writeELSTEntry(duration: UInt64, mediaTime: Int32) {
         writeUInt32(UInt32(clamping: duration))
         writeInt32(mediaTime)
-        writeFixed16_16(1)                              // media rate
+        writeFixed16_16(1)  // media rate
     }
 
     mutating func writeMDIA(_ header: TrackHeader, _ table: SampleTable, creationTime: UInt32) {
@@ -126,8 +128,8 @@ extension ByteWriter {
             w.writeUInt32(creationTime)
             w.writeUInt32(timescale)
             w.writeUInt32(UInt32(clamping: duration))
-            w.writeUInt16(0x55C4)                       // language: ISO 639-2 "und", packed
-            w.writeUInt16(0)                            // quality
+            w.writeUInt16(0x55C4)  // language: ISO 639-2 "und", packed
+            w.writeUInt16(0)  // quality
         }
     }
 
@@ -136,7 +138,7 @@ extension ByteWriter {
         fullBox("hdlr") { w in
             w.writeFourCC(componentType)
             w.writeFourCC(subtype)
-            w.writeZeros(12)                            // manufacturer, flags, flags mask
+            w.writeZeros(12)  // manufacturer, flags, flags mask
             w.writePascalString(name)
         }
     }
@@ -155,15 +157,15 @@ extension ByteWriter {
 
     mutating func writeVMHD() {
         fullBox("vmhd", flags: 1) { w in
-            w.writeUInt16(0)                            // graphics mode: copy
-            w.writeZeros(6)                             // opcolor
+            w.writeUInt16(0)  // graphics mode: copy
+            w.writeZeros(6)  // opcolor
         }
     }
 
     mutating func writeSMHD() {
         fullBox("smhd") { w in
-            w.writeInt16(0)                             // balance
-            w.writeUInt16(0)                            // reserved
+            w.writeInt16(0)  // balance
+            w.writeUInt16(0)  // reserved
         }
     }
 
@@ -171,7 +173,7 @@ extension ByteWriter {
         box("dinf") { w in
             w.fullBox("dref") { w in
                 w.writeUInt32(1)
-                w.fullBox("url ", flags: 1) { _ in }    // self-contained: the data is in this file
+                w.fullBox("url ", flags: 1) { _ in }  // self-contained: the data is in this file
             }
         }
     }
@@ -223,7 +225,7 @@ extension ByteWriter {
             for run in runs {
                 w.writeUInt32(run.firstChunk)
                 w.writeUInt32(run.samplesPerChunk)
-                w.writeUInt32(1)                        // sample description index
+                w.writeUInt32(1)  // sample description index
             }
         }
     }
@@ -261,22 +263,22 @@ extension ByteWriter {
     /// The `avc1` sample entry with its `avcC`, and `colr`, `pasp`, `clap` when given.
     mutating func writeAVC1(_ video: VideoTrackFormat) {
         box("avc1") { w in
-            w.writeZeros(6)                             // reserved
-            w.writeUInt16(1)                            // data reference index
-            w.writeUInt16(0)                            // version
-            w.writeUInt16(0)                            // revision level
-            w.writeUInt32(0)                            // vendor
-            w.writeUInt32(0)                            // temporal quality
-            w.writeUInt32(0x200)                        // spatial quality: normal
+            w.writeZeros(6)  // reserved
+            w.writeUInt16(1)  // data reference index
+            w.writeUInt16(0)  // version
+            w.writeUInt16(0)  // revision level
+            w.writeUInt32(0)  // vendor
+            w.writeUInt32(0)  // temporal quality
+            w.writeUInt32(0x200)  // spatial quality: normal
             w.writeUInt16(UInt16(clamping: video.width))
             w.writeUInt16(UInt16(clamping: video.height))
-            w.writeFixed16_16(72)                       // horizontal resolution, dpi
-            w.writeFixed16_16(72)                       // vertical resolution, dpi
-            w.writeUInt32(0)                            // data size
-            w.writeUInt16(1)                            // frames per sample
+            w.writeFixed16_16(72)  // horizontal resolution, dpi
+            w.writeFixed16_16(72)  // vertical resolution, dpi
+            w.writeUInt32(0)  // data size
+            w.writeUInt16(1)  // frames per sample
             w.writePascalString("H.264", paddedTo: 32)  // compressor name
-            w.writeUInt16(0x18)                         // depth: colour, no alpha
-            w.writeInt16(-1)                            // colour table id: none
+            w.writeUInt16(0x18)  // depth: colour, no alpha
+            w.writeInt16(-1)  // colour table id: none
             w.writeAVCC(sps: video.sequenceParameterSet, pps: video.pictureParameterSet)
             if let color = video.color { w.writeCOLR(color) }
             if let aspect = video.pixelAspectRatio { w.writePASP(aspect) }
@@ -289,22 +291,22 @@ extension ByteWriter {
     /// format and bit depths read from the SPS.
     mutating func writeAVCC(sps: [UInt8], pps: [UInt8]) {
         box("avcC") { w in
-            w.writeUInt8(1)                             // configuration version
-            w.writeUInt8(sps.count > 1 ? sps[1] : 0)    // profile
-            w.writeUInt8(sps.count > 2 ? sps[2] : 0)    // profile compatibility
-            w.writeUInt8(sps.count > 3 ? sps[3] : 0)    // level
-            w.writeUInt8(0xFF)                          // 6 reserved bits, NAL length size − 1 = 3
-            w.writeUInt8(0xE1)                          // 3 reserved bits, one SPS
+            w.writeUInt8(1)  // configuration version
+            w.writeUInt8(sps.count > 1 ? sps[1] : 0)  // profile
+            w.writeUInt8(sps.count > 2 ? sps[2] : 0)  // profile compatibility
+            w.writeUInt8(sps.count > 3 ? sps[3] : 0)  // level
+            w.writeUInt8(0xFF)  // 6 reserved bits, NAL length size − 1 = 3
+            w.writeUInt8(0xE1)  // 3 reserved bits, one SPS
             w.writeUInt16(UInt16(sps.count))
             w.writeBytes(sps)
-            w.writeUInt8(1)                             // one PPS
+            w.writeUInt8(1)  // one PPS
             w.writeUInt16(UInt16(pps.count))
             w.writeBytes(pps)
             if let ext = HighProfileExtension(sps: sps) {
                 w.writeUInt8(0xFC | ext.chromaFormat)
                 w.writeUInt8(0xF8 | ext.bitDepthLumaMinus8)
                 w.writeUInt8(0xF8 | ext.bitDepthChromaMinus8)
-                w.writeUInt8(0)                         // no SPS extensions
+                w.writeUInt8(0)  // no SPS extensions
             }
         }
     }
@@ -337,16 +339,16 @@ extension ByteWriter {
     /// The version 0 sound description for 16-bit little-endian PCM.
     mutating func writeSOWT(_ audio: AudioTrackFormat) {
         box("sowt") { w in
-            w.writeZeros(6)                             // reserved
-            w.writeUInt16(1)                            // data reference index
-            w.writeUInt16(0)                            // version
-            w.writeUInt16(0)                            // revision level
-            w.writeUInt32(0)                            // vendor
+            w.writeZeros(6)  // reserved
+            w.writeUInt16(1)  // data reference index
+            w.writeUInt16(0)  // version
+            w.writeUInt16(0)  // revision level
+            w.writeUInt32(0)  // vendor
             w.writeUInt16(UInt16(audio.channels))
-            w.writeUInt16(16)                           // sample size, bits
-            w.writeInt16(0)                             // compression id
-            w.writeUInt16(0)                            // packet size
-            w.writeUInt32(UInt32(audio.sampleRate) << 16) // sample rate, 16.16
+            w.writeUInt16(16)  // sample size, bits
+            w.writeInt16(0)  // compression id
+            w.writeUInt16(0)  // packet size
+            w.writeUInt32(UInt32(audio.sampleRate) << 16)  // sample rate, 16.16
         }
     }
 
@@ -361,10 +363,10 @@ extension ByteWriter {
     mutating func writeTREX(trackID: UInt32) {
         fullBox("trex") { w in
             w.writeUInt32(trackID)
-            w.writeUInt32(1)                            // default sample description index
-            w.writeUInt32(0)                            // default sample duration
-            w.writeUInt32(0)                            // default sample size
-            w.writeUInt32(0)                            // default sample flags
+            w.writeUInt32(1)  // default sample description index
+            w.writeUInt32(0)  // default sample duration
+            w.writeUInt32(0)  // default sample size
+            w.writeUInt32(0)  // default sample flags
         }
     }
 
@@ -429,5 +431,6 @@ enum SampleFlags {
 func movieDuration(of header: TrackHeader, _ table: SampleTable) -> UInt64 {
     guard header.timescale > 0 else { return header.startDelay }
     let media = table.mediaDuration
-    return header.startDelay + (media * UInt64(TimeScale.movie) + UInt64(header.timescale) / 2) / UInt64(header.timescale)
+    return header.startDelay + (media * UInt64(TimeScale.movie) + UInt64(header.timescale) / 2)
+        / UInt64(header.timescale)
 }

@@ -9,8 +9,10 @@ import Media
 ///    (`moov` → `free`), and sync. Until the header is hidden the file still opens as the
 ///    fragmented movie it was; a stop part-way leaves a file repair finishes the same way.
 enum MovieFinish {
-    static func finish(_ file: any MovieOutput, tracks: [(header: TrackHeader, table: SampleTable)], creationTime: UInt32,
-                       fragmentBoxes: [UInt64], fragmentedHeader: UInt64?) throws(FileError) {
+    static func finish(
+        _ file: any MovieOutput, tracks: [(header: TrackHeader, table: SampleTable)], creationTime: UInt32,
+        fragmentBoxes: [UInt64], fragmentedHeader: UInt64?
+    ) throws(FileError) {
         try file.synchronize()
         var moov = ByteWriter(reservingCapacity: 4096 + tracks.reduce(0) { $0 + $1.table.sampleCount * 12 })
         moov.writeMOOV(tracks: tracks, creationTime: creationTime, fragmented: false)

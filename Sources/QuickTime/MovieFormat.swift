@@ -34,7 +34,10 @@ public struct CleanAperture: Hashable, Sendable {
     public var height: Rational
     public var horizontalOffset: Rational
     public var verticalOffset: Rational
-    public init(width: Rational, height: Rational, horizontalOffset: Rational = Rational(0, 1), verticalOffset: Rational = Rational(0, 1)) {
+    public init(
+        width: Rational, height: Rational, horizontalOffset: Rational = Rational(0, 1),
+        verticalOffset: Rational = Rational(0, 1)
+    ) {
         self.width = width
         self.height = height
         self.horizontalOffset = horizontalOffset
@@ -72,9 +75,11 @@ public struct VideoTrackFormat: Hashable, Sendable {
     public var cleanAperture: CleanAperture?
     public var color: ColorDescription?
 
-    public init(width: Int, height: Int, sequenceParameterSet: [UInt8], pictureParameterSet: [UInt8],
-                rotation: Rotation = .none, pixelAspectRatio: PixelAspectRatio? = nil,
-                cleanAperture: CleanAperture? = nil, color: ColorDescription? = nil) {
+    public init(
+        width: Int, height: Int, sequenceParameterSet: [UInt8], pictureParameterSet: [UInt8],
+        rotation: Rotation = .none, pixelAspectRatio: PixelAspectRatio? = nil,
+        cleanAperture: CleanAperture? = nil, color: ColorDescription? = nil
+    ) {
         self.width = width
         self.height = height
         self.sequenceParameterSet = sequenceParameterSet

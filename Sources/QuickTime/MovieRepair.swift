@@ -77,21 +77,30 @@ public enum MovieRepair {
 
         do {
             if file.length != plan.keepLength { try file.truncate(to: plan.keepLength) }
-            try MovieFinish.finish(file, tracks: plan.tracks, creationTime: plan.creationTime,
-                                   fragmentBoxes: plan.liveFragmentBoxes, fragmentedHeader: plan.liveHeaderOffset)
+            try MovieFinish.finish(
+                file, tracks: plan.tracks, creationTime: plan.creationTime,
+                fragmentBoxes: plan.liveFragmentBoxes, fragmentedHeader: plan.liveHeaderOffset)
         } catch {
-            throw MovieRepairError(path: path, problem: "\(error.description) — the file is still an interrupted movie; free some space or fix the disk and repair it again", kind: .inputOutput)
+            throw MovieRepairError(
+                path: path,
+                problem:
+                    "\(error.description) — the file is still an interrupted movie; free some space or fix the disk and repair it again",
+                kind: .inputOutput)
         }
         let videoTrack = plan.tracks.first { $0.header.kind == .video }
         let video = videoTrack?.table.sampleCount ?? 0
         let audio = plan.tracks.first { $0.header.kind == .audio }?.table.sampleCount ?? 0
-        let duration = videoTrack.map { track in
-            Timestamp.Duration(nanoseconds: Rational.scale(Int64(clamping: track.table.mediaDuration), by: 1_000_000_000,
-                                                           over: Int64(max(1, track.header.timescale))))
-        } ?? .zero
-        return MovieRepairReport(fragments: plan.fragments.count, videoFrames: video, audioFrames: audio,
-                                 discardedBytes: plan.originalLength - plan.keepLength, videoDuration: duration, bytes: file.length,
-                                 created: date(fromQuickTimeSeconds: plan.creationTime))
+        let duration =
+            videoTrack.map { track in
+                Timestamp.Duration(
+                    nanoseconds: Rational.scale(
+                        Int64(clamping: track.table.mediaDuration), by: 1_000_000_000,
+                        over: Int64(max(1, track.header.timescale))))
+            } ?? .zero
+        return MovieRepairReport(
+            fragments: plan.fragments.count, videoFrames: video, audioFrames: audio,
+            discardedBytes: plan.originalLength - plan.keepLength, videoDuration: duration, bytes: file.length,
+            created: date(fromQuickTimeSeconds: plan.creationTime))
     }
 
     // MARK: Planning
@@ -118,7 +127,8 @@ public enum MovieRepair {
     private static func open(_ path: String, _ opener: Opener) throws(MovieRepairError) -> any MovieFile {
         do { return try opener(path) } catch {
             if error.isMissing { throw MovieRepairError(path: path, problem: "no such file", kind: .noSuchFile) }
-            throw MovieRepairError(path: path, problem: "cannot open it for repair: \(error.reason)", kind: .inputOutput)
+            throw MovieRepairError(
+                path: path, problem: "cannot open it for repair: \(error.reason)", kind: .inputOutput)
         }
     }
 
@@ -151,9 +161,13 @@ public enum MovieRepair {
     /// Works out everything a repair would write; nil when the movie is already complete.
     static func makePlan(_ file: any MovieFile, path: String) throws(MovieRepairError) -> Plan? {
         func fail(_ problem: String) -> MovieRepairError { MovieRepairError(path: path, problem: problem) }
-        func nothing(_ problem: String) -> MovieRepairError { MovieRepairError(path: path, problem: problem, kind: .nothingRecorded) }
+        func nothing(_ problem: String) -> MovieRepairError {
+            MovieRepairError(path: path, problem: problem, kind: .nothingRecorded)
+        }
         func readBody(_ box: TopLevelBox) throws(MovieRepairError) -> [UInt8] {
-            guard box.size <= 64 << 20 else { throw fail("its \(box.type) box of \(box.size) bytes is too large to be a movie header") }
+            guard box.size <= 64 << 20 else {
+                throw fail("its \(box.type) box of \(box.size) bytes is too large to be a movie header")
+            }
             do { return try file.read(at: box.offset, count: Int(box.size)) } catch {
                 throw MovieRepairError(path: path, problem: "cannot read it: \(error.reason)", kind: .inputOutput)
             }
@@ -165,11 +179,15 @@ public enum MovieRepair {
         }
         let boxes = scan.boxes
         guard let first = boxes.first, first.type == "ftyp" else {
-            if file.length == 0 { throw nothing("the file is empty: recording stopped before anything was written; nothing to recover") }
+            if file.length == 0 {
+                throw nothing("the file is empty: recording stopped before anything was written; nothing to recover")
+            }
             // Cut inside the file type box, the first bytes Vigil writes.
             var ftyp = ByteWriter()
             ftyp.writeFTYP()
-            if file.length < UInt64(ftyp.count), let bytes = try? file.read(at: 0, count: Int(file.length)), ftyp.bytes.starts(with: bytes) {
+            if file.length < UInt64(ftyp.count), let bytes = try? file.read(at: 0, count: Int(file.length)),
+                ftyp.bytes.starts(with: bytes)
+            {
                 throw nothing("only the first \(file.length) bytes of the movie were written; nothing to recover")
             }
             throw fail("not a QuickTime movie (it does not start with an ftyp box)")
@@ -186,7 +204,9 @@ public enum MovieRepair {
             if let moof = pendingMoof {
                 pendingMoof = nil
                 if box.type == "mdat" {
-                    guard index == nil else { throw fail("a fragment follows the movie index; this is not a layout Vigil writes") }
+                    guard index == nil else {
+                        throw fail("a fragment follows the movie index; this is not a layout Vigil writes")
+                    }
                     fragments.append((moof.box, moof.bytes, moof.live, box))
                     lastKept = box.end
                     continue
@@ -212,12 +232,15 @@ public enum MovieRepair {
                 if children?.first?.type == "mfhd" {
                     pendingMoof = (box, bytes, false)
                 } else if children?.first?.type == "mvhd", header == nil,
-                          findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil {
+                    findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil
+                {
                     header = (box, bytes, false)
                     lastKept = box.end
                 }
             case "mdat":
-                if index == nil && header != nil { throw fail("media data at offset \(box.offset) belongs to no fragment") }
+                if index == nil && header != nil {
+                    throw fail("media data at offset \(box.offset) belongs to no fragment")
+                }
             default:
                 if header != nil && index == nil {
                     throw fail("an unexpected \(box.type) box at offset \(box.offset) among the fragments")
@@ -243,7 +266,8 @@ public enum MovieRepair {
             throw boxes.count == 1 ? nothing(problem) : fail(problem)
         }
         guard !fragments.isEmpty else {
-            let problem = "no complete fragment: recording stopped before its first second was written; nothing to recover"
+            let problem =
+                "no complete fragment: recording stopped before its first second was written; nothing to recover"
             // The header, and at most the start of the first fragment after it.
             let onlyTheFirstWrite = index == nil && (boxes.count == 2 || (boxes.count == 3 && pendingMoof != nil))
             throw onlyTheFirstWrite ? nothing(problem) : fail(problem)
@@ -251,16 +275,25 @@ public enum MovieRepair {
 
         // Tracks from the header, samples from the fragments.
         let headerBody = header.box.headerSize..<header.bytes.count
-        guard let mvhd = findBox(["mvhd"], in: header.bytes, range: headerBody) else { throw fail("its movie header has no mvhd") }
+        guard let mvhd = findBox(["mvhd"], in: header.bytes, range: headerBody) else {
+            throw fail("its movie header has no mvhd")
+        }
         var mvhdReader = ByteReader(header.bytes, range: mvhd.body)
         guard let mvhdVersion = mvhdReader.readVersionAndFlags()?.version, mvhdVersion == 0,
-              let creationTime = mvhdReader.readUInt32() else { throw fail("its mvhd is not a version 0 movie header") }
-        guard let trakBoxes = childBoxes(of: header.bytes, in: headerBody)?.filter({ $0.type == "trak" }), !trakBoxes.isEmpty else {
+            let creationTime = mvhdReader.readUInt32()
+        else { throw fail("its mvhd is not a version 0 movie header") }
+        guard let trakBoxes = childBoxes(of: header.bytes, in: headerBody)?.filter({ $0.type == "trak" }),
+            !trakBoxes.isEmpty
+        else {
             throw fail("its movie header has no tracks")
         }
         var tracks: [(header: TrackHeader, table: SampleTable, bytesPerFrame: Int)] = []
         for trak in trakBoxes {
-            guard let track = parseTrack(header.bytes, trak) else { throw fail("cannot read the track at offset \(header.box.offset + UInt64(trak.range.lowerBound)) of its movie header") }
+            guard let track = parseTrack(header.bytes, trak) else {
+                throw fail(
+                    "cannot read the track at offset \(header.box.offset + UInt64(trak.range.lowerBound)) of its movie header"
+                )
+            }
             tracks.append(track)
         }
 
@@ -272,10 +305,14 @@ public enum MovieRepair {
             }
             for run in runs {
                 guard let t = tracks.firstIndex(where: { $0.header.trackID == run.trackID }) else {
-                    throw fail("the fragment at offset \(fragment.moof.offset) names track \(run.trackID), which the header does not have")
+                    throw fail(
+                        "the fragment at offset \(fragment.moof.offset) names track \(run.trackID), which the header does not have"
+                    )
                 }
                 let dataEnd = run.dataOffset + run.samples.reduce(0) { $0 + UInt64($1.size) }
-                guard run.dataOffset >= fragment.mdat.offset + UInt64(fragment.mdat.headerSize), dataEnd <= fragment.mdat.end else {
+                guard run.dataOffset >= fragment.mdat.offset + UInt64(fragment.mdat.headerSize),
+                    dataEnd <= fragment.mdat.end
+                else {
                     throw fail("the fragment at offset \(fragment.moof.offset) points outside its media data")
                 }
                 // A sample longer than a minute is corruption, not a recording.
@@ -285,12 +322,15 @@ public enum MovieRepair {
                 }
                 switch tracks[t].header.kind {
                 case .video:
-                    tracks[t].table.appendVideoChunk(offset: run.dataOffset, samples: run.samples.map { ($0.size, $0.duration, $0.isSync) })
+                    tracks[t].table.appendVideoChunk(
+                        offset: run.dataOffset, samples: run.samples.map { ($0.size, $0.duration, $0.isSync) })
                 case .audio:
                     let perFrame = tracks[t].bytesPerFrame
                     let rate = Int(tracks[t].header.timescale)
                     guard run.samples.allSatisfy({ Int($0.size) == Int($0.duration) * perFrame }) else {
-                        throw fail("the audio in the fragment at offset \(fragment.moof.offset) is not 16-bit PCM as described")
+                        throw fail(
+                            "the audio in the fragment at offset \(fragment.moof.offset) is not 16-bit PCM as described"
+                        )
                     }
                     if firstAudioTime[run.trackID] == nil { firstAudioTime[run.trackID] = run.baseMediaDecodeTime }
                     let frames = run.samples.reduce(0) { $0 + Int($1.duration) }
@@ -300,42 +340,53 @@ public enum MovieRepair {
         }
         for i in tracks.indices where tracks[i].header.kind == .audio {
             let start = Int64(clamping: firstAudioTime[tracks[i].header.trackID] ?? 0)
-            tracks[i].header.startDelay = UInt64(max(0, Rational.scale(start, by: TimeScale.movie, over: Int64(tracks[i].header.timescale))))
+            tracks[i].header.startDelay = UInt64(
+                max(0, Rational.scale(start, by: TimeScale.movie, over: Int64(tracks[i].header.timescale))))
         }
         let finalTracks = tracks.filter { $0.table.sampleCount > 0 }.map { ($0.header, $0.table) }
         guard finalTracks.contains(where: { $0.0.kind == .video }) else {
             throw fail("its fragments hold no video samples; nothing to recover")
         }
-        return Plan(tracks: finalTracks, creationTime: creationTime,
-                    fragments: fragments.map(\.moof),
-                    liveFragmentBoxes: fragments.filter(\.live).map(\.moof.offset),
-                    liveHeaderOffset: header.live ? header.box.offset : nil,
-                    keepLength: lastKept, originalLength: file.length)
+        return Plan(
+            tracks: finalTracks, creationTime: creationTime,
+            fragments: fragments.map(\.moof),
+            liveFragmentBoxes: fragments.filter(\.live).map(\.moof.offset),
+            liveHeaderOffset: header.live ? header.box.offset : nil,
+            keepLength: lastKept, originalLength: file.length)
     }
 
     /// A track's header fields and sample description, from a `trak` of the header `moov`.
-    private static func parseTrack(_ bytes: [UInt8], _ trak: ChildBox) -> (header: TrackHeader, table: SampleTable, bytesPerFrame: Int)? {
+    private static func parseTrack(
+        _ bytes: [UInt8], _ trak: ChildBox
+    ) -> (header: TrackHeader, table: SampleTable, bytesPerFrame: Int)? {
         guard let tkhd = findBox(["tkhd"], in: bytes, range: trak.body),
-              let mdhd = findBox(["mdia", "mdhd"], in: bytes, range: trak.body),
-              let hdlr = findBox(["mdia", "hdlr"], in: bytes, range: trak.body),
-              let stsd = findBox(["mdia", "minf", "stbl", "stsd"], in: bytes, range: trak.body) else { return nil }
+            let mdhd = findBox(["mdia", "mdhd"], in: bytes, range: trak.body),
+            let hdlr = findBox(["mdia", "hdlr"], in: bytes, range: trak.body),
+            let stsd = findBox(["mdia", "minf", "stbl", "stsd"], in: bytes, range: trak.body)
+        else { return nil }
         var r = ByteReader(bytes, range: tkhd.body)
         guard let (version, _) = r.readVersionAndFlags(), version == 0, r.skip(8),
-              let trackID = r.readUInt32(), r.skip(4 + 4 + 8 + 2 + 2 + 2 + 2) else { return nil }
+            let trackID = r.readUInt32(), r.skip(4 + 4 + 8 + 2 + 2 + 2 + 2)
+        else { return nil }
         var matrix: [Int32] = []
-        for _ in 0..<9 { guard let v = r.readInt32() else { return nil }; matrix.append(v) }
+        for _ in 0..<9 {
+            guard let v = r.readInt32() else { return nil }
+            matrix.append(v)
+        }
         guard let width = r.readUInt32(), let height = r.readUInt32() else { return nil }
 
         var m = ByteReader(bytes, range: mdhd.body)
         guard let (mdhdVersion, _) = m.readVersionAndFlags(), mdhdVersion == 0, m.skip(8),
-              let timescale = m.readUInt32(), timescale > 0 else { return nil }
+            let timescale = m.readUInt32(), timescale > 0
+        else { return nil }
 
         var h = ByteReader(bytes, range: hdlr.body)
         guard h.readVersionAndFlags() != nil, h.skip(4), let subtype = h.readUInt32() else { return nil }
 
         var s = ByteReader(bytes, range: stsd.body)
         guard s.readVersionAndFlags() != nil, let count = s.readUInt32(), count == 1,
-              let entries = childBoxes(of: bytes, in: s.position..<stsd.body.upperBound), entries.count == 1 else { return nil }
+            let entries = childBoxes(of: bytes, in: s.position..<stsd.body.upperBound), entries.count == 1
+        else { return nil }
         let entry = entries[0]
         let sampleEntry = Array(bytes[entry.range])
 
@@ -349,15 +400,17 @@ public enum MovieRepair {
             guard entry.type == "sowt" else { return nil }
             var e = ByteReader(bytes, range: entry.body)
             guard e.skip(6 + 2 + 2 + 2 + 4), let channels = e.readUInt16(), let bits = e.readUInt16(),
-                  bits == 16, channels == 1 || channels == 2 else { return nil }
+                bits == 16, channels == 1 || channels == 2
+            else { return nil }
             bytesPerFrame = Int(channels) * 2
             kind = .audio
         default:
             return nil
         }
-        let header = TrackHeader(trackID: trackID, kind: kind, timescale: timescale,
-                                 width: width, height: height,
-                                 matrix: matrix, sampleEntry: sampleEntry)
+        let header = TrackHeader(
+            trackID: trackID, kind: kind, timescale: timescale,
+            width: width, height: height,
+            matrix: matrix, sampleEntry: sampleEntry)
         let table: SampleTable = kind == .video ? .emptyVideo() : .emptyAudio(bytesPerFrame: bytesPerFrame)
         return (header, table, bytesPerFrame)
     }
@@ -374,32 +427,53 @@ public enum MovieRepair {
 
     /// The track runs of one `moof` (or of a `free` box that was one), with absolute offsets.
     static func parseFragment(_ bytes: [UInt8], box: TopLevelBox) throws(FragmentError) -> [TrackRun] {
-        guard let children = childBoxes(of: bytes, in: box.headerSize..<bytes.count) else { throw FragmentError(problem: "its boxes do not nest") }
+        guard let children = childBoxes(of: bytes, in: box.headerSize..<bytes.count) else {
+            throw FragmentError(problem: "its boxes do not nest")
+        }
         var runs: [TrackRun] = []
         for traf in children where traf.type == "traf" {
             guard let trafChildren = childBoxes(of: bytes, in: traf.body),
-                  let tfhd = trafChildren.first(where: { $0.type == "tfhd" }) else { throw FragmentError(problem: "a track fragment has no tfhd") }
+                let tfhd = trafChildren.first(where: { $0.type == "tfhd" })
+            else { throw FragmentError(problem: "a track fragment has no tfhd") }
             var h = ByteReader(bytes, range: tfhd.body)
-            guard let (_, flags) = h.readVersionAndFlags(), let trackID = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }
+            guard let (_, flags) = h.readVersionAndFlags(), let trackID = h.readUInt32() else {
+                throw FragmentError(problem: "short tfhd")
+            }
             var base = box.offset
-            if flags & 0x01 != 0 { guard let b = h.readUInt64() else { throw FragmentError(problem: "short tfhd") }; base = b }
+            if flags & 0x01 != 0 {
+                guard let b = h.readUInt64() else { throw FragmentError(problem: "short tfhd") }
+                base = b
+            }
             if flags & 0x02 != 0 { guard h.skip(4) else { throw FragmentError(problem: "short tfhd") } }
             var defaultDuration: UInt32 = 0, defaultSize: UInt32 = 0, defaultFlags: UInt32 = 0
-            if flags & 0x08 != 0 { guard let v = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }; defaultDuration = v }
-            if flags & 0x10 != 0 { guard let v = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }; defaultSize = v }
-            if flags & 0x20 != 0 { guard let v = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }; defaultFlags = v }
+            if flags & 0x08 != 0 {
+                guard let v = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }
+                defaultDuration = v
+            }
+            if flags & 0x10 != 0 {
+                guard let v = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }
+                defaultSize = v
+            }
+            if flags & 0x20 != 0 {
+                guard let v = h.readUInt32() else { throw FragmentError(problem: "short tfhd") }
+                defaultFlags = v
+            }
 
             var decodeTime: UInt64 = 0
             if let tfdt = trafChildren.first(where: { $0.type == "tfdt" }) {
                 var t = ByteReader(bytes, range: tfdt.body)
                 guard let (version, _) = t.readVersionAndFlags() else { throw FragmentError(problem: "short tfdt") }
-                guard let v = version == 1 ? t.readUInt64() : t.readUInt32().map(UInt64.init) else { throw FragmentError(problem: "short tfdt") }
+                guard let v = version == 1 ? t.readUInt64() : t.readUInt32().map(UInt64.init) else {
+                    throw FragmentError(problem: "short tfdt")
+                }
                 decodeTime = v
             }
             var nextData = base
             for trun in trafChildren where trun.type == "trun" {
                 var t = ByteReader(bytes, range: trun.body)
-                guard let (_, runFlags) = t.readVersionAndFlags(), let count = t.readUInt32() else { throw FragmentError(problem: "short trun") }
+                guard let (_, runFlags) = t.readVersionAndFlags(), let count = t.readUInt32() else {
+                    throw FragmentError(problem: "short trun")
+                }
                 var dataOffset = nextData
                 if runFlags & TrackRunFlags.dataOffset != 0 {
                     guard let o = t.readInt32() else { throw FragmentError(problem: "short trun") }
@@ -413,7 +487,11 @@ public enum MovieRepair {
                     guard let f = t.readUInt32() else { throw FragmentError(problem: "short trun") }
                     firstFlags = f
                 }
-                let perSample = [TrackRunFlags.sampleDuration, TrackRunFlags.sampleSize, TrackRunFlags.sampleFlags, TrackRunFlags.sampleCompositionOffset]
+                let perSample =
+                    [
+                        TrackRunFlags.sampleDuration, TrackRunFlags.sampleSize, TrackRunFlags.sampleFlags,
+                        TrackRunFlags.sampleCompositionOffset,
+                    ]
                     .filter { runFlags & $0 != 0 }.count * 4
                 // Bound the count by the bytes that describe the samples (or a sane maximum when
                 // every sample takes the defaults), so a corrupt count cannot exhaust memory.
@@ -423,17 +501,33 @@ public enum MovieRepair {
                 var samples: [FragmentSample] = []
                 samples.reserveCapacity(Int(count))
                 for i in 0..<Int(count) {
-                    var duration = defaultDuration, size = defaultSize, sampleFlags = i == 0 ? (firstFlags ?? defaultFlags) : defaultFlags
-                    if runFlags & TrackRunFlags.sampleDuration != 0 { guard let v = t.readUInt32() else { throw FragmentError(problem: "short trun") }; duration = v }
-                    if runFlags & TrackRunFlags.sampleSize != 0 { guard let v = t.readUInt32() else { throw FragmentError(problem: "short trun") }; size = v }
-                    if runFlags & TrackRunFlags.sampleFlags != 0 { guard let v = t.readUInt32() else { throw FragmentError(problem: "short trun") }; sampleFlags = v }
+                    var duration = defaultDuration, size = defaultSize,
+                        sampleFlags = i == 0 ? (firstFlags ?? defaultFlags) : defaultFlags
+                    if runFlags & TrackRunFlags.sampleDuration != 0 {
+                        guard let v = t.readUInt32() else { throw FragmentError(problem: "short trun") }
+                        duration = v
+                    }
+                    if runFlags & TrackRunFlags.sampleSize != 0 {
+                        guard let v = t.readUInt32() else { throw FragmentError(problem: "short trun") }
+                        size = v
+                    }
+                    if runFlags & TrackRunFlags.sampleFlags != 0 {
+                        guard let v = t.readUInt32() else { throw FragmentError(problem: "short trun") }
+                        sampleFlags = v
+                    }
                     if runFlags & TrackRunFlags.sampleCompositionOffset != 0 {
                         throw FragmentError(problem: "composition offsets (B-frames), which Vigil never writes")
                     }
-                    samples.append(FragmentSample(duration: duration, size: size, isSync: sampleFlags & SampleFlags.nonSyncBit == 0))
+                    samples.append(
+                        FragmentSample(
+                            duration: duration, size: size, isSync: sampleFlags & SampleFlags.nonSyncBit == 0))
                 }
-                guard dataOffset < 1 << 62, decodeTime < 1 << 62 else { throw FragmentError(problem: "offsets or times past any file") }
-                runs.append(TrackRun(trackID: trackID, baseMediaDecodeTime: decodeTime, dataOffset: dataOffset, samples: samples))
+                guard dataOffset < 1 << 62, decodeTime < 1 << 62 else {
+                    throw FragmentError(problem: "offsets or times past any file")
+                }
+                runs.append(
+                    TrackRun(
+                        trackID: trackID, baseMediaDecodeTime: decodeTime, dataOffset: dataOffset, samples: samples))
                 // Sizes and durations are 32-bit and a run has at most 2^20 samples: no overflow.
                 nextData = dataOffset + samples.reduce(0) { $0 + UInt64($1.size) }
                 decodeTime += samples.reduce(0) { $0 + UInt64($1.duration) }

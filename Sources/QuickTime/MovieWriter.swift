@@ -69,7 +69,10 @@ public final class MovieWriter {
     private var nextSequenceNumber: UInt32 = 1
 
     // Video: GOPs given but not yet on disk (after a failed write), and the index.
-    private struct Run { var gop: GOP; var durations: [UInt32] }
+    private struct Run {
+        var gop: GOP
+        var durations: [UInt32]
+    }
     private var videoStart: Timestamp?
     private var lastVideoTime: Timestamp?
     private var pendingRuns: [Run] = []
@@ -79,7 +82,7 @@ public final class MovieWriter {
 
     // Audio: frames received (including silence inserted for gaps) not yet written.
     private var earlyAudio: [(bytes: [UInt8], time: Timestamp)] = []
-    private var audioStartFrames: Int64?   // audio start, in audio frames after the video start
+    private var audioStartFrames: Int64?  // audio start, in audio frames after the video start
     private var audioFramesReceived: Int64 = 0
     private var audioFramesWritten: Int64 = 0
     private var pendingAudio: [UInt8] = []
@@ -99,7 +102,8 @@ public final class MovieWriter {
             throw .unsupportedVideo("a picture of \(video.width)×\(video.height) pixels")
         }
         guard video.sequenceParameterSet.count >= 4, video.sequenceParameterSet.count <= 65535,
-              !video.pictureParameterSet.isEmpty, video.pictureParameterSet.count <= 65535 else {
+            !video.pictureParameterSet.isEmpty, video.pictureParameterSet.count <= 65535
+        else {
             throw .unsupportedVideo("the SPS and PPS are missing or malformed")
         }
         if let audio = description.audio {
@@ -130,7 +134,8 @@ public final class MovieWriter {
 
     /// How much video the fragments on disk hold, from the first frame to the end of the last.
     public var durationWritten: Timestamp.Duration {
-        Timestamp.Duration(nanoseconds: Rational.scale(Int64(videoDecodeTime), by: 1_000_000_000, over: TimeScale.video))
+        Timestamp.Duration(
+            nanoseconds: Rational.scale(Int64(videoDecodeTime), by: 1_000_000_000, over: TimeScale.video))
     }
 
     // MARK: Input
@@ -149,7 +154,9 @@ public final class MovieWriter {
         let isFirst = videoStart == nil
         videoStart = start
         lastVideoTime = gop.lastTime
-        func ticks(_ t: Timestamp) -> Int64 { Timestamp(nanoseconds: (t - start).nanoseconds).ticks(timescale: TimeScale.video) }
+        func ticks(_ t: Timestamp) -> Int64 {
+            Timestamp(nanoseconds: (t - start).nanoseconds).ticks(timescale: TimeScale.video)
+        }
         let sampleTicks = gop.samples.map { ticks($0.pts) }
         var durations: [UInt32] = []
         durations.reserveCapacity(sampleTicks.count)
@@ -234,11 +241,13 @@ public final class MovieWriter {
         try writePendingRuns()
         // Sound that came in after the last frame stops showing is not part of the movie.
         let bytesPerFrame = description.audio?.bytesPerFrame ?? 1
-        pendingAudio.removeLast(pendingAudio.count - audioFramesCovered(untilVideoTicks: videoDecodeTime) * bytesPerFrame)
+        pendingAudio.removeLast(
+            pendingAudio.count - audioFramesCovered(untilVideoTicks: videoDecodeTime) * bytesPerFrame)
         if !pendingAudio.isEmpty { try writeFragment(nil) }
         do {
-            try MovieFinish.finish(output, tracks: finalTracks(), creationTime: creationTime,
-                                   fragmentBoxes: moofOffsets, fragmentedHeader: headerMoovOffset)
+            try MovieFinish.finish(
+                output, tracks: finalTracks(), creationTime: creationTime,
+                fragmentBoxes: moofOffsets, fragmentedHeader: headerMoovOffset)
             try output.close()
         } catch {
             throw .file(error)
@@ -289,19 +298,22 @@ public final class MovieWriter {
         let width = TrackHeader.fixed(displayWidth), height = TrackHeader.fixed(Double(v.height))
         var entry = ByteWriter()
         entry.writeAVC1(v)
-        return TrackHeader(trackID: 1, kind: .video, timescale: UInt32(TimeScale.video),
-                           width: width, height: height,
-                           matrix: TrackHeader.matrix(for: v.rotation, width: width, height: height),
-                           sampleEntry: entry.bytes)
+        return TrackHeader(
+            trackID: 1, kind: .video, timescale: UInt32(TimeScale.video),
+            width: width, height: height,
+            matrix: TrackHeader.matrix(for: v.rotation, width: width, height: height),
+            sampleEntry: entry.bytes)
     }
 
     private func audioHeader(_ audio: AudioTrackFormat) -> TrackHeader {
         var entry = ByteWriter()
         entry.writeSOWT(audio)
-        var header = TrackHeader(trackID: 2, kind: .audio, timescale: UInt32(audio.sampleRate),
-                                 width: 0, height: 0, matrix: TrackHeader.identityMatrix, sampleEntry: entry.bytes)
+        var header = TrackHeader(
+            trackID: 2, kind: .audio, timescale: UInt32(audio.sampleRate),
+            width: 0, height: 0, matrix: TrackHeader.identityMatrix, sampleEntry: entry.bytes)
         let startFrames = audioStartFrames ?? 0
-        header.startDelay = UInt64(max(0, Rational.scale(startFrames, by: TimeScale.movie, over: Int64(audio.sampleRate))))
+        header.startDelay = UInt64(
+            max(0, Rational.scale(startFrames, by: TimeScale.movie, over: Int64(audio.sampleRate))))
         return header
     }
 
@@ -325,25 +337,32 @@ public final class MovieWriter {
             var tracks = [(header: videoHeader(), table: SampleTable.emptyVideo())]
             if let audio = description.audio {
                 var header = audioHeader(audio)
-                header.startDelay = 0 // while fragmented, the audio start is its first tfdt
+                header.startDelay = 0  // while fragmented, the audio start is its first tfdt
                 tracks.append((header, .emptyAudio(bytesPerFrame: audio.bytesPerFrame)))
             }
             prefix.writeMOOV(tracks: tracks, creationTime: creationTime, fragmented: true)
         }
         let moofOffset = output.length + UInt64(prefix.count)
 
-        let videoSamples = run.map { r in
-            zip(r.gop.samples, r.durations).map { FragmentSample(duration: $1, size: UInt32($0.data.count), isSync: $0.isKeyframe) }
-        } ?? []
+        let videoSamples =
+            run.map { r in
+                zip(r.gop.samples, r.durations).map {
+                    FragmentSample(duration: $1, size: UInt32($0.data.count), isSync: $0.isKeyframe)
+                }
+            } ?? []
         let videoBytes = videoSamples.reduce(0) { $0 + Int($1.size) }
         // The sound up to where the video ends once this fragment is written; sound beyond it
         // (a microphone runs ahead of the encoder) waits for the next fragment, so a fragment's
         // sound never outlasts its video.
-        let audioFrames = audioFramesCovered(untilVideoTicks: videoDecodeTime + (run?.durations.reduce(0) { $0 + UInt64($1) } ?? 0))
+        let audioFrames = audioFramesCovered(
+            untilVideoTicks: videoDecodeTime + (run?.durations.reduce(0) { $0 + UInt64($1) } ?? 0))
         let audioBytes = audioFrames * (description.audio?.bytesPerFrame ?? 1)
-        let audioSamples: [FragmentSample] = stride(from: 0, to: audioFrames, by: MovieWriter.audioFramesPerFragmentSample).map { first in
+        let audioSamples: [FragmentSample] = stride(
+            from: 0, to: audioFrames, by: MovieWriter.audioFramesPerFragmentSample
+        ).map { first in
             let n = min(MovieWriter.audioFramesPerFragmentSample, audioFrames - first)
-            return FragmentSample(duration: UInt32(n), size: UInt32(n * (description.audio?.bytesPerFrame ?? 1)), isSync: true)
+            return FragmentSample(
+                duration: UInt32(n), size: UInt32(n * (description.audio?.bytesPerFrame ?? 1)), isSync: true)
         }
 
         var moof = ByteWriter(reservingCapacity: 256 + videoSamples.count * 12)
@@ -394,11 +413,14 @@ public final class MovieWriter {
         nextSequenceNumber += 1
         let absoluteData = moofOffset + UInt64(dataStart)
         if let run {
-            videoTable.appendVideoChunk(offset: absoluteData, samples: zip(run.gop.samples, run.durations).map { (UInt32($0.data.count), $1, $0.isKeyframe) })
+            videoTable.appendVideoChunk(
+                offset: absoluteData,
+                samples: zip(run.gop.samples, run.durations).map { (UInt32($0.data.count), $1, $0.isKeyframe) })
             videoDecodeTime += run.durations.reduce(0) { $0 + UInt64($1) }
         }
         if let audio = description.audio, audioFrames > 0 {
-            audioTable.appendAudio(offset: absoluteData + UInt64(videoBytes), frames: audioFrames, sampleRate: audio.sampleRate)
+            audioTable.appendAudio(
+                offset: absoluteData + UInt64(videoBytes), frames: audioFrames, sampleRate: audio.sampleRate)
             audioFramesWritten += Int64(audioFrames)
             pendingAudio.removeFirst(audioBytes)
         }

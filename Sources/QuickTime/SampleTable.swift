@@ -49,7 +49,7 @@ struct SampleTable: Equatable {
     mutating func appendVideoChunk(offset: UInt64, samples: [(size: UInt32, duration: UInt32, isSync: Bool)]) {
         guard !samples.isEmpty else { return }
         guard case .variable(var sizes) = self.sizes else { preconditionFailure("video sample sizes are variable") }
-        self.sizes = .variable([]) // release the array so the append below does not copy it
+        self.sizes = .variable([])  // release the array so the append below does not copy it
         var sync = syncSamples ?? []
         for sample in samples {
             sizes.append(sample.size)

@@ -13,11 +13,13 @@ struct HighProfileExtension: Equatable {
     init?(sps: [UInt8]) {
         guard sps.count > 4, HighProfileExtension.profiles.contains(sps[1]) else { return nil }
         var bits = ExpGolombReader(rbsp: removeEmulationPrevention(sps.dropFirst(4)))
-        guard bits.readUE() != nil,                       // seq_parameter_set_id
-              let chroma = bits.readUE(), chroma <= 3 else { return nil }
-        if chroma == 3 { guard bits.readBit() != nil else { return nil } } // separate_colour_plane_flag
+        guard bits.readUE() != nil,  // seq_parameter_set_id
+            let chroma = bits.readUE(), chroma <= 3
+        else { return nil }
+        if chroma == 3 { guard bits.readBit() != nil else { return nil } }  // separate_colour_plane_flag
         guard let luma = bits.readUE(), luma <= 6,
-              let chromaDepth = bits.readUE(), chromaDepth <= 6 else { return nil }
+            let chromaDepth = bits.readUE(), chromaDepth <= 6
+        else { return nil }
         chromaFormat = UInt8(chroma)
         bitDepthLumaMinus8 = UInt8(luma)
         bitDepthChromaMinus8 = UInt8(chromaDepth)
@@ -30,7 +32,10 @@ func removeEmulationPrevention<C: Collection>(_ bytes: C) -> [UInt8] where C.Ele
     out.reserveCapacity(bytes.count)
     var zeros = 0
     for b in bytes {
-        if zeros >= 2 && b == 3 { zeros = 0; continue }
+        if zeros >= 2 && b == 3 {
+            zeros = 0
+            continue
+        }
         out.append(b)
         zeros = b == 0 ? zeros + 1 : 0
     }

@@ -35,7 +35,7 @@ public struct ClipNaming: Sendable {
             case "H": out += DecimalText.zeroPadded(c.hour, 2)
             case "M": out += DecimalText.zeroPadded(c.minute, 2)
             case "S": out += DecimalText.zeroPadded(c.second, 2)
-            default: out.append(field) // "%%" and anything the configuration check let through
+            default: out.append(field)  // "%%" and anything the configuration check let through
             }
         }
         out = out.replacing("{camera}", with: camera)

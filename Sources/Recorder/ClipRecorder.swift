@@ -100,13 +100,15 @@ public struct ClipRecorder: Sendable {
             pendingSplit = nil
             pendingEnd = nil
             guard let contents = ring.clipContents(forTrigger: trigger), let first = contents.gops.first else {
-                state = .waitingForKeyframe(ClipInfo(event: events, part: 1, start: trigger, trigger: trigger, score: score))
+                state = .waitingForKeyframe(
+                    ClipInfo(event: events, part: 1, start: trigger, trigger: trigger, score: score))
                 return []
             }
             let info = ClipInfo(event: events, part: 1, start: first.start, trigger: trigger, score: score)
             state = .recording(info)
             // Every GOP but the newest is complete; the newest follows when it is.
-            return [.open(info)] + contents.gops.dropLast().map(ClipCommand.video) + contents.audio.map(ClipCommand.audio)
+            return [.open(info)] + contents.gops.dropLast().map(ClipCommand.video)
+                + contents.audio.map(ClipCommand.audio)
         case let .split(at, part):
             guard case .recording = state else { return [] }
             pendingSplit = (at, part)
@@ -167,7 +169,8 @@ public struct ClipRecorder: Sendable {
                 }
                 heldAudio = []
                 commands.append(.close(ClipClosing(reason: .split, peakScore: peak)))
-                let next = ClipInfo(event: info.event, part: split.part, start: sample.pts, trigger: info.trigger, score: info.score)
+                let next = ClipInfo(
+                    event: info.event, part: split.part, start: sample.pts, trigger: info.trigger, score: info.score)
                 state = .recording(next)
                 commands.append(.open(next))
                 commands += after.map(ClipCommand.audio)

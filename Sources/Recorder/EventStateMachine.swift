@@ -90,7 +90,8 @@ public struct EventStateMachine: Sendable, Equatable {
         }
     }
 
-    private mutating func frame(time: Timestamp, motion: Bool, score: Double, motionStart: Timestamp?) -> [EventAction] {
+    private mutating func frame(time: Timestamp, motion: Bool, score: Double, motionStart: Timestamp?) -> [EventAction]
+    {
         if let lastTime, time < lastTime { return [] }
         lastTime = time
         var actions: [EventAction] = []

@@ -40,9 +40,11 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         case repaired
     }
 
-    public init(file: String, camera: String, start: String, end: String, trigger: String?, triggerSourceSeconds: Double?,
-                preRollSeconds: Double?, durationSeconds: Double, frames: Int, audioFrames: Int, bytes: UInt64,
-                peakScore: Double?, part: Int?, repaired: Bool? = nil) {
+    public init(
+        file: String, camera: String, start: String, end: String, trigger: String?, triggerSourceSeconds: Double?,
+        preRollSeconds: Double?, durationSeconds: Double, frames: Int, audioFrames: Int, bytes: UInt64,
+        peakScore: Double?, part: Int?, repaired: Bool? = nil
+    ) {
         self.file = file
         self.camera = camera
         self.start = start
@@ -65,13 +67,16 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
         let seconds = (milliseconds / 1000).rounded(.down)
         let t = timeZone.localTime(Date(timeIntervalSince1970: seconds))
-        var text = "\(DecimalText.zeroPadded(t.year, 4))-\(DecimalText.zeroPadded(t.month, 2))-\(DecimalText.zeroPadded(t.day, 2))T"
+        var text =
+            "\(DecimalText.zeroPadded(t.year, 4))-\(DecimalText.zeroPadded(t.month, 2))-\(DecimalText.zeroPadded(t.day, 2))T"
             + "\(DecimalText.zeroPadded(t.hour, 2)):\(DecimalText.zeroPadded(t.minute, 2)):\(DecimalText.zeroPadded(t.second, 2)).\(DecimalText.zeroPadded(Int(milliseconds - seconds * 1000), 3))"
         if t.utcOffset == 0 {
             text += "Z"
         } else {
             let offset = t.utcOffset.magnitude
-            text += (t.utcOffset < 0 ? "-" : "+") + DecimalText.zeroPadded(Int(offset / 3600), 2) + ":" + DecimalText.zeroPadded(Int(offset / 60 % 60), 2)
+            text +=
+                (t.utcOffset < 0 ? "-" : "+") + DecimalText.zeroPadded(Int(offset / 3600), 2) + ":"
+                + DecimalText.zeroPadded(Int(offset / 60 % 60), 2)
         }
         return text
     }
@@ -151,8 +156,13 @@ public struct EventsJournal: Sendable {
         var records: [ClipRecord] = []
         var bad: [Int] = []
         let decoder = JSONDecoder()
-        for (i, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() where !line.isEmpty {
-            if let record = try? decoder.decode(ClipRecord.self, from: Data(line)) { records.append(record) } else { bad.append(i + 1) }
+        for (i, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated()
+        where !line.isEmpty {
+            if let record = try? decoder.decode(ClipRecord.self, from: Data(line)) {
+                records.append(record)
+            } else {
+                bad.append(i + 1)
+            }
         }
         return (records, bad)
     }

@@ -36,7 +36,8 @@ extension TimeZone: LocalTimeZone {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = self
         let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
-        return LocalTime(year: c.year ?? 0, month: c.month ?? 0, day: c.day ?? 0, hour: c.hour ?? 0, minute: c.minute ?? 0,
-                         second: c.second ?? 0, utcOffset: secondsFromGMT(for: date))
+        return LocalTime(
+            year: c.year ?? 0, month: c.month ?? 0, day: c.day ?? 0, hour: c.hour ?? 0, minute: c.minute ?? 0,
+            second: c.second ?? 0, utcOffset: secondsFromGMT(for: date))
     }
 }

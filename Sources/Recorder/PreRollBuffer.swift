@@ -100,7 +100,8 @@ public struct PreRollBuffer: Sendable {
     /// the last, the one being recorded), and the sound from that keyframe's time on (the
     /// first chunk cut at it).
     public func clipContents(forTrigger trigger: Timestamp) -> (gops: ArraySlice<GOP>, audio: [AudioChunk])? {
-        guard let start = clipStart(forTrigger: trigger), let first = gops.firstIndex(where: { $0.start == start }) else { return nil }
+        guard let start = clipStart(forTrigger: trigger), let first = gops.firstIndex(where: { $0.start == start })
+        else { return nil }
         var sound: [AudioChunk] = []
         for chunk in audio where chunk.end > start {
             if let after = chunk.split(at: start).after { sound.append(after) }

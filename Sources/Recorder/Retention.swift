@@ -79,14 +79,17 @@ public struct ClipStore: Sendable {
     /// checks again that it is a regular file, not a link).
     public func delete(_ clip: StoredFile) throws(FileError) {
         guard naming.matches(clip.relativePath), !clip.relativePath.split(separator: "/").contains("..") else {
-            throw FileError(path: storage.path(clip.relativePath), operation: "delete",
-                            reason: "it is not a clip file of this agent; refusing")
+            throw FileError(
+                path: storage.path(clip.relativePath), operation: "delete",
+                reason: "it is not a clip file of this agent; refusing")
         }
         try storage.delete(clip.relativePath)
     }
 
     /// Applies `policy` now: returns what it deleted, and the problems it met.
-    public func sweep(_ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>) -> (deleted: [Deletion], errors: [FileError]) {
+    public func sweep(
+        _ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>
+    ) -> (deleted: [Deletion], errors: [FileError]) {
         let clips: [StoredFile]
         let free: Int64
         do {

@@ -31,15 +31,18 @@ public final class DiskStorage: ClipStorage {
         var found: [StoredFile] = []
         func walk(_ relative: String, depth: Int) {
             guard depth < DiskStorage.walkDepth,
-                  let names = try? Paths.contents(ofDirectory: relative.isEmpty ? root : path(relative)) else { return }
+                let names = try? Paths.contents(ofDirectory: relative.isEmpty ? root : path(relative))
+            else { return }
             for name in names.sorted() {
                 let child = relative.isEmpty ? name : relative + "/" + name
                 guard let status = try? Paths.status(ofLink: path(child)) else { continue }
                 switch status.kind {
                 case .directory: walk(child, depth: depth + 1)
                 case .regular:
-                    found.append(StoredFile(relativePath: child, size: Int64(clamping: status.size),
-                                            modified: Date(timeIntervalSince1970: status.modified)))
+                    found.append(
+                        StoredFile(
+                            relativePath: child, size: Int64(clamping: status.size),
+                            modified: Date(timeIntervalSince1970: status.modified)))
                 case .symbolicLink, .other: continue
                 }
             }
@@ -115,7 +118,8 @@ public final class DiskStorage: ClipStorage {
     private func checked(_ relativePath: String, _ operation: String) throws(FileError) -> String {
         let parts = relativePath.split(separator: "/", omittingEmptySubsequences: false)
         guard !relativePath.hasPrefix("/"), !parts.contains(".."), !parts.contains("") else {
-            throw FileError(path: path(relativePath), operation: operation, reason: "the name leads out of \(root); refusing")
+            throw FileError(
+                path: path(relativePath), operation: operation, reason: "the name leads out of \(root); refusing")
         }
         return path(relativePath)
     }
@@ -136,7 +140,9 @@ extension FileError {
     /// for ENOSPC and EDQUOT, the C library's words for any other error.
     init(path: String, operation: String, _ error: SystemError) {
         let reason = error.isOutOfSpace ? "no space left on the device" : error.text
-        self.init(path: path, operation: operation, reason: reason, isOutOfSpace: error.isOutOfSpace, isMissing: error.isMissing)
+        self.init(
+            path: path, operation: operation, reason: reason, isOutOfSpace: error.isOutOfSpace,
+            isMissing: error.isMissing)
     }
 }
 

@@ -17,10 +17,13 @@ public final class FileMovieOutput: MovieFile {
         do { file = try FileDescriptor(opening: path, .readWrite, options: [.create, .truncate]) } catch {
             let directory = path.withoutLastPathComponent
             if error.isMissing {
-                throw FileError(path: path, operation: "create", reason: "the directory \(directory) does not exist", isMissing: true)
+                throw FileError(
+                    path: path, operation: "create", reason: "the directory \(directory) does not exist",
+                    isMissing: true)
             }
             if error.isPermissionDenied {
-                throw FileError(path: path, operation: "create", reason: "permission denied — can this user write to \(directory)?")
+                throw FileError(
+                    path: path, operation: "create", reason: "permission denied — can this user write to \(directory)?")
             }
             throw FileError(path: path, operation: "create", error)
         }
@@ -40,7 +43,9 @@ public final class FileMovieOutput: MovieFile {
     }
 
     /// Runs `body` on the open file; after `close()`, EBADF, as a closed descriptor would say.
-    private func withFile<Result>(_ operation: String, _ body: (borrowing FileDescriptor) throws(SystemError) -> Result) throws(FileError) -> Result {
+    private func withFile<Result>(
+        _ operation: String, _ body: (borrowing FileDescriptor) throws(SystemError) -> Result
+    ) throws(FileError) -> Result {
         do throws(SystemError) {
             switch file {
             case .some(let file): return try body(file)

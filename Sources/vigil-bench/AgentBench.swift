@@ -17,23 +17,31 @@ import MotionDetection
 /// the agent records clips as it would in a yard.
 func eventScene(width: Int, height: Int, seconds: Double) -> SyntheticScene {
     let s = { (x: Double) in Timestamp.Duration(seconds: x) }
-    let schedule = SceneSchedule(objects: [
-        SceneObject(enter: s(2), leave: s(5), path: .leftToRight(y: 0.6), width: 0.12, height: 0.3, brightness: 215),
-        SceneObject(enter: s(6.5), leave: s(8.5), path: .still(x: 0.3, y: 0.7), width: 0.1, height: 0.12, brightness: 190),
-    ], period: s(10))
-    return SyntheticScene(width: width, height: height, frameRate: Rational(30, 1), pixelFormat: .i420, seed: 2024,
-                          noiseSigma: 3, schedule: schedule, duration: s(seconds))
+    let schedule = SceneSchedule(
+        objects: [
+            SceneObject(
+                enter: s(2), leave: s(5), path: .leftToRight(y: 0.6), width: 0.12, height: 0.3, brightness: 215),
+            SceneObject(
+                enter: s(6.5), leave: s(8.5), path: .still(x: 0.3, y: 0.7), width: 0.1, height: 0.12, brightness: 190),
+        ], period: s(10))
+    return SyntheticScene(
+        width: width, height: height, frameRate: Rational(30, 1), pixelFormat: .i420, seed: 2024,
+        noiseSigma: 3, schedule: schedule, duration: s(seconds))
 }
 
 /// Writes every frame of `scene` (I420) to a YUV4MPEG2 file; returns the number of frames.
 func writeY4M(_ scene: SyntheticScene, to path: String) throws -> Int {
     let source = try SyntheticSource(scene: scene)
-    guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+    guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path)
+    else {
         throw UsageError("cannot create \(path)")
     }
     defer { try? handle.close() }
     let rate = scene.frameRate
-    try handle.write(contentsOf: Data("YUV4MPEG2 W\(scene.width) H\(scene.height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n".utf8))
+    try handle.write(
+        contentsOf: Data(
+            "YUV4MPEG2 W\(scene.width) H\(scene.height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n".utf8)
+    )
     var bytes: [UInt8] = []
     var frames = 0
     while let frame = try source.nextFrame() {
@@ -52,7 +60,9 @@ func writeY4M(_ scene: SyntheticScene, to path: String) throws -> Int {
 /// CPU seconds of the in-process x264 loop over the file's frames (opening, every frame,
 /// flushing), of the motion detector over the same frames, and of reading them from the file
 /// (as the agent's file source does), each counted apart.
-func encodeAlone(_ path: String, settings: Settings.Encoder) throws -> (encode: Double, detect: Double, read: Double, frames: Int) {
+func encodeAlone(
+    _ path: String, settings: Settings.Encoder
+) throws -> (encode: Double, detect: Double, read: Double, frames: Int) {
     let source = try Y4MSource(path: path)
     var encode = 0.0, detect = 0.0, read = 0.0, frames = 0
     var t = processCPUSeconds()
@@ -85,18 +95,21 @@ struct AgentRunError: Error, CustomStringConvertible {
 
 /// `vigil run` on the file, as fast as it goes, with the shipped defaults but for storage and
 /// logging; its CPU seconds (all threads, from wait4) and the clips it wrote.
-func agentOnFile(_ vigil: String, footage: String, in dir: String, label: String) throws -> (cpu: Double, clips: Int, peakRSS: Int) {
+func agentOnFile(
+    _ vigil: String, footage: String, in dir: String, label: String
+) throws -> (cpu: Double, clips: Int, peakRSS: Int) {
     let storage = dir + "/clips-\(label)"
     try? FileManager.default.removeItem(atPath: storage)
     let config = dir + "/file-\(label).conf"
     try """
-        camera = { device = "file:\(footage)"; name = "bench"; realtime = false; };
-        storage = { path = "\(storage)"; min_free_mb = 1; };
-        log = { level = "info"; stats_interval = 0; };
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+    camera = { device = "file:\(footage)"; name = "bench"; realtime = false; };
+    storage = { path = "\(storage)"; min_free_mb = 1; };
+    log = { level = "info"; stats_interval = 0; };
+    """.write(toFile: config, atomically: true, encoding: .utf8)
     let r = try ChildProcess.run(vigil, ["run", "--config", config], outputPath: dir + "/file-\(label).log")
     guard !r.signalled, r.status == 0 else {
-        throw AgentRunError(description: "vigil run on \(footage) exited \(r.signalled ? "on signal " : "")\(r.status):\n\(r.output)")
+        throw AgentRunError(
+            description: "vigil run on \(footage) exited \(r.signalled ? "on signal " : "")\(r.status):\n\(r.output)")
     }
     let clips = r.output.split(separator: "\n").filter { $0.contains("msg=\"clip saved\"") }.count
     try? FileManager.default.removeItem(atPath: storage)
@@ -107,10 +120,16 @@ func agentOnFile(_ vigil: String, footage: String, in dir: String, label: String
 /// camera (`-preset ultrafast -tune zerolatency -g 30`, CRF 23 by default); its CPU seconds.
 func ffmpegOnFile(_ ffmpeg: String, footage: String, in dir: String) throws -> Double {
     let output = dir + "/ffmpeg.mov"
-    let r = try ChildProcess.run(ffmpeg, ["-nostdin", "-v", "error", "-y", "-i", footage, "-c:v", "libx264", "-preset", "ultrafast",
-                                          "-tune", "zerolatency", "-g", "30", output], outputPath: dir + "/ffmpeg.log")
+    let r = try ChildProcess.run(
+        ffmpeg,
+        [
+            "-nostdin", "-v", "error", "-y", "-i", footage, "-c:v", "libx264", "-preset", "ultrafast",
+            "-tune", "zerolatency", "-g", "30", output,
+        ], outputPath: dir + "/ffmpeg.log")
     try? FileManager.default.removeItem(atPath: output)
-    guard !r.signalled, r.status == 0 else { throw AgentRunError(description: "ffmpeg exited \(r.status): \(r.output)") }
+    guard !r.signalled, r.status == 0 else {
+        throw AgentRunError(description: "ffmpeg exited \(r.status): \(r.output)")
+    }
     return r.cpuSeconds
 }
 
@@ -131,24 +150,27 @@ struct RealtimeFigures {
 
 /// `vigil run` on the synthetic camera at `width`×`height`, 30 fps, with `pre_roll` 10 s, for
 /// `seconds` of real time (the demo scene has events 5 s and 25 s in), then SIGTERM.
-func agentRealtime(_ vigil: String, width: Int, height: Int, seconds: Double, in dir: String) throws -> RealtimeFigures {
+func agentRealtime(_ vigil: String, width: Int, height: Int, seconds: Double, in dir: String) throws -> RealtimeFigures
+{
     let label = "\(width)x\(height)"
     let storage = dir + "/clips-rt-\(label)"
     try? FileManager.default.removeItem(atPath: storage)
     let config = dir + "/rt-\(label).conf"
     try """
-        camera = { device = "synthetic"; name = "bench"; width = \(width); height = \(height); fps = 30.0; };
-        recording = { pre_roll = 10.0; post_roll = 2.0; };
-        storage = { path = "\(storage)"; min_free_mb = 1; };
-        log = { level = "debug"; stats_interval = 1; };
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+    camera = { device = "synthetic"; name = "bench"; width = \(width); height = \(height); fps = 30.0; };
+    recording = { pre_roll = 10.0; post_roll = 2.0; };
+    storage = { path = "\(storage)"; min_free_mb = 1; };
+    log = { level = "debug"; stats_interval = 1; };
+    """.write(toFile: config, atomically: true, encoding: .utf8)
     let child = try ChildProcess(vigil, ["run", "--config", config], outputPath: dir + "/rt-\(label).log")
     usleep(UInt32(seconds * 1_000_000))
     child.signal(SIGTERM)
     let r = child.wait()
     defer { try? FileManager.default.removeItem(atPath: storage) }
     guard !r.signalled, r.status == 0 else {
-        throw AgentRunError(description: "vigil run (synthetic \(label)) exited \(r.signalled ? "on signal " : "")\(r.status):\n\(r.output)")
+        throw AgentRunError(
+            description:
+                "vigil run (synthetic \(label)) exited \(r.signalled ? "on signal " : "")\(r.status):\n\(r.output)")
     }
     let lines = r.output.split(separator: "\n")
     guard let stopped = lines.last(where: { $0.contains("msg=\"vigil stopped\"") }) else {
@@ -159,24 +181,29 @@ func agentRealtime(_ vigil: String, width: Int, height: Int, seconds: Double, in
     var seenFirst = Set<String>(), seenTrigger = Set<String>()
     for line in lines where line.contains("msg=\"fragment on disk\"") && logValue(line, "part") == "1" {
         guard let file = logValue(line, "file"), let since = logValue(line, "since_trigger").flatMap(Double.init),
-              let through = logValue(line, "through").flatMap(Double.init) else { continue }
+            let through = logValue(line, "through").flatMap(Double.init)
+        else { continue }
         if seenFirst.insert(file).inserted { first.append(since) }
         if through > 0, seenTrigger.insert(file).inserted { trigger.append(since) }
     }
     let ringBytes = lines.compactMap { logValue($0, "ring_bytes").flatMap(Int.init) }.max() ?? 0
-    return RealtimeFigures(peakRSS: r.peakRSS, peakRingBytes: ringBytes, framesIn: number("frames"),
-                           dropped: number("lost_at_source") + number("dropped_at_capture") + number("dropped_at_writer"),
-                           firstFragment: first, triggerFragment: trigger, clips: number("clips"))
+    return RealtimeFigures(
+        peakRSS: r.peakRSS, peakRingBytes: ringBytes, framesIn: number("frames"),
+        dropped: number("lost_at_source") + number("dropped_at_capture") + number("dropped_at_writer"),
+        firstFragment: first, triggerFragment: trigger, clips: number("clips"))
 }
 
 func median(_ values: [Double]) -> Double {
     let sorted = values.sorted()
     guard !sorted.isEmpty else { return .nan }
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
 /// Measures the whole agent at one size and records it in `table`; returns the raw figures for the JSON.
-func measureAgent(width: Int, height: Int, column: String, options: Options, table: inout BenchTable) throws -> [String: Any] {
+func measureAgent(
+    width: Int, height: Int, column: String, options: Options, table: inout BenchTable
+) throws -> [String: Any] {
     let vigil = siblingExecutable("vigil")
     guard FileManager.default.isExecutableFile(atPath: vigil) else {
         throw UsageError("\(vigil) is not built; run `make bench` (it builds vigil and vigil-bench in release mode)")
@@ -217,7 +244,8 @@ func measureAgent(width: Int, height: Int, column: String, options: Options, tab
     }
     table.record("motion detection, same frames, CPU", unit: "ms/frame", column: column, value: perFrame(detection))
     table.record("motion detection / x264 encode", unit: "%", column: column, value: 100 * detection / x264)
-    table.record("reading the Y4M file (the file source), CPU", unit: "ms/frame", column: column, value: perFrame(median(read)))
+    table.record(
+        "reading the Y4M file (the file source), CPU", unit: "ms/frame", column: column, value: perFrame(median(read)))
     table.record("reading the Y4M file / x264 encode", unit: "%", column: column, value: 100 * median(read) / x264)
 
     let rt = try agentRealtime(vigil, width: width, height: height, seconds: options.realtimeSeconds, in: dir)
@@ -226,8 +254,9 @@ func measureAgent(width: Int, height: Int, column: String, options: Options, tab
     table.record("real time 30 fps, pre_roll 10 s: peak RSS", unit: "MB", column: column, value: mb(rt.peakRSS))
     table.record("  of which libx264's own buffers (measured alone)", unit: "MB", column: column, value: mb(x264Memory))
     table.record("  of which the pre-roll ring at its fullest", unit: "MB", column: column, value: mb(rt.peakRingBytes))
-    table.record("  the rest: Vigil, frames in flight, runtime, code", unit: "MB", column: column,
-                 value: mb(rt.peakRSS - x264Memory - rt.peakRingBytes))
+    table.record(
+        "  the rest: Vigil, frames in flight, runtime, code", unit: "MB", column: column,
+        value: mb(rt.peakRSS - x264Memory - rt.peakRingBytes))
     table.record("real time 30 fps: frames dropped", unit: "frames", column: column, value: Double(rt.dropped))
     if let worst = rt.firstFragment.max() {
         table.record("trigger → clip's first fragment on disk (worst)", unit: "ms", column: column, value: worst * 1000)
@@ -237,10 +266,15 @@ func measureAgent(width: Int, height: Int, column: String, options: Options, tab
     }
     return [
         "size": column, "frames": frames, "clips_per_run": clips,
-        "x264_alone_cpu_s": alone, "vigil_run_cpu_s": agent, "ffmpeg_cpu_s": peer, "detection_cpu_s": detect, "y4m_read_cpu_s": read,
+        "x264_alone_cpu_s": alone, "vigil_run_cpu_s": agent, "ffmpeg_cpu_s": peer, "detection_cpu_s": detect,
+        "y4m_read_cpu_s": read,
         "x264_own_memory_bytes": x264Memory,
-        "realtime": ["seconds": options.realtimeSeconds, "frames_in": rt.framesIn, "dropped": rt.dropped, "peak_rss_bytes": rt.peakRSS,
-                     "peak_ring_bytes": rt.peakRingBytes,
-                     "clips": rt.clips, "trigger_to_first_fragment_s": rt.firstFragment, "trigger_to_trigger_fragment_s": rt.triggerFragment],
+        "realtime": [
+            "seconds": options.realtimeSeconds, "frames_in": rt.framesIn, "dropped": rt.dropped,
+            "peak_rss_bytes": rt.peakRSS,
+            "peak_ring_bytes": rt.peakRingBytes,
+            "clips": rt.clips, "trigger_to_first_fragment_s": rt.firstFragment,
+            "trigger_to_trigger_fragment_s": rt.triggerFragment,
+        ],
     ]
 }

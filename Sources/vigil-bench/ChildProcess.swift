@@ -1,8 +1,9 @@
 import Foundation
+import POSIX
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import POSIX
 
 /// A program run as a child process, its CPU time and peak memory taken from `wait4`: the
 /// kernel's own accounting for the child and every thread it ran.
@@ -34,9 +35,13 @@ struct ChildProcess {
 
     /// Starts `executable` with `arguments`; its stdout and stderr go to `outputPath`,
     /// stdin is /dev/null. `environment` entries are added to (or replace) ours.
-    init(_ executable: String, _ arguments: [String], outputPath: String, environment extra: [String: String] = [:]) throws {
+    init(
+        _ executable: String, _ arguments: [String], outputPath: String, environment extra: [String: String] = [:]
+    ) throws {
         var environment = ProcessInfo.processInfo.environment
-        for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { environment.removeValue(forKey: key) }
+        for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
+            environment.removeValue(forKey: key)
+        }
         environment.merge(extra) { $1 }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -90,13 +95,16 @@ struct ChildProcess {
         let user = seconds(usage.ru_utime), system = seconds(usage.ru_stime)
         // WIFSIGNALED / WEXITSTATUS, which Swift does not import (they are macros).
         let signalled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
-        return Result(status: signalled ? status & 0x7f : (status >> 8) & 0xff, signalled: signalled,
-                      cpuSeconds: user + system, userSeconds: user, systemSeconds: system,
-                      peakRSS: peakRSS, wallSeconds: wall, output: output)
+        return Result(
+            status: signalled ? status & 0x7f : (status >> 8) & 0xff, signalled: signalled,
+            cpuSeconds: user + system, userSeconds: user, systemSeconds: system,
+            peakRSS: peakRSS, wallSeconds: wall, output: output)
     }
 
     /// Runs to completion.
-    static func run(_ executable: String, _ arguments: [String], outputPath: String, environment: [String: String] = [:]) throws -> Result {
+    static func run(
+        _ executable: String, _ arguments: [String], outputPath: String, environment: [String: String] = [:]
+    ) throws -> Result {
         try ChildProcess(executable, arguments, outputPath: outputPath, environment: environment).wait()
     }
 }
@@ -104,8 +112,9 @@ struct ChildProcess {
 /// A size in /proc/PID/status (`VmHWM`, `VmRSS`), in bytes; nil when it cannot be read.
 func processStatus(_ field: String, of pid: String = "self") -> Int? {
     guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
-          let kb = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") else { return nil }
+        let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
+        let kb = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    else { return nil }
     return kb * 1024
 }
 
@@ -162,7 +171,9 @@ func siblingExecutable(_ name: String) -> String {
 
 /// The value of `key=` in a logfmt line: a bare word, or a quoted string without its quotes.
 func logValue(_ line: Substring, _ key: String) -> String? {
-    guard let range = line.range(of: " \(key)=") ?? (line.hasPrefix("\(key)=") ? line.range(of: "\(key)=") : nil) else { return nil }
+    guard let range = line.range(of: " \(key)=") ?? (line.hasPrefix("\(key)=") ? line.range(of: "\(key)=") : nil) else {
+        return nil
+    }
     let rest = line[range.upperBound...]
     if rest.first == "\"" {
         return String(rest.dropFirst().prefix { $0 != "\"" })

@@ -12,7 +12,8 @@ import Media
 /// In the child: encodes 90 frames of the noisy static scene and prints
 /// `rss_before=BYTES hwm_after=BYTES`.
 func encoderMemoryChild(width: Int, height: Int) throws {
-    let scene = SyntheticScene(width: width, height: height, frameRate: Rational(30, 1), seed: 2024, noiseSigma: 3, schedule: .empty)
+    let scene = SyntheticScene(
+        width: width, height: height, frameRate: Rational(30, 1), seed: 2024, noiseSigma: 3, schedule: .empty)
     let source = try SyntheticSource(scene: scene)
     // The source's tables and its frame buffer exist before the measurement starts.
     guard let first = try source.nextFrame() else { throw UsageError("the synthetic scene gave no frame") }
@@ -33,9 +34,14 @@ func encoderMemoryChild(width: Int, height: Int) throws {
 
 /// In the bench: libx264's own resident memory at `width × height`, in bytes.
 func encoderMemory(width: Int, height: Int, in dir: String) throws -> Int {
-    let r = try ChildProcess.run(siblingExecutable("vigil-bench"), ["--encoder-memory", "\(width)x\(height)"], outputPath: dir + "/encoder-memory.log")
-    guard !r.signalled, r.status == 0, let line = r.output.split(separator: "\n").last(where: { $0.hasPrefix("rss_before=") }),
-          let before = logValue(line, "rss_before").flatMap(Int.init), let after = logValue(line, "hwm_after").flatMap(Int.init) else {
+    let r = try ChildProcess.run(
+        siblingExecutable("vigil-bench"), ["--encoder-memory", "\(width)x\(height)"],
+        outputPath: dir + "/encoder-memory.log")
+    guard !r.signalled, r.status == 0,
+        let line = r.output.split(separator: "\n").last(where: { $0.hasPrefix("rss_before=") }),
+        let before = logValue(line, "rss_before").flatMap(Int.init),
+        let after = logValue(line, "hwm_after").flatMap(Int.init)
+    else {
         throw AgentRunError(description: "vigil-bench --encoder-memory \(width)x\(height) failed:\n\(r.output)")
     }
     return after - before

@@ -56,13 +56,21 @@ struct Options {
                 }
                 realtimeSeconds = n
             case "--sizes":
-                let parsed = (args.popFirst() ?? "").split(separator: ",").map { $0.split(separator: "x").compactMap { Int($0) } }
-                guard !parsed.isEmpty, parsed.allSatisfy({ $0.count == 2 && (16...4096).contains($0[0]) && (16...4096).contains($0[1]) && $0[0] % 2 == 0 && $0[1] % 2 == 0 }) else {
+                let parsed = (args.popFirst() ?? "").split(separator: ",").map {
+                    $0.split(separator: "x").compactMap { Int($0) }
+                }
+                guard !parsed.isEmpty,
+                    parsed.allSatisfy({
+                        $0.count == 2 && (16...4096).contains($0[0]) && (16...4096).contains($0[1]) && $0[0] % 2 == 0
+                            && $0[1] % 2 == 0
+                    })
+                else {
                     throw UsageError("--sizes needs sizes as in 640x480,1920x1080 (even, 16 to 4096)")
                 }
                 sizes = parsed.map { ($0[0], $0[1]) }
             case "-h", "--help":
-                print("""
+                print(
+                    """
                     usage: vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
                       at 640×480, 1280×720 and 1920×1080, 30 fps: YUYV→NV12 and 4:2:2→4:2:0 conversion, x264
                       encoding and motion detection; `vigil run` on S seconds of footage (default 10) against
@@ -86,13 +94,19 @@ struct UsageError: Error, CustomStringConvertible {
 /// The machine: CPU model and online cores.
 func machine() -> [String: Any] {
     let cpuinfo = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-    let model = cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") || $0.hasPrefix("Model") }
-        .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" } ?? "unknown"
+    let model =
+        cpuinfo.split(separator: "\n").first { $0.hasPrefix("model name") || $0.hasPrefix("Model") }
+        .map { $0.split(separator: ":", maxSplits: 1).last.map { $0.trimmingCharacters(in: .whitespaces) } ?? "" }
+        ?? "unknown"
     // Other work on the machine skews the figures; the load average says how much there was.
-    let load = ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "").split(separator: " ").first.map(String.init) ?? "?"
-    return ["cpu": model, "cores": ProcessInfo.processInfo.activeProcessorCount, "load_average_1min": load,
-            "x264_build": X264Encoder.libraryBuild, "x264_version": X264Encoder.libraryVersion,
-            "os": ProcessInfo.processInfo.operatingSystemVersionString]
+    let load =
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "").split(separator: " ").first.map(
+            String.init) ?? "?"
+    return [
+        "cpu": model, "cores": ProcessInfo.processInfo.activeProcessorCount, "load_average_1min": load,
+        "x264_build": X264Encoder.libraryBuild, "x264_version": X264Encoder.libraryVersion,
+        "os": ProcessInfo.processInfo.operatingSystemVersionString,
+    ]
 }
 
 /// The encoder settings `vigil run` uses when its configuration sets none: what the bench
@@ -172,22 +186,36 @@ func run() throws {
     let info = machine()
     let rate = Rational(30, 1)
     let defaults = try defaultEncoderSettings()
-    print("vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores (load average \(info["load_average_1min"] ?? "?")), libx264 \(X264Encoder.libraryVersion) (build \(X264Encoder.libraryBuild))")
+    print(
+        "vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores (load average \(info["load_average_1min"] ?? "?")), libx264 \(X264Encoder.libraryVersion) (build \(X264Encoder.libraryBuild))"
+    )
     #if DEBUG
     print("warning: this is a debug build; run `make bench` for release figures")
     #endif
-    print("frames: synthetic static scene with noise (sigma 3), \(options.frames) distinct frames at 30 fps, encoded \(options.passes)× over")
-    print("x264: \(defaults.x264.preset.rawValue)/\(defaults.x264.tune.map(\.rawValue).joined(separator: ",")), CRF \(Int(defaults.x264.crf)), keyframe every \(defaults.keyframeInterval) s")
-    print("whole agent: a Y4M file of a scene with two events each 10 s, as many pixels as \(DecimalText.short(options.seconds, 3)) s of 1080p (\(DecimalText.short(options.seconds * 6.75, 3)) s at 640×480); vigil run vs x264 alone vs ffmpeg by CPU time, median of \(options.repeats)")
-    print("real time: vigil run on its synthetic camera (demo scene, events 5 s and 25 s in) for \(DecimalText.short(options.realtimeSeconds, 3)) s, pre_roll 10 s\n")
+    print(
+        "frames: synthetic static scene with noise (sigma 3), \(options.frames) distinct frames at 30 fps, encoded \(options.passes)× over"
+    )
+    print(
+        "x264: \(defaults.x264.preset.rawValue)/\(defaults.x264.tune.map(\.rawValue).joined(separator: ",")), CRF \(Int(defaults.x264.crf)), keyframe every \(defaults.keyframeInterval) s"
+    )
+    print(
+        "whole agent: a Y4M file of a scene with two events each 10 s, as many pixels as \(DecimalText.short(options.seconds, 3)) s of 1080p (\(DecimalText.short(options.seconds * 6.75, 3)) s at 640×480); vigil run vs x264 alone vs ffmpeg by CPU time, median of \(options.repeats)"
+    )
+    print(
+        "real time: vigil run on its synthetic camera (demo scene, events 5 s and 25 s in) for \(DecimalText.short(options.realtimeSeconds, 3)) s, pre_roll 10 s\n"
+    )
     var pipeline: [[String: Any]] = []
 
     for ((width, height), column) in zip(sizes, columns) {
-        let scene = SyntheticScene(width: width, height: height, frameRate: rate, seed: 2024, noiseSigma: 3, schedule: .empty)
+        let scene = SyntheticScene(
+            width: width, height: height, frameRate: rate, seed: 2024, noiseSigma: 3, schedule: .empty)
         let source = try SyntheticSource(scene: scene)
         var frames: [VideoFrame] = []
-        let generation = try time { for _ in 0..<options.frames { if let f = try source.nextFrame() { frames.append(f) } } }
-        table.record("synthetic scene render", unit: "ms/frame", column: column, value: generation * 1000 / Double(frames.count))
+        let generation = try time {
+            for _ in 0..<options.frames { if let f = try source.nextFrame() { frames.append(f) } }
+        }
+        table.record(
+            "synthetic scene render", unit: "ms/frame", column: column, value: generation * 1000 / Double(frames.count))
 
         // Conversions, on the same pictures: eight frames cycled (together larger than the
         // caches, as camera buffers filled by DMA are), and one frame over and over (the
@@ -196,18 +224,23 @@ func run() throws {
         let packed = try sample.map(yuyv)
         let nv12 = try VideoFormat(width: width, height: height, pixelFormat: .nv12)
         let nv12Buffer = FrameBuffer(capacity: nv12.bufferSize)
-        table.record("YUYV → NV12 repack, from memory", unit: "ms/frame", column: column,
-                     value: perFrame(packed) { _ = PixelConversion.convert($0, into: nv12Buffer, format: nv12) })
-        table.record("YUYV → NV12 repack, in cache", unit: "ms/frame", column: column,
-                     value: perFrame(Array(repeating: packed[0], count: 8)) { _ = PixelConversion.convert($0, into: nv12Buffer, format: nv12) })
+        table.record(
+            "YUYV → NV12 repack, from memory", unit: "ms/frame", column: column,
+            value: perFrame(packed) { _ = PixelConversion.convert($0, into: nv12Buffer, format: nv12) })
+        table.record(
+            "YUYV → NV12 repack, in cache", unit: "ms/frame", column: column,
+            value: perFrame(Array(repeating: packed[0], count: 8)) {
+                _ = PixelConversion.convert($0, into: nv12Buffer, format: nv12)
+            })
         let planar422 = try sample.map(i422)
         let i420 = try VideoFormat(width: width, height: height, pixelFormat: .i420)
         let i420Buffer = FrameBuffer(capacity: i420.bufferSize)
-        table.record("I422 → I420 chroma, from memory", unit: "ms/frame", column: column,
-                     value: perFrame(planar422) { f in
-                         PixelConversion.halveChromaRows(f.plane(1), into: i420Buffer.mutablePlane(i420.planes[1]))
-                         PixelConversion.halveChromaRows(f.plane(2), into: i420Buffer.mutablePlane(i420.planes[2]))
-                     })
+        table.record(
+            "I422 → I420 chroma, from memory", unit: "ms/frame", column: column,
+            value: perFrame(planar422) { f in
+                PixelConversion.halveChromaRows(f.plane(1), into: i420Buffer.mutablePlane(i420.planes[1]))
+                PixelConversion.halveChromaRows(f.plane(2), into: i420Buffer.mutablePlane(i420.planes[2]))
+            })
 
         var encodeOneThread = 0.0
         for (label, threads) in [("1 thread", 1), ("default threads", 0)] {
@@ -221,13 +254,22 @@ func run() throws {
             let elapsed = try time {
                 for n in 0..<total {
                     let f = frames[n % frames.count]
-                    let frame = VideoFrame(format: f.format, buffer: f.buffer, timestamp: scene.timestamp(ofFrame: Int64(n)), sequence: UInt64(n))
-                    for s in try encoder.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) { bytes += s.data.count; encoded += 1 }
+                    let frame = VideoFrame(
+                        format: f.format, buffer: f.buffer, timestamp: scene.timestamp(ofFrame: Int64(n)),
+                        sequence: UInt64(n))
+                    for s in try encoder.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) {
+                        bytes += s.data.count
+                        encoded += 1
+                    }
                 }
-                for s in try encoder.flush() { bytes += s.data.count; encoded += 1 }
+                for s in try encoder.flush() {
+                    bytes += s.data.count
+                    encoded += 1
+                }
             }
             precondition(encoded == total, "the encoder returned \(encoded) of \(total) frames")
-            table.record("x264 encode, \(label)", unit: "ms/frame", column: column, value: elapsed * 1000 / Double(total))
+            table.record(
+                "x264 encode, \(label)", unit: "ms/frame", column: column, value: elapsed * 1000 / Double(total))
             if threads == 1 { encodeOneThread = elapsed * 1000 / Double(total) }
             table.record("x264 encode, \(label)", unit: "frames/s", column: column, value: Double(total) / elapsed)
             if threads == 1 {
@@ -245,7 +287,9 @@ func run() throws {
             n += 1
         }
         table.record("motion detection, static scene", unit: "ms/frame", column: column, value: detect)
-        table.record("motion detection / x264 encode, 1 thread", unit: "%", column: column, value: 100 * detect / encodeOneThread)
+        table.record(
+            "motion detection / x264 encode, 1 thread", unit: "%", column: column, value: 100 * detect / encodeOneThread
+        )
         frames = []
 
         // The whole agent, on footage with events; then in real time.
@@ -267,9 +311,15 @@ func run() throws {
         let document: [String: Any] = [
             "machine": info,
             "date": ISO8601DateFormatter().string(from: Date()),
-            "frames": ["source": "synthetic static scene, noise sigma 3", "distinct": options.frames, "passes": options.passes, "rate": "30"],
-            "encoder": ["preset": defaults.x264.preset.rawValue, "tune": defaults.x264.tune.map(\.rawValue).joined(separator: ","),
-                        "crf": defaults.x264.crf, "keyframe_interval": defaults.keyframeInterval],
+            "frames": [
+                "source": "synthetic static scene, noise sigma 3", "distinct": options.frames, "passes": options.passes,
+                "rate": "30",
+            ],
+            "encoder": [
+                "preset": defaults.x264.preset.rawValue,
+                "tune": defaults.x264.tune.map(\.rawValue).joined(separator: ","),
+                "crf": defaults.x264.crf, "keyframe_interval": defaults.keyframeInterval,
+            ],
             "results": results,
             "pipeline": pipeline,
         ]
@@ -280,7 +330,6 @@ func run() throws {
         print("\nwrote \(path)")
     }
 }
-
 
 do {
     try run()

@@ -1,3 +1,4 @@
+import Agent
 import Analysis
 import Capture
 import Configuration
@@ -5,7 +6,6 @@ import FoundationEssentials
 import Media
 import Recorder
 import Storage
-import Agent
 
 /// `vigil analyze`: motion detection only, over a source, to see why Vigil would trigger.
 enum AnalyzeCommand: Command {
@@ -30,30 +30,40 @@ enum AnalyzeCommand: Command {
         OptionSpec(name: "source", valueName: "SOURCE", help: "synthetic, file:PATH.y4m, or a device path"),
         OptionSpec(name: "csv", valueName: "FILE", help: "write per-frame scores as CSV"),
         OptionSpec(name: "plot", valueName: "FILE.svg", help: "write a plot of score and threshold"),
-        OptionSpec(name: "seconds", valueName: "S", help: "analyse at most S seconds of the source (default: a whole file, 120 s of synthetic, 60 s of a camera)"),
+        OptionSpec(
+            name: "seconds", valueName: "S",
+            help:
+                "analyse at most S seconds of the source (default: a whole file, 120 s of synthetic, 60 s of a camera)"),
     ]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
+        guard arguments.positionals.isEmpty else {
+            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
+        }
         guard let sourceText = arguments.value("source") else { throw UsageError(message: "--source is required") }
         guard let (configPath, settings) = loadSettings(arguments) else { return .config }
         var limit: Double?
         if let text = arguments.value("seconds") {
-            guard let seconds = Double(text), seconds > 0, seconds.isFinite else { throw UsageError(message: "--seconds needs a positive number of seconds") }
+            guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+                throw UsageError(message: "--seconds needs a positive number of seconds")
+            }
             limit = seconds
         }
         let source: any FrameSource
         do {
             let specifier = try SourceSpecifier(parsing: sourceText)
             if case .device = specifier { limit = limit ?? 60 }
-            source = try SourceOpener.open(specifier, width: settings.camera.width, height: settings.camera.height, fps: settings.camera.fps,
-                                           purpose: .analysis).source
+            source = try SourceOpener.open(
+                specifier, width: settings.camera.width, height: settings.camera.height, fps: settings.camera.fps,
+                purpose: .analysis
+            ).source
         } catch {
             printError("vigil analyze: \(error.description)")
             return .noInput
         }
 
-        var analyzer = MotionAnalyzer(settings: settings.motion, eventSettings: EventSettings(settings.recording), mask: settings.motionMask)
+        var analyzer = MotionAnalyzer(
+            settings: settings.motion, eventSettings: EventSettings(settings.recording), mask: settings.motionMask)
         let converter = PlanarConverter(input: source.format)
         var failure: CaptureError?
         var first: Timestamp?

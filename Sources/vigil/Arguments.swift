@@ -50,8 +50,14 @@ func parseArguments(_ arguments: [String], options: [OptionSpec]) throws(UsageEr
             parsed.positionals.append(argument)
             continue
         }
-        if argument == "--" { optionsEnded = true; continue }
-        if argument == "-h" || argument == "--help" { parsed.flags.insert("help"); continue }
+        if argument == "--" {
+            optionsEnded = true
+            continue
+        }
+        if argument == "-h" || argument == "--help" {
+            parsed.flags.insert("help")
+            continue
+        }
         guard argument.hasPrefix("--") else {
             throw UsageError(message: "unknown option \(argument)")
         }
@@ -69,7 +75,9 @@ func parseArguments(_ arguments: [String], options: [OptionSpec]) throws(UsageEr
             if let inlineValue {
                 value = inlineValue
             } else {
-                guard index < arguments.count else { throw UsageError(message: "--\(name) needs a value (\(valueName))") }
+                guard index < arguments.count else {
+                    throw UsageError(message: "--\(name) needs a value (\(valueName))")
+                }
                 value = arguments[index]
                 index += 1
             }

@@ -3,7 +3,8 @@ import Configuration
 /// The configuration file used when `--config` is not given.
 let defaultConfigPath = "/etc/vigil/vigil.conf"
 
-let configOption = OptionSpec(name: "config", valueName: "FILE", help: "the configuration file (default \(defaultConfigPath))")
+let configOption = OptionSpec(
+    name: "config", valueName: "FILE", help: "the configuration file (default \(defaultConfigPath))")
 
 /// The configuration `--config` names (or the default), loaded and checked; nil after
 /// printing `file:line: message` when it is invalid (the caller exits 78).
@@ -30,7 +31,9 @@ enum CheckCommand: Command {
     static let options = [configOption]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
+        guard arguments.positionals.isEmpty else {
+            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
+        }
         guard let (path, settings) = loadSettings(arguments) else { return .config }
         printOut("# \(path): configuration OK\n" + settings.values.effectiveText)
         return .success

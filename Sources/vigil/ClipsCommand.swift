@@ -14,10 +14,14 @@ enum ClipsCommand: Command {
         it is, the motion score, and its file (marked "deleted" once retention removed it).
         --json prints the journal lines themselves.
         """
-    static let options = [configOption, OptionSpec(name: "json", valueName: nil, help: "print the journal's JSON lines")]
+    static let options = [
+        configOption, OptionSpec(name: "json", valueName: nil, help: "print the journal's JSON lines"),
+    ]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
+        guard arguments.positionals.isEmpty else {
+            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
+        }
         guard let (_, settings) = loadSettings(arguments) else { return .config }
         let storage = DiskStorage(root: settings.storage.path)
         let journal = EventsJournal(storage: storage)
@@ -26,7 +30,8 @@ enum ClipsCommand: Command {
             let (read, bad) = try journal.records()
             records = read
             if !bad.isEmpty {
-                printError("vigil clips: \(journal.path): \(bad.count) unreadable line(s), first at line \(bad[0]); skipped")
+                printError(
+                    "vigil clips: \(journal.path): \(bad.count) unreadable line(s), first at line \(bad[0]); skipped")
             }
         } catch {
             printError("vigil clips: \(error.description)")
@@ -49,7 +54,9 @@ enum ClipsCommand: Command {
             let exists = storage.exists(r.file)
             let duration = DecimalText.fixed(r.durationSeconds, 1) + "s"
             let peak = r.peakScore.map { DecimalText.fixed($0, 3) } ?? (r.repaired == true ? "repaired" : "-")
-            printOut(r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + r.file + (exists ? "" : "  (deleted)"))
+            printOut(
+                r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + r.file
+                    + (exists ? "" : "  (deleted)"))
         }
         printOut("\(records.count) clip(s) in \(settings.storage.path)")
         return .success

@@ -25,18 +25,24 @@ enum ProbeCommand: Command {
     ]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.count <= 1 else { throw UsageError(message: "unexpected argument \(arguments.positionals[1])") }
+        guard arguments.positionals.count <= 1 else {
+            throw UsageError(message: "unexpected argument \(arguments.positionals[1])")
+        }
         var width = 1280, height = 720
         if let size = arguments.value("size") {
             let parts = size.split(separator: "x")
-            guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (16...16384).contains(w), (16...16384).contains(h) else {
+            guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]), (16...16384).contains(w),
+                (16...16384).contains(h)
+            else {
                 throw UsageError(message: "--size \(size) is not a size such as 1280x720")
             }
             (width, height) = (w, h)
         }
         var fps = 30.0
         if let text = arguments.value("fps") {
-            guard let value = Double(text), value >= 1, value <= 240 else { throw UsageError(message: "--fps \(text) is not a rate from 1 to 240") }
+            guard let value = Double(text), value >= 1, value <= 240 else {
+                throw UsageError(message: "--fps \(text) is not a rate from 1 to 240")
+            }
             fps = value
         }
         let request = CameraRequest(width: width, height: height, fps: fps)
@@ -48,8 +54,10 @@ enum ProbeCommand: Command {
         }
         if device == "synthetic" || device.hasPrefix("file:") {
             do {
-                let source = try SourceOpener.open(try SourceSpecifier(parsing: device), width: width, height: height, fps: fps,
-                                                   purpose: .recording(realtime: false)).source
+                let source = try SourceOpener.open(
+                    try SourceSpecifier(parsing: device), width: width, height: height, fps: fps,
+                    purpose: .recording(realtime: false)
+                ).source
                 printOut("\(source.name): \(source.format)")
                 return .success
             } catch {

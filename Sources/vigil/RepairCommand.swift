@@ -29,18 +29,21 @@ enum RepairCommand: Command {
                 if let report = try MovieRepair.repair(path: path) {
                     var line = "\(path): repaired, \(report.fragments) fragments, \(report.videoFrames) video frames"
                     if report.audioFrames > 0 { line += ", \(report.audioFrames) audio sample frames" }
-                    if report.discardedBytes > 0 { line += ", cut \(report.discardedBytes) bytes of an incomplete last fragment" }
+                    if report.discardedBytes > 0 {
+                        line += ", cut \(report.discardedBytes) bytes of an incomplete last fragment"
+                    }
                     printOut(line)
                 } else {
                     printOut("\(path): already complete")
                 }
             } catch {
                 printError("vigil repair: \(error.description)")
-                let code: ExitCode = switch error.kind {
-                case .noSuchFile: .noInput
-                case .inputOutput: .ioError
-                case .notRepairable, .nothingRecorded: .dataError
-                }
+                let code: ExitCode =
+                    switch error.kind {
+                    case .noSuchFile: .noInput
+                    case .inputOutput: .ioError
+                    case .notRepairable, .nothingRecorded: .dataError
+                    }
                 if worst == .success || code == .ioError { worst = code }
             }
         }

@@ -24,7 +24,9 @@ enum RunCommand: Command {
     static let options = [configOption]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.isEmpty else { throw UsageError(message: "unexpected argument \(arguments.positionals[0])") }
+        guard arguments.positionals.isEmpty else {
+            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
+        }
         guard let (path, settings) = loadSettings(arguments) else { return .config }
         let environment = AgentEnvironment.system(encoders: X264EncoderFactory(settings: settings.encoder.x264))
         switch Agent(configPath: path, settings: settings, version: version, environment: environment).run() {

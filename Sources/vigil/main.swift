@@ -4,7 +4,9 @@ import Storage
 /// The `vigil` command: the agent and its subcommands.
 let version = "0.1.0"
 
-let commands: [any Command.Type] = [RunCommand.self, CheckCommand.self, AnalyzeCommand.self, ClipsCommand.self, RepairCommand.self, ProbeCommand.self]
+let commands: [any Command.Type] = [
+    RunCommand.self, CheckCommand.self, AnalyzeCommand.self, ClipsCommand.self, RepairCommand.self, ProbeCommand.self,
+]
 
 func printOut(_ text: String) {
     // A closed or broken stdout (`vigil clips | head`) must not crash the command.

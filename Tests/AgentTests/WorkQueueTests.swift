@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import Testing
+
 @testable import Agent
 
 /// The queues between the agent's threads hold frames of several MB each: whatever they hand

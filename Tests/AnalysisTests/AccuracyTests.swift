@@ -4,8 +4,8 @@ import Configuration
 import Media
 import MotionDetection
 import Recorder
-import Testing
 import TestSupport
+import Testing
 
 /// Detection accuracy on the synthetic scene (the `synthetic` source), whose schedule is the
 /// ground truth: textured background, Gaussian sensor noise of σ 2–6 grey levels, objects of
@@ -34,8 +34,10 @@ import TestSupport
     /// of the picture each.
     static let crossings = SceneSchedule(objects: [
         SceneObject(enter: .s(2), leave: .s(5), path: .leftToRight(y: 0.55), width: 0.12, height: 0.3, brightness: 205),
-        SceneObject(enter: .s(8), leave: .s(11.5), path: .rightToLeft(y: 0.35), width: 0.15, height: 0.2, brightness: 45),
-        SceneObject(enter: .s(14), leave: .s(16.5), path: .topToBottom(x: 0.4), width: 0.1, height: 0.25, brightness: 165),
+        SceneObject(
+            enter: .s(8), leave: .s(11.5), path: .rightToLeft(y: 0.35), width: 0.15, height: 0.2, brightness: 45),
+        SceneObject(
+            enter: .s(14), leave: .s(16.5), path: .topToBottom(x: 0.4), width: 0.1, height: 0.25, brightness: 165),
     ])
 
     struct Size: Sendable, CustomTestStringConvertible {
@@ -53,8 +55,9 @@ import TestSupport
         Size(width: 1280, height: 720, sigma: 6, fps: 10),
     ])
     func everyObjectDetected(_ size: Size) throws {
-        let scene = SyntheticScene(width: size.width, height: size.height, frameRate: Rational(Int64(size.fps), 1),
-                                   seed: 7, noiseSigma: size.sigma, schedule: Self.crossings, duration: .s(19))
+        let scene = SyntheticScene(
+            width: size.width, height: size.height, frameRate: Rational(Int64(size.fps), 1),
+            seed: 7, noiseSigma: size.sigma, schedule: Self.crossings, duration: .s(19))
         let analysis = try Self.analyse(scene)
         let truth = scene.appearances(from: scene.startTime, to: scene.startTime + .s(19))
         #expect(analysis.events.count == truth.count, "events: \(analysis.eventLines)")
@@ -64,22 +67,26 @@ import TestSupport
             let leave = (appearance.leave - scene.startTime).seconds
             // The event that covers this object's appearance.
             guard let event = analysis.events.first(where: { $0.end >= enter && $0.start <= leave }) else {
-                Issue.record("object \(appearance.object) (\(enter)–\(leave) s) was not detected; events \(analysis.eventLines)")
+                Issue.record(
+                    "object \(appearance.object) (\(enter)–\(leave) s) was not detected; events \(analysis.eventLines)")
                 continue
             }
             let triggerDelay = event.start - enter
             let confirmDelay = event.confirmed - enter
             let endDelay = event.end - leave
-            report.append("object \(appearance.object): trigger +\(DecimalText.fixed(triggerDelay, 3)) s, "
-                          + "confirmed +\(DecimalText.fixed(confirmDelay, 3)) s, end +\(DecimalText.fixed(endDelay, 3)) s, "
-                          + "peak \(DecimalText.significant(event.peak, 3))")
+            report.append(
+                "object \(appearance.object): trigger +\(DecimalText.fixed(triggerDelay, 3)) s, "
+                    + "confirmed +\(DecimalText.fixed(confirmDelay, 3)) s, end +\(DecimalText.fixed(endDelay, 3)) s, "
+                    + "peak \(DecimalText.significant(event.peak, 3))")
             #expect(triggerDelay >= 0, "triggered before the object entered: \(event)")
             #expect(triggerDelay <= 0.25, "trigger \(triggerDelay) s after the object entered")
             #expect(endDelay >= 0, "the event ended before the object left: \(event)")
             #expect(endDelay <= Self.postRoll + 0.5, "the event ended \(endDelay) s after the object left")
         }
-        print("accuracy \(size.testDescription): " + report.joined(separator: "; ")
-              + "; noise \(DecimalText.fixed(analysis.medianNoise, 2)), pixel threshold \(DecimalText.fixed(analysis.medianPixelThreshold, 2))")
+        print(
+            "accuracy \(size.testDescription): " + report.joined(separator: "; ")
+                + "; noise \(DecimalText.fixed(analysis.medianNoise, 2)), pixel threshold \(DecimalText.fixed(analysis.medianPixelThreshold, 2))"
+        )
     }
 
     @Test(arguments: [
@@ -90,14 +97,17 @@ import TestSupport
         Size(width: 1280, height: 720, sigma: 6, fps: 10),
     ])
     func noNoiseEvents(_ size: Size) throws {
-        let scene = SyntheticScene(width: size.width, height: size.height, frameRate: Rational(Int64(size.fps), 1),
-                                   seed: 11, noiseSigma: size.sigma, schedule: .empty, duration: .s(12))
+        let scene = SyntheticScene(
+            width: size.width, height: size.height, frameRate: Rational(Int64(size.fps), 1),
+            seed: 11, noiseSigma: size.sigma, schedule: .empty, duration: .s(12))
         let analysis = try Self.analyse(scene)
         #expect(analysis.events.isEmpty, "\(analysis.eventLines)")
         #expect(analysis.frames.allSatisfy { !$0.lightSwitch })
         let maxScore = analysis.frames.reduce(0) { max($0, $1.score) }
         #expect(Double(maxScore) < (try Settings.defaults().motion.threshold) / 5, "noise alone scored \(maxScore)")
-        print("noise only \(size.testDescription): max score \(maxScore), noise \(DecimalText.fixed(analysis.medianNoise, 3))")
+        print(
+            "noise only \(size.testDescription): max score \(maxScore), noise \(DecimalText.fixed(analysis.medianNoise, 3))"
+        )
     }
 
     /// A light switched on (+40 or −50 grey levels) and off again, twice.
@@ -110,8 +120,9 @@ import TestSupport
             LightChange(start: .s(3), end: .s(6), delta: delta),
             LightChange(start: .s(9), end: .s(9.6), delta: delta / 2),
         ])
-        let scene = SyntheticScene(width: size.width, height: size.height, frameRate: Rational(Int64(size.fps), 1),
-                                   seed: 5, noiseSigma: size.sigma, schedule: schedule, duration: .s(12))
+        let scene = SyntheticScene(
+            width: size.width, height: size.height, frameRate: Rational(Int64(size.fps), 1),
+            seed: 5, noiseSigma: size.sigma, schedule: schedule, duration: .s(12))
         let analysis = try Self.analyse(scene)
         #expect(analysis.events.isEmpty, "\(analysis.eventLines)")
         // The detector saw the switches (each on and off).
@@ -123,15 +134,19 @@ import TestSupport
     @Test(arguments: [(640, 480), (1280, 720)])
     func maskedMotionDoesNotTrigger(width: Int, height: Int) throws {
         let schedule = SceneSchedule(objects: [
-            SceneObject(enter: .s(2), leave: .s(5), path: .topToBottom(x: 0.85), width: 0.14, height: 0.25, brightness: 210),
-            SceneObject(enter: .s(8), leave: .s(9.5), path: .still(x: 0.84, y: 0.4), width: 0.12, height: 0.2, brightness: 40),
+            SceneObject(
+                enter: .s(2), leave: .s(5), path: .topToBottom(x: 0.85), width: 0.14, height: 0.25, brightness: 210),
+            SceneObject(
+                enter: .s(8), leave: .s(9.5), path: .still(x: 0.84, y: 0.4), width: 0.12, height: 0.2, brightness: 40),
         ])
-        let scene = SyntheticScene(width: width, height: height, frameRate: Rational(10, 1), seed: 3,
-                                   noiseSigma: 3, schedule: schedule, duration: .s(12))
+        let scene = SyntheticScene(
+            width: width, height: height, frameRate: Rational(10, 1), seed: 3,
+            noiseSigma: 3, schedule: schedule, duration: .s(12))
         // A mask of its own size (not the picture's): the right third black.
         let maskWidth = 90, maskHeight = 60
-        let mask = try MotionMask(width: maskWidth, height: maskHeight,
-                                  watched: (0..<(maskWidth * maskHeight)).map { $0 % maskWidth < 60 })
+        let mask = try MotionMask(
+            width: maskWidth, height: maskHeight,
+            watched: (0..<(maskWidth * maskHeight)).map { $0 % maskWidth < 60 })
         let masked = try Self.analyse(scene, mask: mask)
         #expect(masked.events.isEmpty, "\(masked.eventLines)")
         // The same scene without the mask triggers: the test can fail.

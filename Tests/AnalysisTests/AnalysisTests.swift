@@ -1,14 +1,16 @@
-import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import Configuration
+import Foundation
 import Media
 import MotionDetection
 import Recorder
-import Testing
 import TestSupport
+import Testing
+
 @testable import Analysis
+
+#if canImport(FoundationXML)
+import FoundationXML
+#endif
 
 @Suite struct AnalysisTests {
     /// An analysis built from chosen results: motion from 8.03 s to 10.40 s (post-roll 2 s).
@@ -26,9 +28,10 @@ import TestSupport
             let time = Timestamp.s(start + t)
             let moving = t >= 8.0 && t < 10.4
             let score = moving ? 0.02 + 0.041 * (t - 8) / 2.4 : 0.0001 * Double(i % 3)
-            let result = MotionResult(time: time, score: score, threshold: 0.005, motion: moving && t >= 8.06,
-                                      motionStart: moving ? .s(start + 8.0 + 1 / fps * 0.45) : nil, noise: 0.5 + 0.01 * Double(i % 5),
-                                      pixelThreshold: 2.1, globalChange: 0, lightSwitch: i == 30, learning: i == 0 || i == 30)
+            let result = MotionResult(
+                time: time, score: score, threshold: 0.005, motion: moving && t >= 8.06,
+                motionStart: moving ? .s(start + 8.0 + 1 / fps * 0.45) : nil, noise: 0.5 + 0.01 * Double(i % 5),
+                pixelThreshold: 2.1, globalChange: 0, lightSwitch: i == 30, learning: i == 0 || i == 30)
             let actions = machine.handle(.frame(result))
             analysis.record(result, state: machine.state, actions: actions)
             last = time
@@ -50,7 +53,8 @@ import TestSupport
 
     @Test func summaryLine() throws {
         let analysis = try Self.sample()
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) as? [String: Any])
         #expect(object["frames"] as? Int == 200)
         #expect((object["duration"] as? Double).map { abs($0 - 13.27) < 0.001 } == true)
         #expect(object["events"] as? Int == 1)
@@ -86,8 +90,10 @@ import TestSupport
         let analysis = try Self.sample(frames: frames)
         let svg = analysis.svg(title: "garden <cam> & \"night\"")
         #expect(svg.hasPrefix("<?xml"))
-        for part in ["<svg", "<title>", "<polyline", "stroke-dasharray", "fill-opacity", "time (s)", "noise σ",
-                     "threshold", "light switch", "0.01%", "10%"] {
+        for part in [
+            "<svg", "<title>", "<polyline", "stroke-dasharray", "fill-opacity", "time (s)", "noise σ",
+            "threshold", "light switch", "0.01%", "10%",
+        ] {
             #expect(svg.contains(part), "missing \(part)")
         }
         #expect(svg.contains("garden &lt;cam&gt; &amp; &quot;night&quot;"))
@@ -113,13 +119,15 @@ import TestSupport
         #expect(MotionAnalysis.jsonLine(event) == "{\"start\": 0.00, \"end\": 0.00, \"peak\": 0}")
         var settings = try Settings.defaults().motion
         settings.threshold = .nan
-        let analysis = MotionAnalysis(settings: settings, eventSettings: EventSettings(postRoll: .s(2), maxClip: .s(300)))
+        let analysis = MotionAnalysis(
+            settings: settings, eventSettings: EventSettings(postRoll: .s(2), maxClip: .s(300)))
         #expect(analysis.summaryLine.contains("\"threshold\": 0,"), "\(analysis.summaryLine)")
         #expect(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) is [String: Any])
     }
 
     @Test func emptyAnalysis() throws {
-        let analysis = MotionAnalysis(settings: try Settings.defaults().motion, eventSettings: EventSettings(postRoll: .s(2), maxClip: .s(300)))
+        let analysis = MotionAnalysis(
+            settings: try Settings.defaults().motion, eventSettings: EventSettings(postRoll: .s(2), maxClip: .s(300)))
         #expect(analysis.eventLines.isEmpty)
         #expect(analysis.csv == "time,score,threshold,state\n")
         #expect(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) is [String: Any])

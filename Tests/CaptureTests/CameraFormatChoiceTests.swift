@@ -9,29 +9,37 @@ import Testing
     /// A USB webcam as they come: YUYV is slow at large sizes (USB 2 bandwidth), MJPEG is
     /// fast everywhere, and libv4l2 offers the MJPEG sizes again as emulated YU12.
     static let webcam: [CameraFormatDescription] = [
-        CameraFormatDescription(fourcc: .yuyv, name: "YUYV 4:2:2", sizes: [
-            FrameSizeDescription(width: 640, height: 480, rates: [r(30), r(15)]),
-            FrameSizeDescription(width: 1280, height: 720, rates: [r(10), r(5)]),
-            FrameSizeDescription(width: 1920, height: 1080, rates: [r(5)]),
-        ]),
-        CameraFormatDescription(fourcc: .mjpeg, name: "Motion-JPEG", isCompressed: true, sizes: [
-            FrameSizeDescription(width: 640, height: 480, rates: [r(30)]),
-            FrameSizeDescription(width: 1280, height: 720, rates: [r(30)]),
-            FrameSizeDescription(width: 1920, height: 1080, rates: [r(30)]),
-        ]),
-        CameraFormatDescription(fourcc: .yuv420, name: "Planar YUV 4:2:0", isEmulated: true, sizes: [
-            FrameSizeDescription(width: 640, height: 480, rates: [r(30), r(15)]),
-            FrameSizeDescription(width: 1280, height: 720, rates: [r(30), r(10), r(5)]),
-            FrameSizeDescription(width: 1920, height: 1080, rates: [r(30), r(5)]),
-        ]),
+        CameraFormatDescription(
+            fourcc: .yuyv, name: "YUYV 4:2:2",
+            sizes: [
+                FrameSizeDescription(width: 640, height: 480, rates: [r(30), r(15)]),
+                FrameSizeDescription(width: 1280, height: 720, rates: [r(10), r(5)]),
+                FrameSizeDescription(width: 1920, height: 1080, rates: [r(5)]),
+            ]),
+        CameraFormatDescription(
+            fourcc: .mjpeg, name: "Motion-JPEG", isCompressed: true,
+            sizes: [
+                FrameSizeDescription(width: 640, height: 480, rates: [r(30)]),
+                FrameSizeDescription(width: 1280, height: 720, rates: [r(30)]),
+                FrameSizeDescription(width: 1920, height: 1080, rates: [r(30)]),
+            ]),
+        CameraFormatDescription(
+            fourcc: .yuv420, name: "Planar YUV 4:2:0", isEmulated: true,
+            sizes: [
+                FrameSizeDescription(width: 640, height: 480, rates: [r(30), r(15)]),
+                FrameSizeDescription(width: 1280, height: 720, rates: [r(30), r(10), r(5)]),
+                FrameSizeDescription(width: 1920, height: 1080, rates: [r(30), r(5)]),
+            ]),
         CameraFormatDescription(fourcc: FourCC("RGB3"), name: "RGB3", isEmulated: true, sizes: []),
     ]
 
     /// vivid's webcam input: the same sizes and rates in every format, native NV12 among them.
     static let vivid: [CameraFormatDescription] = {
         let sizes = [
-            FrameSizeDescription(width: 320, height: 180, rates: [r(60), r(50), r(30), r(25), r(15), Rational(25, 2), r(10), r(5)]),
-            FrameSizeDescription(width: 640, height: 360, rates: [r(40), r(30), r(25), r(15), Rational(25, 2), r(10), r(5)]),
+            FrameSizeDescription(
+                width: 320, height: 180, rates: [r(60), r(50), r(30), r(25), r(15), Rational(25, 2), r(10), r(5)]),
+            FrameSizeDescription(
+                width: 640, height: 360, rates: [r(40), r(30), r(25), r(15), Rational(25, 2), r(10), r(5)]),
             FrameSizeDescription(width: 640, height: 480, rates: [r(25), Rational(25, 2), r(10), r(5)]),
             FrameSizeDescription(width: 1280, height: 720, rates: [Rational(25, 2), r(10), r(5)]),
             FrameSizeDescription(width: 1920, height: 1080, rates: [r(5), r(4), r(2), r(1)]),
@@ -60,8 +68,11 @@ import Testing
         // Larger than anything: the largest with the same aspect.
         (3840, 2160, 30.0, FourCC.yuv420, true, 1920, 1080, Rational(30, 1)),
     ])
-    func webcamChoices(width: Int, height: Int, fps: Double, fourcc: FourCC, emulated: Bool, w: Int, h: Int, rate: Rational) throws {
-        let choice = try #require(CameraFormatChooser.choose(from: Self.webcam, for: CameraRequest(width: width, height: height, fps: fps)))
+    func webcamChoices(
+        width: Int, height: Int, fps: Double, fourcc: FourCC, emulated: Bool, w: Int, h: Int, rate: Rational
+    ) throws {
+        let choice = try #require(
+            CameraFormatChooser.choose(from: Self.webcam, for: CameraRequest(width: width, height: height, fps: fps)))
         #expect(choice.fourcc == fourcc)
         #expect(choice.isEmulated == emulated)
         #expect(choice.width == w && choice.height == h)
@@ -79,7 +90,8 @@ import Testing
         (640, 360, 30.0, 640, 360, Rational(30, 1)),
     ])
     func vividChoices(width: Int, height: Int, fps: Double, w: Int, h: Int, rate: Rational) throws {
-        let choice = try #require(CameraFormatChooser.choose(from: Self.vivid, for: CameraRequest(width: width, height: height, fps: fps)))
+        let choice = try #require(
+            CameraFormatChooser.choose(from: Self.vivid, for: CameraRequest(width: width, height: height, fps: fps)))
         #expect(choice.fourcc == .nv12)
         #expect(!choice.isEmulated)
         #expect(choice.width == w && choice.height == h)
@@ -87,11 +99,18 @@ import Testing
     }
 
     @Test func allowedFormatsRestrictTheChoice() throws {
-        let yuyv = try #require(CameraFormatChooser.choose(from: Self.vivid, for: CameraRequest(width: 640, height: 480, fps: 25, allowedFormats: [.yuyv])))
+        let yuyv = try #require(
+            CameraFormatChooser.choose(
+                from: Self.vivid, for: CameraRequest(width: 640, height: 480, fps: 25, allowedFormats: [.yuyv])))
         #expect(yuyv.fourcc == .yuyv)
-        let planar = try #require(CameraFormatChooser.choose(from: Self.vivid, for: CameraRequest(width: 640, height: 480, fps: 25, allowedFormats: [.yuv422p])))
+        let planar = try #require(
+            CameraFormatChooser.choose(
+                from: Self.vivid, for: CameraRequest(width: 640, height: 480, fps: 25, allowedFormats: [.yuv422p])))
         #expect(planar.fourcc == .yuv422p)
-        #expect(CameraFormatChooser.choose(from: Self.vivid, for: CameraRequest(width: 640, height: 480, fps: 25, allowedFormats: [FourCC("UYVY")])) == nil)
+        #expect(
+            CameraFormatChooser.choose(
+                from: Self.vivid, for: CameraRequest(width: 640, height: 480, fps: 25, allowedFormats: [FourCC("UYVY")])
+            ) == nil)
     }
 
     @Test func preferenceOrderAtTheSameSizeAndRate() throws {
@@ -106,7 +125,8 @@ import Testing
         var remaining = all
         var order: [String] = []
         while let choice = CameraFormatChooser.choose(from: remaining, for: request) {
-            let index = try #require(remaining.firstIndex { $0.fourcc == choice.fourcc && $0.isEmulated == choice.isEmulated })
+            let index = try #require(
+                remaining.firstIndex { $0.fourcc == choice.fourcc && $0.isEmulated == choice.isEmulated })
             order.append(remaining.remove(at: index).name)
         }
         #expect(order == ["YU12", "YUYV", "422P", "emulated"])
@@ -114,8 +134,12 @@ import Testing
 
     @Test func compressedAndUnknownFormatsAreNeverChosen() {
         let only: [CameraFormatDescription] = [
-            CameraFormatDescription(fourcc: .mjpeg, name: "Motion-JPEG", isCompressed: true, sizes: [FrameSizeDescription(width: 640, height: 480, rates: [Rational(30, 1)])]),
-            CameraFormatDescription(fourcc: FourCC("BA81"), name: "Bayer", sizes: [FrameSizeDescription(width: 640, height: 480, rates: [Rational(30, 1)])]),
+            CameraFormatDescription(
+                fourcc: .mjpeg, name: "Motion-JPEG", isCompressed: true,
+                sizes: [FrameSizeDescription(width: 640, height: 480, rates: [Rational(30, 1)])]),
+            CameraFormatDescription(
+                fourcc: FourCC("BA81"), name: "Bayer",
+                sizes: [FrameSizeDescription(width: 640, height: 480, rates: [Rational(30, 1)])]),
         ]
         #expect(CameraFormatChooser.choose(from: only, for: CameraRequest(width: 640, height: 480, fps: 30)) == nil)
         #expect(CameraFormatChooser.choose(from: [], for: CameraRequest(width: 640, height: 480, fps: 30)) == nil)
@@ -123,26 +147,36 @@ import Testing
 
     /// A sensor with a stepwise size range and continuous intervals (libcamera, some ISPs).
     @Test func stepwiseSizesAndIntervals() throws {
-        let sensor = [CameraFormatDescription(fourcc: .nv12, name: "NV12", sizes: [
-            FrameSizeDescription(size: .stepwise(minWidth: 64, maxWidth: 2592, widthStep: 16, minHeight: 64, maxHeight: 1944, heightStep: 2),
-                                 intervals: .stepwise(shortest: Rational(1, 60), longest: Rational(1, 1), step: Rational(0, 1))),
-        ])]
-        let exact = try #require(CameraFormatChooser.choose(from: sensor, for: CameraRequest(width: 1280, height: 720, fps: 30)))
+        let sensor = [
+            CameraFormatDescription(
+                fourcc: .nv12, name: "NV12",
+                sizes: [
+                    FrameSizeDescription(
+                        size: .stepwise(
+                            minWidth: 64, maxWidth: 2592, widthStep: 16, minHeight: 64, maxHeight: 1944, heightStep: 2),
+                        intervals: .stepwise(shortest: Rational(1, 60), longest: Rational(1, 1), step: Rational(0, 1)))
+                ])
+        ]
+        let exact = try #require(
+            CameraFormatChooser.choose(from: sensor, for: CameraRequest(width: 1280, height: 720, fps: 30)))
         #expect(exact.width == 1280 && exact.height == 720)
         #expect(exact.frameRate == Rational(30, 1))
         // 1000 is not a multiple of 16 from 64: the nearest step.
-        let snapped = try #require(CameraFormatChooser.choose(from: sensor, for: CameraRequest(width: 1000, height: 563, fps: 90)))
+        let snapped = try #require(
+            CameraFormatChooser.choose(from: sensor, for: CameraRequest(width: 1000, height: 563, fps: 90)))
         #expect(snapped.width == 992 || snapped.width == 1008)
         #expect(snapped.height == 562 || snapped.height == 564)
         #expect(snapped.frameRate == Rational(60, 1))
-        let huge = try #require(CameraFormatChooser.choose(from: sensor, for: CameraRequest(width: 4000, height: 3000, fps: 0.5)))
+        let huge = try #require(
+            CameraFormatChooser.choose(from: sensor, for: CameraRequest(width: 4000, height: 3000, fps: 0.5)))
         #expect(huge.width == 2592 && huge.height == 1944)
         #expect(huge.frameRate == Rational(1, 1))
     }
 
     @Test func stepwiseIntervalsSnapToTheStep() {
         // 1/30 to 1/5 s in steps of 1/30 s: 30, 15, 10, 7.5, 6, 5 fps.
-        let intervals = FrameIntervals.stepwise(shortest: Rational(1, 30), longest: Rational(1, 5), step: Rational(1, 30))
+        let intervals = FrameIntervals.stepwise(
+            shortest: Rational(1, 30), longest: Rational(1, 5), step: Rational(1, 30))
         #expect(CameraFormatChooser.chooseInterval(intervals, for: Rational(12, 1)) == Rational(1, 15))
         #expect(CameraFormatChooser.chooseInterval(intervals, for: Rational(15, 1)) == Rational(1, 15))
         #expect(CameraFormatChooser.chooseInterval(intervals, for: Rational(60, 1)) == Rational(1, 30))
@@ -152,16 +186,23 @@ import Testing
     /// A driver that lists no sizes: the request is passed to S_FMT as it is.
     @Test func unlistedSizesTakeTheRequest() throws {
         let bare = [CameraFormatDescription(fourcc: .yuyv, name: "YUYV", sizes: [])]
-        let choice = try #require(CameraFormatChooser.choose(from: bare, for: CameraRequest(width: 800, height: 600, fps: 20)))
+        let choice = try #require(
+            CameraFormatChooser.choose(from: bare, for: CameraRequest(width: 800, height: 600, fps: 20)))
         #expect(choice.width == 800 && choice.height == 600)
         #expect(choice.interval == nil)
     }
 
     @Test func ntscRatesCountAsReachingTheRoundRate() throws {
-        let camera = [CameraFormatDescription(fourcc: .yuyv, name: "YUYV", sizes: [
-            FrameSizeDescription(width: 640, height: 480, rates: [Rational(30000, 1001), Rational(15000, 1001)]),
-        ])]
-        let choice = try #require(CameraFormatChooser.choose(from: camera, for: CameraRequest(width: 640, height: 480, fps: 30)))
+        let camera = [
+            CameraFormatDescription(
+                fourcc: .yuyv, name: "YUYV",
+                sizes: [
+                    FrameSizeDescription(
+                        width: 640, height: 480, rates: [Rational(30000, 1001), Rational(15000, 1001)])
+                ])
+        ]
+        let choice = try #require(
+            CameraFormatChooser.choose(from: camera, for: CameraRequest(width: 640, height: 480, fps: 30)))
         #expect(choice.frameRate == Rational(30000, 1001))
     }
 
@@ -172,7 +213,7 @@ import Testing
     }
 
     @Test func fourccs() {
-        #expect(FourCC.yuyv.littleEndianValue == 0x5659_5559) // v4l2_fourcc('Y','U','Y','V')
+        #expect(FourCC.yuyv.littleEndianValue == 0x5659_5559)  // v4l2_fourcc('Y','U','Y','V')
         #expect(FourCC.nv12.description == "NV12")
         #expect(FourCC.yuv420.pixelFormat == .i420)
         #expect(FourCC.nv12.pixelFormat == .nv12)

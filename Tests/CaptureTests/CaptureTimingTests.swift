@@ -46,14 +46,16 @@ import Testing
     let dequeued = Timestamp(seconds: 500)
 
     @Test func monotonicTimestampsAreTakenAsTheyAre() {
-        let t = BufferTimestamp.capture(seconds: 123, microseconds: 456_789, flags: 0x2000 | 0x0001, dequeuedAt: dequeued)
+        let t = BufferTimestamp.capture(
+            seconds: 123, microseconds: 456_789, flags: 0x2000 | 0x0001, dequeuedAt: dequeued)
         #expect(t == Timestamp(nanoseconds: 123_456_789_000))
     }
 
     /// Unknown (0x0000) and copied (0x4000) timestamps are not on our clock: the dequeue time stands in.
     @Test(arguments: [UInt32(0x0000), 0x4000, 0x6000])
     func otherClocksFallBackToTheDequeueTime(flags: UInt32) {
-        #expect(BufferTimestamp.capture(seconds: 123, microseconds: 456, flags: flags, dequeuedAt: dequeued) == dequeued)
+        #expect(
+            BufferTimestamp.capture(seconds: 123, microseconds: 456, flags: flags, dequeuedAt: dequeued) == dequeued)
     }
 
     @Test func aZeroTimestampFallsBackToo() {
@@ -63,7 +65,7 @@ import Testing
 
 @Suite struct AudioTimelineTests {
     static let rate = 48000
-    static let period = 480 // 10 ms
+    static let period = 480  // 10 ms
 
     /// The true capture time of chunk `i`, with a deterministic jitter of up to ±3 ms.
     static func measured(_ i: Int, start: Double = 100, jitter: Double = 0.003, drift: Double = 0) -> Timestamp {
@@ -92,8 +94,10 @@ import Testing
     @Test func followsClockDrift() {
         var line = AudioTimeline(sampleRate: Self.rate)
         var last = Timestamp.zero
-        let count = 30_000 // 300 s
-        for i in 0..<count { last = line.place(measured: Self.measured(i, jitter: 0.002, drift: 200e-6), frames: Self.period) }
+        let count = 30_000  // 300 s
+        for i in 0..<count {
+            last = line.place(measured: Self.measured(i, jitter: 0.002, drift: 200e-6), frames: Self.period)
+        }
         let truth = 100 + Double((count - 1) * Self.period) / Double(Self.rate) * (1 + 200e-6)
         #expect(abs(last.seconds - truth) < 0.005, "\(last.seconds) against \(truth)")
     }
@@ -105,7 +109,9 @@ import Testing
         let after = Timestamp(seconds: 100 + 0.1 + 0.25)
         #expect(line.place(measured: after, frames: Self.period) == after)
         // And the following one continues from there.
-        #expect(line.place(measured: after + .init(seconds: 0.0101), frames: Self.period).seconds - after.seconds - 0.01 < 0.0001)
+        #expect(
+            line.place(measured: after + .init(seconds: 0.0101), frames: Self.period).seconds - after.seconds - 0.01
+                < 0.0001)
     }
 
     @Test func resetForgetsTheLine() {
@@ -120,9 +126,13 @@ import Testing
     @Test func firstUnreadFrameFromTheDriverTimestamp() {
         let ts = Timestamp(seconds: 1000)
         let now = ts + .init(seconds: 0.003)
-        #expect(AudioTimeline.firstUnreadFrame(timestamp: ts, available: 960, sampleRate: 48000, now: now) == ts - .init(seconds: 0.02))
+        #expect(
+            AudioTimeline.firstUnreadFrame(timestamp: ts, available: 960, sampleRate: 48000, now: now) == ts
+                - .init(seconds: 0.02))
         // No timestamp (zero) or one on another clock: the read time stands in.
-        #expect(AudioTimeline.firstUnreadFrame(timestamp: .zero, available: 480, sampleRate: 48000, now: now) == now - .init(seconds: 0.01))
+        #expect(
+            AudioTimeline.firstUnreadFrame(timestamp: .zero, available: 480, sampleRate: 48000, now: now) == now
+                - .init(seconds: 0.01))
         let wallClock = Timestamp(seconds: 1_700_000_000)
         #expect(AudioTimeline.firstUnreadFrame(timestamp: wallClock, available: 0, sampleRate: 48000, now: now) == now)
     }
@@ -141,7 +151,9 @@ import Testing
             let t = line.place(Timestamp(seconds: 1000 + Double(i) * Self.period + wobble))
             let origin = first ?? t
             first = origin
-            #expect(t == origin + .init(nanoseconds: Timestamp(frameIndex: Int64(i), rate: Self.rate).nanoseconds), "frame \(i) at \(t)")
+            #expect(
+                t == origin + .init(nanoseconds: Timestamp(frameIndex: Int64(i), rate: Self.rate).nanoseconds),
+                "frame \(i) at \(t)")
         }
         #expect(line.restarts == 0)
     }
@@ -162,9 +174,13 @@ import Testing
         var line = FrameTimeline(rate: rate)
         var last = Timestamp.zero
         for i in 0..<10_000 {
-            last = line.place(Timestamp(frameIndex: Int64(i), rate: rate) + .init(nanoseconds: 7_000_000_000 + Int64((i % 5) * 500_000)))
+            last = line.place(
+                Timestamp(frameIndex: Int64(i), rate: rate)
+                    + .init(nanoseconds: 7_000_000_000 + Int64((i % 5) * 500_000)))
         }
-        #expect(last == Timestamp(nanoseconds: 7_000_000_000) + .init(nanoseconds: Timestamp(frameIndex: 9999, rate: rate).nanoseconds))
+        #expect(
+            last == Timestamp(nanoseconds: 7_000_000_000)
+                + .init(nanoseconds: Timestamp(frameIndex: 9999, rate: rate).nanoseconds))
         #expect(line.restarts == 0)
     }
 
@@ -202,7 +218,7 @@ import Testing
         var line = FrameTimeline(rate: Self.rate)
         _ = line.place(Timestamp(seconds: 1.000))
         _ = line.place(Timestamp(seconds: 1.040))
-        let off = Timestamp(seconds: 1.5) // 12.5 intervals after the first: half an interval off
+        let off = Timestamp(seconds: 1.5)  // 12.5 intervals after the first: half an interval off
         #expect(line.place(off) == off)
         #expect(line.place(Timestamp(seconds: 1.5401)) == off + .init(seconds: 0.04))
         #expect(line.restarts == 1)

@@ -31,7 +31,9 @@ import Testing
         let fromFormat = V4L2Call.setFormat.meaning(of: EINVAL, device: "/dev/video0")
         #expect(Set([fromReqbufs, fromQuerycap, fromFormat]).count == 3)
         // An unplug reads the same from every call.
-        for call in V4L2Call.allCases { #expect(call.meaning(of: ENODEV, device: "/dev/video0").hasPrefix("the device is gone")) }
+        for call in V4L2Call.allCases {
+            #expect(call.meaning(of: ENODEV, device: "/dev/video0").hasPrefix("the device is gone"))
+        }
     }
 
     @Test func whatCountsAsALostDevice() {
@@ -59,7 +61,11 @@ import Testing
     }
 
     @Test func openingWhatIsNotThereSaysWhatToDo() {
-        #expect(throws: CaptureError.cannotOpen(source: "/nonexistent/video7", reason: "no such device — is the camera plugged in? `vigil probe` lists the cameras there are")) {
+        #expect(
+            throws: CaptureError.cannotOpen(
+                source: "/nonexistent/video7",
+                reason: "no such device — is the camera plugged in? `vigil probe` lists the cameras there are")
+        ) {
             _ = try V4L2Camera(path: "/nonexistent/video7", request: CameraRequest(width: 640, height: 480, fps: 30))
         }
     }
@@ -71,7 +77,10 @@ import Testing
             Issue.record("/dev/null opened as a camera")
         } catch {
             // libv4l2 asks the driver itself while opening (and fails with ENOTTY there).
-            #expect(error.description.hasPrefix("cannot open /dev/null: not a V4L2 video device (Inappropriate ioctl for device (ENOTTY))"), "\(error)")
+            #expect(
+                error.description.hasPrefix(
+                    "cannot open /dev/null: not a V4L2 video device (Inappropriate ioctl for device (ENOTTY))"),
+                "\(error)")
         }
     }
 
@@ -90,9 +99,14 @@ import Testing
     }
 
     @Test func lostAndStalledDevicesDescribeThemselves() {
-        #expect(CaptureError.deviceLost(source: "/dev/video0", reason: "taking a frame from the driver (VIDIOC_DQBUF) failed: x").description
-            == "/dev/video0 stopped working: taking a frame from the driver (VIDIOC_DQBUF) failed: x")
-        #expect(CaptureError.stalled(source: "/dev/video0", seconds: 2).description
-            == "/dev/video0 delivered nothing for 2.0 s — the device stalled (driver or firmware hang, or a loose cable)")
+        #expect(
+            CaptureError.deviceLost(
+                source: "/dev/video0", reason: "taking a frame from the driver (VIDIOC_DQBUF) failed: x"
+            ).description
+                == "/dev/video0 stopped working: taking a frame from the driver (VIDIOC_DQBUF) failed: x")
+        #expect(
+            CaptureError.stalled(source: "/dev/video0", seconds: 2).description
+                == "/dev/video0 delivered nothing for 2.0 s — the device stalled (driver or firmware hang, or a loose cable)"
+        )
     }
 }

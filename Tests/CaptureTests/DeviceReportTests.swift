@@ -1,15 +1,20 @@
 import Capture
 import Foundation
 import Media
-import Testing
 import TestSupport
+import Testing
 
 /// What `vigil probe` prints, from enumerations given as values.
 @Suite struct DeviceReportTests {
     static let webcam = CameraListing(
         path: "/dev/video0",
-        links: ["/dev/v4l/by-id/usb-046d_HD_Pro_Webcam_C920-video-index0", "/dev/v4l/by-path/platform-xhci-hcd.0-usb-0:1:1.0-video-index0"],
-        identity: VideoDeviceIdentity(driver: "uvcvideo", card: "HD Pro Webcam C920", busInfo: "usb-xhci-hcd.0-1", capabilities: [.videoCapture, .streaming]),
+        links: [
+            "/dev/v4l/by-id/usb-046d_HD_Pro_Webcam_C920-video-index0",
+            "/dev/v4l/by-path/platform-xhci-hcd.0-usb-0:1:1.0-video-index0",
+        ],
+        identity: VideoDeviceIdentity(
+            driver: "uvcvideo", card: "HD Pro Webcam C920", busInfo: "usb-xhci-hcd.0-1",
+            capabilities: [.videoCapture, .streaming]),
         formats: CameraFormatChoiceTests.webcam)
 
     static let expectedWebcam = """
@@ -42,13 +47,18 @@ import TestSupport
     }
 
     @Test func aFractionalRateIsAFloatForTheConfiguration() {
-        var vivid = CameraListing(path: "/dev/video0", identity: VideoDeviceIdentity(driver: "vivid", card: "vivid", busInfo: "platform:vivid-000",
-                                                                                     capabilities: [.videoCapture, .streaming]),
-                                  formats: CameraFormatChoiceTests.vivid)
+        var vivid = CameraListing(
+            path: "/dev/video0",
+            identity: VideoDeviceIdentity(
+                driver: "vivid", card: "vivid", busInfo: "platform:vivid-000",
+                capabilities: [.videoCapture, .streaming]),
+            formats: CameraFormatChoiceTests.vivid)
         vivid.links = []
         let text = DeviceReport.render(vivid, request: CameraRequest(width: 1280, height: 720, fps: 30))
         #expect(text.contains("(the closest to 1280x720 at 30 fps: NV12 1280x720 at 12.5 fps):\n"))
-        #expect(text.contains("      device = \"/dev/video0\";\n      width = 1280;\n      height = 720;\n      fps = 12.5;\n"))
+        #expect(
+            text.contains(
+                "      device = \"/dev/video0\";\n      width = 1280;\n      height = 720;\n      fps = 12.5;\n"))
         #expect(text.contains("          1280x720    12.5, 10, 5 fps\n"))
         #expect(text.contains("  other formats (not used): UYVY\n"))
     }
@@ -57,7 +67,9 @@ import TestSupport
     @Test func thePastedBlockIsAValidConfiguration() throws {
         let text = DeviceReport.render(Self.webcam, request: CameraRequest(width: 1280, height: 720, fps: 30))
         let block = try #require(text.range(of: "    camera = {")).lowerBound
-        let snippet = String(text[block...]) + "\n" + DeviceReport.render(Self.loopback, rate: 48000, channels: 1)
+        let snippet =
+            String(text[block...]) + "\n"
+            + DeviceReport.render(Self.loopback, rate: 48000, channels: 1)
             .components(separatedBy: "\n").drop { !$0.contains("audio = {") }.joined(separator: "\n")
         let dir = try TemporaryDirectory("vigil-probe")
         defer { dir.remove() }
@@ -70,35 +82,44 @@ import TestSupport
     }
 
     @Test func aNodeThatIsNotACamera() {
-        let output = CameraListing(path: "/dev/video1", identity: VideoDeviceIdentity(driver: "vivid", card: "vivid", busInfo: "platform:vivid-000",
-                                                                                      capabilities: [.videoOutput, .streaming]),
-                                   formats: [], problem: "this is a video output device, not a camera")
-        #expect(DeviceReport.render(output, request: CameraRequest(width: 640, height: 480, fps: 30))
-            == "/dev/video1 — vivid (driver vivid, platform:vivid-000)\n  this is a video output device, not a camera\n")
+        let output = CameraListing(
+            path: "/dev/video1",
+            identity: VideoDeviceIdentity(
+                driver: "vivid", card: "vivid", busInfo: "platform:vivid-000",
+                capabilities: [.videoOutput, .streaming]),
+            formats: [], problem: "this is a video output device, not a camera")
+        #expect(
+            DeviceReport.render(output, request: CameraRequest(width: 640, height: 480, fps: 30))
+                == "/dev/video1 — vivid (driver vivid, platform:vivid-000)\n  this is a video output device, not a camera\n"
+        )
     }
 
-    static let loopback = MicrophoneListing(device: "hw:CARD=Loopback,DEV=1", card: 0, deviceNumber: 1, cardName: "Loopback", pcmName: "Loopback PCM",
-                                            rates: 8000...192_000, channels: 1...32, takesS16LE: true)
+    static let loopback = MicrophoneListing(
+        device: "hw:CARD=Loopback,DEV=1", card: 0, deviceNumber: 1, cardName: "Loopback", pcmName: "Loopback PCM",
+        rates: 8000...192_000, channels: 1...32, takesS16LE: true)
 
     @Test func aMicrophoneWithItsRangesAndAConfigurationBlock() {
-        #expect(DeviceReport.render(Self.loopback, rate: 48000, channels: 1) == """
-            hw:CARD=Loopback,DEV=1 — Loopback: Loopback PCM (card 0, device 1)
-              8000 to 192000 Hz, 1 to 32 channels, 16-bit samples
-              paste into the configuration:
-                audio = {
-                  enabled = true;
-                  device = "hw:CARD=Loopback,DEV=1";
-                  rate = 48000;
-                  channels = 1;
-                };
+        #expect(
+            DeviceReport.render(Self.loopback, rate: 48000, channels: 1) == """
+                hw:CARD=Loopback,DEV=1 — Loopback: Loopback PCM (card 0, device 1)
+                  8000 to 192000 Hz, 1 to 32 channels, 16-bit samples
+                  paste into the configuration:
+                    audio = {
+                      enabled = true;
+                      device = "hw:CARD=Loopback,DEV=1";
+                      rate = 48000;
+                      channels = 1;
+                    };
 
-            """)
+                """)
     }
 
     /// A USB microphone that records only stereo at 44.1 kHz: hw: cannot take mono 48 kHz, plughw: can.
     @Test func aMicrophoneThatNeedsConversionGetsPlughw() {
-        let usb = MicrophoneListing(device: "hw:CARD=Device,DEV=0", card: 1, deviceNumber: 0, cardName: "USB PnP Sound Device", pcmName: "USB Audio",
-                                    rates: 44100...44100, channels: 2...2, takesS16LE: true)
+        let usb = MicrophoneListing(
+            device: "hw:CARD=Device,DEV=0", card: 1, deviceNumber: 0, cardName: "USB PnP Sound Device",
+            pcmName: "USB Audio",
+            rates: 44100...44100, channels: 2...2, takesS16LE: true)
         #expect(usb.configurationDevice(rate: 48000, channels: 1) == "plughw:CARD=Device,DEV=0")
         #expect(usb.configurationDevice(rate: 44100, channels: 2) == "hw:CARD=Device,DEV=0")
         let text = DeviceReport.render(usb, rate: 48000, channels: 1)
@@ -107,7 +128,8 @@ import TestSupport
     }
 
     @Test func nothingFound() {
-        let text = DeviceReport.render(cameras: [], microphones: [], request: CameraRequest(width: 1280, height: 720, fps: 30))
+        let text = DeviceReport.render(
+            cameras: [], microphones: [], request: CameraRequest(width: 1280, height: 720, fps: 30))
         #expect(text.contains("Cameras (V4L2)\n\n  none found (no /dev/video* node)"))
         #expect(text.contains("libcamerify vigil probe"))
         #expect(text.contains("Microphones (ALSA capture devices)\n\n  none found"))

@@ -21,7 +21,8 @@ let short = Timestamp.Duration(seconds: 1)
         other.seed = 43
         let c = try SyntheticSource(scene: other)
         for _ in 0..<10 {
-            let fa = try #require(try a.nextFrame()), fb = try #require(try b.nextFrame()), fc = try #require(try c.nextFrame())
+            let fa = try #require(try a.nextFrame()), fb = try #require(try b.nextFrame()),
+                fc = try #require(try c.nextFrame())
             #expect(picture(fa) == picture(fb))
             #expect(picture(fa) != picture(fc))
         }
@@ -33,8 +34,9 @@ let short = Timestamp.Duration(seconds: 1)
 
     @Test(arguments: [(Rational(30, 1), 30), (Rational(247, 10), 25), (Rational(30000, 1001), 30)])
     func framesTimestampsAndSequence(rate: Rational, count: Int) throws {
-        let settings = SyntheticScene(width: 32, height: 16, frameRate: rate, schedule: .empty, duration: short,
-                                      startTime: Timestamp(seconds: 100))
+        let settings = SyntheticScene(
+            width: 32, height: 16, frameRate: rate, schedule: .empty, duration: short,
+            startTime: Timestamp(seconds: 100))
         let source = try SyntheticSource(scene: settings)
         var frames: [VideoFrame] = []
         while let f = try source.nextFrame() { frames.append(f) }
@@ -42,7 +44,9 @@ let short = Timestamp.Duration(seconds: 1)
         #expect(settings.frameCount == Int64(count))
         #expect(frames.map(\.sequence) == (0..<count).map { UInt64($0) })
         for (n, f) in frames.enumerated() {
-            #expect(f.timestamp == Timestamp(seconds: 100) + Timestamp.Duration(nanoseconds: Timestamp(frameIndex: Int64(n), rate: rate).nanoseconds))
+            #expect(
+                f.timestamp == Timestamp(seconds: 100)
+                    + Timestamp.Duration(nanoseconds: Timestamp(frameIndex: Int64(n), rate: rate).nanoseconds))
         }
         #expect(try source.nextFrame() == nil)
         #expect(source.format.frameRate == rate)
@@ -52,7 +56,8 @@ let short = Timestamp.Duration(seconds: 1)
     /// scene has a deviation of sigma·√2.
     @Test(arguments: [2.0, 5.0])
     func noiseHasTheRequestedSigma(sigma: Double) throws {
-        let source = try SyntheticSource(scene: SyntheticScene(width: 320, height: 240, noiseSigma: sigma, schedule: .empty, duration: short))
+        let source = try SyntheticSource(
+            scene: SyntheticScene(width: 320, height: 240, noiseSigma: sigma, schedule: .empty, duration: short))
         let a = bytes(source.frame(0).luma), b = bytes(source.frame(1).luma)
         let diffs = zip(a, b).map { Double(Int($0) - Int($1)) }
         let mean = diffs.reduce(0, +) / Double(diffs.count)
@@ -67,7 +72,8 @@ let short = Timestamp.Duration(seconds: 1)
         let s = { (seconds: Double) in Timestamp.Duration(seconds: seconds) }
         let schedule = SceneSchedule(objects: [
             SceneObject(enter: s(0.1), leave: s(0.9), path: .leftToRight(y: 0.5), width: 0.25, height: 0.4),
-            SceneObject(enter: s(0.3), leave: s(1.1), path: .bottomToTop(x: 0.3), width: 0.2, height: 0.3, brightness: 30),
+            SceneObject(
+                enter: s(0.3), leave: s(1.1), path: .bottomToTop(x: 0.3), width: 0.2, height: 0.3, brightness: 30),
             SceneObject(enter: s(0.5), leave: s(0.7), path: .still(x: 0.8, y: 0.2)),
             SceneObject(enter: s(0.2), leave: s(0.6), path: .rightToLeft(y: 0.1)),
             SceneObject(enter: s(0.0), leave: s(0.5), path: .topToBottom(x: 0.9)),
@@ -93,8 +99,9 @@ let short = Timestamp.Duration(seconds: 1)
             for row in 0..<48 {
                 for x in 0..<64 where y.row(row)[x] != p.row(row)[x] {
                     changed += 1
-                    #expect(rects.contains { x >= $0.x && x < $0.x + $0.width && row >= $0.y && row < $0.y + $0.height },
-                            "frame \(n): pixel (\(x), \(row)) changed outside every object")
+                    #expect(
+                        rects.contains { x >= $0.x && x < $0.x + $0.width && row >= $0.y && row < $0.y + $0.height },
+                        "frame \(n): pixel (\(x), \(row)) changed outside every object")
                 }
             }
             #expect((changed > 0) == !visible.isEmpty, "frame \(n)")
@@ -105,9 +112,13 @@ let short = Timestamp.Duration(seconds: 1)
     /// A moving object's first pixel shows on the first frame at least a pixel's travel
     /// after `enter`, and its last pixel on the last frame before `leave`.
     @Test func enterAndLeaveTimesBoundVisibility() throws {
-        let schedule = SceneSchedule(objects: [SceneObject(enter: Timestamp.Duration(seconds: 0.5), leave: Timestamp.Duration(seconds: 2.5),
-                                                           path: .leftToRight(y: 0.5), width: 0.25)])
-        let settings = SyntheticScene(width: 64, height: 48, schedule: schedule, duration: Timestamp.Duration(seconds: 3))
+        let schedule = SceneSchedule(objects: [
+            SceneObject(
+                enter: Timestamp.Duration(seconds: 0.5), leave: Timestamp.Duration(seconds: 2.5),
+                path: .leftToRight(y: 0.5), width: 0.25)
+        ])
+        let settings = SyntheticScene(
+            width: 64, height: 48, schedule: schedule, duration: Timestamp.Duration(seconds: 3))
         let times = (0..<90).map { settings.timestamp(ofFrame: Int64($0)) }
         let shown = times.filter { !settings.visibleObjects(at: $0).isEmpty }
         let first = try #require(shown.first), last = try #require(shown.last)
@@ -117,7 +128,8 @@ let short = Timestamp.Duration(seconds: 1)
         #expect(last < Timestamp(seconds: 2.5) && Timestamp(seconds: 2.5) - last <= frame)
         #expect(shown.count == times.filter { $0 >= first && $0 <= last }.count)
         let appearance = try #require(settings.appearances(from: .zero, to: Timestamp(seconds: 3)).first)
-        #expect(appearance == ObjectAppearance(object: 0, enter: Timestamp(seconds: 0.5), leave: Timestamp(seconds: 2.5)))
+        #expect(
+            appearance == ObjectAppearance(object: 0, enter: Timestamp(seconds: 0.5), leave: Timestamp(seconds: 2.5)))
     }
 
     @Test func demoScheduleRepeatsEveryMinute() throws {
@@ -126,10 +138,15 @@ let short = Timestamp.Duration(seconds: 1)
         #expect(appearances.map(\.enter.seconds) == [1005, 1025, 1045, 1065, 1085, 1105, 1125])
         #expect(appearances.map(\.object) == [0, 1, 2, 0, 1, 2, 0])
         // An event about every 20 s.
-        for (a, b) in zip(appearances, appearances.dropFirst()) { #expect(b.enter - a.enter == Timestamp.Duration(seconds: 20)) }
+        for (a, b) in zip(appearances, appearances.dropFirst()) {
+            #expect(b.enter - a.enter == Timestamp.Duration(seconds: 20))
+        }
         let lights = settings.lightChanges(from: Timestamp(seconds: 1000), to: Timestamp(seconds: 1080))
-        #expect(lights == [LightChangeInterval(start: Timestamp(seconds: 1015), end: Timestamp(seconds: 1018), delta: 40),
-                           LightChangeInterval(start: Timestamp(seconds: 1075), end: Timestamp(seconds: 1078), delta: 40)])
+        #expect(
+            lights == [
+                LightChangeInterval(start: Timestamp(seconds: 1015), end: Timestamp(seconds: 1018), delta: 40),
+                LightChangeInterval(start: Timestamp(seconds: 1075), end: Timestamp(seconds: 1078), delta: 40),
+            ])
         #expect(settings.visibleObjects(at: Timestamp(seconds: 1067)) == [0])
         #expect(settings.visibleObjects(at: Timestamp(seconds: 1020)) == [])
         #expect(SceneSchedule.demo(lightChange: false).lightChanges.isEmpty)
@@ -138,11 +155,13 @@ let short = Timestamp.Duration(seconds: 1)
 
     @Test func lightChangeShiftsEveryLumaSample() throws {
         let s = { (seconds: Double) in Timestamp.Duration(seconds: seconds) }
-        let settings = SyntheticScene(width: 64, height: 48, noiseSigma: 0,
-                                      schedule: SceneSchedule(lightChanges: [LightChange(start: s(0.5), end: s(0.8), delta: 30)]),
-                                      duration: s(1))
+        let settings = SyntheticScene(
+            width: 64, height: 48, noiseSigma: 0,
+            schedule: SceneSchedule(lightChanges: [LightChange(start: s(0.5), end: s(0.8), delta: 30)]),
+            duration: s(1))
         let source = try SyntheticSource(scene: settings)
-        let before = bytes(source.frame(0).luma), during = bytes(source.frame(20).luma), after = bytes(source.frame(25).luma)
+        let before = bytes(source.frame(0).luma), during = bytes(source.frame(20).luma),
+            after = bytes(source.frame(25).luma)
         #expect(settings.lightOffset(at: source.frame(20).timestamp) == 30)
         #expect(zip(before, during).allSatisfy { Int($1) == min(Int($0) + 30, 255) })
         #expect(before == after)
@@ -152,9 +171,13 @@ let short = Timestamp.Duration(seconds: 1)
 
     /// Padded rows hold the same picture; NV12 and I420 carry the same chroma.
     @Test func stridesAndPixelFormats() throws {
-        let tight = try SyntheticSource(scene: SyntheticScene(width: 64, height: 48, schedule: .demo(), duration: short))
-        let padded = try SyntheticSource(scene: SyntheticScene(width: 64, height: 48, bytesPerLine: 77, schedule: .demo(), duration: short))
-        let planar = try SyntheticSource(scene: SyntheticScene(width: 64, height: 48, pixelFormat: .i420, bytesPerLine: 70, schedule: .demo(), duration: short))
+        let tight = try SyntheticSource(
+            scene: SyntheticScene(width: 64, height: 48, schedule: .demo(), duration: short))
+        let padded = try SyntheticSource(
+            scene: SyntheticScene(width: 64, height: 48, bytesPerLine: 77, schedule: .demo(), duration: short))
+        let planar = try SyntheticSource(
+            scene: SyntheticScene(
+                width: 64, height: 48, pixelFormat: .i420, bytesPerLine: 70, schedule: .demo(), duration: short))
         #expect(padded.format.planes.map(\.stride) == [77, 77])
         #expect(planar.format.planes.map(\.stride) == [70, 35, 35])
         let a = tight.frame(2), b = padded.frame(2), c = planar.frame(2)
@@ -166,8 +189,10 @@ let short = Timestamp.Duration(seconds: 1)
     }
 
     @Test func realtimePacingDeliversNoFrameEarly() throws {
-        let source = try SyntheticSource(scene: SyntheticScene(width: 32, height: 16, frameRate: Rational(20, 1), schedule: .empty,
-                                                               duration: Timestamp.Duration(seconds: 0.3)), realtime: true)
+        let source = try SyntheticSource(
+            scene: SyntheticScene(
+                width: 32, height: 16, frameRate: Rational(20, 1), schedule: .empty,
+                duration: Timestamp.Duration(seconds: 0.3)), realtime: true)
         // In real time a frame is stamped with the monotonic time it is due, like a camera's:
         // it must not arrive before that time, and the stamps are one frame interval apart.
         var first: Timestamp?
@@ -185,8 +210,10 @@ let short = Timestamp.Duration(seconds: 1)
     /// delivered, however long ago the scene's start time was taken (the agent takes it before
     /// the source has rendered its background).
     @Test func realtimeFramesCarryTheTimeTheyAreDelivered() throws {
-        let scene = SyntheticScene(width: 32, height: 16, frameRate: Rational(20, 1), schedule: .empty,
-                                   duration: Timestamp.Duration(seconds: 0.2), startTime: MonotonicClock.now() - Timestamp.Duration(seconds: 5))
+        let scene = SyntheticScene(
+            width: 32, height: 16, frameRate: Rational(20, 1), schedule: .empty,
+            duration: Timestamp.Duration(seconds: 0.2), startTime: MonotonicClock.now() - Timestamp.Duration(seconds: 5)
+        )
         let source = try SyntheticSource(scene: scene, realtime: true)
         var previous: Timestamp?
         while true {
@@ -202,9 +229,10 @@ let short = Timestamp.Duration(seconds: 1)
     }
 
     @Test func framesComeFromAPool() throws {
-        let source = try SyntheticSource(scene: SyntheticScene(width: 32, height: 16, schedule: .empty, duration: short))
+        let source = try SyntheticSource(
+            scene: SyntheticScene(width: 32, height: 16, schedule: .empty, duration: short))
         var addresses = Set<UnsafeMutablePointer<UInt8>>()
-        while let f = try source.nextFrame() { addresses.insert(f.buffer.base) } // each frame dropped at once
+        while let f = try source.nextFrame() { addresses.insert(f.buffer.base) }  // each frame dropped at once
         #expect(addresses.count == 1)
     }
 
@@ -218,14 +246,40 @@ let short = Timestamp.Duration(seconds: 1)
         (SyntheticScene(width: 64, bytesPerLine: 63), "bytes per line"),
         (SyntheticScene(noiseSigma: 50), "noise"),
         (SyntheticScene(duration: .zero), "duration"),
-        (SyntheticScene(schedule: SceneSchedule(objects: [SceneObject(enter: Timestamp.Duration(seconds: 2), leave: Timestamp.Duration(seconds: 1), path: .still(x: 0.5, y: 0.5))])), "object 0"),
-        (SyntheticScene(schedule: SceneSchedule(objects: [SceneObject(enter: .zero, leave: Timestamp.Duration(seconds: 90), path: .leftToRight(y: 0.5))], period: Timestamp.Duration(seconds: 60))), "object 0"),
-        (SyntheticScene(schedule: SceneSchedule(objects: [SceneObject(enter: .zero, leave: Timestamp.Duration(seconds: 1), path: .leftToRight(y: 1.5))])), "object 0"),
-        (SyntheticScene(schedule: SceneSchedule(lightChanges: [LightChange(start: .zero, end: Timestamp.Duration(seconds: 1), delta: 300)])), "light change 0"),
+        (
+            SyntheticScene(
+                schedule: SceneSchedule(objects: [
+                    SceneObject(
+                        enter: Timestamp.Duration(seconds: 2), leave: Timestamp.Duration(seconds: 1),
+                        path: .still(x: 0.5, y: 0.5))
+                ])), "object 0"
+        ),
+        (
+            SyntheticScene(
+                schedule: SceneSchedule(
+                    objects: [
+                        SceneObject(enter: .zero, leave: Timestamp.Duration(seconds: 90), path: .leftToRight(y: 0.5))
+                    ], period: Timestamp.Duration(seconds: 60))), "object 0"
+        ),
+        (
+            SyntheticScene(
+                schedule: SceneSchedule(objects: [
+                    SceneObject(enter: .zero, leave: Timestamp.Duration(seconds: 1), path: .leftToRight(y: 1.5))
+                ])), "object 0"
+        ),
+        (
+            SyntheticScene(
+                schedule: SceneSchedule(lightChanges: [
+                    LightChange(start: .zero, end: Timestamp.Duration(seconds: 1), delta: 300)
+                ])), "light change 0"
+        ),
     ])
     func invalidSettingsAreNamed(settings: SyntheticScene, setting: String) throws {
         let error = #expect(throws: CaptureError.self) { _ = try SyntheticSource(scene: settings) }
-        guard case .invalidSettings(let name, let problem)? = error else { Issue.record("\(String(describing: error))"); return }
+        guard case .invalidSettings(let name, let problem)? = error else {
+            Issue.record("\(String(describing: error))")
+            return
+        }
         #expect(name == "synthetic scene " + setting)
         #expect(!problem.isEmpty)
     }

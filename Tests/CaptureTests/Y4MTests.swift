@@ -24,15 +24,26 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
 
 @Suite struct Y4MHeaderTests {
     @Test(arguments: [
-        ("YUV4MPEG2 W16 H8 F30:1 Ip A1:1 C420jpeg", PixelFormat.i420, Rational(30, 1), Rational(1, 1) as Rational?, FieldOrder.progressive),
-        ("YUV4MPEG2 W16 H8 F30000:1001 It A0:0 C420mpeg2 XYSCSS=420MPEG2", .i420, Rational(30000, 1001), nil, .topFieldFirst),
-        ("YUV4MPEG2 W16 H8 F247:10 Ib A128:117 C420paldv", .i420, Rational(247, 10), Rational(128, 117), .bottomFieldFirst),
+        (
+            "YUV4MPEG2 W16 H8 F30:1 Ip A1:1 C420jpeg", PixelFormat.i420, Rational(30, 1), Rational(1, 1) as Rational?,
+            FieldOrder.progressive
+        ),
+        (
+            "YUV4MPEG2 W16 H8 F30000:1001 It A0:0 C420mpeg2 XYSCSS=420MPEG2", .i420, Rational(30000, 1001), nil,
+            .topFieldFirst
+        ),
+        (
+            "YUV4MPEG2 W16 H8 F247:10 Ib A128:117 C420paldv", .i420, Rational(247, 10), Rational(128, 117),
+            .bottomFieldFirst
+        ),
         ("YUV4MPEG2 W16 H8 F25:1 C420", .i420, Rational(25, 1), nil, .progressive),
         ("YUV4MPEG2 W16 H8 F25:1 C422 XCOLORRANGE=LIMITED", .i422, Rational(25, 1), nil, .progressive),
         ("YUV4MPEG2 H8 W16 F25:1 Im I?", .i420, Rational(25, 1), nil, .progressive),
         ("YUV4MPEG2 W16 H8 F1:100 Im", .i420, Rational(1, 100), nil, .mixed),
     ])
-    func headerFields(header: String, pixelFormat: PixelFormat, rate: Rational, aspect: Rational?, order: FieldOrder) throws {
+    func headerFields(
+        header: String, pixelFormat: PixelFormat, rate: Rational, aspect: Rational?, order: FieldOrder
+    ) throws {
         let h = try Y4MHeader(line: Array(header.utf8), source: "test.y4m")
         #expect(h.width == 16 && h.height == 8)
         #expect(h.pixelFormat == pixelFormat)
@@ -51,11 +62,16 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let path = dir.file("clip.y4m")
-        let made = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=24.7",
-                                          "-frames:v", "7", "-vf", "setsar=10/11,setfield=tff", "-pix_fmt", ffmpegFormat,
-                                          "-f", "yuv4mpegpipe", path])
+        let made = try runTool(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=24.7",
+                "-frames:v", "7", "-vf", "setsar=10/11,setfield=tff", "-pix_fmt", ffmpegFormat,
+                "-f", "yuv4mpegpipe", path,
+            ])
         try #require(made.status == 0, "\(made.stderr)")
-        let raw = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", ffmpegFormat, "-"])
+        let raw = try runTool(
+            "ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", ffmpegFormat, "-"])
         try #require(raw.status == 0)
 
         let source = try Y4MSource(path: path)
@@ -74,9 +90,9 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
         #expect(frames.count == 7)
         #expect(frames.map(\.sequence) == Array(0..<7))
         #expect(frames.map(\.timestamp) == (0..<7).map { Timestamp(frameIndex: Int64($0), rate: Rational(247, 10)) })
-        #expect(frames[1].timestamp.nanoseconds == 40_485_830) // 10/247 s, rounded to the nanosecond
+        #expect(frames[1].timestamp.nanoseconds == 40_485_830)  // 10/247 s, rounded to the nanosecond
         #expect(bytes == [UInt8](raw.stdoutData))
-        #expect(try source.nextFrame() == nil) // stays at the end
+        #expect(try source.nextFrame() == nil)  // stays at the end
     }
 
     @Test func frameParametersAreIgnoredAndStridesAreTight() throws {
@@ -113,28 +129,76 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
         ("missing height", y4m("YUV4MPEG2 W16 F30:1", frames: 1, frameBytes: 192), .header, "height (H) is missing"),
         ("missing rate", y4m("YUV4MPEG2 W16 H8", frames: 1, frameBytes: 192), .header, "frame rate (F) is missing"),
         ("zero width", y4m("YUV4MPEG2 W0 H8 F30:1", frames: 1, frameBytes: 192), .header, "width W0"),
-        ("huge width", y4m("YUV4MPEG2 W99999999999 H8 F30:1", frames: 1, frameBytes: 192), .header, "width W99999999999"),
+        (
+            "huge width", y4m("YUV4MPEG2 W99999999999 H8 F30:1", frames: 1, frameBytes: 192), .header,
+            "width W99999999999"
+        ),
         ("negative height", y4m("YUV4MPEG2 W16 H-8 F30:1", frames: 1, frameBytes: 192), .header, "height H-8"),
-        ("rate with zero denominator", y4m("YUV4MPEG2 W16 H8 F30:0", frames: 1, frameBytes: 192), .header, "frame rate F30:0"),
+        (
+            "rate with zero denominator", y4m("YUV4MPEG2 W16 H8 F30:0", frames: 1, frameBytes: 192), .header,
+            "frame rate F30:0"
+        ),
         ("zero rate", y4m("YUV4MPEG2 W16 H8 F0:1", frames: 1, frameBytes: 192), .header, "frame rate F0:1"),
         ("rate not a ratio", y4m("YUV4MPEG2 W16 H8 Fabc", frames: 1, frameBytes: 192), .header, "frame rate Fabc"),
-        ("absurd rate", y4m("YUV4MPEG2 W16 H8 F2147483647:1", frames: 1, frameBytes: 192), .header, "1000 frames per second"),
-        ("absurdly slow rate", y4m("YUV4MPEG2 W16 H8 F1:2147483647", frames: 1, frameBytes: 192), .header, "1 frame per 100 seconds"),
-        ("bad aspect", y4m("YUV4MPEG2 W16 H8 F30:1 A1:0", frames: 1, frameBytes: 192), .header, "pixel aspect ratio A1:0"),
+        (
+            "absurd rate", y4m("YUV4MPEG2 W16 H8 F2147483647:1", frames: 1, frameBytes: 192), .header,
+            "1000 frames per second"
+        ),
+        (
+            "absurdly slow rate", y4m("YUV4MPEG2 W16 H8 F1:2147483647", frames: 1, frameBytes: 192), .header,
+            "1 frame per 100 seconds"
+        ),
+        (
+            "bad aspect", y4m("YUV4MPEG2 W16 H8 F30:1 A1:0", frames: 1, frameBytes: 192), .header,
+            "pixel aspect ratio A1:0"
+        ),
         ("bad interlacing", y4m("YUV4MPEG2 W16 H8 F30:1 Ix", frames: 1, frameBytes: 192), .header, "interlacing Ix"),
-        ("unknown field", y4m("YUV4MPEG2 W16 H8 F30:1 Q9", frames: 1, frameBytes: 192), .header, "unknown field \"Q9\""),
+        (
+            "unknown field", y4m("YUV4MPEG2 W16 H8 F30:1 Q9", frames: 1, frameBytes: 192), .header,
+            "unknown field \"Q9\""
+        ),
         ("header cut short", Data("YUV4MPEG2 W16 H8".utf8), .header, "ends inside the header"),
-        ("endless header", Data(("YUV4MPEG2 " + String(repeating: "X", count: 5000)).utf8), .header, "longer than 4096"),
+        (
+            "endless header", Data(("YUV4MPEG2 " + String(repeating: "X", count: 5000)).utf8), .header,
+            "longer than 4096"
+        ),
         ("empty file", Data(), .header, "empty"),
-        ("4:4:4", y4m("YUV4MPEG2 W16 H8 F30:1 C444", frames: 1, frameBytes: 384), .unsupported, "C444 is not supported"),
-        ("monochrome", y4m("YUV4MPEG2 W16 H8 F30:1 Cmono", frames: 1, frameBytes: 128), .unsupported, "Cmono is not supported"),
-        ("10-bit", y4m("YUV4MPEG2 W16 H8 F30:1 C420p10", frames: 1, frameBytes: 384), .unsupported, "C420p10 is not supported"),
-        ("frame cut short", y4m("YUV4MPEG2 W16 H8 F30:1", frames: 2, frameBytes: 192).dropLast(50), .truncated, "frame 2 (142 of 192 bytes)"),
-        ("marker cut short", y4m("YUV4MPEG2 W16 H8 F30:1", frames: 1, frameBytes: 192) + Data("FRA".utf8), .truncated, "frame 2 (0 of 192 bytes)"),
-        ("marker missing", Data("YUV4MPEG2 W16 H8 F30:1\n".utf8) + Data(repeating: 0x41, count: 192), .marker, "frame 1 does not start with FRAME (found \"AAAAAAAAAAAA\")"),
-        ("marker garbled", y4m("YUV4MPEG2 W16 H8 F30:1", frames: 1, frameBytes: 192) + Data("FRAMEX\n".utf8), .marker, "frame 2 does not start with FRAME"),
-        ("frames smaller than the header says", y4m("YUV4MPEG2 W16 H8 F30:1", frames: 4, frameBytes: 96), .marker, "frame 2 does not start with FRAME"),
-        ("frames larger than the header says", y4m("YUV4MPEG2 W8 H8 F30:1", frames: 3, frameBytes: 192), .marker, "frames are not the 96 bytes each"),
+        (
+            "4:4:4", y4m("YUV4MPEG2 W16 H8 F30:1 C444", frames: 1, frameBytes: 384), .unsupported,
+            "C444 is not supported"
+        ),
+        (
+            "monochrome", y4m("YUV4MPEG2 W16 H8 F30:1 Cmono", frames: 1, frameBytes: 128), .unsupported,
+            "Cmono is not supported"
+        ),
+        (
+            "10-bit", y4m("YUV4MPEG2 W16 H8 F30:1 C420p10", frames: 1, frameBytes: 384), .unsupported,
+            "C420p10 is not supported"
+        ),
+        (
+            "frame cut short", y4m("YUV4MPEG2 W16 H8 F30:1", frames: 2, frameBytes: 192).dropLast(50), .truncated,
+            "frame 2 (142 of 192 bytes)"
+        ),
+        (
+            "marker cut short", y4m("YUV4MPEG2 W16 H8 F30:1", frames: 1, frameBytes: 192) + Data("FRA".utf8),
+            .truncated, "frame 2 (0 of 192 bytes)"
+        ),
+        (
+            "marker missing", Data("YUV4MPEG2 W16 H8 F30:1\n".utf8) + Data(repeating: 0x41, count: 192), .marker,
+            "frame 1 does not start with FRAME (found \"AAAAAAAAAAAA\")"
+        ),
+        (
+            "marker garbled", y4m("YUV4MPEG2 W16 H8 F30:1", frames: 1, frameBytes: 192) + Data("FRAMEX\n".utf8),
+            .marker, "frame 2 does not start with FRAME"
+        ),
+        (
+            "frames smaller than the header says", y4m("YUV4MPEG2 W16 H8 F30:1", frames: 4, frameBytes: 96), .marker,
+            "frame 2 does not start with FRAME"
+        ),
+        (
+            "frames larger than the header says", y4m("YUV4MPEG2 W8 H8 F30:1", frames: 3, frameBytes: 192), .marker,
+            "frames are not the 96 bytes each"
+        ),
     ]
 
     @Test(arguments: cases.indices)
@@ -149,7 +213,8 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
         #expect(text.contains("file:" + path), "\(name): \(text)")
         #expect(text.contains(message), "\(name): \(text)")
         switch (kind, error) {
-        case (.header, .invalidHeader?), (.unsupported, .unsupported?), (.marker, .badFrameMarker?), (.truncated, .truncatedFrame?):
+        case (.header, .invalidHeader?), (.unsupported, .unsupported?), (.marker, .badFrameMarker?),
+            (.truncated, .truncatedFrame?):
             break
         default:
             Issue.record("\(name): unexpected error kind \(String(describing: error))")
@@ -158,7 +223,10 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
 
     @Test func missingFileNamesThePath() throws {
         let error = #expect(throws: CaptureError.self) { _ = try Y4MSource(path: "/nonexistent/dir/clip.y4m") }
-        #expect(error?.description == "cannot open file:/nonexistent/dir/clip.y4m: No such file or directory — check the path in camera.device")
+        #expect(
+            error?.description
+                == "cannot open file:/nonexistent/dir/clip.y4m: No such file or directory — check the path in camera.device"
+        )
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let isDirectory = #expect(throws: CaptureError.self) { _ = try Y4MSource(path: dir.path) }
@@ -185,11 +253,17 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
                 #expect(error.description.contains("file:" + path))
                 if afterHeader > 0 {
                     let frame = afterHeader / frameLength + 1
-                    #expect(error == .truncatedFrame(source: "file:" + path, frame: frame,
-                                                     bytesRead: max(0, afterHeader % frameLength - 6), bytesExpected: 48),
-                            "cut at \(length): \(error)")
+                    #expect(
+                        error
+                            == .truncatedFrame(
+                                source: "file:" + path, frame: frame,
+                                bytesRead: max(0, afterHeader % frameLength - 6), bytesExpected: 48),
+                        "cut at \(length): \(error)")
                 } else {
-                    guard case .invalidHeader = error else { Issue.record("cut at \(length): \(error)"); continue }
+                    guard case .invalidHeader = error else {
+                        Issue.record("cut at \(length): \(error)")
+                        continue
+                    }
                 }
             }
         }

@@ -5,8 +5,8 @@ import QuickTime
 import Recorder
 import Storage
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The agent, run as a user runs it: `vigil run --config FILE`, with a Y4M file made from the
 /// synthetic scene as the camera, so every event's true start and end are known.
@@ -15,7 +15,9 @@ import TestSupport
     static let frameSeconds = 1.0 / 15
 
     /// Writes `scene` to a Y4M file and returns its path.
-    static func footage(_ scene: SyntheticScene, in dir: TemporaryDirectory, name: String = "scene.y4m") throws -> String {
+    static func footage(
+        _ scene: SyntheticScene, in dir: TemporaryDirectory, name: String = "scene.y4m"
+    ) throws -> String {
         let source = try SyntheticSource(scene: scene)
         let path = dir.file(name)
         let writer = try Y4MFileWriter(path: path, width: scene.width, height: scene.height, rate: scene.frameRate)
@@ -25,15 +27,21 @@ import TestSupport
     }
 
     static func scene(seconds: Double, objects: [SceneObject], lights: [LightChange] = []) -> SyntheticScene {
-        SyntheticScene(width: 320, height: 240, frameRate: rate, pixelFormat: .i420, seed: 7, noiseSigma: 3,
-                       schedule: SceneSchedule(objects: objects, lightChanges: lights), duration: .init(seconds: seconds))
+        SyntheticScene(
+            width: 320, height: 240, frameRate: rate, pixelFormat: .i420, seed: 7, noiseSigma: 3,
+            schedule: SceneSchedule(objects: objects, lightChanges: lights), duration: .init(seconds: seconds))
     }
 
-    static func object(_ enter: Double, _ leave: Double, _ path: SceneObject.Path = .leftToRight(y: 0.5)) -> SceneObject {
-        SceneObject(enter: .init(seconds: enter), leave: .init(seconds: leave), path: path, width: 0.15, height: 0.25, brightness: 210)
+    static func object(_ enter: Double, _ leave: Double, _ path: SceneObject.Path = .leftToRight(y: 0.5)) -> SceneObject
+    {
+        SceneObject(
+            enter: .init(seconds: enter), leave: .init(seconds: leave), path: path, width: 0.15, height: 0.25,
+            brightness: 210)
     }
 
-    static func config(_ dir: TemporaryDirectory, footage: String, extra: String = "", realtime: Bool = false) throws -> String {
+    static func config(
+        _ dir: TemporaryDirectory, footage: String, extra: String = "", realtime: Bool = false
+    ) throws -> String {
         let text = """
             camera = { device = "file:\(footage)"; name = "yard"; realtime = \(realtime); };
             recording = { pre_roll = 2.0; post_roll = 2.0; max_clip = 10.0; };
@@ -51,13 +59,17 @@ import TestSupport
     @Test func recordsEachEventFromBeforeItStartsUntilAfterItEnds() throws {
         let dir = try TemporaryDirectory("vigil-agent")
         defer { dir.remove() }
-        let scene = Self.scene(seconds: 45, objects: [
-            Self.object(3, 6), Self.object(14, 17, .rightToLeft(y: 0.4)), Self.object(24, 38, .still(x: 0.5, y: 0.5)),
-        ], lights: [LightChange(start: .init(seconds: 9), end: .init(seconds: 11), delta: 40)])
+        let scene = Self.scene(
+            seconds: 45,
+            objects: [
+                Self.object(3, 6), Self.object(14, 17, .rightToLeft(y: 0.4)),
+                Self.object(24, 38, .still(x: 0.5, y: 0.5)),
+            ], lights: [LightChange(start: .init(seconds: 9), end: .init(seconds: 11), delta: 40)])
         let footage = try Self.footage(scene, in: dir)
         let hookLog = dir.file("hook.log")
         let hook = dir.file("hook.sh")
-        try "#!/bin/sh\necho \"$# $1 $2 file=$VIGIL_FILE frames=$VIGIL_FRAMES part=$VIGIL_PART\" >> \(hookLog)\n".write(toFile: hook, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\necho \"$# $1 $2 file=$VIGIL_FILE frames=$VIGIL_FRAMES part=$VIGIL_PART\" >> \(hookLog)\n".write(
+            toFile: hook, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hook)
         let config = try Self.config(dir, footage: footage, extra: "hooks = { on_clip_saved = \"\(hook)\"; };")
 
@@ -81,13 +93,17 @@ import TestSupport
             let trigger = first.triggerSourceSeconds ?? -1, preRoll = first.preRollSeconds ?? -1
             let enter = appearances[i].enter.seconds, leave = appearances[i].leave.seconds
             // Triggered promptly after the object entered.
-            #expect(trigger >= enter - 0.001 && trigger <= enter + 0.25, "event \(i): trigger at \(trigger) s, object entered at \(enter) s")
+            #expect(
+                trigger >= enter - 0.001 && trigger <= enter + 0.25,
+                "event \(i): trigger at \(trigger) s, object entered at \(enter) s")
             // Starts at the keyframe at or before trigger − pre_roll, at most one GOP earlier.
             let start = trigger - preRoll
             #expect(preRoll >= 2 - 0.001 && preRoll <= 3 + Self.frameSeconds, "event \(i): pre-roll \(preRoll) s")
             // Ends post_roll after the motion ended.
             let end = start + event.reduce(0) { $0 + $1.durationSeconds }
-            #expect(end >= leave + 2 - Self.frameSeconds && end <= leave + 2 + 0.5, "event \(i): ends at \(end) s, object left at \(leave) s")
+            #expect(
+                end >= leave + 2 - Self.frameSeconds && end <= leave + 2 + 0.5,
+                "event \(i): ends at \(end) s, object left at \(leave) s")
         }
 
         var previousEnd: Double?
@@ -103,14 +119,18 @@ import TestSupport
             let packets = try FFprobe.videoPackets(path)
             #expect(packets.first?.isKey == true)
             let keys = packets.filter(\.isKey).map(\.time)
-            #expect(zip(keys, keys.dropFirst()).allSatisfy { $1 - $0 <= 1.0 + 1e-6 }, "keyframes more than 1 s apart in \(record.file)")
+            #expect(
+                zip(keys, keys.dropFirst()).allSatisfy { $1 - $0 <= 1.0 + 1e-6 },
+                "keyframes more than 1 s apart in \(record.file)")
             // Name, movie creation time and journal agree (the agent runs with TZ=UTC).
             let name = (record.file as NSString).lastPathComponent
             #expect(name.hasPrefix("yard-") && name.hasSuffix(".mov"))
             let created = try #require(probe.formatTags["creation_time"])
             let stamp = name.dropFirst(5).prefix(15)  // yyyyMMdd-HHmmss
-            #expect(created.replacingOccurrences(of: "-", with: "").replacingOccurrences(of: ":", with: "").replacingOccurrences(of: "T", with: "-").hasPrefix(String(stamp)),
-                    "creation time \(created) does not match the name \(name)")
+            #expect(
+                created.replacingOccurrences(of: "-", with: "").replacingOccurrences(of: ":", with: "")
+                    .replacingOccurrences(of: "T", with: "-").hasPrefix(String(stamp)),
+                "creation time \(created) does not match the name \(name)")
             #expect(record.start.hasPrefix(String(created.prefix(19))))
             #expect(record.camera == "yard" && record.bytes > 0 && (record.peakScore ?? 0) > 0.005)
             // A split's parts follow each other without a gap or an overlap.
@@ -143,12 +163,15 @@ import TestSupport
         defer { dir.remove() }
         let footage = try Self.footage(Self.scene(seconds: 8, objects: [Self.object(2, 4)]), in: dir)
         let config = try Self.config(dir, footage: footage)
-        let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(of: "realtime = false;", with: "realtime = false; rotation = 90;")
+        let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(
+            of: "realtime = false;", with: "realtime = false; rotation = 90;")
         // Footage whose pixels are 4:3 (the Y4M header's A field): the clip says so in pasp.
         let y4m = try Data(contentsOf: URL(fileURLWithPath: footage))
         let header = String(decoding: y4m.prefix(80), as: UTF8.self)
         #expect(header.contains(" A1:1 "))
-        try (Data(header.prefix { $0 != "\n" }.replacingOccurrences(of: " A1:1 ", with: " A4:3 ").utf8) + y4m.drop { $0 != 0x0A })
+        try
+            (Data(header.prefix { $0 != "\n" }.replacingOccurrences(of: " A1:1 ", with: " A4:3 ").utf8)
+            + y4m.drop { $0 != 0x0A })
             .write(to: URL(fileURLWithPath: footage))
         try text.write(toFile: config, atomically: true, encoding: .utf8)
         let agent = try AgentProcess(config: config)
@@ -173,7 +196,7 @@ import TestSupport
         let agent = try AgentProcess(config: config)
         let started = try #require(agent.waitFor("msg=\"clip started\"", timeout: 60), "\(agent.output)")
         let file = try #require(logValue(started, "file"))
-        usleep(3_000_000) // several fragments
+        usleep(3_000_000)  // several fragments
         agent.kill(SIGKILL)
         _ = agent.waitForExit(timeout: 10)
         let path = dir.file("clips/" + file)
@@ -209,7 +232,8 @@ import TestSupport
         let hook = dir.file("hang.sh")
         try "#!/bin/sh\nsleep 60\n".write(toFile: hook, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hook)
-        let config = try Self.config(dir, footage: footage, extra: "hooks = { on_event_start = \"\(hook)\"; timeout = 1.0; };", realtime: true)
+        let config = try Self.config(
+            dir, footage: footage, extra: "hooks = { on_event_start = \"\(hook)\"; timeout = 1.0; };", realtime: true)
         let agent = try AgentProcess(config: config)
         #expect(agent.waitFor("msg=\"clip started\"", timeout: 60) != nil, "\(agent.output)")
         #expect(agent.waitFor("msg=\"hook killed after its timeout\"", timeout: 10) != nil, "\(agent.output)")
@@ -228,7 +252,8 @@ import TestSupport
     @Test func reloadAppliesToTheNextClip() throws {
         let dir = try TemporaryDirectory("vigil-agent")
         defer { dir.remove() }
-        let footage = try Self.footage(Self.scene(seconds: 14, objects: [Self.object(1, 3), Self.object(9, 11)]), in: dir)
+        let footage = try Self.footage(
+            Self.scene(seconds: 14, objects: [Self.object(1, 3), Self.object(9, 11)]), in: dir)
         let config = try Self.config(dir, footage: footage, realtime: true)
         let original = try String(contentsOfFile: config, encoding: .utf8)
         let agent = try AgentProcess(config: config)
@@ -239,10 +264,14 @@ import TestSupport
         let rejected = agent.waitFor("msg=\"configuration not reloaded; the settings in use are kept\"", timeout: 10)
         #expect(rejected?.contains("unknown section 'cammera'") == true, "\(agent.output)")
 
-        try original.replacingOccurrences(of: "min_free_mb = 1;", with: "min_free_mb = 1; file_pattern = \"reloaded/{camera}-%H%M%S.mov\";")
-            .write(toFile: config, atomically: true, encoding: .utf8)
+        try original.replacingOccurrences(
+            of: "min_free_mb = 1;", with: "min_free_mb = 1; file_pattern = \"reloaded/{camera}-%H%M%S.mov\";"
+        )
+        .write(toFile: config, atomically: true, encoding: .utf8)
         agent.kill(SIGHUP)
-        #expect(agent.waitFor("msg=\"configuration reloaded; it applies from the next clip\"", timeout: 10) != nil, "\(agent.output)")
+        #expect(
+            agent.waitFor("msg=\"configuration reloaded; it applies from the next clip\"", timeout: 10) != nil,
+            "\(agent.output)")
         #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
         let records = try EventsJournal(directory: dir.file("clips")).records().records
         #expect(records.count == 2)
@@ -263,7 +292,7 @@ import TestSupport
         let waiting = agent.waitFor("msg=\"camera unavailable; waiting for it\"", timeout: 30)
         #expect(waiting?.contains("video99") == true, "\(agent.output)")
         #expect(agent.waitFor("msg=\"vigil running\"", timeout: 10) != nil)
-        usleep(1_500_000) // at least one retry
+        usleep(1_500_000)  // at least one retry
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 10) == 0, "\(agent.output)")
         #expect(agent.output.components(separatedBy: "camera unavailable").count == 2, "the outage is logged once")
@@ -273,11 +302,14 @@ import TestSupport
         let dir = try TemporaryDirectory("vigil-agent")
         defer { dir.remove() }
         let config = dir.file("vigil.conf")
-        try "camera = { fps = 0.0; };\nstorage = { path = \"clips\"; };\n".write(toFile: config, atomically: true, encoding: .utf8)
+        try "camera = { fps = 0.0; };\nstorage = { path = \"clips\"; };\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
         let bad = try runTool(builtExecutable("vigil"), ["run", "--config", config])
         #expect(bad.status == 78)
         #expect(bad.stderr.hasPrefix(config + ":1: camera.fps"))
-        #expect(!FileManager.default.fileExists(atPath: dir.file("clips")), "the agent touched storage before checking its configuration")
+        #expect(
+            !FileManager.default.fileExists(atPath: dir.file("clips")),
+            "the agent touched storage before checking its configuration")
 
         _ = try Self.config(dir, footage: dir.file("absent.y4m"))
         let r = try runTool(builtExecutable("vigil"), ["run", "--config", config])
@@ -299,7 +331,8 @@ import TestSupport
         #expect(records.count == 1)
         #expect(record.start.hasSuffix("+05:30") && record.end.hasSuffix("+05:30"), "\(record.start) \(record.end)")
         let created = try #require(try FFprobe.probe(dir.file("clips/" + record.file)).formatTags["creation_time"])
-        let utc = try #require(ISO8601DateFormatter.fractional.date(from: created) ?? ISO8601DateFormatter().date(from: created))
+        let utc = try #require(
+            ISO8601DateFormatter.fractional.date(from: created) ?? ISO8601DateFormatter().date(from: created))
         let local = DateFormatter()
         local.locale = Locale(identifier: "en_US_POSIX")
         local.timeZone = TimeZone(identifier: "Asia/Kolkata")

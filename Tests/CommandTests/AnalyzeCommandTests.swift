@@ -1,29 +1,37 @@
 import Capture
 import Foundation
 import Media
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct AnalyzeCommandTests {
     /// Two objects and a light switch in a Y4M file: two events, at the right times.
     @Test func findsTheEventsOfAFileAndWritesCSVAndPlot() throws {
         let dir = try TemporaryDirectory("vigil-analyze")
         defer { dir.remove() }
-        let scene = AgentTests.scene(seconds: 20, objects: [AgentTests.object(3, 6), AgentTests.object(12, 14, .rightToLeft(y: 0.3))],
-                                     lights: [LightChange(start: .init(seconds: 8), end: .init(seconds: 10), delta: 45)])
+        let scene = AgentTests.scene(
+            seconds: 20, objects: [AgentTests.object(3, 6), AgentTests.object(12, 14, .rightToLeft(y: 0.3))],
+            lights: [LightChange(start: .init(seconds: 8), end: .init(seconds: 10), delta: 45)])
         let footage = try AgentTests.footage(scene, in: dir)
         let config = dir.file("vigil.conf")
         try "recording = { post_roll = 2.0; };\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let r = try runTool(builtExecutable("vigil"), ["analyze", "--config", config, "--source", "file:" + footage,
-                                                       "--csv", dir.file("scores.csv"), "--plot", dir.file("scores.svg")])
+        let r = try runTool(
+            builtExecutable("vigil"),
+            [
+                "analyze", "--config", config, "--source", "file:" + footage,
+                "--csv", dir.file("scores.csv"), "--plot", dir.file("scores.svg"),
+            ])
         #expect(r.status == 0, "\(r.stderr)")
         let lines = r.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 3, "\(r.stdout)")
         guard lines.count == 3 else { return }
-        let events = try lines.prefix(2).map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Double] ?? [:] }
+        let events = try lines.prefix(2).map {
+            try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Double] ?? [:]
+        }
         for (event, (enter, leave)) in zip(events, [(3.0, 6.0), (12.0, 14.0)]) {
             let start = try #require(event["start"]), end = try #require(event["end"])
-            #expect(start >= enter - 0.01 && start <= enter + 0.25, "event starts at \(start), object enters at \(enter)")
+            #expect(
+                start >= enter - 0.01 && start <= enter + 0.25, "event starts at \(start), object enters at \(enter)")
             #expect(end >= leave + 2 - 0.1 && end <= leave + 2.5, "event ends at \(end), object leaves at \(leave)")
             #expect((event["peak"] ?? 0) > 0.005)
         }
@@ -45,7 +53,8 @@ import TestSupport
         defer { dir.remove() }
         let config = dir.file("vigil.conf")
         try "".write(toFile: config, atomically: true, encoding: .utf8)
-        let missing = try runTool(builtExecutable("vigil"), ["analyze", "--config", config, "--source", "file:" + dir.file("none.y4m")])
+        let missing = try runTool(
+            builtExecutable("vigil"), ["analyze", "--config", config, "--source", "file:" + dir.file("none.y4m")])
         #expect(missing.status == 66)
         #expect(missing.stderr.contains("none.y4m"))
         let noSource = try runTool(builtExecutable("vigil"), ["analyze", "--config", config])

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Clip times say when things happened in front of the camera, not when the pipeline got to
 /// them: with a live source (here the synthetic camera) the wall-clock time of a frame comes
@@ -12,11 +12,11 @@ import TestSupport
         defer { dir.remove() }
         let config = dir.file("vigil.conf")
         try """
-            camera = { device = "synthetic"; name = "yard"; width = 640; height = 480; fps = 15.0; };
-            recording = { pre_roll = 1.0; post_roll = 1.0; };
-            storage = { path = "clips"; min_free_mb = 1; };
-            log = { level = "info"; stats_interval = 0; };
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        camera = { device = "synthetic"; name = "yard"; width = 640; height = 480; fps = 15.0; };
+        recording = { pre_roll = 1.0; post_roll = 1.0; };
+        storage = { path = "clips"; min_free_mb = 1; };
+        log = { level = "info"; stats_interval = 0; };
+        """.write(toFile: config, atomically: true, encoding: .utf8)
         let agent = try AgentProcess(config: config)
         let started = agent.waitFor("msg=\"clip started\"", timeout: 60)
         agent.kill(SIGTERM)
@@ -25,13 +25,15 @@ import TestSupport
         let lines = agent.output.split(separator: "\n").map(String.init)
         let motion = try #require(lines.first { $0.contains("msg=\"motion started\"") }, "\(agent.output)")
         let clip = try #require(lines.first { $0.contains("msg=\"clip started\"") }, "\(agent.output)")
-        let logged = try #require(ISO8601DateFormatter.fractional.date(from: String(motion.dropFirst(3).prefix { $0 != " " })))
+        let logged = try #require(
+            ISO8601DateFormatter.fractional.date(from: String(motion.dropFirst(3).prefix { $0 != " " })))
         let trigger = try #require(logValue(clip, "trigger").flatMap { ISO8601DateFormatter.fractional.date(from: $0) })
         let triggerSeconds = try #require(logValue(motion, "trigger").flatMap(Double.init))
         let confirmedSeconds = try #require(logValue(motion, "confirmed").flatMap(Double.init))
         let confirmed = trigger.addingTimeInterval(confirmedSeconds - triggerSeconds)
         // Log times are whole milliseconds.
-        #expect(confirmed.timeIntervalSince(logged) <= 0.001,
-                "the confirming frame is dated \(confirmed), after the line logging it (\(logged))")
+        #expect(
+            confirmed.timeIntervalSince(logged) <= 0.001,
+            "the confirming frame is dated \(confirmed), after the line logging it (\(logged))")
     }
 }

@@ -1,9 +1,10 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite struct CheckCommandTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
 
     @Test func shippedConfigurationPasses() throws {
         let r = try vigil("check", "--config", Self.root + "/etc/vigil/vigil.conf")
@@ -15,7 +16,10 @@ import TestSupport
 
     @Test(arguments: [
         ("camera = {\n  width = 640;\n  fps = \"fast\";\n};\n", ":3: camera.fps must be a number"),
-        ("recording = { pre_roll = 5.0; };\nstorage = { min_free = 10; };\n", ":2: unknown setting 'storage.min_free' — did you mean 'storage.min_free_mb'?"),
+        (
+            "recording = { pre_roll = 5.0; };\nstorage = { min_free = 10; };\n",
+            ":2: unknown setting 'storage.min_free' — did you mean 'storage.min_free_mb'?"
+        ),
         ("log = {\n level = \"loud\";\n};\n", ":2: log.level = \"loud\" is not allowed"),
     ])
     func invalidConfigurationExits78WithFileAndLine(text: String, expected: String) throws {

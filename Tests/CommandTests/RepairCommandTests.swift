@@ -2,8 +2,8 @@ import Foundation
 import Media
 import QuickTime
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// Runs the built `vigil` binary.
 func vigil(_ arguments: String...) throws -> ToolResult {
@@ -15,9 +15,15 @@ func vigil(_ arguments: String...) throws -> ToolResult {
     func interruptedClip(_ dir: TemporaryDirectory, _ name: String) throws -> String {
         let stream = try H264TestStream.make(width: 64, height: 48, frames: 40, gop: 10, in: dir)
         let path = dir.file(name)
-        let writer = try MovieWriter(path: path, description: MovieDescription(
-            creationTime: Date(), video: VideoTrackFormat(width: 64, height: 48, sequenceParameterSet: stream.sps, pictureParameterSet: stream.pps)))
-        for gop in stream.gops(time: { Timestamp(nanoseconds: Int64($0) * 33_333_333) }).dropLast() { try writer.append(gop) }
+        let writer = try MovieWriter(
+            path: path,
+            description: MovieDescription(
+                creationTime: Date(),
+                video: VideoTrackFormat(
+                    width: 64, height: 48, sequenceParameterSet: stream.sps, pictureParameterSet: stream.pps)))
+        for gop in stream.gops(time: { Timestamp(nanoseconds: Int64($0) * 33_333_333) }).dropLast() {
+            try writer.append(gop)
+        }
         writer.abandon()
         return path
     }

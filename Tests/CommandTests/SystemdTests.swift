@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The agent under systemd: `sd_notify` messages on the socket in NOTIFY_SOCKET, and log lines
 /// with journald priority prefixes when JOURNAL_STREAM is set.
@@ -23,7 +23,9 @@ import TestSupport
                 for (i, b) in path.utf8.enumerated() { raw[i] = b }
             }
             let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
             guard bound == 0 else { throw ToolError.notFound("bind \(path)") }
             let thread = Thread { [self] in
@@ -39,7 +41,10 @@ import TestSupport
         }
 
         var received: [String] { messages.withLock { $0 } }
-        func close() { shutdown(fd, Int32(SHUT_RDWR)); Glibc.close(fd) }
+        func close() {
+            shutdown(fd, Int32(SHUT_RDWR))
+            Glibc.close(fd)
+        }
     }
 
     @Test func tellsSystemdItIsReadyAliveAndStoppingAndLogsWithPriorities() throws {
@@ -49,7 +54,9 @@ import TestSupport
         let config = try AgentTests.config(dir, footage: footage, realtime: true)
         let socket = try NotifySocket(path: dir.file("notify"))
         defer { socket.close() }
-        let agent = try AgentProcess(config: config, environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "1000000", "JOURNAL_STREAM": "8:12345"])
+        let agent = try AgentProcess(
+            config: config,
+            environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "1000000", "JOURNAL_STREAM": "8:12345"])
         #expect(agent.waitFor("msg=\"clip started\"", timeout: 60) != nil, "\(agent.output)")
         usleep(1_500_000)
         agent.kill(SIGTERM)
@@ -61,7 +68,8 @@ import TestSupport
         #expect(messages.contains("STOPPING=1"), "\(messages)")
         let lines = agent.output.split(separator: "\n")
         #expect(!lines.isEmpty)
-        #expect(lines.allSatisfy { $0.hasPrefix("<6>level=info ") || $0.hasPrefix("<4>level=warning ") }, "\(agent.output)")
+        #expect(
+            lines.allSatisfy { $0.hasPrefix("<6>level=info ") || $0.hasPrefix("<4>level=warning ") }, "\(agent.output)")
         // No timestamp of its own: the journal adds one.
         #expect(!lines.contains { $0.dropFirst(3).hasPrefix("ts=") || $0.contains(" ts=") })
     }

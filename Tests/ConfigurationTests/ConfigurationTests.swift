@@ -1,12 +1,14 @@
-import Foundation
-import Testing
-import TestSupport
 import Capture
+import Foundation
 import H264
+import TestSupport
+import Testing
+
 @testable import Configuration
 
 /// The repository's root, found from this file's place in it.
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent().path
 
 func load(_ text: String, directory: String = "/etc/vigil") throws(ConfigurationError) -> Settings {
     try Settings(values: ConfigValues.parse(text, name: "test.conf"), directory: directory)
@@ -26,7 +28,9 @@ func failure(_ text: String) -> ConfigurationError? {
     @Test func shippedConfigurationDocumentsEveryKeyWithItsDefault() throws {
         let path = repositoryRoot + "/etc/vigil/vigil.conf"
         let settings = try Settings.load(path: path)
-        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(
+            separator: "\n", omittingEmptySubsequences: false
+        ).map(String.init)
         for key in ConfigSchema.keys {
             let isSet = settings.values.isSet(key.name)
             #expect(isSet, "\(key.name) is not in vigil.conf")
@@ -40,7 +44,10 @@ func failure(_ text: String) -> ConfigurationError? {
             var i = line - 2
             while i >= 0, !lines[i].trimmingCharacters(in: .whitespaces).hasPrefix("#") { i -= 1 }
             var comment = ""
-            while i >= 0, lines[i].trimmingCharacters(in: .whitespaces).hasPrefix("#") { comment = lines[i] + comment; i -= 1 }
+            while i >= 0, lines[i].trimmingCharacters(in: .whitespaces).hasPrefix("#") {
+                comment = lines[i] + comment
+                i -= 1
+            }
             #expect(comment.contains("Default"), "\(key.name) has no comment giving its default")
         }
         #expect(settings.camera.device == .device(path: "/dev/video0"))
@@ -50,9 +57,12 @@ func failure(_ text: String) -> ConfigurationError? {
         let settings = try load("")
         #expect(settings.camera.device == .synthetic)
         #expect(settings.camera.width == 1280 && settings.camera.height == 720)
-        #expect(settings.recording.preRoll == 5 && settings.recording.postRoll == 5 && settings.recording.maxClip == 300)
+        #expect(
+            settings.recording.preRoll == 5 && settings.recording.postRoll == 5 && settings.recording.maxClip == 300)
         #expect(settings.storage.path == "/var/lib/vigil/clips")
-        #expect(settings.storage.maxAgeDays == 30 && settings.storage.maxSize == nil && settings.storage.minFree == 500 << 20)
+        #expect(
+            settings.storage.maxAgeDays == 30 && settings.storage.maxSize == nil
+                && settings.storage.minFree == 500 << 20)
         #expect(settings.encoder.x264.tune == [.zerolatency] && settings.encoder.x264.rateCap == .uncapped)
         #expect(settings.motion.threshold == 0.005 && settings.motion.minFrames == 2 && settings.motionMask == nil)
         #expect(settings.log.level == .info && settings.log.statsInterval == 60)
@@ -60,7 +70,8 @@ func failure(_ text: String) -> ConfigurationError? {
     }
 
     @Test func valuesAreTyped() throws {
-        let s = try load("""
+        let s = try load(
+            """
             camera = { device = "file:footage/yard.y4m"; name = "yard-1"; width = 640; height = 480; fps = 25; rotation = 270; realtime = true; };
             recording = { pre_roll = 3; post_roll = 2.5; max_clip = 60; };
             storage = { path = "clips"; max_size_mb = 100; max_age_days = 0; };
@@ -77,49 +88,80 @@ func failure(_ text: String) -> ConfigurationError? {
     }
 
     /// Each broken file gives its line and a message that names the setting and the fix.
-    @Test(arguments: [
-        ("camera = { width = 640;\n  hieght = 480; };", 2, "unknown setting 'camera.hieght' — did you mean 'camera.height'?"),
-        ("camera = { width = 99999; };", 1, "camera.width = 99999 is out of range — use a whole number from 16 to 4096"),
-        ("\n\ncamera = { width = \"640\"; };", 3, "camera.width must be a whole number from 16 to 4096, not a string"),
-        ("camera = { width = 641; };", 1, "camera.width = 641 is odd"),
-        ("camera = { rotation = 45; };", 1, "camera.rotation = 45 is not a right angle — use 0, 90, 180 or 270"),
-        ("camera = { fps = 0.5; };", 1, "camera.fps = 0.5 is out of range"),
-        ("camera = { realtime = 1; };", 1, "camera.realtime must be true or false, not a whole number"),
-        ("camera = { device = \"video0\"; };", 1, "camera.device = \"video0\" is not a device"),
-        ("camera = { device = \"file:\"; };", 1, "camera.device = \"file:\" is not a device"),
-        ("camera = { name = \"front door\"; };", 1, "camera.name = \"front door\" cannot go into file names"),
-        ("camera = { name = 7; };", 1, "camera.name must be a string in double quotes, not a whole number"),
-        ("cammera = { width = 640; };", 1, "unknown section 'cammera' — did you mean 'camera'?"),
-        ("stuff = 3;", 1, "unknown section 'stuff'"),
-        ("camera = 3;", 1, "'camera' must be a group"),
-        ("camera = { width == 640; };", 1, "syntax error"),
-        ("camera = {\n width = 640;\n", 1, "syntax error — the { on this line is never closed: add the matching }"),
-        ("camera = { width = 640; };\nrecording = { pre_roll = 5.0.0; };", 2, "syntax error"),
-        ("encoder = { preset = \"fastest\"; };", 1, "encoder.preset = \"fastest\" is not allowed — use one of \"ultrafast\""),
-        ("encoder = { crf = 60.0; };", 1, "encoder.crf = 60.0 is out of range — use a number from 1.0 to 51.0"),
-        ("encoder = {\n tune = \"film,grain\"; };", 2, "encoder.tune"),
-        ("encoder = { tune = \"fast\"; };", 1, "names 'fast', which is not an x264 tuning"),
-        ("motion = {\n threshold = 0.4;\n light_switch_fraction = 0.3; };", 2, "motion.threshold: 0.4 is not below motion.light_switch_fraction"),
-        ("motion = { pixel_threshold = 0.5; };", 1, "motion.pixel_threshold: 0.5 is out of range"),
-        ("motion = { mask = \"/nonexistent/mask.pgm\"; };", 1, "motion.mask: cannot read /nonexistent/mask.pgm"),
-        ("motion = { min_frames = 0; };", 1, "motion.min_frames = 0 is out of range"),
-        ("encoder = { keyframe_interval = 2.0; };", 1, "encoder.keyframe_interval = 2.0 is out of range"),
-        ("recording = { pre_roll = -1.0; };", 1, "recording.pre_roll = -1.0 is out of range"),
-        ("recording = {\n pre_roll = 20.0;\n max_clip = 10.0; };", 2, "recording.pre_roll (20.0 s) must be shorter than recording.max_clip (10.0 s)"),
-        ("recording = { post_roll = [1, 2]; };", 1, "recording.post_roll must be a number from 0.0 to 300.0, not an array"),
-        ("storage = { path = \"\"; };", 1, "storage.path is empty"),
-        ("storage = { file_pattern = \"%Y/clip.mp4\"; };", 1, "storage.file_pattern must end in .mov"),
-        ("storage = { file_pattern = \"../%Y%S.mov\"; };", 1, "storage.file_pattern must not contain empty, . or .. path parts"),
-        ("storage = { file_pattern = \"%Y-%j-%S.mov\"; };", 1, "storage.file_pattern uses a % field other than"),
-        ("storage = { file_pattern = \"%Y-%m-%d.mov\"; };", 1, "storage.file_pattern must contain %S"),
-        ("storage = { max_size_mb = -5; };", 1, "storage.max_size_mb = -5 is out of range"),
-        ("log = { level = \"verbose\"; };", 1, "log.level = \"verbose\" is not allowed"),
-        ("hooks = { on_clip_saved = \"notify.sh\"; };", 1, "hooks.on_clip_saved = \"notify.sh\" is not an absolute path"),
-        ("hooks = { on_clip_saved = \"/nonexistent/notify\"; };", 1, "hooks.on_clip_saved: /nonexistent/notify does not exist or is not executable"),
-        ("audio = { channels = 6; };", 1, "audio.channels = 6 is out of range — use a whole number from 1 to 2"),
-        ("audio = { device = \"\"; };", 1, "audio.device is empty"),
-        ("camera = { width = 640; width = 800; };", 1, "duplicate setting"),
-    ] as [(String, Int, String)])
+    @Test(
+        arguments: [
+            (
+                "camera = { width = 640;\n  hieght = 480; };", 2,
+                "unknown setting 'camera.hieght' — did you mean 'camera.height'?"
+            ),
+            (
+                "camera = { width = 99999; };", 1,
+                "camera.width = 99999 is out of range — use a whole number from 16 to 4096"
+            ),
+            (
+                "\n\ncamera = { width = \"640\"; };", 3,
+                "camera.width must be a whole number from 16 to 4096, not a string"
+            ),
+            ("camera = { width = 641; };", 1, "camera.width = 641 is odd"),
+            ("camera = { rotation = 45; };", 1, "camera.rotation = 45 is not a right angle — use 0, 90, 180 or 270"),
+            ("camera = { fps = 0.5; };", 1, "camera.fps = 0.5 is out of range"),
+            ("camera = { realtime = 1; };", 1, "camera.realtime must be true or false, not a whole number"),
+            ("camera = { device = \"video0\"; };", 1, "camera.device = \"video0\" is not a device"),
+            ("camera = { device = \"file:\"; };", 1, "camera.device = \"file:\" is not a device"),
+            ("camera = { name = \"front door\"; };", 1, "camera.name = \"front door\" cannot go into file names"),
+            ("camera = { name = 7; };", 1, "camera.name must be a string in double quotes, not a whole number"),
+            ("cammera = { width = 640; };", 1, "unknown section 'cammera' — did you mean 'camera'?"),
+            ("stuff = 3;", 1, "unknown section 'stuff'"),
+            ("camera = 3;", 1, "'camera' must be a group"),
+            ("camera = { width == 640; };", 1, "syntax error"),
+            ("camera = {\n width = 640;\n", 1, "syntax error — the { on this line is never closed: add the matching }"),
+            ("camera = { width = 640; };\nrecording = { pre_roll = 5.0.0; };", 2, "syntax error"),
+            (
+                "encoder = { preset = \"fastest\"; };", 1,
+                "encoder.preset = \"fastest\" is not allowed — use one of \"ultrafast\""
+            ),
+            ("encoder = { crf = 60.0; };", 1, "encoder.crf = 60.0 is out of range — use a number from 1.0 to 51.0"),
+            ("encoder = {\n tune = \"film,grain\"; };", 2, "encoder.tune"),
+            ("encoder = { tune = \"fast\"; };", 1, "names 'fast', which is not an x264 tuning"),
+            (
+                "motion = {\n threshold = 0.4;\n light_switch_fraction = 0.3; };", 2,
+                "motion.threshold: 0.4 is not below motion.light_switch_fraction"
+            ),
+            ("motion = { pixel_threshold = 0.5; };", 1, "motion.pixel_threshold: 0.5 is out of range"),
+            ("motion = { mask = \"/nonexistent/mask.pgm\"; };", 1, "motion.mask: cannot read /nonexistent/mask.pgm"),
+            ("motion = { min_frames = 0; };", 1, "motion.min_frames = 0 is out of range"),
+            ("encoder = { keyframe_interval = 2.0; };", 1, "encoder.keyframe_interval = 2.0 is out of range"),
+            ("recording = { pre_roll = -1.0; };", 1, "recording.pre_roll = -1.0 is out of range"),
+            (
+                "recording = {\n pre_roll = 20.0;\n max_clip = 10.0; };", 2,
+                "recording.pre_roll (20.0 s) must be shorter than recording.max_clip (10.0 s)"
+            ),
+            (
+                "recording = { post_roll = [1, 2]; };", 1,
+                "recording.post_roll must be a number from 0.0 to 300.0, not an array"
+            ),
+            ("storage = { path = \"\"; };", 1, "storage.path is empty"),
+            ("storage = { file_pattern = \"%Y/clip.mp4\"; };", 1, "storage.file_pattern must end in .mov"),
+            (
+                "storage = { file_pattern = \"../%Y%S.mov\"; };", 1,
+                "storage.file_pattern must not contain empty, . or .. path parts"
+            ),
+            ("storage = { file_pattern = \"%Y-%j-%S.mov\"; };", 1, "storage.file_pattern uses a % field other than"),
+            ("storage = { file_pattern = \"%Y-%m-%d.mov\"; };", 1, "storage.file_pattern must contain %S"),
+            ("storage = { max_size_mb = -5; };", 1, "storage.max_size_mb = -5 is out of range"),
+            ("log = { level = \"verbose\"; };", 1, "log.level = \"verbose\" is not allowed"),
+            (
+                "hooks = { on_clip_saved = \"notify.sh\"; };", 1,
+                "hooks.on_clip_saved = \"notify.sh\" is not an absolute path"
+            ),
+            (
+                "hooks = { on_clip_saved = \"/nonexistent/notify\"; };", 1,
+                "hooks.on_clip_saved: /nonexistent/notify does not exist or is not executable"
+            ),
+            ("audio = { channels = 6; };", 1, "audio.channels = 6 is out of range — use a whole number from 1 to 2"),
+            ("audio = { device = \"\"; };", 1, "audio.device is empty"),
+            ("camera = { width = 640; width = 800; };", 1, "duplicate setting"),
+        ] as [(String, Int, String)])
     func malformedFilesAreReportedAtTheirLine(text: String, line: Int, message: String) {
         guard let error = failure(text) else {
             Issue.record("accepted: \(text)")
@@ -137,14 +179,17 @@ func failure(_ text: String) -> ConfigurationError? {
         #expect(text.contains("  fps = 12.5;\n"))
         #expect(text.contains("  width = 1280;  # default\n"))
         let reread = try load(text)
-        #expect(reread.camera == original.camera && reread.storage == original.storage && reread.encoder == original.encoder)
+        #expect(
+            reread.camera == original.camera && reread.storage == original.storage && reread.encoder == original.encoder
+        )
     }
 
     @Test func includedFilesAreNamedInErrors() throws {
         let dir = try TemporaryDirectory("vigil-conf")
         defer { dir.remove() }
         try "camera = { width = 3; };\n".write(toFile: dir.file("camera.conf"), atomically: true, encoding: .utf8)
-        try "@include \"\(dir.file("camera.conf"))\"\nlog = { level = \"info\"; };\n".write(toFile: dir.file("main.conf"), atomically: true, encoding: .utf8)
+        try "@include \"\(dir.file("camera.conf"))\"\nlog = { level = \"info\"; };\n".write(
+            toFile: dir.file("main.conf"), atomically: true, encoding: .utf8)
         do {
             _ = try Settings.load(path: dir.file("main.conf"))
             Issue.record("accepted a width of 3")
@@ -157,14 +202,15 @@ func failure(_ text: String) -> ConfigurationError? {
 }
 
 @Suite struct UnclosedConstructTests {
-    @Test(arguments: [
-        ("camera = {\n  name = \"yard;\n};\n", 2, "string"),
-        ("camera = {\n  name = \"yard;\n};\nlog = { level = \"info\"; };\n", 2, "runs past the end of the line"),
-        ("log = {\n  level = \"info\";\n", 1, "{"),
-        ("a = [1, 2,\n3\n", 1, "["),
-        ("# a \"quote in a comment\n/* { */ log = { level = \"x\\\"y\"; };\n", 0, ""),
-        ("s = \"a # not a comment\";\n", 0, ""),
-    ] as [(String, Int, String)])
+    @Test(
+        arguments: [
+            ("camera = {\n  name = \"yard;\n};\n", 2, "string"),
+            ("camera = {\n  name = \"yard;\n};\nlog = { level = \"info\"; };\n", 2, "runs past the end of the line"),
+            ("log = {\n  level = \"info\";\n", 1, "{"),
+            ("a = [1, 2,\n3\n", 1, "["),
+            ("# a \"quote in a comment\n/* { */ log = { level = \"x\\\"y\"; };\n", 0, ""),
+            ("s = \"a # not a comment\";\n", 0, ""),
+        ] as [(String, Int, String)])
     func findsWhereAnUnclosedStringOrGroupOpened(text: String, line: Int, what: String) {
         let found = unclosedConstruct(in: text)
         if line == 0 {

@@ -1,5 +1,6 @@
 import H264
 import Testing
+
 @testable import Configuration
 
 /// The `encoder` section becomes the pipeline's keyframe interval and x264's typed settings;
@@ -8,60 +9,96 @@ import Testing
     @Test func defaults() throws {
         let encoder = try load("").encoder
         #expect(encoder.keyframeInterval == 1)
-        #expect(encoder.x264 == EncoderSettings(preset: .ultrafast, tune: [.zerolatency], profile: .high, crf: 23, rateCap: .uncapped, threads: 0))
+        #expect(
+            encoder.x264
+                == EncoderSettings(
+                    preset: .ultrafast, tune: [.zerolatency], profile: .high, crf: 23, rateCap: .uncapped, threads: 0))
     }
 
     @Test func valuesAreTyped() throws {
-        let encoder = try load("""
+        let encoder = try load(
+            """
             encoder = { preset = "veryfast"; tune = "film, fastdecode"; profile = "baseline"; crf = 28;
                         threads = 2; keyframe_interval = 0.5; };
-            """).encoder
+            """
+        ).encoder
         #expect(encoder.keyframeInterval == 0.5)
-        #expect(encoder.x264 == EncoderSettings(preset: .veryfast, tune: [.film, .fastdecode], profile: .baseline, crf: 28, rateCap: .uncapped, threads: 2))
+        #expect(
+            encoder.x264
+                == EncoderSettings(
+                    preset: .veryfast, tune: [.film, .fastdecode], profile: .baseline, crf: 28, rateCap: .uncapped,
+                    threads: 2))
     }
 
     /// Names joined by commas, spaces around them ignored, each kept once; "none" and ""
     /// are no tuning.
-    @Test(arguments: [
-        ("zerolatency, fastdecode", [.zerolatency, .fastdecode]),
-        ("film,zerolatency,film", [.film, .zerolatency]),
-        ("none", []),
-        ("", []),
-    ] as [(String, [EncoderSettings.Tune])])
+    @Test(
+        arguments: [
+            ("zerolatency, fastdecode", [.zerolatency, .fastdecode]),
+            ("film,zerolatency,film", [.film, .zerolatency]),
+            ("none", []),
+            ("", []),
+        ] as [(String, [EncoderSettings.Tune])])
     func tuningsParse(text: String, tunes: [EncoderSettings.Tune]) throws {
         #expect(try load("encoder = { tune = \"\(text)\"; };").encoder.x264.tune == tunes)
     }
 
     /// A maximum bit rate caps x264's VBV with a buffer of one keyframe interval at that
     /// rate (at least 1 kbit); 0 is no cap.
-    @Test(arguments: [
-        ("max_bitrate = 2000;", .vbv(maxBitrateKbps: 2000, bufferKbit: 2000)),
-        ("max_bitrate = 2000; keyframe_interval = 0.5;", .vbv(maxBitrateKbps: 2000, bufferKbit: 1000)),
-        ("max_bitrate = 3; keyframe_interval = 0.25;", .vbv(maxBitrateKbps: 3, bufferKbit: 1)),
-        ("max_bitrate = 1; keyframe_interval = 0.25;", .vbv(maxBitrateKbps: 1, bufferKbit: 1)),
-        ("max_bitrate = 0;", .uncapped),
-    ] as [(String, EncoderSettings.RateCap)])
+    @Test(
+        arguments: [
+            ("max_bitrate = 2000;", .vbv(maxBitrateKbps: 2000, bufferKbit: 2000)),
+            ("max_bitrate = 2000; keyframe_interval = 0.5;", .vbv(maxBitrateKbps: 2000, bufferKbit: 1000)),
+            ("max_bitrate = 3; keyframe_interval = 0.25;", .vbv(maxBitrateKbps: 3, bufferKbit: 1)),
+            ("max_bitrate = 1; keyframe_interval = 0.25;", .vbv(maxBitrateKbps: 1, bufferKbit: 1)),
+            ("max_bitrate = 0;", .uncapped),
+        ] as [(String, EncoderSettings.RateCap)])
     func maximumBitrateSizesTheBuffer(text: String, cap: EncoderSettings.RateCap) throws {
         #expect(try load("encoder = { \(text) };").encoder.x264.rateCap == cap)
     }
 
     /// Each wrong value, by the schema's range or by the checks across tunings, gives its
     /// line and the whole message `vigil check` prints.
-    @Test(arguments: [
-        ("crf = 0.0;", "encoder.crf = 0.0 is out of range — use a number from 1.0 to 51.0"),
-        ("crf = 52;", "encoder.crf = 52.0 is out of range — use a number from 1.0 to 51.0"),
-        ("max_bitrate = -1;", "encoder.max_bitrate = -1 is out of range — use a whole number from 0 to 200000"),
-        ("max_bitrate = 900000;", "encoder.max_bitrate = 900000 is out of range — use a whole number from 0 to 200000"),
-        ("threads = -1;", "encoder.threads = -1 is out of range — use a whole number from 0 to 16"),
-        ("threads = 65;", "encoder.threads = 65 is out of range — use a whole number from 0 to 16"),
-        ("keyframe_interval = 0.1;", "encoder.keyframe_interval = 0.1 is out of range — use a number from 0.25 to 1.0"),
-        ("keyframe_interval = 11;", "encoder.keyframe_interval = 11.0 is out of range — use a number from 0.25 to 1.0"),
-        ("tune = \"film,grain\";", "encoder.tune = film,grain combines 2 psychovisual tunings: keep at most one of film, animation, grain, stillimage, psnr, ssim (zerolatency and fastdecode combine with any)"),
-        ("tune = \"zerolatency, film, psnr, ssim\";", "encoder.tune = zerolatency,film,psnr,ssim combines 3 psychovisual tunings: keep at most one of"),
-        ("tune = \"zerolatency,fast\";", "encoder.tune = zerolatency,fast names 'fast', which is not an x264 tuning: use one or more of film, animation, grain, stillimage, psnr, ssim, fastdecode, zerolatency, joined by commas"),
-        ("preset = \"quick\";", "encoder.preset = \"quick\" is not allowed — use one of \"ultrafast\", \"superfast\", \"veryfast\", \"faster\", \"fast\", \"medium\", \"slow\", \"slower\", \"veryslow\", \"placebo\""),
-        ("profile = \"high10\";", "encoder.profile = \"high10\" is not allowed — use one of \"baseline\", \"main\", \"high\""),
-    ] as [(String, String)])
+    @Test(
+        arguments: [
+            ("crf = 0.0;", "encoder.crf = 0.0 is out of range — use a number from 1.0 to 51.0"),
+            ("crf = 52;", "encoder.crf = 52.0 is out of range — use a number from 1.0 to 51.0"),
+            ("max_bitrate = -1;", "encoder.max_bitrate = -1 is out of range — use a whole number from 0 to 200000"),
+            (
+                "max_bitrate = 900000;",
+                "encoder.max_bitrate = 900000 is out of range — use a whole number from 0 to 200000"
+            ),
+            ("threads = -1;", "encoder.threads = -1 is out of range — use a whole number from 0 to 16"),
+            ("threads = 65;", "encoder.threads = 65 is out of range — use a whole number from 0 to 16"),
+            (
+                "keyframe_interval = 0.1;",
+                "encoder.keyframe_interval = 0.1 is out of range — use a number from 0.25 to 1.0"
+            ),
+            (
+                "keyframe_interval = 11;",
+                "encoder.keyframe_interval = 11.0 is out of range — use a number from 0.25 to 1.0"
+            ),
+            (
+                "tune = \"film,grain\";",
+                "encoder.tune = film,grain combines 2 psychovisual tunings: keep at most one of film, animation, grain, stillimage, psnr, ssim (zerolatency and fastdecode combine with any)"
+            ),
+            (
+                "tune = \"zerolatency, film, psnr, ssim\";",
+                "encoder.tune = zerolatency,film,psnr,ssim combines 3 psychovisual tunings: keep at most one of"
+            ),
+            (
+                "tune = \"zerolatency,fast\";",
+                "encoder.tune = zerolatency,fast names 'fast', which is not an x264 tuning: use one or more of film, animation, grain, stillimage, psnr, ssim, fastdecode, zerolatency, joined by commas"
+            ),
+            (
+                "preset = \"quick\";",
+                "encoder.preset = \"quick\" is not allowed — use one of \"ultrafast\", \"superfast\", \"veryfast\", \"faster\", \"fast\", \"medium\", \"slow\", \"slower\", \"veryslow\", \"placebo\""
+            ),
+            (
+                "profile = \"high10\";",
+                "encoder.profile = \"high10\" is not allowed — use one of \"baseline\", \"main\", \"high\""
+            ),
+        ] as [(String, String)])
     func invalidSettingIsNamedAtItsLine(text: String, message: String) throws {
         let error = try #require(failure("encoder = {\n  # the line the error names:\n  \(text)\n};\n"))
         #expect(error.line == 3, "\(error)")

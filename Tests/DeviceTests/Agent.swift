@@ -14,12 +14,15 @@ final class AgentProcess {
     /// starved vivid stamps its frames late and unevenly, which a real camera does not.
     init(vigil: String, config: String, logPath: String) throws(Child.Failure) {
         self.logPath = logPath
-        child = try Child.spawn("/usr/bin/nice", ["-n", "10", vigil, "run", "--config", config], stdout: logPath, stderr: logPath + ".stderr")
+        child = try Child.spawn(
+            "/usr/bin/nice", ["-n", "10", vigil, "run", "--config", config], stdout: logPath,
+            stderr: logPath + ".stderr")
     }
 
     /// The log so far (stderr, where the agent logs), one entry per line.
     var lines: [String] {
-        ((try? String(contentsOfFile: logPath + ".stderr", encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        ((try? String(contentsOfFile: logPath + ".stderr", encoding: .utf8)) ?? "").split(separator: "\n").map(
+            String.init)
     }
 
     /// Lines whose message is `message`.

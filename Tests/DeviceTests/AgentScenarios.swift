@@ -15,7 +15,11 @@ struct Context {
         defer {
             let worst = monitor.take()
             r.figure("largest scheduling delay in the VM during this scenario: \(fixed(worst * 1000, 0)) ms")
-            if worst > 0.2 { r.note("the VM was starved of CPU (is the host busy?): timing checks in this scenario can fail for that reason alone") }
+            if worst > 0.2 {
+                r.note(
+                    "the VM was starved of CPU (is the host busy?): timing checks in this scenario can fail for that reason alone"
+                )
+            }
         }
         switch scenario {
         case .probe: AgentScenarios.probe(r, vigil: vigil, out: out)
@@ -51,15 +55,29 @@ enum AgentScenarios {
             try Vivid.makeByIdLink()
             let all = try Child.run(vigil, ["probe"])
             try all.stdout.write(toFile: out + "/probe.txt", atomically: true, encoding: .utf8)
-            r.figure("vigil probe (saved in probe.txt):\n" + all.stdout.split(separator: "\n", omittingEmptySubsequences: false)
-                .filter { !$0.contains("other formats") }.map { "       " + $0 }.joined(separator: "\n"))
+            r.figure(
+                "vigil probe (saved in probe.txt):\n"
+                    + all.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+                    .filter { !$0.contains("other formats") }.map { "       " + $0 }.joined(separator: "\n"))
             r.check(all.status == 0 && all.stderr.isEmpty, "exits 0, nothing on stderr", "\(all.status) \(all.stderr)")
-            r.check(all.stdout.contains("/dev/video0 — vivid (driver vivid, platform:vivid-000)\n  also \(Vivid.byIdLink)\n"), "lists vivid with its stable name")
-            r.check(all.stdout.contains("    NV12  Y/UV 4:2:0\n") && all.stdout.contains("          640x480     25, 15, 12.5, 10, 5, 4, 2, 1 fps\n")
-                    && all.stdout.contains("          1280x720    12.5, 10, 5, 4, 2, 1 fps\n"), "lists formats with their sizes and rates")
-            r.check(all.stdout.contains("/dev/video1 — vivid (driver vivid, platform:vivid-000)\n  this is a video output device, not a camera\n"), "says which nodes are not cameras")
-            r.check(all.stdout.contains("hw:CARD=Loopback,DEV=1 — Loopback: Loopback PCM (card 0, device 1)\n  8000 to 192000 Hz, 1 to 32 channels, 16-bit samples\n"),
-                    "lists the loopback's capture devices with rates and channels")
+            r.check(
+                all.stdout.contains(
+                    "/dev/video0 — vivid (driver vivid, platform:vivid-000)\n  also \(Vivid.byIdLink)\n"),
+                "lists vivid with its stable name")
+            r.check(
+                all.stdout.contains("    NV12  Y/UV 4:2:0\n")
+                    && all.stdout.contains("          640x480     25, 15, 12.5, 10, 5, 4, 2, 1 fps\n")
+                    && all.stdout.contains("          1280x720    12.5, 10, 5, 4, 2, 1 fps\n"),
+                "lists formats with their sizes and rates")
+            r.check(
+                all.stdout.contains(
+                    "/dev/video1 — vivid (driver vivid, platform:vivid-000)\n  this is a video output device, not a camera\n"
+                ), "says which nodes are not cameras")
+            r.check(
+                all.stdout.contains(
+                    "hw:CARD=Loopback,DEV=1 — Loopback: Loopback PCM (card 0, device 1)\n  8000 to 192000 Hz, 1 to 32 channels, 16-bit samples\n"
+                ),
+                "lists the loopback's capture devices with rates and channels")
 
             // The blocks paste into a configuration that `vigil check` accepts.
             let camera = block(all.stdout, after: "/dev/video0 —", opening: "    camera = {")
@@ -67,18 +85,27 @@ enum AgentScenarios {
             let config = out + "/pasted.conf"
             try (camera + audio).write(toFile: config, atomically: true, encoding: .utf8)
             let checked = try Child.run(vigil, ["check", "--config", config])
-            r.check(checked.status == 0 && checked.stdout.contains("device = \"\(Vivid.byIdLink)\";") && checked.stdout.contains("fps = 12.5;"),
-                    "the pasted camera and audio blocks are a valid configuration", camera + audio + checked.stderr)
+            r.check(
+                checked.status == 0 && checked.stdout.contains("device = \"\(Vivid.byIdLink)\";")
+                    && checked.stdout.contains("fps = 12.5;"),
+                "the pasted camera and audio blocks are a valid configuration", camera + audio + checked.stderr)
 
             let one = try Child.run(vigil, ["probe", "--size", "640x480", "--fps", "30", Vivid.byIdLink])
-            r.check(one.status == 0 && one.stdout.contains("(the closest to 640x480 at 30 fps: NV12 640x480 at 25 fps)") && !one.stdout.contains("Microphones"),
-                    "probe DEVICE shows that camera only, with the mode for --size and --fps", one.stdout.split(separator: "\n").suffix(7).joined(separator: " | "))
+            r.check(
+                one.status == 0 && one.stdout.contains("(the closest to 640x480 at 30 fps: NV12 640x480 at 25 fps)")
+                    && !one.stdout.contains("Microphones"),
+                "probe DEVICE shows that camera only, with the mode for --size and --fps",
+                one.stdout.split(separator: "\n").suffix(7).joined(separator: " | "))
             let mic = try Child.run(vigil, ["probe", "hw:CARD=Loopback,DEV=1"])
-            r.check(mic.status == 0 && mic.stdout.contains("8000 to 192000 Hz") && !mic.stdout.contains("Cameras"), "probe hw:... shows that microphone only")
+            r.check(
+                mic.status == 0 && mic.stdout.contains("8000 to 192000 Hz") && !mic.stdout.contains("Cameras"),
+                "probe hw:... shows that microphone only")
             let notCamera = try Child.run(vigil, ["probe", "/dev/video1"])
             r.check(notCamera.status == 66, "probe of a node that is not a camera exits 66", "\(notCamera.status)")
             let missing = try Child.run(vigil, ["probe", "/dev/video9"])
-            r.check(missing.status == 66 && missing.stdout.contains("no such device — is the camera plugged in?"), "probe of a missing node says so", missing.stdout)
+            r.check(
+                missing.status == 66 && missing.stdout.contains("no such device — is the camera plugged in?"),
+                "probe of a missing node says so", missing.stdout)
         } catch {
             r.fail("\(error)")
         }
@@ -86,12 +113,17 @@ enum AgentScenarios {
 
     /// The lines of a `name = { ... };` block that follows a heading.
     static func block(_ text: String, after heading: String, opening: String) -> String {
-        guard let start = text.range(of: heading), let open = text.range(of: opening, range: start.upperBound..<text.endIndex),
-              let close = text.range(of: "    };\n", range: open.upperBound..<text.endIndex) else { return "" }
+        guard let start = text.range(of: heading),
+            let open = text.range(of: opening, range: start.upperBound..<text.endIndex),
+            let close = text.range(of: "    };\n", range: open.upperBound..<text.endIndex)
+        else { return "" }
         return String(text[open.lowerBound..<close.upperBound])
     }
 
-    static func config(camera: String, width: Int, height: Int, fps: Double, audio: String?, storage: String, preRoll: Double, postRoll: Double) -> String {
+    static func config(
+        camera: String, width: Int, height: Int, fps: Double, audio: String?, storage: String, preRoll: Double,
+        postRoll: Double
+    ) -> String {
         """
         camera = { device = "\(camera)"; name = "vivid"; width = \(width); height = \(height); fps = \(fps); };
         audio = { enabled = \(audio != nil); device = "\(audio ?? "default")"; rate = 48000; channels = 1; };
@@ -126,15 +158,23 @@ enum AgentScenarios {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             try Vivid.reset()
             let configPath = dir + "/vigil.conf"
-            try config(camera: Vivid.node, width: 640, height: 480, fps: 25, audio: AudioScenarios.capture, storage: storage, preRoll: 2, postRoll: 2)
-                .write(toFile: configPath, atomically: true, encoding: .utf8)
+            try config(
+                camera: Vivid.node, width: 640, height: 480, fps: 25, audio: AudioScenarios.capture, storage: storage,
+                preRoll: 2, postRoll: 2
+            )
+            .write(toFile: configPath, atomically: true, encoding: .utf8)
             player.start()
             usleep(300_000)
             let agent = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent.log")
-            r.check(agent.waitFor("vigil running", timeout: 20) && agent.waitFor("microphone open", timeout: 10), "the agent starts with camera and microphone")
+            r.check(
+                agent.waitFor("vigil running", timeout: 20) && agent.waitFor("microphone open", timeout: 10),
+                "the agent starts with camera and microphone")
             for line in agent.entries("camera negotiated") + agent.entries("microphone negotiated") { r.figure(line) }
-            r.check(agent.entries("camera negotiated").first.map { $0.contains("pixel_format=NV12") && $0.contains("size=640x480") && $0.contains("fps=25") } ?? false,
-                    "the agent negotiates NV12 640x480 at 25 fps")
+            r.check(
+                agent.entries("camera negotiated").first.map {
+                    $0.contains("pixel_format=NV12") && $0.contains("size=640x480") && $0.contains("fps=25")
+                } ?? false,
+                "the agent negotiates NV12 640x480 at 25 fps")
             Thread.sleep(forTimeInterval: 3)
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
             r.check(agent.waitFor("clip started", timeout: 10), "moving colour bars start a clip")
@@ -150,7 +190,9 @@ enum AgentScenarios {
             try pattern.set(Vivid.Pattern.white.rawValue)
             let after = MonotonicClock.now()
             let changeAfterOnset = (before - onset).seconds + (after - before).seconds / 2
-            r.figure("tone onset at \(onset) (monotonic); picture turned white \(fixed(changeAfterOnset * 1000, 2)) ms later (the ioctl took \(fixed((after - before).seconds * 1000, 2)) ms)")
+            r.figure(
+                "tone onset at \(onset) (monotonic); picture turned white \(fixed(changeAfterOnset * 1000, 2)) ms later (the ioctl took \(fixed((after - before).seconds * 1000, 2)) ms)"
+            )
             Thread.sleep(forTimeInterval: 1.5)
             try Vivid.set("horizontal_movement", Vivid.Movement.none.rawValue)
             r.check(agent.waitFor("clip saved", timeout: 20), "the clip is saved after the post-roll")
@@ -174,8 +216,10 @@ enum AgentScenarios {
             r.check(clips.count >= 1, "clips saved: \(clips.count)", clips.map(\.file).joined(separator: ", "))
             // The clip that holds the change is the last one saved.
             for (index, clip) in clips.enumerated() {
-                expected.append(ClipExpectation(file: clip.file, scenario: "record", width: 640, height: 480, frameRate: "25/1", audio: true,
-                                                changeAfterOnset: index == clips.count - 1 ? changeAfterOnset : nil))
+                expected.append(
+                    ClipExpectation(
+                        file: clip.file, scenario: "record", width: 640, height: 480, frameRate: "25/1", audio: true,
+                        changeAfterOnset: index == clips.count - 1 ? changeAfterOnset : nil))
             }
         } catch {
             r.fail("\(error)")
@@ -196,14 +240,21 @@ enum AgentScenarios {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             try Vivid.reset()
             let configPath = dir + "/vigil.conf"
-            try config(camera: Vivid.node, width: 1280, height: 720, fps: 30, audio: nil, storage: storage, preRoll: 1, postRoll: 1)
-                .write(toFile: configPath, atomically: true, encoding: .utf8)
+            try config(
+                camera: Vivid.node, width: 1280, height: 720, fps: 30, audio: nil, storage: storage, preRoll: 1,
+                postRoll: 1
+            )
+            .write(toFile: configPath, atomically: true, encoding: .utf8)
             let agent = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent.log")
             r.check(agent.waitFor("vigil running", timeout: 20), "the agent starts")
-            let warning = agent.entries("the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)")
+            let warning = agent.entries(
+                "the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)"
+            )
             for line in agent.entries("camera negotiated") + warning { r.figure(line) }
-            r.check(warning.first.map { $0.contains("requested=1280x720@30") && $0.contains("delivered=1280x720@12.5") } ?? false,
-                    "the agent warns that it gets 12.5 fps, not 30")
+            r.check(
+                warning.first.map { $0.contains("requested=1280x720@30") && $0.contains("delivered=1280x720@12.5") }
+                    ?? false,
+                "the agent warns that it gets 12.5 fps, not 30")
             Thread.sleep(forTimeInterval: 2)
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
             r.check(agent.waitFor("clip started", timeout: 10), "motion starts a clip")
@@ -216,7 +267,10 @@ enum AgentScenarios {
             r.check(agent.entries("clip saved").count == 1, "the open clip is finished on the way out")
             for line in agent.entries("stats").suffix(2) { r.figure(line) }
             for clip in savedClips(agent, storage: storage) {
-                expected.append(ClipExpectation(file: clip.file, scenario: "hd", width: 1280, height: 720, frameRate: "25/2", audio: false, changeAfterOnset: nil))
+                expected.append(
+                    ClipExpectation(
+                        file: clip.file, scenario: "hd", width: 1280, height: 720, frameRate: "25/2", audio: false,
+                        changeAfterOnset: nil))
             }
             r.check(!expected.isEmpty, "clips saved: \(expected.count)")
         } catch {
@@ -237,11 +291,16 @@ enum AgentScenarios {
             try Vivid.reset()
             try Vivid.makeByIdLink()
             let configPath = dir + "/vigil.conf"
-            try config(camera: Vivid.byIdLink, width: 640, height: 480, fps: 25, audio: "hw:CARD=NoSuchCard,DEV=0", storage: storage, preRoll: 1, postRoll: 3)
-                .write(toFile: configPath, atomically: true, encoding: .utf8)
+            try config(
+                camera: Vivid.byIdLink, width: 640, height: 480, fps: 25, audio: "hw:CARD=NoSuchCard,DEV=0",
+                storage: storage, preRoll: 1, postRoll: 3
+            )
+            .write(toFile: configPath, atomically: true, encoding: .utf8)
             let agent = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent.log")
             r.check(agent.waitFor("vigil running", timeout: 20), "the agent starts")
-            r.check(agent.waitFor("microphone unavailable; recording video only", timeout: 10), "a missing microphone is logged, video goes on")
+            r.check(
+                agent.waitFor("microphone unavailable; recording video only", timeout: 10),
+                "a missing microphone is logged, video goes on")
             Thread.sleep(forTimeInterval: 2)
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
             r.check(agent.waitFor("clip started", timeout: 10), "motion starts a clip")
@@ -249,10 +308,14 @@ enum AgentScenarios {
 
             try Vivid.unplug()
             let pulled = Date()
-            r.check(agent.waitFor("camera lost; closing the clip and retrying", timeout: 10), "the agent notices the unplug")
+            r.check(
+                agent.waitFor("camera lost; closing the clip and retrying", timeout: 10), "the agent notices the unplug"
+            )
             r.check(agent.waitFor("clip saved", timeout: 10), "and closes the open clip")
             r.figure("seen \(fixed(Date().timeIntervalSince(pulled), 2)) s after the unplug:")
-            for line in agent.entries("camera lost; closing the clip and retrying") + agent.entries("clip saved") { r.figure(line) }
+            for line in agent.entries("camera lost; closing the clip and retrying") + agent.entries("clip saved") {
+                r.figure(line)
+            }
             // The agent has let go of the device: the module can go, as with `modprobe -r vivid`.
             var unloaded = false
             for _ in 0..<30 where !unloaded {
@@ -260,7 +323,7 @@ enum AgentScenarios {
                 if !unloaded { usleep(200_000) }
             }
             r.check(unloaded, "modprobe -r vivid succeeds once the agent has closed the camera")
-            Thread.sleep(forTimeInterval: 3) // the agent retries meanwhile
+            Thread.sleep(forTimeInterval: 3)  // the agent retries meanwhile
             r.check(Vivid.run("/sbin/modprobe", ["vivid"]) == 0, "modprobe vivid")
             try Vivid.waitForNode()
             try Vivid.reset()
@@ -272,13 +335,22 @@ enum AgentScenarios {
             try Vivid.set("horizontal_movement", Vivid.Movement.none.rawValue)
             let status = agent.stop()
             r.check(status == 0, "SIGTERM stops the agent with status 0", "\(status.map(String.init) ?? "killed")")
-            r.check(agent.entries("camera lost; closing the clip and retrying").count == 1 && agent.entries("camera back").count == 1,
-                    "the outage is logged once when it starts and once when it ends, not per retry")
-            r.check(agent.entries("microphone unavailable; recording video only").count == 1, "the missing microphone is logged once")
+            r.check(
+                agent.entries("camera lost; closing the clip and retrying").count == 1
+                    && agent.entries("camera back").count == 1,
+                "the outage is logged once when it starts and once when it ends, not per retry")
+            r.check(
+                agent.entries("microphone unavailable; recording video only").count == 1,
+                "the missing microphone is logged once")
             let clips = savedClips(agent, storage: storage)
-            r.check(clips.count >= 2, "a clip before the unplug and one after", clips.map { "\($0.file) (\($0.reason))" }.joined(separator: ", "))
+            r.check(
+                clips.count >= 2, "a clip before the unplug and one after",
+                clips.map { "\($0.file) (\($0.reason))" }.joined(separator: ", "))
             for clip in clips {
-                expected.append(ClipExpectation(file: clip.file, scenario: "recover", width: 640, height: 480, frameRate: "25/1", audio: false, changeAfterOnset: nil))
+                expected.append(
+                    ClipExpectation(
+                        file: clip.file, scenario: "recover", width: 640, height: 480, frameRate: "25/1", audio: false,
+                        changeAfterOnset: nil))
             }
         } catch {
             r.fail("\(error)")

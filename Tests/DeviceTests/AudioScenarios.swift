@@ -22,13 +22,17 @@ enum AudioScenarios {
             r.fail("open \(capture): \(error)")
             return
         }
-        r.figure("\(capture): \(mic.sampleRate) Hz (asked \(mic.requestedRate)), \(mic.channels) channel(s), period \(mic.periodFrames) frames, "
-            + "buffer \(mic.bufferFrames) frames, driver timestamps \(mic.driverTimestamps)")
+        r.figure(
+            "\(capture): \(mic.sampleRate) Hz (asked \(mic.requestedRate)), \(mic.channels) channel(s), period \(mic.periodFrames) frames, "
+                + "buffer \(mic.bufferFrames) frames, driver timestamps \(mic.driverTimestamps)")
         r.check(mic.sampleRate == 48000 && mic.channels == 1, "48 kHz mono S16_LE as asked")
         r.check(mic.periodFrames <= 960, "periods of at most 20 ms (low latency)", "\(mic.periodFrames) frames")
         r.check(mic.driverTimestamps, "the driver timestamps on CLOCK_MONOTONIC")
 
-        struct Got { var chunk: AudioChunk; var returned: Timestamp }
+        struct Got {
+            var chunk: AudioChunk
+            var returned: Timestamp
+        }
         func read(seconds: Double) throws(CaptureError) -> [Got] {
             var got: [Got] = []
             let end = MonotonicClock.now() + .init(seconds: seconds)
@@ -43,14 +47,21 @@ enum AudioScenarios {
             let silent = quiet.allSatisfy { $0.chunk.data.allSatisfy { $0 == 0 } }
             r.check(!quiet.isEmpty && silent, "silence while nothing plays", "\(quiet.count) chunks")
             let lateness = quiet.map { ($0.returned - $0.chunk.end).seconds }
-            r.figure("chunks: \(quiet.count) in 0.5 s, \(quiet.map(\.chunk.frames).min() ?? 0)...\(quiet.map(\.chunk.frames).max() ?? 0) frames; "
-                + "returned \(fixed((lateness.min() ?? 0) * 1000, 1))...\(fixed((lateness.max() ?? 0) * 1000, 1)) ms after their last frame was captured")
+            r.figure(
+                "chunks: \(quiet.count) in 0.5 s, \(quiet.map(\.chunk.frames).min() ?? 0)...\(quiet.map(\.chunk.frames).max() ?? 0) frames; "
+                    + "returned \(fixed((lateness.min() ?? 0) * 1000, 1))...\(fixed((lateness.max() ?? 0) * 1000, 1)) ms after their last frame was captured"
+            )
             // A chunk's end comes from the driver's timestamp of its last period; snd-aloop's
             // runs off the VM's timer, a few ms off when the host is loaded (−3.4 ms seen). Another
             // clock would be off by seconds or years.
-            r.check(lateness.allSatisfy { $0 > -0.010 && $0 < 5.0 }, "chunk times are on CLOCK_MONOTONIC: each ends before it is returned (within the driver's timer jitter, late only by scheduling)")
+            r.check(
+                lateness.allSatisfy { $0 > -0.010 && $0 < 5.0 },
+                "chunk times are on CLOCK_MONOTONIC: each ends before it is returned (within the driver's timer jitter, late only by scheduling)"
+            )
             let steps = zip(quiet, quiet.dropFirst()).map { abs(($1.chunk.time - $0.chunk.end).seconds) }
-            r.check(steps.allSatisfy { $0 < 0.002 }, "chunks follow one another without gaps", "largest step \(fixed((steps.max() ?? 0) * 1000, 2)) ms")
+            r.check(
+                steps.allSatisfy { $0 < 0.002 }, "chunks follow one another without gaps",
+                "largest step \(fixed((steps.max() ?? 0) * 1000, 2)) ms")
 
             guard let onset = player.startTone() else {
                 r.fail("the tone did not start: \(player.failure ?? "timeout")")
@@ -65,7 +76,10 @@ enum AudioScenarios {
                 for i in 0..<chunk.frames {
                     let s = Int16(bitPattern: UInt16(chunk.data[2 * i]) | UInt16(chunk.data[2 * i + 1]) << 8)
                     if heard == nil && abs(Int(s)) > 2000 {
-                        heard = chunk.time + .init(nanoseconds: Rational.scale(Int64(i), by: 1_000_000_000, over: Int64(chunk.sampleRate)))
+                        heard =
+                            chunk.time
+                            + .init(
+                                nanoseconds: Rational.scale(Int64(i), by: 1_000_000_000, over: Int64(chunk.sampleRate)))
                     }
                     if heard != nil { samples.append(s) }
                 }
@@ -75,8 +89,12 @@ enum AudioScenarios {
                 return
             }
             let offset = (heard - onset).seconds
-            r.figure("tone: played (by the playback side's timestamps) at \(onset), captured (by the microphone's timestamps) at \(heard): offset \(fixed(offset * 1000, 2)) ms")
-            r.check(abs(offset) < 0.005, "capture timestamps agree with the playback side within 5 ms", "\(fixed(offset * 1000, 2)) ms")
+            r.figure(
+                "tone: played (by the playback side's timestamps) at \(onset), captured (by the microphone's timestamps) at \(heard): offset \(fixed(offset * 1000, 2)) ms"
+            )
+            r.check(
+                abs(offset) < 0.005, "capture timestamps agree with the playback side within 5 ms",
+                "\(fixed(offset * 1000, 2)) ms")
             var crossings = 0
             for (a, b) in zip(samples, samples.dropFirst()) where (a < 0) != (b < 0) { crossings += 1 }
             let frequency = Double(crossings) / 2 / (Double(samples.count) / 48000)
@@ -87,15 +105,23 @@ enum AudioScenarios {
             let overrunsBefore = mic.overruns
             Thread.sleep(forTimeInterval: Double(mic.bufferFrames) / 48000 + 0.5)
             let resumed = try read(seconds: 0.5)
-            r.figure("after sleeping past the buffer: overruns \(mic.overruns - overrunsBefore), \(resumed.count) chunks since")
-            r.check(mic.overruns == overrunsBefore + 1, "an overrun is recovered and counted once", "\(mic.overruns - overrunsBefore)")
+            r.figure(
+                "after sleeping past the buffer: overruns \(mic.overruns - overrunsBefore), \(resumed.count) chunks since"
+            )
+            r.check(
+                mic.overruns == overrunsBefore + 1, "an overrun is recovered and counted once",
+                "\(mic.overruns - overrunsBefore)")
             if let last = loud.last, let next = resumed.first {
                 let gap = (next.chunk.time - last.chunk.end).seconds
                 r.figure("timestamp gap over the overrun: \(fixed(gap, 3)) s")
-                r.check(gap > 0.3, "the timestamps show the lost sound as a gap (so the writer fills it with silence)", "\(fixed(gap, 3)) s")
+                r.check(
+                    gap > 0.3, "the timestamps show the lost sound as a gap (so the writer fills it with silence)",
+                    "\(fixed(gap, 3)) s")
             }
             let lateAfter = resumed.map { ($0.returned - $0.chunk.end).seconds }
-            r.check(!resumed.isEmpty && lateAfter.allSatisfy { $0 > -0.002 && $0 < 5.0 }, "capture goes on, on the same clock")
+            r.check(
+                !resumed.isEmpty && lateAfter.allSatisfy { $0 > -0.002 && $0 < 5.0 },
+                "capture goes on, on the same clock")
         } catch {
             r.fail("reading \(capture): \(error)")
         }

@@ -17,7 +17,10 @@ func meanLuma(_ frame: VideoFrame) -> Double {
     var sum = 0, count = 0
     for y in stride(from: plane.height / 4, to: plane.height * 3 / 4, by: 8) {
         let row = plane.row(y)
-        for x in stride(from: 0, to: row.count, by: 8 * step) { sum += Int(row[x]); count += 1 }
+        for x in stride(from: 0, to: row.count, by: 8 * step) {
+            sum += Int(row[x])
+            count += 1
+        }
     }
     return count == 0 ? 0 : Double(sum) / Double(count)
 }
@@ -27,7 +30,10 @@ func take(_ camera: V4L2Camera, count: Int) throws(CaptureError) -> [Seen] {
     var seen: [Seen] = []
     for _ in 0..<count {
         guard let frame = try camera.nextFrame() else { break }
-        seen.append(Seen(timestamp: frame.timestamp, dequeued: MonotonicClock.now(), sequence: frame.sequence, luma: meanLuma(frame)))
+        seen.append(
+            Seen(
+                timestamp: frame.timestamp, dequeued: MonotonicClock.now(), sequence: frame.sequence,
+                luma: meanLuma(frame)))
     }
     return seen
 }
@@ -49,7 +55,8 @@ func gapCounts(_ frames: [Seen], period: Double) -> (bySequence: Int, byTimestam
 func median(_ values: [Double]) -> Double {
     guard !values.isEmpty else { return .nan }
     let sorted = values.sorted()
-    return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    return sorted.count % 2 == 1
+        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
 }
 
 enum CameraScenarios {
@@ -75,13 +82,24 @@ enum CameraScenarios {
                 continue
             }
             let n = camera.negotiation
-            r.figure("asked \(width)x\(height) at \(DecimalText.rate(request.frameRate)) fps -> \(n); format \(camera.format)")
-            r.check(n.fourcc == .nv12 && !n.isEmulated, "\(width)x\(height)@\(fps): native NV12 preferred", "\(n.fourcc)")
-            r.check(n.width == width && n.height == height, "\(width)x\(height)@\(fps): size as asked", "\(n.width)x\(n.height)")
-            r.check(n.frameRate == expected, "\(width)x\(height)@\(fps): rate set by S_PARM is vivid's \(DecimalText.rate(expected))", "\(n.frameRate.map(DecimalText.rate) ?? "none")")
+            r.figure(
+                "asked \(width)x\(height) at \(DecimalText.rate(request.frameRate)) fps -> \(n); format \(camera.format)"
+            )
+            r.check(
+                n.fourcc == .nv12 && !n.isEmulated, "\(width)x\(height)@\(fps): native NV12 preferred", "\(n.fourcc)")
+            r.check(
+                n.width == width && n.height == height, "\(width)x\(height)@\(fps): size as asked",
+                "\(n.width)x\(n.height)")
+            r.check(
+                n.frameRate == expected,
+                "\(width)x\(height)@\(fps): rate set by S_PARM is vivid's \(DecimalText.rate(expected))",
+                "\(n.frameRate.map(DecimalText.rate) ?? "none")")
             r.check(n.rateIsSettable, "\(width)x\(height)@\(fps): V4L2_CAP_TIMEPERFRAME reported")
-            r.check(n.buffers >= 2 && camera.format.planes[0].stride == n.bytesPerLine && camera.format.planes[1].stride == n.bytesPerLine,
-                    "\(width)x\(height)@\(fps): strides taken from bytesperline", "\(camera.format.planes.map(\.stride)), bytesperline \(n.bytesPerLine)")
+            r.check(
+                n.buffers >= 2 && camera.format.planes[0].stride == n.bytesPerLine
+                    && camera.format.planes[1].stride == n.bytesPerLine,
+                "\(width)x\(height)@\(fps): strides taken from bytesperline",
+                "\(camera.format.planes.map(\.stride)), bytesperline \(n.bytesPerLine)")
             let seconds = 2.0
             let frames: [Seen]
             do { frames = try take(camera, count: Int(seconds * expected.doubleValue) + 1) } catch {
@@ -93,28 +111,40 @@ enum CameraScenarios {
                 continue
             }
             let period = 1 / expected.doubleValue
-            let intervals = zip(frames, frames.dropFirst()).map { ($1.timestamp - $0.timestamp).seconds / Double($1.sequence - $0.sequence) }
+            let intervals = zip(frames, frames.dropFirst()).map {
+                ($1.timestamp - $0.timestamp).seconds / Double($1.sequence - $0.sequence)
+            }
             let delivered = Double(last.sequence - first.sequence) / (last.timestamp - first.timestamp).seconds
             let gaps = gapCounts(frames, period: period)
             let lateness = frames.map { ($0.dequeued - $0.timestamp).seconds }
-            r.figure("delivered \(frames.count) frames: \(fixed(delivered, 2)) fps by the timestamps, median interval \(fixed(median(intervals) * 1000, 1)) ms, "
-                + "\(gaps.bySequence) lost, taken \(fixed(median(lateness) * 1000, 1)) ms (median) after the timestamp, \(camera.timelineRestarts) grid restarts")
-            r.check(abs(delivered / expected.doubleValue - 1) < 0.02, "\(width)x\(height)@\(fps): the driver delivers the negotiated rate", "\(fixed(delivered, 2)) fps")
+            r.figure(
+                "delivered \(frames.count) frames: \(fixed(delivered, 2)) fps by the timestamps, median interval \(fixed(median(intervals) * 1000, 1)) ms, "
+                    + "\(gaps.bySequence) lost, taken \(fixed(median(lateness) * 1000, 1)) ms (median) after the timestamp, \(camera.timelineRestarts) grid restarts"
+            )
+            r.check(
+                abs(delivered / expected.doubleValue - 1) < 0.02,
+                "\(width)x\(height)@\(fps): the driver delivers the negotiated rate", "\(fixed(delivered, 2)) fps")
             // vivid stamps the end of the frame interval (V4L2_BUF_FLAG_TSTAMP_SRC_EOF) and hands
             // the frame out at its start: up to a frame ahead of the clock. Any other clock would be
             // off by far more.
-            r.check(lateness.allSatisfy { $0 > -2 * period && $0 < 5.0 }, "\(width)x\(height)@\(fps): timestamps are on CLOCK_MONOTONIC (each within a frame of it, or late by scheduling)",
-                    "lateness \(fixed(lateness.min() ?? 0, 4))...\(fixed(lateness.max() ?? 0, 4)) s")
+            r.check(
+                lateness.allSatisfy { $0 > -2 * period && $0 < 5.0 },
+                "\(width)x\(height)@\(fps): timestamps are on CLOCK_MONOTONIC (each within a frame of it, or late by scheduling)",
+                "lateness \(fixed(lateness.min() ?? 0, 4))...\(fixed(lateness.max() ?? 0, 4)) s")
             // vivid's end-of-frame stamps wobble by a few ms under emulation, so a single gap may
             // round differently; over the run both must count the same frames missing.
-            r.check(gaps.bySequence == gaps.byTimestamp, "\(width)x\(height)@\(fps): sequence numbers and timestamps count the same frames missing", "\(gaps)")
+            r.check(
+                gaps.bySequence == gaps.byTimestamp,
+                "\(width)x\(height)@\(fps): sequence numbers and timestamps count the same frames missing", "\(gaps)")
         }
         // A node that is not a camera, and one that is not there.
         do {
             _ = try V4L2Camera(path: "/dev/video1", request: CameraRequest(width: 640, height: 480, fps: 25))
             r.fail("/dev/video1 (vivid's video output) opened as a camera")
         } catch {
-            r.check(error.description.contains("video output device"), "a video output node is refused, saying what it is", error.description)
+            r.check(
+                error.description.contains("video output device"), "a video output node is refused, saying what it is",
+                error.description)
         }
     }
 
@@ -122,11 +152,18 @@ enum CameraScenarios {
     /// format Vigil takes: the same test pattern row must come out of each.
     static func strides(_ r: Report) {
         r.section("bytesperline: padded strides in NV12, YU12, YUYV and 422P")
-        do { try Vivid.reset() } catch { r.fail("\(error)"); return }
-        func row(_ format: FourCC, bytesPerLine: Int?) throws(CaptureError) -> (CameraNegotiation, VideoFormat, [UInt8]) {
-            let camera = try V4L2Camera(path: Vivid.node, request: CameraRequest(width: 640, height: 480, fps: 25, allowedFormats: [format], bytesPerLine: bytesPerLine))
+        do { try Vivid.reset() } catch {
+            r.fail("\(error)")
+            return
+        }
+        func row(_ format: FourCC, bytesPerLine: Int?) throws(CaptureError) -> (CameraNegotiation, VideoFormat, [UInt8])
+        {
+            let camera = try V4L2Camera(
+                path: Vivid.node,
+                request: CameraRequest(
+                    width: 640, height: 480, fps: 25, allowedFormats: [format], bytesPerLine: bytesPerLine))
             var frame: VideoFrame?
-            for _ in 0..<3 { frame = try camera.nextFrame() } // past any start-up frame
+            for _ in 0..<3 { frame = try camera.nextFrame() }  // past any start-up frame
             guard let frame else { throw CaptureError.readFailed(source: Vivid.node, frame: 0, reason: "no frame") }
             let plane = frame.plane(0)
             let y = Array(plane.row(plane.height / 2))
@@ -134,14 +171,24 @@ enum CameraScenarios {
             return (camera.negotiation, frame.format, luma)
         }
         let reference: [UInt8]
-        do { reference = try row(.nv12, bytesPerLine: nil).2 } catch { r.fail("NV12 reference: \(error)"); return }
+        do { reference = try row(.nv12, bytesPerLine: nil).2 } catch {
+            r.fail("NV12 reference: \(error)")
+            return
+        }
         for (format, padded) in [(FourCC.nv12, 704), (.yuv420, 704), (.yuyv, 1408), (.yuv422p, 768)] {
             do {
                 let (n, layout, luma) = try row(format, bytesPerLine: padded)
-                r.figure("\(format) asked bytesperline \(padded): got \(n.bytesPerLine), plane strides \(layout.planes.map(\.stride)), offsets \(layout.planes.map(\.offset)), sizeimage \(n.sizeImage)")
-                r.check(n.fourcc == format && n.bytesPerLine == padded, "\(format): the driver took the padded stride", "\(n.fourcc) \(n.bytesPerLine)")
+                r.figure(
+                    "\(format) asked bytesperline \(padded): got \(n.bytesPerLine), plane strides \(layout.planes.map(\.stride)), offsets \(layout.planes.map(\.offset)), sizeimage \(n.sizeImage)"
+                )
+                r.check(
+                    n.fourcc == format && n.bytesPerLine == padded, "\(format): the driver took the padded stride",
+                    "\(n.fourcc) \(n.bytesPerLine)")
                 let difference = zip(luma, reference).map { abs(Int($0) - Int($1)) }.reduce(0, +) / max(1, luma.count)
-                r.check(luma.count == reference.count && difference <= 2, "\(format): the picture row read through the stride matches NV12's", "mean difference \(difference)")
+                r.check(
+                    luma.count == reference.count && difference <= 2,
+                    "\(format): the picture row read through the stride matches NV12's", "mean difference \(difference)"
+                )
             } catch {
                 r.fail("\(format) with bytesperline \(padded): \(error)")
             }
@@ -161,7 +208,8 @@ enum CameraScenarios {
             while held.count < camera.negotiation.buffers {
                 guard let frame = try camera.nextFrame() else { break }
                 held.append(frame)
-                seen.append(Seen(timestamp: frame.timestamp, dequeued: MonotonicClock.now(), sequence: frame.sequence, luma: 0))
+                seen.append(
+                    Seen(timestamp: frame.timestamp, dequeued: MonotonicClock.now(), sequence: frame.sequence, luma: 0))
             }
             let before = camera.lostFrames
             Thread.sleep(forTimeInterval: 1.0)
@@ -169,9 +217,14 @@ enum CameraScenarios {
             seen += try take(camera, count: 10)
             let lost = camera.lostFrames - before
             let gaps = gapCounts(seen, period: 0.04)
-            r.figure("held all \(camera.negotiation.buffers) buffers for 1.0 s: \(lost) frames lost (sequence), \(gaps.byTimestamp) missing by timestamps")
-            r.check(lost >= 15 && lost <= 30, "about a second of frames (25) is lost while the buffers are held", "\(lost)")
-            r.check(gaps.bySequence == lost && gaps.byTimestamp == lost, "sequence gaps and timestamps count the same frames missing", "\(gaps)")
+            r.figure(
+                "held all \(camera.negotiation.buffers) buffers for 1.0 s: \(lost) frames lost (sequence), \(gaps.byTimestamp) missing by timestamps"
+            )
+            r.check(
+                lost >= 15 && lost <= 30, "about a second of frames (25) is lost while the buffers are held", "\(lost)")
+            r.check(
+                gaps.bySequence == lost && gaps.byTimestamp == lost,
+                "sequence gaps and timestamps count the same frames missing", "\(gaps)")
 
             // vivid drops a share of its buffers itself.
             try Vivid.set("percentage_of_dropped_buffers", 40)
@@ -182,15 +235,23 @@ enum CameraScenarios {
             let produced = Int(frames.last.map { $0.sequence - (frames.first?.sequence ?? 0) } ?? 0) + 1
             let byDriver = gapCounts(frames, period: 0.04)
             r.figure("percentage_of_dropped_buffers=40: \(dropped) of \(produced) frames lost")
-            r.check(Double(dropped) / Double(produced) > 0.2 && Double(dropped) / Double(produced) < 0.6, "vivid's dropped buffers are counted", "\(dropped)/\(produced)")
-            r.check(byDriver.bySequence == byDriver.byTimestamp && byDriver.bySequence > 0, "every one of them is a gap in the timestamps too", "\(byDriver)")
+            r.check(
+                Double(dropped) / Double(produced) > 0.2 && Double(dropped) / Double(produced) < 0.6,
+                "vivid's dropped buffers are counted", "\(dropped)/\(produced)")
+            r.check(
+                byDriver.bySequence == byDriver.byTimestamp && byDriver.bySequence > 0,
+                "every one of them is a gap in the timestamps too", "\(byDriver)")
 
             // A buffer the driver flags as corrupt is skipped, and counts as lost.
             let corruptBefore = camera.corruptFrames
             try Vivid.set("inject_v4l2_buf_flag_error", 1)
             let after = try take(camera, count: 10)
-            r.check(camera.corruptFrames == corruptBefore + 1, "a buffer with V4L2_BUF_FLAG_ERROR is skipped", "\(camera.corruptFrames - corruptBefore)")
-            r.check(gapCounts(after, period: 0.04).bySequence >= 1 || camera.corruptFrames > corruptBefore, "and shows as a gap")
+            r.check(
+                camera.corruptFrames == corruptBefore + 1, "a buffer with V4L2_BUF_FLAG_ERROR is skipped",
+                "\(camera.corruptFrames - corruptBefore)")
+            r.check(
+                gapCounts(after, period: 0.04).bySequence >= 1 || camera.corruptFrames > corruptBefore,
+                "and shows as a gap")
         } catch {
             r.fail("\(error)")
         }
@@ -212,14 +273,22 @@ enum CameraScenarios {
             } catch {
                 let delay = (MonotonicClock.now() - pulled).seconds
                 r.figure("unplugged while streaming: \(error) (after \(fixed(delay, 3)) s)")
-                if case .deviceLost = error { r.check(true, "an unplug while streaming throws deviceLost (POLLERR/POLLHUP, not the stall timeout)") } else { r.fail("an unplug threw \(error)") }
+                if case .deviceLost = error {
+                    r.check(
+                        true, "an unplug while streaming throws deviceLost (POLLERR/POLLHUP, not the stall timeout)")
+                } else {
+                    r.fail("an unplug threw \(error)")
+                }
             }
             do {
                 _ = try V4L2Camera(path: Vivid.byIdLink, request: CameraRequest(width: 640, height: 480, fps: 25))
                 r.fail("the camera opened while unplugged")
             } catch {
                 r.figure("opening while unplugged: \(error)")
-                r.check(error.description.contains("is the camera plugged in?") || error.description.contains("the device is gone"), "opening an unplugged camera says what to do", error.description)
+                r.check(
+                    error.description.contains("is the camera plugged in?")
+                        || error.description.contains("the device is gone"),
+                    "opening an unplugged camera says what to do", error.description)
             }
             try Vivid.replug()
             let back = try V4L2Camera(path: Vivid.byIdLink, request: CameraRequest(width: 640, height: 480, fps: 25))
@@ -233,7 +302,11 @@ enum CameraScenarios {
                 r.fail("frames went on after a fatal streaming error")
             } catch {
                 r.figure("fatal streaming error: \(error)")
-                if case .deviceLost = error { r.check(true, "a broken stream throws deviceLost") } else { r.fail("a broken stream threw \(error)") }
+                if case .deviceLost = error {
+                    r.check(true, "a broken stream throws deviceLost")
+                } else {
+                    r.fail("a broken stream threw \(error)")
+                }
             }
         } catch {
             r.fail("\(error)")
@@ -241,7 +314,9 @@ enum CameraScenarios {
         do {
             // A stream that stops delivering: vivid drops every buffer.
             try Vivid.reset()
-            let camera = try V4L2Camera(path: Vivid.node, request: CameraRequest(width: 640, height: 480, fps: 25), stallTimeout: .init(seconds: 1))
+            let camera = try V4L2Camera(
+                path: Vivid.node, request: CameraRequest(width: 640, height: 480, fps: 25),
+                stallTimeout: .init(seconds: 1))
             _ = try take(camera, count: 5)
             try Vivid.set("percentage_of_dropped_buffers", 100)
             let start = MonotonicClock.now()
@@ -251,7 +326,11 @@ enum CameraScenarios {
             } catch {
                 let waited = (MonotonicClock.now() - start).seconds
                 r.figure("stalled stream: \(error) (after \(fixed(waited, 2)) s, stall timeout 1 s)")
-                if case .stalled = error { r.check(true, "a stalled stream throws stalled after the timeout, never blocks") } else { r.fail("a stalled stream threw \(error)") }
+                if case .stalled = error {
+                    r.check(true, "a stalled stream throws stalled after the timeout, never blocks")
+                } else {
+                    r.fail("a stalled stream threw \(error)")
+                }
             }
             try Vivid.set("percentage_of_dropped_buffers", 0)
         } catch {
@@ -280,9 +359,15 @@ enum CameraScenarios {
                 var latency: Double?
                 for _ in 0..<10 {
                     guard let frame = try camera.nextFrame() else { break }
-                    if meanLuma(frame) > 200 { latency = (frame.timestamp - changed).seconds; break }
+                    if meanLuma(frame) > 200 {
+                        latency = (frame.timestamp - changed).seconds
+                        break
+                    }
                 }
-                guard let latency else { r.fail("round \(round): no white frame within 10 frames"); continue }
+                guard let latency else {
+                    r.fail("round \(round): no white frame within 10 frames")
+                    continue
+                }
                 latencies.append(latency)
                 try pattern.set(Vivid.Pattern.colorbar75.rawValue)
                 for _ in 0..<10 {
@@ -293,7 +378,9 @@ enum CameraScenarios {
         } catch {
             r.fail("\(error)")
         }
-        r.figure("latency of a pattern change: \(latencies.map { fixed($0 * 1000, 1) }.joined(separator: ", ")) ms; median \(fixed(median(latencies) * 1000, 1)) ms")
+        r.figure(
+            "latency of a pattern change: \(latencies.map { fixed($0 * 1000, 1) }.joined(separator: ", ")) ms; median \(fixed(median(latencies) * 1000, 1)) ms"
+        )
         r.check(latencies.count >= 4, "the change was seen in most rounds", "\(latencies.count) of 8")
         return latencies
     }

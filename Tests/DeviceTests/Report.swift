@@ -42,7 +42,9 @@ final class Report {
     }
 
     func summary() -> String {
-        failures.isEmpty ? "\nall \(checks) checks passed" : "\n\(failures.count) of \(checks) checks failed:\n" + failures.map { "  - " + $0 }.joined(separator: "\n")
+        failures.isEmpty
+            ? "\nall \(checks) checks passed"
+            : "\n\(failures.count) of \(checks) checks failed:\n" + failures.map { "  - " + $0 }.joined(separator: "\n")
     }
 
     private func emit(_ line: String) {
@@ -74,5 +76,10 @@ final class StarvationMonitor: Sendable {
     }
 
     /// The worst delay since the last call, in seconds.
-    func take() -> Double { worst.withLock { value in defer { value = 0 }; return value } }
+    func take() -> Double {
+        worst.withLock { value in
+            defer { value = 0 }
+            return value
+        }
+    }
 }

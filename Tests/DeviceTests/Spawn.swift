@@ -12,26 +12,35 @@ struct Child {
 
     /// Starts `program` with `arguments`; stdin is /dev/null, stdout and stderr go to the files
     /// named (truncated first), or to /dev/null.
-    static func spawn(_ program: String, _ arguments: [String], stdout: String? = nil, stderr: String? = nil) throws(Failure) -> Child {
+    static func spawn(
+        _ program: String, _ arguments: [String], stdout: String? = nil, stderr: String? = nil
+    ) throws(Failure) -> Child {
         var actions = posix_spawn_file_actions_t()
-        guard posix_spawn_file_actions_init(&actions) == 0 else { throw Failure(description: "posix_spawn_file_actions_init failed") }
+        guard posix_spawn_file_actions_init(&actions) == 0 else {
+            throw Failure(description: "posix_spawn_file_actions_init failed")
+        }
         defer { posix_spawn_file_actions_destroy(&actions) }
-        let flags = O_WRONLY | O_CREAT | O_TRUNC // not O_CLOEXEC: these are the child's own
+        let flags = O_WRONLY | O_CREAT | O_TRUNC  // not O_CLOEXEC: these are the child's own
         guard posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) == 0,
-              posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", flags, 0o644) == 0,
-              posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", flags, 0o644) == 0 else {
+            posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", flags, 0o644) == 0,
+            posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", flags, 0o644) == 0
+        else {
             throw Failure(description: "posix_spawn_file_actions_addopen failed")
         }
         let argv = ([program] + arguments).map { strdup($0) }
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
         let status = posix_spawn(&pid, program, &actions, nil, argv + [nil], environ)
-        guard status == 0 else { throw Failure(description: "cannot start \(program): \(String(cString: strerror(status)))") }
+        guard status == 0 else {
+            throw Failure(description: "cannot start \(program): \(String(cString: strerror(status)))")
+        }
         return Child(pid: pid)
     }
 
     /// Runs `program` to completion: its exit status, stdout and stderr.
-    static func run(_ program: String, _ arguments: [String]) throws(Failure) -> (status: Int32, stdout: String, stderr: String) {
+    static func run(
+        _ program: String, _ arguments: [String]
+    ) throws(Failure) -> (status: Int32, stdout: String, stderr: String) {
         let base = NSTemporaryDirectory() + "/vigil-device-tests-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         defer {
             unlink(base + ".out")

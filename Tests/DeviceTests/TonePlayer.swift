@@ -68,8 +68,10 @@ final class TonePlayer: Sendable {
     private func play() -> String? {
         var pcm: OpaquePointer?
         var rc = snd_pcm_open(&pcm, device, SND_PCM_STREAM_PLAYBACK, 0)
-        guard rc >= 0, let pcm else { return "cannot open \(device) for playback: \(String(cString: snd_strerror(rc)))" }
-        defer { if snd_pcm_close(pcm) < 0 { /* released anyway */ } }
+        guard rc >= 0, let pcm else {
+            return "cannot open \(device) for playback: \(String(cString: snd_strerror(rc)))"
+        }
+        defer { if snd_pcm_close(pcm) < 0 { /* released anyway */  } }
         var hw: OpaquePointer?
         guard snd_pcm_hw_params_malloc(&hw) >= 0, let hw else { return "out of memory" }
         defer { snd_pcm_hw_params_free(hw) }
@@ -126,7 +128,10 @@ final class TonePlayer: Sendable {
                     samples[i] = 0
                 }
             }
-            rc = Int32(truncatingIfNeeded: samples.withUnsafeBytes { snd_pcm_writei(pcm, $0.baseAddress, snd_pcm_uframes_t(samples.count)) })
+            rc = Int32(
+                truncatingIfNeeded: samples.withUnsafeBytes {
+                    snd_pcm_writei(pcm, $0.baseAddress, snd_pcm_uframes_t(samples.count))
+                })
             if rc == -EPIPE {
                 state.withLock { $0.underruns += 1 }
                 if snd_pcm_prepare(pcm) < 0 { return "cannot recover playback from an underrun" }

@@ -45,14 +45,16 @@ enum Vivid {
         init(_ name: String, node: String = Vivid.node) throws(Failure) {
             self.name = name
             fd = open(node, O_RDWR | O_CLOEXEC)
-            guard fd >= 0 else { throw Failure(description: "cannot open \(node): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else {
+                throw Failure(description: "cannot open \(node): \(String(cString: strerror(errno)))")
+            }
             do { id = try controlID(named: name, fd: fd) } catch {
-                if close(fd) != 0 { /* released anyway */ }
+                if close(fd) != 0 { /* released anyway */  }
                 throw error
             }
         }
 
-        deinit { if close(fd) != 0 { /* released anyway */ } }
+        deinit { if close(fd) != 0 { /* released anyway */  } }
 
         func set(_ value: Int32) throws(Failure) {
             var control = v4l2_control(id: id, value: value)
@@ -76,7 +78,11 @@ enum Vivid {
     static func ctlName(_ name: String) -> String {
         var out = ""
         for c in name.lowercased() {
-            if c.isLetter || c.isNumber { out.append(c) } else if !out.isEmpty && !out.hasSuffix("_") { out.append("_") }
+            if c.isLetter || c.isNumber {
+                out.append(c)
+            } else if !out.isEmpty && !out.hasSuffix("_") {
+                out.append("_")
+            }
         }
         while out.hasSuffix("_") { out.removeLast() }
         return out
@@ -135,9 +141,11 @@ enum Vivid {
     private static func write(_ text: String, to path: String) throws(Failure) {
         let fd = open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else { throw Failure(description: "cannot open \(path): \(String(cString: strerror(errno)))") }
-        defer { if close(fd) != 0 { /* released anyway */ } }
+        defer { if close(fd) != 0 { /* released anyway */  } }
         let n = text.withCString { Glibc.write(fd, $0, strlen($0)) }
-        guard n == text.utf8.count else { throw Failure(description: "writing \(text) to \(path): \(String(cString: strerror(errno)))") }
+        guard n == text.utf8.count else {
+            throw Failure(description: "writing \(text) to \(path): \(String(cString: strerror(errno)))")
+        }
     }
 
     @discardableResult

@@ -1,8 +1,8 @@
 import Foundation
 import QuickTime
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// Broken Y4M input for `vigil run` and `vigil analyze`: cut short anywhere, corrupt markers,
 /// frames shorter or longer than the header says, headers that lie or are not headers at all.
@@ -28,25 +28,57 @@ import TestSupport
 
     static let cases: [Case] = [
         Case(name: "empty file", make: { _, _ in [] }, status: 66, message: "the file is empty"),
-        Case(name: "a text file", make: { _, _ in Array("just some notes\nabout the yard\n".utf8) }, status: 66, message: "not YUV4MPEG2"),
-        Case(name: "binary noise", make: { _, _ in (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) } }, status: 66, message: "not YUV4MPEG2"),
-        Case(name: "header cut short", make: { h, _ in Array(h.prefix(14)) }, status: 66, message: "the file ends inside the header"),
-        Case(name: "header without a width", make: { _, _ in Array("YUV4MPEG2 H240 F15:1 Ip C420jpeg\n".utf8) }, status: 66, message: "the width (W) is missing"),
-        Case(name: "zero width", make: { _, _ in Array("YUV4MPEG2 W0 H240 F15:1\n".utf8) }, status: 66, message: "the width W0 is not a number"),
-        Case(name: "absurd size", make: { _, _ in Array("YUV4MPEG2 W99999 H99999 F15:1\n".utf8) }, status: 66, message: "the width W99999"),
-        Case(name: "zero frame rate", make: { _, _ in Array("YUV4MPEG2 W320 H240 F0:0\n".utf8) }, status: 66, message: "the frame rate F0:0"),
-        Case(name: "4:4:4 chroma", make: { _, _ in Array("YUV4MPEG2 W320 H240 F15:1 C444\n".utf8) }, status: 66, message: "chroma format C444 is not supported"),
-        Case(name: "endless header line", make: { _, _ in Array("YUV4MPEG2 W320 H240 F15:1 X".utf8) + [UInt8](repeating: 65, count: 8000) + [10] },
-             status: 66, message: "the header line is longer than 4096 bytes"),
-        Case(name: "cut inside frame 40", make: { h, f in h + f[..<39].joined() + f[39].prefix(6 + 5000) }, status: 65, message: "the file ends inside frame 40 (5000 of 115200 bytes)", clip: true),
-        Case(name: "cut inside the marker of frame 40", make: { h, f in h + f[..<39].joined() + f[39].prefix(3) }, status: 65, message: "the file ends inside frame 40", clip: true),
-        Case(name: "corrupt marker at frame 40", make: { h, f in h + f[..<39].joined() + Array("FRAMX\n".utf8) + f[39].dropFirst(6) + f[40...].joined() },
-             status: 65, message: "frame 40 does not start with FRAME (found", clip: true),
-        Case(name: "short frames", make: { h, f in h + f.map { Array($0.prefix(6)) + Array($0.dropFirst(6).prefix(frameBytes - 640)) }.joined() },
-             status: 65, message: "frame 2 does not start with FRAME"),
-        Case(name: "long frames", make: { h, f in h + f.map { $0 + [UInt8](repeating: 16, count: 320) }.joined() }, status: 65, message: "frame 2 does not start with FRAME"),
-        Case(name: "header that lies about the size", make: { h, f in Array("YUV4MPEG2 W352 H288 F15:1 Ip A1:1 C420jpeg\n".utf8) + f.joined() },
-             status: 65, message: "does not start with FRAME"),
+        Case(
+            name: "a text file", make: { _, _ in Array("just some notes\nabout the yard\n".utf8) }, status: 66,
+            message: "not YUV4MPEG2"),
+        Case(
+            name: "binary noise",
+            make: { _, _ in (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 7) } }, status: 66,
+            message: "not YUV4MPEG2"),
+        Case(
+            name: "header cut short", make: { h, _ in Array(h.prefix(14)) }, status: 66,
+            message: "the file ends inside the header"),
+        Case(
+            name: "header without a width", make: { _, _ in Array("YUV4MPEG2 H240 F15:1 Ip C420jpeg\n".utf8) },
+            status: 66, message: "the width (W) is missing"),
+        Case(
+            name: "zero width", make: { _, _ in Array("YUV4MPEG2 W0 H240 F15:1\n".utf8) }, status: 66,
+            message: "the width W0 is not a number"),
+        Case(
+            name: "absurd size", make: { _, _ in Array("YUV4MPEG2 W99999 H99999 F15:1\n".utf8) }, status: 66,
+            message: "the width W99999"),
+        Case(
+            name: "zero frame rate", make: { _, _ in Array("YUV4MPEG2 W320 H240 F0:0\n".utf8) }, status: 66,
+            message: "the frame rate F0:0"),
+        Case(
+            name: "4:4:4 chroma", make: { _, _ in Array("YUV4MPEG2 W320 H240 F15:1 C444\n".utf8) }, status: 66,
+            message: "chroma format C444 is not supported"),
+        Case(
+            name: "endless header line",
+            make: { _, _ in Array("YUV4MPEG2 W320 H240 F15:1 X".utf8) + [UInt8](repeating: 65, count: 8000) + [10] },
+            status: 66, message: "the header line is longer than 4096 bytes"),
+        Case(
+            name: "cut inside frame 40", make: { h, f in h + f[..<39].joined() + f[39].prefix(6 + 5000) }, status: 65,
+            message: "the file ends inside frame 40 (5000 of 115200 bytes)", clip: true),
+        Case(
+            name: "cut inside the marker of frame 40", make: { h, f in h + f[..<39].joined() + f[39].prefix(3) },
+            status: 65, message: "the file ends inside frame 40", clip: true),
+        Case(
+            name: "corrupt marker at frame 40",
+            make: { h, f in h + f[..<39].joined() + Array("FRAMX\n".utf8) + f[39].dropFirst(6) + f[40...].joined() },
+            status: 65, message: "frame 40 does not start with FRAME (found", clip: true),
+        Case(
+            name: "short frames",
+            make: { h, f in h + f.map { Array($0.prefix(6)) + Array($0.dropFirst(6).prefix(frameBytes - 640)) }.joined()
+            },
+            status: 65, message: "frame 2 does not start with FRAME"),
+        Case(
+            name: "long frames", make: { h, f in h + f.map { $0 + [UInt8](repeating: 16, count: 320) }.joined() },
+            status: 65, message: "frame 2 does not start with FRAME"),
+        Case(
+            name: "header that lies about the size",
+            make: { h, f in Array("YUV4MPEG2 W352 H288 F15:1 Ip A1:1 C420jpeg\n".utf8) + f.joined() },
+            status: 65, message: "does not start with FRAME"),
     ]
 
     /// A good file's header and frames (each frame with its `FRAME` line).
@@ -58,7 +90,9 @@ import TestSupport
         guard let newline = bytes.firstIndex(of: 10) else { throw ToolError.notFound("a header in \(path)") }
         let header = Array(bytes[...newline])
         let frameLength = 6 + frameBytes
-        let frames = stride(from: newline + 1, to: bytes.count, by: frameLength).map { Array(bytes[$0..<min($0 + frameLength, bytes.count)]) }
+        let frames = stride(from: newline + 1, to: bytes.count, by: frameLength).map {
+            Array(bytes[$0..<min($0 + frameLength, bytes.count)])
+        }
         return (header, frames)
     }
 
@@ -95,10 +129,12 @@ import TestSupport
         }
 
         // Motion analysis of the same file.
-        let analyze = try runTool(builtExecutable("vigil"), ["analyze", "--config", config, "--source", "file:" + input])
+        let analyze = try runTool(
+            builtExecutable("vigil"), ["analyze", "--config", config, "--source", "file:" + input])
         #expect(analyze.status == c.status, "vigil analyze, \(c.name): exit \(analyze.status)\n\(analyze.stderr)")
-        #expect(analyze.stderr.contains("file:\(input)") && analyze.stderr.contains(c.message),
-                "vigil analyze, \(c.name): \(analyze.stderr)")
+        #expect(
+            analyze.stderr.contains("file:\(input)") && analyze.stderr.contains(c.message),
+            "vigil analyze, \(c.name): \(analyze.stderr)")
     }
 
     /// A file with a header and no frames is not an error: there is nothing to record.
@@ -111,7 +147,9 @@ import TestSupport
         let config = try writeConfig(dir.file("vigil.conf"), footage: input, storage: dir.file("clips"))
         let run = try runTool(builtExecutable("vigil"), ["run", "--config", config])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stderr.contains("msg=\"end of source\"") && !run.stderr.contains("level=error") && !run.stderr.contains("level=warning"), "\(run.stderr)")
+        #expect(
+            run.stderr.contains("msg=\"end of source\"") && !run.stderr.contains("level=error")
+                && !run.stderr.contains("level=warning"), "\(run.stderr)")
         #expect(movieFiles(in: dir.file("clips")).isEmpty)
     }
 

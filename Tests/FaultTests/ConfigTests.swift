@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Broken configuration files, as people write them: typos, wrong types, values out of range,
 /// broken syntax. `vigil check` and `vigil run` must both exit 78 with `FILE:LINE: message`
@@ -20,53 +20,123 @@ import TestSupport
 
     static let cases: [Case] = [
         // Names and typos.
-        Case(name: "unknown section", text: "camra = {\n  width = 640;\n};\n", line: 2, message: "unknown section 'camra' — did you mean 'camera'?"),
-        Case(name: "unknown setting", text: "camera = {\n  widht = 640;\n};\n", line: 3, message: "unknown setting 'camera.widht' — did you mean 'camera.width'?"),
+        Case(
+            name: "unknown section", text: "camra = {\n  width = 640;\n};\n", line: 2,
+            message: "unknown section 'camra' — did you mean 'camera'?"),
+        Case(
+            name: "unknown setting", text: "camera = {\n  widht = 640;\n};\n", line: 3,
+            message: "unknown setting 'camera.widht' — did you mean 'camera.width'?"),
         Case(name: "setting outside a section", text: "\nwidth = 640;\n", line: 3, message: "unknown section 'width'"),
         Case(name: "section given a value", text: "camera = 5;\n", line: 2, message: "'camera' must be a group"),
-        Case(name: "setting given twice", text: "camera = {\n  width = 640;\n  width = 800;\n};\n", line: 4, message: "duplicate setting name"),
-        Case(name: "section given twice", text: "camera = {\n  width = 640;\n};\ncamera = {\n  height = 480;\n};\n", line: 5, message: "duplicate setting name"),
+        Case(
+            name: "setting given twice", text: "camera = {\n  width = 640;\n  width = 800;\n};\n", line: 4,
+            message: "duplicate setting name"),
+        Case(
+            name: "section given twice", text: "camera = {\n  width = 640;\n};\ncamera = {\n  height = 480;\n};\n",
+            line: 5, message: "duplicate setting name"),
         // Syntax.
         Case(name: "doubled semicolon", text: "camera = {\n  width = 640;;\n};\n", line: 3, message: "syntax error"),
         Case(name: "missing name", text: "camera = {\n  = 640;\n};\n", line: 3, message: "syntax error"),
         Case(name: "doubled equals sign", text: "camera = {\n  width == 640;\n};\n", line: 3, message: "syntax error"),
         // Types.
-        Case(name: "number as a string", text: "camera = {\n  width = \"640\";\n};\n", line: 3, message: "camera.width must be a whole number from 16 to 4096, not a string"),
-        Case(name: "list for a number", text: "camera = {\n  width = [640];\n};\n", line: 3, message: "camera.width must be a whole number from 16 to 4096, not an array"),
-        Case(name: "string for a boolean", text: "camera = {\n  realtime = \"yes\";\n};\n", line: 3, message: "camera.realtime must be true or false, not a string"),
+        Case(
+            name: "number as a string", text: "camera = {\n  width = \"640\";\n};\n", line: 3,
+            message: "camera.width must be a whole number from 16 to 4096, not a string"),
+        Case(
+            name: "list for a number", text: "camera = {\n  width = [640];\n};\n", line: 3,
+            message: "camera.width must be a whole number from 16 to 4096, not an array"),
+        Case(
+            name: "string for a boolean", text: "camera = {\n  realtime = \"yes\";\n};\n", line: 3,
+            message: "camera.realtime must be true or false, not a string"),
         // Values.
-        Case(name: "width too small", text: "camera = {\n  width = 8;\n};\n", line: 3, message: "camera.width = 8 is out of range"),
-        Case(name: "odd width", text: "camera = {\n  width = 641;\n};\n", line: 3, message: "camera.width = 641 is odd"),
-        Case(name: "zero frame rate", text: "camera = {\n  fps = 0.0;\n};\n", line: 3, message: "camera.fps = 0.0 is out of range"),
-        Case(name: "rotation not a right angle", text: "camera = {\n  rotation = 45;\n};\n", line: 3, message: "camera.rotation = 45 is not a right angle"),
-        Case(name: "device not a source", text: "camera = {\n  device = \"video0\";\n};\n", line: 3, message: "camera.device = \"video0\" is not a device"),
-        Case(name: "file source without a path", text: "camera = {\n  device = \"file:\";\n};\n", line: 3, message: "camera.device = \"file:\" is not a device"),
-        Case(name: "camera name with a space", text: "camera = {\n  name = \"front door\";\n};\n", line: 3, message: "camera.name = \"front door\" cannot go into file names"),
-        Case(name: "sample rate too low", text: "audio = {\n  rate = 7000;\n};\n", line: 3, message: "audio.rate = 7000 is out of range"),
-        Case(name: "three channels", text: "audio = {\n  channels = 3;\n};\n", line: 3, message: "audio.channels = 3 is out of range"),
-        Case(name: "unknown preset", text: "encoder = {\n  preset = \"turbo\";\n};\n", line: 3, message: "encoder.preset = \"turbo\" is not allowed"),
-        Case(name: "two psychovisual tunings", text: "encoder = {\n  tune = \"film,grain\";\n};\n", line: 3, message: "encoder.tune = film,grain combines 2 psychovisual tunings"),
-        Case(name: "quality out of range", text: "encoder = {\n  crf = 60.0;\n};\n", line: 3, message: "encoder.crf = 60.0 is out of range"),
-        Case(name: "keyframes too far apart", text: "encoder = {\n  keyframe_interval = 2.0;\n};\n", line: 3, message: "encoder.keyframe_interval = 2.0 is out of range"),
-        Case(name: "negative bit rate", text: "encoder = {\n  max_bitrate = -1;\n};\n", line: 3, message: "encoder.max_bitrate = -1 is out of range"),
-        Case(name: "threshold too high", text: "motion = {\n  threshold = 0.9;\n};\n", line: 3, message: "motion.threshold = 0.9 is out of range"),
-        Case(name: "despeckle over 8", text: "motion = {\n  despeckle = 9;\n};\n", line: 3, message: "motion.despeckle = 9 is out of range"),
-        Case(name: "missing mask", text: "motion = {\n  threshold = 0.01;\n  mask = \"missing.pgm\";\n};\n", line: 4, message: "motion.mask: cannot read"),
-        Case(name: "negative pre-roll", text: "recording = {\n  pre_roll = -1.0;\n};\n", line: 3, message: "recording.pre_roll = -1.0 is out of range"),
-        Case(name: "post-roll too long", text: "recording = {\n  pre_roll = 5.0;\n  post_roll = 3000.0;\n};\n", line: 4, message: "recording.post_roll = 3000.0 is out of range"),
-        Case(name: "clips too short", text: "recording = {\n  max_clip = 5.0;\n};\n", line: 3, message: "recording.max_clip = 5.0 is out of range"),
-        Case(name: "log level unknown", text: "log = {\n  level = \"verbose\";\n};\n", line: 3, message: "log.level = \"verbose\" is not allowed"),
-        Case(name: "negative stats interval", text: "log = {\n  stats_interval = -5;\n};\n", line: 3, message: "log.stats_interval = -5 is out of range"),
-        Case(name: "relative hook", text: "hooks = {\n  on_clip_saved = \"relative/path.sh\";\n};\n", line: 3, message: "hooks.on_clip_saved = \"relative/path.sh\" is not an absolute path"),
-        Case(name: "hook timeout too short", text: "hooks = {\n  timeout = 0.5;\n};\n", line: 3, message: "hooks.timeout = 0.5 is out of range"),
+        Case(
+            name: "width too small", text: "camera = {\n  width = 8;\n};\n", line: 3,
+            message: "camera.width = 8 is out of range"),
+        Case(
+            name: "odd width", text: "camera = {\n  width = 641;\n};\n", line: 3, message: "camera.width = 641 is odd"),
+        Case(
+            name: "zero frame rate", text: "camera = {\n  fps = 0.0;\n};\n", line: 3,
+            message: "camera.fps = 0.0 is out of range"),
+        Case(
+            name: "rotation not a right angle", text: "camera = {\n  rotation = 45;\n};\n", line: 3,
+            message: "camera.rotation = 45 is not a right angle"),
+        Case(
+            name: "device not a source", text: "camera = {\n  device = \"video0\";\n};\n", line: 3,
+            message: "camera.device = \"video0\" is not a device"),
+        Case(
+            name: "file source without a path", text: "camera = {\n  device = \"file:\";\n};\n", line: 3,
+            message: "camera.device = \"file:\" is not a device"),
+        Case(
+            name: "camera name with a space", text: "camera = {\n  name = \"front door\";\n};\n", line: 3,
+            message: "camera.name = \"front door\" cannot go into file names"),
+        Case(
+            name: "sample rate too low", text: "audio = {\n  rate = 7000;\n};\n", line: 3,
+            message: "audio.rate = 7000 is out of range"),
+        Case(
+            name: "three channels", text: "audio = {\n  channels = 3;\n};\n", line: 3,
+            message: "audio.channels = 3 is out of range"),
+        Case(
+            name: "unknown preset", text: "encoder = {\n  preset = \"turbo\";\n};\n", line: 3,
+            message: "encoder.preset = \"turbo\" is not allowed"),
+        Case(
+            name: "two psychovisual tunings", text: "encoder = {\n  tune = \"film,grain\";\n};\n", line: 3,
+            message: "encoder.tune = film,grain combines 2 psychovisual tunings"),
+        Case(
+            name: "quality out of range", text: "encoder = {\n  crf = 60.0;\n};\n", line: 3,
+            message: "encoder.crf = 60.0 is out of range"),
+        Case(
+            name: "keyframes too far apart", text: "encoder = {\n  keyframe_interval = 2.0;\n};\n", line: 3,
+            message: "encoder.keyframe_interval = 2.0 is out of range"),
+        Case(
+            name: "negative bit rate", text: "encoder = {\n  max_bitrate = -1;\n};\n", line: 3,
+            message: "encoder.max_bitrate = -1 is out of range"),
+        Case(
+            name: "threshold too high", text: "motion = {\n  threshold = 0.9;\n};\n", line: 3,
+            message: "motion.threshold = 0.9 is out of range"),
+        Case(
+            name: "despeckle over 8", text: "motion = {\n  despeckle = 9;\n};\n", line: 3,
+            message: "motion.despeckle = 9 is out of range"),
+        Case(
+            name: "missing mask", text: "motion = {\n  threshold = 0.01;\n  mask = \"missing.pgm\";\n};\n", line: 4,
+            message: "motion.mask: cannot read"),
+        Case(
+            name: "negative pre-roll", text: "recording = {\n  pre_roll = -1.0;\n};\n", line: 3,
+            message: "recording.pre_roll = -1.0 is out of range"),
+        Case(
+            name: "post-roll too long", text: "recording = {\n  pre_roll = 5.0;\n  post_roll = 3000.0;\n};\n", line: 4,
+            message: "recording.post_roll = 3000.0 is out of range"),
+        Case(
+            name: "clips too short", text: "recording = {\n  max_clip = 5.0;\n};\n", line: 3,
+            message: "recording.max_clip = 5.0 is out of range"),
+        Case(
+            name: "log level unknown", text: "log = {\n  level = \"verbose\";\n};\n", line: 3,
+            message: "log.level = \"verbose\" is not allowed"),
+        Case(
+            name: "negative stats interval", text: "log = {\n  stats_interval = -5;\n};\n", line: 3,
+            message: "log.stats_interval = -5 is out of range"),
+        Case(
+            name: "relative hook", text: "hooks = {\n  on_clip_saved = \"relative/path.sh\";\n};\n", line: 3,
+            message: "hooks.on_clip_saved = \"relative/path.sh\" is not an absolute path"),
+        Case(
+            name: "hook timeout too short", text: "hooks = {\n  timeout = 0.5;\n};\n", line: 3,
+            message: "hooks.timeout = 0.5 is out of range"),
     ]
 
     /// Storage settings, in their own file (line 1 is not the storage line there).
     static let storageCases: [Case] = [
-        Case(name: "pattern without seconds", text: "storage = {\n  path = \"clips\";\n  file_pattern = \"clip.mov\";\n};\n", line: 3, message: "storage.file_pattern must contain %S"),
-        Case(name: "pattern not a .mov", text: "storage = {\n  path = \"clips\";\n  file_pattern = \"%Y/%S.mp4\";\n};\n", line: 3, message: "storage.file_pattern"),
-        Case(name: "empty storage path", text: "storage = {\n  path = \"\";\n};\n", line: 2, message: "storage.path is empty"),
-        Case(name: "age out of range", text: "storage = {\n  path = \"clips\";\n  max_age_days = 5000;\n};\n", line: 3, message: "storage.max_age_days = 5000 is out of range"),
+        Case(
+            name: "pattern without seconds",
+            text: "storage = {\n  path = \"clips\";\n  file_pattern = \"clip.mov\";\n};\n", line: 3,
+            message: "storage.file_pattern must contain %S"),
+        Case(
+            name: "pattern not a .mov", text: "storage = {\n  path = \"clips\";\n  file_pattern = \"%Y/%S.mp4\";\n};\n",
+            line: 3, message: "storage.file_pattern"),
+        Case(
+            name: "empty storage path", text: "storage = {\n  path = \"\";\n};\n", line: 2,
+            message: "storage.path is empty"),
+        Case(
+            name: "age out of range", text: "storage = {\n  path = \"clips\";\n  max_age_days = 5000;\n};\n", line: 3,
+            message: "storage.max_age_days = 5000 is out of range"),
     ]
 
     static func check(_ c: Case, text: String, line: Int) throws {
@@ -100,7 +170,9 @@ import TestSupport
     /// A string or a group left open runs to the end of the file, where libconfig notices: the
     /// message names the line where the string or group opened, not the end of the file.
     @Test(arguments: [
-        Case(name: "string left open", text: "camera = {\n  name = \"yard;\n};\nlog = { level = \"info\"; };\n", line: 3, message: "syntax error"),
+        Case(
+            name: "string left open", text: "camera = {\n  name = \"yard;\n};\nlog = { level = \"info\"; };\n", line: 3,
+            message: "syntax error"),
         Case(name: "group left open", text: "log = {\n  level = \"info\";\n", line: 2, message: "syntax error"),
     ])
     func aFileEndingInsideAStringOrGroupNamesWhereItOpened(_ c: Case) throws {

@@ -4,8 +4,8 @@ import Media
 import QuickTime
 import Recorder
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// A small real file system (tmpfs, which needs root) as the clip store, filled up while the
 /// agent records: it must not crash, retention must free space, recording must go on, and no
@@ -14,8 +14,13 @@ import TestSupport
     /// An event every 14 s, each long enough that a clip (about 11 s, 2 MB at 640×480) is
     /// larger than the 1 MB retention keeps free: the disk runs full inside clips.
     static func eventScene(events: Int) -> SyntheticScene {
-        let objects = [SceneObject(enter: .init(seconds: 1), leave: .init(seconds: 10), path: .leftToRight(y: 0.5), width: 0.2, height: 0.3, brightness: 210)]
-        return scene(seconds: Double(events) * 14, rate: Rational(30, 1), width: 640, height: 480, objects: objects, period: 14)
+        let objects = [
+            SceneObject(
+                enter: .init(seconds: 1), leave: .init(seconds: 10), path: .leftToRight(y: 0.5), width: 0.2,
+                height: 0.3, brightness: 210)
+        ]
+        return scene(
+            seconds: Double(events) * 14, rate: Rational(30, 1), width: 640, height: 480, objects: objects, period: 14)
     }
 
     /// `eventScene` as a Y4M file.
@@ -28,7 +33,9 @@ import TestSupport
         let files = movieFiles(in: storage)
         for file in files {
             let path = storage + "/" + file
-            #expect((try? MovieRepair.inspect(path: path)) == .complete, "\(file) is not a complete movie", sourceLocation: sourceLocation)
+            #expect(
+                (try? MovieRepair.inspect(path: path)) == .complete, "\(file) is not a complete movie",
+                sourceLocation: sourceLocation)
             try expectPlayable(path, sourceLocation: sourceLocation)
         }
         return files
@@ -36,7 +43,11 @@ import TestSupport
 
     /// Fills what space is left on the file system, 256 kB at a time, until it is full.
     static func fillUp(_ path: String) -> Int64 {
-        guard let handle = FileHandle(forWritingAtPath: path) ?? (FileManager.default.createFile(atPath: path, contents: nil) ? FileHandle(forWritingAtPath: path) : nil) else { return 0 }
+        guard
+            let handle = FileHandle(forWritingAtPath: path)
+                ?? (FileManager.default.createFile(atPath: path, contents: nil)
+                    ? FileHandle(forWritingAtPath: path) : nil)
+        else { return 0 }
         defer { try? handle.close() }
         let chunk = Data(count: 256 << 10)
         var written: Int64 = 0
@@ -54,8 +65,10 @@ import TestSupport
         let footage = try Self.footage(in: dir, events: 8)
         let storage = fs.path + "/clips"
         let filler = fs.path + "/other-data"
-        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: footage, storage: storage,
-                                                  storageExtra: "min_free_mb = 1; max_size_mb = 0;"))
+        let agent = try AgentProcess(
+            config: writeConfig(
+                dir.file("vigil.conf"), footage: footage, storage: storage,
+                storageExtra: "min_free_mb = 1; max_size_mb = 0;"))
         try #require(agent.waitFor("msg=\"clip started\"", skip: 2, timeout: 300) != nil, "\(agent.output)")
         let filled = Self.fillUp(filler)
         let status = agent.waitForExit(timeout: 600)
@@ -63,15 +76,20 @@ import TestSupport
         #expect(status == 0, "\(output)")
 
         // The disk did run full while a clip was being written, and retention made room.
-        let full = output.split(separator: "\n").filter { $0.contains("level=warning") && $0.contains("running retention") }
+        let full = output.split(separator: "\n").filter {
+            $0.contains("level=warning") && $0.contains("running retention")
+        }
         #expect(!full.isEmpty, "the disk never ran full:\n\(output)")
         let deleted = logLines(output, "clip deleted")
-        #expect(!deleted.isEmpty && deleted.allSatisfy { logValue($0, "reason") == "less than 1 MB free" }, "\(deleted)")
+        #expect(
+            !deleted.isEmpty && deleted.allSatisfy { logValue($0, "reason") == "less than 1 MB free" }, "\(deleted)")
         // Recording went on: clips were saved after the first deletion, one per event.
         let lines = output.split(separator: "\n").map(String.init)
         let firstDeletion = try #require(lines.firstIndex { logValue($0, "msg") == "clip deleted" })
         let saved = logLines(output, "clip saved")
-        #expect(lines[firstDeletion...].contains { logValue($0, "msg") == "clip saved" }, "no clip was saved after space was freed:\n\(output)")
+        #expect(
+            lines[firstDeletion...].contains { logValue($0, "msg") == "clip saved" },
+            "no clip was saved after space was freed:\n\(output)")
         #expect(saved.count == 8, "\(saved.count) clips saved for 8 events:\n\(output)")
         #expect(!output.contains("level=error"), "\(output)")
 
@@ -81,9 +99,13 @@ import TestSupport
         let journal = try EventsJournal(directory: storage).records()
         #expect(journal.unreadableLines.isEmpty)
         // Lines of the clips retention deleted went with them.
-        #expect(Set(journal.records.map(\.file)) == Set(files), "journal: \(journal.records.map(\.file)), left: \(files)")
-        #expect((try FileManager.default.attributesOfItem(atPath: filler)[.size] as? NSNumber)?.int64Value ?? 0 >= filled)
-        print("disk full: \(filled >> 10) kB taken by another file; the agent found the disk full \(full.count) times, deleted \(deleted.count) clips, saved \(saved.count), \(files.count) left")
+        #expect(
+            Set(journal.records.map(\.file)) == Set(files), "journal: \(journal.records.map(\.file)), left: \(files)")
+        #expect(
+            (try FileManager.default.attributesOfItem(atPath: filler)[.size] as? NSNumber)?.int64Value ?? 0 >= filled)
+        print(
+            "disk full: \(filled >> 10) kB taken by another file; the agent found the disk full \(full.count) times, deleted \(deleted.count) clips, saved \(saved.count), \(files.count) left"
+        )
     }
 
     /// The disk is full from the start and there is no clip to delete: the first clip keeps
@@ -97,16 +119,21 @@ import TestSupport
         defer { dir.remove() }
         let storage = fs.path + "/clips"
         let filler = fs.path + "/other-data"
-        let free = try #require((try FileManager.default.attributesOfFileSystem(forPath: fs.path)[.systemFreeSize] as? NSNumber)?.int64Value)
+        let free = try #require(
+            (try FileManager.default.attributesOfFileSystem(forPath: fs.path)[.systemFreeSize] as? NSNumber)?.int64Value
+        )
         // Room for about half a clip.
         #expect(FileManager.default.createFile(atPath: filler, contents: Data(count: Int(free) - (1 << 20))))
         let feeder = try FifoFeeder(path: dir.file("camera.y4m"), scene: Self.eventScene(events: 3))
-        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage,
-                                                  storageExtra: "min_free_mb = 1; max_size_mb = 0;"))
+        let agent = try AgentProcess(
+            config: writeConfig(
+                dir.file("vigil.conf"), footage: feeder.path, storage: storage,
+                storageExtra: "min_free_mb = 1; max_size_mb = 0;"))
         try feeder.open()
         try feeder.feed(until: 13)
-        let first = try #require(agent.waitFor("msg=\"clip repaired\"", timeout: 120) ?? agent.waitFor("msg=\"clip saved\"", timeout: 1),
-                                 "the first clip was neither saved nor repaired:\n\(agent.output)")
+        let first = try #require(
+            agent.waitFor("msg=\"clip repaired\"", timeout: 120) ?? agent.waitFor("msg=\"clip saved\"", timeout: 1),
+            "the first clip was neither saved nor repaired:\n\(agent.output)")
         // The other program frees its space; the next two events come.
         try FileManager.default.removeItem(atPath: filler)
         try feeder.feed(until: 42)
@@ -131,14 +158,18 @@ import TestSupport
         // All three are in the events journal, the first with what it kept.
         let records = try EventsJournal(directory: storage).records().records
         #expect(records.map(\.file) == [firstFile] + saved.compactMap { logValue($0, "file") })
-        #expect(records.first?.frames == firstFrames && abs((records.first?.durationSeconds ?? 0) - Double(firstFrames) / 30) < 0.002,
-                "\(records.first.map { "\($0)" } ?? "no record")")
+        #expect(
+            records.first?.frames == firstFrames
+                && abs((records.first?.durationSeconds ?? 0) - Double(firstFrames) / 30) < 0.002,
+            "\(records.first.map { "\($0)" } ?? "no record")")
         for line in saved {
             let path = storage + "/" + (logValue(line, "file") ?? "")
             #expect((try? MovieRepair.inspect(path: path)) == .complete)
             try expectPlayable(path)
         }
-        print("full disk, nothing to delete: the first clip kept \(firstFrames) of 328 frames; the next \(saved.count) were whole")
+        print(
+            "full disk, nothing to delete: the first clip kept \(firstFrames) of 328 frames; the next \(saved.count) were whole"
+        )
     }
 
     @Test func retentionKeepsTheStoreUnderItsCap() throws {
@@ -148,18 +179,24 @@ import TestSupport
         defer { dir.remove() }
         let footage = try Self.footage(in: dir, events: 8)
         let storage = fs.path + "/clips"
-        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: footage, storage: storage,
-                                                  storageExtra: "min_free_mb = 1; max_size_mb = 5;"))
+        let agent = try AgentProcess(
+            config: writeConfig(
+                dir.file("vigil.conf"), footage: footage, storage: storage,
+                storageExtra: "min_free_mb = 1; max_size_mb = 5;"))
         let status = agent.waitForExit(timeout: 600)
         let output = agent.output
         #expect(status == 0, "\(output)")
         let deleted = logLines(output, "clip deleted")
-        #expect(!deleted.isEmpty && deleted.allSatisfy { logValue($0, "reason") == "clips take more than 5 MB" }, "\(output)")
+        #expect(
+            !deleted.isEmpty && deleted.allSatisfy { logValue($0, "reason") == "clips take more than 5 MB" },
+            "\(output)")
         #expect(logLines(output, "clip saved").count == 8)
         #expect(!output.contains("level=error") && !output.contains("level=warning"), "\(output)")
         let files = try Self.checkClips(in: storage)
         let total = files.reduce(Int64(0)) { total, file in
-            total + ((try? FileManager.default.attributesOfItem(atPath: storage + "/" + file)[.size] as? NSNumber)?.int64Value ?? 0)
+            total
+                + ((try? FileManager.default.attributesOfItem(atPath: storage + "/" + file)[.size] as? NSNumber)?
+                    .int64Value ?? 0)
         }
         #expect(total <= 5 << 20, "the clips take \(total) bytes")
         print("size cap: \(deleted.count) clips deleted, \(files.count) left, \(total) bytes")

@@ -2,8 +2,8 @@ import Foundation
 import Media
 import QuickTime
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// SIGKILL of the agent at 20 random moments around a clip — as it starts, in the middle, as it
 /// closes. Whatever the moment: the clip left on disk plays, holds every fragment the agent had
@@ -11,7 +11,7 @@ import TestSupport
 /// GOP being recorded, and is repaired into a normal movie by the next start.
 @Suite(.serialized) struct AgentKillTests {
     static let rate = 15.0
-    static let gop = 15 // keyframe_interval 1 s at 15 fps
+    static let gop = 15  // keyframe_interval 1 s at 15 fps
 
     enum Phase: String, CaseIterable { case start, middle, close }
 
@@ -24,21 +24,29 @@ import TestSupport
         let footage = try writeFootage(scene(seconds: 6, objects: [crossing(1.5, 4.0)]), to: dir.file("scene.y4m"))
         let quiet = try writeFootage(scene(seconds: 0.5, objects: []), to: dir.file("quiet.y4m"))
         let storage = dir.file("clips")
-        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: footage, storage: storage, realtime: true, level: "debug",
-                                                  recording: "pre_roll = 0.0; post_roll = 1.0;"))
+        let agent = try AgentProcess(
+            config: writeConfig(
+                dir.file("vigil.conf"), footage: footage, storage: storage, realtime: true, level: "debug",
+                recording: "pre_roll = 0.0; post_roll = 1.0;"))
         let started = try #require(agent.waitFor("msg=\"clip started\"", timeout: 60), "\(agent.output)")
-        usleep(300_000) // the first fragment is a second of video away
+        usleep(300_000)  // the first fragment is a second of video away
         agent.kill(SIGKILL)
         #expect(agent.waitForExit(timeout: 30) == 128 + SIGKILL)
         let file = try #require(logValue(started, "file"))
-        try #require(logLines(agent.output, "fragment on disk").isEmpty, "a fragment was written already:\n\(agent.output)")
+        try #require(
+            logLines(agent.output, "fragment on disk").isEmpty, "a fragment was written already:\n\(agent.output)")
         #expect(movieFiles(in: storage) == [file])
-        #expect((try? FileManager.default.attributesOfItem(atPath: storage + "/" + file)[.size] as? NSNumber)?.intValue == 0)
+        #expect(
+            (try? FileManager.default.attributesOfItem(atPath: storage + "/" + file)[.size] as? NSNumber)?.intValue == 0
+        )
 
         let restart = try AgentProcess(config: writeConfig(dir.file("restart.conf"), footage: quiet, storage: storage))
         #expect(restart.waitForExit(timeout: 60) == 0, "\(restart.output)")
-        #expect(logLines(restart.output, "removed an interrupted clip with no video in it").contains { logValue($0, "file") == file },
-                "\(restart.output)")
+        #expect(
+            logLines(restart.output, "removed an interrupted clip with no video in it").contains {
+                logValue($0, "file") == file
+            },
+            "\(restart.output)")
         #expect(!restart.output.contains("level=warning"), "\(restart.output)")
         #expect(movieFiles(in: storage).isEmpty)
     }
@@ -52,7 +60,8 @@ import TestSupport
         let quiet = try writeFootage(scene(seconds: 0.5, objects: []), to: dir.file("quiet.y4m"))
 
         // The reference: the same footage, not interrupted.
-        let reference = try AgentProcess(config: writeConfig(dir.file("reference.conf"), footage: footage, storage: dir.file("reference")))
+        let reference = try AgentProcess(
+            config: writeConfig(dir.file("reference.conf"), footage: footage, storage: dir.file("reference")))
         #expect(reference.waitForExit(timeout: 120) == 0, "\(reference.output)")
         let referenceClips = movieFiles(in: dir.file("reference"))
         try #require(referenceClips.count == 1, "\(reference.output)")
@@ -69,7 +78,8 @@ import TestSupport
         for run in 0..<20 {
             let phase = Phase.allCases[run % 3]
             let storage = dir.file("run-\(run)")
-            let config = try writeConfig(dir.file("run-\(run).conf"), footage: footage, storage: storage, realtime: true, level: "trace")
+            let config = try writeConfig(
+                dir.file("run-\(run).conf"), footage: footage, storage: storage, realtime: true, level: "trace")
             let agent = try AgentProcess(config: config)
             let unit = Double(random.next() % 10_000) / 10_000
             let delay: Double
@@ -103,26 +113,36 @@ import TestSupport
             let saved = lines.contains { logValue($0, "msg") == "clip saved" }
             // Fragments are whole GOPs: the agent syncs after each one.
             let counts = [0] + fragments.compactMap { logValue($0, "frames").flatMap(Int.init) }
-            #expect(zip(counts, counts.dropFirst()).allSatisfy { $1 - $0 >= 1 && $1 - $0 <= Self.gop },
-                    "run \(run): a fragment is not one GOP: \(counts)")
+            #expect(
+                zip(counts, counts.dropFirst()).allSatisfy { $1 - $0 >= 1 && $1 - $0 <= Self.gop },
+                "run \(run): a fragment is not one GOP: \(counts)")
             // Frames the pipeline had encoded since the clip's first frame.
             let clipStart: Double? = lines.first { logValue($0, "msg") == "clip started" }.flatMap { started in
-                let trigger = lines.first { logValue($0, "msg") == "motion started" }.flatMap { logValue($0, "trigger") }.flatMap(Double.init)
+                let trigger = lines.first { logValue($0, "msg") == "motion started" }.flatMap {
+                    logValue($0, "trigger")
+                }.flatMap(Double.init)
                 return trigger.flatMap { t in logValue(started, "preroll").flatMap(Double.init).map { t - $0 } }
             }
-            let lastFrame = lines.last { logValue($0, "msg") == "frame" }.flatMap { logValue($0, "t") }.flatMap(Double.init)
+            let lastFrame = lines.last { logValue($0, "msg") == "frame" }.flatMap { logValue($0, "t") }.flatMap(
+                Double.init)
             // A host too busy to keep up drops frames at capture (the trace then skips a `t`).
             // From the first drop on the clip's frames are not the reference's, which had them
             // all (and a drop before the motion was confirmed can move the trigger, and so the
             // clip's start); the frames before it must still be identical.
-            let encodedTimes = lines.filter { logValue($0, "msg") == "frame" }.compactMap { logValue($0, "t").flatMap(Double.init) }
+            let encodedTimes = lines.filter { logValue($0, "msg") == "frame" }.compactMap {
+                logValue($0, "t").flatMap(Double.init)
+            }
             let lastBeforeDrop = zip(encodedTimes, encodedTimes.dropFirst()).first { $1 - $0 > 1.5 / Self.rate }?.0
-            let confirmed = lines.first { logValue($0, "msg") == "motion started" }.flatMap { logValue($0, "confirmed") }.flatMap(Double.init)
+            let confirmed = lines.first { logValue($0, "msg") == "motion started" }.flatMap {
+                logValue($0, "confirmed")
+            }.flatMap(Double.init)
             var comparable = Int.max
             if let last = lastBeforeDrop {
                 runsWithDrops += 1
                 comparable = 0
-                if let confirmed, let clipStart, last >= confirmed { comparable = max(0, Int(((last - clipStart) * Self.rate).rounded()) + 1) }
+                if let confirmed, let clipStart, last >= confirmed {
+                    comparable = max(0, Int(((last - clipStart) * Self.rate).rounded()) + 1)
+                }
             }
             func sameAsReference(_ frames: [String]) -> Bool {
                 let n = min(frames.count, comparable)
@@ -148,7 +168,9 @@ import TestSupport
                     framesBefore = frames.count
                     #expect(sameAsReference(frames), "run \(run): the killed clip's frames differ from the reference")
                 }
-                #expect(framesBefore >= syncedFrames, "run \(run): \(syncedFrames) frames were reported synced, \(framesBefore) are in the file")
+                #expect(
+                    framesBefore >= syncedFrames,
+                    "run \(run): \(syncedFrames) frames were reported synced, \(framesBefore) are in the file")
             }
             if let clipStart, let lastFrame, !saved {
                 let encoded = min(Int(((lastFrame - clipStart) * Self.rate).rounded()) + 1, referenceFrames.count)
@@ -158,30 +180,43 @@ import TestSupport
                 // The GOP being recorded, and what was encoded while the writer was still syncing
                 // the fragment before it (the GOP just completed is written when its successor's
                 // keyframe reaches the writer). Two GOPs bound both; the worst seen is printed.
-                #expect(lost <= 2 * Self.gop, "run \(run): \(lost) frames lost (\(encoded) encoded, \(framesBefore) on disk)")
+                #expect(
+                    lost <= 2 * Self.gop,
+                    "run \(run): \(lost) frames lost (\(encoded) encoded, \(framesBefore) on disk)")
             }
 
             // The next start repairs what was interrupted, and leaves no clip that does not play.
-            let restart = try AgentProcess(config: writeConfig(dir.file("restart-\(run).conf"), footage: quiet, storage: storage))
+            let restart = try AgentProcess(
+                config: writeConfig(dir.file("restart-\(run).conf"), footage: quiet, storage: storage))
             #expect(restart.waitForExit(timeout: 60) == 0, "run \(run): \(restart.output)")
             if state.hasPrefix("interrupted"), let file = files.first {
-                #expect(logLines(restart.output, "repaired an interrupted clip").contains { logValue($0, "file") == file },
-                        "run \(run): the restart did not repair \(file):\n\(restart.output)")
+                #expect(
+                    logLines(restart.output, "repaired an interrupted clip").contains { logValue($0, "file") == file },
+                    "run \(run): the restart did not repair \(file):\n\(restart.output)")
             }
             var framesAfter = 0
             for file in movieFiles(in: storage) {
                 let path = storage + "/" + file
-                #expect((try? MovieRepair.inspect(path: path)) == .complete, "run \(run): \(file) is not a complete movie after the restart")
+                #expect(
+                    (try? MovieRepair.inspect(path: path)) == .complete,
+                    "run \(run): \(file) is not a complete movie after the restart")
                 try expectPlayable(path, "run \(run) (after the restart):")
                 let frames = try frameHashes(path)
                 framesAfter = frames.count
-                #expect(frames.count >= max(syncedFrames, framesBefore) && sameAsReference(frames),
-                        "run \(run): the repaired clip has \(frames.count) frames; \(framesBefore) were there before, \(syncedFrames) synced")
+                #expect(
+                    frames.count >= max(syncedFrames, framesBefore) && sameAsReference(frames),
+                    "run \(run): the repaired clip has \(frames.count) frames; \(framesBefore) were there before, \(syncedFrames) synced"
+                )
             }
             states[state.hasPrefix("interrupted") ? "interrupted" : state, default: 0] += 1
-            outcomes.append("run \(run): \(phase) +\(Int(delay * 1000)) ms — \(state); \(syncedFrames) frames reported synced, \(framesBefore) in the file, \(framesAfter) after the restart (reference \(referenceFrames.count))\(lossNote)")
+            outcomes.append(
+                "run \(run): \(phase) +\(Int(delay * 1000)) ms — \(state); \(syncedFrames) frames reported synced, \(framesBefore) in the file, \(framesAfter) after the restart (reference \(referenceFrames.count))\(lossNote)"
+            )
         }
-        print("agent kill test (20 runs):\n  " + outcomes.joined(separator: "\n  ") + "\n  worst loss: \(worstLoss) frames (one GOP is \(Self.gop)); \(runsWithDrops) runs dropped frames at capture")
+        print(
+            "agent kill test (20 runs):\n  " + outcomes.joined(separator: "\n  ")
+                + "\n  worst loss: \(worstLoss) frames (one GOP is \(Self.gop)); \(runsWithDrops) runs dropped frames at capture"
+        )
         // The moments must have covered a clip being recorded and a clip already closed.
         #expect(states["interrupted", default: 0] >= 5, "\(states)")
         #expect(states["complete", default: 0] >= 1, "\(states)")

@@ -2,8 +2,8 @@ import Foundation
 import QuickTime
 import Recorder
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// The agent on a long stream of camera time, fed through a pipe as fast as it reads (an hour
 /// passes in minutes), with two events every 10 s and a small cap on the clip store. Its
@@ -32,9 +32,10 @@ import TestSupport
         let pipe = dir.file("camera.y4m")
         guard mkfifo(pipe, 0o644) == 0 else { throw ToolError.notFound("mkfifo \(pipe)") }
         let storage = dir.file("clips")
-        let config = try writeConfig(dir.file("vigil.conf"), footage: pipe, storage: storage,
-                                     recording: "pre_roll = 1.0; post_roll = 1.0; max_clip = 10.0;",
-                                     storageExtra: "min_free_mb = 1; max_size_mb = \(Self.capMB);")
+        let config = try writeConfig(
+            dir.file("vigil.conf"), footage: pipe, storage: storage,
+            recording: "pre_roll = 1.0; post_roll = 1.0; max_clip = 10.0;",
+            storageExtra: "min_free_mb = 1; max_size_mb = \(Self.capMB);")
         let started = Date()
         let agent = try AgentProcess(config: config)
         let feeder = Process()
@@ -47,10 +48,14 @@ import TestSupport
         var samples: [Sample] = []
         while agent.isRunning {
             if let r = processResources(agent.pid) {
-                samples.append(Sample(time: Date().timeIntervalSince(started), rssKB: r.rssKB, fds: r.fds,
-                                      storeBytes: movieFiles(in: storage).reduce(Int64(0)) { total, file in
-                                          total + ((try? FileManager.default.attributesOfItem(atPath: storage + "/" + file)[.size] as? NSNumber)?.int64Value ?? 0)
-                                      }))
+                samples.append(
+                    Sample(
+                        time: Date().timeIntervalSince(started), rssKB: r.rssKB, fds: r.fds,
+                        storeBytes: movieFiles(in: storage).reduce(Int64(0)) { total, file in
+                            total
+                                + ((try? FileManager.default.attributesOfItem(atPath: storage + "/" + file)[.size]
+                                    as? NSNumber)?.int64Value ?? 0)
+                        }))
             }
             usleep(250_000)
         }
@@ -60,8 +65,10 @@ import TestSupport
         let output = agent.output
         #expect(status == 0, "\(output.suffix(4000))")
         #expect(feeder.terminationStatus == 0)
-        #expect(!output.contains("level=error") && !output.contains("level=warning"),
-                "\(output.split(separator: "\n").filter { $0.contains("level=error") || $0.contains("level=warning") }.prefix(10))")
+        #expect(
+            !output.contains("level=error") && !output.contains("level=warning"),
+            "\(output.split(separator: "\n").filter { $0.contains("level=error") || $0.contains("level=warning") }.prefix(10))"
+        )
 
         let saved = logLines(output, "clip saved")
         let deleted = logLines(output, "clip deleted")
@@ -85,10 +92,14 @@ import TestSupport
         let cap = Int64(Self.capMB) << 20
         let largestClip = saved.compactMap { logValue($0, "bytes").flatMap(Int64.init) }.max() ?? 0
         let biggestStore = samples.map(\.storeBytes).max() ?? 0
-        #expect(biggestStore <= cap + largestClip, "the store reached \(biggestStore) bytes (cap \(cap), largest clip \(largestClip))")
+        #expect(
+            biggestStore <= cap + largestClip,
+            "the store reached \(biggestStore) bytes (cap \(cap), largest clip \(largestClip))")
         let files = movieFiles(in: storage)
         let finalStore = files.reduce(Int64(0)) { total, file in
-            total + ((try? FileManager.default.attributesOfItem(atPath: storage + "/" + file)[.size] as? NSNumber)?.int64Value ?? 0)
+            total
+                + ((try? FileManager.default.attributesOfItem(atPath: storage + "/" + file)[.size] as? NSNumber)?
+                    .int64Value ?? 0)
         }
         #expect(finalStore <= cap)
 
@@ -100,15 +111,23 @@ import TestSupport
         }
         let journal = try EventsJournal(directory: storage).records()
         #expect(journal.unreadableLines.isEmpty)
-        #expect(Set(journal.records.map(\.file)) == Set(files), "journal: \(journal.records.count) lines, \(files.count) clips left")
-        #expect(saved.count == deleted.count + files.count, "\(saved.count) saved, \(deleted.count) deleted, \(files.count) left")
-        let journalBytes = (try? FileManager.default.attributesOfItem(atPath: storage + "/events.jsonl")[.size] as? NSNumber)?.intValue ?? 0
+        #expect(
+            Set(journal.records.map(\.file)) == Set(files),
+            "journal: \(journal.records.count) lines, \(files.count) clips left")
+        #expect(
+            saved.count == deleted.count + files.count,
+            "\(saved.count) saved, \(deleted.count) deleted, \(files.count) left")
+        let journalBytes =
+            (try? FileManager.default.attributesOfItem(atPath: storage + "/events.jsonl")[.size] as? NSNumber)?.intValue
+            ?? 0
 
         func describe(_ values: [Int]) -> String {
             let sorted = values.sorted()
-            return "min \(sorted.first ?? 0), median \(sorted.isEmpty ? 0 : sorted[sorted.count / 2]), max \(sorted.last ?? 0)"
+            return
+                "min \(sorted.first ?? 0), median \(sorted.isEmpty ? 0 : sorted[sorted.count / 2]), max \(sorted.last ?? 0)"
         }
-        print("""
+        print(
+            """
             soak: \(Int(seconds)) s of camera time (320×240, 30 fps, \(frames) frames) in \(Int(wall)) s; \
             \(saved.count) clips saved, \(deleted.count) deleted by retention, \(files.count) left (\(finalStore) bytes, cap \(cap)); \
             journal \(journalBytes) bytes

@@ -3,8 +3,8 @@ import Foundation
 import Media
 import QuickTime
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// A source that stops or fails in the middle of an event. The frames come through a named
 /// pipe the test feeds (as they would from `ffmpeg … -f yuv4mpegpipe` reading a network
@@ -23,14 +23,18 @@ import TestSupport
     }
 
     /// The clip the agent started is a complete movie that plays, with `frames` frames.
-    static func expectClosedClip(_ output: String, in storage: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int {
+    static func expectClosedClip(
+        _ output: String, in storage: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> Int {
         let started = logLines(output, "clip started")
         #expect(started.count == 1, "\(output)", sourceLocation: sourceLocation)
         guard let file = started.first.flatMap({ logValue($0, "file") }) else { return 0 }
         let saved = logLines(output, "clip saved").filter { logValue($0, "file") == file }
         #expect(saved.count == 1, "the clip was not closed:\n\(output)", sourceLocation: sourceLocation)
         let path = storage + "/" + file
-        #expect((try? MovieRepair.inspect(path: path)) == .complete, "\(file) is not a complete movie", sourceLocation: sourceLocation)
+        #expect(
+            (try? MovieRepair.inspect(path: path)) == .complete, "\(file) is not a complete movie",
+            sourceLocation: sourceLocation)
         let probe = try expectPlayable(path, sourceLocation: sourceLocation)
         let frames = Int(probe?.video?["nb_frames"] ?? "") ?? 0
         #expect(saved.first.flatMap { logValue($0, "frames") } == String(frames), sourceLocation: sourceLocation)
@@ -42,7 +46,8 @@ import TestSupport
         defer { dir.remove() }
         let feeder = try Self.feeder(in: dir)
         let storage = dir.file("clips")
-        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
+        let agent = try AgentProcess(
+            config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
         try feeder.open()
         try feeder.feed(until: 3.5)
         feeder.close()
@@ -59,11 +64,13 @@ import TestSupport
         defer { dir.remove() }
         let feeder = try Self.feeder(in: dir)
         let storage = dir.file("clips")
-        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
+        let agent = try AgentProcess(
+            config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
         try feeder.open()
         try feeder.feed(until: 3.5)
         switch how {
-        case "inside a frame": try feeder.writeRaw(Array("FRAME\n".utf8) + [UInt8](repeating: 128, count: feeder.frameBytes / 3))
+        case "inside a frame":
+            try feeder.writeRaw(Array("FRAME\n".utf8) + [UInt8](repeating: 128, count: feeder.frameBytes / 3))
         case "inside a marker": try feeder.writeRaw(Array("FRA".utf8))
         default: try feeder.writeRaw(Array("FRAMX\n".utf8) + [UInt8](repeating: 128, count: feeder.frameBytes))
         }
@@ -86,9 +93,11 @@ import TestSupport
     @Test func aStreamThatStallsClosesTheClipAndRecordsAgainWhenFramesReturn() throws {
         let dir = try TemporaryDirectory("vigil-faults-source")
         defer { dir.remove() }
-        let feeder = try FifoFeeder(path: dir.file("camera.y4m"), scene: scene(seconds: 30, objects: [crossing(1, 3.2), crossing(16, 18)]))
+        let feeder = try FifoFeeder(
+            path: dir.file("camera.y4m"), scene: scene(seconds: 30, objects: [crossing(1, 3.2), crossing(16, 18)]))
         let storage = dir.file("clips")
-        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
+        let agent = try AgentProcess(
+            config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
         try feeder.open()
         // The event is still open (its post-roll runs to 4.2 s) when the frames stop at 3.5 s.
         try feeder.feed(until: 3.5)
@@ -122,12 +131,14 @@ import TestSupport
         defer { dir.remove() }
         let feeder = try Self.feeder(in: dir)
         let storage = dir.file("clips")
-        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage,
-                                                  recording: "pre_roll = 1.0; post_roll = 30.0;"))
+        let agent = try AgentProcess(
+            config: writeConfig(
+                dir.file("vigil.conf"), footage: feeder.path, storage: storage,
+                recording: "pre_roll = 1.0; post_roll = 30.0;"))
         try feeder.open()
         try feeder.feed(until: 3.5)
         #expect(agent.waitFor("msg=\"clip started\"", timeout: 60) != nil, "\(agent.output)")
-        usleep(500_000) // the frames fed are through the pipeline; the next read waits
+        usleep(500_000)  // the frames fed are through the pipeline; the next read waits
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 20) == 0, "\(agent.output)")
         feeder.close()

@@ -1,14 +1,15 @@
 import Capture
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import Media
 import QuickTime
 import Recorder
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Helpers of the fault suite: the agent as a child process, footage, configurations, and the
 /// checks every clip must pass.
@@ -25,15 +26,18 @@ func writeFootage(_ scene: SyntheticScene, to path: String) throws -> String {
 
 /// A configuration file for `vigil run` reading `footage`, recording into `storage`.
 @discardableResult
-func writeConfig(_ path: String, footage: String, storage: String, realtime: Bool = false, level: String = "info",
-                 recording: String = "pre_roll = 1.0; post_roll = 1.0;", storageExtra: String = "min_free_mb = 1;", extra: String = "") throws -> String {
+func writeConfig(
+    _ path: String, footage: String, storage: String, realtime: Bool = false, level: String = "info",
+    recording: String = "pre_roll = 1.0; post_roll = 1.0;", storageExtra: String = "min_free_mb = 1;",
+    extra: String = ""
+) throws -> String {
     try """
-        camera = { device = "file:\(footage)"; name = "yard"; realtime = \(realtime); };
-        recording = { \(recording) };
-        storage = { path = "\(storage)"; \(storageExtra) };
-        log = { level = "\(level)"; stats_interval = 0; };
-        \(extra)
-        """.write(toFile: path, atomically: true, encoding: .utf8)
+    camera = { device = "file:\(footage)"; name = "yard"; realtime = \(realtime); };
+    recording = { \(recording) };
+    storage = { path = "\(storage)"; \(storageExtra) };
+    log = { level = "\(level)"; stats_interval = 0; };
+    \(extra)
+    """.write(toFile: path, atomically: true, encoding: .utf8)
     return path
 }
 
@@ -46,9 +50,10 @@ func movieFiles(in directory: String) -> [String] {
 /// The resident memory (kB) and open file descriptors of a running process.
 func processResources(_ pid: Int32) -> (rssKB: Int, fds: Int)? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-          let kb = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }),
-          let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { return nil }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kb = line.split(separator: " ").dropFirst().first.flatMap({ Int($0) }),
+        let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+    else { return nil }
     return (kb, fds.count)
 }
 
@@ -58,7 +63,8 @@ func directorySize(_ directory: String) -> Int64 {
     var total: Int64 = 0
     for case let name as String in walker {
         if let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + name),
-           attributes[.type] as? FileAttributeType == .typeRegular {
+            attributes[.type] as? FileAttributeType == .typeRegular
+        {
             total += (attributes[.size] as? NSNumber)?.int64Value ?? 0
         }
     }
@@ -77,7 +83,9 @@ final class FifoFeeder {
     init(path: String, scene: SyntheticScene) throws {
         // A reader that goes away must not kill the test with SIGPIPE: writes fail instead.
         signal(SIGPIPE, SIG_IGN)
-        guard mkfifo(path, 0o644) == 0 else { throw ToolError.notFound("mkfifo \(path): \(String(cString: strerror(errno)))") }
+        guard mkfifo(path, 0o644) == 0 else {
+            throw ToolError.notFound("mkfifo \(path): \(String(cString: strerror(errno)))")
+        }
         self.path = path
         self.scene = scene
         source = try SyntheticSource(scene: scene)
@@ -90,13 +98,18 @@ final class FifoFeeder {
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         self.handle = handle
         let rate = scene.frameRate
-        try handle.write(contentsOf: Data("YUV4MPEG2 W\(scene.width) H\(scene.height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n".utf8))
+        try handle.write(
+            contentsOf: Data(
+                "YUV4MPEG2 W\(scene.width) H\(scene.height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n"
+                    .utf8))
     }
 
     /// Writes frames until the one at `seconds` (exclusive), or the end of the scene.
     func feed(until seconds: Double) throws {
         guard let handle else { throw ToolError.notFound("\(path) is not open") }
-        while source.nextIndex < (scene.frameCount ?? .max), scene.timestamp(ofFrame: source.nextIndex) - scene.startTime < .init(seconds: seconds) {
+        while source.nextIndex < (scene.frameCount ?? .max),
+            scene.timestamp(ofFrame: source.nextIndex) - scene.startTime < .init(seconds: seconds)
+        {
             guard let frame = try source.nextFrame() else { break }
             var bytes = Array("FRAME\n".utf8)
             for p in 0..<3 {

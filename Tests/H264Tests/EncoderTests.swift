@@ -37,7 +37,8 @@ import Testing
             // 90 kHz media time: each instant is rounded to the nearest tick.
             #expect(abs(p.time - frames[i].timestamp.seconds) <= 1.0 / 90000 + 1e-6, "packet \(i) time")
             let next = i + 1 < frames.count ? frames[i + 1].timestamp : end
-            #expect(abs(p.duration - (next - frames[i].timestamp).seconds) <= 2.0 / 90000 + 1e-6, "packet \(i) duration")
+            #expect(
+                abs(p.duration - (next - frames[i].timestamp).seconds) <= 2.0 / 90000 + 1e-6, "packet \(i) duration")
         }
     }
 
@@ -59,7 +60,9 @@ import Testing
         var latestKey = samples[0].pts
         for s in samples {
             if s.isKeyframe { latestKey = s.pts }
-            #expect(s.pts - latestKey < Timestamp.Duration(seconds: 1), "frame at \(s.pts) is \(s.pts - latestKey) after its keyframe")
+            #expect(
+                s.pts - latestKey < Timestamp.Duration(seconds: 1),
+                "frame at \(s.pts) is \(s.pts - latestKey) after its keyframe")
         }
         // The frame after the stall is a keyframe.
         let afterStall = try #require(frames.firstIndex { $0.sequence == 167 })
@@ -87,7 +90,8 @@ import Testing
         let frames = try allFrames(source)
         let encoder = try X264Encoder(format: source.format, settings: deterministic)
         let samples = try encodeAll(frames, encoder: encoder, interval: interval)
-        #expect(samples.indices.filter { samples[$0].isKeyframe } == Array(stride(from: 0, to: frames.count, by: every)))
+        #expect(
+            samples.indices.filter { samples[$0].isKeyframe } == Array(stride(from: 0, to: frames.count, by: every)))
         #expect(encoder.keyframesForced == frames.count / every)
     }
 
@@ -107,7 +111,7 @@ import Testing
 
     /// Capture timestamps are monotonic-clock instants far from zero; they go through as they are.
     @Test func largeTimestampsPassThrough() throws {
-        let start = Timestamp(nanoseconds: 86_400 * 1_000_000_000 * 40 + 123_456_789) // 40 days of uptime
+        let start = Timestamp(nanoseconds: 86_400 * 1_000_000_000 * 40 + 123_456_789)  // 40 days of uptime
         let source = try scene(seconds: 1.2, startTime: start)
         let frames = try allFrames(source)
         let encoder = try X264Encoder(format: source.format, settings: deterministic)
@@ -135,7 +139,8 @@ import Testing
         #expect(try encode(frames.map { try planar(yuyvCopy(of: $0, padding: 6)) }) == reference, "YUYV, padded rows")
         #expect(try encode(frames.map { try planar(i422Copy(of: $0)) }) == reference, "I422")
         for bytesPerLine in [163, 224] {
-            let padded = try allFrames(scene(width: 160, height: 120, seconds: 0.4, schedule: movingObject, bytesPerLine: bytesPerLine))
+            let padded = try allFrames(
+                scene(width: 160, height: 120, seconds: 0.4, schedule: movingObject, bytesPerLine: bytesPerLine))
             #expect(padded[0].format.planes[0].stride == bytesPerLine)
             #expect(try encode(padded) == reference, "NV12, stride \(bytesPerLine)")
         }
@@ -156,7 +161,9 @@ import Testing
             let path = dir.file("\(name).mov")
             try writeMovie(samples, encoder: encoder, to: path)
             _ = try checkPlays(path, frames: frames.count, width: 640, height: 480)
-            let md5 = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-f", "md5", "-"])
+            let md5 = try runTool(
+                "ffmpeg",
+                ["-nostdin", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-f", "md5", "-"])
             #expect(md5.status == 0)
             hashes.append(md5.stdout)
         }
@@ -171,8 +178,11 @@ import Testing
         let encoder = try X264Encoder(format: nv12.format, settings: deterministic)
         for frame in [try yuyvCopy(of: nv12), try i422Copy(of: nv12)] {
             let name = frame.format.pixelFormat.description
-            let why = "\(name) frames: the x264 encoder takes NV12 or I420; convert them to 4:2:0 first (PlanarConverter)"
-            #expect(throws: EncoderError.unsupportedPicture(why)) { try X264Encoder(format: frame.format, settings: deterministic) }
+            let why =
+                "\(name) frames: the x264 encoder takes NV12 or I420; convert them to 4:2:0 first (PlanarConverter)"
+            #expect(throws: EncoderError.unsupportedPicture(why)) {
+                try X264Encoder(format: frame.format, settings: deterministic)
+            }
             #expect(throws: EncoderError.unsupportedPicture(why)) { try encoder.encode(frame, keyframe: true) }
             #expect(EncoderError.unsupportedPicture(why).description == "cannot encode " + why)
         }
@@ -181,9 +191,12 @@ import Testing
     }
 
     @Test func frameOfAnotherSizeIsRefused() throws {
-        let encoder = try X264Encoder(format: VideoFormat(width: 160, height: 120, pixelFormat: .nv12), settings: deterministic)
+        let encoder = try X264Encoder(
+            format: VideoFormat(width: 160, height: 120, pixelFormat: .nv12), settings: deterministic)
         let other = try scene(width: 320, height: 240, seconds: 0.1).frame(0)
-        #expect(throws: EncoderError.frameSizeMismatch(expected: "160×120", got: "320×240")) { try encoder.encode(other, keyframe: false) }
+        #expect(throws: EncoderError.frameSizeMismatch(expected: "160×120", got: "320×240")) {
+            try encoder.encode(other, keyframe: false)
+        }
     }
 
     @Test func timestampsMustIncrease() throws {
@@ -191,8 +204,12 @@ import Testing
         let encoder = try X264Encoder(format: source.format, settings: deterministic)
         let a = source.frame(3), b = source.frame(2)
         _ = try encoder.encode(a, keyframe: true)
-        #expect(throws: EncoderError.timestampNotIncreasing(previous: a.timestamp, got: b.timestamp)) { try encoder.encode(b, keyframe: false) }
-        #expect(throws: EncoderError.timestampNotIncreasing(previous: a.timestamp, got: a.timestamp)) { try encoder.encode(a, keyframe: false) }
+        #expect(throws: EncoderError.timestampNotIncreasing(previous: a.timestamp, got: b.timestamp)) {
+            try encoder.encode(b, keyframe: false)
+        }
+        #expect(throws: EncoderError.timestampNotIncreasing(previous: a.timestamp, got: a.timestamp)) {
+            try encoder.encode(a, keyframe: false)
+        }
     }
 
     @Test func oddPictureSizeIsRefused() throws {
@@ -234,7 +251,8 @@ import Testing
     @Test func delayedFramesAreFlushedOnClose() throws {
         let source = try scene(seconds: 2)
         let frames = try allFrames(source)
-        let encoder = try X264Encoder(format: source.format, settings: x264Settings(preset: .veryfast, tune: [], threads: 2))
+        let encoder = try X264Encoder(
+            format: source.format, settings: x264Settings(preset: .veryfast, tune: [], threads: 2))
         let keys = scheduledKeyframes(frames.map(\.timestamp))
         var samples: [EncodedSample] = []
         for (i, f) in frames.enumerated() { samples += try encoder.encode(f, keyframe: keys.contains(i)) }
@@ -263,12 +281,14 @@ import Testing
         let schedule = SceneSchedule(
             objects: [SceneObject(enter: s(0.1), leave: s(1.3), path: .rightToLeft(y: 0.5))],
             lightChanges: [LightChange(start: s(0.6), end: s(1), delta: 40)])
-        let sceneSettings = SyntheticScene(width: 320, height: 240, seed: 3, schedule: schedule,
-                                           duration: s(1.5), startTime: Timestamp(seconds: 5))
+        let sceneSettings = SyntheticScene(
+            width: 320, height: 240, seed: 3, schedule: schedule,
+            duration: s(1.5), startTime: Timestamp(seconds: 5))
         let source = try SyntheticSource(scene: sceneSettings)
         var format = source.format
         format.pixelAspectRatio = Rational(4, 3)
-        let encoder = try X264Encoder(format: format, settings: x264Settings(rateCap: .vbv(maxBitrateKbps: 400, bufferKbit: 400), threads: 0))
+        let encoder = try X264Encoder(
+            format: format, settings: x264Settings(rateCap: .vbv(maxBitrateKbps: 400, bufferKbit: 400), threads: 0))
         let frames = try allFrames(source)
         #expect(frames.contains { !sceneSettings.visibleObjects(at: $0.timestamp).isEmpty })
         let samples = try encodeAll(frames, encoder: encoder)
@@ -288,7 +308,8 @@ import Testing
     @Test(arguments: EncoderSettings.Profile.allCases)
     func profilesOpen(profile: EncoderSettings.Profile) throws {
         let source = try scene(seconds: 0.2)
-        let encoder = try X264Encoder(format: source.format, settings: x264Settings(preset: .fast, profile: profile, threads: 1))
+        let encoder = try X264Encoder(
+            format: source.format, settings: x264Settings(preset: .fast, profile: profile, threads: 1))
         let samples = try encodeAll(allFrames(source), encoder: encoder)
         #expect(samples.count == 6)
         // profile_idc is the SPS's second byte: 66 baseline, 77 main, 100 high.
@@ -319,7 +340,8 @@ import Testing
 }
 
 let movingObject = SceneSchedule(objects: [
-    SceneObject(enter: .zero, leave: Timestamp.Duration(seconds: 0.4), path: .leftToRight(y: 0.5), width: 0.3, height: 0.4),
+    SceneObject(
+        enter: .zero, leave: Timestamp.Duration(seconds: 0.4), path: .leftToRight(y: 0.5), width: 0.3, height: 0.4)
 ])
 
 @Suite struct FileToMovieTests {
@@ -331,8 +353,12 @@ let movingObject = SceneSchedule(objects: [
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let input = dir.file("yard.y4m")
-        let made = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=176x144:rate=24.7",
-                                          "-frames:v", "40", "-vf", "setsar=12/11", "-pix_fmt", "yuv422p", "-f", "yuv4mpegpipe", input])
+        let made = try runTool(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=176x144:rate=24.7",
+                "-frames:v", "40", "-vf", "setsar=12/11", "-pix_fmt", "yuv422p", "-f", "yuv4mpegpipe", input,
+            ])
         try #require(made.status == 0, "\(made.stderr)")
         let source = try Y4MSource(path: input)
         #expect(source.format.pixelFormat == .i422)
@@ -344,8 +370,9 @@ let movingObject = SceneSchedule(objects: [
         #expect(samples.indices.filter { samples[$0].isKeyframe } == [0, 25])
         let path = dir.file("yard.mov")
         let end = Timestamp(frameIndex: 40, rate: Rational(247, 10))
-        try writeMovie(samples, encoder: encoder, to: path, endTime: end,
-                       pixelAspectRatio: PixelAspectRatio(horizontalSpacing: 12, verticalSpacing: 11))
+        try writeMovie(
+            samples, encoder: encoder, to: path, endTime: end,
+            pixelAspectRatio: PixelAspectRatio(horizontalSpacing: 12, verticalSpacing: 11))
         let report = try checkPlays(path, frames: 40, width: 176, height: 144)
         #expect(report.video?["sample_aspect_ratio"] == "12:11")
         let duration = try #require(report.video?["duration"].flatMap(Double.init))

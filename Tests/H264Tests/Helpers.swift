@@ -8,18 +8,24 @@ import TestSupport
 import Testing
 
 /// Small scenes keep the debug-build tests fast.
-func scene(width: Int = 160, height: Int = 120, rate: Rational = Rational(30, 1), seconds: Double,
-           schedule: SceneSchedule = .empty, bytesPerLine: Int? = nil, pixelFormat: PixelFormat = .nv12,
-           startTime: Timestamp = .zero) throws -> SyntheticSource {
-    try SyntheticSource(scene: SyntheticScene(
-        width: width, height: height, frameRate: rate, pixelFormat: pixelFormat, bytesPerLine: bytesPerLine,
-        seed: 7, noiseSigma: 3, schedule: schedule, duration: Timestamp.Duration(seconds: seconds), startTime: startTime))
+func scene(
+    width: Int = 160, height: Int = 120, rate: Rational = Rational(30, 1), seconds: Double,
+    schedule: SceneSchedule = .empty, bytesPerLine: Int? = nil, pixelFormat: PixelFormat = .nv12,
+    startTime: Timestamp = .zero
+) throws -> SyntheticSource {
+    try SyntheticSource(
+        scene: SyntheticScene(
+            width: width, height: height, frameRate: rate, pixelFormat: pixelFormat, bytesPerLine: bytesPerLine,
+            seed: 7, noiseSigma: 3, schedule: schedule, duration: Timestamp.Duration(seconds: seconds),
+            startTime: startTime))
 }
 
 /// x264 settings as the shipped configuration has them (ultrafast, zerolatency, High, CRF 23,
 /// no rate cap), but for what a test changes.
-func x264Settings(preset: EncoderSettings.Preset = .ultrafast, tune: [EncoderSettings.Tune] = [.zerolatency],
-                  profile: EncoderSettings.Profile = .high, rateCap: EncoderSettings.RateCap = .uncapped, threads: Int) -> EncoderSettings {
+func x264Settings(
+    preset: EncoderSettings.Preset = .ultrafast, tune: [EncoderSettings.Tune] = [.zerolatency],
+    profile: EncoderSettings.Profile = .high, rateCap: EncoderSettings.RateCap = .uncapped, threads: Int
+) -> EncoderSettings {
     EncoderSettings(preset: preset, tune: tune, profile: profile, crf: 23, rateCap: rateCap, threads: threads)
 }
 
@@ -51,12 +57,15 @@ func allFrames(_ source: some FrameSource) throws -> [VideoFrame] {
 }
 
 /// Writes `samples` as a QuickTime movie with the encoder's SPS/PPS.
-func writeMovie(_ samples: [EncodedSample], encoder: X264Encoder, to path: String, endTime: Timestamp? = nil,
-                pixelAspectRatio: PixelAspectRatio? = nil) throws {
-    let format = VideoTrackFormat(width: encoder.width, height: encoder.height,
-                                  sequenceParameterSet: encoder.sequenceParameterSet,
-                                  pictureParameterSet: encoder.pictureParameterSet,
-                                  pixelAspectRatio: pixelAspectRatio)
+func writeMovie(
+    _ samples: [EncodedSample], encoder: X264Encoder, to path: String, endTime: Timestamp? = nil,
+    pixelAspectRatio: PixelAspectRatio? = nil
+) throws {
+    let format = VideoTrackFormat(
+        width: encoder.width, height: encoder.height,
+        sequenceParameterSet: encoder.sequenceParameterSet,
+        pictureParameterSet: encoder.pictureParameterSet,
+        pixelAspectRatio: pixelAspectRatio)
     let writer = try MovieWriter(path: path, description: MovieDescription(creationTime: Date(), video: format))
     for gop in groupedIntoGOPs(samples, end: endTime) { try writer.append(gop) }
     try writer.close()
@@ -78,7 +87,8 @@ func checkPlays(_ path: String, frames: Int, width: Int, height: Int) throws -> 
 /// The same picture as `frame` (NV12), laid out as I420 with the given luma stride.
 func i420Copy(of frame: VideoFrame, bytesPerLine: Int? = nil) throws -> VideoFrame {
     let f = frame.format
-    let format = try VideoFormat(width: f.width, height: f.height, pixelFormat: .i420, bytesPerLine: bytesPerLine ?? f.width)
+    let format = try VideoFormat(
+        width: f.width, height: f.height, pixelFormat: .i420, bytesPerLine: bytesPerLine ?? f.width)
     let buffer = FrameBuffer(capacity: format.bufferSize)
     PixelConversion.copy(frame.plane(0), into: buffer.mutablePlane(format.planes[0]))
     let uv = frame.plane(1)
@@ -97,7 +107,8 @@ func i420Copy(of frame: VideoFrame, bytesPerLine: Int? = nil) throws -> VideoFra
 /// so converting it back to NV12 (averaging equal rows) gives exactly `frame`'s picture.
 func yuyvCopy(of frame: VideoFrame, padding: Int = 0) throws -> VideoFrame {
     let f = frame.format
-    let format = try VideoFormat(width: f.width, height: f.height, pixelFormat: .yuyv, bytesPerLine: 2 * f.width + padding)
+    let format = try VideoFormat(
+        width: f.width, height: f.height, pixelFormat: .yuyv, bytesPerLine: 2 * f.width + padding)
     let buffer = FrameBuffer(capacity: format.bufferSize)
     let out = buffer.mutablePlane(format.planes[0])
     let y = frame.plane(0), uv = frame.plane(1)
@@ -106,7 +117,7 @@ func yuyvCopy(of frame: VideoFrame, padding: Int = 0) throws -> VideoFrame {
         let d = out.base + row * out.stride
         for x in 0..<f.width {
             d[2 * x] = luma[x]
-            d[2 * x + 1] = chroma[x] // U for even x, V for odd x: NV12's chroma order
+            d[2 * x + 1] = chroma[x]  // U for even x, V for odd x: NV12's chroma order
         }
     }
     return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)

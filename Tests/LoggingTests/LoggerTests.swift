@@ -1,4 +1,5 @@
 import Testing
+
 @testable import Logging
 
 @Suite struct LoggerTests {
@@ -7,17 +8,21 @@ import Testing
         let log = Logger(level: .info, sink: sink).with(("camera", "shed"))
         log.info("clip saved", [("file", "2026-11-30/shed-1.mov"), ("duration", .seconds(12)), ("frames", 360)])
         log.warning("camera lost", [("reason", "No such device"), ("quote", "say \"hi\""), ("empty", "")])
-        #expect(sink.written == [
-            "level=info msg=\"clip saved\" file=2026-11-30/shed-1.mov duration=12.000 frames=360 camera=shed",
-            "level=warning msg=\"camera lost\" reason=\"No such device\" quote=\"say \\\"hi\\\"\" empty=\"\" camera=shed",
-        ])
+        #expect(
+            sink.written == [
+                "level=info msg=\"clip saved\" file=2026-11-30/shed-1.mov duration=12.000 frames=360 camera=shed",
+                "level=warning msg=\"camera lost\" reason=\"No such device\" quote=\"say \\\"hi\\\"\" empty=\"\" camera=shed",
+            ])
     }
 
     @Test func disabledLevelsBuildNothing() {
         let sink = MemoryLogSink()
         let log = Logger(level: .info, sink: sink)
         nonisolated(unsafe) var built = 0
-        func expensive() -> String { built += 1; return "x" }
+        func expensive() -> String {
+            built += 1
+            return "x"
+        }
         log.trace(expensive())
         log.debug("d", [("v", .string(expensive()))])
         #expect(built == 0)

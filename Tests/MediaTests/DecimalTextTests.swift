@@ -18,7 +18,9 @@ import Testing
         #expect(DecimalText.fixed(1e300, 2) == String(1e300))
     }
 
-    @Test(arguments: [(0.061, "0.061"), (0.06123, "0.0612"), (1, "1"), (0, "0"), (0.00099951, "0.001"), (123.456, "123")])
+    @Test(arguments: [
+        (0.061, "0.061"), (0.06123, "0.0612"), (1, "1"), (0, "0"), (0.00099951, "0.001"), (123.456, "123"),
+    ])
     func significantDigits(value: Double, expected: String) {
         #expect(DecimalText.significant(value, 3) == expected)
     }

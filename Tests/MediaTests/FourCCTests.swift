@@ -14,7 +14,7 @@ import Testing
     }
 
     @Test func descriptions() {
-        #expect(FourCC("qt").description == "qt") // "qt  " with the spaces trimmed
+        #expect(FourCC("qt").description == "qt")  // "qt  " with the spaces trimmed
         #expect(FourCC(littleEndian: 0x2033_4752).description == "RG3")
         #expect(FourCC(littleEndian: 0x0102_0304).description == "????")
         #expect(FourCC(littleEndian: 0x2036_3159 | 0x8000_0000).description == "Y16-BE")

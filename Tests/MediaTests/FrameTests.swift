@@ -5,8 +5,11 @@ import Testing
 @Suite struct VideoFormatTests {
     @Test func tightLayouts() throws {
         let nv12 = try VideoFormat(width: 6, height: 5, pixelFormat: .nv12)
-        #expect(nv12.planes == [PlaneLayout(offset: 0, stride: 6, bytesPerRow: 6, rows: 5),
-                                PlaneLayout(offset: 30, stride: 6, bytesPerRow: 6, rows: 3)])
+        #expect(
+            nv12.planes == [
+                PlaneLayout(offset: 0, stride: 6, bytesPerRow: 6, rows: 5),
+                PlaneLayout(offset: 30, stride: 6, bytesPerRow: 6, rows: 3),
+            ])
         #expect(nv12.bufferSize == 48)
         #expect(nv12.isTightlyPacked)
         let i420 = try VideoFormat(width: 5, height: 4, pixelFormat: .i420)
@@ -37,15 +40,31 @@ import Testing
         #expect(throws: VideoFormatError.self) { try VideoFormat(width: 0, height: 4, pixelFormat: .nv12) }
         #expect(throws: VideoFormatError.self) { try VideoFormat(width: 20000, height: 4, pixelFormat: .nv12) }
         #expect(throws: VideoFormatError.self) { try VideoFormat(width: 7, height: 4, pixelFormat: .yuyv) }
-        #expect(throws: VideoFormatError.self) { try VideoFormat(width: 640, height: 480, pixelFormat: .nv12, bytesPerLine: 600) }
-        #expect(throws: VideoFormatError.self) { try VideoFormat(width: 640, height: 480, pixelFormat: .yuyv, bytesPerLine: 1279) }
-        #expect(throws: VideoFormatError.self) { try VideoFormat(width: 8, height: 4, pixelFormat: .nv12, planes: [PlaneLayout(offset: 0, stride: 8, bytesPerRow: 8, rows: 4)]) }
         #expect(throws: VideoFormatError.self) {
-            try VideoFormat(width: 8, height: 4, pixelFormat: .nv12, planes: [PlaneLayout(offset: 0, stride: 8, bytesPerRow: 8, rows: 4),
-                                                                             PlaneLayout(offset: -1, stride: 8, bytesPerRow: 8, rows: 2)])
+            try VideoFormat(width: 640, height: 480, pixelFormat: .nv12, bytesPerLine: 600)
         }
-        #expect(throws: VideoFormatError.self) { try VideoFormat(width: 8, height: 4, pixelFormat: .nv12, frameRate: Rational(-30, 1)) }
-        let error = #expect(throws: VideoFormatError.self) { try VideoFormat(width: 640, height: 480, pixelFormat: .nv12, bytesPerLine: 600) }
+        #expect(throws: VideoFormatError.self) {
+            try VideoFormat(width: 640, height: 480, pixelFormat: .yuyv, bytesPerLine: 1279)
+        }
+        #expect(throws: VideoFormatError.self) {
+            try VideoFormat(
+                width: 8, height: 4, pixelFormat: .nv12,
+                planes: [PlaneLayout(offset: 0, stride: 8, bytesPerRow: 8, rows: 4)])
+        }
+        #expect(throws: VideoFormatError.self) {
+            try VideoFormat(
+                width: 8, height: 4, pixelFormat: .nv12,
+                planes: [
+                    PlaneLayout(offset: 0, stride: 8, bytesPerRow: 8, rows: 4),
+                    PlaneLayout(offset: -1, stride: 8, bytesPerRow: 8, rows: 2),
+                ])
+        }
+        #expect(throws: VideoFormatError.self) {
+            try VideoFormat(width: 8, height: 4, pixelFormat: .nv12, frameRate: Rational(-30, 1))
+        }
+        let error = #expect(throws: VideoFormatError.self) {
+            try VideoFormat(width: 640, height: 480, pixelFormat: .nv12, bytesPerLine: 600)
+        }
         #expect(error?.description.contains("stride") == true)
     }
 }
@@ -102,7 +121,7 @@ func referenceYUYVToNV12(_ src: [UInt8], width: Int, height: Int, stride: Int) -
     for cy in 0..<(height + 1) / 2 {
         let r0 = 2 * cy, r1 = min(2 * cy + 1, height - 1)
         for pair in 0..<width / 2 {
-            for c in 0..<2 { // U at byte 1, V at byte 3 of each 4-byte group
+            for c in 0..<2 {  // U at byte 1, V at byte 3 of each 4-byte group
                 let a = Int(src[r0 * stride + 4 * pair + 1 + 2 * c]), b = Int(src[r1 * stride + 4 * pair + 1 + 2 * c])
                 uv[cy * width + 2 * pair + c] = UInt8((a + b + 1) / 2)
             }
@@ -128,11 +147,15 @@ func planeBytes(_ plane: MutablePlaneView) -> [UInt8] { (0..<plane.height).flatM
         let lumaStride = width + 3, chromaStride = width + 5
         let luma = UnsafeMutablePointer<UInt8>.allocate(capacity: lumaStride * height)
         let chroma = UnsafeMutablePointer<UInt8>.allocate(capacity: chromaStride * ((height + 1) / 2))
-        defer { luma.deallocate(); chroma.deallocate() }
+        defer {
+            luma.deallocate()
+            chroma.deallocate()
+        }
         let y = MutablePlaneView(base: luma, width: width, height: height, stride: lumaStride)
         let uv = MutablePlaneView(base: chroma, width: width, height: (height + 1) / 2, stride: chromaStride)
         src.withUnsafeBufferPointer { s in
-            PixelConversion.yuyvToNV12(PlaneView(base: s.baseAddress!, width: 2 * width, height: height, stride: stride), luma: y, chroma: uv)
+            PixelConversion.yuyvToNV12(
+                PlaneView(base: s.baseAddress!, width: 2 * width, height: height, stride: stride), luma: y, chroma: uv)
         }
         let reference = referenceYUYVToNV12(src, width: width, height: height, stride: stride)
         #expect(planeBytes(y) == reference.y)
@@ -146,7 +169,8 @@ func planeBytes(_ plane: MutablePlaneView) -> [UInt8] { (0..<plane.height).flatM
         defer { out.deallocate() }
         let d = MutablePlaneView(base: out, width: width, height: (height + 1) / 2, stride: width)
         src.withUnsafeBufferPointer { s in
-            PixelConversion.halveChromaRows(PlaneView(base: s.baseAddress!, width: width, height: height, stride: width), into: d)
+            PixelConversion.halveChromaRows(
+                PlaneView(base: s.baseAddress!, width: width, height: height, stride: width), into: d)
         }
         var expected: [UInt8] = []
         for cy in 0..<(height + 1) / 2 {
@@ -162,15 +186,17 @@ func planeBytes(_ plane: MutablePlaneView) -> [UInt8] { (0..<plane.height).flatM
         let buffer = FrameBuffer(capacity: source.bufferSize)
         for (i, p) in source.planes.enumerated() {
             let plane = buffer.mutablePlane(p)
-            for y in 0..<plane.height { for x in 0..<plane.width { plane.base[y * plane.stride + x] = UInt8(i * 100 + y * 10 + x) } }
+            for y in 0..<plane.height {
+                for x in 0..<plane.width { plane.base[y * plane.stride + x] = UInt8(i * 100 + y * 10 + x) }
+            }
         }
         let frame = VideoFrame(format: source, buffer: buffer, timestamp: Timestamp(nanoseconds: 77), sequence: 3)
         let target = try VideoFormat(width: 6, height: 4, pixelFormat: .i420)
         let out = PixelConversion.convert(frame, into: FrameBuffer(capacity: target.bufferSize), format: target)
         #expect(out.timestamp == frame.timestamp && out.sequence == 3)
         #expect(Array(out.plane(0).row(3)) == [30, 31, 32, 33, 34, 35])
-        #expect(Array(out.plane(1).row(0)) == [105, 106, 107])   // rows 0 and 1: (100+110+1)/2
-        #expect(Array(out.plane(2).row(1)) == [225, 226, 227])   // rows 2 and 3
+        #expect(Array(out.plane(1).row(0)) == [105, 106, 107])  // rows 0 and 1: (100+110+1)/2
+        #expect(Array(out.plane(2).row(1)) == [225, 226, 227])  // rows 2 and 3
         #expect(PixelConversion.canConvert(from: .yuyv, to: .nv12))
         #expect(!PixelConversion.canConvert(from: .yuyv, to: .i420))
 
@@ -182,12 +208,14 @@ func planeBytes(_ plane: MutablePlaneView) -> [UInt8] { (0..<plane.height).flatM
 
 @Suite struct EncodedSampleTests {
     func sample(_ t: Int64, key: Bool, bytes: Int = 3) -> EncodedSample {
-        EncodedSample(data: [0, 0, 0, UInt8(bytes)] + [UInt8](repeating: key ? 0x65 : 0x41, count: bytes),
-                      pts: Timestamp(nanoseconds: t), dts: Timestamp(nanoseconds: t), isKeyframe: key)
+        EncodedSample(
+            data: [0, 0, 0, UInt8(bytes)] + [UInt8](repeating: key ? 0x65 : 0x41, count: bytes),
+            pts: Timestamp(nanoseconds: t), dts: Timestamp(nanoseconds: t), isKeyframe: key)
     }
 
     @Test func nalUnitsMustAddUp() {
-        let two = EncodedSample(data: [0, 0, 0, 2, 0x67, 1, 0, 0, 0, 1, 0x68], pts: .zero, dts: .zero, isKeyframe: true)
+        let two = EncodedSample(
+            data: [0, 0, 0, 2, 0x67, 1, 0, 0, 0, 1, 0x68], pts: .zero, dts: .zero, isKeyframe: true)
         #expect(two.nalUnits?.map(Array.init) == [[0x67, 1], [0x68]])
         for bad: [UInt8] in [[0, 0, 0, 5, 1], [0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 1, 9, 0]] {
             #expect(EncodedSample(data: bad, pts: .zero, dts: .zero, isKeyframe: false).nalUnits == nil)
@@ -197,9 +225,11 @@ func planeBytes(_ plane: MutablePlaneView) -> [UInt8] { (0..<plane.height).flatM
     @Test func gopsStartAtKeyframes() throws {
         #expect(GOP(keyframe: sample(0, key: false)) == nil)
         var gop = try #require(GOP(keyframe: sample(0, key: true, bytes: 10)))
-        let added = [gop.append(sample(1, key: false, bytes: 2)),
-                     gop.append(sample(1, key: false)),  // not later: refused
-                     gop.append(sample(2, key: true))]   // starts the next GOP: refused
+        let added = [
+            gop.append(sample(1, key: false, bytes: 2)),
+            gop.append(sample(1, key: false)),  // not later: refused
+            gop.append(sample(2, key: true)),
+        ]  // starts the next GOP: refused
         #expect(added == [true, false, false])
         #expect(gop.count == 2 && gop.byteCount == 14 + 6)
         #expect(gop.start == .zero && gop.lastTime == Timestamp(nanoseconds: 1))
@@ -221,23 +251,28 @@ func planeBytes(_ plane: MutablePlaneView) -> [UInt8] { (0..<plane.height).flatM
         let nv12 = try VideoFormat(width: 8, height: 4, pixelFormat: .nv12, bytesPerLine: 12)
         let passthrough = PlanarConverter(input: nv12)
         #expect(passthrough.output == nv12)
-        let frame = VideoFrame(format: nv12, buffer: FrameBuffer(capacity: nv12.bufferSize), timestamp: .zero, sequence: 0)
+        let frame = VideoFrame(
+            format: nv12, buffer: FrameBuffer(capacity: nv12.bufferSize), timestamp: .zero, sequence: 0)
         #expect(passthrough.convert(frame).buffer === frame.buffer)
 
-        let yuyv = try VideoFormat(width: 8, height: 4, pixelFormat: .yuyv, frameRate: Rational(25, 1), pixelAspectRatio: Rational(4, 3))
+        let yuyv = try VideoFormat(
+            width: 8, height: 4, pixelFormat: .yuyv, frameRate: Rational(25, 1), pixelAspectRatio: Rational(4, 3))
         let converter = PlanarConverter(input: yuyv, maximumIdle: 2)
         #expect(converter.output.pixelFormat == .nv12)
         #expect(converter.output.frameRate == Rational(25, 1) && converter.output.pixelAspectRatio == Rational(4, 3))
         let buffer = FrameBuffer(capacity: yuyv.bufferSize)
         let packed = buffer.mutablePlane(yuyv.planes[0])
-        for y in 0..<4 { for x in 0..<16 { packed.base[y * packed.stride + x] = UInt8(x % 2 == 0 ? 50 + x / 2 : 100 + y) } }
-        let source = VideoFrame(format: yuyv, buffer: buffer, timestamp: Timestamp(nanoseconds: 40_000_000), sequence: 1)
+        for y in 0..<4 {
+            for x in 0..<16 { packed.base[y * packed.stride + x] = UInt8(x % 2 == 0 ? 50 + x / 2 : 100 + y) }
+        }
+        let source = VideoFrame(
+            format: yuyv, buffer: buffer, timestamp: Timestamp(nanoseconds: 40_000_000), sequence: 1)
         var first: UnsafeMutablePointer<UInt8>?
         for _ in 0..<3 {
             let out = converter.convert(source)
             #expect(out.timestamp == source.timestamp && out.sequence == 1)
             #expect(Array(out.luma.row(2)) == (50..<58).map { UInt8($0) })
-            #expect(Array(out.plane(1).row(1)) == [UInt8](repeating: 103, count: 8)) // rows 2 and 3: (102+103+1)/2
+            #expect(Array(out.plane(1).row(1)) == [UInt8](repeating: 103, count: 8))  // rows 2 and 3: (102+103+1)/2
             if let first { #expect(out.buffer.base == first) } else { first = out.buffer.base }
         }
         let planar = try VideoFormat(width: 8, height: 4, pixelFormat: .i422)

@@ -14,11 +14,12 @@ import Testing
 
     /// 3.5 s at each rate: the first frame at or after each second is a keyframe — frame 25
     /// at 24.7 fps (1.012 s), frame 30 at 30000/1001 (1.001 s).
-    @Test(arguments: [
-        (Rational(30, 1), [0, 30, 60, 90]),
-        (Rational(247, 10), [0, 25, 50, 75]),
-        (Rational(30000, 1001), [0, 30, 60, 90]),
-    ] as [(Rational, [Int])])
+    @Test(
+        arguments: [
+            (Rational(30, 1), [0, 30, 60, 90]),
+            (Rational(247, 10), [0, 25, 50, 75]),
+            (Rational(30000, 1001), [0, 30, 60, 90]),
+        ] as [(Rational, [Int])])
     func keyframeOnTheFirstFrameAtOrAfterEachSecond(rate: Rational, expected: [Int]) {
         let times = frames(rate: rate, count: Int64((3.5 * rate.doubleValue).rounded(.up)))
         let keys = keyframes(times)
@@ -52,7 +53,8 @@ import Testing
     /// The interval is capture time whatever the rate: at 10 fps, every 5 frames at 0.5 s,
     /// every 10 at 1 s; at 0.25 s the first frame at or after each quarter second (0.3 s,
     /// 0.5 s, 0.8 s, 1.0 s, …).
-    @Test(arguments: [(0.5, [0, 5, 10, 15]), (1.0, [0, 10]), (0.25, [0, 3, 5, 8, 10, 13, 15, 18])] as [(Double, [Int])])
+    @Test(
+        arguments: [(0.5, [0, 5, 10, 15]), (1.0, [0, 10]), (0.25, [0, 3, 5, 8, 10, 13, 15, 18])] as [(Double, [Int])])
     func intervalIsCaptureTime(interval: Double, expected: [Int]) {
         #expect(keyframes(frames(rate: Rational(10, 1), count: 20), interval: interval) == expected)
     }

@@ -1,7 +1,8 @@
 import Configuration
 import Media
-import Testing
 import TestSupport
+import Testing
+
 @testable import MotionDetection
 
 @Suite struct DownscaleTests {
@@ -9,22 +10,24 @@ import TestSupport
     /// and more), for even, odd, large and unit block sizes, strides wider than the width,
     /// and sizes that do not divide evenly.
     @Test(arguments: [
-        (640, 480, 704, 160),   // b = 4
-        (1280, 720, 1280, 160), // b = 8
-        (1920, 1080, 1984, 160),// b = 12 (generic even path)
-        (144, 90, 150, 16),     // b = 9 (odd, every other row)
-        (643, 481, 650, 160),   // b = 4, partial blocks dropped
-        (99, 50, 101, 32),      // b = 3 (odd path)
-        (125, 75, 125, 25),     // b = 5
-        (17, 9, 19, 16),        // b = 1
-        (34, 20, 40, 16),       // b = 2
-        (700, 300, 720, 20),    // b = 35 (odd, large)
+        (640, 480, 704, 160),  // b = 4
+        (1280, 720, 1280, 160),  // b = 8
+        (1920, 1080, 1984, 160),  // b = 12 (generic even path)
+        (144, 90, 150, 16),  // b = 9 (odd, every other row)
+        (643, 481, 650, 160),  // b = 4, partial blocks dropped
+        (99, 50, 101, 32),  // b = 3 (odd path)
+        (125, 75, 125, 25),  // b = 5
+        (17, 9, 19, 16),  // b = 1
+        (34, 20, 40, 16),  // b = 2
+        (700, 300, 720, 20),  // b = 35 (odd, large)
         (3200, 400, 3200, 16),  // b = 200 (even, too large for 16-bit pair sums)
         (4096, 300, 4100, 16),  // b = 255 (the largest block)
     ])
     func blockAverage(width: Int, height: Int, stride: Int, detectWidth: Int) throws {
         var random = TestRandom(seed: UInt64(width * 7919 + height))
-        let plane = TestPlane(width: width, height: height, stride: stride) { _, _ in UInt8(truncatingIfNeeded: random.next()) }
+        let plane = TestPlane(width: width, height: height, stride: stride) { _, _ in
+            UInt8(truncatingIfNeeded: random.next())
+        }
         var settings = try Settings.defaults().motion
         settings.detectWidth = detectWidth
         var detector = MotionDetector(settings: settings)
@@ -77,8 +80,10 @@ import TestSupport
 }
 
 /// Feeds `frames` frames of `make(index)` at `fps`, returning every result.
-func run(_ detector: inout MotionDetector, frames: Int, fps: Double = 15, start: Int = 0,
-         _ make: (Int) -> TestPlane) -> [MotionResult] {
+func run(
+    _ detector: inout MotionDetector, frames: Int, fps: Double = 15, start: Int = 0,
+    _ make: (Int) -> TestPlane
+) -> [MotionResult] {
     var results: [MotionResult] = []
     for i in start..<(start + frames) {
         let plane = make(i)
@@ -95,7 +100,9 @@ func run(_ detector: inout MotionDetector, frames: Int, fps: Double = 15, start:
         var random = TestRandom(seed: UInt64(sigma * 100))
         var detector = MotionDetector(settings: try Settings.defaults().motion)
         let results = run(&detector, frames: 90) { _ in
-            TestPlane(width: 320, height: 240) { x, y in clampByte(texture(x, y) + Int((sigma * random.gaussian()).rounded())) }
+            TestPlane(width: 320, height: 240) { x, y in
+                clampByte(texture(x, y) + Int((sigma * random.gaussian()).rounded()))
+            }
         }
         let b = Double(detector.blockSize)  // 2 for 320 wide
         // Rounding the noise to whole grey levels adds 1/12 of a level² of variance.
@@ -113,7 +120,9 @@ func run(_ detector: inout MotionDetector, frames: Int, fps: Double = 15, start:
         var settings = try Settings.defaults().motion
         settings.pixelThreshold = 17
         var detector = MotionDetector(settings: settings)
-        let results = run(&detector, frames: 3) { _ in TestPlane(width: 160, height: 120) { x, y in UInt8(texture(x, y)) } }
+        let results = run(&detector, frames: 3) { _ in
+            TestPlane(width: 160, height: 120) { x, y in UInt8(texture(x, y)) }
+        }
         #expect(results[2].pixelThreshold == 17)
     }
 }
@@ -201,10 +210,12 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
         var detector = MotionDetector(settings: try Settings.defaults().motion)
         let results = run(&detector, frames: 150) { i in
             let gain = 1 + 0.15 * Double(i) / 150
-            return TestPlane(width: 320, height: 240) { x, y in clampByte(Int((Double(texture(x, y)) * gain).rounded())) }
+            return TestPlane(width: 320, height: 240) { x, y in clampByte(Int((Double(texture(x, y)) * gain).rounded()))
+            }
         }
         for r in results where r.motion || r.lightSwitch || r.score >= 0.001 {
-            Issue.record("at \(r.time): score \(r.score), global change \(r.globalChange), light switch \(r.lightSwitch)")
+            Issue.record(
+                "at \(r.time): score \(r.score), global change \(r.globalChange), light switch \(r.lightSwitch)")
         }
     }
 
@@ -213,7 +224,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
         var detector = MotionDetector(settings: try Settings.defaults().motion)
         var results = run(&detector, frames: 20) { _ in scene() }
         results += run(&detector, frames: 20, start: 20) { _ in scene(offset: 40) }
-        results += run(&detector, frames: 5, start: 40) { i in scene(offset: 40, squares: [(20 + 3 * (i - 40), 30, 20)]) }
+        results += run(&detector, frames: 5, start: 40) { i in scene(offset: 40, squares: [(20 + 3 * (i - 40), 30, 20)])
+        }
         #expect(results[20].lightSwitch)
         #expect(results[42].motion)
     }
@@ -235,7 +247,9 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
         #expect(results.allSatisfy { !$0.motion })
         // Long enough: motion from its min_frames-th frame on.
         let first = 10 + minFrames - 1 + 5
-        let moving = run(&detector, frames: minFrames + 2, start: first) { i in scene(squares: [(30 + (i - first), 30, 20)]) }
+        let moving = run(&detector, frames: minFrames + 2, start: first) { i in
+            scene(squares: [(30 + (i - first), 30, 20)])
+        }
         for (k, r) in moving.enumerated() {
             #expect(r.score >= settings.threshold)
             #expect(r.motion == (k >= minFrames - 1))
@@ -270,8 +284,9 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
         let seconds = { (r: MotionResult) in r.time.seconds - 2 }
         #expect(parked.dropFirst().filter { seconds($0) < MotionDetector.absorbAfter - 1 }.allSatisfy { $0.motion })
         let quiet = parked.first { $0.score == 0 }.map(seconds)
-        #expect(quiet.map { $0 >= MotionDetector.absorbAfter && $0 <= MotionDetector.absorbAfter + 8 } == true,
-                "learned after \(String(describing: quiet)) s")
+        #expect(
+            quiet.map { $0 >= MotionDetector.absorbAfter && $0 <= MotionDetector.absorbAfter + 8 } == true,
+            "learned after \(String(describing: quiet)) s")
         #expect(parked.last?.score == 0)
     }
 

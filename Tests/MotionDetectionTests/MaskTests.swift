@@ -1,4 +1,5 @@
 import Testing
+
 @testable import MotionDetection
 
 @Suite struct PGMTests {
@@ -18,7 +19,8 @@ import Testing
     }
 
     @Test func binarySixteenBit() throws {
-        let mask = try MotionMask(pgm: Self.p5(width: 2, height: 2, maxValue: 1000, [0, 1000, 500, 499]), source: "m.pgm")
+        let mask = try MotionMask(
+            pgm: Self.p5(width: 2, height: 2, maxValue: 1000, [0, 1000, 500, 499]), source: "m.pgm")
         #expect(mask.watched == [false, true, true, false])
     }
 
@@ -71,8 +73,9 @@ import Testing
                 let prefix = Array(file[0..<cut])
                 // An ASCII file cut after whitespace that ends a complete last sample is whole.
                 if let mask = try? MotionMask(pgm: prefix, source: "m") {
-                    #expect(file[0] == UInt8(ascii: "P") && file[1] == UInt8(ascii: "2") && cut >= file.count - 2,
-                            "a \(cut)-byte prefix parsed as \(mask.width)×\(mask.height)")
+                    #expect(
+                        file[0] == UInt8(ascii: "P") && file[1] == UInt8(ascii: "2") && cut >= file.count - 2,
+                        "a \(cut)-byte prefix parsed as \(mask.width)×\(mask.height)")
                 }
             }
         }
@@ -102,10 +105,13 @@ import Testing
     @Test func upscaleKeepsRegions() throws {
         let mask = try MotionMask(width: 2, height: 2, watched: [true, false, false, true])
         let scaled = mask.scaled(toWidth: 4, height: 4)
-        #expect(scaled == [1, 1, 0, 0,
-                           1, 1, 0, 0,
-                           0, 0, 1, 1,
-                           0, 0, 1, 1])
+        #expect(
+            scaled == [
+                1, 1, 0, 0,
+                1, 1, 0, 0,
+                0, 0, 1, 1,
+                0, 0, 1, 1,
+            ])
     }
 
     /// Downscaling by area: a target pixel is watched when at least half its area is.

@@ -1,4 +1,5 @@
 import Media
+
 @testable import MotionDetection
 
 /// A luma plane owned by the test, with stride padding filled with a marker value so that a
@@ -28,7 +29,10 @@ struct TestPlane {
     func withView<R>(_ body: (PlaneView) -> R) -> R {
         bytes.withUnsafeBufferPointer { buffer in
             // `buffer` is never empty (at least one byte is allocated).
-            body(PlaneView(base: buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!, width: width, height: height, stride: stride))
+            body(
+                PlaneView(
+                    base: buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!, width: width, height: height,
+                    stride: stride))
         }
     }
 }

@@ -77,20 +77,24 @@ private let failingCloses = Atomic<Int>(0)
     }
 
     @Test func anExplicitCloseClosesOnce() throws {
-        let descriptor = FileDescriptor(adopting: rawDescriptor(), closingWith: { fd in
-            explicitCloses.add(1, ordering: .relaxed)
-            return close(fd)
-        })
+        let descriptor = FileDescriptor(
+            adopting: rawDescriptor(),
+            closingWith: { fd in
+                explicitCloses.add(1, ordering: .relaxed)
+                return close(fd)
+            })
         try descriptor.close()
-        #expect(explicitCloses.load(ordering: .relaxed) == 1) // and not again when it went away
+        #expect(explicitCloses.load(ordering: .relaxed) == 1)  // and not again when it went away
     }
 
     @Test func goingAwayClosesOnce() {
         do {
-            let descriptor = FileDescriptor(adopting: rawDescriptor(), closingWith: { fd in
-                deinitCloses.add(1, ordering: .relaxed)
-                return close(fd)
-            })
+            let descriptor = FileDescriptor(
+                adopting: rawDescriptor(),
+                closingWith: { fd in
+                    deinitCloses.add(1, ordering: .relaxed)
+                    return close(fd)
+                })
             #expect(descriptor.rawValue >= 0)
         }
         #expect(deinitCloses.load(ordering: .relaxed) == 1)
@@ -99,11 +103,13 @@ private let failingCloses = Atomic<Int>(0)
     @Test func aFailedCloseIsReportedOnce() {
         let raw = rawDescriptor()
         defer { _ = close(raw) }
-        let descriptor = FileDescriptor(adopting: raw, closingWith: { _ in
-            failingCloses.add(1, ordering: .relaxed)
-            errno = EIO
-            return -1
-        })
+        let descriptor = FileDescriptor(
+            adopting: raw,
+            closingWith: { _ in
+                failingCloses.add(1, ordering: .relaxed)
+                errno = EIO
+                return -1
+            })
         do {
             try descriptor.close()
             Issue.record("the failed close was not reported")
@@ -123,7 +129,8 @@ private let failingCloses = Atomic<Int>(0)
     @Test func writesReadsAndTruncates() throws {
         let path = "/tmp/vigil-posix-test-\(getpid())-rw"
         defer { unlink(path) }
-        let file = try FileDescriptor(opening: path, .readWrite, options: [.create, .truncate, .exclusive], permissions: 0o600)
+        let file = try FileDescriptor(
+            opening: path, .readWrite, options: [.create, .truncate, .exclusive], permissions: 0o600)
         try file.writeAll(Array(0..<10))
         try file.writeAll([0xAA, 0xBB], at: 2)
         try file.writeAll("xyz")
@@ -134,7 +141,9 @@ private let failingCloses = Atomic<Int>(0)
         try file.truncate(to: 4)
         #expect(try file.status().size == 4)
         try file.close()
-        #expect(throws: SystemError(EEXIST)) { _ = try FileDescriptor(opening: path, .writeOnly, options: [.create, .exclusive]) }
+        #expect(throws: SystemError(EEXIST)) {
+            _ = try FileDescriptor(opening: path, .writeOnly, options: [.create, .exclusive])
+        }
     }
 
     @Test func readingAtTheEndOfTheFile() throws {

@@ -2,8 +2,9 @@ import Foundation
 import Media
 import Storage
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
 @testable import QuickTime
 
 /// A child process writes a long clip and is killed with SIGKILL at many moments: inside a
@@ -11,12 +12,14 @@ import TestSupport
 /// every fragment the child reported complete, and repair into a normal movie with exactly
 /// those frames.
 @Suite struct KillTests {
-    static let repeats = 3          // the 60-frame stream three times: 18 fragments of 10 frames
+    static let repeats = 3  // the 60-frame stream three times: 18 fragments of 10 frames
     static let framesPerFragment = 10
 
     /// Runs the child; `killWhen` sees each output line (and nil on a 1 ms tick) and returns
     /// true to kill it there.
-    func runChild(output: String, stream: String, killAfter trigger: @escaping @Sendable ([String], Double) -> Bool) throws -> (lines: [String], killed: Bool) {
+    func runChild(
+        output: String, stream: String, killAfter trigger: @escaping @Sendable ([String], Double) -> Bool
+    ) throws -> (lines: [String], killed: Bool) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builtExecutable("movie-writer-child"))
         process.arguments = [output, stream, "64", "48", "\(Self.repeats)"]
@@ -45,7 +48,7 @@ import TestSupport
         let dir = try TemporaryDirectory("vigil-kill")
         defer { dir.remove() }
         _ = try H264TestStream.make(width: 64, height: 48, frames: 60, gop: 10, in: dir)
-        let streamPath = dir.file("stream-64x48-60-10.h264") // where make() leaves the raw stream
+        let streamPath = dir.file("stream-64x48-60-10.h264")  // where make() leaves the raw stream
 
         // The clip written without interruption is the reference for every frame.
         let reference = dir.file("reference.mov")
@@ -63,7 +66,7 @@ import TestSupport
             let trigger: @Sendable ([String], Double) -> Bool
             let plan: String
             switch run % 3 {
-            case 0: // a few milliseconds after a given fragment: inside the next frames or fragment
+            case 0:  // a few milliseconds after a given fragment: inside the next frames or fragment
                 let after = 1 + Int(r * 16)
                 let delay = Double(generator.next() % 6) / 1000
                 plan = "after fragment \(after) + \(Int(delay * 1000)) ms"
@@ -73,11 +76,11 @@ import TestSupport
                     if lines.contains("fragment \(after)") { seen.withLock { $0 = t } }
                     return false
                 }
-            case 1: // at a random moment of the whole run
+            case 1:  // at a random moment of the whole run
                 let at = r * 0.6
                 plan = "at \(Int(at * 1000)) ms"
                 trigger = { _, t in t >= at }
-            default: // during the close
+            default:  // during the close
                 let delay = r * 0.03
                 plan = "closing + \(Int(delay * 1000)) ms"
                 let seen = Mutex<Double?>(nil)
@@ -98,14 +101,19 @@ import TestSupport
             // fragment already hidden, the fragmented header not yet, the index appended. A
             // player then sees a movie of no frames; repair (below) finishes it like any other.
             let types = topLevelTypes(path)
-            let showsNothing = closing && types.first(where: { $0 != "ftyp" }) == "moov" && types.last == "moov"
+            let showsNothing =
+                closing && types.first(where: { $0 != "ftyp" }) == "moov" && types.last == "moov"
                 && !types.contains("moof") && types.filter { $0 == "moov" }.count == 2
             if showsNothing { outcomes[outcomes.count - 1] += " (every fragment hidden, the header not yet)" }
             if reported > 0 && !showsNothing {
-                #expect(try FFmpeg.decodeErrors(path).isEmpty, "run \(run) (\(plan)): the killed file does not decode cleanly")
+                #expect(
+                    try FFmpeg.decodeErrors(path).isEmpty,
+                    "run \(run) (\(plan)): the killed file does not decode cleanly")
                 if !closing {
                     let visible = Int(try FFprobe.probe(path).video?["nb_read_packets"] ?? "") ?? 0
-                    #expect(visible >= reported * Self.framesPerFragment, "run \(run) (\(plan)): \(visible) frames visible, \(reported) fragments reported")
+                    #expect(
+                        visible >= reported * Self.framesPerFragment,
+                        "run \(run) (\(plan)): \(visible) frames visible, \(reported) fragments reported")
                 }
             }
 
@@ -123,16 +131,25 @@ import TestSupport
             let probe = try expectPlayable(path)
             let frames = Int(probe.video?["nb_frames"] ?? "") ?? -1
             #expect(probe.video?["nb_read_packets"] == "\(frames)", "run \(run): index and packets disagree")
-            #expect(frames >= reported * Self.framesPerFragment, "run \(run) (\(plan)): \(frames) frames after repair, \(reported) fragments reported")
-            #expect(frames % Self.framesPerFragment == 0 || frames == 180, "run \(run): \(frames) is not whole fragments")
+            #expect(
+                frames >= reported * Self.framesPerFragment,
+                "run \(run) (\(plan)): \(frames) frames after repair, \(reported) fragments reported")
+            #expect(
+                frames % Self.framesPerFragment == 0 || frames == 180, "run \(run): \(frames) is not whole fragments")
             // Every GOP is on disk before close begins: a kill during close loses no frame.
             if closing { #expect(frames == 180, "run \(run) (\(plan)): a kill during close lost frames") }
             outcomes[outcomes.count - 1] += " → \(frames) frames after repair"
-            #expect(try frameHashes(path) == Array(referenceFrames.prefix(frames)), "run \(run) (\(plan)): the frames differ")
+            #expect(
+                try frameHashes(path) == Array(referenceFrames.prefix(frames)),
+                "run \(run) (\(plan)): the frames differ")
         }
         print("kill test outcomes:\n  " + outcomes.joined(separator: "\n  "))
         // The schedule must actually have hit each phase.
-        #expect(outcomes.contains { $0.contains("closing") && !$0.contains("closed") }, "no kill landed inside a close: \(outcomes)")
-        #expect(outcomes.contains { !$0.contains("closing") && !$0.hasSuffix(": 0 fragments") }, "no kill landed while recording: \(outcomes)")
+        #expect(
+            outcomes.contains { $0.contains("closing") && !$0.contains("closed") },
+            "no kill landed inside a close: \(outcomes)")
+        #expect(
+            outcomes.contains { !$0.contains("closing") && !$0.hasSuffix(": 0 fragments") },
+            "no kill landed while recording: \(outcomes)")
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import Media
 import Storage
-import Testing
 import TestSupport
+import Testing
+
 @testable import QuickTime
 
 /// A small stream (64×48, a keyframe every 10 frames) so that a movie is a few kilobytes and
@@ -17,17 +18,23 @@ enum SmallFixture {
     /// Writes the 60 frames (six GOPs) plus audio, each GOP's sound before it. Closed when
     /// asked (six fragments); otherwise the last GOP is still being recorded (five fragments
     /// on disk, its sound given) and is returned with the writer.
-    static func write(to output: any MovieOutput, path: String, audio: Bool = true,
-                      close: Bool) throws -> (writer: MovieWriter, open: GOP?) {
+    static func write(
+        to output: any MovieOutput, path: String, audio: Bool = true,
+        close: Bool
+    ) throws -> (writer: MovieWriter, open: GOP?) {
         let s = try stream.get()
-        let d = Fixture.description(s, rotation: .clockwise90, audio: audio ? AudioTrackFormat(sampleRate: 8000, channels: 1) : nil)
+        let d = Fixture.description(
+            s, rotation: .clockwise90, audio: audio ? AudioTrackFormat(sampleRate: 8000, channels: 1) : nil)
         let writer = try MovieWriter(output: output, path: path, description: d)
         var gops = s.gops(end: time(60), time: time)
         let open = close ? nil : gops.popLast()
         var frame = 0
         for gop in gops + (open.map { [$0] } ?? []) {
             for _ in gop.samples {
-                if audio { try writer.appendAudio(sine(frames: 320, channels: 1, rate: 8000, startFrame: frame * 320), time: time(frame)) }
+                if audio {
+                    try writer.appendAudio(
+                        sine(frames: 320, channels: 1, rate: 8000, startFrame: frame * 320), time: time(frame))
+                }
                 frame += 1
             }
             if gop != open { try writer.append(gop) }
@@ -83,7 +90,6 @@ extension Collection {
         return result
     }
 }
-
 
 @Suite struct MovieRepairTests {
     @Test func completeMovieIsLeftAlone() throws {
@@ -149,10 +155,14 @@ extension Collection {
                 #expect(complete > 0, "a cut at \(cut) before any complete fragment was repaired")
                 #expect(report?.fragments == complete, "cut at \(cut)")
                 #expect(report?.videoFrames == complete * 10, "cut at \(cut)")
-                #expect(report?.videoDuration == Timestamp.Duration(nanoseconds: Int64(complete) * 400_000_000), "cut at \(cut)")
+                #expect(
+                    report?.videoDuration == Timestamp.Duration(nanoseconds: Int64(complete) * 400_000_000),
+                    "cut at \(cut)")
                 #expect(report?.bytes == UInt64(fileBytes(scratch).count), "cut at \(cut)")
                 #expect(isNormalMovie(scratch), "cut at \(cut)")
-                #expect(try MovieRepair.repair(path: scratch) == nil, "second repair of the cut at \(cut) changed something")
+                #expect(
+                    try MovieRepair.repair(path: scratch) == nil, "second repair of the cut at \(cut) changed something"
+                )
                 if checkedWithFFmpeg.insert(complete).inserted {
                     let probe = try expectPlayable(scratch)
                     #expect(probe.video?["nb_frames"] == "\(complete * 10)")
@@ -208,7 +218,9 @@ extension Collection {
     }
 
     @Test func filesItDoesNotUnderstandAreLeftUntouched() throws {
-        func check(_ name: String, _ bytes: [UInt8], _ expectedProblem: String, kind: MovieRepairError.Kind = .notRepairable) {
+        func check(
+            _ name: String, _ bytes: [UInt8], _ expectedProblem: String, kind: MovieRepairError.Kind = .notRepairable
+        ) {
             let path = Fixture.directory.file(name)
             #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
             do {
@@ -230,13 +242,16 @@ extension Collection {
         check("ftyp-only.mov", Array(full[0..<20]), "nothing to recover", kind: .nothingRecorded)
         check("ftyp-cut.mov", Array(full[0..<11]), "nothing to recover", kind: .nothingRecorded)
         // Someone else's movie with our kind of name: not ours to call empty.
-        check("other.mov", Array(full[0..<20]) + [0, 0, 0, 16] + Array("mdat".utf8) + [UInt8](repeating: 7, count: 8) + [0, 0, 0, 8] + Array("wide".utf8),
-              "no movie header")
+        check(
+            "other.mov",
+            Array(full[0..<20]) + [0, 0, 0, 16] + Array("mdat".utf8) + [UInt8](repeating: 7, count: 8) + [0, 0, 0, 8]
+                + Array("wide".utf8),
+            "no movie header")
         // A fragment that points outside its media data.
         var broken = full
         let moof = headerEnd
         let mdatSizeOffset = moof + full[moof..<moof + 4].reduce(0) { $0 << 8 | Int($1) }
-        broken[mdatSizeOffset + 3] = 8 // shrink the first mdat to its header
+        broken[mdatSizeOffset + 3] = 8  // shrink the first mdat to its header
         check("broken.mov", broken, "points outside its media data")
         #expect(throws: MovieRepairError.self) { try MovieRepair.repair(path: Fixture.directory.file("missing.mov")) }
     }
@@ -274,9 +289,11 @@ extension Collection {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
         let gap: UInt64 = 1 << 32
         try handle.seekToEnd()
-        try handle.write(contentsOf: [0, 0, 0, 1] + Array("free".utf8) + (0..<8).map { UInt8(truncatingIfNeeded: gap >> (56 - 8 * UInt64($0))) })
+        try handle.write(
+            contentsOf: [0, 0, 0, 1] + Array("free".utf8)
+                + (0..<8).map { UInt8(truncatingIfNeeded: gap >> (56 - 8 * UInt64($0))) })
         try handle.seek(toOffset: UInt64(headerEnd) + gap)
-        try handle.write(contentsOf: full[headerEnd...]) // fragments use moof-relative offsets
+        try handle.write(contentsOf: full[headerEnd...])  // fragments use moof-relative offsets
         try handle.close()
         defer { try? FileManager.default.removeItem(atPath: path) }
 
@@ -305,11 +322,22 @@ final class StoppingOutput: MovieOutput {
 
     private func step() throws(FileError) {
         operations += 1
-        if operations > stopAfter { throw FileError(path: inner.path, operation: "write", reason: "stopped for the test") }
+        if operations > stopAfter {
+            throw FileError(path: inner.path, operation: "write", reason: "stopped for the test")
+        }
     }
 
-    func append(_ bytes: [UInt8]) throws(FileError) { try step(); try inner.append(bytes) }
-    func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(FileError) { try step(); try inner.overwrite(at: offset, with: bytes) }
-    func synchronize() throws(FileError) { try step(); try inner.synchronize() }
+    func append(_ bytes: [UInt8]) throws(FileError) {
+        try step()
+        try inner.append(bytes)
+    }
+    func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(FileError) {
+        try step()
+        try inner.overwrite(at: offset, with: bytes)
+    }
+    func synchronize() throws(FileError) {
+        try step()
+        try inner.synchronize()
+    }
     func close() throws(FileError) { try inner.close() }
 }

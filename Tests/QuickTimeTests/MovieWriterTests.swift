@@ -1,28 +1,36 @@
 import Foundation
 import Media
 import Storage
-import Testing
 import TestSupport
+import Testing
+
 @testable import QuickTime
 
 /// Shared fixtures: one ffmpeg-made H.264 stream per process.
 enum Fixture {
     static let directory: TemporaryDirectory = {
-        do { return try TemporaryDirectory("vigil-qt") } catch { fatalError("cannot create a temporary directory: \(error)") }
+        do { return try TemporaryDirectory("vigil-qt") } catch {
+            fatalError("cannot create a temporary directory: \(error)")
+        }
     }()
 
     /// 150 frames of 320×240 at 30 fps, a keyframe every 30 frames.
-    static let stream: Result<H264TestStream, any Error> = Result { try H264TestStream.make(frames: 150, gop: 30, in: directory) }
+    static let stream: Result<H264TestStream, any Error> = Result {
+        try H264TestStream.make(frames: 150, gop: 30, in: directory)
+    }
 
     static func h264() throws -> H264TestStream { try stream.get() }
 
-    static func description(_ s: H264TestStream, rotation: Rotation = .none, audio: AudioTrackFormat? = nil,
-                            aspect: PixelAspectRatio? = nil, aperture: CleanAperture? = nil,
-                            color: ColorDescription? = nil, created: Date = Date(timeIntervalSince1970: 1_790_000_000)) -> MovieDescription {
+    static func description(
+        _ s: H264TestStream, rotation: Rotation = .none, audio: AudioTrackFormat? = nil,
+        aspect: PixelAspectRatio? = nil, aperture: CleanAperture? = nil,
+        color: ColorDescription? = nil, created: Date = Date(timeIntervalSince1970: 1_790_000_000)
+    ) -> MovieDescription {
         MovieDescription(
             creationTime: created,
-            video: VideoTrackFormat(width: s.width, height: s.height, sequenceParameterSet: s.sps, pictureParameterSet: s.pps,
-                                    rotation: rotation, pixelAspectRatio: aspect, cleanAperture: aperture, color: color),
+            video: VideoTrackFormat(
+                width: s.width, height: s.height, sequenceParameterSet: s.sps, pictureParameterSet: s.pps,
+                rotation: rotation, pixelAspectRatio: aspect, cleanAperture: aperture, color: color),
             audio: audio)
     }
 
@@ -30,13 +38,17 @@ enum Fixture {
     /// t = 5 s), GOP by GOP as the agent gives them, calling `audio` for each frame's time. Without `close`, the last GOP is not given either (it is the one still
     /// being recorded) and is returned.
     @discardableResult
-    static func writeMovie(_ path: String, _ d: MovieDescription, frames: Int? = nil, times: [Timestamp]? = nil,
-                           audio: ((MovieWriter, Timestamp) throws -> Void)? = nil,
-                           close: Bool = true) throws -> (writer: MovieWriter, open: GOP?) {
+    static func writeMovie(
+        _ path: String, _ d: MovieDescription, frames: Int? = nil, times: [Timestamp]? = nil,
+        audio: ((MovieWriter, Timestamp) throws -> Void)? = nil,
+        close: Bool = true
+    ) throws -> (writer: MovieWriter, open: GOP?) {
         let s = try h264()
         let n = frames ?? times?.count ?? s.samples.count
         let writer = try MovieWriter(path: path, description: d)
-        var gops = s.gops(count: n) { times?[$0] ?? Timestamp(nanoseconds: 5_000_000_000 + Int64($0) * 1_000_000_000 / 30) }
+        var gops = s.gops(count: n) {
+            times?[$0] ?? Timestamp(nanoseconds: 5_000_000_000 + Int64($0) * 1_000_000_000 / 30)
+        }
         let open = close ? nil : gops.popLast()
         // Sound as it comes during a GOP, then the GOP when it is complete: each fragment holds
         // its GOP's sound, as in the agent.
@@ -98,7 +110,9 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         #expect(abs(packets[60].duration - 0.4) < 1e-4)
     }
 
-    @Test(arguments: [(Rotation.none, nil), (.clockwise90, -90.0), (.clockwise180, 180.0), (.clockwise270, 90.0)] as [(Rotation, Double?)])
+    @Test(
+        arguments: [(Rotation.none, nil), (.clockwise90, -90.0), (.clockwise180, 180.0), (.clockwise270, 90.0)]
+            as [(Rotation, Double?)])
     func rotationIsTheDisplayMatrix(rotation: Rotation, ffprobeRotation: Double?) throws {
         let path = Fixture.directory.file("rot\(rotation.degrees).mov")
         _ = try Fixture.writeMovie(path, Fixture.description(try Fixture.h264(), rotation: rotation), frames: 30)
@@ -115,9 +129,10 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
 
     @Test func pixelAspectCleanApertureAndColourAreReported() throws {
         let path = Fixture.directory.file("aspect.mov")
-        let d = Fixture.description(try Fixture.h264(), aspect: PixelAspectRatio(horizontalSpacing: 4, verticalSpacing: 3),
-                                    aperture: CleanAperture(width: Rational(320, 1), height: Rational(240, 1)),
-                                    color: .bt709)
+        let d = Fixture.description(
+            try Fixture.h264(), aspect: PixelAspectRatio(horizontalSpacing: 4, verticalSpacing: 3),
+            aperture: CleanAperture(width: Rational(320, 1), height: Rational(240, 1)),
+            color: .bt709)
         _ = try Fixture.writeMovie(path, d, frames: 30)
         let probe = try expectPlayable(path)
         let video = try #require(probe.video)
@@ -130,7 +145,7 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
 
     @Test func creationTimeIsTheFirstFramesWallClock() throws {
         let path = Fixture.directory.file("created.mov")
-        let created = Date(timeIntervalSince1970: 1_796_000_000) // 2026-11-30T...
+        let created = Date(timeIntervalSince1970: 1_796_000_000)  // 2026-11-30T...
         _ = try Fixture.writeMovie(path, Fixture.description(try Fixture.h264(), created: created), frames: 30)
         let probe = try expectPlayable(path)
         let formatter = ISO8601DateFormatter()
@@ -150,7 +165,8 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         let period = rate / 50
         var appended = 0
         var periods = 0
-        _ = try Fixture.writeMovie(path, Fixture.description(try Fixture.h264(), audio: format), frames: 120) { writer, t in
+        _ = try Fixture.writeMovie(path, Fixture.description(try Fixture.h264(), audio: format), frames: 120) {
+            writer, t in
             while next <= t {
                 let pcm = sine(frames: period, channels: channels, rate: rate, startFrame: appended)
                 try writer.appendAudio(pcm, time: next)
@@ -180,8 +196,11 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         let writer = try MovieWriter(path: path, description: Fixture.description(s, audio: format))
         let t0 = Timestamp(nanoseconds: 10_000_000_000)
         // Half a second of audio that began 0.3 s before the first video frame.
-        try writer.appendAudio(sine(frames: 4000, channels: 1, rate: 8000, startFrame: 0), time: t0 - .init(seconds: 0.3))
-        for gop in s.gops(count: 30, time: { t0 + .init(nanoseconds: Int64($0) * 33_333_333) }) { try writer.append(gop) }
+        try writer.appendAudio(
+            sine(frames: 4000, channels: 1, rate: 8000, startFrame: 0), time: t0 - .init(seconds: 0.3))
+        for gop in s.gops(count: 30, time: { t0 + .init(nanoseconds: Int64($0) * 33_333_333) }) {
+            try writer.append(gop)
+        }
         try writer.close()
         let probe = try expectPlayable(path)
         let audio = try #require(probe.audio)
@@ -192,11 +211,14 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
     @Test func soundAfterTheLastFrameIsCut() throws {
         let path = Fixture.directory.file("audio-late.mov")
         let s = try Fixture.h264()
-        let writer = try MovieWriter(path: path, description: Fixture.description(s, audio: AudioTrackFormat(sampleRate: 8000, channels: 1)))
+        let writer = try MovieWriter(
+            path: path, description: Fixture.description(s, audio: AudioTrackFormat(sampleRate: 8000, channels: 1)))
         let t0 = Timestamp(nanoseconds: 10_000_000_000)
         // 1.5 s of sound arrives (the microphone runs ahead of the encoder) for 1 s of video.
         try writer.appendAudio(sine(frames: 12000, channels: 1, rate: 8000, startFrame: 0), time: t0)
-        for gop in s.gops(count: 30, end: t0 + .init(seconds: 1), time: { t0 + .init(nanoseconds: Int64($0) * 33_333_333) }) {
+        for gop in s.gops(
+            count: 30, end: t0 + .init(seconds: 1), time: { t0 + .init(nanoseconds: Int64($0) * 33_333_333) })
+        {
             try writer.append(gop)
         }
         try writer.close()
@@ -207,7 +229,8 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
 
     @Test func openMovieIsAPlayableFragmentedMovie() throws {
         let path = Fixture.directory.file("open.mov")
-        let (writer, open) = try Fixture.writeMovie(path, Fixture.description(try Fixture.h264()), frames: 100, close: false)
+        let (writer, open) = try Fixture.writeMovie(
+            path, Fixture.description(try Fixture.h264()), frames: 100, close: false)
         // 100 frames with keyframes every 30: three GOPs are complete and on disk.
         #expect(writer.fragmentsWritten == 3)
         let copy = Fixture.directory.file("open-copy.mov")
@@ -217,7 +240,10 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         #expect(topLevelTypes(copy) == ["ftyp", "moov", "moof", "mdat", "moof", "mdat", "moof", "mdat"])
         try writer.append(try #require(open))
         try writer.close()
-        #expect(topLevelTypes(path) == ["ftyp", "free", "free", "mdat", "free", "mdat", "free", "mdat", "free", "mdat", "moov"])
+        #expect(
+            topLevelTypes(path) == [
+                "ftyp", "free", "free", "mdat", "free", "mdat", "free", "mdat", "free", "mdat", "moov",
+            ])
         #expect(try expectPlayable(path).video?["nb_frames"] == "100")
     }
 
@@ -227,7 +253,10 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
             return
         }
         let path = Fixture.directory.file("mediainfo.mov")
-        _ = try Fixture.writeMovie(path, Fixture.description(try Fixture.h264(), audio: AudioTrackFormat(sampleRate: 48000, channels: 1)), frames: 60) { w, t in
+        _ = try Fixture.writeMovie(
+            path, Fixture.description(try Fixture.h264(), audio: AudioTrackFormat(sampleRate: 48000, channels: 1)),
+            frames: 60
+        ) { w, t in
             try w.appendAudio(sine(frames: 1600, channels: 1, rate: 48000, startFrame: 0), time: t)
         }
         _ = try expectPlayable(path)
@@ -257,7 +286,9 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         writer.abandon()
 
         #expect(throws: MovieWriterError.unsupportedAudio("a sample rate of 96000 Hz (1000 to 65535 Hz)")) {
-            _ = try MovieWriter(path: path, description: Fixture.description(s, audio: AudioTrackFormat(sampleRate: 96000, channels: 2)))
+            _ = try MovieWriter(
+                path: path, description: Fixture.description(s, audio: AudioTrackFormat(sampleRate: 96000, channels: 2))
+            )
         }
         let missing = Fixture.directory.file("no/such/dir/x.mov")
         do {
@@ -267,7 +298,9 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
             #expect(error.description.contains("does not exist"), "\(error)")
         }
         let empty = try MovieWriter(path: Fixture.directory.file("empty.mov"), description: Fixture.description(s))
-        #expect(throws: MovieWriterError.noVideoSamples(path: Fixture.directory.file("empty.mov"))) { try empty.close() }
+        #expect(throws: MovieWriterError.noVideoSamples(path: Fixture.directory.file("empty.mov"))) {
+            try empty.close()
+        }
     }
 }
 
@@ -292,7 +325,9 @@ func topLevelTypes(_ path: String) -> [String] {
     var types: [String] = []
     var offset = 0
     while offset + 8 <= bytes.count {
-        var size = Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8 | Int(bytes[offset + 3])
+        var size =
+            Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8
+            | Int(bytes[offset + 3])
         if size == 1, offset + 16 <= bytes.count {
             size = bytes[(offset + 8)..<(offset + 16)].reduce(0) { $0 << 8 | Int($1) }
         }
@@ -306,7 +341,10 @@ func topLevelTypes(_ path: String) -> [String] {
 @Suite struct FileMovieOutputTests {
     @Test func aFullDiskIsReportedAsOutOfSpace() throws {
         let output = try FileMovieOutput(updating: "/dev/full")
-        #expect(throws: FileError(path: "/dev/full", operation: "write", reason: "no space left on the device", isOutOfSpace: true)) {
+        #expect(
+            throws: FileError(
+                path: "/dev/full", operation: "write", reason: "no space left on the device", isOutOfSpace: true)
+        ) {
             try output.append([1, 2, 3])
         }
         #expect(output.length == 0)
@@ -314,7 +352,10 @@ func topLevelTypes(_ path: String) -> [String] {
     }
 
     @Test func otherErrorsGiveTheCLibrarysWords() throws {
-        #expect(throws: FileError(path: "/nonexistent.mov", operation: "open", reason: "No such file or directory", isMissing: true)) {
+        #expect(
+            throws: FileError(
+                path: "/nonexistent.mov", operation: "open", reason: "No such file or directory", isMissing: true)
+        ) {
             _ = try FileMovieOutput(updating: "/nonexistent.mov")
         }
         let dir = try TemporaryDirectory("vigil-file")

@@ -1,5 +1,6 @@
 import Media
 import Testing
+
 @testable import Recorder
 
 /// Feeds the recorder as the agent does: for each frame, the state machine's actions first,
@@ -18,8 +19,10 @@ import Testing
 
     /// 30 fps from t = 0, a keyframe every `gop` frames; `actions[i]` come with frame i;
     /// `audio` adds a 10 ms chunk per 10 ms of capture time (8 kHz mono), `audioLead` early.
-    func run(frames: Int, gop: Int = 30, preRoll: Double = 3, actions: [Int: [EventAction]],
-             audio: Bool = false, finishAt: Timestamp? = nil) -> (clips: [Clip], stream: [EncodedSample]) {
+    func run(
+        frames: Int, gop: Int = 30, preRoll: Double = 3, actions: [Int: [EventAction]],
+        audio: Bool = false, finishAt: Timestamp? = nil
+    ) -> (clips: [Clip], stream: [EncodedSample]) {
         var recorder = ClipRecorder(preRoll: .init(seconds: preRoll), maxBytes: 1 << 30)
         var clips: [Clip] = []
         var stream: [EncodedSample] = []
@@ -50,11 +53,15 @@ import Testing
             let t = time(i)
             for action in actions[i] ?? [] { apply(recorder.handle(action)) }
             if let s = pending { apply(recorder.handle(s)) }
-            let sample = EncodedSample(data: [UInt8(i & 0xFF), UInt8(i >> 8)], pts: t, dts: t, isKeyframe: i % gop == 0)
+            let sample = EncodedSample(
+                data: [UInt8(i & 0xFF), UInt8(i >> 8)], pts: t, dts: t, isKeyframe: i % gop == 0)
             stream.append(sample)
             pending = sample
             while audio && audioTime <= t {
-                apply(recorder.handle(AudioChunk(data: [UInt8](repeating: 1, count: 160), time: audioTime, sampleRate: 8000, channels: 1)))
+                apply(
+                    recorder.handle(
+                        AudioChunk(
+                            data: [UInt8](repeating: 1, count: 160), time: audioTime, sampleRate: 8000, channels: 1)))
                 audioTime = audioTime + .init(seconds: 0.01)
             }
         }
@@ -68,10 +75,12 @@ import Testing
 
     @Test func clipStartsAtThePreRollKeyframeAndEndsAfterTheEvent() {
         // Motion confirmed at frame 300 (10 s), trigger at frame 297; the event ends at 15 s.
-        let (clips, stream) = run(frames: 600, actions: [
-            300: [.start(trigger: time(297), confirmedAt: time(300), score: 0.05)],
-            452: [.end(at: time(450), lastMotion: time(300), peakScore: 0.07, parts: 1)],
-        ])
+        let (clips, stream) = run(
+            frames: 600,
+            actions: [
+                300: [.start(trigger: time(297), confirmedAt: time(300), score: 0.05)],
+                452: [.end(at: time(450), lastMotion: time(300), peakScore: 0.07, parts: 1)],
+            ])
         #expect(clips.count == 1)
         let clip = clips[0]
         // Newest keyframe at or before 9.9 − 3 = 6.9 s is the one at 6 s (frame 180).
@@ -83,10 +92,12 @@ import Testing
     }
 
     @Test func eachGOPGoesToTheWriterAsSoonAsItIsComplete() {
-        let (clips, _) = run(frames: 600, actions: [
-            300: [.start(trigger: time(297), confirmedAt: time(300), score: 0.05)],
-            452: [.end(at: time(450), lastMotion: time(300), peakScore: 0.07, parts: 1)],
-        ])
+        let (clips, _) = run(
+            frames: 600,
+            actions: [
+                300: [.start(trigger: time(297), confirmedAt: time(300), score: 0.05)],
+                452: [.end(at: time(450), lastMotion: time(300), peakScore: 0.07, parts: 1)],
+            ])
         let clip = clips[0]
         // The pre-roll's complete GOPs (6 s to 9 s) go at the trigger; the GOP being recorded
         // then (from 9 s) when the keyframe at 10 s arrives (with frame 301: the encoder's
@@ -98,16 +109,18 @@ import Testing
 
     @Test func splitPartsJoinWithoutLossOrRepeat() {
         // A 40 s event split at 20 s and 30 s (max_clip 10 s from the trigger at 10 s).
-        let (clips, stream) = run(frames: 1800, actions: [
-            300: [.start(trigger: time(300), confirmedAt: time(300), score: 0.05)],
-            600: [.split(at: time(600), part: 2)],
-            905: [.split(at: time(900) + .init(seconds: 0.1), part: 3)],
-            1500: [.end(at: time(1499), lastMotion: time(1400), peakScore: 0.1, parts: 3)],
-        ])
+        let (clips, stream) = run(
+            frames: 1800,
+            actions: [
+                300: [.start(trigger: time(300), confirmedAt: time(300), score: 0.05)],
+                600: [.split(at: time(600), part: 2)],
+                905: [.split(at: time(900) + .init(seconds: 0.1), part: 3)],
+                1500: [.end(at: time(1499), lastMotion: time(1400), peakScore: 0.1, parts: 3)],
+            ])
         #expect(clips.map(\.info.part) == [1, 2, 3])
         #expect(clips[0].video.first?.pts == time(210))
         #expect(clips[1].info.start == time(600))
-        #expect(clips[2].info.start == time(930)) // the first keyframe at or after 30.1 s
+        #expect(clips[2].info.start == time(930))  // the first keyframe at or after 30.1 s
         #expect(clips.allSatisfy { $0.video.first?.isKeyframe == true })
         #expect(clips[0].closing?.0 == time(600) && clips[0].closing?.1.reason == .split)
         #expect(clips[1].closing?.0 == time(930))
@@ -119,18 +132,22 @@ import Testing
     @Test func motionBeforeAnyKeyframeWaitsForOne() {
         // Keyframes every 30 frames from frame 0; the ring is empty when the event starts at
         // frame 0 (the encoder has not produced frame 0 yet).
-        let (clips, stream) = run(frames: 120, actions: [
-            0: [.start(trigger: time(0), confirmedAt: time(0), score: 0.02)],
-            100: [.end(at: time(99), lastMotion: time(40), peakScore: 0.02, parts: 1)],
-        ])
+        let (clips, stream) = run(
+            frames: 120,
+            actions: [
+                0: [.start(trigger: time(0), confirmedAt: time(0), score: 0.02)],
+                100: [.end(at: time(99), lastMotion: time(40), peakScore: 0.02, parts: 1)],
+            ])
         #expect(clips.count == 1)
         #expect(clips[0].video == Array(stream[0...99]))
     }
 
     @Test func finishClosesTheOpenClip() {
-        let (clips, stream) = run(frames: 200, actions: [
-            150: [.start(trigger: time(150), confirmedAt: time(150), score: 0.02)],
-        ], finishAt: time(200))
+        let (clips, stream) = run(
+            frames: 200,
+            actions: [
+                150: [.start(trigger: time(150), confirmedAt: time(150), score: 0.02)]
+            ], finishAt: time(200))
         #expect(clips.count == 1)
         #expect(clips[0].video == Array(stream[60...199]))
         #expect(clips[0].closing?.0 == time(200))
@@ -138,12 +155,14 @@ import Testing
     }
 
     @Test func twoEventsMakeTwoClipsSharingNoFrame() {
-        let (clips, _) = run(frames: 900, preRoll: 5, actions: [
-            200: [.start(trigger: time(200), confirmedAt: time(200), score: 0.02)],
-            300: [.end(at: time(299), lastMotion: time(250), peakScore: 0.02, parts: 1)],
-            400: [.start(trigger: time(400), confirmedAt: time(400), score: 0.03)],
-            500: [.end(at: time(499), lastMotion: time(450), peakScore: 0.03, parts: 1)],
-        ])
+        let (clips, _) = run(
+            frames: 900, preRoll: 5,
+            actions: [
+                200: [.start(trigger: time(200), confirmedAt: time(200), score: 0.02)],
+                300: [.end(at: time(299), lastMotion: time(250), peakScore: 0.02, parts: 1)],
+                400: [.start(trigger: time(400), confirmedAt: time(400), score: 0.03)],
+                500: [.end(at: time(499), lastMotion: time(450), peakScore: 0.03, parts: 1)],
+            ])
         #expect(clips.count == 2)
         #expect(clips[0].video.first?.pts == time(30))
         // Each clip carries its own full pre-roll: the second (trigger 13.3 s, pre-roll 5 s)
@@ -153,11 +172,13 @@ import Testing
     }
 
     @Test func soundIsCutAtSplitsAndAtTheEnd() {
-        let (clips, _) = run(frames: 900, actions: [
-            300: [.start(trigger: time(300), confirmedAt: time(300), score: 0.05)],
-            450: [.split(at: time(450), part: 2)],
-            700: [.end(at: time(699), lastMotion: time(600), peakScore: 0.1, parts: 2)],
-        ], audio: true)
+        let (clips, _) = run(
+            frames: 900,
+            actions: [
+                300: [.start(trigger: time(300), confirmedAt: time(300), score: 0.05)],
+                450: [.split(at: time(450), part: 2)],
+                700: [.end(at: time(699), lastMotion: time(600), peakScore: 0.1, parts: 2)],
+            ], audio: true)
         #expect(clips.count == 2)
         for clip in clips {
             let first = clip.audio.first?.time ?? .zero

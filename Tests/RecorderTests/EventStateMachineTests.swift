@@ -1,6 +1,7 @@
 import Media
-import Testing
 import TestSupport
+import Testing
+
 @testable import Recorder
 
 /// The event state machine, driven with chosen timestamps (no clock).
@@ -13,8 +14,10 @@ import TestSupport
     }
 
     /// Feeds frames every 0.1 s from `from` to `to` (exclusive) with `motion`, collecting actions.
-    static func feed(_ machine: inout EventStateMachine, _ from: Double, _ to: Double, motion: Bool,
-                     score: Double = 0.05) -> [EventAction] {
+    static func feed(
+        _ machine: inout EventStateMachine, _ from: Double, _ to: Double, motion: Bool,
+        score: Double = 0.05
+    ) -> [EventAction] {
         var actions: [EventAction] = []
         var i = 0
         while true {
@@ -51,7 +54,10 @@ import TestSupport
         #expect(m.state == .postRoll)
         #expect(m.endDue == .s(3.5))
         #expect(m.handle(Self.frame(3.4, false)).isEmpty)
-        #expect(m.handle(Self.frame(3.5, false, score: 0.001)) == [.end(at: .s(3.5), lastMotion: .s(1.5), peakScore: 0.08, parts: 1)])
+        #expect(
+            m.handle(Self.frame(3.5, false, score: 0.001)) == [
+                .end(at: .s(3.5), lastMotion: .s(1.5), peakScore: 0.08, parts: 1)
+            ])
         #expect(m.state == .idle)
         #expect(m.handle(Self.frame(3.6, false)).isEmpty)
     }
@@ -99,10 +105,11 @@ import TestSupport
         #expect(m.state == .motion)
         // A run that began after the post-roll ended is a new event.
         _ = m.handle(Self.frame(3.2, false))
-        #expect(m.handle(Self.frame(5.3, true, since: 5.25)) == [
-            .end(at: .s(5.1), lastMotion: .s(3.1), peakScore: 0.05, parts: 1),
-            .start(trigger: .s(5.25), confirmedAt: .s(5.3), score: 0.05),
-        ])
+        #expect(
+            m.handle(Self.frame(5.3, true, since: 5.25)) == [
+                .end(at: .s(5.1), lastMotion: .s(3.1), peakScore: 0.05, parts: 1),
+                .start(trigger: .s(5.25), confirmedAt: .s(5.3), score: 0.05),
+            ])
     }
 
     /// max_clip: a split every 10 s counted from the trigger, in motion and in post-roll;
@@ -150,8 +157,8 @@ import TestSupport
     @Test(arguments: [
         // (state before finish: motion or post-roll, finish time, expected end)
         (true, 5.0, 5.0),
-        (false, 2.5, 2.5),    // post-roll cut short
-        (false, 9.0, 3.0),    // finish after the due end (no frame came): end at the due time
+        (false, 2.5, 2.5),  // post-roll cut short
+        (false, 9.0, 3.0),  // finish after the due end (no frame came): end at the due time
     ])
     func finishEndsOpenEvent(inMotion: Bool, finish: Double, expected: Double) {
         var m = EventStateMachine(settings: Self.settings)

@@ -1,8 +1,9 @@
 import Foundation
 import Media
 import Storage
-import Testing
 import TestSupport
+import Testing
+
 @testable import Recorder
 
 /// Recorder builds on FoundationEssentials alone; this checks that the journal's times are
@@ -18,7 +19,8 @@ import TestSupport
         for i in 0..<3000 {
             let milliseconds = Double(1_600_000_000_000 + random.next() % 300_000_000_000)
             // Whole and half milliseconds, and anything between: rounding and carries.
-            let t = (milliseconds + [0, 0.5, 0.4999, 0.5001, 0.9996, Double(random.next() % 1000) / 1000][i % 6]) / 1000
+            let t =
+                (milliseconds + [0, 0.5, 0.4999, 0.5001, 0.9996, Double(random.next() % 1000) / 1000][i % 6]) / 1000
             let date = Date(timeIntervalSince1970: t)
             #expect(ClipRecord.timestamp(date, timeZone: timeZone) == formatter.string(from: date), "\(t)")
         }

@@ -1,5 +1,6 @@
 import Media
 import Testing
+
 @testable import Recorder
 
 /// Model-based tests: every stream layout below is fed sample by sample, and after every
@@ -16,8 +17,10 @@ import Testing
     static let layouts: [Layout] = {
         var layouts: [Layout] = []
         for gop in [1, 2, 3, 7, 30] {
-            layouts.append(Layout(name: "30 fps, GOP \(gop)", times: (0..<90).map { Int64($0) * 33 },
-                                  keyframes: Set(stride(from: 0, to: 90, by: gop))))
+            layouts.append(
+                Layout(
+                    name: "30 fps, GOP \(gop)", times: (0..<90).map { Int64($0) * 33 },
+                    keyframes: Set(stride(from: 0, to: 90, by: gop))))
         }
         // 24.7 fps with a keyframe on the first frame at or after each second, and two gaps.
         var times: [Int64] = []
@@ -34,15 +37,18 @@ import Testing
         }
         layouts.append(Layout(name: "24.7 fps with gaps, 1 s keyframes", times: times, keyframes: keys))
         // Irregular GOPs.
-        layouts.append(Layout(name: "irregular GOPs", times: (0..<60).map { Int64($0) * 50 },
-                              keyframes: [0, 1, 5, 6, 7, 20, 21, 40, 59]))
+        layouts.append(
+            Layout(
+                name: "irregular GOPs", times: (0..<60).map { Int64($0) * 50 },
+                keyframes: [0, 1, 5, 6, 7, 20, 21, 40, 59]))
         return layouts
     }()
 
     func sample(_ layout: Layout, _ i: Int, size: Int = 100) -> EncodedSample {
         let t = Timestamp(nanoseconds: layout.times[i] * 1_000_000)
-        return EncodedSample(data: [UInt8](repeating: UInt8(i & 0xFF), count: layout.keyframes.contains(i) ? size * 5 : size),
-                             pts: t, dts: t, isKeyframe: layout.keyframes.contains(i))
+        return EncodedSample(
+            data: [UInt8](repeating: UInt8(i & 0xFF), count: layout.keyframes.contains(i) ? size * 5 : size),
+            pts: t, dts: t, isKeyframe: layout.keyframes.contains(i))
     }
 
     @Test(arguments: layouts, [0, 100, 500, 1000, 2000, 5000] as [Int64])
@@ -58,7 +64,9 @@ import Testing
             for trigger in [s.pts, s.pts + .init(nanoseconds: 20_000_000)] {
                 let latest = trigger - preRoll
                 let expected = history.lastIndex { $0.isKeyframe && $0.pts <= latest } ?? firstKey
-                #expect(ring.clipStart(forTrigger: trigger) == history[expected].pts, "\(layout) pre-roll \(preRollMs) ms, sample \(i)")
+                #expect(
+                    ring.clipStart(forTrigger: trigger) == history[expected].pts,
+                    "\(layout) pre-roll \(preRollMs) ms, sample \(i)")
                 // Nothing between that keyframe and the newest sample is missing or repeated.
                 #expect(ring.clipContents(forTrigger: trigger)?.gops.flatMap(\.samples) == Array(history[expected...]))
             }
@@ -71,7 +79,7 @@ import Testing
     }
 
     @Test func staysWithinItsByteBoundKeepingTheNewestGOP() {
-        let layout = Self.layouts[3] // 30 fps, GOP 7
+        let layout = Self.layouts[3]  // 30 fps, GOP 7
         // Each GOP is 500 + 6 × 100 bytes; allow about two and a half.
         var ring = PreRollBuffer(preRoll: .init(seconds: 10), maxBytes: 2800)
         for i in layout.times.indices {
@@ -101,7 +109,8 @@ import Testing
         // Keyframes every second for 5 s at 10 fps; audio in 100 ms chunks at 8 kHz mono.
         for i in 0..<50 {
             let t = Timestamp(nanoseconds: Int64(i) * 100_000_000)
-            ring.append(AudioChunk(data: [UInt8](repeating: UInt8(i), count: 1600), time: t, sampleRate: 8000, channels: 1))
+            ring.append(
+                AudioChunk(data: [UInt8](repeating: UInt8(i), count: 1600), time: t, sampleRate: 8000, channels: 1))
             ring.append(EncodedSample(data: [UInt8(i)], pts: t, dts: t, isKeyframe: i % 10 == 0))
         }
         // Trigger at 4.95 s: the keyframe at or before 3.95 s is the one at 3 s.
@@ -116,9 +125,10 @@ import Testing
     }
 
     @Test func audioChunksSplitAtAnInstant() {
-        let chunk = AudioChunk(data: (0..<400).map { UInt8($0 & 0xFF) }, time: Timestamp(seconds: 1), sampleRate: 8000, channels: 2)
+        let chunk = AudioChunk(
+            data: (0..<400).map { UInt8($0 & 0xFF) }, time: Timestamp(seconds: 1), sampleRate: 8000, channels: 2)
         #expect(chunk.frames == 100)
-        let (before, after) = chunk.split(at: Timestamp(seconds: 1.005)) // 40 frames in
+        let (before, after) = chunk.split(at: Timestamp(seconds: 1.005))  // 40 frames in
         #expect(before?.frames == 40 && after?.frames == 60)
         #expect(after?.time == Timestamp(seconds: 1.005))
         #expect((before?.data ?? []) + (after?.data ?? []) == chunk.data)

@@ -1,8 +1,9 @@
 import Foundation
 import Media
 import Storage
-import Testing
 import TestSupport
+import Testing
+
 @testable import Recorder
 
 @Suite struct ClipNamingTests {
@@ -10,10 +11,12 @@ import TestSupport
 
     @Test func namesComeFromThePatternInLocalTime() {
         let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "shed", timeZone: utc)
-        let date = Date(timeIntervalSince1970: 1_796_036_645) // 2026-11-30 11:04:05 UTC
+        let date = Date(timeIntervalSince1970: 1_796_036_645)  // 2026-11-30 11:04:05 UTC
         #expect(naming.relativePath(for: date) == "2026-11-30/shed-20261130-110405.mov")
         #expect(naming.relativePath(for: date, suffix: 2) == "2026-11-30/shed-20261130-110405-2.mov")
-        let berlin = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "shed", timeZone: TimeZone(identifier: "Europe/Berlin")!)
+        let berlin = ClipNaming(
+            pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "shed",
+            timeZone: TimeZone(identifier: "Europe/Berlin")!)
         #expect(berlin.relativePath(for: date) == "2026-11-30/shed-20261130-120405.mov")
     }
 
@@ -44,33 +47,44 @@ import TestSupport
     }
 
     @Test func deletesOldestFirstForEachReason() {
-        let clips = [clip("d", ageDays: 1, mb: 10), clip("a", ageDays: 40, mb: 10), clip("c", ageDays: 5, mb: 10), clip("b", ageDays: 31, mb: 10)]
-        let byAge = RetentionPolicy(maxAgeDays: 30, maxSize: nil, minFree: 0).deletions(clips: clips, now: now, freeBytes: 1 << 40, protected: [])
+        let clips = [
+            clip("d", ageDays: 1, mb: 10), clip("a", ageDays: 40, mb: 10), clip("c", ageDays: 5, mb: 10),
+            clip("b", ageDays: 31, mb: 10),
+        ]
+        let byAge = RetentionPolicy(maxAgeDays: 30, maxSize: nil, minFree: 0).deletions(
+            clips: clips, now: now, freeBytes: 1 << 40, protected: [])
         #expect(byAge.map(\.clip.relativePath) == ["a", "b"])
         #expect(byAge.allSatisfy { $0.reason == .olderThan(days: 30) })
 
-        let bySize = RetentionPolicy(maxAgeDays: nil, maxSize: 25 << 20, minFree: 0).deletions(clips: clips, now: now, freeBytes: 1 << 40, protected: [])
+        let bySize = RetentionPolicy(maxAgeDays: nil, maxSize: 25 << 20, minFree: 0).deletions(
+            clips: clips, now: now, freeBytes: 1 << 40, protected: [])
         #expect(bySize.map(\.clip.relativePath) == ["a", "b"])
 
-        let byFree = RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: 100 << 20).deletions(clips: clips, now: now, freeBytes: 75 << 20, protected: [])
+        let byFree = RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: 100 << 20).deletions(
+            clips: clips, now: now, freeBytes: 75 << 20, protected: [])
         #expect(byFree.map(\.clip.relativePath) == ["a", "b", "c"])
         #expect(byFree.last?.reason == .freeSpaceBelow(bytes: 100 << 20))
     }
 
     @Test func neverTheClipBeingWritten() {
         let clips = [clip("old", ageDays: 90, mb: 10), clip("open", ageDays: 100, mb: 500)]
-        let d = RetentionPolicy(maxAgeDays: 30, maxSize: 1, minFree: 1 << 40).deletions(clips: clips, now: now, freeBytes: 0, protected: ["open"])
+        let d = RetentionPolicy(maxAgeDays: 30, maxSize: 1, minFree: 1 << 40).deletions(
+            clips: clips, now: now, freeBytes: 0, protected: ["open"])
         #expect(d.map(\.clip.relativePath) == ["old"])
     }
 
     @Test func nothingToDoWhenWithinLimits() {
         let clips = [clip("a", ageDays: 2, mb: 10)]
-        #expect(RetentionPolicy(maxAgeDays: 30, maxSize: 100 << 20, minFree: 10 << 20).deletions(clips: clips, now: now, freeBytes: 1 << 30, protected: []).isEmpty)
+        #expect(
+            RetentionPolicy(maxAgeDays: 30, maxSize: 100 << 20, minFree: 10 << 20).deletions(
+                clips: clips, now: now, freeBytes: 1 << 30, protected: []
+            ).isEmpty)
     }
 }
 
 @Suite struct ClipStoreTests {
-    let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "shed", timeZone: TimeZone(identifier: "UTC")!)
+    let naming = ClipNaming(
+        pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "shed", timeZone: TimeZone(identifier: "UTC")!)
     let base = Date(timeIntervalSince1970: 1_796_000_000)
 
     /// Six 5 MB clips an hour apart, and things that are not clips: a file outside the
@@ -83,7 +97,9 @@ import TestSupport
             names.append(naming.relativePath(for: date))
             storage.put(names[i], [UInt8](repeating: 0, count: 5 << 20), modified: date)
         }
-        storage.put("2026-11-29/holiday.mov", [UInt8](repeating: 0, count: 1 << 20), modified: base.addingTimeInterval(-86_400 * 400))
+        storage.put(
+            "2026-11-29/holiday.mov", [UInt8](repeating: 0, count: 1 << 20),
+            modified: base.addingTimeInterval(-86_400 * 400))
         storage.link("2026-11-27/shed-20261127-000000.mov")
         return (storage, ClipStore(storage: storage, naming: naming), names)
     }
@@ -95,15 +111,20 @@ import TestSupport
         #expect(free == 9 << 20)
 
         // Keep 17 MB free: 8 MB must go, so the two oldest clips but the open one.
-        let (deleted, errors) = store.sweep(RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: 17 << 20), now: base, protected: [names[0]])
+        let (deleted, errors) = store.sweep(
+            RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: 17 << 20), now: base, protected: [names[0]])
         #expect(errors.isEmpty)
         #expect(deleted.map(\.clip.relativePath) == [names[1], names[2]])
         #expect(deleted.allSatisfy { $0.reason == .freeSpaceBelow(bytes: 17 << 20) })
         #expect(try storage.freeBytes() == 19 << 20)
-        #expect(storage.exists(names[0]) && storage.exists("2026-11-29/holiday.mov") && storage.exists("2026-11-27/shed-20261127-000000.mov"))
+        #expect(
+            storage.exists(names[0]) && storage.exists("2026-11-29/holiday.mov")
+                && storage.exists("2026-11-27/shed-20261127-000000.mov"))
 
         // By age and size: everything of ours but the protected clip can go; nothing else.
-        let all = store.sweep(RetentionPolicy(maxAgeDays: 1, maxSize: 1, minFree: 0), now: base.addingTimeInterval(86_400 * 10), protected: [names[0]])
+        let all = store.sweep(
+            RetentionPolicy(maxAgeDays: 1, maxSize: 1, minFree: 0), now: base.addingTimeInterval(86_400 * 10),
+            protected: [names[0]])
         #expect(all.deleted.count == 3)
         #expect(try store.clips().map(\.relativePath) == [names[0]])
         #expect(storage.fileNames == [names[0], "2026-11-29/holiday.mov"].sorted())
@@ -118,7 +139,8 @@ import TestSupport
             try store.delete(StoredFile(relativePath: "2026-11-29/holiday.mov", size: 0, modified: Date()))
         }
         #expect(throws: FileError.self) {
-            try store.delete(StoredFile(relativePath: "../2026-11-30/shed-20261130-000000.mov", size: 0, modified: Date()))
+            try store.delete(
+                StoredFile(relativePath: "../2026-11-30/shed-20261130-000000.mov", size: 0, modified: Date()))
         }
         #expect(storage.exists("2026-11-29/holiday.mov") && storage.exists("2026-11-27/shed-20261127-000000.mov"))
     }
@@ -128,10 +150,11 @@ import TestSupport
     @Test func appendsOneLinePerClipAndReadsThemBack() throws {
         let storage = MemoryStorage()
         let journal = EventsJournal(storage: storage)
-        let record = ClipRecord(file: "2026-11-30/shed-20261130-110405.mov", camera: "shed",
-                                start: "2026-11-30T11:04:05.000Z", end: "2026-11-30T11:04:17.500Z", trigger: "2026-11-30T11:04:10.000Z",
-                                triggerSourceSeconds: 125.25, preRollSeconds: 5, durationSeconds: 12.5, frames: 375, audioFrames: 0,
-                                bytes: 1_234_567, peakScore: 0.061, part: 1)
+        let record = ClipRecord(
+            file: "2026-11-30/shed-20261130-110405.mov", camera: "shed",
+            start: "2026-11-30T11:04:05.000Z", end: "2026-11-30T11:04:17.500Z", trigger: "2026-11-30T11:04:10.000Z",
+            triggerSourceSeconds: 125.25, preRollSeconds: 5, durationSeconds: 12.5, frames: 375, audioFrames: 0,
+            bytes: 1_234_567, peakScore: 0.061, part: 1)
         try journal.append(record)
         var second = record
         second.part = 2
@@ -139,8 +162,14 @@ import TestSupport
         let text = String(decoding: storage.contents(EventsJournal.name) ?? [], as: UTF8.self)
         let lines = text.split(separator: "\n")
         #expect(lines.count == 2)
-        #expect(lines[0].hasPrefix("{\"audio_frames\":0,\"bytes\":1234567,\"camera\":\"shed\",\"duration_s\":12.5,\"end\":\"2026-11-30T11:04:17.500Z\",\"file\":\"2026-11-30/shed-20261130-110405.mov\""))
-        for key in ["\"trigger\":", "\"trigger_source_s\":125.25", "\"preroll_s\":5", "\"frames\":375", "\"peak_score\":0.061", "\"start\":"] {
+        #expect(
+            lines[0].hasPrefix(
+                "{\"audio_frames\":0,\"bytes\":1234567,\"camera\":\"shed\",\"duration_s\":12.5,\"end\":\"2026-11-30T11:04:17.500Z\",\"file\":\"2026-11-30/shed-20261130-110405.mov\""
+            ))
+        for key in [
+            "\"trigger\":", "\"trigger_source_s\":125.25", "\"preroll_s\":5", "\"frames\":375", "\"peak_score\":0.061",
+            "\"start\":",
+        ] {
             #expect(lines[0].contains(key), "\(key) missing")
         }
         // A damaged line is reported, not fatal.
@@ -160,9 +189,11 @@ import TestSupport
     @Test func aRepairedClipsLineLeavesOutWhatIsNotKnown() throws {
         let storage = MemoryStorage()
         let journal = EventsJournal(storage: storage)
-        try journal.append(ClipRecord(file: "a.mov", camera: "shed", start: "2026-11-30T11:04:05.000Z", end: "2026-11-30T11:04:07.000Z",
-                                      trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil, durationSeconds: 2, frames: 60,
-                                      audioFrames: 0, bytes: 1000, peakScore: nil, part: nil, repaired: true))
+        try journal.append(
+            ClipRecord(
+                file: "a.mov", camera: "shed", start: "2026-11-30T11:04:05.000Z", end: "2026-11-30T11:04:07.000Z",
+                trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil, durationSeconds: 2, frames: 60,
+                audioFrames: 0, bytes: 1000, peakScore: nil, part: nil, repaired: true))
         let line = String(decoding: storage.contents(EventsJournal.name) ?? [], as: UTF8.self)
         #expect(line.contains("\"repaired\":true"))
         #expect(!line.contains("trigger") && !line.contains("peak_score"))
@@ -172,12 +203,16 @@ import TestSupport
     @Test func aFullDiskKeepsTheJournalAsItWasAndSaysSo() throws {
         let storage = MemoryStorage(capacity: 1000)
         let journal = EventsJournal(storage: storage)
-        let record = ClipRecord(file: "a.mov", camera: "shed", start: "", end: "", trigger: nil, triggerSourceSeconds: nil,
-                                preRollSeconds: nil, durationSeconds: 1, frames: 30, audioFrames: 0, bytes: 1, peakScore: nil, part: 1)
+        let record = ClipRecord(
+            file: "a.mov", camera: "shed", start: "", end: "", trigger: nil, triggerSourceSeconds: nil,
+            preRollSeconds: nil, durationSeconds: 1, frames: 30, audioFrames: 0, bytes: 1, peakScore: nil, part: 1)
         try journal.append(record)
         let before = storage.contents(EventsJournal.name)
         storage.fill()
-        #expect(throws: EventsJournal.JournalError(description: "cannot append to \(journal.path): no space left on the device")) {
+        #expect(
+            throws: EventsJournal.JournalError(
+                description: "cannot append to \(journal.path): no space left on the device")
+        ) {
             try journal.append(record)
         }
         #expect(storage.contents(EventsJournal.name) == before)

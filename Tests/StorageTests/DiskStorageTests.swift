@@ -3,16 +3,18 @@ import Media
 import QuickTime
 import Recorder
 import Storage
-import Testing
 import TestSupport
+import Testing
 
 /// The storage directory on disk: what the POSIX calls do with real files, links and a real
 /// (small) file system.
 @Suite struct DiskStorageTests {
-    let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "shed", timeZone: TimeZone(identifier: "UTC")!)
+    let naming = ClipNaming(
+        pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "shed", timeZone: TimeZone(identifier: "UTC")!)
 
     func write(_ path: String, mb: Int, modified: Date) throws {
-        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: path, contents: Data(count: mb << 20)))
         try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: path)
     }
@@ -35,10 +37,14 @@ import TestSupport
         // Not ours: a file outside the pattern, a symlink to a file outside, a symlinked
         // directory full of clip-named files, and a file outside the store.
         try write(root + "/2026-11-29/holiday.mov", mb: 1, modified: base.addingTimeInterval(-86_400 * 400))
-        try write(outside + "/2026-11-29/shed-20261129-000000.mov", mb: 1, modified: base.addingTimeInterval(-86_400 * 400))
-        try FileManager.default.createSymbolicLink(atPath: root + "/2026-11-28", withDestinationPath: outside + "/2026-11-29")
+        try write(
+            outside + "/2026-11-29/shed-20261129-000000.mov", mb: 1, modified: base.addingTimeInterval(-86_400 * 400))
+        try FileManager.default.createSymbolicLink(
+            atPath: root + "/2026-11-28", withDestinationPath: outside + "/2026-11-29")
         try FileManager.default.createDirectory(atPath: root + "/2026-11-27", withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: root + "/2026-11-27/shed-20261127-000000.mov", withDestinationPath: outside + "/2026-11-29/shed-20261129-000000.mov")
+        try FileManager.default.createSymbolicLink(
+            atPath: root + "/2026-11-27/shed-20261127-000000.mov",
+            withDestinationPath: outside + "/2026-11-29/shed-20261129-000000.mov")
 
         let store = ClipStore(storage: DiskStorage(root: root), naming: naming)
         #expect(try store.clips().map(\.relativePath).sorted() == names.sorted())
@@ -59,7 +65,9 @@ import TestSupport
         #expect((try? fm.destinationOfSymbolicLink(atPath: root + "/2026-11-27/shed-20261127-000000.mov")) != nil)
 
         // By age and size: everything of ours but the protected clip can go; nothing else.
-        let all = store.sweep(RetentionPolicy(maxAgeDays: 1, maxSize: 1, minFree: 0), now: base.addingTimeInterval(86_400 * 10), protected: [names[0]])
+        let all = store.sweep(
+            RetentionPolicy(maxAgeDays: 1, maxSize: 1, minFree: 0), now: base.addingTimeInterval(86_400 * 10),
+            protected: [names[0]])
         #expect(all.deleted.count == 3)
         #expect(try store.clips().map(\.relativePath) == [names[0]])
         #expect(fm.fileExists(atPath: root + "/2026-11-29/holiday.mov"))
@@ -73,9 +81,11 @@ import TestSupport
         let date = Date(timeIntervalSince1970: 1_796_000_000)
         try write(dir.file("2026-11-30/shed-20261130-000000.mov"), mb: 0, modified: date)
         try write(outside.file("2026-11-29/shed-20261129-000000.mov"), mb: 0, modified: date)
-        try FileManager.default.createSymbolicLink(atPath: dir.file("2026-11-29"), withDestinationPath: outside.file("2026-11-29"))
-        try FileManager.default.createSymbolicLink(atPath: dir.file("2026-11-30/shed-20261130-000001.mov"),
-                                                   withDestinationPath: outside.file("2026-11-29/shed-20261129-000000.mov"))
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.file("2026-11-29"), withDestinationPath: outside.file("2026-11-29"))
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.file("2026-11-30/shed-20261130-000001.mov"),
+            withDestinationPath: outside.file("2026-11-29/shed-20261129-000000.mov"))
         let storage = DiskStorage(root: dir.path)
         let files = try storage.walk()
         #expect(files.map(\.relativePath) == ["2026-11-30/shed-20261130-000000.mov"])
@@ -113,7 +123,10 @@ import TestSupport
         #expect(try storage.read("events.jsonl") == Array("one\ntwo\n".utf8))
         try storage.replace("events.jsonl", with: Array("two\n".utf8))
         #expect(try storage.read("events.jsonl") == Array("two\n".utf8))
-        #expect(try FileManager.default.contentsOfDirectory(atPath: storage.root).sorted() == ["2026-11-30", "events.jsonl"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: storage.root).sorted() == [
+                "2026-11-30", "events.jsonl",
+            ])
     }
 
     @Test func aFullDiskInTheJournalSaysSo() throws {
@@ -121,9 +134,13 @@ import TestSupport
         defer { dir.remove() }
         let journal = EventsJournal(directory: dir.path)
         try FileManager.default.createSymbolicLink(atPath: journal.path, withDestinationPath: "/dev/full")
-        let record = ClipRecord(file: "a.mov", camera: "shed", start: "", end: "", trigger: nil, triggerSourceSeconds: nil,
-                                preRollSeconds: nil, durationSeconds: 1, frames: 30, audioFrames: 0, bytes: 1, peakScore: nil, part: 1)
-        #expect(throws: EventsJournal.JournalError(description: "cannot append to \(journal.path): no space left on the device")) {
+        let record = ClipRecord(
+            file: "a.mov", camera: "shed", start: "", end: "", trigger: nil, triggerSourceSeconds: nil,
+            preRollSeconds: nil, durationSeconds: 1, frames: 30, audioFrames: 0, bytes: 1, peakScore: nil, part: 1)
+        #expect(
+            throws: EventsJournal.JournalError(
+                description: "cannot append to \(journal.path): no space left on the device")
+        ) {
             try journal.append(record)
         }
     }

@@ -12,7 +12,9 @@ public final class AgentProcess: Sendable {
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["TZ"] = "UTC"
-        for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] { environment.removeValue(forKey: key) }
+        for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
+            environment.removeValue(forKey: key)
+        }
         environment.merge(extra) { $1 }
         process.environment = environment
         let pipe = Pipe()
@@ -77,7 +79,16 @@ public func logValue(_ line: String, _ key: String) -> String? {
         var value = ""
         var escaped = false
         for c in rest.dropFirst() {
-            if escaped { value.append(c); escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { break } else { value.append(c) }
+            if escaped {
+                value.append(c)
+                escaped = false
+            } else if c == "\\" {
+                escaped = true
+            } else if c == "\"" {
+                break
+            } else {
+                value.append(c)
+            }
         }
         return value
     }
@@ -88,4 +99,3 @@ public func logValue(_ line: String, _ key: String) -> String? {
 public func logLines(_ output: String, _ message: String) -> [String] {
     output.split(separator: "\n").map(String.init).filter { logValue($0, "msg") == message }
 }
-

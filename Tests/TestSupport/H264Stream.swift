@@ -18,14 +18,20 @@ public struct H264TestStream: Sendable {
     public var samples: [Sample]
 
     /// Encodes `frames` frames of ffmpeg's `testsrc2` pattern with a keyframe every `gop` frames.
-    public static func make(width: Int = 320, height: Int = 240, frames: Int, gop: Int = 30,
-                            in directory: TemporaryDirectory) throws -> H264TestStream {
+    public static func make(
+        width: Int = 320, height: Int = 240, frames: Int, gop: Int = 30,
+        in directory: TemporaryDirectory
+    ) throws -> H264TestStream {
         let path = directory.file("stream-\(width)x\(height)-\(frames)-\(gop).h264")
-        let r = try runTool("ffmpeg", [
-            "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height):rate=30",
-            "-frames:v", "\(frames)", "-pix_fmt", "yuv420p", "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency",
-            "-bf", "0", "-g", "\(gop)", "-x264-params", "aud=1:scenecut=0:keyint=\(gop):min-keyint=\(gop)",
-            "-f", "h264", path])
+        let r = try runTool(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height):rate=30",
+                "-frames:v", "\(frames)", "-pix_fmt", "yuv420p", "-c:v", "libx264", "-preset", "ultrafast", "-tune",
+                "zerolatency",
+                "-bf", "0", "-g", "\(gop)", "-x264-params", "aud=1:scenecut=0:keyint=\(gop):min-keyint=\(gop)",
+                "-f", "h264", path,
+            ])
         guard r.status == 0 else { throw ToolError.failed("ffmpeg (making a test stream)", r) }
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         return try parse(annexB: bytes, width: width, height: height)
@@ -44,7 +50,7 @@ public struct H264TestStream: Sendable {
             if bytes[i] == 0 && bytes[i + 1] == 0 && bytes[i + 2] == 1 {
                 if let s = start {
                     var end = i
-                    while end > s && bytes[end - 1] == 0 { end -= 1 } // trailing zero of a 4-byte start code
+                    while end > s && bytes[end - 1] == 0 { end -= 1 }  // trailing zero of a 4-byte start code
                     nals.append(bytes[s..<end])
                 }
                 i += 3
@@ -67,7 +73,7 @@ public struct H264TestStream: Sendable {
         for nal in nals where !nal.isEmpty {
             let type = nal.first! & 0x1F
             switch type {
-            case 9: finish()                                   // access unit delimiter
+            case 9: finish()  // access unit delimiter
             case 7: if sps == nil { sps = Array(nal) }
             case 8: if pps == nil { pps = Array(nal) }
             default:
@@ -89,9 +95,10 @@ extension H264TestStream {
     /// the last at `end` (open-ended when nil).
     public func gops(count: Int? = nil, end: Timestamp? = nil, time: (Int) -> Timestamp) -> [GOP] {
         let n = count ?? samples.count
-        return groupedIntoGOPs((0..<n).map { i in
-            EncodedSample(data: samples[i].data, pts: time(i), dts: time(i), isKeyframe: samples[i].isKeyframe)
-        }, end: end)
+        return groupedIntoGOPs(
+            (0..<n).map { i in
+                EncodedSample(data: samples[i].data, pts: time(i), dts: time(i), isKeyframe: samples[i].isKeyframe)
+            }, end: end)
     }
 }
 

@@ -30,7 +30,10 @@ public final class MemoryStorage: ClipStorage, Sendable {
 
     let state: Mutex<State>
 
-    public init(root: String = "/memory/clips", capacity: Int64 = 1 << 40, now: Date = Date(timeIntervalSince1970: 1_796_000_000)) {
+    public init(
+        root: String = "/memory/clips", capacity: Int64 = 1 << 40,
+        now: Date = Date(timeIntervalSince1970: 1_796_000_000)
+    ) {
         self.root = root
         state = Mutex(State(capacity: capacity, now: now))
     }
@@ -106,7 +109,9 @@ public final class MemoryStorage: ClipStorage, Sendable {
             guard let entry = s.files[relativePath] else {
                 throw FileError(path: path, operation: "delete", reason: "No such file or directory", isMissing: true)
             }
-            guard !entry.isLink else { throw FileError(path: path, operation: "delete", reason: "it is not a regular file; refusing") }
+            guard !entry.isLink else {
+                throw FileError(path: path, operation: "delete", reason: "it is not a regular file; refusing")
+            }
             s.files[relativePath] = nil
         }
     }
@@ -118,7 +123,8 @@ public final class MemoryStorage: ClipStorage, Sendable {
 
     public func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
         guard contents(relativePath) != nil else {
-            throw FileError(path: path(relativePath), operation: "open", reason: "No such file or directory", isMissing: true)
+            throw FileError(
+                path: path(relativePath), operation: "open", reason: "No such file or directory", isMissing: true)
         }
         return MemoryMovieFile(storage: self, relativePath: relativePath)
     }
@@ -146,7 +152,8 @@ public final class MemoryStorage: ClipStorage, Sendable {
             let before = Int64(bytes.count)
             change(&bytes)
             guard s.used - before + Int64(bytes.count) <= s.capacity || Int64(bytes.count) <= before else {
-                throw FileError(path: path, operation: operation, reason: "no space left on the device", isOutOfSpace: true)
+                throw FileError(
+                    path: path, operation: operation, reason: "no space left on the device", isOutOfSpace: true)
             }
             s.files[relativePath] = Entry(bytes: bytes, modified: s.now)
         }
@@ -167,7 +174,9 @@ final class MemoryMovieFile: MovieFile {
     var length: UInt64 { UInt64(storage.contents(relativePath)?.count ?? 0) }
 
     private func check(_ operation: String) throws(FileError) {
-        if closed { throw FileError(path: storage.path(relativePath), operation: operation, reason: "Bad file descriptor") }
+        if closed {
+            throw FileError(path: storage.path(relativePath), operation: operation, reason: "Bad file descriptor")
+        }
     }
 
     func append(_ bytes: [UInt8]) throws(FileError) {
@@ -177,7 +186,9 @@ final class MemoryMovieFile: MovieFile {
 
     func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(FileError) {
         try check("update")
-        try storage.write(relativePath, operation: "update") { $0.replaceSubrange(Int(offset)..<Int(offset) + bytes.count, with: bytes) }
+        try storage.write(relativePath, operation: "update") {
+            $0.replaceSubrange(Int(offset)..<Int(offset) + bytes.count, with: bytes)
+        }
     }
 
     func synchronize() throws(FileError) { try check("sync") }

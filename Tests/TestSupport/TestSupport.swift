@@ -50,8 +50,10 @@ public func which(_ name: String) -> String? {
 
 /// Runs `executable` with `arguments` and waits for it; stdin is /dev/null unless `input` is given.
 @discardableResult
-public func runTool(_ executable: String, _ arguments: [String], input: Data? = nil,
-                    environment: [String: String]? = nil) throws -> ToolResult {
+public func runTool(
+    _ executable: String, _ arguments: [String], input: Data? = nil,
+    environment: [String: String]? = nil
+) throws -> ToolResult {
     guard let exe = which(executable) else { throw ToolError.notFound(executable) }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: exe)
@@ -78,10 +80,11 @@ public func runTool(_ executable: String, _ arguments: [String], input: Data? = 
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     group.wait()
     process.waitUntilExit()
-    return ToolResult(status: process.terminationStatus,
-                      stdout: String(decoding: outData, as: UTF8.self),
-                      stderr: String(decoding: errData, as: UTF8.self),
-                      stdoutData: outData)
+    return ToolResult(
+        status: process.terminationStatus,
+        stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self),
+        stdoutData: outData)
 }
 
 /// What ffprobe reports about a movie.
@@ -124,9 +127,14 @@ public enum FFprobe {
     }
 
     /// Presentation time and keyframe flag of every video packet, in order.
-    public static func videoPackets(_ path: String) throws -> [(time: Double, duration: Double, isKey: Bool, size: Int)] {
-        let r = try runTool("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
-                                        "packet=pts_time,duration_time,flags,size", "-of", "csv=p=0", path])
+    public static func videoPackets(_ path: String) throws -> [(time: Double, duration: Double, isKey: Bool, size: Int)]
+    {
+        let r = try runTool(
+            "ffprobe",
+            [
+                "-v", "error", "-select_streams", "v:0", "-show_entries",
+                "packet=pts_time,duration_time,flags,size", "-of", "csv=p=0", path,
+            ])
         guard r.status == 0 else { throw ToolError.failed("ffprobe \(path)", r) }
         return r.stdout.split(separator: "\n").compactMap { line in
             let f = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)

@@ -14,7 +14,9 @@ public final class Y4MFileWriter {
         guard let h = FileHandle(forWritingAtPath: path) else { throw ToolError.notFound(path) }
         handle = h
         self.path = path
-        try handle.write(contentsOf: Data("YUV4MPEG2 W\(width) H\(height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n".utf8))
+        try handle.write(
+            contentsOf: Data(
+                "YUV4MPEG2 W\(width) H\(height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n".utf8))
     }
 
     /// Appends one frame, which must be I420 (planes Y, U, V).

@@ -32,7 +32,9 @@ public struct ReloadPlan: Sendable, Equatable {
         detectionChanged = new.motion != old.motion || new.motionMask != old.motionMask
         eventsChanged =
             new.recording.postRoll != old.recording.postRoll || new.recording.maxClip != old.recording.maxClip
-        preRollChanged = new.recording.preRoll != old.recording.preRoll || new.recording.preRollMaxBytes != old.recording.preRollMaxBytes
+        preRollChanged =
+            new.recording.preRoll != old.recording.preRoll
+            || new.recording.preRollMaxBytes != old.recording.preRollMaxBytes
         storageChanged = new.storage != old.storage || new.hooks != old.hooks
     }
 

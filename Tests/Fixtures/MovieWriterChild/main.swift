@@ -76,8 +76,9 @@ do {
     let stream = try H264TestStream.parse(annexB: [UInt8](data), width: width, height: height)
     let description = MovieDescription(
         creationTime: Date(timeIntervalSince1970: 1_790_000_000),
-        video: VideoTrackFormat(width: width, height: height, sequenceParameterSet: stream.sps,
-                                pictureParameterSet: stream.pps, rotation: .clockwise90),
+        video: VideoTrackFormat(
+            width: width, height: height, sequenceParameterSet: stream.sps,
+            pictureParameterSet: stream.pps, rotation: .clockwise90),
         audio: AudioTrackFormat(sampleRate: 8000, channels: 1))
     let writer = try MovieWriter(output: try SlowOutput(path: args[1]), path: args[1], description: description)
     // GOPs reach the writer as they do in the agent: from the pre-roll ring, each when the
@@ -88,7 +89,9 @@ do {
     for _ in 0..<repeats {
         for sample in stream.samples {
             let time = Timestamp(nanoseconds: 1_000_000_000 + Int64(frame) * 40_000_000)
-            if let gop = ring.append(EncodedSample(data: sample.data, pts: time, dts: time, isKeyframe: sample.isKeyframe)) {
+            if let gop = ring.append(
+                EncodedSample(data: sample.data, pts: time, dts: time, isKeyframe: sample.isKeyframe))
+            {
                 try writer.append(gop)
             }
             try writer.appendAudio([UInt8](repeating: 0x10, count: 640), time: time)

@@ -10,8 +10,10 @@ import Foundation
 import Media
 
 let arguments = CommandLine.arguments
-guard arguments.count >= 6, let width = Int(arguments[2]), let height = Int(arguments[3]), let fps = Int64(arguments[4]),
-      let seconds = Double(arguments[5]), let period = arguments.count > 6 ? Double(arguments[6]) : 10, period >= 8 else {
+guard arguments.count >= 6, let width = Int(arguments[2]), let height = Int(arguments[3]),
+    let fps = Int64(arguments[4]),
+    let seconds = Double(arguments[5]), let period = arguments.count > 6 ? Double(arguments[6]) : 10, period >= 8
+else {
     FileHandle.standardError.write(Data("usage: y4m-feeder OUTPUT WIDTH HEIGHT FPS SECONDS [PERIOD ≥ 8]\n".utf8))
     exit(64)
 }
@@ -23,8 +25,9 @@ let schedule = SceneSchedule(
     ],
     lightChanges: [LightChange(start: s(7), end: s(7.5), delta: 40)],
     period: s(period))
-let scene = SyntheticScene(width: width, height: height, frameRate: Rational(fps, 1), pixelFormat: .i420, seed: 42,
-                           noiseSigma: 3, schedule: schedule, duration: s(seconds))
+let scene = SyntheticScene(
+    width: width, height: height, frameRate: Rational(fps, 1), pixelFormat: .i420, seed: 42,
+    noiseSigma: 3, schedule: schedule, duration: s(seconds))
 do {
     let source = try SyntheticSource(scene: scene)
     guard let handle = FileHandle(forWritingAtPath: arguments[1]) else {
