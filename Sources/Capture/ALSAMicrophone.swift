@@ -5,7 +5,7 @@ internal import POSIX
 import Synchronization
 
 /// The ALSA calls a microphone makes, each with its own reading of the error number.
-public enum ALSACall: String, Hashable, Sendable, CaseIterable {
+public enum ALSACall: String, DeviceCall, CaseIterable {
     case open = "snd_pcm_open"
     case access = "snd_pcm_hw_params_set_access"
     case format = "snd_pcm_hw_params_set_format"
@@ -83,26 +83,7 @@ public enum ALSACall: String, Hashable, Sendable, CaseIterable {
 }
 
 /// An ALSA call that failed, with its (positive) error number.
-struct ALSAFailure: Error, Hashable, Sendable {
-    let call: ALSACall
-    let code: Int32
-
-    func openError(_ device: String) -> CaptureError {
-        let reason =
-            call == .open
-            ? call.meaning(of: code, device: device)
-            : "\(call.action) failed: \(call.meaning(of: code, device: device))"
-        return .cannotOpen(source: device, reason: reason)
-    }
-
-    func readError(_ device: String) -> CaptureError {
-        let reason = "\(call.action) failed: \(call.meaning(of: code, device: device))"
-        switch code {
-        case ENODEV, ENXIO, EIO, ESHUTDOWN: return .deviceLost(source: device, reason: reason)
-        default: return .readFailed(source: device, frame: 0, reason: reason)
-        }
-    }
-}
+typealias ALSAFailure = DeviceFailure<ALSACall>
 
 /// An open ALSA PCM. Owns the handle: closed in `deinit`.
 final class PCMHandle {
@@ -255,7 +236,7 @@ public final class ALSAMicrophone: AudioSource {
             } catch  where error.code == EAGAIN {
                 continue
             } catch {
-                throw error.readError(name)
+                throw error.streamError(name, frame: 0)
             }
             if MonotonicClock.now() - lastSound > stallTimeout {
                 throw CaptureError.stalled(source: name, seconds: stallTimeout.seconds)
@@ -303,7 +284,7 @@ public final class ALSAMicrophone: AudioSource {
                 _ = try handle.call(.start) { snd_pcm_start($0) }
             }
         } catch {
-            throw error.readError(name)
+            throw error.streamError(name, frame: 0)
         }
     }
 }

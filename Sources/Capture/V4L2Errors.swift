@@ -6,7 +6,7 @@ internal import POSIX
 /// The same number means different things per call (as the v4l2r crate keeps one error type
 /// per ioctl): EINVAL from VIDIOC_REQBUFS is "no mmap streaming", from VIDIOC_QUERYCAP "not a
 /// V4L2 device", and it simply ends an enumeration.
-public enum V4L2Call: String, Hashable, Sendable, CaseIterable {
+public enum V4L2Call: String, DeviceCall, CaseIterable {
     case open
     case queryCapabilities = "VIDIOC_QUERYCAP"
     case enumerateFormats = "VIDIOC_ENUM_FMT"
@@ -101,33 +101,11 @@ public enum V4L2Call: String, Hashable, Sendable, CaseIterable {
 
     /// Whether `errno` from this call means the camera itself went away or broke (reopen it
     /// later) rather than a setting that cannot work.
+    /// A streaming call also ends the stream on EPIPE or EINVAL (the driver stopped it).
     public func meansDeviceLost(_ code: Int32) -> Bool {
-        switch code {
-        case ENODEV, ENXIO, EIO, ESHUTDOWN: true
-        case EPIPE, EINVAL: self == .dequeueBuffer || self == .queueBuffer
-        default: false
-        }
+        Self.deviceGone(code) || ((code == EPIPE || code == EINVAL) && (self == .dequeueBuffer || self == .queueBuffer))
     }
 }
 
 /// A V4L2 call that failed, with its errno.
-struct V4L2Failure: Error, Hashable, Sendable {
-    let call: V4L2Call
-    let code: Int32
-
-    /// The error for opening `device`: why, and what to do.
-    func openError(_ device: String) -> CaptureError {
-        let reason =
-            call == .open
-            ? call.meaning(of: code, device: device)
-            : "\(call.action) failed: \(call.meaning(of: code, device: device))"
-        return .cannotOpen(source: device, reason: reason)
-    }
-
-    /// The error for a failure while streaming.
-    func streamError(_ device: String, frame: Int) -> CaptureError {
-        let reason = "\(call.action) failed: \(call.meaning(of: code, device: device))"
-        return call.meansDeviceLost(code)
-            ? .deviceLost(source: device, reason: reason) : .readFailed(source: device, frame: frame, reason: reason)
-    }
-}
+typealias V4L2Failure = DeviceFailure<V4L2Call>

@@ -41,6 +41,26 @@ import Testing
         return files
     }
 
+    /// A 24 MB file system (tmpfs) for the clips, and a directory elsewhere for the rest.
+    struct SmallDisk {
+        let fs: SmallFileSystem
+        let dir: TemporaryDirectory
+        init() throws {
+            fs = try SmallFileSystem(megabytes: 24)
+            do { dir = try TemporaryDirectory("vigil-faults-disk") } catch {
+                fs.unmount()
+                throw error
+            }
+        }
+        /// The storage directory, and another program's file, on the small file system.
+        var storage: String { fs.path + "/clips" }
+        var filler: String { fs.path + "/other-data" }
+        func remove() {
+            fs.unmount()
+            dir.remove()
+        }
+    }
+
     /// Fills what space is left on the file system, 256 kB at a time, until it is full.
     static func fillUp(_ path: String) -> Int64 {
         guard
@@ -58,13 +78,10 @@ import Testing
     /// Another program takes every free byte while the agent records its third clip: from
     /// then on clips get only the space retention frees by deleting older ones.
     @Test func aDiskThatRunsFullMidClipIsClearedByRetentionAndRecordingGoesOn() throws {
-        let fs = try SmallFileSystem(megabytes: 24)
-        defer { fs.unmount() }
-        let dir = try TemporaryDirectory("vigil-faults-disk")
-        defer { dir.remove() }
+        let disk = try SmallDisk()
+        defer { disk.remove() }
+        let (dir, storage, filler) = (disk.dir, disk.storage, disk.filler)
         let footage = try Self.footage(in: dir, events: 8)
-        let storage = fs.path + "/clips"
-        let filler = fs.path + "/other-data"
         let agent = try AgentProcess(
             config: writeConfig(
                 dir.file("vigil.conf"), footage: footage, storage: storage,
@@ -113,14 +130,12 @@ import Testing
     /// space comes back the next clips are recorded whole. The frames come through a pipe the
     /// test feeds, so the space comes back between two events.
     @Test func aFullDiskWithNothingToDeleteLosesOnlyWhatDidNotFit() throws {
-        let fs = try SmallFileSystem(megabytes: 24)
-        defer { fs.unmount() }
-        let dir = try TemporaryDirectory("vigil-faults-disk")
-        defer { dir.remove() }
-        let storage = fs.path + "/clips"
-        let filler = fs.path + "/other-data"
+        let disk = try SmallDisk()
+        defer { disk.remove() }
+        let (dir, storage, filler) = (disk.dir, disk.storage, disk.filler)
         let free = try #require(
-            (try FileManager.default.attributesOfFileSystem(forPath: fs.path)[.systemFreeSize] as? NSNumber)?.int64Value
+            (try FileManager.default.attributesOfFileSystem(forPath: disk.fs.path)[.systemFreeSize] as? NSNumber)?
+                .int64Value
         )
         // Room for about half a clip.
         #expect(FileManager.default.createFile(atPath: filler, contents: Data(count: Int(free) - (1 << 20))))
@@ -173,12 +188,10 @@ import Testing
     }
 
     @Test func retentionKeepsTheStoreUnderItsCap() throws {
-        let fs = try SmallFileSystem(megabytes: 24)
-        defer { fs.unmount() }
-        let dir = try TemporaryDirectory("vigil-faults-disk")
-        defer { dir.remove() }
+        let disk = try SmallDisk()
+        defer { disk.remove() }
+        let (dir, storage) = (disk.dir, disk.storage)
         let footage = try Self.footage(in: dir, events: 8)
-        let storage = fs.path + "/clips"
         let agent = try AgentProcess(
             config: writeConfig(
                 dir.file("vigil.conf"), footage: footage, storage: storage,

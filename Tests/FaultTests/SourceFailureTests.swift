@@ -22,6 +22,20 @@ import Testing
         try FifoFeeder(path: dir.file("camera.y4m"), scene: scene(seconds: seconds, objects: [crossing(1, 6)]))
     }
 
+    /// An agent reading frames the test feeds it through a pipe (`feeder`), fed the scene up to
+    /// 3.5 s: inside the event, with a clip open.
+    static func agentInsideAnEvent(
+        _ dir: TemporaryDirectory, recording: String = "pre_roll = 1.0; post_roll = 1.0;"
+    ) throws -> (feeder: FifoFeeder, storage: String, agent: AgentProcess) {
+        let feeder = try Self.feeder(in: dir)
+        let storage = dir.file("clips")
+        let agent = try AgentProcess(
+            config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage, recording: recording))
+        try feeder.open()
+        try feeder.feed(until: 3.5)
+        return (feeder, storage, agent)
+    }
+
     /// The clip the agent started is a complete movie that plays, with `frames` frames.
     static func expectClosedClip(
         _ output: String, in storage: String, sourceLocation: SourceLocation = #_sourceLocation
@@ -44,12 +58,7 @@ import Testing
     @Test func aStreamThatEndsMidEventClosesTheClipAndEndsTheRun() throws {
         let dir = try TemporaryDirectory("vigil-faults-source")
         defer { dir.remove() }
-        let feeder = try Self.feeder(in: dir)
-        let storage = dir.file("clips")
-        let agent = try AgentProcess(
-            config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
-        try feeder.open()
-        try feeder.feed(until: 3.5)
+        let (feeder, storage, agent) = try Self.agentInsideAnEvent(dir)
         feeder.close()
         #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
         #expect(agent.output.contains("msg=\"end of source\""))
@@ -62,12 +71,7 @@ import Testing
     func aStreamThatBreaksMidEventClosesTheClipAndSaysWhere(_ how: String) throws {
         let dir = try TemporaryDirectory("vigil-faults-source")
         defer { dir.remove() }
-        let feeder = try Self.feeder(in: dir)
-        let storage = dir.file("clips")
-        let agent = try AgentProcess(
-            config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
-        try feeder.open()
-        try feeder.feed(until: 3.5)
+        let (feeder, storage, agent) = try Self.agentInsideAnEvent(dir)
         switch how {
         case "inside a frame":
             try feeder.writeRaw(Array("FRAME\n".utf8) + [UInt8](repeating: 128, count: feeder.frameBytes / 3))
@@ -129,14 +133,7 @@ import Testing
     @Test func sigtermDuringAStuckReadFinishesTheClip() throws {
         let dir = try TemporaryDirectory("vigil-faults-source")
         defer { dir.remove() }
-        let feeder = try Self.feeder(in: dir)
-        let storage = dir.file("clips")
-        let agent = try AgentProcess(
-            config: writeConfig(
-                dir.file("vigil.conf"), footage: feeder.path, storage: storage,
-                recording: "pre_roll = 1.0; post_roll = 30.0;"))
-        try feeder.open()
-        try feeder.feed(until: 3.5)
+        let (feeder, storage, agent) = try Self.agentInsideAnEvent(dir, recording: "pre_roll = 1.0; post_roll = 30.0;")
         #expect(agent.waitFor("msg=\"clip started\"", timeout: 60) != nil, "\(agent.output)")
         usleep(500_000)  // the frames fed are through the pipeline; the next read waits
         agent.kill(SIGTERM)
