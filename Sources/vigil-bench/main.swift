@@ -122,42 +122,6 @@ func time(_ body: () throws -> Void) rethrows -> Double {
     return (MonotonicClock.now() - start).seconds
 }
 
-/// YUYV with the picture of an NV12 frame (chroma repeated on both rows of a pair).
-func yuyv(from frame: VideoFrame) throws -> VideoFrame {
-    let f = frame.format
-    let format = try VideoFormat(width: f.width, height: f.height, pixelFormat: .yuyv)
-    let buffer = FrameBuffer(capacity: format.bufferSize)
-    let out = buffer.mutablePlane(format.planes[0])
-    let y = frame.plane(0), uv = frame.plane(1)
-    for row in 0..<f.height {
-        let luma = y.base + row * y.stride, chroma = uv.base + (row / 2) * uv.stride
-        let d = out.base + row * out.stride
-        for x in 0..<f.width {
-            d[2 * x] = luma[x]
-            d[2 * x + 1] = chroma[x]
-        }
-    }
-    return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
-}
-
-/// I422 with the picture of an NV12 frame.
-func i422(from frame: VideoFrame) throws -> VideoFrame {
-    let f = frame.format
-    let format = try VideoFormat(width: f.width, height: f.height, pixelFormat: .i422)
-    let buffer = FrameBuffer(capacity: format.bufferSize)
-    PixelConversion.copy(frame.plane(0), into: buffer.mutablePlane(format.planes[0]))
-    let u = buffer.mutablePlane(format.planes[1]), v = buffer.mutablePlane(format.planes[2])
-    let uv = frame.plane(1)
-    for row in 0..<f.height {
-        let c = uv.base + (row / 2) * uv.stride
-        for x in 0..<u.width {
-            u.base[row * u.stride + x] = c[2 * x]
-            v.base[row * v.stride + x] = c[2 * x + 1]
-        }
-    }
-    return VideoFrame(format: format, buffer: buffer, timestamp: frame.timestamp, sequence: frame.sequence)
-}
-
 /// Runs `body` over `frames` until at least `minimum` seconds and `rounds` rounds have
 /// passed; returns milliseconds per frame.
 func perFrame(_ frames: [VideoFrame], minimum: Double = 0.3, rounds: Int = 2, _ body: (VideoFrame) -> Void) -> Double {
@@ -221,7 +185,7 @@ func run() throws {
         // caches, as camera buffers filled by DMA are), and one frame over and over (the
         // loop's own speed, its source in cache).
         let sample = Array(frames.prefix(8))
-        let packed = try sample.map(yuyv)
+        let packed = try sample.map { try $0.repacked(as: .yuyv) }
         let nv12 = try VideoFormat(width: width, height: height, pixelFormat: .nv12)
         let nv12Buffer = FrameBuffer(capacity: nv12.bufferSize)
         table.record(
@@ -232,7 +196,7 @@ func run() throws {
             value: perFrame(Array(repeating: packed[0], count: 8)) {
                 _ = PixelConversion.convert($0, into: nv12Buffer, format: nv12)
             })
-        let planar422 = try sample.map(i422)
+        let planar422 = try sample.map { try $0.repacked(as: .i422) }
         let i420 = try VideoFormat(width: width, height: height, pixelFormat: .i420)
         let i420Buffer = FrameBuffer(capacity: i420.bufferSize)
         table.record(

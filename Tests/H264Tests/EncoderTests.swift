@@ -135,9 +135,11 @@ import Testing
         #expect(reference.count == frames.count)
         #expect(try encode(frames.map { try i420Copy(of: $0) }) == reference, "I420")
         #expect(try encode(frames.map { try i420Copy(of: $0, bytesPerLine: 163) }) == reference, "I420, stride 163")
-        #expect(try encode(frames.map { try planar(yuyvCopy(of: $0)) }) == reference, "YUYV")
-        #expect(try encode(frames.map { try planar(yuyvCopy(of: $0, padding: 6)) }) == reference, "YUYV, padded rows")
-        #expect(try encode(frames.map { try planar(i422Copy(of: $0)) }) == reference, "I422")
+        #expect(try encode(frames.map { try planar($0.repacked(as: .yuyv)) }) == reference, "YUYV")
+        #expect(
+            try encode(frames.map { try planar($0.repacked(as: .yuyv, rowPadding: 6)) }) == reference,
+            "YUYV, padded rows")
+        #expect(try encode(frames.map { try planar($0.repacked(as: .i422)) }) == reference, "I422")
         for bytesPerLine in [163, 224] {
             let padded = try allFrames(
                 scene(width: 160, height: 120, seconds: 0.4, schedule: movingObject, bytesPerLine: bytesPerLine))
@@ -176,7 +178,7 @@ import Testing
     @Test func fourTwoTwoIsRefused() throws {
         let nv12 = try scene(seconds: 0.1).frame(0)
         let encoder = try X264Encoder(format: nv12.format, settings: deterministic)
-        for frame in [try yuyvCopy(of: nv12), try i422Copy(of: nv12)] {
+        for frame in [try nv12.repacked(as: .yuyv), try nv12.repacked(as: .i422)] {
             let name = frame.format.pixelFormat.description
             let why =
                 "\(name) frames: the x264 encoder takes NV12 or I420; convert them to 4:2:0 first (PlanarConverter)"
