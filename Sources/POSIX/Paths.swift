@@ -30,6 +30,13 @@ public enum Paths {
         return FileStatus(info)
     }
 
+    /// What `path` leads to (`stat`): a symbolic link is followed.
+    public static func status(_ path: String) throws(SystemError) -> FileStatus {
+        var info = stat()
+        try retryOnInterrupt { stat(path, &info) }
+        return FileStatus(info)
+    }
+
     /// Makes the directory `path` (its parent must exist); EEXIST when something is there.
     public static func makeDirectory(_ path: String, permissions: UInt32 = 0o777) throws(SystemError) {
         try retryOnInterrupt { mkdir(path, permissions) }

@@ -4,8 +4,10 @@ internal import POSIX
 import QuickTime
 import Recorder
 
-/// The storage directory on disk: `ClipStorage` with POSIX calls. Relative paths with `..` in
-/// them are refused, a walk never enters a symbolic link, and only regular files are deleted.
+/// The storage directory on disk: `ClipStorage` with POSIX calls. The storage directory itself
+/// may be reached through a symbolic link (`/var/lib/vigil/clips` → a USB disk); below it,
+/// relative paths with `..` in them are refused, a walk never enters a symbolic link, and only
+/// regular files are deleted.
 public final class DiskStorage: ClipStorage {
     public let root: String
     /// How deep a walk goes below the root (the default pattern uses one level).
@@ -22,7 +24,7 @@ public final class DiskStorage: ClipStorage {
 
     public func walk() throws(FileError) -> [StoredFile] {
         let status: FileStatus
-        do { status = try Paths.status(ofLink: root) } catch {
+        do { status = try Paths.status(root) } catch {
             throw FileError(path: root, operation: "read the storage directory", error)
         }
         guard status.isDirectory else {
@@ -124,13 +126,15 @@ public final class DiskStorage: ClipStorage {
         return path(relativePath)
     }
 
-    /// `mkdir -p`: makes `directory` and any directory above it that is missing.
+    /// `mkdir -p`: makes `directory` and any directory above it that is missing. An existing
+    /// directory may be reached through a symbolic link, as `mkdir -p` allows.
     private func makeDirectories(_ directory: String, operation: String) throws(FileError) {
-        guard !directory.isEmpty, (try? Paths.status(ofLink: directory))?.isDirectory != true else { return }
+        guard !directory.isEmpty, (try? Paths.status(directory))?.isDirectory != true else { return }
         try makeDirectories(directory.withoutLastPathComponent, operation: operation)
         do { try Paths.makeDirectory(directory) } catch {
-            if error.alreadyExists, (try? Paths.status(ofLink: directory))?.isDirectory == true { return }
-            throw FileError(path: directory, operation: operation, error)
+            guard error.alreadyExists else { throw FileError(path: directory, operation: operation, error) }
+            if (try? Paths.status(directory))?.isDirectory == true { return }
+            throw FileError(path: directory, operation: operation, reason: "it exists and is not a directory")
         }
     }
 }

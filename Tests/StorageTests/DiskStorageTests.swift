@@ -129,6 +129,32 @@ import Testing
             ])
     }
 
+    /// The storage directory may be a link (to a USB disk, say): it is used through it.
+    @Test func aStorageDirectoryReachedThroughALinkIsUsed() throws {
+        let dir = try TemporaryDirectory("vigil-store")
+        defer { dir.remove() }
+        try FileManager.default.createDirectory(atPath: dir.file("usb/clips"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: dir.file("clips"), withDestinationPath: dir.file("usb/clips"))
+        let storage = DiskStorage(root: dir.file("clips"))
+        try storage.createRoot()
+        let movie = try storage.createMovie("2026-11-30/shed-20261130-000000.mov")
+        try movie.append([1])
+        try movie.close()
+        #expect(try storage.walk().map(\.relativePath) == ["2026-11-30/shed-20261130-000000.mov"])
+        #expect(FileManager.default.fileExists(atPath: dir.file("usb/clips/2026-11-30/shed-20261130-000000.mov")))
+        #expect(try storage.freeBytes() > 0)
+
+        // Something there that is not a directory is said so.
+        #expect(FileManager.default.createFile(atPath: dir.file("file"), contents: Data()))
+        #expect(
+            throws: FileError(
+                path: dir.file("file"), operation: "create the directory", reason: "it exists and is not a directory")
+        ) {
+            try DiskStorage(root: dir.file("file")).createRoot()
+        }
+    }
+
     @Test func aFullDiskInTheJournalSaysSo() throws {
         let dir = try TemporaryDirectory("vigil-journal")
         defer { dir.remove() }
