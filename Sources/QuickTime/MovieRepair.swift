@@ -322,6 +322,12 @@ public enum MovieRepair {
                 }
                 switch tracks[t].header.kind {
                 case .video:
+                    // A fragment that starts after the video so far (GOPs dropped while the
+                    // disk fell behind): the frame before the gap stays on screen through it.
+                    let sofar = tracks[t].table.mediaDuration
+                    if run.baseMediaDecodeTime > sofar, tracks[t].table.sampleCount > 0 {
+                        tracks[t].table.extendLastDuration(by: UInt32(clamping: run.baseMediaDecodeTime - sofar))
+                    }
                     tracks[t].table.appendVideoChunk(
                         offset: run.dataOffset, samples: run.samples.map { ($0.size, $0.duration, $0.isSync) })
                 case .audio:

@@ -168,6 +168,21 @@ public final class MovieWriter {
         let endTicks = gop.end.map(ticks).flatMap { $0 > last ? $0 : nil } ?? last + fallback
         durations.append(UInt32(clamping: endTicks - last))
         lastDuration = durations.last
+        // GOPs missing before this one (dropped while the disk fell behind): the frame before
+        // the gap stays on screen through it, so the timeline — and the sound on it — keeps
+        // the capture times.
+        let videoEnd = videoDecodeTime + pendingRuns.reduce(0) { $0 + $1.durations.reduce(0) { $0 + UInt64($1) } }
+        if sampleTicks[0] > Int64(videoEnd), !isFirst {
+            let gap = UInt64(sampleTicks[0]) - videoEnd
+            if let lastRun = pendingRuns.indices.last {
+                pendingRuns[lastRun].durations[pendingRuns[lastRun].durations.count - 1] += UInt32(clamping: gap)
+            } else {
+                // The GOP before is on disk already: the next fragment starts at its capture
+                // time (its tfdt says so), and the index stretches the frame before.
+                videoTable.extendLastDuration(by: UInt32(clamping: gap))
+                videoDecodeTime += gap
+            }
+        }
         pendingRuns.append(Run(gop: gop, durations: durations))
         if isFirst && !earlyAudio.isEmpty {
             let early = earlyAudio

@@ -82,6 +82,17 @@ struct SampleTable: Equatable {
         chunks.append(Chunk(offset: offset, sampleCount: frames))
     }
 
+    /// Lengthens the last sample by `ticks`: the frame before a gap stays on screen through it.
+    mutating func extendLastDuration(by ticks: UInt32) {
+        guard ticks > 0, let last = timeToSample.last else { return }
+        if last.count == 1 {
+            timeToSample[timeToSample.count - 1].duration += ticks
+        } else {
+            timeToSample[timeToSample.count - 1].count -= 1
+            timeToSample.append(TimeToSample(count: 1, duration: last.duration + ticks))
+        }
+    }
+
     private mutating func appendDuration(_ duration: UInt32, count: UInt32) {
         if let last = timeToSample.last, last.duration == duration {
             timeToSample[timeToSample.count - 1].count += count

@@ -208,6 +208,41 @@ func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLoc
         #expect(abs((Double(audio["start_time"] ?? "") ?? -1)) < 0.001)
     }
 
+    /// The pipeline drops whole GOPs while the disk falls behind: the frame before the gap
+    /// stays on screen through it, so the movie keeps its length and the sound stays with the
+    /// picture — whether the writer closes the movie or repair finishes it.
+    @Test(arguments: [false, true])
+    func aDroppedGOPLeavesAGapNotAShorterMovie(repaired: Bool) throws {
+        let s = try Fixture.h264()
+        let path = Fixture.directory.file("gap-\(repaired).mov")
+        let writer = try MovieWriter(
+            path: path, description: Fixture.description(s, audio: AudioTrackFormat(sampleRate: 8000, channels: 1)))
+        let t0 = Timestamp(nanoseconds: 5_000_000_000)
+        let gops = s.gops(count: 150, end: t0 + .init(seconds: 5)) {
+            t0 + .init(nanoseconds: Int64($0) * 1_000_000_000 / 30)
+        }
+        #expect(gops.count == 5)
+        for (i, gop) in gops.enumerated() {
+            // A second of sound per GOP, as it is captured, before the GOP completes.
+            try writer.appendAudio(sine(frames: 8000, channels: 1, rate: 8000, startFrame: i * 8000), time: gop.start)
+            if i != 1 { try writer.append(gop) }  // the second GOP was dropped
+        }
+        if repaired {
+            writer.abandon()
+            let report = try #require(try MovieRepair.repair(path: path))
+            #expect(report.videoFrames == 120 && report.videoDuration == .init(seconds: 5))
+        } else {
+            let summary = try writer.close()
+            #expect(summary.videoFrames == 120 && summary.duration == .init(seconds: 5))
+        }
+        let probe = try expectPlayable(path)
+        #expect(probe.video?["nb_frames"] == "120")
+        #expect(probe.video?["duration"] == "5.000000")
+        // Sound for every second the picture covers, on its clock (the last second's sound
+        // came before the last GOP was complete, so it is in the movie too).
+        #expect(probe.audio?["duration_ts"] == "40000")
+    }
+
     @Test func soundAfterTheLastFrameIsCut() throws {
         let path = Fixture.directory.file("audio-late.mov")
         let s = try Fixture.h264()
