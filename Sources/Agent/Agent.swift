@@ -59,6 +59,7 @@ public final class Agent: @unchecked Sendable {
     private let log: Logger
     private let stats = Stats()
     private let stopping = Atomic<Bool>(false)
+    private let graceStarted = Atomic<Bool>(false)
     /// Set when the run has its threads and queues: what `stop` and `reload` act on.
     private let running = Mutex<Running?>(nil)
     /// How long a stop waits for the source to notice before ending the stream without it.
@@ -159,6 +160,7 @@ public final class Agent: @unchecked Sendable {
             $0 = Running(
                 frames: frames, writer: writerQueue, pipeline: pipeline, captureThread: captureThread, sinks: sinks)
         }
+        endStreamIfSourceHangs()  // a stop that came before the threads were there
         if environment.handlesSignals {
             Signals.startWaiting { [self] signal in
                 if signal == SIGHUP { reload() } else { stop(because: Signals.name(signal)) }
@@ -182,9 +184,16 @@ public final class Agent: @unchecked Sendable {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
         log.info("stopping", [("signal", .string(reason))])
         environment.notifier.stopping()
-        // 1. Capture stops. A source stuck inside a read never sees the flag: after a grace
-        // period the stream is ended without it.
-        guard let run = running.withLock({ $0 }) else { return }
+        endStreamIfSourceHangs()
+    }
+
+    /// 1. Capture stops. A source stuck inside a read never sees the flag: after a grace period
+    /// the stream is ended without it. Started once, by `stop` or by `run` when a stop came
+    /// before the threads were there.
+    private func endStreamIfSourceHangs() {
+        guard stopping.load(ordering: .relaxed), let run = running.withLock({ $0 }),
+            !graceStarted.exchange(true, ordering: .relaxed)
+        else { return }
         startThread("stop") { [self] in
             guard !run.captureThread.join(timeout: Agent.stopGrace) else { return }
             log.warning(
@@ -237,18 +246,26 @@ public final class Agent: @unchecked Sendable {
                 "configuration not reloaded; the settings in use are kept", [("error", .string(error.description))])
             return
         }
-        let plan = ReloadPlan(from: initial, to: new)
+        // What needs a restart stays as it began: the camera, the microphone, the encoder.
+        var applied = new
+        applied.camera = initial.camera
+        applied.audio = initial.audio
+        applied.encoder = initial.encoder
+        let plan = ReloadPlan(from: current.withLock { $0 }, to: new)
         if !plan.needsRestart.isEmpty {
             log.warning(
                 "camera, encoder and audio settings take effect after a restart (systemctl restart vigil)",
                 [("changed", .string(plan.needsRestart.joined(separator: ",")))])
         }
-        log.level = new.log.level
-        current.withLock { $0 = new }
+        if plan.logChanged { log.level = applied.log.level }
+        current.withLock { $0 = applied }
         guard let run = running.withLock({ $0 }) else { return }
-        run.pipeline.pendingReload.withLock { $0 = new }
-        run.writer.push(.reload(writerSettings(new, storage: environment.storage(new.storage.path))), cost: 0)
-        run.sinks.handle(.reloaded(new))
+        if plan.changesPipeline { run.pipeline.pendingReload.withLock { $0 = applied } }
+        if plan.storageChanged {
+            run.writer.push(
+                .reload(writerSettings(applied, storage: environment.storage(applied.storage.path))), cost: 0)
+        }
+        run.sinks.handle(.reloaded(applied))
         log.info("configuration reloaded; it applies from the next clip", [("config", .string(configPath))])
     }
 

@@ -332,12 +332,9 @@ final class Pipeline: @unchecked Sendable {
         if plan.detectionChanged { detector = MotionDetector(settings: new.motion, mask: new.motionMask) }
         if plan.eventsChanged { eventLogic = EventStateMachine(settings: EventSettings(new.recording)) }
         if plan.preRollChanged { recorder = Pipeline.clipRecorder(new) }
-        // What needs a restart stays as it was (the camera, the encoder and its keyframe interval).
-        var applied = new
-        applied.camera = settings.camera
-        applied.encoder = settings.encoder
-        applied.audio = settings.audio
-        settings = applied
+        // What needs a restart comes as it began (the agent keeps the camera, the encoder and
+        // its keyframe interval out of a reload).
+        settings = new
         log.info("reloaded settings in effect")
     }
 }

@@ -4,15 +4,15 @@ import Media
 /// A queue between two threads of the pipeline, with its bound and drop policy explicit:
 ///
 /// - `push(_:cost:)` never waits: the caller checks `load` and applies its own drop policy
-///   first (capture drops the oldest frame; the pipeline drops video up to the next keyframe);
+///   first (capture drops the oldest frame; the pipeline drops whole GOPs);
 /// - `pushWaiting(_:cost:)` waits while the queue is at its bound (a file source read as fast
 ///   as the pipeline allows: nothing is dropped, the reader simply waits);
 /// - `pop()` waits for an element, and returns nil once the queue is closed and empty.
 ///
 /// Threads are woken only when it helps, since every wake-up is a context switch or two per
 /// frame: a waiting consumer by a push (unless the pusher says it can wait, as the writer can
-/// for the frames of a GOP until its keyframe), a producer blocked in `pushWaiting` once the
-/// queue has drained to half its bound, so that it refills it in a batch.
+/// for sound until the next GOP), a producer blocked in `pushWaiting` once the queue has
+/// drained to half its bound, so that it refills it in a batch.
 ///
 /// `@unchecked Sendable`: every stored property is read and written only while holding `condition`.
 final class WorkQueue<Element>: @unchecked Sendable {

@@ -2,7 +2,9 @@
 /// backend (libx264 in software; a hardware encoder through V4L2). The pipeline knows none.
 ///
 /// - The caller decides where keyframes go (with a `KeyframeSchedule`), so that every
-///   backend places them alike.
+///   backend places them alike. A backend must honour `keyframe: true` on that frame: a GOP
+///   ends only at the next keyframe, and a clip is written GOP by GOP, so an encoder that
+///   ignored it would leave nothing on disk until the clip closed.
 /// - Output may lag input: `encode` returns the samples that are ready — none, one or
 ///   several — and `flush` returns the rest at the end of the stream.
 /// - Samples come out in decode order, in the `avcC` form (4-byte length prefixes, no start

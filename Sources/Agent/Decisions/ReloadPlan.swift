@@ -4,9 +4,9 @@ import Configuration
 ///
 /// | settings | apply |
 /// |---|---|
-/// | `log.*` | at once |
+/// | `log.*`, `hooks.*` | at once (the next log line, the next hook run) |
 /// | `motion.*` (and the mask file), `recording.*` | between events: the pipeline swaps its detector, event logic and pre-roll ring only while no event is open, so a clip never mixes two configurations |
-/// | `storage.*`, `hooks.*` | from the next clip: the writer finishes the open clip where it began |
+/// | `storage.*` | from the next clip: the writer finishes the open clip in the directory, and under the name, it began with |
 /// | `camera.*`, `encoder.*`, `audio.*` | after a restart (said in the log): the devices and the encoder are opened once |
 ///
 /// A value computed from the settings before and after; no side effects.
@@ -21,7 +21,8 @@ public struct ReloadPlan: Sendable, Equatable {
     /// Pre-roll or its memory bound changed: a new ring between events (the old one's
     /// contents were kept under the old bound).
     public var preRollChanged = false
-    /// Storage or hooks changed: the writer takes them from the next clip.
+    /// Storage or hooks changed: the writer takes the storage from the next clip, the hooks
+    /// sink the programs at once.
     public var storageChanged = false
 
     public init(from old: Settings, to new: Settings) {
