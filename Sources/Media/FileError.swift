@@ -10,13 +10,22 @@ public struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
     public var isOutOfSpace: Bool
     /// There is no such file (ENOENT).
     public var isMissing: Bool
+    /// Something already has the name (a new file is never made over an old one).
+    public var isAlreadyThere: Bool
+    /// Another process holds the file (a running agent writing the clip, or the storage directory).
+    public var isInUse: Bool
 
-    public init(path: String, operation: String, reason: String, isOutOfSpace: Bool = false, isMissing: Bool = false) {
+    public init(
+        path: String, operation: String, reason: String, isOutOfSpace: Bool = false, isMissing: Bool = false,
+        isAlreadyThere: Bool = false, isInUse: Bool = false
+    ) {
         self.path = path
         self.operation = operation
         self.reason = reason
         self.isOutOfSpace = isOutOfSpace
         self.isMissing = isMissing
+        self.isAlreadyThere = isAlreadyThere
+        self.isInUse = isInUse
     }
 
     public var description: String { "cannot \(operation) \(path): \(reason)" }

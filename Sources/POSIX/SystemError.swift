@@ -29,6 +29,11 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     public var isMissing: Bool { code == ENOENT }
     /// The user may not do it (EACCES or EPERM).
     public var isPermissionDenied: Bool { code == EACCES || code == EPERM }
+    /// A path component is not a directory (ENOTDIR), as a link to a file is when opened as one.
+    public static let notADirectory = SystemError(ENOTDIR)
+    /// What a caller throws when an entry is not the regular file it must be (EFTYPE has no
+    /// Linux number; EISDIR stands in, and callers give their own words).
+    public static let notARegularFile = SystemError(EISDIR)
     /// Something already has the name (EEXIST).
     public var alreadyExists: Bool { code == EEXIST }
 
@@ -40,4 +45,9 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
         ENOLINK: "ENOLINK", ETIMEDOUT: "ETIMEDOUT", ELOOP: "ELOOP", ENAMETOOLONG: "ENAMETOOLONG",
         EOPNOTSUPP: "EOPNOTSUPP", ESHUTDOWN: "ESHUTDOWN",
     ]
+}
+
+/// The process's own id.
+public enum ProcessID {
+    public static var current: Int32 { getpid() }
 }
