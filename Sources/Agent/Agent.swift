@@ -44,6 +44,8 @@ public final class Agent: @unchecked Sendable {
         case sourceCannotOpen
         /// The storage directory could not be created (exit 73).
         case storageCannotBeCreated
+        /// Another agent records into the storage directory (exit 75); its pid when it said.
+        case storageInUse(pid: Int32?)
         /// The file source turned out malformed part-way; the clips before are kept (exit 65).
         case sourceFailed
     }
@@ -96,20 +98,35 @@ public final class Agent: @unchecked Sendable {
                 ("storage", .string(settings.storage.path)),
             ])
 
-        // Storage: create it, finish clips an earlier run left open, apply retention.
+        // Storage, before anything records: made when missing, claimed (one agent per
+        // directory), proven writable, then what an earlier run left open repaired and
+        // retention applied. A directory that is not there yet or not writable is waited for.
         let storage = environment.storage(settings.storage.path)
-        do { try storage.createRoot() } catch {
-            log.error(
-                "cannot create the storage directory — check storage.path and that this user may write there",
-                [("path", .string(settings.storage.path)), ("error", .string(error.description))])
-            return .storageCannotBeCreated
-        }
         let hooks = HookSink(settings.hooks, log: log)
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
         let clipWriter = ClipWriter(
             settings: writerSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
             monotonicNow: environment.monotonicNow, wallNow: environment.wallNow)
-        clipWriter.prepare()
+        switch clipWriter.bringUpStorage() {
+        case .ready:
+            break
+        case .cannotCreate(let reason):
+            log.error(
+                "cannot create the storage directory — check storage.path and that this user may write there",
+                [("path", .string(settings.storage.path)), ("error", .string(reason))])
+            return .storageCannotBeCreated
+        case .claimedElsewhere(let error):
+            log.error(
+                "another agent records into this storage directory — stop it, or give this one another storage.path",
+                [
+                    ("path", .string(settings.storage.path)),
+                    ("pid", .string(error.heldBy.map(String.init) ?? "unknown")),
+                    ("error", .string(error.description)),
+                ])
+            return .storageInUse(pid: error.heldBy)
+        case .unavailable(let reason):
+            clipWriter.storageUnavailable(reason)
+        }
 
         // The source: opened before anything starts, so a bad one is reported at once. A
         // camera that is not there yet (a USB camera still enumerating at boot, or unplugged)

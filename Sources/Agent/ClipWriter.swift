@@ -66,6 +66,11 @@ final class ClipWriter: @unchecked Sendable {
     /// Set when a clip could not be opened or failed: its commands are skipped until the next open.
     private var skipping = false
     private var disk = DiskFullPolicy()
+    /// The storage directory, claimed and proven writable; nil while it is unavailable (not
+    /// there yet, read-only, removed), which is retried as `storageOutage` says.
+    private var claim: (any StorageClaim)?
+    private var storageOutage = Retry(maximum: .init(seconds: 30))
+    private var nextStorageTry: Timestamp?
 
     init(
         settings: WriterSettings, log: Logger, stats: Stats, events: any EventSink,
@@ -79,17 +84,90 @@ final class ClipWriter: @unchecked Sendable {
         self.wallNow = wallNow
     }
 
-    /// Before recording: finishes the clips an earlier run left open, then applies retention.
-    func prepare() {
+    /// What bringing the storage directory up came to.
+    enum StorageState: Equatable {
+        /// Claimed, writable, repaired and swept: clips can be recorded.
+        case ready
+        /// Not there yet (its parent missing: a USB disk not mounted), read-only, or failing:
+        /// waited for.
+        case unavailable(String)
+        /// It cannot be made (permission denied, a file in the way): a person must act.
+        case cannotCreate(String)
+        /// Another agent records into it.
+        case claimedElsewhere(ClaimError)
+    }
+
+    /// Brings the storage directory up: made when missing (its parent must exist), claimed
+    /// (one agent per directory), proven writable (a test file made, synced, removed), then
+    /// the clips an earlier run left open repaired and retention applied.
+    func bringUpStorage() -> StorageState {
+        let storage = settings.storage
+        do { try storage.createRoot() } catch {
+            return error.isMissing || error.isOutOfSpace
+                ? .unavailable(error.description) : .cannotCreate(error.description)
+        }
+        if claim == nil {
+            do { claim = try storage.claim() } catch { return .claimedElsewhere(error) }
+        }
+        do { try storage.probe() } catch { return .unavailable(error.description) }
         repairInterrupted()
         sweep()
+        return .ready
+    }
+
+    /// True when the storage directory is up; tries it again when an outage's next try is due.
+    private func storageIsReady() -> Bool {
+        if nextStorageTry == nil { return true }
+        let now = monotonicNow()
+        if let due = nextStorageTry, now < due { return false }
+        switch bringUpStorage() {
+        case .ready:
+            nextStorageTry = nil
+            let back = storageOutage.succeeded(at: now)
+            log.info(
+                "storage directory back",
+                [
+                    ("path", .string(settings.storage.root)), ("down", .seconds(back?.down.seconds ?? 0)),
+                    ("attempts", .int(back?.tries ?? 1)),
+                ])
+            return true
+        case .unavailable(let reason), .cannotCreate(let reason):
+            storageUnavailable(reason)
+        case .claimedElsewhere(let error):
+            storageUnavailable(error.description)
+        }
+        return false
+    }
+
+    /// The storage directory cannot be used now: said once per outage, tried again as `Retry` says.
+    func storageUnavailable(_ reason: String) {
+        let failure = storageOutage.failed(at: monotonicNow())
+        nextStorageTry = monotonicNow() + failure.retryIn
+        if failure.isFirst {
+            log.warning(
+                "storage directory unavailable; clips wait for it — is the disk mounted and writable?",
+                [("path", .string(settings.storage.root)), ("error", .string(reason))])
+        } else {
+            log.debug(
+                "storage directory still unavailable",
+                [("error", .string(reason)), ("retry_in", .seconds(failure.retryIn.seconds))])
+        }
     }
 
     func run(_ queue: WorkQueue<WriterItem>) {
-        while let item = queue.pop() { handle(item) }
-        if open != nil {
-            log.warning("writer stopped with a clip open; finishing it")
-            closeClip(ClipClosing(reason: .finished, peakScore: 0))
+        while true {
+            // While the storage is down, wake up to try it again even when nothing comes.
+            let wait = nextStorageTry.map { max(0.05, ($0 - monotonicNow()).seconds) }
+            switch queue.pop(waitingAtMost: wait) {
+            case .element(let item): handle(item)
+            case .timedOut: _ = storageIsReady()
+            case .closed:
+                if open != nil {
+                    log.warning("writer stopped with a clip open; finishing it")
+                    closeClip(ClipClosing(reason: .finished, peakScore: 0))
+                }
+                return
+            }
         }
     }
 
@@ -159,11 +237,23 @@ final class ClipWriter: @unchecked Sendable {
             skipping = true
             return
         }
+        guard storageIsReady() else {
+            log.error(
+                "clip not recorded: the storage directory is unavailable",
+                [
+                    ("event", .int(info.event)), ("part", .int(info.part)),
+                    ("trigger", .string(ClipRecord.timestamp(stream.wallClock(info.trigger)))),
+                    ("path", .string(settings.storage.root)),
+                ])
+            stats.update { $0.clipErrors += 1 }
+            skipping = true
+            return
+        }
         let started = stream.wallClock(info.start)
         let trigger = stream.wallClock(info.trigger)
         let storage = settings.storage
         let description = MovieDescription(creationTime: started, video: stream.video, audio: stream.audio)
-        var attempt = 0
+        var attempt = 0, collisions = 0
         while true {
             attempt += 1
             let relative = freeName(for: started)
@@ -189,13 +279,19 @@ final class ClipWriter: @unchecked Sendable {
                             part: info.part, trigger: trigger, preRoll: preRoll, score: info.score)))
                 return
             } catch let error as FileError {
+                // Someone made a file of that name since it was picked: take the next one.
+                if error.isAlreadyThere && collisions < 100 {
+                    collisions += 1
+                    attempt -= 1
+                    continue
+                }
                 problem = (error.description, error.isOutOfSpace)
             } catch {
                 problem = ("\(error)", false)
             }
             if disk.createFailed(outOfSpace: problem.outOfSpace, attempt: attempt) {
                 log.warning("no space for a new clip; running retention", [("file", .string(relative))])
-                sweep()
+                sweep(fullDisk: ClipWriter.fullDiskHeadroom)
                 continue
             }
             log.error(
@@ -234,7 +330,7 @@ final class ClipWriter: @unchecked Sendable {
         case .abandon: break
         }
         if case .sweepAndRetry = decision {
-            sweep()
+            sweep(fullDisk: Int64(clip.writer.bufferedBytes) + ClipWriter.fullDiskHeadroom)
             do {
                 try clip.writer.flush()
                 return
@@ -280,6 +376,20 @@ final class ClipWriter: @unchecked Sendable {
                 of: clip, start: summary.start, duration: summary.duration, frames: summary.videoFrames,
                 audioFrames: summary.audioFrames, bytes: summary.bytes, peakScore: closing.peakScore)
         else { return }
+        // A file that has no name any more (its directory removed while it was written) holds
+        // nothing anyone can find: the event is lost, and said so — never "clip saved".
+        guard clip.storage.exists(clip.relativePath) else {
+            log.error(
+                "clip lost: its file was removed while it was written",
+                [
+                    ("file", .string(clip.relativePath)), ("start", .string(record.start)),
+                    ("end", .string(record.end)),
+                    ("trigger", .string(record.trigger ?? "")), ("path", .string(clip.storage.root)),
+                ])
+            stats.update { $0.clipErrors += 1 }
+            storageUnavailable("\(clip.storage.path(clip.relativePath)) was removed while it was written")
+            return
+        }
         stats.update { $0.clipsWritten += 1 }
         // The journal's line (a sink) goes in before the clip is said saved: a clip logged as
         // saved is in the journal even if the agent is killed the next moment.
@@ -309,9 +419,32 @@ final class ClipWriter: @unchecked Sendable {
     /// and gets its journal line like any other.
     private func repairAbandoned(_ clip: OpenClip, peakScore: Double) {
         let storage = clip.storage, relative = clip.relativePath
+        let report: MovieRepairReport
+        do {
+            guard
+                let repaired = try MovieRepair.repair(
+                    path: storage.path(relative), opening: { _ throws(FileError) in try storage.openMovie(relative) })
+            else { return }
+            report = repaired
+        } catch  where error.kind == .nothingRecorded {
+            // Given up before its first fragment reached the disk: a file no player opens. It
+            // is ours (the writer made it), so it goes.
+            do {
+                try storage.delete(relative)
+                log.info("removed a clip given up with no video in it", [("file", .string(relative))])
+            } catch {
+                log.warning(
+                    "cannot remove a clip given up with no video in it",
+                    [("file", .string(relative)), ("error", .string(error.description))])
+            }
+            return
+        } catch {
+            log.warning(
+                "a clip given up cannot be repaired; it is left as it is",
+                [("file", .string(relative)), ("error", .string(error.problem))])
+            return
+        }
         guard
-            let report = try? MovieRepair.repair(
-                path: storage.path(relative), opening: { _ throws(FileError) in try storage.openMovie(relative) }),
             let record = record(
                 of: clip, start: clip.info.start, duration: report.videoDuration, frames: report.videoFrames,
                 audioFrames: report.audioFrames, bytes: report.bytes, peakScore: peakScore)
@@ -390,6 +523,9 @@ final class ClipWriter: @unchecked Sendable {
                         "cannot remove an interrupted clip with no video in it",
                         [("file", .string(relative)), ("error", .string(error.description))])
                 }
+            } catch  where error.kind == .inUse {
+                log.warning(
+                    "a clip is being written by another process; it is left as it is", [("file", .string(relative))])
             } catch {
                 log.warning(
                     "cannot repair a clip; it is left as it is",
@@ -399,12 +535,17 @@ final class ClipWriter: @unchecked Sendable {
     }
 
     /// Retention: deletes what the policy says (never the open clip), logs each deletion.
-    func sweep() {
+    /// Room asked of retention when the disk is full, beyond the video waiting to be written.
+    static let fullDiskHeadroom: Int64 = 1 << 20
+
+    /// Retention: deletes what the policy says (never the open clip, never the newest saved),
+    /// logs each deletion. `fullDisk` is the room a write that found the disk full needs.
+    func sweep(fullDisk need: Int64? = nil) {
         let storage = settings.storage
         let store = ClipStore(storage: storage, naming: settings.naming)
         let protected: Set<String> = open.map { [$0.relativePath] } ?? []
-        let (deleted, errors) = store.sweep(settings.policy, now: wallNow(), protected: protected)
-        for d in deleted {
+        let result = store.sweep(settings.policy, now: wallNow(), protected: protected, fullDisk: need)
+        for d in result.deleted {
             log.info(
                 "clip deleted",
                 [
@@ -412,17 +553,23 @@ final class ClipWriter: @unchecked Sendable {
                     ("reason", .string(d.reason.description)),
                 ])
         }
-        for e in errors { log.warning("retention problem", [("error", .string(e.description))]) }
-        if !deleted.isEmpty { events.handle(.clipsDeleted(ClipsDeleted(deletions: deleted, storage: storage))) }
-        guard let free = try? storage.freeBytes() else { return }
+        for e in result.errors { log.warning("retention problem", [("error", .string(e.description))]) }
+        if !result.deleted.isEmpty {
+            events.handle(.clipsDeleted(ClipsDeleted(deletions: result.deleted, storage: storage)))
+        }
+        guard let free = result.freeBytes else { return }
         stats.update { $0.diskFreeBytes = free }
         switch disk.measured(
-            free: free, minFree: settings.policy.minFree, deletedOrFailed: !deleted.isEmpty || !errors.isEmpty)
+            free: free, minFree: settings.policy.minFree, shortfall: result.shortfall, at: monotonicNow())
         {
-        case .low?:
+        case .low(let shortfall)?:
             log.warning(
-                "disk space low and no clip left to delete",
-                [("free_mb", .int(free >> 20)), ("min_free_mb", .int(settings.policy.minFree >> 20))])
+                "disk space low and deleting clips would not make it up; the clips are kept — free space on this file system or lower storage.min_free_mb",
+                [
+                    ("path", .string(storage.root)), ("free_mb", .int(free >> 20)),
+                    ("min_free_mb", .int(settings.policy.minFree >> 20)),
+                    ("short_mb", .int((shortfall + (1 << 20) - 1) >> 20)),
+                ])
         case .recovered?:
             log.info("disk space above min_free_mb again", [("free_mb", .int(free >> 20))])
         case nil:

@@ -13,6 +13,8 @@ public struct MovieRepairError: Error, CustomStringConvertible, Sendable, Equata
         /// The recording stopped before its first fragment was complete: the file is empty, or
         /// holds only the start of the movie's header or first fragment. No video to recover.
         case nothingRecorded
+        /// A running agent is writing it: left alone.
+        case inUse
     }
 
     public var path: String
@@ -127,6 +129,10 @@ public enum MovieRepair {
     private static func open(_ path: String, _ opener: Opener) throws(MovieRepairError) -> any MovieFile {
         do { return try opener(path) } catch {
             if error.isMissing { throw MovieRepairError(path: path, problem: "no such file", kind: .noSuchFile) }
+            if error.isInUse {
+                throw MovieRepairError(
+                    path: path, problem: "a running agent is writing it; left as it is", kind: .inUse)
+            }
             throw MovieRepairError(
                 path: path, problem: "cannot open it for repair: \(error.reason)", kind: .inputOutput)
         }

@@ -40,19 +40,50 @@ public protocol ClipStorage: AnyObject, Sendable {
     /// Deletes a regular file (never a link or a directory), then the directories above it
     /// that it leaves empty, up to the storage directory itself.
     func delete(_ relativePath: String) throws(FileError)
-    /// Creates a new movie file, and the directories above it.
+    /// Creates a new movie file, and the directories above it — never over an existing file
+    /// (`isAlreadyThere`: take another name) — and holds it: repair leaves it alone while it is
+    /// written.
     func createMovie(_ relativePath: String) throws(FileError) -> any MovieFile
-    /// Opens an existing movie file to read and finish it (repair).
+    /// Opens an existing movie file to read and finish it (repair); one a running agent is
+    /// writing is refused (`isInUse`).
     func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile
     /// The whole of a small file (the journal); nil when there is none.
     func read(_ relativePath: String) throws(FileError) -> [UInt8]?
-    /// Appends to a file (creating it) and makes the bytes durable.
+    /// Appends to a file (creating it) whole or not at all, starting on a fresh line when the
+    /// file does not end in a newline, and makes the bytes durable.
     func append(_ bytes: [UInt8], to relativePath: String) throws(FileError)
     /// Replaces a file's contents at once: written beside it, made durable, renamed over it.
     func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError)
+    /// Claims the directory for this agent for as long as the claim lives: a second agent on
+    /// the same directory is refused, naming the first.
+    func claim() throws(ClaimError) -> any StorageClaim
+    /// Proves the directory can be written: a test file made, written, synced and removed.
+    func probe() throws(FileError)
 }
 
 extension ClipStorage {
     /// The path of `relativePath` as people know it.
     public func path(_ relativePath: String) -> String { root + "/" + relativePath }
+}
+
+/// An agent's hold on a storage directory, for as long as the value lives.
+public protocol StorageClaim: AnyObject, Sendable {}
+
+/// A storage directory another agent records into (or whose lock cannot be taken).
+public struct ClaimError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// The lock file.
+    public var path: String
+    /// The process holding it, when it said.
+    public var heldBy: Int32?
+    public var reason: String
+
+    public init(path: String, heldBy: Int32?, reason: String) {
+        self.path = path
+        self.heldBy = heldBy
+        self.reason = reason
+    }
+
+    public var description: String {
+        "\(reason)" + (heldBy.map { " (pid \($0), holding \(path))" } ?? " (\(path))")
+    }
 }

@@ -6,12 +6,15 @@ public enum DeletionReason: Equatable, Sendable, CustomStringConvertible {
     case olderThan(days: Int)
     case storeLargerThan(bytes: Int64)
     case freeSpaceBelow(bytes: Int64)
+    /// The disk was full while a clip was written: space was needed now.
+    case diskFull
 
     public var description: String {
         switch self {
         case .olderThan(let days): "older than \(days) days"
         case .storeLargerThan(let bytes): "clips take more than \(bytes >> 20) MB"
         case .freeSpaceBelow(let bytes): "less than \(bytes >> 20) MB free"
+        case .diskFull: "the disk was full"
         }
     }
 }
@@ -21,9 +24,17 @@ public struct Deletion: Equatable, Sendable {
     public var reason: DeletionReason
 }
 
-/// Which clips to delete: oldest first, when older than `maxAgeDays`, while all clips take
-/// more than `maxSize`, or while the file system has less than `minFree` free. The clip being
-/// written is never among them.
+/// Which clips to delete, oldest first:
+///
+/// - clips older than `maxAgeDays`;
+/// - while all clips take more than `maxSize`;
+/// - while the file system has less than `minFree` free — but only when deleting clips can
+///   bring it there: when other data has taken the space, deleting every clip would lose the
+///   recordings and still leave too little, so they are kept and the shortfall is reported;
+/// - on a full disk (a write failed for want of space), while less than what is needed is free,
+///   whatever `minFree` says: recording goes on at the cost of the oldest clips.
+///
+/// Never the clip being written (`protected`), never the newest clip saved.
 public struct RetentionPolicy: Equatable, Sendable {
     public var maxAgeDays: Int?
     public var maxSize: Int64?
@@ -35,9 +46,23 @@ public struct RetentionPolicy: Equatable, Sendable {
         self.minFree = minFree
     }
 
-    public func deletions(clips: [StoredFile], now: Date, freeBytes: Int64, protected: Set<String>) -> [Deletion] {
+    /// What retention decides.
+    public struct Decision: Equatable, Sendable {
+        public var deletions: [Deletion]
+        /// Bytes still missing to `minFree` after the deletions, when clips could not make
+        /// them up (other data took the space) and were kept; nil when free space is enough.
+        public var shortfall: Int64?
+    }
+
+    /// Deletions for `clips` on a file system with `freeBytes` free. `fullDisk` is the space a
+    /// write that failed for want of room needs (nil when no write is waiting).
+    public func decide(
+        clips: [StoredFile], now: Date, freeBytes: Int64, protected: Set<String>, fullDisk need: Int64? = nil
+    ) -> Decision {
         var candidates = clips.filter { !protected.contains($0.relativePath) }
             .sorted { ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath) }
+        // The newest clip saved stays, whatever the rules say: an event just recorded is kept.
+        if !candidates.isEmpty { candidates.removeLast() }
         var result: [Deletion] = []
         var total = clips.reduce(0) { $0 + $1.size }
         var free = freeBytes
@@ -54,8 +79,23 @@ public struct RetentionPolicy: Equatable, Sendable {
         if let maxSize {
             while total > maxSize, !candidates.isEmpty { take(.storeLargerThan(bytes: maxSize)) }
         }
-        while free < minFree, !candidates.isEmpty { take(.freeSpaceBelow(bytes: minFree)) }
-        return result
+        if let need {
+            while free < need, !candidates.isEmpty { take(.diskFull) }
+        }
+        var shortfall: Int64?
+        if free < minFree {
+            if free + candidates.reduce(0, { $0 + $1.size }) >= minFree {
+                while free < minFree, !candidates.isEmpty { take(.freeSpaceBelow(bytes: minFree)) }
+            } else {
+                shortfall = minFree - free
+            }
+        }
+        return Decision(deletions: result, shortfall: shortfall)
+    }
+
+    /// The deletions alone (see `decide`).
+    public func deletions(clips: [StoredFile], now: Date, freeBytes: Int64, protected: Set<String>) -> [Deletion] {
+        decide(clips: clips, now: now, freeBytes: freeBytes, protected: protected).deletions
     }
 }
 
@@ -86,28 +126,44 @@ public struct ClipStore: Sendable {
         try storage.delete(clip.relativePath)
     }
 
-    /// Applies `policy` now: returns what it deleted, and the problems it met.
+    /// What a sweep did.
+    public struct Sweep: Sendable {
+        public var deleted: [Deletion] = []
+        public var errors: [FileError] = []
+        /// Free bytes after the sweep, when they could be read.
+        public var freeBytes: Int64?
+        /// Bytes still missing to `minFree`, clips kept (see `RetentionPolicy.decide`).
+        public var shortfall: Int64?
+    }
+
+    /// Applies `policy` now: what it deleted, the problems it met, and the free space then.
+    /// `fullDisk` is the space a write waiting for room needs.
     public func sweep(
-        _ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>
-    ) -> (deleted: [Deletion], errors: [FileError]) {
+        _ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>, fullDisk need: Int64? = nil
+    ) -> Sweep {
+        var sweep = Sweep()
         let clips: [StoredFile]
         let free: Int64
         do {
             clips = try self.clips()
             free = try storage.freeBytes()
         } catch {
-            return ([], [error])
+            sweep.errors.append(error)
+            return sweep
         }
-        var deleted: [Deletion] = []
-        var errors: [FileError] = []
-        for deletion in policy.deletions(clips: clips, now: now, freeBytes: free, protected: protected) {
+        let decision = policy.decide(clips: clips, now: now, freeBytes: free, protected: protected, fullDisk: need)
+        for deletion in decision.deletions {
             do {
                 try delete(deletion.clip)
-                deleted.append(deletion)
+                sweep.deleted.append(deletion)
             } catch {
-                errors.append(error)
+                sweep.errors.append(error)
             }
         }
-        return (deleted, errors)
+        sweep.freeBytes = try? storage.freeBytes()
+        sweep.shortfall = decision.shortfall.map { _ in policy.minFree - (sweep.freeBytes ?? free) }.flatMap {
+            $0 > 0 ? $0 : nil
+        }
+        return sweep
     }
 }

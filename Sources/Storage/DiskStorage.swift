@@ -4,139 +4,289 @@ internal import POSIX
 import QuickTime
 import Recorder
 
-/// The storage directory on disk: `ClipStorage` with POSIX calls. The storage directory itself
-/// may be reached through a symbolic link (`/var/lib/vigil/clips` → a USB disk); below it,
-/// relative paths with `..` in them are refused, a walk never enters a symbolic link, and only
-/// regular files are deleted.
+/// The storage directory on disk: `ClipStorage` with POSIX calls.
+///
+/// The storage directory itself may be reached through a symbolic link (`/var/lib/vigil/clips`
+/// → a USB disk). Below it everything is reached through the directory's own descriptor
+/// (`openat`, `mkdirat`, `unlinkat`, `fstatat`, `renameat`), one component at a time, never
+/// through a symbolic link: a link planted with a clip's name, or a dated directory that is a
+/// link, is refused, not followed. A new file is made with `O_EXCL` (never over an old one);
+/// relative paths with `..` are refused; a walk never enters a link; only regular files are
+/// deleted. A clip being written holds its file's lock, so repair (here or `vigil repair`)
+/// leaves it alone; the agent holds the directory's lock (`claim`).
 public final class DiskStorage: ClipStorage {
     public let root: String
-    /// How deep a walk goes below the root (the default pattern uses one level).
+    /// How deep a walk goes below the root, in path components (a clip's name included).
     public static let walkDepth = 8
+    /// The file whose lock says an agent records into this directory, and its pid.
+    public static let lockName = ".vigil.lock"
 
     public init(root: String) {
         self.root = root
     }
 
-    /// Makes the storage directory (and the directories above it) when it is not there yet.
+    /// Makes the storage directory when it is not there yet. Its parent must exist: a missing
+    /// parent (a disk not mounted yet) is `isMissing`, waited for rather than made — the
+    /// recording must not go to the disk the mount point sits on.
     public func createRoot() throws(FileError) {
-        try makeDirectories(root, operation: "create the directory")
+        if (try? Paths.status(root))?.isDirectory == true { return }
+        let parent = root.withoutLastPathComponent.isEmpty ? "." : root.withoutLastPathComponent
+        guard (try? Paths.status(parent))?.isDirectory == true else {
+            throw FileError(
+                path: root, operation: "create the directory", reason: "the directory \(parent) does not exist",
+                isMissing: true)
+        }
+        do { try Paths.makeDirectory(root) } catch {
+            guard error.alreadyExists else { throw FileError(path: root, operation: "create the directory", error) }
+            if (try? Paths.status(root))?.isDirectory == true { return }
+            throw FileError(path: root, operation: "create the directory", reason: "it exists and is not a directory")
+        }
     }
 
     public func walk() throws(FileError) -> [StoredFile] {
-        let status: FileStatus
-        do { status = try Paths.status(root) } catch {
+        let directory: FileDescriptor
+        do { directory = try FileDescriptor(openingDirectory: root) } catch {
             throw FileError(path: root, operation: "read the storage directory", error)
         }
-        guard status.isDirectory else {
-            throw FileError(path: root, operation: "read the storage directory", reason: "it is not a directory")
-        }
         var found: [StoredFile] = []
-        func walk(_ relative: String, depth: Int) {
-            guard depth < DiskStorage.walkDepth,
-                let names = try? Paths.contents(ofDirectory: relative.isEmpty ? root : path(relative))
-            else { return }
+        func walk(_ directory: borrowing FileDescriptor, _ prefix: String, depth: Int) {
+            guard let names = try? directory.entries() else { return }
             for name in names.sorted() {
-                let child = relative.isEmpty ? name : relative + "/" + name
-                guard let status = try? Paths.status(ofLink: path(child)) else { continue }
+                let relative = prefix + name
+                guard let status = try? directory.status(ofEntry: name) else { continue }
                 switch status.kind {
-                case .directory: walk(child, depth: depth + 1)
+                case .directory:
+                    guard depth + 1 < DiskStorage.walkDepth, let sub = try? directory.openDirectory(named: name) else {
+                        continue
+                    }
+                    walk(sub, relative + "/", depth: depth + 1)
                 case .regular:
                     found.append(
                         StoredFile(
-                            relativePath: child, size: Int64(clamping: status.size),
+                            relativePath: relative, size: Int64(clamping: status.size),
                             modified: Date(timeIntervalSince1970: status.modified)))
-                case .symbolicLink, .other: continue
+                case .symbolicLink, .other:
+                    continue
                 }
             }
         }
-        walk("", depth: 0)
+        walk(directory, "", depth: 0)
         return found
     }
 
     public func freeBytes() throws(FileError) -> Int64 {
-        do { return try Paths.availableBytes(onFileSystemOf: root) } catch {
+        do { return try FileDescriptor(openingDirectory: root).availableBytes() } catch {
             throw FileError(path: root, operation: "read the free space of", error)
         }
     }
 
     public func exists(_ relativePath: String) -> Bool {
-        guard let path = try? checked(relativePath, "look up") else { return false }
-        return (try? Paths.status(ofLink: path)) != nil
+        (try? inParent(of: relativePath, "look up") { directory, name throws(SystemError) in
+            _ = try directory.status(ofEntry: name)
+        }) != nil
     }
 
     public func delete(_ relativePath: String) throws(FileError) {
-        let path = try checked(relativePath, "delete")
-        let status: FileStatus
-        do { status = try Paths.status(ofLink: path) } catch { throw FileError(path: path, operation: "delete", error) }
-        guard status.kind == .regular else {
-            throw FileError(path: path, operation: "delete", reason: "it is not a regular file; refusing")
+        try inParent(of: relativePath, "delete") { directory, name throws(SystemError) in
+            guard try directory.status(ofEntry: name).kind == .regular else { throw SystemError.notARegularFile }
+            try directory.removeFile(named: name)
         }
-        do { try Paths.removeFile(path) } catch { throw FileError(path: path, operation: "delete", error) }
         // The directories the pattern made for it go when they are left empty (rmdir refuses
         // anything else).
-        var parts = relativePath.split(separator: "/").dropLast()
-        while !parts.isEmpty, (try? Paths.removeDirectory(self.path(parts.joined(separator: "/")))) != nil {
-            parts = parts.dropLast()
+        var parts = relativePath.split(separator: "/").map(String.init).dropLast()
+        while let last = parts.popLast() {
+            let removed = try? inParent(of: (parts + [last]).joined(separator: "/"), "delete") {
+                directory, name throws(SystemError) in
+                try directory.removeDirectory(named: name)
+            }
+            if removed == nil { break }
         }
     }
 
     public func createMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
-        let path = try checked(relativePath, "create")
-        try makeDirectories(path.withoutLastPathComponent, operation: "create")
-        return try FileMovieOutput(creating: path)
+        let path = self.path(relativePath)
+        return try inParent(of: relativePath, "create", creatingDirectories: true) {
+            directory, name throws(SystemError) in
+            let file = try directory.openFile(named: name, .readWrite, options: [.create, .exclusive])
+            try file.lockExclusively()
+            // The new name is durable before the clip counts as started.
+            try directory.synchronize()
+            return FileMovieOutput(adopting: file, path: path, length: 0)
+        }
     }
 
     public func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
-        try FileMovieOutput(updating: try checked(relativePath, "open"))
+        let path = self.path(relativePath)
+        let result: Result<FileMovieOutput, FileError> = try inParent(of: relativePath, "open") {
+            directory, name throws(SystemError) in
+            let file = try directory.openFile(named: name, .readWrite)
+            do throws(FileError) { try FileMovieOutput.lock(file, path) } catch { return .failure(error) }
+            let length = try file.status().size
+            return .success(FileMovieOutput(adopting: file, path: path, length: length))
+        }
+        return try result.get()
     }
 
     public func read(_ relativePath: String) throws(FileError) -> [UInt8]? {
-        let path = try checked(relativePath, "read")
         do {
-            let file = try FileDescriptor(opening: path, .readOnly)
-            return try file.read(count: Int(try file.status().size))
+            return try inParent(of: relativePath, "read") { directory, name throws(SystemError) in
+                let file = try directory.openFile(named: name, .readOnly)
+                return try file.read(count: Int(try file.status().size))
+            }
         } catch {
             if error.isMissing { return nil }
-            throw FileError(path: path, operation: "read", error)
+            throw error
         }
     }
 
+    /// Appends `bytes` whole or not at all, and syncs them. When the file does not end in a
+    /// newline (a write a crash cut short), a newline goes first, so the new line is never
+    /// glued to a torn one.
     public func append(_ bytes: [UInt8], to relativePath: String) throws(FileError) {
-        let path = try checked(relativePath, "append to")
-        do {
-            let file = try FileDescriptor(opening: path, .writeOnly, options: [.create, .append])
-            try file.writeAll(bytes)
-            try file.synchronize()
-        } catch {
-            throw FileError(path: path, operation: "append to", error)
+        try inParent(of: relativePath, "append to") { directory, name throws(SystemError) in
+            let file = try directory.openFile(named: name, .readWrite, options: [.create, .append])
+            let length = try file.status().size
+            var record = bytes
+            if length > 0, try file.read(count: 1, at: length - 1) != [UInt8(ascii: "\n")] {
+                record.insert(UInt8(ascii: "\n"), at: 0)
+            }
+            do throws(SystemError) {
+                try file.writeAll(record)
+                try file.synchronize()
+            } catch {
+                try? file.truncate(to: length)  // a short write is cut back: nothing, not half a line
+                throw error
+            }
         }
     }
 
+    /// Replaces the file at once: written beside it (`NAME.new`), synced, renamed over it, the
+    /// rename synced — a crash leaves the old file or the new one, never a mix.
     public func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError) {
-        try replaceFile(at: try checked(relativePath, "replace"), with: bytes, operation: "replace")
+        try inParent(of: relativePath, "replace") { directory, name throws(SystemError) in
+            let temporary = name + ".new"
+            try? directory.removeFile(named: temporary)  // left by a crash
+            do throws(SystemError) {
+                let file = try directory.openFile(named: temporary, .writeOnly, options: [.create, .exclusive])
+                try file.writeAll(bytes)
+                try file.synchronize()
+                try file.close()
+                try directory.rename(named: temporary, to: name)
+                try directory.synchronize()
+            } catch {
+                try? directory.removeFile(named: temporary)
+                throw error
+            }
+        }
     }
 
-    /// The absolute path of `relativePath`, refused when it could lead out of the directory.
-    private func checked(_ relativePath: String, _ operation: String) throws(FileError) -> String {
-        let parts = relativePath.split(separator: "/", omittingEmptySubsequences: false)
-        guard !relativePath.hasPrefix("/"), !parts.contains(".."), !parts.contains("") else {
+    /// Claims the directory for this agent: its lock file (`.vigil.lock`) holds the lock and
+    /// the pid for as long as the returned claim lives. A directory another agent records into
+    /// is refused, naming that agent's pid.
+    public func claim() throws(ClaimError) -> any StorageClaim {
+        let path = self.path(DiskStorage.lockName)
+        do {
+            let directory = try FileDescriptor(openingDirectory: root)
+            let file = try directory.openFile(named: DiskStorage.lockName, .readWrite, options: [.create])
+            do { try file.lockExclusively() } catch {
+                guard error.isLocked else { throw error }
+                let holder = (try? file.read(count: 32, at: 0)).flatMap {
+                    Int32(String(decoding: $0, as: UTF8.self).trimmingNewline)
+                }
+                throw ClaimError(path: path, heldBy: holder, reason: "another agent records into \(root)")
+            }
+            try file.truncate(to: 0)
+            try file.writeAll(Array("\(ProcessID.current)\n".utf8), at: 0)
+            return DiskClaim(file: file)
+        } catch let error as ClaimError {
+            throw error
+        } catch {
+            throw ClaimError(path: path, heldBy: nil, reason: "cannot take its lock: \(error)")
+        }
+    }
+
+    /// Proves the directory can be written: a test file made, written, synced and removed.
+    public func probe() throws(FileError) {
+        let name = ".vigil-probe-\(ProcessID.current)"
+        let path = self.path(name)
+        var step = "open the storage directory"
+        do {
+            let directory = try FileDescriptor(openingDirectory: root)
+            try? directory.removeFile(named: name)
+            step = "create a test file in the storage directory"
+            let file = try directory.openFile(named: name, .writeOnly, options: [.create, .exclusive])
+            step = "write a test file in the storage directory"
+            try file.writeAll(Array("vigil storage probe\n".utf8))
+            try file.synchronize()
+            try file.close()
+            step = "remove a test file from the storage directory"
+            try directory.removeFile(named: name)
+        } catch {
+            throw FileError(path: path, operation: step, error)
+        }
+    }
+
+    /// Runs `body` on the directory that holds the last component of `relativePath`, reached
+    /// from the storage directory one component at a time without following a link (made when
+    /// missing with `creatingDirectories`), and that component's name.
+    private func inParent<Result>(
+        of relativePath: String, _ operation: String, creatingDirectories: Bool = false,
+        _ body: (borrowing FileDescriptor, String) throws(SystemError) -> Result
+    ) throws(FileError) -> Result {
+        let parts = relativePath.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard !relativePath.hasPrefix("/"), !parts.contains(".."), !parts.contains(""), !parts.contains("."),
+            let name = parts.last
+        else {
             throw FileError(
                 path: path(relativePath), operation: operation, reason: "the name leads out of \(root); refusing")
         }
-        return path(relativePath)
-    }
-
-    /// `mkdir -p`: makes `directory` and any directory above it that is missing. An existing
-    /// directory may be reached through a symbolic link, as `mkdir -p` allows.
-    private func makeDirectories(_ directory: String, operation: String) throws(FileError) {
-        guard !directory.isEmpty, (try? Paths.status(directory))?.isDirectory != true else { return }
-        try makeDirectories(directory.withoutLastPathComponent, operation: operation)
-        do { try Paths.makeDirectory(directory) } catch {
-            guard error.alreadyExists else { throw FileError(path: directory, operation: operation, error) }
-            if (try? Paths.status(directory))?.isDirectory == true { return }
-            throw FileError(path: directory, operation: operation, reason: "it exists and is not a directory")
+        var reached = root
+        do throws(SystemError) {
+            var directory = try FileDescriptor(openingDirectory: root)
+            for component in parts.dropLast() {
+                reached += "/" + component
+                if creatingDirectories {
+                    do throws(SystemError) {
+                        try directory.makeDirectory(named: component)
+                        try directory.synchronize()  // the new directory's name is durable
+                    } catch {
+                        if !error.alreadyExists { throw error }
+                    }
+                }
+                directory = try directory.openDirectory(named: component)
+            }
+            reached = path(relativePath)
+            return try body(directory, name)
+        } catch {
+            if error.isLink {
+                throw FileError(
+                    path: reached, operation: operation, reason: "it is a symbolic link; refusing to follow it")
+            }
+            if error.code == SystemError.notADirectory.code {
+                throw FileError(
+                    path: reached, operation: operation,
+                    reason: "it is not a directory (or a symbolic link to a file); refusing to follow it")
+            }
+            if error.code == SystemError.notARegularFile.code {
+                throw FileError(path: reached, operation: operation, reason: "it is not a regular file; refusing")
+            }
+            if error.alreadyExists {
+                throw FileError(
+                    path: reached, operation: operation, reason: "a file has that name already", isAlreadyThere: true)
+            }
+            throw FileError(path: reached, operation: operation, error)
         }
     }
+}
+
+/// The agent's hold on a storage directory: the lock file, open and locked, until this goes.
+final class DiskClaim: StorageClaim {
+    let file: FileDescriptor
+    init(file: consuming FileDescriptor) { self.file = file }
+}
+
+private extension String {
+    var trimmingNewline: String { hasSuffix("\n") ? String(dropLast()) : self }
 }
 
 extension FileError {
@@ -146,7 +296,7 @@ extension FileError {
         let reason = error.isOutOfSpace ? "no space left on the device" : error.text
         self.init(
             path: path, operation: operation, reason: reason, isOutOfSpace: error.isOutOfSpace,
-            isMissing: error.isMissing)
+            isMissing: error.isMissing, isInUse: error.isLocked)
     }
 }
 

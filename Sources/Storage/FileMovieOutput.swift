@@ -30,16 +30,50 @@ public final class FileMovieOutput: MovieFile {
         length = 0
     }
 
-    /// Opens an existing file for reading and patching (repair).
+    /// Opens an existing file for reading and patching (repair), taking its lock: a clip a
+    /// running agent is writing is refused (`isInUse`).
     public init(updating path: String) throws(FileError) {
         self.path = path
         do {
             let file = try FileDescriptor(opening: path, .readWrite)
+            try FileMovieOutput.lock(file, path)
             length = try file.status().size
             self.file = consume file
+        } catch let error as FileError {
+            throw error
         } catch {
-            throw FileError(path: path, operation: "open", error)
+            throw FileError(path: path, operation: "open", error as! SystemError)
         }
+    }
+
+    /// A movie file already open (made or opened by `DiskStorage`), `length` bytes long.
+    init(adopting file: consuming FileDescriptor, path: String, length: UInt64) {
+        self.path = path
+        self.length = length
+        self.file = consume file
+    }
+
+    /// Takes the file's lock, which its writer holds while it records: repair never touches a
+    /// clip an agent is writing.
+    static func lock(_ file: borrowing FileDescriptor, _ path: String) throws(FileError) {
+        // A child process another thread is starting holds a copy of every descriptor until it
+        // runs its program (close-on-exec): a lock can look taken for that instant. A writer
+        // holds it for the whole clip; a few tries over 50 ms tell the two apart.
+        for attempt in 1...6 {
+            do {
+                try file.lockExclusively()
+                return
+            } catch {
+                guard error.isLocked else { throw FileError(path: path, operation: "lock", error) }
+                if attempt < 6 { usleep(10_000) }
+            }
+        }
+        throw FileError(path: path, operation: "open", reason: "a running agent is writing it", isInUse: true)
+    }
+
+    /// False once the file has no name any more (its directory was removed while it was written).
+    public var isStillOnDisk: Bool {
+        ((try? withFile("look up") { file throws(SystemError) in try file.linkCount() }) ?? 1) > 0
     }
 
     /// Runs `body` on the open file; after `close()`, EBADF, as a closed descriptor would say.

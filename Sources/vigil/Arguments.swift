@@ -11,6 +11,7 @@ enum ExitCode: Int32 {
     case software = 70
     case osError = 71
     case cannotCreate = 73
+    case temporaryFailure = 75
     case ioError = 74
     case config = 78
 }

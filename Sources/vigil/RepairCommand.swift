@@ -15,9 +15,12 @@ enum RepairCommand: Command {
         complete is left as it is; a file repair does not understand is never changed.
         The agent does this by itself for its own clips when it starts.
 
+        A clip a running agent is writing is skipped (the agent finishes it itself).
+
         Exit status: 0 when every file was repaired or already complete; 66 when a file does
         not exist; 74 on a read or write error; 65 when a file is not a movie repair can
-        finish (or holds nothing to recover).
+        finish (or holds nothing to recover); 75 when a file was skipped because an agent is
+        writing it.
         """
     static let options: [OptionSpec] = []
 
@@ -36,15 +39,19 @@ enum RepairCommand: Command {
                 } else {
                     printOut("\(path): already complete")
                 }
+            } catch  where error.kind == .inUse {
+                // An agent is recording it: finishing it now would race the agent's own close.
+                printOut("\(path): skipped: a running agent is writing it; it is finished when the clip ends")
+                if worst == .success { worst = .temporaryFailure }
             } catch {
                 printError("vigil repair: \(error.description)")
                 let code: ExitCode =
                     switch error.kind {
                     case .noSuchFile: .noInput
                     case .inputOutput: .ioError
-                    case .notRepairable, .nothingRecorded: .dataError
+                    case .notRepairable, .nothingRecorded, .inUse: .dataError
                     }
-                if worst == .success || code == .ioError { worst = code }
+                if worst == .success || worst == .temporaryFailure || code == .ioError { worst = code }
             }
         }
         return worst

@@ -19,8 +19,9 @@ import Testing
     static let footage = scene(
         seconds: Double(events) * 10, width: 640, height: 480, objects: [crossing(2, 5)], period: 10)
 
-    /// When the third clip starts, another program takes every free byte: from then on
-    /// clips get only the space retention frees by deleting older ones.
+    /// When the fourth clip starts, another program takes every free byte: from then on
+    /// clips get only the space retention frees by deleting older ones (never the newest
+    /// saved one, so the older two pay for the next).
     @Test func aDiskThatFillsWhileRecordingIsClearedByRetentionAndRecordingGoesOn() throws {
         let storage = MemoryStorage(capacity: 12 << 20)
         let harness = try AgentHarness(
@@ -29,7 +30,7 @@ import Testing
                 try synthetic(Self.footage)
             },
             onEvent: { event in
-                if case .clipStarted(let clip) = event, clip.event == 3 { storage.fill() }
+                if case .clipStarted(let clip) = event, clip.event == 4 { storage.fill() }
             })
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         let output = harness.output
@@ -53,10 +54,14 @@ import Testing
         // took their lines out of the journal.
         let deleted = harness.lines("clip deleted")
         #expect(
-            !deleted.isEmpty && deleted.allSatisfy { logValue($0, "reason") == "less than 1 MB free" }, "\(deleted)")
+            !deleted.isEmpty
+                && deleted.allSatisfy { ["the disk was full", "less than 1 MB free"].contains(logValue($0, "reason")) },
+            "\(deleted)")
         let deletions = harness.events.deletions
         #expect(deletions.map(\.clip.relativePath) == deleted.compactMap { logValue($0, "file") })
-        #expect(deletions.allSatisfy { $0.reason == .freeSpaceBelow(bytes: 1 << 20) })
+        #expect(deletions.allSatisfy { $0.reason == .diskFull || $0.reason == .freeSpaceBelow(bytes: 1 << 20) })
+        // The newest clip saved was never among them: each deletion is older than a clip kept.
+        #expect(deletions.contains { $0.reason == .diskFull }, "a full disk frees space by deleting the oldest clips")
         let left = harness.clipFiles
         #expect(
             Set(try harness.journal().map(\.file)) == Set(left),
@@ -106,7 +111,10 @@ import Testing
                 "disk full while writing video; running retention, keeping the video in memory until there is room"
             ).count == 1,
             "\(harness.output)")
-        #expect(harness.lines("disk space low and no clip left to delete").count == 1, "\(harness.output)")
+        #expect(
+            harness.lines(
+                "disk space low and deleting clips would not make it up; the clips are kept — free space on this file system or lower storage.min_free_mb"
+            ).count == 1, "\(harness.output)")
         #expect(harness.lines("clip deleted").isEmpty)
         // The first clip kept what fitted; the two after it are whole.
         let saved = harness.events.clipsSaved

@@ -79,20 +79,27 @@ import Testing
         #expect(!policy.createFailed(outOfSpace: false, attempt: 2))
     }
 
-    /// Free space below min_free_mb with nothing left to delete is said once, and its end once.
-    @Test func lowSpaceIsSaidOnceAndItsEndOnce() {
+    /// A shortfall clips cannot make up is said, again at most hourly while it lasts, and its
+    /// end once.
+    @Test func aLastingShortfallIsSaidHourlyAndItsEndOnce() {
         var policy = DiskFullPolicy()
         let minFree: Int64 = 100
-        #expect(policy.measured(free: 500, minFree: minFree, deletedOrFailed: false) == nil)
+        func at(_ seconds: Double) -> Timestamp { Timestamp(seconds: seconds) }
+        #expect(policy.measured(free: 500, minFree: minFree, shortfall: nil, at: at(0)) == nil)
         #expect(
-            policy.measured(free: 50, minFree: minFree, deletedOrFailed: true) == nil,
-            "retention did something about it")
-        #expect(policy.measured(free: 50, minFree: minFree, deletedOrFailed: false) == .low)
-        #expect(policy.measured(free: 40, minFree: minFree, deletedOrFailed: false) == nil)
-        #expect(policy.measured(free: 40, minFree: minFree, deletedOrFailed: true) == nil)
-        #expect(policy.measured(free: 100, minFree: minFree, deletedOrFailed: false) == .recovered)
-        #expect(policy.measured(free: 200, minFree: minFree, deletedOrFailed: false) == nil)
-        #expect(policy.measured(free: 10, minFree: minFree, deletedOrFailed: false) == .low, "low again: said again")
+            policy.measured(free: 50, minFree: minFree, shortfall: nil, at: at(1)) == nil,
+            "retention deleted clips to make it up")
+        #expect(policy.measured(free: 50, minFree: minFree, shortfall: 50, at: at(2)) == .low(50))
+        #expect(policy.measured(free: 40, minFree: minFree, shortfall: 60, at: at(60)) == nil)
+        #expect(policy.measured(free: 40, minFree: minFree, shortfall: 60, at: at(3000)) == nil)
+        #expect(
+            policy.measured(free: 40, minFree: minFree, shortfall: 60, at: at(3602)) == .low(60),
+            "an hour on: said again")
+        #expect(policy.measured(free: 100, minFree: minFree, shortfall: nil, at: at(3700)) == .recovered)
+        #expect(policy.measured(free: 200, minFree: minFree, shortfall: nil, at: at(3800)) == nil)
+        #expect(
+            policy.measured(free: 10, minFree: minFree, shortfall: 90, at: at(3900)) == .low(90),
+            "short again: said again")
     }
 }
 

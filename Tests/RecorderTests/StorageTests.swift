@@ -66,11 +66,38 @@ import Testing
         #expect(byFree.last?.reason == .freeSpaceBelow(bytes: 100 << 20))
     }
 
-    @Test func neverTheClipBeingWritten() {
-        let clips = [clip("old", ageDays: 90, mb: 10), clip("open", ageDays: 100, mb: 500)]
+    @Test func neverTheClipBeingWrittenNorTheNewestSaved() {
+        let clips = [
+            clip("older", ageDays: 95, mb: 10), clip("old", ageDays: 90, mb: 10), clip("open", ageDays: 100, mb: 500),
+        ]
         let d = RetentionPolicy(maxAgeDays: 30, maxSize: 1, minFree: 1 << 40).deletions(
-            clips: clips, now: now, freeBytes: 0, protected: ["open"])
-        #expect(d.map(\.clip.relativePath) == ["old"])
+            clips: clips, now: now, freeBytes: 1 << 40, protected: ["open"])
+        #expect(d.map(\.clip.relativePath) == ["older"])
+        // The only clip saved is the newest: kept, however old.
+        #expect(
+            RetentionPolicy(maxAgeDays: 30, maxSize: 1, minFree: 0).deletions(
+                clips: [clip("old", ageDays: 90, mb: 10)], now: now, freeBytes: 0, protected: []
+            ).isEmpty)
+    }
+
+    /// Other data took the space: deleting every clip would not bring free space to min_free,
+    /// so they are kept and the shortfall said — unless the disk is full, when the oldest go.
+    @Test func clipsThatCannotMakeUpMinFreeAreKept() {
+        let clips = [clip("a", ageDays: 3, mb: 2), clip("b", ageDays: 2, mb: 2), clip("c", ageDays: 1, mb: 2)]
+        let policy = RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: 8 << 20)
+        let kept = policy.decide(clips: clips, now: now, freeBytes: 1 << 20, protected: [])
+        #expect(kept.deletions.isEmpty)
+        #expect(kept.shortfall == 7 << 20)
+        // Enough to make it up: oldest first, the newest kept.
+        let enough = policy.decide(clips: clips, now: now, freeBytes: 5 << 20, protected: [])
+        #expect(enough.deletions.map(\.clip.relativePath) == ["a", "b"] && enough.shortfall == nil)
+        // The disk is full and 3 MB are needed: the oldest go, whatever min_free says (0 too).
+        for minFree in [Int64(8 << 20), 0] {
+            let full = RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: minFree).decide(
+                clips: clips, now: now, freeBytes: 0, protected: ["c"], fullDisk: 3 << 20)
+            #expect(full.deletions.map(\.clip.relativePath) == ["a"], "min_free \(minFree)")
+            #expect(full.deletions.allSatisfy { $0.reason == .diskFull })
+        }
     }
 
     @Test func nothingToDoWhenWithinLimits() {
@@ -111,8 +138,9 @@ import Testing
         #expect(free == 9 << 20)
 
         // Keep 17 MB free: 8 MB must go, so the two oldest clips but the open one.
-        let (deleted, errors) = store.sweep(
+        let swept = store.sweep(
             RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: 17 << 20), now: base, protected: [names[0]])
+        let (deleted, errors) = (swept.deleted, swept.errors)
         #expect(errors.isEmpty)
         #expect(deleted.map(\.clip.relativePath) == [names[1], names[2]])
         #expect(deleted.allSatisfy { $0.reason == .freeSpaceBelow(bytes: 17 << 20) })
@@ -121,13 +149,14 @@ import Testing
             storage.exists(names[0]) && storage.exists("2026-11-29/holiday.mov")
                 && storage.exists("2026-11-27/shed-20261127-000000.mov"))
 
-        // By age and size: everything of ours but the protected clip can go; nothing else.
+        // By age and size: everything of ours but the clip being written and the newest clip
+        // saved can go; nothing else.
         let all = store.sweep(
             RetentionPolicy(maxAgeDays: 1, maxSize: 1, minFree: 0), now: base.addingTimeInterval(86_400 * 10),
             protected: [names[0]])
-        #expect(all.deleted.count == 3)
-        #expect(try store.clips().map(\.relativePath) == [names[0]])
-        #expect(storage.fileNames == [names[0], "2026-11-29/holiday.mov"].sorted())
+        #expect(all.deleted.count == 2)
+        #expect(try store.clips().map(\.relativePath) == [names[0], names[5]])
+        #expect(storage.fileNames == [names[0], names[5], "2026-11-29/holiday.mov"].sorted())
     }
 
     @Test func refusesToDeleteWhatIsNotAClip() throws {

@@ -25,6 +25,11 @@ public final class MemoryStorage: ClipStorage, Sendable {
         var capacity: Int64
         var otherData: Int64 = 0
         var now: Date
+        /// Movie files being written (refused to repair).
+        var writing: Set<String> = []
+        var claimed = false
+        /// False for a directory that cannot be written (read-only, not mounted).
+        var writable = true
         var used: Int64 { files.values.reduce(otherData) { $0 + Int64($1.bytes.count) } }
     }
 
@@ -56,6 +61,12 @@ public final class MemoryStorage: ClipStorage, Sendable {
     public var now: Date {
         get { state.withLock { $0.now } }
         set { state.withLock { $0.now = newValue } }
+    }
+
+    /// False makes the directory refuse every write, as a read-only or missing one does.
+    public var writable: Bool {
+        get { state.withLock { $0.writable } }
+        set { state.withLock { $0.writable = newValue } }
     }
 
     /// Fills the disk: other data takes every free byte.
@@ -117,7 +128,15 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     public func createMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        let path = self.path(relativePath)
+        try state.withLock { s throws(FileError) in
+            if s.files[relativePath] != nil {
+                throw FileError(
+                    path: path, operation: "create", reason: "a file has that name already", isAlreadyThere: true)
+            }
+        }
         try write(relativePath, operation: "create") { $0 = [] }
+        state.withLock { _ = $0.writing.insert(relativePath) }
         return MemoryMovieFile(storage: self, relativePath: relativePath)
     }
 
@@ -126,7 +145,39 @@ public final class MemoryStorage: ClipStorage, Sendable {
             throw FileError(
                 path: path(relativePath), operation: "open", reason: "No such file or directory", isMissing: true)
         }
+        if state.withLock({ $0.writing.contains(relativePath) }) {
+            throw FileError(
+                path: path(relativePath), operation: "open", reason: "a running agent is writing it", isInUse: true)
+        }
         return MemoryMovieFile(storage: self, relativePath: relativePath)
+    }
+
+    /// The movie file is closed (or given up): repair may open it again.
+    func finishedWriting(_ relativePath: String) {
+        state.withLock { _ = $0.writing.remove(relativePath) }
+    }
+
+    public func claim() throws(ClaimError) -> any StorageClaim {
+        let taken = state.withLock { s -> Bool in
+            defer { s.claimed = true }
+            return s.claimed
+        }
+        if taken {
+            throw ClaimError(path: path(".vigil.lock"), heldBy: nil, reason: "another agent records into \(root)")
+        }
+        return MemoryClaim(storage: self)
+    }
+
+    func release() { state.withLock { $0.claimed = false } }
+
+    public func probe() throws(FileError) {
+        if !writable {
+            throw FileError(
+                path: path(".vigil-probe"), operation: "create a test file in the storage directory",
+                reason: "Read-only file system")
+        }
+        try write(".vigil-probe", operation: "write a test file in the storage directory") { $0 = Array("probe".utf8) }
+        state.withLock { $0.files[".vigil-probe"] = nil }
     }
 
     public func read(_ relativePath: String) throws(FileError) -> [UInt8]? {
@@ -134,7 +185,10 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     public func append(_ bytes: [UInt8], to relativePath: String) throws(FileError) {
-        try write(relativePath, operation: "append to") { $0 += bytes }
+        try write(relativePath, operation: "append to") {
+            if let last = $0.last, last != UInt8(ascii: "\n") { $0.append(UInt8(ascii: "\n")) }
+            $0 += bytes
+        }
     }
 
     public func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError) {
@@ -145,6 +199,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
     func write(_ relativePath: String, operation: String, _ change: (inout [UInt8]) -> Void) throws(FileError) {
         let path = self.path(relativePath)
         try state.withLock { s throws(FileError) in
+            if !s.writable { throw FileError(path: path, operation: operation, reason: "Read-only file system") }
             if s.files[relativePath]?.isLink == true {
                 throw FileError(path: path, operation: operation, reason: "it is a symbolic link; refusing")
             }
@@ -158,6 +213,13 @@ public final class MemoryStorage: ClipStorage, Sendable {
             s.files[relativePath] = Entry(bytes: bytes, modified: s.now)
         }
     }
+}
+
+/// The agent's hold on a `MemoryStorage`, released when it goes.
+final class MemoryClaim: StorageClaim {
+    let storage: MemoryStorage
+    init(storage: MemoryStorage) { self.storage = storage }
+    deinit { storage.release() }
 }
 
 /// A movie file in a `MemoryStorage`: its bytes are the storage's, so a full disk stops it.
@@ -193,7 +255,10 @@ final class MemoryMovieFile: MovieFile {
 
     func synchronize() throws(FileError) { try check("sync") }
 
-    func close() throws(FileError) { closed = true }
+    func close() throws(FileError) {
+        closed = true
+        storage.finishedWriting(relativePath)
+    }
 
     func read(at offset: UInt64, count: Int) throws(FileError) -> [UInt8] {
         try check("read")

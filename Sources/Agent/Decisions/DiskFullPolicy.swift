@@ -8,7 +8,8 @@ import Media
 ///   clip is given up as far as it got (what is on disk stays playable and is repaired).
 /// - A clip that cannot be created for want of space: retention once, then one more try.
 /// - The disk being full is said once, and its end once (the next fragment that is synced).
-/// - Free space below `min_free_mb` with nothing left to delete is said once, and its end once.
+/// - Free space below `min_free_mb` that deleting clips cannot make up is said (at most hourly
+///   while it lasts), and its end once.
 public struct DiskFullPolicy: Sendable, Equatable {
     /// Video kept in memory while the disk is full, at most.
     public static let memoryLimit = 32 << 20
@@ -18,7 +19,8 @@ public struct DiskFullPolicy: Sendable, Equatable {
     private var outage = Retry(first: DiskFullPolicy.sweepInterval, maximum: DiskFullPolicy.sweepInterval)
     private var nextSweep: Timestamp?
     public static let sweepInterval = Timestamp.Duration(seconds: 1)
-    private var lowSpaceSaid = false
+    /// When a lasting shortfall was last said.
+    private var lowSpaceSaid: Timestamp?
 
     public init() {}
 
@@ -66,22 +68,27 @@ public struct DiskFullPolicy: Sendable, Equatable {
 
     /// What retention's measurement of free space means.
     public enum LowSpace: Sendable, Equatable {
-        /// Free space is below `min_free_mb` and retention found nothing to delete: say so once.
-        case low
+        /// Free space is below `min_free_mb` and deleting every clip would not make it up
+        /// (other data took the space): the clips are kept; say so, and again at most every
+        /// `lowSpaceRepeat` while it lasts. The shortfall in bytes.
+        case low(Int64)
         /// It is above `min_free_mb` again after being low: say so once.
         case recovered
     }
 
-    /// Retention measured `free` bytes against `minFree`, having deleted something or not
-    /// (or having met a problem, which it reports itself).
-    public mutating func measured(free: Int64, minFree: Int64, deletedOrFailed: Bool) -> LowSpace? {
-        if free < minFree && !deletedOrFailed {
-            guard !lowSpaceSaid else { return nil }
-            lowSpaceSaid = true
-            return .low
+    /// How often a lasting shortfall is said again.
+    public static let lowSpaceRepeat = Timestamp.Duration(seconds: 3600)
+
+    /// Retention measured `free` bytes against `minFree` at `now`; `shortfall` is what clips
+    /// could not make up (nil when free space is enough, or clips were deleted to make it).
+    public mutating func measured(free: Int64, minFree: Int64, shortfall: Int64?, at now: Timestamp) -> LowSpace? {
+        if let shortfall {
+            if let said = lowSpaceSaid, now - said < DiskFullPolicy.lowSpaceRepeat { return nil }
+            lowSpaceSaid = now
+            return .low(shortfall)
         }
-        if free >= minFree && lowSpaceSaid {
-            lowSpaceSaid = false
+        if free >= minFree, lowSpaceSaid != nil {
+            lowSpaceSaid = nil
             return .recovered
         }
         return nil
