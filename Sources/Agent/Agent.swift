@@ -263,15 +263,13 @@ public final class Agent: @unchecked Sendable {
                 "configuration not reloaded; the settings in use are kept", [("error", .string(error.description))])
             return
         }
-        // What needs a restart stays as it began: the camera, the microphone, the encoder.
-        var applied = new
-        applied.camera = initial.camera
-        applied.audio = initial.audio
-        applied.encoder = initial.encoder
+        // What needs a restart stays as it began: the camera, the microphone, the encoder,
+        // the storage directory.
+        let applied = ReloadPlan.applicable(new, running: initial)
         let plan = ReloadPlan(from: current.withLock { $0 }, to: new)
         if !plan.needsRestart.isEmpty {
             log.warning(
-                "camera, encoder and audio settings take effect after a restart (systemctl restart vigil)",
+                "these settings take effect after a restart (systemctl restart vigil); the ones in use are kept",
                 [("changed", .string(plan.needsRestart.joined(separator: ",")))])
         }
         if plan.logChanged { log.level = applied.log.level }

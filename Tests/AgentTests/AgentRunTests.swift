@@ -91,15 +91,16 @@ import Testing
         #expect(harness.errors.isEmpty, "\(harness.errors)")
     }
 
-    /// `reload` while recording: storage settings apply from the next clip, a camera change
-    /// is said to wait for a restart, and an invalid file keeps the settings in use.
+    /// `reload` while recording: storage settings apply from the next clip, a camera or
+    /// storage directory change is said to wait for a restart, and an invalid file keeps the settings in use.
     @Test func reloadAppliesFromTheNextClipAndKeepsTheOldSettingsWhenInvalid() throws {
         let harness = try AgentHarness(
             config: testConfig(), openSource: { _ throws(CaptureError) in try synthetic(Self.endless(period: 6)) })
         harness.start()
         defer { _ = harness.stopAndWait() }
         let reloaded = "configuration reloaded; it applies from the next clip"
-        let restartNeeded = "camera, encoder and audio settings take effect after a restart (systemctl restart vigil)"
+        let restartNeeded =
+            "these settings take effect after a restart (systemctl restart vigil); the ones in use are kept"
         let notReloaded = "configuration not reloaded; the settings in use are kept"
         let newPattern = testConfig(storage: #"file_pattern = "reloaded/{camera}-%Y%m%d-%H%M%S.mov";"#)
         try #require(harness.waitFor("clip saved"), "no clip saved:\n\(harness.output)")
@@ -114,10 +115,12 @@ import Testing
         }
         #expect(renamed, "no clip was named by the new pattern:\n\(harness.output)")
 
-        // A camera change waits for a restart; the rest of the file applies.
-        try harness.rewriteConfig(newPattern.replacingOccurrences(of: "width = 320", with: "width = 640"))
+        // A camera or storage directory change waits for a restart; the rest of the file applies.
+        try harness.rewriteConfig(
+            newPattern.replacingOccurrences(of: "width = 320", with: "width = 640")
+                .replacingOccurrences(of: "/memory/clips", with: "/memory/elsewhere"))
         harness.agent.reload()
-        #expect(harness.lines(restartNeeded).map { logValue($0, "changed") } == ["camera"])
+        #expect(harness.lines(restartNeeded).map { logValue($0, "changed") } == ["camera,storage.path"])
         #expect(harness.lines(restartNeeded).allSatisfy { logValue($0, "level") == "warning" })
         #expect(harness.lines(reloaded).count == 2)
 

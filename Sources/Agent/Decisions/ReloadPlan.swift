@@ -6,12 +6,12 @@ import Configuration
 /// |---|---|
 /// | `log.*`, `hooks.*` | at once (the next log line, the next hook run) |
 /// | `motion.*` (and the mask file), `recording.*` | between events: the pipeline swaps its detector, event logic and pre-roll ring only while no event is open, so a clip never mixes two configurations |
-/// | `storage.*` | from the next clip: the writer finishes the open clip in the directory, and under the name, it began with |
-/// | `camera.*`, `encoder.*`, `audio.*` | after a restart (said in the log): the devices and the encoder are opened once |
+/// | `storage.*` but `path` | from the next clip: the writer finishes the open clip under the name, and with the journal line and hooks, it began with; clips named by an earlier pattern stay known through the journal |
+/// | `camera.*` (its `name` too), `encoder.*`, `audio.*`, `storage.path` | after a restart (said in the log): the devices and the encoder are opened once, and the storage directory is claimed, checked and repaired once |
 ///
 /// A value computed from the settings before and after; no side effects.
 public struct ReloadPlan: Sendable, Equatable {
-    /// Sections whose changes wait for a restart, in the file's order.
+    /// Sections (or keys) whose changes wait for a restart, in the file's order.
     public var needsRestart: [String] = []
     public var logChanged = false
     /// The detector's settings or mask changed: a new detector between events.
@@ -29,6 +29,7 @@ public struct ReloadPlan: Sendable, Equatable {
         if new.camera != old.camera { needsRestart.append("camera") }
         if new.audio != old.audio { needsRestart.append("audio") }
         if new.encoder != old.encoder { needsRestart.append("encoder") }
+        if new.storage.path != old.storage.path { needsRestart.append("storage.path") }
         logChanged = new.log != old.log
         detectionChanged = new.motion != old.motion || new.motionMask != old.motionMask
         eventsChanged =
@@ -36,7 +37,18 @@ public struct ReloadPlan: Sendable, Equatable {
         preRollChanged =
             new.recording.preRoll != old.recording.preRoll
             || new.recording.preRollMaxBytes != old.recording.preRollMaxBytes
-        storageChanged = new.storage != old.storage || new.hooks != old.hooks
+        storageChanged =
+            ReloadPlan.applicable(new, running: old).storage != old.storage || new.hooks != old.hooks
+    }
+
+    /// `new` with what waits for a restart kept as in `running`: what a reload applies.
+    public static func applicable(_ new: Settings, running: Settings) -> Settings {
+        var applied = new
+        applied.camera = running.camera
+        applied.audio = running.audio
+        applied.encoder = running.encoder
+        applied.storage.path = running.storage.path
+        return applied
     }
 
     /// True when the pipeline has something to swap between events.
