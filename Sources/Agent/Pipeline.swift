@@ -83,8 +83,11 @@ final class Pipeline: @unchecked Sendable {
         recorder = Pipeline.clipRecorder(settings)
     }
 
-    static func clipRecorder(_ s: Settings) -> ClipRecorder {
-        ClipRecorder(preRoll: .init(seconds: s.recording.preRoll), maxBytes: s.recording.preRollMaxBytes)
+    /// A clip recorder for `s`; one that replaces `previous` numbers events on from its.
+    static func clipRecorder(_ s: Settings, after previous: ClipRecorder? = nil) -> ClipRecorder {
+        ClipRecorder(
+            preRoll: .init(seconds: s.recording.preRoll), maxBytes: s.recording.preRollMaxBytes,
+            eventsBefore: previous?.events ?? 0)
     }
 
     /// True when no event is open (a reload may then replace the detection and event logic).
@@ -108,8 +111,17 @@ final class Pipeline: @unchecked Sendable {
                 interrupt()
                 continue
             }
-            if case .frame(let frame) = item, stall.frame(at: frame.timestamp) {
-                log.info("frames again")
+            if case .frame(let frame) = item {
+                switch stall.frame(at: frame.timestamp) {
+                case .next: break
+                case .afterStall: log.info("frames again")
+                case .jumped(let by):
+                    log.warning(
+                        "the frame times jumped; what was recorded ends before the jump and the stream starts afresh",
+                        [("seconds", .seconds(by.seconds)), ("closing_clip", .bool(!isIdle))])
+                    interrupt()
+                    _ = stall.frame(at: frame.timestamp)
+                }
             }
             switch item {
             case .frame(let frame):
@@ -146,7 +158,7 @@ final class Pipeline: @unchecked Sendable {
         stall.streamEnded()
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
         eventLogic = EventStateMachine(settings: EventSettings(settings.recording))
-        recorder = Pipeline.clipRecorder(settings)
+        recorder = Pipeline.clipRecorder(settings, after: recorder)
     }
 
     private func process(_ frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {
@@ -161,7 +173,7 @@ final class Pipeline: @unchecked Sendable {
             note(action)
             commands += recorder.handle(action)
         }
-        recorder.noteScore(result.score)
+        recorder.noteFrame(score: result.score, runStart: result.runStart)
         let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
         let t2 = monotonicNow()
         for sample in samples { commands += recorder.handle(sample) }
@@ -331,7 +343,7 @@ final class Pipeline: @unchecked Sendable {
         let plan = ReloadPlan(from: settings, to: new)
         if plan.detectionChanged { detector = MotionDetector(settings: new.motion, mask: new.motionMask) }
         if plan.eventsChanged { eventLogic = EventStateMachine(settings: EventSettings(new.recording)) }
-        if plan.preRollChanged { recorder = Pipeline.clipRecorder(new) }
+        if plan.preRollChanged { recorder = Pipeline.clipRecorder(new, after: recorder) }
         // What needs a restart comes as it began (the agent keeps the camera, the encoder and
         // its keyframe interval out of a reload).
         settings = new

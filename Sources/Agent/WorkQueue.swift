@@ -90,19 +90,28 @@ final class WorkQueue<Element>: @unchecked Sendable {
         case closed
     }
 
-    /// Waits for an element, at most `seconds` (for ever when nil).
+    /// A wait step that overran by more than this was time the process did not run.
+    static var overrunAllowance: Double { 1.0 }
+
+    /// Waits for an element, at most `seconds` (for ever when nil) of time the process runs:
+    /// a stop (SIGSTOP, a paused VM, a host too busy to schedule it) moves the deadline on, so
+    /// that the producer — stopped as long — is not taken for silent.
     func pop(waitingAtMost seconds: Double?) -> Popped {
-        let deadline = seconds.map { MonotonicClock.now() + Timestamp.Duration(seconds: $0) }
+        var deadline = seconds.map { MonotonicClock.now() + Timestamp.Duration(seconds: $0) }
         return condition.withLock {
             waitingConsumers += 1
             defer { waitingConsumers -= 1 }
             while head == items.count && !closed {
-                if let deadline {
-                    let remaining = (deadline - MonotonicClock.now()).seconds
+                if let end = deadline {
+                    let before = MonotonicClock.now()
+                    let remaining = (end - before).seconds
                     if remaining <= 0 { return .timedOut }
                     // In short steps against the monotonic clock: the wall clock may jump (a
                     // board without a clock battery sets it from the network after booting).
-                    condition.wait(seconds: min(remaining, 0.25))
+                    let step = min(remaining, 0.25)
+                    condition.wait(seconds: step)
+                    let overrun = (MonotonicClock.now() - before).seconds - step
+                    if overrun > WorkQueue.overrunAllowance { deadline = end + Timestamp.Duration(seconds: overrun) }
                 } else {
                     condition.wait()
                 }

@@ -17,6 +17,9 @@ public struct MotionResult: Sendable, Equatable {
     public var motion: Bool
     /// When `motion` is true: the capture time of the first frame of the run (the trigger time).
     public var motionStart: Timestamp?
+    /// When this frame scored at or over the threshold: the capture time of the first frame of
+    /// its run, confirmed or not yet (a clip that this run may start must reach back to it).
+    public var runStart: Timestamp?
     /// Measured noise: standard deviation, in grey levels, of picture − background at the
     /// reduced size, smoothed over about 2 s (0 until measured).
     public var noise: Double
@@ -34,8 +37,10 @@ public struct MotionResult: Sendable, Equatable {
 
     public init(
         time: Timestamp, score: Double, threshold: Double, motion: Bool, motionStart: Timestamp?,
-        noise: Double, pixelThreshold: Double, globalChange: Double, lightSwitch: Bool, learning: Bool
+        noise: Double, pixelThreshold: Double, globalChange: Double, lightSwitch: Bool, learning: Bool,
+        runStart: Timestamp? = nil
     ) {
+        self.runStart = runStart ?? motionStart
         self.time = time
         self.score = score
         self.threshold = threshold
@@ -299,6 +304,7 @@ public struct MotionDetector: Sendable {
         if result.score >= settings.threshold {
             if run == 0 { runStart = time }
             run += 1
+            result.runStart = runStart
         } else {
             run = 0
         }

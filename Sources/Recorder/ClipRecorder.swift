@@ -70,15 +70,19 @@ public struct ClipRecorder: Sendable {
     }
 
     private var state: State = .idle
-    private var events = 0
+    /// Events so far; they are numbered on from it.
+    public private(set) var events: Int
     private var peak = 0.0
     private var pendingSplit: (at: Timestamp, part: Int)?
     private var pendingEnd: Timestamp?
     /// Sound at or after a pending split, held until the keyframe that splits is known.
     private var heldAudio: [AudioChunk] = []
 
-    public init(preRoll: Timestamp.Duration, maxBytes: Int) {
+    /// `eventsBefore`: the events a recorder this one replaces numbered (after a reload or a
+    /// broken stream the numbers go on, so no two clips claim one event).
+    public init(preRoll: Timestamp.Duration, maxBytes: Int, eventsBefore: Int = 0) {
         ring = PreRollBuffer(preRoll: preRoll, maxBytes: maxBytes)
+        events = eventsBefore
     }
 
     /// The clip being written, if any.
@@ -94,20 +98,25 @@ public struct ClipRecorder: Sendable {
     public mutating func handle(_ action: EventAction) -> [ClipCommand] {
         switch action {
         case let .start(trigger, _, score):
-            guard state == .idle else { return [] }
+            // The event before ended on this very frame (its post-roll ran out as new motion
+            // was confirmed): its clip closes at that end, then the new one opens.
+            var commands: [ClipCommand] = []
+            if case .recording = state { commands = closeNow(at: pendingEnd, reason: .eventEnded) }
+            state = .idle
             events += 1
             peak = score
             pendingSplit = nil
             pendingEnd = nil
+            heldAudio = []
             guard let contents = ring.clipContents(forTrigger: trigger), let first = contents.gops.first else {
                 state = .waitingForKeyframe(
                     ClipInfo(event: events, part: 1, start: trigger, trigger: trigger, score: score))
-                return []
+                return commands
             }
             let info = ClipInfo(event: events, part: 1, start: first.start, trigger: trigger, score: score)
             state = .recording(info)
             // Every GOP but the newest is complete; the newest follows when it is.
-            return [.open(info)] + contents.gops.dropLast().map(ClipCommand.video)
+            return commands + [.open(info)] + contents.gops.dropLast().map(ClipCommand.video)
                 + contents.audio.map(ClipCommand.audio)
         case let .split(at, part):
             guard case .recording = state else { return [] }
@@ -129,9 +138,12 @@ public struct ClipRecorder: Sendable {
         }
     }
 
-    /// Updates the running peak score (the detector's score of each frame while recording).
-    public mutating func noteScore(_ score: Double) {
+    /// What the detector made of each frame: its score updates the running peak while
+    /// recording; `runStart` (the start of a run of motion not yet confirmed, or nil) is what
+    /// the ring must reach back to for a clip that run may start.
+    public mutating func noteFrame(score: Double, runStart: Timestamp?) {
         if state != .idle { peak = max(peak, score) }
+        ring.keepFrom = runStart
     }
 
     // MARK: Media
@@ -208,9 +220,15 @@ public struct ClipRecorder: Sendable {
             heldAudio = []
         }
         guard case .recording = state else { return [] }
+        return closeNow(at: time, reason: .finished)
+    }
+
+    /// The open clip's last commands: the GOP being recorded, ended at `time` (open-ended when
+    /// nil), the sound held for it, the close.
+    private func closeNow(at time: Timestamp?, reason: ClipClosing.Reason) -> [ClipCommand] {
         var commands = ring.newestGOP.map { [ClipCommand.video($0.ended(at: time))] } ?? []
         commands += heldAudio.map(ClipCommand.audio)
-        commands.append(.close(ClipClosing(reason: .finished, peakScore: peak)))
+        commands.append(.close(ClipClosing(reason: reason, peakScore: peak)))
         return commands
     }
 }

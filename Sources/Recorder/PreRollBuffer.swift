@@ -18,6 +18,13 @@ public struct PreRollBuffer: Sendable {
     public private(set) var gopsDroppedForBytes = 0
     /// Samples that arrived before any keyframe (undecodable) and were dropped.
     public private(set) var samplesWithoutKeyframe = 0
+    /// The start of a run of motion that may yet become an event (nil when there is none): the
+    /// ring keeps its pre-roll too, and the byte bound never drops the GOP that holds it — so
+    /// a clip always starts at or before its trigger, even when the run's frames straddle a
+    /// gap (frames dropped on a busy host, a process stopped and continued).
+    public var keepFrom: Timestamp? {
+        didSet { if keepFrom != oldValue { trim() } }
+    }
 
     public init(preRoll: Timestamp.Duration, maxBytes: Int) {
         self.preRoll = preRoll
@@ -67,8 +74,10 @@ public struct PreRollBuffer: Sendable {
     private mutating func trim() {
         guard let newest = gops.last?.lastTime else { return }
         // The second GOP alone already reaches back far enough: the first is not needed.
-        while gops.count >= 2, gops[1].start <= newest - preRoll { dropOldestGOP() }
-        while gops.count >= 2, byteCount > maxBytes {
+        let reach = min(newest, keepFrom ?? newest) - preRoll
+        while gops.count >= 2, gops[1].start <= reach { dropOldestGOP() }
+        // Over the bound the oldest go, but not the one holding a pending run's start.
+        while gops.count >= 2, byteCount > maxBytes, keepFrom.map({ gops[1].start <= $0 }) ?? true {
             dropOldestGOP()
             gopsDroppedForBytes += 1
         }

@@ -24,6 +24,9 @@ import Testing
             case lost
             /// The camera delivers nothing until `resume` is signalled.
             case stall(resume: DispatchSemaphore)
+            /// The camera's frame times leap ahead by this many seconds (the process was
+            /// stopped and continued; the driver's clock stepped).
+            case leap(Double)
         }
 
         private let frames: SyntheticSource
@@ -45,10 +48,15 @@ import Testing
                 switch then {
                 case .lost: throw .deviceLost(source: name, reason: "No such device")
                 case .stall(let resume): resume.wait()
+                case .leap: break
                 }
             }
             delivered += 1
-            return try frames.nextFrame()
+            guard let frame = try frames.nextFrame() else { return nil }
+            guard case .leap(let seconds) = then, delivered > after else { return frame }
+            return VideoFrame(
+                format: frame.format, buffer: frame.buffer, timestamp: frame.timestamp + .init(seconds: seconds),
+                sequence: frame.sequence)
         }
     }
 
@@ -95,6 +103,7 @@ import Testing
         #expect(saved[0].durationSeconds <= 3.0 + 1e-9, "\(saved[0])")
         #expect((saved[1].triggerSourceSeconds ?? 0) >= 100, "\(saved[1])")
         #expect(harness.events.clipsStarted.allSatisfy { $0.preRoll >= 0 }, "\(harness.events.clipsStarted)")
+        #expect(harness.events.clipsStarted.map(\.event) == [1, 2], "event numbers go on after the loss")
         #expect(harness.lines("clip saved").map { logValue($0, "reason") } == ["stopped", "post_roll over"])
         #expect(harness.events.clipsSaved.allSatisfy { $0.origin == .closed })
         #expect(try harness.journal().map(\.file) == saved.map(\.file))
@@ -159,6 +168,38 @@ import Testing
         #expect(saved.count == 2 && (saved.last?.triggerSourceSeconds ?? 0) >= 3, "\(saved)")
         #expect(harness.events.clipsStarted.allSatisfy { $0.preRoll >= 0 }, "\(harness.events.clipsStarted)")
         #expect(harness.clipFiles.count == 2)
+        try harness.expectCompletePlayableClips()
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
+    }
+
+    /// Frame times that leap 20 s ahead in the middle of an event (a process stopped and
+    /// continued, a driver whose clock stepped): the clip open before the leap ends with its
+    /// last frame (no picture frozen for 20 s), and the motion after it is a new event, with
+    /// its own number and a clip that starts at or before its trigger.
+    @Test func framesThatLeapAheadEndTheClipBeforeTheLeap() throws {
+        let script = DeviceScript<OpenedSource> { _ throws(CaptureError) in
+            opened(try ScriptedCamera(scene(seconds: 10, objects: [crossing(1, 8)]), after: 45, then: .leap(20)))
+        }
+        let harness = try Self.agent(reading: script)
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+
+        let jumped = harness.lines(
+            "the frame times jumped; what was recorded ends before the jump and the stream starts afresh")
+        #expect(
+            jumped.count == 1
+                && jumped.allSatisfy {
+                    logValue($0, "level") == "warning" && logValue($0, "closing_clip") == "true"
+                        && logValue($0, "seconds").flatMap(Double.init).map { abs($0 - 20.067) < 0.01 } == true
+                },
+            "\(harness.output)")
+        let saved = harness.events.clipsSaved.map(\.record)
+        try #require(saved.count == 2, "\(harness.output)")
+        // The first clip ends with the last frame before the leap: 3 s of frames (0 … 2.933 s).
+        #expect(saved[0].durationSeconds <= 3.0 + 1e-9, "\(saved[0])")
+        #expect(saved[1].durationSeconds < 10, "\(saved[1])")
+        #expect((saved[1].triggerSourceSeconds ?? 0) >= 23, "\(saved[1])")
+        #expect(harness.events.clipsStarted.map(\.event) == [1, 2])
+        #expect(harness.events.clipsStarted.allSatisfy { $0.preRoll >= 0 }, "\(harness.events.clipsStarted)")
         try harness.expectCompletePlayableClips()
         #expect(harness.errors.isEmpty, "\(harness.errors)")
     }

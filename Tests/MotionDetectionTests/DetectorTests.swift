@@ -254,6 +254,8 @@ func scene(offset: Int = 0, squares: [(Int, Int, Int)] = []) -> TestPlane {
             #expect(r.score >= settings.threshold)
             #expect(r.motion == (k >= minFrames - 1))
             if r.motion { #expect(r.motionStart == .s(Double(first) / 15)) }
+            // The run's start is known from its first frame, before it is confirmed.
+            #expect(r.runStart == .s(Double(first) / 15))
         }
     }
 }

@@ -192,4 +192,96 @@ import Testing
         // Part 2 carries sound up to the end of the event (699 → 23.3 s).
         #expect((clips[1].audio.last?.end ?? .zero) >= time(699))
     }
+
+    /// One frame as the pipeline hands it over: its events' actions, the detector's run start,
+    /// then its sample (zero-latency encoder); the commands it caused.
+    struct Frame {
+        var seconds: Double
+        var keyframe: Bool
+        var runStart: Double? = nil
+        var actions: [EventAction] = []
+    }
+
+    static func feed(_ recorder: inout ClipRecorder, _ frames: [Frame]) -> [ClipCommand] {
+        var commands: [ClipCommand] = []
+        for f in frames {
+            for action in f.actions { commands += recorder.handle(action) }
+            recorder.noteFrame(score: 0.05, runStart: f.runStart.map { .s($0) })
+            let t = Timestamp.s(f.seconds)
+            commands += recorder.handle(
+                EncodedSample(data: [UInt8](repeating: 7, count: 100), pts: t, dts: t, isKeyframe: f.keyframe))
+        }
+        return commands
+    }
+
+    /// 30 fps from 0 to `until` seconds, a keyframe every second.
+    static func steady(until: Double) -> [Frame] {
+        (0..<Int(until * 30)).map { Frame(seconds: Double($0) / 30, keyframe: $0 % 30 == 0) }
+    }
+
+    /// A run of motion whose frames straddle gaps (a busy host dropping frames, a process
+    /// stopped and continued): begun at 9.9 s, confirmed by its fourth frame 5.7 s later.
+    /// The ring keeps what the run's trigger needs — the clip starts a full pre-roll before
+    /// it, never after it, however far the newest frame has moved on.
+    @Test(arguments: [1 << 30, 250])
+    func aRunOfMotionAcrossGapsKeepsItsPreRoll(maxBytes: Int) throws {
+        var recorder = ClipRecorder(preRoll: .init(seconds: 3), maxBytes: maxBytes)
+        var frames = Self.steady(until: 9.9)
+        frames += [
+            Frame(seconds: 9.9, keyframe: false, runStart: 9.9),
+            Frame(seconds: 12.0, keyframe: true, runStart: 9.9),
+            Frame(seconds: 15.2, keyframe: true, runStart: 9.9),
+            Frame(
+                seconds: 15.6, keyframe: false, runStart: 9.9,
+                actions: [.start(trigger: .s(9.9), confirmedAt: .s(15.6), score: 0.05)]),
+        ]
+        let commands = Self.feed(&recorder, frames)
+        let opened = try #require(
+            commands.compactMap { if case .open(let info) = $0 { info } else { nil } }.first, "\(commands)")
+        #expect(opened.start <= opened.trigger, "the clip starts after its trigger: \(opened)")
+        if maxBytes > 1 << 20 {
+            #expect(opened.start == .s(6), "a full pre-roll: the keyframe at or before 6.9 s")
+        }
+    }
+
+    /// The post-roll of one event runs out on the very frame that confirms the next (frames
+    /// came after a gap): the first clip is closed at its end and the second opens — the
+    /// second event is not lost, and numbered on.
+    @Test func anEventThatStartsAsTheLastOneEndsGetsItsOwnClip() throws {
+        var recorder = ClipRecorder(preRoll: .init(seconds: 1), maxBytes: 1 << 30, eventsBefore: 4)
+        var frames = Self.steady(until: 3.5)
+        frames[60].actions = [.start(trigger: .s(2), confirmedAt: .s(2), score: 0.05)]
+        frames += [
+            Frame(
+                seconds: 7, keyframe: true,
+                actions: [
+                    .end(at: .s(3.5), lastMotion: .s(2.5), peakScore: 0.05, parts: 1),
+                    .start(trigger: .s(7), confirmedAt: .s(7), score: 0.06),
+                ]),
+            Frame(seconds: 7.5, keyframe: false),
+        ]
+        var commands = Self.feed(&recorder, frames)
+        commands += recorder.finish(at: .s(7.6))
+        let kinds = commands.map { c -> String in
+            switch c {
+            case .open(let info): "open \(info.event)"
+            case .close(let closing): "close \(closing.reason)"
+            case .video, .audio: "media"
+            }
+        }.filter { $0 != "media" }
+        #expect(kinds == ["open 5", "close eventEnded", "open 6", "close finished"], "\(kinds)")
+        // The first clip's last GOP ends at its event's end; the second starts a pre-roll
+        // before its trigger (the keyframe at 3 s; nothing came between 3.5 s and 7 s).
+        let closeIndex = try #require(kinds.firstIndex(of: "close eventEnded"))
+        let beforeClose = commands.prefix { if case .close = $0 { false } else { true } }
+        if case .video(let last) = beforeClose.last {
+            #expect(last.end == .s(3.5))
+        } else {
+            Issue.record("\(commands)")
+        }
+        #expect(closeIndex == 1)
+        let second = commands.compactMap { if case .open(let info) = $0, info.event == 6 { info } else { nil } }.first
+        #expect(second?.start == .s(3))
+        #expect(recorder.events == 6)
+    }
 }

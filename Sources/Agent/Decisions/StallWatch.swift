@@ -3,7 +3,8 @@ import Media
 /// When a source that has gone quiet counts as stalled (a hung driver, a pipe nobody writes
 /// to, a loose cable): after `minimum` seconds without a frame, or ten frame intervals for a
 /// slow camera, the open clip is closed, as when a camera goes away; the next frame starts a
-/// new stream.
+/// new stream. Frame times that jump by as much (or go back) break the stream the same way,
+/// so no clip holds a picture frozen across the jump.
 ///
 /// A value with no clock: the pipeline passes frame times and says when its wait ran out.
 public struct StallWatch: Sendable, Equatable {
@@ -28,13 +29,34 @@ public struct StallWatch: Sendable, Equatable {
         return max(StallWatch.minimum, 10 * lastInterval.seconds)
     }
 
-    /// A frame captured at `time` came; true when it ends a stall (say so). The gap of a
-    /// stall is not a frame interval.
-    public mutating func frame(at time: Timestamp) -> Bool {
-        if !isStalled, let last = lastFrame, time > last { lastInterval = time - last }
-        lastFrame = time
-        defer { isStalled = false }
-        return isStalled
+    /// What a frame's capture time says about the stream.
+    public enum Arrival: Sendable, Equatable {
+        /// The next frame of the stream.
+        case next
+        /// The first frame after a stall (say so).
+        case afterStall
+        /// The frame time jumped from the previous frame's by this much: back (a negative
+        /// duration), or ahead by more than a stall lasts (a process stopped and continued, a
+        /// source whose clock stepped). The stream breaks there: what was recorded before the
+        /// jump ends with its last frame (still `lastFrame`), then the caller ends the stream
+        /// and gives this frame again, as the first of the next.
+        case jumped(Timestamp.Duration)
+    }
+
+    /// A frame captured at `time` came. The gap of a stall or a jump is not a frame interval.
+    public mutating func frame(at time: Timestamp) -> Arrival {
+        if let last = lastFrame, !isStalled {
+            let gap = time - last
+            if gap < .zero || gap.seconds > max(StallWatch.minimum, 10 * lastInterval.seconds) {
+                return .jumped(gap)
+            }
+            if gap > .zero { lastInterval = gap }
+        }
+        defer {
+            lastFrame = time
+            isStalled = false
+        }
+        return isStalled ? .afterStall : .next
     }
 
     /// The stream broke off (a camera lost): the next frame starts a new one, and the gap
