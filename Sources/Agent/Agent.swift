@@ -29,7 +29,9 @@ import Synchronization
 ///    closes the writer queue.
 /// 3. **The writer drains.** It writes and syncs the last fragments, indexes the clip and hides
 ///    the fragments (`MovieFinish`), sends `clipSaved` (the journal line, the hook), and exits.
-/// 4. **Hooks get a moment.** Running hooks get up to `min(hooks.timeout + 1, 5)` seconds.
+/// 4. **Hooks get a moment.** Running hooks get up to `min(hooks.timeout + 1, 5)` seconds;
+///    those still running are then killed (SIGTERM to the process group, SIGKILL half a second
+///    later) and each is logged, so no hook outlives the agent.
 /// 5. **The last line.** "vigil stopped" with the totals; the outcome says how it ended.
 public final class Agent: @unchecked Sendable {
     // `@unchecked Sendable`: the threads share only `stopping` (atomic), `stats`, the queues,
@@ -233,7 +235,7 @@ public final class Agent: @unchecked Sendable {
         // 3. The writer drains: the last clip is finished and journaled.
         writerThread.join()
         _ = captureThread.join(timeout: Agent.stopGrace)  // a source stuck in a read goes with the process
-        // 4. Hooks get a moment.
+        // 4. Hooks get a moment; those still running are killed.
         hooks.runner.drain(seconds: min(current.withLock { $0.hooks.timeout } + 1, 5))
         // 5. The last line.
         let counters = stats.snapshot

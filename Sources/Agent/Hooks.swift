@@ -7,16 +7,48 @@ internal import POSIX
 import Recorder
 import Synchronization
 
+/// The two kinds of hook. Each kind has its own limit of hooks running at once, so hooks of
+/// one kind that hang (an `on_clip_saved` upload to a server that is down) never keep the
+/// other kind from running.
+enum HookKind: String, Sendable {
+    /// `hooks.on_event_start`.
+    case eventStart = "event_start"
+    /// `hooks.on_clip_saved`.
+    case clipSaved = "clip_saved"
+}
+
+/// What a hook runs for, as its log lines name it: the kind, the clip (relative to the
+/// storage directory, as the other log lines give it) and the camera.
+struct HookEvent: Sendable {
+    var kind: HookKind
+    var file: String
+    var camera: String
+
+    var fields: [(String, LogValue)] {
+        [("event", .string(kind.rawValue)), ("file", .string(file)), ("camera", .string(camera))]
+    }
+}
+
 /// Runs the user's hook programs (`hooks.on_event_start`, `hooks.on_clip_saved`) without a
 /// shell: the program gets the facts as arguments and as `VIGIL_*` environment variables, so
 /// no file name is ever interpolated into a command line. Each run is watched on its own
 /// thread and killed after the timeout; recording never waits for a hook. At most
-/// `maxRunning` hooks run at once; beyond that a run is skipped and logged.
+/// `maxRunningPerKind` hooks of each kind run at once; beyond that a run is skipped and
+/// logged. None outlives the agent: `drain` kills what is still running when it stops.
 final class HookRunner: Sendable {
     let log: Logger
-    private let running = Mutex(0)
+    private struct State {
+        var running: [HookKind: Int] = [:]
+        /// Set when the agent stops: each watcher then kills its hook.
+        var stopping = false
+        var total: Int { running.values.reduce(0, +) }
+    }
+    private let state = Mutex(State())
     private let timeoutSeconds: Mutex<Double>
-    static let maxRunning = 4
+    /// Hooks of one kind running at once; one more is skipped.
+    static let maxRunningPerKind = 4
+    /// Seconds between SIGTERM to a hook's process group and SIGKILL.
+    static let killGrace = 0.5
 
     init(timeout: Double, log: Logger) {
         timeoutSeconds = Mutex(timeout)
@@ -29,51 +61,78 @@ final class HookRunner: Sendable {
         set { timeoutSeconds.withLock { $0 = newValue } }
     }
 
-    /// Waits for running hooks to finish, at most `seconds`; the watchers kill those past their
-    /// own timeout meanwhile. Called when the agent stops, so no hook outlives it for long.
+    /// Hooks running now.
+    var runningCount: Int { state.withLock { $0.total } }
+
+    /// Called when the agent stops. Waits for running hooks to finish, at most `seconds` (the
+    /// watchers kill those past their own timeout meanwhile); then kills those still running —
+    /// SIGTERM to each one's process group, SIGKILL `killGrace` later, each logged with its
+    /// event — and waits until they are gone, so that no hook outlives the agent.
     func drain(seconds: Double) {
         let deadline = MonotonicClock.now().seconds + seconds
-        while running.withLock({ $0 }) > 0 && MonotonicClock.now().seconds < deadline { usleep(20_000) }
-        let left = running.withLock { $0 }
-        if left > 0 { log.warning("hooks still running at exit", [("count", .int(left))]) }
+        while runningCount > 0 && MonotonicClock.now().seconds < deadline { usleep(20_000) }
+        let left = runningCount
+        guard left > 0 else { return }
+        log.warning("hooks still running at exit", [("count", .int(left))])
+        // Each watcher kills its own hook: it alone reaps the process, so the process group it
+        // signals cannot be someone else's yet.
+        state.withLock { $0.stopping = true }
+        let killDeadline = MonotonicClock.now().seconds + HookRunner.killGrace + 2
+        while runningCount > 0 && MonotonicClock.now().seconds < killDeadline { usleep(10_000) }
+        let stuck = runningCount
+        if stuck > 0 { log.error("hooks did not end after SIGKILL", [("count", .int(stuck))]) }
     }
 
     /// Starts `program` with `arguments` and the `VIGIL_*` variables in `facts`; returns at once.
-    func run(_ program: String, event: String, arguments: [String], facts: [(String, String)]) {
-        let admitted = running.withLock { count -> Bool in
-            guard count < HookRunner.maxRunning else { return false }
-            count += 1
+    func run(_ program: String, for event: HookEvent, arguments: [String], facts: [(String, String)]) {
+        let admitted = state.withLock { state -> Bool in
+            guard state.running[event.kind, default: 0] < HookRunner.maxRunningPerKind else { return false }
+            state.running[event.kind, default: 0] += 1
             return true
         }
         guard admitted else {
             log.warning(
-                "hook skipped: too many still running", [("hook", .string(program)), ("event", .string(event))])
+                "hook skipped: too many still running",
+                [("hook", .string(program))] + event.fields + [("running", .int(HookRunner.maxRunningPerKind))])
             return
         }
         let timeout = self.timeout
         let log = self.log
         var environment = ProcessInfo.processInfo.environment
-        environment["VIGIL_EVENT"] = event
+        environment["VIGIL_EVENT"] = event.kind.rawValue
         for (key, value) in facts { environment["VIGIL_" + key.uppercased()] = value }
-        let argv = [program, event] + arguments
+        let argv = [program, event.kind.rawValue] + arguments
         let envp = environment.map { "\($0.key)=\($0.value)" }
         do {
             try startHookThread(program: program, event: event, argv: argv, envp: envp, timeout: timeout, log: log)
         } catch {
-            running.withLock { $0 -= 1 }
+            finished(event.kind)
             log.error(
                 "hook failed to start",
-                [("hook", .string(program)), ("event", .string(event)), ("error", .string(error.description))])
+                [
+                    ("hook", .string(program)), ("event", .string(event.kind.rawValue)),
+                    ("error", .string(error.description)),
+                ])
         }
     }
 
-    /// The thread that spawns a hook, waits for it and kills it after `timeout`.
+    private func finished(_ kind: HookKind) {
+        state.withLock { $0.running[kind, default: 0] -= 1 }
+    }
+
+    /// Why a watcher killed its hook.
+    private enum KillReason {
+        case timeout, agentStopping
+    }
+
+    /// The thread that spawns a hook, waits for it and kills it after `timeout`, or when the
+    /// agent stops.
     private func startHookThread(
-        program: String, event: String, argv: [String], envp: [String], timeout: Double,
+        program: String, event: HookEvent, argv: [String], envp: [String], timeout: Double,
         log: Logger
     ) throws(ThreadStartError) {
         try startDetachedThread("hook") { [self] in
-            defer { self.running.withLock { $0 -= 1 } }
+            defer { self.finished(event.kind) }
             let start = MonotonicClock.now().seconds
             let pid: pid_t
             switch spawn(program, argv, envp) {
@@ -81,45 +140,56 @@ final class HookRunner: Sendable {
             case .failure(let error):
                 log.error(
                     "hook failed to start",
-                    [("hook", .string(program)), ("event", .string(event)), ("error", .string(error.description))])
+                    [
+                        ("hook", .string(program)), ("event", .string(event.kind.rawValue)),
+                        ("error", .string(error.description)),
+                    ])
                 return
             }
             var status: Int32 = 0
-            var killed = false
+            var killed: KillReason?
             while true {
                 // Nil: waitpid failed (ECHILD), and there is nothing left to wait for.
                 guard let r = (try? retryOnInterrupt { waitpid(pid, &status, WNOHANG) }), r != pid else { break }
-                if !killed && MonotonicClock.now().seconds - start > timeout {
-                    kill(-pid, SIGTERM)
-                    usleep(500_000)
-                    kill(-pid, SIGKILL)
-                    if waitpid(pid, &status, WNOHANG) == pid {
-                        killed = true
-                        break
+                if killed == nil {
+                    if MonotonicClock.now().seconds - start > timeout {
+                        killed = .timeout
+                    } else if state.withLock({ $0.stopping }) {
+                        killed = .agentStopping
                     }
-                    killed = true
+                    if killed != nil {
+                        // Not reaped until after SIGKILL, so the group is still this hook's.
+                        kill(-pid, SIGTERM)
+                        usleep(useconds_t(HookRunner.killGrace * 1_000_000))
+                        kill(-pid, SIGKILL)
+                        continue
+                    }
                 }
                 usleep(20_000)
             }
             let elapsed = MonotonicClock.now().seconds - start
             let exited = status & 0x7F == 0
             let code = (status >> 8) & 0xFF
-            if killed {
+            switch killed {
+            case .timeout:
                 log.warning(
                     "hook killed after its timeout",
-                    [("hook", .string(program)), ("event", .string(event)), ("timeout", .seconds(timeout))])
-            } else if !exited || code != 0 {
+                    [("hook", .string(program))] + event.fields + [("timeout", .seconds(timeout))])
+            case .agentStopping:
+                log.warning(
+                    "hook killed: the agent stopped",
+                    [("hook", .string(program))] + event.fields + [("seconds", .seconds(elapsed))])
+            case nil where !exited || code != 0:
                 log.warning(
                     "hook failed",
-                    [
-                        ("hook", .string(program)), ("event", .string(event)),
+                    [("hook", .string(program))] + event.fields + [
                         (exited ? "status" : "signal", .int(exited ? code : status & 0x7F)),
                         ("seconds", .seconds(elapsed)),
                     ])
-            } else {
+            case nil:
                 log.debug(
                     "hook done",
-                    [("hook", .string(program)), ("event", .string(event)), ("seconds", .seconds(elapsed))])
+                    [("hook", .string(program))] + event.fields + [("seconds", .seconds(elapsed))])
             }
         }
     }
@@ -144,7 +214,8 @@ final class HookSink: EventSink {
             guard clip.part == 1, let program = programs.withLock({ $0.onEventStart }) else { return }
             let trigger = ClipRecord.timestamp(clip.trigger)
             runner.run(
-                program, event: "event_start", arguments: [clip.path, clip.camera, trigger],
+                program, for: HookEvent(kind: .eventStart, file: clip.file, camera: clip.camera),
+                arguments: [clip.path, clip.camera, trigger],
                 facts: [
                     ("file", clip.path), ("camera", clip.camera), ("trigger", trigger), ("score", String(clip.score)),
                     ("part", String(clip.part)),
@@ -153,7 +224,7 @@ final class HookSink: EventSink {
             guard saved.origin == .closed, let program = programs.withLock({ $0.onClipSaved }) else { return }
             let r = saved.record
             runner.run(
-                program, event: "clip_saved",
+                program, for: HookEvent(kind: .clipSaved, file: r.file, camera: r.camera),
                 arguments: [
                     saved.path, r.camera, r.start, r.end, String(r.durationSeconds), String(r.frames), String(r.bytes),
                 ],

@@ -39,15 +39,9 @@ public struct Y4MHeader: Hashable, Sendable {
             let value = printable(String(decoding: field.dropFirst(), as: UTF8.self))
             switch tag {
             case UInt8(ascii: "W"):
-                guard let w = Y4MHeader.integer(value), (1...VideoFormat.maximumDimension).contains(w) else {
-                    throw bad("the width W\(value) is not a number from 1 to \(VideoFormat.maximumDimension)")
-                }
-                width = w
+                width = try Y4MHeader.dimension("the width W", value, source: source)
             case UInt8(ascii: "H"):
-                guard let h = Y4MHeader.integer(value), (1...VideoFormat.maximumDimension).contains(h) else {
-                    throw bad("the height H\(value) is not a number from 1 to \(VideoFormat.maximumDimension)")
-                }
-                height = h
+                height = try Y4MHeader.dimension("the height H", value, source: source)
             case UInt8(ascii: "F"):
                 guard let (n, d) = Y4MHeader.ratio(value), n > 0, d > 0 else {
                     throw bad("the frame rate F\(value) is not two positive numbers as in F30000:1001")
@@ -98,6 +92,24 @@ public struct Y4MHeader: Hashable, Sendable {
         self.pixelAspectRatio = aspect
         self.fieldOrder = order
         self.chroma = chroma
+    }
+
+    /// The number of a `W` or `H` field (`what` names it in errors), from 1 to
+    /// `VideoFormat.maximumDimension`: a larger picture is refused here, before any buffer
+    /// for its frames is allocated.
+    static func dimension(_ what: String, _ value: String, source: String) throws(CaptureError) -> Int {
+        let limit = VideoFormat.maximumDimension
+        guard let n = Y4MHeader.integer(value), n >= 1 else {
+            throw .invalidHeader(source: source, problem: "\(what)\(value) is not a number from 1 to \(limit)")
+        }
+        guard n <= limit else {
+            throw .unsupported(
+                source: source,
+                problem:
+                    "\(what)\(value) is over Vigil's limit of \(limit) pixels a side, which keeps a frame's memory bounded (one of \(limit)×\(limit) is \(VideoFormat.largestFrameBytes >> 20) MiB); scale the video down, e.g. `ffmpeg -i INPUT -vf scale=1920:-2 -pix_fmt yuv420p -f yuv4mpegpipe OUTPUT.y4m`"
+            )
+        }
+        return n
     }
 
     /// A non-negative decimal integer below 2^31, or nil.

@@ -174,7 +174,7 @@ public struct Settings: Equatable, Sendable {
             throw v.error("storage.path", "storage.path is empty — name the directory clips go to")
         }
         let pattern = v.text("storage.file_pattern")
-        if let problem = Settings.patternProblem(pattern) {
+        if let problem = Settings.patternProblem(pattern, camera: name) {
             throw v.error("storage.file_pattern", "storage.file_pattern \(problem)")
         }
         let maxAge = v.integer("storage.max_age_days"), maxSize = v.integer("storage.max_size_mb")
@@ -210,29 +210,78 @@ public struct Settings: Equatable, Sendable {
             timeout: v.number("hooks.timeout"))
     }
 
-    /// Why a clip file name pattern cannot be used, or nil when it can.
-    static func patternProblem(_ pattern: String) -> String? {
+    /// Why a clip file name pattern cannot be used, or nil when it can. `camera` is what
+    /// `{camera}` becomes.
+    static func patternProblem(_ pattern: String, camera: String) -> String? {
         guard pattern.hasSuffix(".mov") else { return "must end in .mov" }
         guard !pattern.hasPrefix("/") else { return "must be relative to storage.path (no leading /)" }
         let parts = pattern.split(separator: "/", omittingEmptySubsequences: false)
         guard !parts.contains(where: { $0 == ".." || $0 == "." || $0.isEmpty }) else {
             return "must not contain empty, . or .. path parts"
         }
-        var chars = Array(pattern)[...]
-        while let c = chars.popFirst() {
-            if c == "%" {
-                guard let field = chars.popFirst(), "YmdHMS%".contains(field) else {
-                    return "uses a % field other than %Y %m %d %H %M %S %%"
-                }
-            }
+        guard let fields = patternFields(pattern) else {
+            return "uses a % field other than %Y %m %d %H %M %S %%"
         }
         let withoutCamera = pattern.replacing("{camera}", with: "")
         guard !withoutCamera.contains("{"), !withoutCamera.contains("}") else {
             return "uses a {field} other than {camera}"
         }
-        guard pattern.contains("%S") else {
-            return "must contain %S, so that clips started in the same minute get different names"
+        guard fields.contains("S") else {
+            let literal = pattern.contains("%S") ? " — %%S is a percent sign followed by S, not the seconds" : ""
+            return "must contain %S, so that clips started in the same minute get different names" + literal
+        }
+        guard parts.count <= ClipPathLimits.maximumComponents else {
+            return
+                "has \(parts.count) levels (directories and the file name) — use at most \(ClipPathLimits.maximumComponents), the depth at which retention looks for clips"
+        }
+        let suffix = "-\(ClipPathLimits.maximumCollisionSuffix)"
+        for (index, part) in parts.enumerated() {
+            let isFile = index == parts.count - 1
+            let longest = longestExpansion(of: part, camera: camera) + (isFile ? suffix.utf8.count : 0)
+            guard longest <= ClipPathLimits.maximumComponentBytes else {
+                let shown = part.count > 40 ? part.prefix(40) + "…" : part
+                var counted: [String] = []
+                if part.contains("%") { counted.append("%Y as 4 digits, the other fields as 2") }
+                if part.contains("{camera}") { counted.append("{camera} as \"\(camera)\"") }
+                if isFile { counted.append("the \(suffix) put before .mov when a name is taken") }
+                let how = counted.isEmpty ? "" : " (counting \(counted.joined(separator: ", ")))"
+                return
+                    "can make \(isFile ? "file" : "directory") names of \(longest) bytes from \"\(shown)\"\(how), over the \(ClipPathLimits.maximumComponentBytes) bytes a name may have — shorten that part"
+            }
         }
         return nil
+    }
+
+    /// The `%` fields of `pattern`, in order (`%` for `%%`, a literal percent sign), or nil
+    /// when one is not a field clip names know.
+    static func patternFields(_ pattern: String) -> [Character]? {
+        var fields: [Character] = []
+        var chars = Array(pattern)[...]
+        while let c = chars.popFirst() {
+            guard c == "%" else { continue }
+            guard let field = chars.popFirst(), "YmdHMS%".contains(field) else { return nil }
+            fields.append(field)
+        }
+        return fields
+    }
+
+    /// The most bytes `part` of a pattern can expand to: `%Y` is 4 digits, the other fields
+    /// 2, `%%` one byte, `{camera}` the camera's name.
+    static func longestExpansion(of part: Substring, camera: String) -> Int {
+        var bytes = 0
+        var rest = part
+        while let c = rest.first {
+            if rest.hasPrefix("{camera}") {
+                bytes += camera.utf8.count
+                rest = rest.dropFirst("{camera}".count)
+            } else if c == "%", let field = rest.dropFirst().first {
+                bytes += field == "Y" ? 4 : field == "%" ? 1 : 2
+                rest = rest.dropFirst(2)
+            } else {
+                bytes += c.utf8.count
+                rest = rest.dropFirst()
+            }
+        }
+        return bytes
     }
 }

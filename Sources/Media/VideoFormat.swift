@@ -110,8 +110,17 @@ public struct VideoFormat: Hashable, Sendable, CustomStringConvertible {
     public var pixelAspectRatio: Rational?
     public var fieldOrder: FieldOrder
 
-    /// Largest accepted width or height (keeps every size computation far from overflow).
-    public static let maximumDimension = 16384
+    /// Largest accepted width or height, for every source (a Y4M header, a camera's negotiated
+    /// size, the synthetic scene), checked before any frame buffer is allocated. A frame of
+    /// 8192×8192 takes 96 MiB in 4:2:0 (`largestFrameBytes`; 128 MiB in 4:2:2 or YUYV), and
+    /// the agent holds several at once (the capture queue, the frame pools, the encoder's own
+    /// pictures); at 16384×16384, which a Y4M header may claim, a frame is four times that, and
+    /// the agent reached 4.8 GB (issue 13). Larger than any camera Vigil supports
+    /// (`camera.width` and `camera.height` go to 4096). `MovieWriter` has its own, larger
+    /// limit, from the movie format.
+    public static let maximumDimension = 8192
+    /// Bytes of a 4:2:0 frame of `maximumDimension`×`maximumDimension`, for messages.
+    public static let largestFrameBytes = maximumDimension * maximumDimension * 3 / 2
     /// Largest accepted stride in bytes.
     public static let maximumStride = 1 << 16
 
@@ -207,8 +216,13 @@ public struct VideoFormat: Hashable, Sendable, CustomStringConvertible {
     }
 
     private static func checkSize(width: Int, height: Int, pixelFormat: PixelFormat) throws(VideoFormatError) {
-        guard (1...maximumDimension).contains(width), (1...maximumDimension).contains(height) else {
+        guard width >= 1, height >= 1 else {
             throw VideoFormatError("a picture of \(width)×\(height) pixels (each side 1 to \(maximumDimension))")
+        }
+        guard width <= maximumDimension, height <= maximumDimension else {
+            throw VideoFormatError(
+                "a picture of \(width)×\(height) pixels is over the limit of \(maximumDimension) pixels a side (a frame of \(maximumDimension)×\(maximumDimension) already takes \(largestFrameBytes >> 20) MiB)"
+            )
         }
         if pixelFormat == .yuyv && width % 2 != 0 {
             throw VideoFormatError("YUYV needs an even width (pixels come in pairs), got \(width)")

@@ -164,6 +164,14 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
         ),
         ("empty file", Data(), .header, "empty"),
         (
+            "a picture over the size limit", y4m("YUV4MPEG2 W16384 H16384 F30:1", frames: 0, frameBytes: 0),
+            .unsupported, "the width W16384 is over Vigil's limit of 8192 pixels"
+        ),
+        (
+            "a height over the size limit", y4m("YUV4MPEG2 W16 H8194 F30:1", frames: 0, frameBytes: 0), .unsupported,
+            "the height H8194 is over Vigil's limit of 8192 pixels"
+        ),
+        (
             "4:4:4", y4m("YUV4MPEG2 W16 H8 F30:1 C444", frames: 1, frameBytes: 384), .unsupported,
             "C444 is not supported"
         ),

@@ -148,6 +148,18 @@ func failure(_ text: String) -> ConfigurationError? {
             ),
             ("storage = { file_pattern = \"%Y-%j-%S.mov\"; };", 1, "storage.file_pattern uses a % field other than"),
             ("storage = { file_pattern = \"%Y-%m-%d.mov\"; };", 1, "storage.file_pattern must contain %S"),
+            (
+                "storage = { file_pattern = \"{camera}-%%S.mov\"; };", 1,
+                "storage.file_pattern must contain %S, so that clips started in the same minute get different names — %%S is a percent sign followed by S"
+            ),
+            (
+                "storage = {\n file_pattern = \"a/b/c/d/e/f/g/h/%Y%m%d-%H%M%S.mov\"; };", 2,
+                "storage.file_pattern has 9 levels (directories and the file name) — use at most 8"
+            ),
+            (
+                "storage = { file_pattern = \"\(String(repeating: "x", count: 300))-%S.mov\"; };", 1,
+                "storage.file_pattern can make file names of 312 bytes"
+            ),
             ("storage = { max_size_mb = -5; };", 1, "storage.max_size_mb = -5 is out of range"),
             ("log = { level = \"verbose\"; };", 1, "log.level = \"verbose\" is not allowed"),
             (
@@ -170,6 +182,53 @@ func failure(_ text: String) -> ConfigurationError? {
         #expect(error.line == line, "\(error)")
         #expect(error.description.hasPrefix("test.conf:\(line): "), "\(error)")
         #expect(error.message.lowercased().contains(message.lowercased()), "\(error)")
+    }
+
+    /// Every part of a clip's path must fit a file name (255 bytes) however it expands: `%Y`
+    /// is 4 digits, the other fields 2, `%%` one byte, `{camera}` the camera's name, and the
+    /// file name may get a "-1000" before `.mov` when names collide. At 255 it is accepted.
+    @Test func patternPartsMustFitAFileNameWhateverTheyExpandTo() throws {
+        func pattern(camera: String = "yard", _ pattern: String) -> String {
+            "camera = { name = \"\(camera)\"; };\nstorage = { file_pattern = \"\(pattern)\"; };"
+        }
+        let x = { (n: Int) in String(repeating: "x", count: n) }
+        // yard (4) + "-" + n + %S (2) + ".mov" + "-1000" = n + 16.
+        _ = try load(pattern("{camera}-\(x(239))%S.mov"))
+        #expect(failure(pattern("{camera}-\(x(240))%S.mov"))?.message.contains("256 bytes") == true)
+        // A 32-character name (the longest camera.name) takes 28 bytes more.
+        let long = String(repeating: "c", count: 32)
+        _ = try load(pattern(camera: long, "{camera}-\(x(211))%S.mov"))
+        #expect(failure(pattern(camera: long, "{camera}-\(x(212))%S.mov"))?.message.contains("256 bytes") == true)
+        // A directory gets no suffix: %Y (4) + n.
+        _ = try load(pattern("%Y\(x(251))/%S.mov"))
+        let directory = failure(pattern("%Y\(x(252))/%S.mov"))
+        #expect(directory?.line == 2)
+        #expect(
+            directory?.message.contains("can make directory names of 256 bytes") == true,
+            "\(String(describing: directory))")
+        // %% is one byte; a multi-byte character counts its UTF-8 bytes.
+        _ = try load(pattern("\(x(243))%%%S.mov"))
+        #expect(failure(pattern("\(x(244))%%%S.mov")) != nil)
+        _ = try load(pattern("\(String(repeating: "é", count: 122))%S.mov"))
+        #expect(failure(pattern("\(String(repeating: "é", count: 123))%S.mov")) != nil)
+    }
+
+    /// `%%` is a percent sign: what follows it is text, not a field.
+    @Test(arguments: [
+        ("%Y/%%%S.mov", true), ("%%%%%S.mov", true), ("%S%%.mov", true), ("%%S.mov", false), ("x%%S%%M.mov", false),
+        ("%%%%S.mov", false),
+    ])
+    func secondsAreFoundOnlyAsAField(pattern: String, accepted: Bool) {
+        let error = failure("storage = { file_pattern = \"\(pattern)\"; };")
+        #expect((error == nil) == accepted, "\(pattern): \(String(describing: error))")
+    }
+
+    /// Eight levels in all (seven directories and the file name) is the most: the storage walk
+    /// goes that deep and no deeper.
+    @Test func patternsAreAtMostEightLevelsDeep() throws {
+        _ = try load("storage = { file_pattern = \"a/b/c/d/e/f/%Y/{camera}-%H%M%S.mov\"; };")
+        let error = failure("storage = { file_pattern = \"a/b/c/d/e/f/g/%Y/{camera}-%H%M%S.mov\"; };")
+        #expect(error?.message.contains("has 9 levels") == true, "\(String(describing: error))")
     }
 
     @Test func effectiveSettingsReadBackAsTheSameConfiguration() throws {

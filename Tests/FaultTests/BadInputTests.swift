@@ -48,6 +48,12 @@ import Testing
             name: "absurd size", make: { _, _ in Array("YUV4MPEG2 W99999 H99999 F15:1\n".utf8) }, status: 66,
             message: "the width W99999"),
         Case(
+            name: "a picture over the size limit",
+            make: { _, _ in
+                Array("YUV4MPEG2 W16384 H16384 F15:1 Ip C420jpeg\nFRAME\n".utf8) + [UInt8](repeating: 16, count: 4096)
+            },
+            status: 66, message: "the width W16384 is over Vigil's limit of 8192 pixels"),
+        Case(
             name: "zero frame rate", make: { _, _ in Array("YUV4MPEG2 W320 H240 F0:0\n".utf8) }, status: 66,
             message: "the frame rate F0:0"),
         Case(

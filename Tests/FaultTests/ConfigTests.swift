@@ -122,15 +122,27 @@ import Testing
             message: "hooks.timeout = 0.5 is out of range"),
     ]
 
+    /// A storage section whose `file_pattern`, on line 3, is `pattern`.
+    static func pattern(_ name: String, _ pattern: String, message: String) -> Case {
+        Case(
+            name: name, text: "storage = {\n  path = \"clips\";\n  file_pattern = \"\(pattern)\";\n};\n", line: 3,
+            message: message)
+    }
+
     /// Storage settings, in their own file (line 1 is not the storage line there).
     static let storageCases: [Case] = [
-        Case(
-            name: "pattern without seconds",
-            text: "storage = {\n  path = \"clips\";\n  file_pattern = \"clip.mov\";\n};\n", line: 3,
-            message: "storage.file_pattern must contain %S"),
-        Case(
-            name: "pattern not a .mov", text: "storage = {\n  path = \"clips\";\n  file_pattern = \"%Y/%S.mp4\";\n};\n",
-            line: 3, message: "storage.file_pattern"),
+        pattern("pattern without seconds", "clip.mov", message: "storage.file_pattern must contain %S"),
+        pattern("pattern not a .mov", "%Y/%S.mp4", message: "storage.file_pattern"),
+        pattern("seconds only as a literal %%S", "{camera}-%%S.mov", message: "storage.file_pattern must contain %S"),
+        pattern(
+            "file name longer than 255 bytes", String(repeating: "x", count: 300) + "-%S.mov",
+            message: "storage.file_pattern can make file names of 312 bytes"),
+        pattern("pattern nine levels deep", "a/b/c/d/e/f/g/h/%H%M%S.mov", message: "storage.file_pattern has 9 levels"),
+        pattern(
+            "absolute pattern", "/tmp/%H%M%S.mov", message: "storage.file_pattern must be relative to storage.path"),
+        pattern(
+            "pattern climbing out with ..", "../%H%M%S.mov",
+            message: "storage.file_pattern must not contain empty, . or .. path parts"),
         Case(
             name: "empty storage path", text: "storage = {\n  path = \"\";\n};\n", line: 2,
             message: "storage.path is empty"),

@@ -36,6 +36,21 @@ import Testing
         #expect(i420.description == "I420 640×480 strides 643/321/321")
     }
 
+    /// No side over 8192 pixels, whatever the source: a frame at the limit is 96 MiB in 4:2:0,
+    /// and one of 16384×16384 (which a Y4M header may claim) would be four times that.
+    @Test func framesOverTheSizeLimitAreRefusedNamingIt() throws {
+        #expect(VideoFormat.maximumDimension == 8192)
+        let largest = try VideoFormat(width: 8192, height: 8192, pixelFormat: .nv12)
+        #expect(largest.bufferSize == 96 << 20)
+        for (width, height) in [(16384, 16384), (8194, 16), (16, 8194)] {
+            let error = #expect(throws: VideoFormatError.self) {
+                try VideoFormat(width: width, height: height, pixelFormat: .i420)
+            }
+            #expect(error?.problem.contains("\(width)×\(height)") == true, "\(String(describing: error))")
+            #expect(error?.problem.contains("8192") == true, "\(String(describing: error))")
+        }
+    }
+
     @Test func invalidLayoutsAreRefused() throws {
         #expect(throws: VideoFormatError.self) { try VideoFormat(width: 0, height: 4, pixelFormat: .nv12) }
         #expect(throws: VideoFormatError.self) { try VideoFormat(width: 20000, height: 4, pixelFormat: .nv12) }

@@ -1,0 +1,42 @@
+import Foundation
+
+/// The processes of process group `group` that have not ended (zombies, which only wait to be
+/// reaped, do not count), from /proc.
+public func livingProcesses(inGroup group: Int32) -> [Int32] {
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+    return entries.compactMap { entry -> Int32? in
+        guard let pid = Int32(entry),
+            let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        // After "pid (comm) ": state, ppid, pgrp, …
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 2, fields[0] != "Z", Int32(fields[2]) == group else { return nil }
+        return pid
+    }
+}
+
+/// Waits up to `timeout` seconds for process group `group` to have no living process; returns
+/// those still living then.
+public func waitForProcessGroupToEnd(_ group: Int32, timeout: Double) -> [Int32] {
+    let deadline = Date().addingTimeInterval(timeout)
+    var living = livingProcesses(inGroup: group)
+    while !living.isEmpty && Date() < deadline {
+        usleep(20_000)
+        living = livingProcesses(inGroup: group)
+    }
+    return living
+}
+
+/// Writes an executable `/bin/sh` script `name` with `body` into `directory`; returns its path.
+public func writeScript(_ body: String, named name: String, in directory: TemporaryDirectory) throws -> String {
+    let path = directory.file(name)
+    try ("#!/bin/sh\n" + body).write(toFile: path, atomically: true, encoding: .utf8)
+    try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+    return path
+}
+
+/// The process ids a hook script wrote to `path`, one a line.
+public func processIDs(inFile path: String) -> [Int32] {
+    ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").compactMap { Int32($0) }
+}
