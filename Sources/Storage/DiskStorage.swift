@@ -16,8 +16,9 @@ import Recorder
 /// leaves it alone; the agent holds the directory's lock (`claim`).
 public final class DiskStorage: ClipStorage {
     public let root: String
-    /// How deep a walk goes below the root, in path components (a clip's name included).
-    public static let walkDepth = 8
+    /// How deep a walk goes below the root, in path components (a clip's name included): as
+    /// deep as a valid `file_pattern` can go.
+    public static let walkDepth = ClipPathLimits.maximumComponents
     /// The file whose lock says an agent records into this directory, and its pid.
     public static let lockName = ".vigil.lock"
 
