@@ -11,6 +11,9 @@ struct StreamInfo: Sendable {
     /// Capture time of the source's first frame, and the wall clock then.
     var firstFrame: Timestamp
     var wallAtFirstFrame: Date
+    /// True when capture times are on the monotonic clock (a camera, the synthetic scene):
+    /// the mapping then follows the wall clock when it is stepped.
+    var onMonotonicClock = false
 
     func wallClock(_ t: Timestamp) -> Date {
         wallAtFirstFrame.addingTimeInterval((t - firstFrame).seconds)

@@ -169,7 +169,9 @@ final class Pipeline: @unchecked Sendable {
         let result = detector.process(frame.luma, at: frame.timestamp)
         let t1 = monotonicNow()
         var commands: [ClipCommand] = []
-        for action in eventLogic.handle(.frame(result)) {
+        let actions = eventLogic.handle(.frame(result))
+        if actions.contains(where: { if case .start = $0 { true } else { false } }) { followWallClock(wallClock) }
+        for action in actions {
             note(action)
             commands += recorder.handle(action)
         }
@@ -203,14 +205,17 @@ final class Pipeline: @unchecked Sendable {
     /// Creates the encoder for the source's negotiated format and tells the writer about the stream.
     private func start(with frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {
         let format = frame.format
-        let wall = Pipeline.wallClockOfCapture(
-            frame.timestamp, now: wallClock(), monotonicNow: monotonicNow(),
+        let now = wallClock()
+        let captured = Pipeline.wallClockOfCapture(
+            frame.timestamp, now: now, monotonicNow: monotonicNow(),
             monotonicTimestamps: Pipeline.hasMonotonicTimestamps(settings.camera.device))
         let encoder = try encoders.makeEncoder(for: format)
         self.encoder = encoder
         keyframes = KeyframeSchedule(interval: keyframes.interval)
         // After an interruption the origin stays that of the source's very first frame.
-        let origin = streamInfo.map { ($0.firstFrame, $0.wallAtFirstFrame) } ?? (frame.timestamp, wall)
+        let origin =
+            streamInfo.map { ($0.firstFrame, $0.wallAtFirstFrame, $0.onMonotonicClock) }
+            ?? (frame.timestamp, captured ?? now, captured != nil)
         if firstFrame == nil { firstFrame = frame.timestamp }
         var aspect: PixelAspectRatio?
         if let par = format.pixelAspectRatio, par.numerator != par.denominator, par.numerator > 0,
@@ -223,7 +228,9 @@ final class Pipeline: @unchecked Sendable {
             sequenceParameterSet: encoder.sequenceParameterSet, pictureParameterSet: encoder.pictureParameterSet,
             rotation: Rotation(degrees: settings.camera.rotation) ?? .none, pixelAspectRatio: aspect,
             color: format.height >= 720 ? .bt709 : .bt601)
-        let info = StreamInfo(video: video, audio: audioFormat, firstFrame: origin.0, wallAtFirstFrame: origin.1)
+        let info = StreamInfo(
+            video: video, audio: audioFormat, firstFrame: origin.0, wallAtFirstFrame: origin.1,
+            onMonotonicClock: origin.2)
         streamInfo = info
         writer.push(.stream(info), cost: 0)
         log.info(
@@ -243,16 +250,34 @@ final class Pipeline: @unchecked Sendable {
         if case .file = source { false } else { true }
     }
 
-    /// The wall-clock time a frame stamped `timestamp` was captured: for a source on the
-    /// monotonic clock, `now` less how long ago it was captured (clip names, creation times and
-    /// trigger times then say when things happened, not when the pipeline got to them); for
-    /// a file, or a timestamp that does not look like the monotonic clock, `now`.
+    /// The wall-clock time a frame stamped `timestamp` was captured, for a source on the
+    /// monotonic clock: `now` less how long ago it was captured (clip names, creation times and
+    /// trigger times then say when things happened, not when the pipeline got to them). Nil
+    /// for a file, or a timestamp that does not look like the monotonic clock (then `now` it is).
     static func wallClockOfCapture(
         _ timestamp: Timestamp, now: Date, monotonicNow: Timestamp, monotonicTimestamps: Bool
-    ) -> Date {
+    ) -> Date? {
         let age = (monotonicNow - timestamp).seconds
-        guard monotonicTimestamps, age >= 0, age < 10 else { return now }
+        guard monotonicTimestamps, age >= 0, age < 10 else { return nil }
         return now.addingTimeInterval(-age)
+    }
+
+    /// How far the wall clock may drift from the stream's mapping before it is taken again.
+    static let wallClockTolerance = 1.0
+
+    /// Clip names and times map capture times to the wall clock as it read when the stream
+    /// began. When it has moved since (NTP stepped it: a board without a clock battery boots
+    /// with a stale time), the mapping is taken again before an event starts, and the writer
+    /// told — a stream on the monotonic clock only (a file's times are its own).
+    private func followWallClock(_ wallClock: () -> Date) {
+        guard let stream = streamInfo, stream.onMonotonicClock else { return }
+        let drift = wallClock().timeIntervalSince(stream.wallClock(monotonicNow()))
+        guard abs(drift) > Pipeline.wallClockTolerance else { return }
+        var moved = stream
+        moved.wallAtFirstFrame = stream.wallAtFirstFrame.addingTimeInterval(drift)
+        streamInfo = moved
+        writer.push(.stream(moved), cost: 0)
+        log.info("the wall clock moved; clip names and times follow it", [("seconds", .seconds(drift))])
     }
 
     /// Logs an event action, and tells the sinks when motion starts or ends.

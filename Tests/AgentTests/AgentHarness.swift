@@ -42,7 +42,8 @@ final class AgentHarness: Sendable {
             throw .cannotOpen(source: "microphone", reason: "none in these tests")
         },
         onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in },
-        sleep: @escaping @Sendable (Double) -> Void = { _ in }
+        sleep: @escaping @Sendable (Double) -> Void = { _ in },
+        wallNow: @escaping @Sendable () -> Date = { Date() }
     ) throws {
         directory = try TemporaryDirectory("vigil-agent-tests")
         configPath = directory.file("vigil.conf")
@@ -60,7 +61,7 @@ final class AgentHarness: Sendable {
             storage: { _ in storage },
             logSink: logs, sinks: [events],
             handlesSignals: false, notifier: SystemdNotifier(environment: [:]),
-            monotonicNow: { MonotonicClock.now() }, wallNow: { Date() },
+            monotonicNow: { MonotonicClock.now() }, wallNow: wallNow,
             sleep: sleep)
         agent = Agent(configPath: configPath, settings: settings, version: "test", environment: environment)
     }

@@ -204,6 +204,61 @@ import Testing
         #expect(harness.errors.isEmpty, "\(harness.errors)")
     }
 
+    /// Frames stamped on the monotonic clock, as a camera's are: `scene`'s frames moved to start
+    /// when the source is opened (read as fast as the agent takes them).
+    final class MonotonicCamera: FrameSource {
+        private let frames: SyntheticSource
+        private let shift: Timestamp.Duration
+
+        init(_ scene: SyntheticScene) throws(CaptureError) {
+            frames = try SyntheticSource(scene: scene)
+            shift = MonotonicClock.now() - scene.startTime
+        }
+
+        var format: VideoFormat { frames.format }
+        var name: String { AgentSourceTests.camera }
+
+        func nextFrame() throws(CaptureError) -> VideoFrame? {
+            guard let frame = try frames.nextFrame() else { return nil }
+            return VideoFrame(
+                format: frame.format, buffer: frame.buffer, timestamp: frame.timestamp + shift,
+                sequence: frame.sequence)
+        }
+    }
+
+    /// The wall clock is stepped an hour ahead between two events (NTP setting the clock of a
+    /// board that booted without a clock battery): the clip after it is named, stamped and
+    /// triggered by the new time — said once — and the clip before it kept the old.
+    @Test func aSteppedWallClockNamesTheClipsAfterIt() throws {
+        let step = Mutex(0.0)
+        let harness = try AgentHarness(
+            config: testConfig(device: Self.camera),
+            openSource: { _ throws(CaptureError) in
+                opened(try MonotonicCamera(scene(seconds: 12, objects: [crossing(1, 3), crossing(7, 9)])))
+            },
+            onEvent: { event in
+                if case .clipSaved = event { step.withLock { $0 = 3600 } }
+            },
+            wallNow: { Date().addingTimeInterval(step.withLock { $0 }) })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+
+        let moved = harness.lines("the wall clock moved; clip names and times follow it")
+        #expect(
+            moved.count == 1
+                && moved.allSatisfy { logValue($0, "seconds").flatMap(Double.init).map { abs($0 - 3600) < 2 } == true },
+            "\(harness.output)")
+        let started = harness.events.clipsStarted
+        try #require(started.count == 2, "\(harness.output)")
+        let apart = started[1].trigger.timeIntervalSince(started[0].trigger)
+        #expect(apart > 3600 && apart < 3600 + 60, "triggers \(apart) s apart")
+        let saved = harness.events.clipsSaved.map(\.record)
+        try #require(saved.count == 2)
+        #expect(saved[0].file < saved[1].file, "\(saved.map(\.file))")
+        #expect(saved.allSatisfy { $0.preRollSeconds.map { $0 >= 0 } ?? false })
+        try harness.expectCompletePlayableClips()
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
+    }
+
     /// A microphone that opens but whose first read fails (unplugged as it was opened).
     final class LostMicrophone: AudioSource {
         var sampleRate: Int { 48000 }
