@@ -21,11 +21,13 @@ import Testing
 
     /// When the fourth clip starts, another program takes every free byte: from then on
     /// clips get only the space retention frees by deleting older ones (never the newest
-    /// saved one, so the older two pay for the next).
-    @Test func aDiskThatFillsWhileRecordingIsClearedByRetentionAndRecordingGoesOn() throws {
+    /// saved one, so the older two pay for the next) — whatever `min_free_mb` says, 0 included.
+    @Test(arguments: [1, 0])
+    func aDiskThatFillsWhileRecordingIsClearedByRetentionAndRecordingGoesOn(minFreeMB: Int) throws {
         let storage = MemoryStorage(capacity: 12 << 20)
         let harness = try AgentHarness(
-            config: testConfig(), storage: storage,
+            config: testConfig().replacingOccurrences(of: "min_free_mb = 1;", with: "min_free_mb = \(minFreeMB);"),
+            storage: storage,
             openSource: { _ throws(CaptureError) in
                 try synthetic(Self.footage)
             },
