@@ -92,16 +92,11 @@ public enum MovieRepair {
         let videoTrack = plan.tracks.first { $0.header.kind == .video }
         let video = videoTrack?.table.sampleCount ?? 0
         let audio = plan.tracks.first { $0.header.kind == .audio }?.table.sampleCount ?? 0
-        let duration =
-            videoTrack.map { track in
-                Timestamp.Duration(
-                    nanoseconds: Rational.scale(
-                        Int64(clamping: track.table.mediaDuration), by: 1_000_000_000,
-                        over: Int64(max(1, track.header.timescale))))
-            } ?? .zero
+        let videoDuration =
+            videoTrack.map { duration(ticks: $0.table.mediaDuration, timescale: $0.header.timescale) } ?? .zero
         return MovieRepairReport(
             fragments: plan.fragments.count, videoFrames: video, audioFrames: audio,
-            discardedBytes: plan.originalLength - plan.keepLength, videoDuration: duration, bytes: file.length,
+            discardedBytes: plan.originalLength - plan.keepLength, videoDuration: videoDuration, bytes: file.length,
             created: date(fromQuickTimeSeconds: plan.creationTime))
     }
 
@@ -126,7 +121,9 @@ public enum MovieRepair {
         var end: UInt64 { offset + size }
     }
 
-    private static func open(_ path: String, _ opener: Opener) throws(MovieRepairError) -> any MovieFile {
+    static func open(
+        _ path: String, _ opener: Opener, purpose: String = "for repair"
+    ) throws(MovieRepairError) -> any MovieFile {
         do { return try opener(path) } catch {
             if error.isMissing { throw MovieRepairError(path: path, problem: "no such file", kind: .noSuchFile) }
             if error.isInUse {
@@ -134,8 +131,33 @@ public enum MovieRepair {
                     path: path, problem: "a running agent is writing it; left as it is", kind: .inUse)
             }
             throw MovieRepairError(
-                path: path, problem: "cannot open it for repair: \(error.reason)", kind: .inputOutput)
+                path: path, problem: "cannot open it \(purpose): \(error.reason)", kind: .inputOutput)
         }
+    }
+
+    /// The whole of a top-level box (a header, an index, a fragment), at most 64 MB of it.
+    static func readBox(_ box: TopLevelBox, of file: any MovieFile, path: String) throws(MovieRepairError) -> [UInt8] {
+        guard box.size <= 64 << 20 else {
+            throw MovieRepairError(
+                path: path, problem: "its \(box.type) box of \(box.size) bytes is too large to be a movie header")
+        }
+        do { return try file.read(at: box.offset, count: Int(box.size)) } catch {
+            throw MovieRepairError(path: path, problem: "cannot read it: \(error.reason)", kind: .inputOutput)
+        }
+    }
+
+    /// The creation time of a movie header (`mvhd`, version 0) found in `range` of `bytes`.
+    static func creationTime(ofMovieIn bytes: [UInt8], range: Range<Int>) -> UInt32? {
+        guard let mvhd = findBox(["mvhd"], in: bytes, range: range) else { return nil }
+        var r = ByteReader(bytes, range: mvhd.body)
+        guard let version = r.readVersionAndFlags()?.version, version == 0 else { return nil }
+        return r.readUInt32()
+    }
+
+    /// How long `ticks` of a track's media time scale last.
+    static func duration(ticks: UInt64, timescale: UInt32) -> Timestamp.Duration {
+        Timestamp.Duration(
+            nanoseconds: Rational.scale(Int64(clamping: ticks), by: 1_000_000_000, over: Int64(max(1, timescale))))
     }
 
     /// The boxes at the top level of the file, and where a partly written tail begins (if any).
@@ -171,12 +193,7 @@ public enum MovieRepair {
             MovieRepairError(path: path, problem: problem, kind: .nothingRecorded)
         }
         func readBody(_ box: TopLevelBox) throws(MovieRepairError) -> [UInt8] {
-            guard box.size <= 64 << 20 else {
-                throw fail("its \(box.type) box of \(box.size) bytes is too large to be a movie header")
-            }
-            do { return try file.read(at: box.offset, count: Int(box.size)) } catch {
-                throw MovieRepairError(path: path, problem: "cannot read it: \(error.reason)", kind: .inputOutput)
-            }
+            try readBox(box, of: file, path: path)
         }
 
         let scan: (boxes: [TopLevelBox], tail: UInt64?)
@@ -281,13 +298,9 @@ public enum MovieRepair {
 
         // Tracks from the header, samples from the fragments.
         let headerBody = header.box.headerSize..<header.bytes.count
-        guard let mvhd = findBox(["mvhd"], in: header.bytes, range: headerBody) else {
-            throw fail("its movie header has no mvhd")
+        guard let creationTime = creationTime(ofMovieIn: header.bytes, range: headerBody) else {
+            throw fail("its movie header has no mvhd of version 0")
         }
-        var mvhdReader = ByteReader(header.bytes, range: mvhd.body)
-        guard let mvhdVersion = mvhdReader.readVersionAndFlags()?.version, mvhdVersion == 0,
-            let creationTime = mvhdReader.readUInt32()
-        else { throw fail("its mvhd is not a version 0 movie header") }
         guard let trakBoxes = childBoxes(of: header.bytes, in: headerBody)?.filter({ $0.type == "trak" }),
             !trakBoxes.isEmpty
         else {
@@ -368,7 +381,7 @@ public enum MovieRepair {
     }
 
     /// A track's header fields and sample description, from a `trak` of the header `moov`.
-    private static func parseTrack(
+    static func parseTrack(
         _ bytes: [UInt8], _ trak: ChildBox
     ) -> (header: TrackHeader, table: SampleTable, bytesPerFrame: Int)? {
         guard let tkhd = findBox(["tkhd"], in: bytes, range: trak.body),
