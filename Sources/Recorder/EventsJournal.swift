@@ -84,6 +84,8 @@ public struct ClipRecord: Codable, Equatable, Sendable {
 
 /// `events.jsonl` in the storage directory: one JSON object per finished clip, appended and
 /// synced, and pruned of the clips retention deleted.
+///
+/// Reading it never loses a line to a damaged one: `JournalText` says how records are found.
 public struct EventsJournal: Sendable {
     /// The journal's name in the storage directory.
     public static let name = "events.jsonl"
@@ -114,28 +116,22 @@ public struct EventsJournal: Sendable {
     }
 
     /// Drops the lines of clips `exists` says are gone (retention deleted them), so the journal
-    /// stays as small as the clip store however long the agent runs. Lines that cannot be read
-    /// are kept. The file is replaced at once (written beside it, then renamed), so a crash
-    /// leaves the old journal or the new one. Returns how many lines were dropped.
+    /// stays as small as the clip store however long the agent runs: only those. The line of a
+    /// clip `exists` says is there is kept, and so is a damaged line unless it still names
+    /// clips, all gone. The file is replaced at once (written beside it, then renamed), so a
+    /// crash leaves the old journal or the new one; in the new one, records that were glued
+    /// together are on lines of their own. Returns how many lines (or records of a glued line)
+    /// were dropped.
     @discardableResult
     public func prune(keeping exists: (String) -> Bool) throws(JournalError) -> Int {
-        let bytes: [UInt8]
-        do {
-            guard let read = try storage.read(Self.name) else { return 0 }
-            bytes = read
-        } catch {
-            throw JournalError(description: error.description)
-        }
-        let decoder = JSONDecoder()
-        var kept: [UInt8] = []
+        guard let bytes = try read() else { return 0 }
+        let text = JournalText(bytes)
         var dropped = 0
-        for line in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: true) {
-            if let record = try? decoder.decode(ClipRecord.self, from: Data(line)), !exists(record.file) {
-                dropped += 1
-                continue
-            }
-            kept += line
-            kept.append(UInt8(ascii: "\n"))
+        let kept = text.text { piece in
+            let files = piece.files
+            guard !files.isEmpty, !files.contains(where: exists) else { return true }
+            dropped += 1
+            return false
         }
         guard dropped > 0 else { return 0 }
         do { try storage.replace(Self.name, with: kept) } catch {
@@ -144,26 +140,17 @@ public struct EventsJournal: Sendable {
         return dropped
     }
 
-    /// Every record in the journal, with the numbers of the lines that could not be read.
+    /// Every record in the journal — also those in a damaged line, or glued to one — with the
+    /// numbers of the lines that hold something that is no record.
     public func records() throws(JournalError) -> (records: [ClipRecord], unreadableLines: [Int]) {
-        let bytes: [UInt8]
-        do {
-            guard let read = try storage.read(Self.name) else { return ([], []) }
-            bytes = read
-        } catch {
+        guard let bytes = try read() else { return ([], []) }
+        let text = JournalText(bytes)
+        return (text.records, text.damagedLines)
+    }
+
+    private func read() throws(JournalError) -> [UInt8]? {
+        do { return try storage.read(Self.name) } catch {
             throw JournalError(description: error.description)
         }
-        var records: [ClipRecord] = []
-        var bad: [Int] = []
-        let decoder = JSONDecoder()
-        for (i, line) in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated()
-        where !line.isEmpty {
-            if let record = try? decoder.decode(ClipRecord.self, from: Data(line)) {
-                records.append(record)
-            } else {
-                bad.append(i + 1)
-            }
-        }
-        return (records, bad)
     }
 }
