@@ -99,8 +99,11 @@ public struct RetentionPolicy: Equatable, Sendable {
     }
 }
 
-/// The agent's own clips in the storage directory: the files whose names its pattern makes,
-/// deleted oldest first as the retention policy says.
+/// The agent's own clips in the storage directory, deleted oldest first as the retention
+/// policy says: the files whose names its pattern makes, and the files the events journal
+/// names (clips written under an earlier pattern or camera name, whatever their names) —
+/// regular files below the directory (a walk lists no link), never the journal itself or a
+/// hidden file the journal names, and nothing else.
 public struct ClipStore: Sendable {
     public let storage: any ClipStorage
     public let naming: ClipNaming
@@ -110,20 +113,48 @@ public struct ClipStore: Sendable {
         self.naming = naming
     }
 
-    /// Every file below the directory whose relative path the naming pattern makes.
+    /// Every file below the directory whose relative path the naming pattern makes or the
+    /// journal names (also in a damaged line that still names it). When the journal cannot be
+    /// read, the pattern's alone (`sweep` says why): those are the agent's in any case.
     public func clips() throws(FileError) -> [StoredFile] {
-        try storage.walk().filter { naming.matches($0.relativePath) }.sorted { $0.relativePath < $1.relativePath }
+        try clips(named: (try? journalFiles()) ?? [])
     }
 
-    /// Deletes one clip, after checking that its name is one of this agent's (the storage
-    /// checks again that it is a regular file, not a link).
+    /// The files of `clips()`, given the files the journal names.
+    func clips(named: Set<String>) throws(FileError) -> [StoredFile] {
+        try storage.walk().filter { isOwn($0.relativePath, named: named) }.sorted { $0.relativePath < $1.relativePath }
+    }
+
+    /// Deletes one clip, after checking that it is one of this agent's (the storage checks
+    /// again that it is a regular file, not a link).
     public func delete(_ clip: StoredFile) throws(FileError) {
-        guard naming.matches(clip.relativePath), !clip.relativePath.split(separator: "/").contains("..") else {
+        let named = naming.matches(clip.relativePath) ? [] : try journalFiles()
+        try delete(clip, named: named)
+    }
+
+    private func delete(_ clip: StoredFile, named: Set<String>) throws(FileError) {
+        guard isOwn(clip.relativePath, named: named) else {
             throw FileError(
                 path: storage.path(clip.relativePath), operation: "delete",
                 reason: "it is not a clip file of this agent; refusing")
         }
         try storage.delete(clip.relativePath)
+    }
+
+    /// Whether `relativePath` is one of the agent's clips: a name of its pattern, or one the
+    /// journal names that is no hidden file (the storage's lock and probe files are); never
+    /// the journal or a file beside it, never a name leading out.
+    private func isOwn(_ relativePath: String, named: Set<String>) -> Bool {
+        let parts = relativePath.split(separator: "/")
+        guard !parts.contains(".."), relativePath != EventsJournal.name,
+            !relativePath.hasPrefix(EventsJournal.name + ".")
+        else { return false }
+        return naming.matches(relativePath) || (named.contains(relativePath) && !parts.contains { $0.hasPrefix(".") })
+    }
+
+    /// The files the events journal names.
+    private func journalFiles() throws(FileError) -> Set<String> {
+        JournalText.files(in: try storage.read(EventsJournal.name) ?? [])
     }
 
     /// What a sweep did.
@@ -137,15 +168,22 @@ public struct ClipStore: Sendable {
     }
 
     /// Applies `policy` now: what it deleted, the problems it met, and the free space then.
-    /// `fullDisk` is the space a write waiting for room needs.
+    /// `fullDisk` is the space a write waiting for room needs. A journal that cannot be read
+    /// is one of the problems: the clips of the pattern are still deleted as the policy says
+    /// (a full disk must always free space), the others the journal names are not.
     public func sweep(
         _ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>, fullDisk need: Int64? = nil
     ) -> Sweep {
         var sweep = Sweep()
+        let named: Set<String>
+        do { named = try journalFiles() } catch {
+            sweep.errors.append(error)
+            named = []
+        }
         let clips: [StoredFile]
         let free: Int64
         do {
-            clips = try self.clips()
+            clips = try self.clips(named: named)
             free = try storage.freeBytes()
         } catch {
             sweep.errors.append(error)
@@ -154,7 +192,7 @@ public struct ClipStore: Sendable {
         let decision = policy.decide(clips: clips, now: now, freeBytes: free, protected: protected, fullDisk: need)
         for deletion in decision.deletions {
             do {
-                try delete(deletion.clip)
+                try delete(deletion.clip, named: named)
                 sweep.deleted.append(deletion)
             } catch {
                 sweep.errors.append(error)
