@@ -26,6 +26,9 @@ public struct ClipRecord: Codable, Equatable, Sendable {
     /// True for a clip the agent was interrupted while writing, finished by repair when it
     /// started again.
     public var repaired: Bool?
+    /// True for a line written from the clip's file because the journal had none for it
+    /// (`EventsJournal.rebuild`): only what the movie says is in it.
+    public var rebuilt: Bool?
 
     enum CodingKeys: String, CodingKey {
         case file, camera, start, end, trigger
@@ -38,12 +41,13 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         case peakScore = "peak_score"
         case part
         case repaired
+        case rebuilt
     }
 
     public init(
         file: String, camera: String, start: String, end: String, trigger: String?, triggerSourceSeconds: Double?,
         preRollSeconds: Double?, durationSeconds: Double, frames: Int, audioFrames: Int, bytes: UInt64,
-        peakScore: Double?, part: Int?, repaired: Bool? = nil
+        peakScore: Double?, part: Int?, repaired: Bool? = nil, rebuilt: Bool? = nil
     ) {
         self.file = file
         self.camera = camera
@@ -59,6 +63,7 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         self.peakScore = peakScore
         self.part = part
         self.repaired = repaired
+        self.rebuilt = rebuilt
     }
 
     /// Wall-clock times as the journal writes them: local time with its UTC offset, to the
@@ -83,7 +88,9 @@ public struct ClipRecord: Codable, Equatable, Sendable {
 }
 
 /// `events.jsonl` in the storage directory: one JSON object per finished clip, appended and
-/// synced, and pruned of the clips retention deleted.
+/// synced, pruned of the clips retention deleted, and rebuilt from the clips on disk when it
+/// is missing, damaged or behind. It is also the registry of the agent's own files
+/// (`ClipStore`): a clip it names stays the agent's whatever the file pattern is now.
 ///
 /// Reading it never loses a line to a damaged one: `JournalText` says how records are found.
 public struct EventsJournal: Sendable {
@@ -104,24 +111,28 @@ public struct EventsJournal: Sendable {
     }
 
     public func append(_ record: ClipRecord) throws(JournalError) {
+        let line = try Self.line(record)
+        do { try storage.append(line, to: Self.name) } catch {
+            throw JournalError(description: error.description)
+        }
+    }
+
+    /// A record as the journal writes it: JSON with sorted keys, and a newline.
+    static func line(_ record: ClipRecord) throws(JournalError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let line: Data
-        do { line = try encoder.encode(record) + Data("\n".utf8) } catch {
+        do { return [UInt8](try encoder.encode(record)) + [UInt8(ascii: "\n")] } catch {
             throw JournalError(description: "cannot encode the journal line for \(record.file): \(error)")
-        }
-        do { try storage.append([UInt8](line), to: Self.name) } catch {
-            throw JournalError(description: error.description)
         }
     }
 
     /// Drops the lines of clips `exists` says are gone (retention deleted them), so the journal
     /// stays as small as the clip store however long the agent runs: only those. The line of a
     /// clip `exists` says is there is kept, and so is a damaged line unless it still names
-    /// clips, all gone. The file is replaced at once (written beside it, then renamed), so a
-    /// crash leaves the old journal or the new one; in the new one, records that were glued
-    /// together are on lines of their own. Returns how many lines (or records of a glued line)
-    /// were dropped.
+    /// clips, all gone (`rebuild` drops the others once every clip has a line). The file is
+    /// replaced at once (written beside it, then renamed), so a crash leaves the old journal or
+    /// the new one; in the new one, records that were glued together are on lines of their
+    /// own. Returns how many lines (or records of a glued line) were dropped.
     @discardableResult
     public func prune(keeping exists: (String) -> Bool) throws(JournalError) -> Int {
         guard let bytes = try read() else { return 0 }

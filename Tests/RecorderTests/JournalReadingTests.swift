@@ -25,7 +25,7 @@ enum JournalFixture {
         ClipRecord(
             file: "ünïcode/ñ-20261202.mov", camera: "garten", start: "2026-12-02T00:00:00.000+01:00",
             end: "2026-12-02T00:00:01.000+01:00", trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil,
-            durationSeconds: 1, frames: 30, audioFrames: 8000, bytes: 999, peakScore: nil, part: nil, repaired: true),
+            durationSeconds: 1, frames: 30, audioFrames: 8000, bytes: 999, peakScore: nil, part: nil, rebuilt: true),
     ]
 
     /// Each record's line, as `EventsJournal.append` writes it.

@@ -1,0 +1,168 @@
+import FoundationEssentials
+import Media
+import QuickTime
+
+/// What `EventsJournal.rebuild` did (or, not writing, would do).
+public struct JournalRebuild: Equatable, Sendable {
+    /// The journal's records that stay, in their order.
+    public var kept: [ClipRecord]
+    /// Lines for the clips on disk that had none, from their files, marked rebuilt, oldest first.
+    public var added: [ClipRecord]
+    /// The numbers of the lines of the journal as it was read that held something that is no
+    /// record (a torn line, garbage).
+    public var damagedLines: [Int]
+    /// Damaged pieces of lines dropped: beyond recovery, and their clip has a line again (or,
+    /// for one that names no clip, every clip on disk has one).
+    public var droppedDamaged: Int
+    /// Rebuilt lines dropped because their clip has the line the agent wrote too.
+    public var droppedDuplicates: Int
+    /// Clips on disk left without a line, and why: a movie still being written or
+    /// interrupted (repair finishes it), or a file that cannot be read.
+    public var unreadable: [UnreadableClip]
+    /// True when the journal was rewritten.
+    public var written: Bool
+
+    /// The records of the journal after the rebuild.
+    public var records: [ClipRecord] { kept + added }
+
+    public struct UnreadableClip: Equatable, Sendable {
+        public var file: String
+        public var problem: String
+    }
+}
+
+extension EventsJournal {
+    /// Makes the journal whole again from the clips on disk (`store`: the agent's pattern and
+    /// the files the journal names), when it is missing, damaged or behind — a line torn by a
+    /// full disk, a kill between a clip's close and its line:
+    /// - every clip on disk without a line gets one, read from its movie (creation time,
+    ///   duration, frames, audio frames, bytes) and marked rebuilt; what only the recording
+    ///   knew (trigger, peak score, pre-roll, part) is left out, and the camera is the one its
+    ///   damaged line still names, or `store.naming`'s;
+    /// - a damaged piece of a line is dropped once its clip has a line again (one naming no
+    ///   clip, once every clip on disk has one), and a rebuilt line once its clip has the
+    ///   line the agent wrote too;
+    /// - every other line stays as it was, in its order (records glued together each on a
+    ///   line of its own); the line of a clip on disk is never dropped.
+    ///
+    /// Movies are only read. With `write`, the journal is replaced at once when anything
+    /// changed (written beside it, then renamed), after checking that nobody appended to it
+    /// meanwhile (the agent, when `vigil clips --rescan` runs beside it).
+    @discardableResult
+    public func rebuild(from store: ClipStore, write: Bool = true) throws(JournalError) -> JournalRebuild {
+        var contents: [String: Result<MovieContents?, MovieRepairError>] = [:]
+        for _ in 0..<3 {
+            let before: [UInt8]
+            do { before = try storage.read(Self.name) ?? [] } catch {
+                throw JournalError(description: error.description)
+            }
+            let (rebuild, after) = try plan(from: before, store: store, contents: &contents)
+            guard write, after != before else { return rebuild }
+            do {
+                guard try storage.read(Self.name) ?? [] == before else { continue }
+                try storage.replace(Self.name, with: after)
+            } catch {
+                throw JournalError(description: "\(error.description) — the journal was not rebuilt")
+            }
+            var written = rebuild
+            written.written = true
+            return written
+        }
+        throw JournalError(
+            description: "\(path) kept changing while it was rebuilt (is the agent writing it?); try again")
+    }
+
+    /// What the rebuild of the journal's `bytes` is, and its bytes after it. `contents` keeps the
+    /// movies read, for another try.
+    private func plan(
+        from bytes: [UInt8], store: ClipStore, contents: inout [String: Result<MovieContents?, MovieRepairError>]
+    ) throws(JournalError) -> (JournalRebuild, [UInt8]) {
+        let text = JournalText(bytes)
+        let named = JournalText.files(in: bytes)
+        let clips: [StoredFile]
+        do { clips = try store.clips(named: named) } catch {
+            // No storage directory yet: no clips.
+            guard error.isMissing else { throw JournalError(description: error.description) }
+            clips = []
+        }
+        let storage = self.storage
+        let records = text.records
+        let lined = Set(records.map(\.file))
+        var damagedCameras: [String: String] = [:]
+        for (_, piece) in text.pieces {
+            guard case .damaged(_, let naming) = piece else { continue }
+            for clip in naming { damagedCameras[clip.file] = clip.camera ?? damagedCameras[clip.file] }
+        }
+
+        var added: [(created: Date, record: ClipRecord)] = []
+        var unreadable: [JournalRebuild.UnreadableClip] = []
+        for clip in clips where !lined.contains(clip.relativePath) {
+            let relative = clip.relativePath
+            let read =
+                contents[relative]
+                ?? Result { () throws(MovieRepairError) in
+                    try MovieRepair.contents(
+                        path: storage.path(relative),
+                        opening: { _ throws(FileError) in try storage.openMovie(relative) })
+                }
+            contents[relative] = read
+            switch read {
+            case .success(let movie?):
+                let timeZone = store.naming.timeZone
+                let end = movie.created.addingTimeInterval(movie.videoDuration.seconds)
+                added.append(
+                    (
+                        movie.created,
+                        ClipRecord(
+                            file: relative, camera: damagedCameras[relative] ?? store.naming.camera,
+                            start: ClipRecord.timestamp(movie.created, timeZone: timeZone),
+                            end: ClipRecord.timestamp(end, timeZone: timeZone), trigger: nil,
+                            triggerSourceSeconds: nil, preRollSeconds: nil,
+                            durationSeconds: movie.videoDuration.seconds.rounded(toPlaces: 3),
+                            frames: movie.videoFrames, audioFrames: movie.audioFrames, bytes: movie.bytes,
+                            peakScore: nil, part: nil, rebuilt: true)
+                    ))
+            case .success(nil):
+                unreadable.append(
+                    .init(
+                        file: relative,
+                        problem: "not a complete movie: still being recorded, or interrupted (repair finishes it)"))
+            case .failure(let error):
+                unreadable.append(.init(file: relative, problem: error.problem))
+            }
+        }
+        added.sort { ($0.created, $0.record.file) < ($1.created, $1.record.file) }
+
+        let linedAfter = lined.union(added.map(\.record.file))
+        let written = Set(records.filter { $0.rebuilt != true }.map(\.file))
+        var kept: [ClipRecord] = []
+        var droppedDamaged = 0
+        var droppedDuplicates = 0
+        var after = text.text { piece in
+            switch piece {
+            case .record(let record, _):
+                if record.rebuilt == true, written.contains(record.file) {
+                    droppedDuplicates += 1
+                    return false
+                }
+                kept.append(record)
+                return true
+            case .damaged(_, let naming):
+                // Its clips have lines (or are gone); one naming none may be any clip's.
+                let beyondRecovery =
+                    naming.isEmpty
+                    ? unreadable.isEmpty
+                    : naming.allSatisfy { linedAfter.contains($0.file) || !storage.exists($0.file) }
+                if beyondRecovery { droppedDamaged += 1 }
+                return !beyondRecovery
+            }
+        }
+        for (_, record) in added { after += try Self.line(record) }
+        return (
+            JournalRebuild(
+                kept: kept, added: added.map(\.record), damagedLines: text.damagedLines, droppedDamaged: droppedDamaged,
+                droppedDuplicates: droppedDuplicates, unreadable: unreadable, written: false),
+            after
+        )
+    }
+}
