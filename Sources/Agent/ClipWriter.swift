@@ -102,7 +102,8 @@ final class ClipWriter: @unchecked Sendable {
 
     /// Brings the storage directory up: made when missing (its parent must exist), claimed
     /// (one agent per directory), proven writable (a test file made, synced, removed), then
-    /// the clips an earlier run left open repaired and retention applied.
+    /// the clips an earlier run left open repaired, every clip on disk given its journal line
+    /// (`EventsJournal.rebuild`) and retention applied.
     func bringUpStorage() -> StorageState {
         let storage = settings.storage
         do { try storage.createRoot() } catch {
@@ -114,6 +115,20 @@ final class ClipWriter: @unchecked Sendable {
         }
         do { try storage.probe() } catch { return .unavailable(error.description) }
         repairInterrupted()
+        do {
+            let rebuild = try EventsJournal(storage: settings.storage).rebuild(
+                from: ClipStore(storage: settings.storage, naming: settings.naming))
+            if rebuild.written {
+                log.warning(
+                    "events journal rebuilt from the clips on disk",
+                    [
+                        ("added", .int(rebuild.added.count)), ("damaged_dropped", .int(rebuild.droppedDamaged)),
+                        ("duplicates_dropped", .int(rebuild.droppedDuplicates)),
+                    ])
+            }
+        } catch {
+            log.warning("events journal not rebuilt", [("error", .string(error.description))])
+        }
         sweep()
         return .ready
     }

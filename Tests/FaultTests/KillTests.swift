@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import QuickTime
+import Recorder
 import Storage
 import TestSupport
 import Testing
@@ -208,6 +209,13 @@ import Testing
                     "run \(run): the repaired clip has \(frames.count) frames; \(framesBefore) were there before, \(syncedFrames) synced"
                 )
             }
+            // Every clip left has its line in the journal: one killed before its line was
+            // written gets it at the restart, from the movie.
+            let journal = try EventsJournal(directory: storage).records()
+            #expect(journal.unreadableLines.isEmpty, "run \(run)")
+            #expect(
+                Set(journal.records.map(\.file)) == Set(movieFiles(in: storage)),
+                "run \(run) (\(state)): journal \(journal.records.map(\.file)), clips \(movieFiles(in: storage))")
             states[state.hasPrefix("interrupted") ? "interrupted" : state, default: 0] += 1
             outcomes.append(
                 "run \(run): \(phase) +\(Int(delay * 1000)) ms — \(state); \(syncedFrames) frames reported synced, \(framesBefore) in the file, \(framesAfter) after the restart (reference \(referenceFrames.count))\(lossNote)"
