@@ -4,8 +4,10 @@ import Recorder
 
 /// Local time from the C library (`localtime_r`), which follows `TZ` and /etc/localtime.
 /// FoundationEssentials alone would take every time zone for UTC.
-struct SystemTimeZone: LocalTimeZone {
-    func localTime(_ date: Date) -> LocalTime {
+public struct SystemTimeZone: LocalTimeZone {
+    public init() {}
+
+    public func localTime(_ date: Date) -> LocalTime {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
         var t = tm()
         localtime_r(&seconds, &t)

@@ -1,21 +1,31 @@
+import Agent
 import Configuration
 import FoundationEssentials
 import Media
 import Recorder
 import Storage
 
-/// `vigil clips`: the recorded clips, from the events journal.
+/// `vigil clips`: the recorded clips, from the events journal, and every clip on disk it lacks.
 enum ClipsCommand: Command {
     static let name = "clips"
     static let abstract = "List recorded clips from the events journal."
-    static let synopsis = "[--config FILE] [--json]"
+    static let synopsis = "[--config FILE] [--json] [--rescan]"
     static let discussion = """
         Reads storage.path/events.jsonl and prints one line per clip: when it starts, how long
         it is, the motion score, and its file (marked "deleted" once retention removed it).
-        --json prints the journal lines themselves.
+        A damaged line (a full disk can tear one) is said, and the lines in it and after it
+        are still read. Clips on disk that have no line — the agent was stopped before it
+        wrote it, or the line was lost — are listed too, from their movie files, marked
+        "not in the journal".
+        --rescan rebuilds the journal from the clips on disk, as the agent does when it
+        starts: it adds their lines (marked rebuilt: no trigger, pre-roll or score), and
+        drops damaged lines once their clips have lines again. Run it as the agent's user
+        (sudo -u vigil), so that the journal stays the agent's to write.
+        --json prints the journal's JSON lines.
         """
     static let options = [
         configOption, OptionSpec(name: "json", valueName: nil, help: "print the journal's JSON lines"),
+        OptionSpec(name: "rescan", valueName: nil, help: "rebuild the journal from the clips on disk"),
     ]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
@@ -25,40 +35,78 @@ enum ClipsCommand: Command {
         guard let (_, settings) = loadSettings(arguments) else { return .config }
         let storage = DiskStorage(root: settings.storage.path)
         let journal = EventsJournal(storage: storage)
-        let records: [ClipRecord]
-        do {
-            let (read, bad) = try journal.records()
-            records = read
-            if !bad.isEmpty {
-                printError(
-                    "vigil clips: \(journal.path): \(bad.count) unreadable line(s), first at line \(bad[0]); skipped")
-            }
-        } catch {
+        let store = ClipStore(
+            storage: storage,
+            naming: ClipNaming(
+                pattern: settings.storage.filePattern, camera: settings.camera.name, timeZone: SystemTimeZone()))
+        let rescan = arguments.flag("rescan")
+        let rebuild: JournalRebuild
+        do { rebuild = try journal.rebuild(from: store, write: rescan) } catch {
             printError("vigil clips: \(error.description)")
             return .ioError
         }
+        report(rebuild, journal: journal.path, rescan: rescan)
+        // The journal's lines: after a rescan, the added ones are among them.
+        let lines = rescan ? rebuild.records : rebuild.kept
         if arguments.flag("json") {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            for r in records {
+            for r in lines {
                 if let data = try? encoder.encode(r) { printOut(String(decoding: data, as: UTF8.self)) }
             }
             return .success
         }
-        if records.isEmpty {
+        if rebuild.records.isEmpty {
             printOut("no clips recorded yet in \(settings.storage.path)")
             return .success
         }
         printOut("start".padding(to: 31) + "duration".padding(to: 10) + "peak".padding(to: 8) + "file")
-        for r in records {
-            let exists = storage.exists(r.file)
+        for r in rebuild.records {
             let duration = DecimalText.fixed(r.durationSeconds, 1) + "s"
-            let peak = r.peakScore.map { DecimalText.fixed($0, 3) } ?? (r.repaired == true ? "repaired" : "-")
-            printOut(
-                r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + r.file
-                    + (exists ? "" : "  (deleted)"))
+            let peak =
+                r.peakScore.map { DecimalText.fixed($0, 3) }
+                ?? (r.repaired == true ? "repaired" : (r.rebuilt == true ? "rebuilt" : "-"))
+            let mark =
+                !storage.exists(r.file)
+                ? "  (deleted)" : (rescan || !rebuild.added.contains(r) ? "" : "  (not in the journal)")
+            printOut(r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + r.file + mark)
         }
-        printOut("\(records.count) clip(s) in \(settings.storage.path)")
+        printOut("\(rebuild.records.count) clip(s) in \(settings.storage.path)")
         return .success
+    }
+
+    /// What is wrong with the journal, and what the rescan did about it, on stderr.
+    private static func report(_ rebuild: JournalRebuild, journal: String, rescan: Bool) {
+        if let first = rebuild.damagedLines.first {
+            printError(
+                "vigil clips: \(journal): \(rebuild.damagedLines.count) damaged line(s), first at line \(first); "
+                    + "the clips' lines in and after them are read")
+        }
+        for clip in rebuild.unreadable {
+            printError("vigil clips: \(clip.file): \(clip.problem); not listed")
+        }
+        if rescan {
+            if rebuild.written {
+                printError(
+                    "vigil clips: \(journal) rebuilt: \(rebuild.added.count) line(s) added (marked rebuilt), "
+                        + "\(rebuild.droppedDamaged) damaged and \(rebuild.droppedDuplicates) duplicate line(s) dropped"
+                )
+            }
+        } else {
+            var wrong: [String] = []
+            if !rebuild.added.isEmpty {
+                wrong.append("lacks \(rebuild.added.count) clip(s) on disk (listed, marked \"not in the journal\")")
+            }
+            if rebuild.droppedDamaged > 0 {
+                wrong.append("holds \(rebuild.droppedDamaged) damaged line(s) beyond recovery")
+            }
+            if rebuild.droppedDuplicates > 0 {
+                wrong.append("holds \(rebuild.droppedDuplicates) rebuilt line(s) of clips that have their own")
+            }
+            guard !wrong.isEmpty else { return }
+            printError(
+                "vigil clips: the journal " + wrong.joined(separator: " and ")
+                    + "; vigil clips --rescan rebuilds it (the agent does when it starts)")
+        }
     }
 }

@@ -1,0 +1,80 @@
+import Foundation
+import Media
+import Recorder
+import Storage
+import TestSupport
+import Testing
+
+/// `vigil clips` on a storage directory whose journal a full disk damaged.
+@Suite struct ClipsCommandTests {
+    /// Runs `vigil ARGUMENTS` with TZ=UTC.
+    func clips(_ arguments: String...) throws -> ToolResult {
+        var environment = ProcessInfo.processInfo.environment
+        environment["TZ"] = "UTC"
+        return try runTool(builtExecutable("vigil"), ["clips"] + arguments, environment: environment)
+    }
+
+    /// Three clips; the second one's line torn and the third's glued to it. Without
+    /// `--rescan` every clip is listed and the journal is left as it is; `--rescan` rebuilds it.
+    @Test func listsEveryClipOnDiskEvenWhenTheJournalIsDamaged() throws {
+        let dir = try TemporaryDirectory("vigil-clips")
+        defer { dir.remove() }
+        let storage = DiskStorage(root: dir.file("clips"))
+        try storage.createRoot()
+        let utc = TimeZone(identifier: "UTC")!
+        let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: utc)
+        let base = Date(timeIntervalSince1970: 1_796_036_645)  // 2026-11-30 11:04:05 UTC
+        var records: [ClipRecord] = []
+        for i in 0..<3 {
+            let created = base.addingTimeInterval(Double(i) * 3600)
+            let name = naming.relativePath(for: created)
+            let summary = try TestClips.write(name, into: storage, created: created, gops: i + 1)
+            records.append(
+                ClipRecord(
+                    file: name, camera: "yard", start: ClipRecord.timestamp(created, timeZone: utc),
+                    end: ClipRecord.timestamp(created.addingTimeInterval(summary.duration.seconds), timeZone: utc),
+                    trigger: ClipRecord.timestamp(created, timeZone: utc), triggerSourceSeconds: 1, preRollSeconds: 0,
+                    durationSeconds: summary.duration.seconds, frames: summary.videoFrames,
+                    audioFrames: summary.audioFrames, bytes: summary.bytes, peakScore: 0.25, part: 1))
+        }
+        let scratch = MemoryStorage()
+        for record in records { try EventsJournal(storage: scratch).append(record) }
+        let whole = try #require(scratch.contents(EventsJournal.name))
+        let lineEnds = whole.indices.filter { whole[$0] == 10 }
+        let damaged = Array(
+            whole[...lineEnds[0]] + whole[(lineEnds[0] + 1)..<(lineEnds[0] + 60)] + whole[(lineEnds[1] + 1)...])
+        let journal = dir.file("clips/events.jsonl")
+        #expect(FileManager.default.createFile(atPath: journal, contents: Data(damaged)))
+        let config = dir.file("vigil.conf")
+        try "camera = { name = \"yard\"; };\nstorage = { path = \"\(dir.file("clips"))\"; };\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+
+        let listed = try clips("--config", config)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        let rows = listed.stdout.split(separator: "\n").map(String.init)
+        try #require(rows.count == 5, "\(listed.stdout)")
+        #expect(rows.last == "3 clip(s) in \(dir.file("clips"))")
+        #expect(rows[1].hasPrefix("2026-11-30T11:04:05.000Z") && rows[1].hasSuffix(records[0].file))
+        #expect(rows[2].hasSuffix(records[2].file))
+        #expect(rows[3].contains("rebuilt") && rows[3].hasSuffix(records[1].file + "  (not in the journal)"), "\(rows)")
+        #expect(listed.stderr.contains("1 damaged line(s), first at line 2"), "\(listed.stderr)")
+        #expect(listed.stderr.contains("vigil clips --rescan rebuilds it"), "\(listed.stderr)")
+        #expect(FileManager.default.contents(atPath: journal) == Data(damaged))
+
+        let rescanned = try clips("--config", config, "--rescan")
+        #expect(rescanned.status == 0, "\(rescanned.stderr)")
+        #expect(
+            rescanned.stderr.contains(
+                "rebuilt: 1 line(s) added (marked rebuilt), 1 damaged and 0 duplicate line(s) dropped"),
+            "\(rescanned.stderr)")
+        #expect(rescanned.stdout == listed.stdout.replacingOccurrences(of: "  (not in the journal)", with: ""))
+        let (read, unreadable) = try EventsJournal(directory: dir.file("clips")).records()
+        #expect(unreadable.isEmpty)
+        #expect(read.map(\.file) == [records[0].file, records[2].file, records[1].file])
+        #expect(read[2].rebuilt == true && read[2].frames == records[1].frames && read[2].bytes == records[1].bytes)
+
+        let again = try clips("--config", config, "--json")
+        #expect(again.status == 0 && again.stderr.isEmpty, "\(again.stderr)")
+        #expect(again.stdout.split(separator: "\n").count == 3)
+    }
+}
