@@ -19,8 +19,10 @@ enum ClipsCommand: Command {
         "not in the journal".
         --rescan rebuilds the journal from the clips on disk, as the agent does when it
         starts: it adds their lines (marked rebuilt: no trigger, pre-roll or score), and
-        drops damaged lines once their clips have lines again. Run it as the agent's user
-        (sudo -u vigil), so that the journal stays the agent's to write.
+        drops damaged lines once their clips have lines again. It holds the storage
+        directory's lock meanwhile: while an agent records into the directory it is refused
+        (exit 75). Run it as the agent's user (sudo -u vigil), so that the journal stays the
+        agent's to write.
         --json prints the journal's JSON lines.
         """
     static let options = [
@@ -40,8 +42,24 @@ enum ClipsCommand: Command {
             naming: ClipNaming(
                 pattern: settings.storage.filePattern, camera: settings.camera.name, timeZone: SystemTimeZone()))
         let rescan = arguments.flag("rescan")
+        // A rescan rewrites the journal: it holds the directory's claim meanwhile, so that no
+        // agent appends a line the rewrite would lose. (A directory no agent ever claimed has
+        // no lock file, and none is made here: made by another user, it would lock the agent out.)
+        var claim: (any StorageClaim)?
+        if rescan, storage.exists(DiskStorage.lockName) {
+            do { claim = try storage.claim() } catch {
+                printError(
+                    "vigil clips: cannot rescan: \(error.description); the agent rebuilt the journal when it "
+                        + "started — stop it to rescan (vigil clips alone lists every clip meanwhile)")
+                return .temporaryFailure
+            }
+        }
         let rebuild: JournalRebuild
-        do { rebuild = try journal.rebuild(from: store, write: rescan) } catch {
+        do {
+            rebuild = try withExtendedLifetime(claim) { () throws(EventsJournal.JournalError) in
+                try journal.rebuild(from: store, write: rescan)
+            }
+        } catch {
             printError("vigil clips: \(error.description)")
             return .ioError
         }

@@ -61,6 +61,15 @@ import Testing
         #expect(listed.stderr.contains("vigil clips --rescan rebuilds it"), "\(listed.stderr)")
         #expect(FileManager.default.contents(atPath: journal) == Data(damaged))
 
+        // While an agent records into the directory (holds its claim), a rescan is refused.
+        do {
+            let agent = try storage.claim()
+            let refused = try clips("--config", config, "--rescan")
+            #expect(refused.status == 75 && refused.stderr.contains("cannot rescan"), "\(refused.stderr)")
+            #expect(FileManager.default.contents(atPath: journal) == Data(damaged))
+            withExtendedLifetime(agent) {}
+        }
+
         let rescanned = try clips("--config", config, "--rescan")
         #expect(rescanned.status == 0, "\(rescanned.stderr)")
         #expect(
