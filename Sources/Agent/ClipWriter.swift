@@ -326,7 +326,9 @@ final class ClipWriter: @unchecked Sendable {
         var suffix = 0
         while true {
             let relative = settings.naming.relativePath(for: date, suffix: suffix)
-            if !settings.storage.exists(relative) || suffix > 1000 { return relative }
+            // The last suffix the pattern check allowed for: if that is taken too, creating
+            // it fails and the event is said to go unrecorded — nothing is overwritten.
+            if !settings.storage.exists(relative) || suffix == ClipPathLimits.maximumCollisionSuffix { return relative }
             suffix += 1
         }
     }

@@ -177,6 +177,11 @@ extension FileDescriptor {
         try retryOnInterrupt { ftruncate(rawValue, off_t(length)) }
     }
 
+    /// Gives the file to `owner` and `group` (fchown; only root may give it away).
+    public func changeOwner(to owner: UInt32, group: UInt32) throws(SystemError) {
+        try retryOnInterrupt { fchown(rawValue, owner, group) }
+    }
+
     /// What `fstat` says about the file.
     public func status() throws(SystemError) -> FileStatus {
         var info = stat()
@@ -196,6 +201,9 @@ public struct FileStatus: Hashable, Sendable {
     public var size: UInt64
     /// When its contents last changed, in seconds since 1970 (with the nanoseconds).
     public var modified: Double
+    /// Its owner and group.
+    public var owner: UInt32
+    public var group: UInt32
 
     public var isDirectory: Bool { kind == .directory }
 
@@ -209,5 +217,7 @@ public struct FileStatus: Hashable, Sendable {
             }
         size = UInt64(max(info.st_size, 0))
         modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
+        owner = info.st_uid
+        group = info.st_gid
     }
 }

@@ -50,4 +50,6 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
 /// The process's own id.
 public enum ProcessID {
     public static var current: Int32 { getpid() }
+    /// True when the process runs as root (its effective user).
+    public static var isRoot: Bool { geteuid() == 0 }
 }

@@ -47,6 +47,10 @@ public protocol ClipStorage: AnyObject, Sendable {
     /// Opens an existing movie file to read and finish it (repair); one a running agent is
     /// writing is refused (`isInUse`).
     func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile
+    /// Opens an existing movie file only to read it (its summary, for the journal): no lock
+    /// taken and no write allowed, so it needs no more than read permission, and a clip being
+    /// written reads as what it is so far.
+    func readMovie(_ relativePath: String) throws(FileError) -> any MovieFile
     /// The whole of a small file (the journal); nil when there is none.
     func read(_ relativePath: String) throws(FileError) -> [UInt8]?
     /// Appends to a file (creating it) whole or not at all, starting on a fresh line when the

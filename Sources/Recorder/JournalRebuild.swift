@@ -103,7 +103,7 @@ extension EventsJournal {
                 ?? Result { () throws(MovieRepairError) in
                     try MovieRepair.contents(
                         path: storage.path(relative),
-                        opening: { _ throws(FileError) in try storage.openMovie(relative) })
+                        opening: { _ throws(FileError) in try storage.readMovie(relative) })
                 }
             contents[relative] = read
             switch read {

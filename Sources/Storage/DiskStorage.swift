@@ -96,7 +96,7 @@ public final class DiskStorage: ClipStorage {
         // anything else).
         var parts = relativePath.split(separator: "/").map(String.init).dropLast()
         while let last = parts.popLast() {
-            let removed = try? inParent(of: (parts + [last]).joined(separator: "/"), "delete") {
+            let removed: Void? = try? inParent(of: (parts + [last]).joined(separator: "/"), "delete") {
                 directory, name throws(SystemError) in
                 try directory.removeDirectory(named: name)
             }
@@ -113,6 +113,15 @@ public final class DiskStorage: ClipStorage {
             // The new name is durable before the clip counts as started.
             try directory.synchronize()
             return FileMovieOutput(adopting: file, path: path, length: 0)
+        }
+    }
+
+    public func readMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        let path = self.path(relativePath)
+        return try inParent(of: relativePath, "open") { directory, name throws(SystemError) in
+            let file = try directory.openFile(named: name, .readOnly)
+            let length = try file.status().size
+            return FileMovieOutput(adopting: file, path: path, length: length)
         }
     }
 
@@ -167,8 +176,14 @@ public final class DiskStorage: ClipStorage {
         try inParent(of: relativePath, "replace") { directory, name throws(SystemError) in
             let temporary = name + ".new"
             try? directory.removeFile(named: temporary)  // left by a crash
+            // The new file keeps the old one's owner: rewritten by root (`sudo vigil clips
+            // --rescan`), the journal must stay the agent's to append to.
+            let old = try? directory.status(ofEntry: name)
             do throws(SystemError) {
                 let file = try directory.openFile(named: temporary, .writeOnly, options: [.create, .exclusive])
+                if let old, old.kind == .regular, ProcessID.isRoot {
+                    try file.changeOwner(to: old.owner, group: old.group)
+                }
                 try file.writeAll(bytes)
                 try file.synchronize()
                 try file.close()

@@ -123,6 +123,7 @@ final class JournalReadHook: ClipStorage {
     func delete(_ relativePath: String) throws(FileError) { try inner.delete(relativePath) }
     func createMovie(_ relativePath: String) throws(FileError) -> any MovieFile { try inner.createMovie(relativePath) }
     func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile { try inner.openMovie(relativePath) }
+    func readMovie(_ relativePath: String) throws(FileError) -> any MovieFile { try inner.readMovie(relativePath) }
     func read(_ relativePath: String) throws(FileError) -> [UInt8]? {
         if relativePath == EventsJournal.name {
             try beforeRead(

@@ -6,6 +6,10 @@ import Storage
 import TestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The storage directory on disk: what the POSIX calls do with real files, links and a real
 /// (small) file system.
 @Suite struct DiskStorageTests {
@@ -123,12 +127,32 @@ import Testing
         #expect(try storage.openMovie("2026-11-30/a.mov").read(at: 0, count: 10) == [1, 2, 3])
         #expect(throws: FileError.self) { _ = try storage.openMovie("2026-11-30/b.mov") }
 
+        // Read only: a clip being written reads as far as it goes, without waiting for or
+        // taking its lock, and nothing can be written through it.
+        let writing = try storage.createMovie("2026-11-30/c.mov")
+        try writing.append([4, 5])
+        #expect(throws: FileError.self) { _ = try storage.openMovie("2026-11-30/c.mov") }
+        let reading = try storage.readMovie("2026-11-30/c.mov")
+        #expect(try reading.read(at: 0, count: 10) == [4, 5])
+        #expect(throws: FileError.self) { try reading.append([6]) }
+        try reading.close()
+        try writing.close()
+        try storage.delete("2026-11-30/c.mov")
+
         #expect(try storage.read("events.jsonl") == nil)
         try storage.append(Array("one\n".utf8), to: "events.jsonl")
         try storage.append(Array("two\n".utf8), to: "events.jsonl")
         #expect(try storage.read("events.jsonl") == Array("one\ntwo\n".utf8))
+        // Rewritten by root (`sudo vigil clips --rescan`), the journal stays its owner's.
+        let isRoot = geteuid() == 0
+        if isRoot { #expect(chown(dir.file("clips/deeper/events.jsonl"), 4321, 4322) == 0) }
         try storage.replace("events.jsonl", with: Array("two\n".utf8))
         #expect(try storage.read("events.jsonl") == Array("two\n".utf8))
+        if isRoot {
+            let attributes = try FileManager.default.attributesOfItem(atPath: dir.file("clips/deeper/events.jsonl"))
+            #expect((attributes[.ownerAccountID] as? NSNumber)?.intValue == 4321)
+            #expect((attributes[.groupOwnerAccountID] as? NSNumber)?.intValue == 4322)
+        }
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: storage.root).sorted() == [
                 "2026-11-30", "events.jsonl",

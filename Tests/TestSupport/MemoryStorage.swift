@@ -152,6 +152,14 @@ public final class MemoryStorage: ClipStorage, Sendable {
         return MemoryMovieFile(storage: self, relativePath: relativePath)
     }
 
+    public func readMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        guard contents(relativePath) != nil else {
+            throw FileError(
+                path: path(relativePath), operation: "open", reason: "No such file or directory", isMissing: true)
+        }
+        return MemoryMovieFile(storage: self, relativePath: relativePath, readOnly: true)
+    }
+
     /// The movie file is closed (or given up): repair may open it again.
     func finishedWriting(_ relativePath: String) {
         state.withLock { _ = $0.writing.remove(relativePath) }
@@ -226,17 +234,21 @@ final class MemoryClaim: StorageClaim {
 final class MemoryMovieFile: MovieFile {
     let storage: MemoryStorage
     let relativePath: String
+    /// Opened only to read (`readMovie`): writes fail as on a read-only descriptor, and
+    /// closing it does not end the writer's hold.
+    let readOnly: Bool
     private var closed = false
 
-    init(storage: MemoryStorage, relativePath: String) {
+    init(storage: MemoryStorage, relativePath: String, readOnly: Bool = false) {
         self.storage = storage
         self.relativePath = relativePath
+        self.readOnly = readOnly
     }
 
     var length: UInt64 { UInt64(storage.contents(relativePath)?.count ?? 0) }
 
     private func check(_ operation: String) throws(FileError) {
-        if closed {
+        if closed || (readOnly && operation != "read" && operation != "sync") {
             throw FileError(path: storage.path(relativePath), operation: operation, reason: "Bad file descriptor")
         }
     }
@@ -257,7 +269,7 @@ final class MemoryMovieFile: MovieFile {
 
     func close() throws(FileError) {
         closed = true
-        storage.finishedWriting(relativePath)
+        if !readOnly { storage.finishedWriting(relativePath) }
     }
 
     func read(at offset: UInt64, count: Int) throws(FileError) -> [UInt8] {
