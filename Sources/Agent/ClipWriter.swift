@@ -138,16 +138,23 @@ final class ClipWriter: @unchecked Sendable {
         if nextStorageTry == nil { return true }
         let now = monotonicNow()
         if let due = nextStorageTry, now < due { return false }
+        return bringUpOrWait()
+    }
+
+    /// Brings the storage up now; when it cannot be, the outage begins or goes on.
+    private func bringUpOrWait() -> Bool {
         switch bringUpStorage() {
         case .ready:
-            nextStorageTry = nil
-            let back = storageOutage.succeeded(at: now)
-            log.info(
-                "storage directory back",
-                [
-                    ("path", .string(settings.storage.root)), ("down", .seconds(back?.down.seconds ?? 0)),
-                    ("attempts", .int(back?.tries ?? 1)),
-                ])
+            if nextStorageTry != nil {
+                nextStorageTry = nil
+                let back = storageOutage.succeeded(at: monotonicNow())
+                log.info(
+                    "storage directory back",
+                    [
+                        ("path", .string(settings.storage.root)), ("down", .seconds(back?.down.seconds ?? 0)),
+                        ("attempts", .int(back?.tries ?? 1)),
+                    ])
+            }
             return true
         case .unavailable(let reason), .cannotCreate(let reason):
             storageUnavailable(reason)
@@ -407,7 +414,9 @@ final class ClipWriter: @unchecked Sendable {
                     ("trigger", .string(record.trigger ?? "")), ("path", .string(clip.storage.root)),
                 ])
             stats.update { $0.clipErrors += 1 }
-            storageUnavailable("\(clip.storage.path(clip.relativePath)) was removed while it was written")
+            // Was it the clip, or the whole directory (a disk pulled)? Checked now, so the
+            // next event is recorded when the directory is fine.
+            _ = bringUpOrWait()
             return
         }
         stats.update { $0.clipsWritten += 1 }

@@ -1,0 +1,126 @@
+import Foundation
+import QuickTime
+import Recorder
+import TestSupport
+import Testing
+
+/// The storage directory as a careless admin leaves it: shared by two agents, not there yet
+/// (a USB disk not mounted), emptied under the agent's feet.
+@Suite(.serialized) struct StorageDirectoryTests {
+    /// A second `vigil run` on the directory a first one records into (with no pre-roll, so
+    /// the first one's open clip is still an empty file) exits 75 naming the first one's pid,
+    /// before it repairs anything; `vigil repair` leaves the open clip alone (exit 75). The
+    /// first agent's clip is saved whole, with one journal line.
+    @Test func aSecondAgentOnTheSameDirectoryLeavesTheFirstOnesClipAlone() throws {
+        let dir = try TemporaryDirectory("vigil-faults-storage")
+        defer { dir.remove() }
+        let footage = try writeFootage(scene(seconds: 8, objects: [crossing(1, 5)]), to: dir.file("scene.y4m"))
+        let storage = dir.file("clips")
+        let config = try writeConfig(
+            dir.file("vigil.conf"), footage: footage, storage: storage, realtime: true,
+            recording: "pre_roll = 0.0; post_roll = 1.0;")
+        let first = try AgentProcess(config: config)
+        let started = try #require(first.waitFor("msg=\"clip started\"", timeout: 120), "\(first.output)")
+        let file = try #require(logValue(started, "file"))
+
+        let second = try AgentProcess(config: config)
+        #expect(second.waitForExit(timeout: 60) == 75, "\(second.output)")
+        let refused = logLines(
+            second.output,
+            "another agent records into this storage directory — stop it, or give this one another storage.path")
+        #expect(refused.count == 1 && refused.allSatisfy { logValue($0, "pid") == "\(first.pid)" }, "\(second.output)")
+        #expect(logLines(second.output, "removed an interrupted clip with no video in it").isEmpty)
+        #expect(logLines(second.output, "repaired an interrupted clip").isEmpty)
+
+        let repair = try runTool(builtExecutable("vigil"), ["repair", storage + "/" + file])
+        #expect(repair.status == 75, "\(repair.stdout)\(repair.stderr)")
+        #expect((repair.stdout + repair.stderr).contains("skipped"), "\(repair.stdout)\(repair.stderr)")
+
+        #expect(first.waitForExit(timeout: 120) == 0, "\(first.output)")
+        let saved = logLines(first.output, "clip saved")
+        #expect(saved.map { logValue($0, "file") } == [file], "\(first.output)")
+        #expect(try EventsJournal(directory: storage).records().records.map(\.file) == [file])
+        #expect((try? MovieRepair.inspect(path: storage + "/" + file)) == .complete)
+        try expectPlayable(storage + "/" + file)
+    }
+
+    /// The storage directory's parent is not there at start (a USB disk not mounted yet): the
+    /// agent does not make it, says once that it waits, leaves the event it cannot record
+    /// unrecorded (an error with its trigger), and records the next once the disk is there.
+    @Test func aStorageDirectoryThatIsNotThereYetIsWaitedFor() throws {
+        let dir = try TemporaryDirectory("vigil-faults-storage")
+        defer { dir.remove() }
+        let disk = dir.file("usb")
+        let storage = disk + "/clips"
+        let feeder = try FifoFeeder(
+            path: dir.file("camera.y4m"), scene: scene(seconds: 24, objects: [crossing(2, 5), crossing(14, 17)]))
+        let agent = try AgentProcess(
+            config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
+        try feeder.open()
+        try feeder.feed(until: 8)
+        try #require(
+            agent.waitFor("msg=\"clip not recorded: the storage directory is unavailable\"", timeout: 120) != nil,
+            "\(agent.output)")
+        #expect(!FileManager.default.fileExists(atPath: disk), "the mount point was made")
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: false)
+        try #require(agent.waitFor("msg=\"storage directory back\"", timeout: 120) != nil, "\(agent.output)")
+        try feeder.feed(until: 24)
+        feeder.close()
+        #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
+        let output = agent.output
+
+        let waiting = logLines(
+            output, "storage directory unavailable; clips wait for it — is the disk mounted and writable?")
+        #expect(waiting.count == 1 && waiting.allSatisfy { logValue($0, "level") == "warning" }, "\(output)")
+        let lost = logLines(output, "clip not recorded: the storage directory is unavailable")
+        #expect(
+            lost.count == 1
+                && lost.allSatisfy {
+                    logValue($0, "level") == "error" && logValue($0, "event") == "1" && logValue($0, "trigger") != nil
+                },
+            "\(output)")
+        let saved = logLines(output, "clip saved")
+        try #require(saved.count == 1, "\(output)")
+        let file = try #require(logValue(saved[0], "file"))
+        #expect(movieFiles(in: storage) == [file])
+        #expect(try EventsJournal(directory: storage).records().records.map(\.file) == [file])
+        try expectPlayable(storage + "/" + file)
+    }
+
+    /// The clip's directory is removed while the clip is written: the clip is reported lost
+    /// (an error with its times), never saved, and has no journal line; the next event is
+    /// recorded.
+    @Test func aClipRemovedWhileItIsWrittenIsLostNotSaved() throws {
+        let dir = try TemporaryDirectory("vigil-faults-storage")
+        defer { dir.remove() }
+        let storage = dir.file("clips")
+        let feeder = try FifoFeeder(
+            path: dir.file("camera.y4m"), scene: scene(seconds: 24, objects: [crossing(2, 5), crossing(14, 17)]))
+        let agent = try AgentProcess(
+            config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
+        try feeder.open()
+        try feeder.feed(until: 4)
+        let started = try #require(agent.waitFor("msg=\"clip started\"", timeout: 120), "\(agent.output)")
+        let file = try #require(logValue(started, "file"))
+        let day = storage + "/" + String(file.prefix { $0 != "/" })
+        try FileManager.default.removeItem(atPath: day)
+        try feeder.feed(until: 24)
+        feeder.close()
+        #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
+        let output = agent.output
+
+        let lost = logLines(output, "clip lost: its file was removed while it was written")
+        #expect(
+            lost.count == 1
+                && lost.allSatisfy {
+                    logValue($0, "level") == "error" && logValue($0, "file") == file && logValue($0, "start") != nil
+                        && logValue($0, "end") != nil
+                },
+            "\(output)")
+        let saved = logLines(output, "clip saved").compactMap { logValue($0, "file") }
+        #expect(!saved.contains(file) && saved.count == 1, "\(output)")
+        #expect(try EventsJournal(directory: storage).records().records.map(\.file) == saved)
+        #expect(movieFiles(in: storage) == saved)
+        for name in saved { try expectPlayable(storage + "/" + name) }
+    }
+}
