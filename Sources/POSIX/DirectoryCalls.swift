@@ -64,18 +64,7 @@ extension FileDescriptor {
         }
         defer { closedir(directory) }
         rewinddir(directory)
-        var names: [String] = []
-        while true {
-            errno = 0
-            guard let entry = readdir(directory) else {
-                if errno != 0 { throw .current }
-                return names
-            }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
+        return try Paths.names(in: directory)
     }
 
     /// Bytes an unprivileged user may still write on this file's file system (`fstatvfs`).

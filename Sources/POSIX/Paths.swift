@@ -9,6 +9,11 @@ public enum Paths {
     public static func contents(ofDirectory path: String) throws(SystemError) -> [String] {
         guard let directory = opendir(path) else { throw .current }
         defer { closedir(directory) }
+        return try names(in: directory)
+    }
+
+    /// The names an open directory stream holds from where it is (without `.` and `..`).
+    static func names(in directory: OpaquePointer) throws(SystemError) -> [String] {
         var names: [String] = []
         while true {
             errno = 0

@@ -141,12 +141,8 @@ import Testing
         )
         // Room for about half a clip.
         #expect(FileManager.default.createFile(atPath: filler, contents: Data(count: Int(free) - (1 << 20))))
-        let feeder = try FifoFeeder(path: dir.file("camera.y4m"), scene: Self.eventScene(events: 3))
-        let agent = try AgentProcess(
-            config: writeConfig(
-                dir.file("vigil.conf"), footage: feeder.path, storage: storage,
-                storageExtra: "min_free_mb = 1; max_size_mb = 0;"))
-        try feeder.open()
+        let (feeder, agent) = try fedAgent(
+            Self.eventScene(events: 3), in: dir, storage: storage, storageExtra: "min_free_mb = 1; max_size_mb = 0;")
         try feeder.feed(until: 13)
         let first = try #require(
             agent.waitFor("msg=\"clip repaired\"", timeout: 120) ?? agent.waitFor("msg=\"clip saved\"", timeout: 1),

@@ -15,14 +15,9 @@ import Testing
         // through a pipe the test feeds: none is waiting when the agent is continued (as when
         // a camera's next frame is a moment away), so the pipeline wakes first and finds its
         // wait for a frame long over.
-        let feeder = try FifoFeeder(
-            path: dir.file("camera.y4m"), scene: scene(seconds: 28, objects: [crossing(2, 9), crossing(20, 24)]))
         let storage = dir.file("clips")
-        let agent = try AgentProcess(
-            config: writeConfig(
-                dir.file("vigil.conf"), footage: feeder.path, storage: storage,
-                recording: "pre_roll = 1.0; post_roll = 1.0;"))
-        try feeder.open()
+        let (feeder, agent) = try fedAgent(
+            scene(seconds: 28, objects: [crossing(2, 9), crossing(20, 24)]), in: dir, storage: storage)
         try feeder.feed(until: 5)
         try #require(agent.waitFor("msg=\"clip started\"", timeout: 120) != nil, "\(agent.output)")
         usleep(500_000)

@@ -7,6 +7,9 @@ import Testing
 /// The storage directory as a careless admin leaves it: shared by two agents, not there yet
 /// (a USB disk not mounted), emptied under the agent's feet.
 @Suite(.serialized) struct StorageDirectoryTests {
+    /// Something crosses from 2 s to 5 s, and from 14 s to 17 s.
+    static let twoEvents = scene(seconds: 24, objects: [crossing(2, 5), crossing(14, 17)])
+
     /// A second `vigil run` on the directory a first one records into (with no pre-roll, so
     /// the first one's open clip is still an empty file) exits 75 naming the first one's pid,
     /// before it repairs anything; `vigil repair` leaves the open clip alone (exit 75). The
@@ -52,11 +55,7 @@ import Testing
         defer { dir.remove() }
         let disk = dir.file("usb")
         let storage = disk + "/clips"
-        let feeder = try FifoFeeder(
-            path: dir.file("camera.y4m"), scene: scene(seconds: 24, objects: [crossing(2, 5), crossing(14, 17)]))
-        let agent = try AgentProcess(
-            config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
-        try feeder.open()
+        let (feeder, agent) = try fedAgent(Self.twoEvents, in: dir, storage: storage)
         try feeder.feed(until: 8)
         try #require(
             agent.waitFor("msg=\"clip not recorded: the storage directory is unavailable\"", timeout: 120) != nil,
@@ -94,11 +93,7 @@ import Testing
         let dir = try TemporaryDirectory("vigil-faults-storage")
         defer { dir.remove() }
         let storage = dir.file("clips")
-        let feeder = try FifoFeeder(
-            path: dir.file("camera.y4m"), scene: scene(seconds: 24, objects: [crossing(2, 5), crossing(14, 17)]))
-        let agent = try AgentProcess(
-            config: writeConfig(dir.file("vigil.conf"), footage: feeder.path, storage: storage))
-        try feeder.open()
+        let (feeder, agent) = try fedAgent(Self.twoEvents, in: dir, storage: storage)
         try feeder.feed(until: 4)
         let started = try #require(agent.waitFor("msg=\"clip started\"", timeout: 120), "\(agent.output)")
         let file = try #require(logValue(started, "file"))

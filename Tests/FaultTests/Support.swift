@@ -41,6 +41,21 @@ func writeConfig(
     return path
 }
 
+/// `vigil run` reading `scene` from a pipe the test feeds (`camera.y4m` in `dir`), recording
+/// into `storage`; the pipe is open and its header written when this returns.
+func fedAgent(
+    _ scene: SyntheticScene, in dir: TemporaryDirectory, storage: String,
+    recording: String = "pre_roll = 1.0; post_roll = 1.0;", storageExtra: String = "min_free_mb = 1;"
+) throws -> (feeder: FifoFeeder, agent: AgentProcess) {
+    let feeder = try FifoFeeder(path: dir.file("camera.y4m"), scene: scene)
+    let agent = try AgentProcess(
+        config: writeConfig(
+            dir.file("vigil.conf"), footage: feeder.path, storage: storage, recording: recording,
+            storageExtra: storageExtra))
+    try feeder.open()
+    return (feeder, agent)
+}
+
 /// The clip files (`.mov`) under `directory`, relative to it, sorted.
 func movieFiles(in directory: String) -> [String] {
     guard let walker = FileManager.default.enumerator(atPath: directory) else { return [] }
