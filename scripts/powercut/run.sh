@@ -55,7 +55,7 @@ printf '{"seed": "%s", "filesystems": [%s], "intervals": %s, "torn": %s, "commit
     "$(printf '"%s",' $filesystems | sed 's/,$//')" "$intervals" "$torn" "$(git rev-parse HEAD 2>/dev/null || echo unknown)" > "$out/run.json"
 
 set +e
-VM_MODULES="loop dm-log-writes crc32c_generic ext4 vfat nls_cp437 nls_iso8859-1 nls_utf8 exfat crc32_generic f2fs" \
+VM_MODULES="loop dm-log-writes crc32c_generic ext4 vfat nls_cp437 nls_ascii nls_utf8 exfat crc32_generic f2fs" \
 VM_MEM=${VM_MEM:-2048} VM_TIMEOUT=${VM_TIMEOUT:-1200} \
     scripts/vm/run-vm.sh "$out" "python3 '$(pwd)/scripts/powercut/inside.py' --vigil '$bin/vigil' --out '$out' \
         --seed '$seed' --fs '$filesystems' --intervals '$intervals' --torn '$torn'"
