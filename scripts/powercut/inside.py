@@ -86,7 +86,10 @@ def listing(root):
             p = os.path.join(d, name)
             if os.path.islink(p) or not os.path.isfile(p):
                 continue
-            out[os.path.relpath(p, root)] = [os.path.getsize(p), sha256(p)]
+            try:
+                out[os.path.relpath(p, root)] = [os.path.getsize(p), sha256(p)]
+            except OSError as e:  # a damaged file system (FAT after a cut) can refuse a read
+                out[os.path.relpath(p, root)] = [-1, f"unreadable: {e}"]
     return out
 
 
@@ -155,6 +158,29 @@ def field(line, name):
     return line[at : end if end >= 0 else len(line)].strip()
 
 
+class Slot:
+    """Where one worker mounts a file system's states: a mount point, the agent's
+    configuration for it, the image brought forward through the log, the state's image."""
+
+    def __init__(self, fs, name):
+        self.fs = fs
+        self.work = os.path.join(fs.work, name)
+        self.mnt = os.path.join(self.work, "mnt")
+        os.makedirs(self.mnt)
+        self.storage = os.path.join(self.mnt, "vigil")
+        self.config = os.path.join(self.work, "vigil.conf")
+        with open(self.config, "w") as f:
+            f.write(CONFIG.format(path=self.storage))
+        self.state = os.path.join(self.work, "state.img")
+        self.image = None  # logwrites.Image of cur.img, made on first use
+
+    def mount(self, device):
+        fs = self.fs
+        opts = ",".join(o for o in (fs.options, "loop" if not device.startswith("/dev/") else "") if o)
+        cmd = ["mount", "-t", fs.type] + (["-o", opts] if opts else []) + [device, self.mnt]
+        return run(cmd, check=False)
+
+
 class FileSystem:
     def __init__(self, name, args, out):
         self.name = name
@@ -164,18 +190,13 @@ class FileSystem:
         self.out = os.path.join(out, name)
         os.makedirs(self.work)
         os.makedirs(self.out, exist_ok=True)
-        self.mnt = os.path.join(self.work, "mnt")
-        os.makedirs(self.mnt)
-        self.storage = os.path.join(self.mnt, "vigil")
-        self.config = os.path.join(self.work, "vigil.conf")
-        with open(self.config, "w") as f:
-            f.write(CONFIG.format(path=self.storage))
         self.dm = "powercut-" + name
-
-    def mount(self, device):
-        opts = ",".join(o for o in (self.options, "loop" if not device.startswith("/dev/") else "") if o)
-        cmd = ["mount", "-t", self.type] + (["-o", opts] if opts else []) + [device, self.mnt]
-        return run(cmd, check=False)
+        self.rec = Slot(self, "record")
+        self.mnt = self.rec.mnt
+        self.slots = {}
+        self.lock = threading.Lock()
+        self.records = None
+        self.log = self.base = None
 
     # ------------------------------------------------------------------ recording
     def record(self):
@@ -194,11 +215,11 @@ class FileSystem:
         _, sectors = run(["blockdev", "--getsz", dev])
         run(["dmsetup", "create", self.dm, "--table", f"0 {sectors.strip()} log-writes {dev} {logdev}"])
         mark(self.dm, "mkfs")
-        rc, text = self.mount(f"/dev/mapper/{self.dm}")
+        rc, text = self.rec.mount(f"/dev/mapper/{self.dm}")
         if rc != 0:
             raise RuntimeError(f"mount {self.name}: {text}")
         mark(self.dm, "mounted")
-        agent = Agent(self.args.vigil, self.config, os.path.join(self.out, "record.log"), dm=self.dm)
+        agent = Agent(self.args.vigil, self.rec.config, os.path.join(self.out, "record.log"), dm=self.dm)
         started = time.time()
         # Two clips saved and a third open for a few fragments, then a kill: no clean stop.
         killed_in = None
@@ -234,6 +255,7 @@ class FileSystem:
         }
         with open(os.path.join(self.out, "log-info.json"), "w") as f:
             json.dump(info, f, indent=1)
+        self.log, self.base = log, base
         say(f"{self.name}: recorded {recorded:.0f} s, {len(agent.saved)} clips saved, {len(log.entries)} log entries, "
             f"{len(log.flushes())} flushes, {log.end >> 10} KiB of log")
         if len(agent.saved) < 2 or len(agent.opened) < 3:
@@ -258,16 +280,26 @@ class FileSystem:
         chosen.update(rng.sample(rest, min(len(rest), self.args.intervals - len(chosen))))
         return sorted(chosen)
 
-    def states(self, log, base):
+    def jobs(self):
+        """The states to test, as jobs for the workers: a flush point and its torn states
+        each, and END; a worker's jobs on one file system go forward through the log."""
+        log = self.log
         chosen = self.choose(log)
         say(f"{self.name}: testing flush points {chosen} with {self.args.torn} torn states after each, and END")
-        cur = os.path.join(self.work, "cur.img")
-        shutil.copyfile(base, cur)
-        image = logwrites.Image(log, cur)
-        state = os.path.join(self.work, "state.img")
-        out = open(os.path.join(self.out, "states.jsonl"), "w")
-        plan = [(k, j) for k in chosen for j in [None] + list(range(self.args.torn))] + [(None, None)]
-        for k, j in plan:
+        self.records = open(os.path.join(self.out, "states.jsonl"), "w")
+        self.pending = len(chosen) + 1
+        return [(self, k) for k in chosen] + [(self, None)]
+
+    def run_job(self, worker, k):
+        slot = self.slots.get(worker)
+        if slot is None:
+            slot = self.slots[worker] = Slot(self, f"w{worker}")
+            cur = os.path.join(slot.work, "cur.img")
+            shutil.copyfile(self.base, cur)
+            slot.image = logwrites.Image(self.log, cur)
+        log, image = self.log, slot.image
+        todo = [None] + list(range(self.args.torn)) if k is not None else [None]
+        for j in todo:
             started = time.time()
             if k is None:
                 image.apply_through(len(log.entries) - 1)
@@ -275,60 +307,82 @@ class FileSystem:
             else:
                 image.apply_through(k)
                 state_id, how = (f"F{k}", {}) if j is None else (f"T{k}.{j}", None)
-            shutil.copyfile(cur, state)
+            shutil.copyfile(image.path, slot.state)
             if how is None:
                 pieces, kept, how = logwrites.torn_choice(log, k, j, self.args.seed, self.name)
-                torn = logwrites.Image(log, state)
+                torn = logwrites.Image(log, slot.state)
                 torn.apply_pieces(pieces, kept)
                 torn.close()
                 how["kept_pieces"] = [[pieces[i][0], pieces[i][1], pieces[i][2]] for i in kept]
-            record = {"fs": self.name, "id": state_id, "at": k if k is not None else len(log.entries), "how": how}
+            record = {"fs": self.name, "id": state_id, "at": k if k is not None else len(log.entries), "how": how, "times": {}}
             try:
-                self.check_state(state, record)
+                self.check_state(slot, record)
             except Exception as e:  # noqa: BLE001 - recorded, the host reports it
                 record["error"] = f"{type(e).__name__}: {e}"
-                run(["umount", self.mnt], check=False)
+                run(["umount", slot.mnt], check=False)
             record["seconds"] = round(time.time() - started, 2)
-            out.write(json.dumps(record) + "\n")
-            out.flush()
-            say(f"{self.name} {state_id}: {record['seconds']} s" + (f" ERROR {record['error']}" if "error" in record else ""))
-        out.close()
-        image.close()
+            with self.lock:
+                self.records.write(json.dumps(record) + "\n")
+                self.records.flush()
+            say(f"{self.name} {state_id}: {record['seconds']} s " + " ".join(f"{n} {t}" for n, t in record["times"].items())
+                + (f" ERROR {record['error']}" if "error" in record else ""))
+        with self.lock:
+            self.pending -= 1
+            if self.pending == 0:
+                self.records.close()
+                for slot in self.slots.values():
+                    slot.image.close()
 
-    def check_state(self, state, record):
+    def check_state(self, slot, record):
+        state = slot.state
+        times = record["times"]
+        clock = [time.time()]
+
+        def lap(name):
+            now = time.time()
+            times[name] = round(now - clock[0], 2)
+            clock[0] = now
+
         if not self.fsck_after:
             record["fsck"] = run(self.fsck + [state], check=False)
-        rc, text = self.mount(state)
+            lap("fsck")
+        rc, text = slot.mount(state)
+        lap("mount")
         record["mount"] = [rc, text.strip()]
         if rc != 0:
             return
         try:
-            record["files_before"] = listing(self.storage)
+            record["files_before"] = listing(slot.storage)
             clips = sorted(p for p in (record["files_before"] or {}) if p.endswith(".mov"))
             if clips:
-                record["repair"] = run([self.args.vigil, "repair"] + clips, check=False, cwd=self.storage)
-            log_path = os.path.join(self.work, "state-agent.log")
-            agent = Agent(self.args.vigil, self.config, log_path)
+                record["repair"] = run([self.args.vigil, "repair"] + clips, check=False, cwd=slot.storage)
+                lap("repair")
+            log_path = os.path.join(slot.work, "agent.log")
+            agent = Agent(self.args.vigil, slot.config, log_path)
             agent.running.wait(60)
             rc = agent.stop(signal.SIGTERM, 30)
             record["agent"] = {"exit": rc, "came_up": any(field(l, "msg") == "vigil running" for l in agent.lines), "log": "".join(agent.lines)}
-            record["files_after"] = after = listing(self.storage)
+            lap("agent")
+            record["files_after"] = after = listing(slot.storage)
             for path in after or {}:
-                if path.endswith(".mov"):
+                if path.endswith(".mov") and after[path][0] >= 0:
                     keep = os.path.join(self.args.out, "clips", after[path][1] + ".mov")
                     if not os.path.exists(keep):
-                        shutil.copyfile(os.path.join(self.storage, path), keep + ".part")
-                        os.rename(keep + ".part", keep)
-            journal = os.path.join(self.storage, "events.jsonl")
+                        part = f"{keep}.{threading.get_ident()}.part"
+                        shutil.copyfile(os.path.join(slot.storage, path), part)
+                        os.rename(part, keep)
+            journal = os.path.join(slot.storage, "events.jsonl")
             if os.path.isfile(journal):
                 with open(journal, "rb") as f:
                     record["journal"] = f.read().decode("utf-8", "replace")
+            lap("copy")
         finally:
-            rc, text = run(["umount", self.mnt], check=False)
+            rc, text = run(["umount", slot.mnt], check=False)
             if rc != 0:
                 record["umount"] = text
         if self.fsck_after:
             record["fsck"] = run(self.fsck + [state], check=False)
+            lap("fsck")
 
 
 def main():
@@ -342,30 +396,51 @@ def main():
     p.add_argument("--record-limit", type=float, default=90)
     p.add_argument("--open-seconds", type=float, default=3)
     p.add_argument("--work", default="/run/powercut")
+    p.add_argument("--workers", type=int, default=2)
     args = p.parse_args()
     args.out = os.path.abspath(args.out)
     os.environ["DM_DISABLE_UDEV"] = "1"  # no udev in the VM: libdevmapper makes the nodes
     os.makedirs(args.work, exist_ok=True)
     run(["mount", "-t", "tmpfs", "-o", "size=1600m", "tmpfs", args.work])
     os.makedirs(os.path.join(args.out, "clips"), exist_ok=True)
-    times = {}
     status = 0
-    for name in args.fs.split():
-        started = time.time()
-        fs = FileSystem(name, args, args.out)
+    filesystems = [FileSystem(name, args, args.out) for name in args.fs.split()]
+    # Recording is in real time (the camera's clock): every file system at once.
+    started = time.time()
+    errors = {}
+
+    def record(fs):
         try:
-            log, base, logimg, _ = fs.record()
-            recorded = time.time()
-            fs.states(log, base)
-            times[name] = {"record_s": round(recorded - started, 1), "states_s": round(time.time() - recorded, 1)}
+            fs.record()
         except Exception as e:  # noqa: BLE001
-            say(f"{name}: FAILED to run: {type(e).__name__}: {e}")
-            times[name] = {"error": f"{type(e).__name__}: {e}"}
-            status = 1
-        finally:
+            errors[fs.name] = f"{type(e).__name__}: {e}"
+            say(f"{fs.name}: FAILED to record: {errors[fs.name]}")
             run(["umount", fs.mnt], check=False)
             run(["dmsetup", "remove", fs.dm], check=False)
-            shutil.rmtree(fs.work, ignore_errors=True)
+
+    threads = [threading.Thread(target=record, args=(fs,)) for fs in filesystems]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    recorded = time.time()
+    jobs = [job for fs in filesystems if fs.name not in errors for job in fs.jobs()]
+    # Two workers (the VM's two processors), each taking every other job: a worker's jobs
+    # on a file system stay in log order, so its image only moves forward.
+    def work(worker):
+        for fs, k in jobs[worker :: args.workers]:
+            fs.run_job(worker, k)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(args.workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    finished = time.time()
+    times = {"record_s": round(recorded - started, 1), "states_s": round(finished - recorded, 1), "workers": args.workers, "errors": errors}
+    say(f"recorded {times['record_s']} s, states {times['states_s']} s")
+    if errors:
+        status = 1
     with open(os.path.join(args.out, "vm-times.json"), "w") as f:
         json.dump(times, f, indent=1)
     return status
