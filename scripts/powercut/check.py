@@ -6,7 +6,8 @@ Usage: check.py OUT [--keep-images N]
 
 For every state: it mounted; the file system's check passed (ext4 and f2fs: after the
 kernel's recovery, repair and the agent — it must be clean; FAT and exFAT have no recovery,
-so the check of the raw state only reports the cut's own damage, counted apart); the agent
+so the check of the raw state only reports the cut's own damage, counted apart, and their
+own tool repairs it before the state is mounted, as a boot-time fsck would); the agent
 came up and stopped with exit 0 and logged no error; every clip decodes cleanly (ffprobe
 reads it, `ffmpeg -v error -i CLIP -f null -` prints nothing); every line of events.jsonl
 is JSON and every clip on disk is named by one. Durability, with no help from the agent:
@@ -271,6 +272,9 @@ def main(argv):
         kept = keep_images(out, fs, info, seed, failed, limit)
         if kept:
             lines.append(f"  images of {', '.join(kept)} in {os.path.join(out, fs, 'failed')}/")
+        if failed:
+            lines.append(f"  any state again: scripts/powercut/logwrites.py build {out}/{fs}/log.gz {out}/{fs}/base.img.gz"
+                         f" STATE {seed} {fs} IMAGE")
         summary["filesystems"][fs] = {"states": len(states), "failed": failed, "failures": failures, "notes": notes}
         if failed:
             status = 1

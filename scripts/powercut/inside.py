@@ -38,6 +38,13 @@ FILESYSTEMS = {
     "ext4-writeback": (32, ["mkfs.ext4", "-q", "-F", "-b", "4096"], "ext4", "data=writeback", ["fsck.ext4", "-fn"], True),
     "vfat": (32, ["mkfs.vfat"], "vfat", "", ["fsck.vfat", "-n"], False),
     "exfat": (32, ["mkfs.exfat"], "exfat", "", ["fsck.exfat", "-n"], False),
+}
+# FAT and exFAT have no recovery of their own: a state the check finds damaged is repaired
+# with the file system's tool before it is mounted, as a system's boot-time fsck would
+# (else the kernel meets the damage, remounts read-only, and nothing of Vigil is tested).
+FSCK_REPAIR = {
+    "vfat": ["fsck.vfat", "-a"],
+    "exfat": ["fsck.exfat", "-y"],
     "f2fs": (64, ["mkfs.f2fs", "-q", "-f"], "f2fs", "", ["fsck.f2fs", "-f", "--dry-run"], True),
 }
 
@@ -345,6 +352,8 @@ class FileSystem:
 
         if not self.fsck_after:
             record["fsck"] = run(self.fsck + [state], check=False)
+            if record["fsck"][0] != 0 and self.name in FSCK_REPAIR:
+                record["fsck_repair"] = run(FSCK_REPAIR[self.name] + [state], check=False)
             lap("fsck")
         rc, text = slot.mount(state)
         lap("mount")

@@ -23,13 +23,19 @@ States (ids are stable for a given log and seed):
 Command line (to rebuild a state of a kept log on any machine):
   logwrites.py info LOG
   logwrites.py build LOG BASE_IMAGE STATE_ID SEED KEY OUT_IMAGE
-(KEY is the file system's name in the run, e.g. ext4-ordered: it is part of the seed.)
+(KEY is the file system's name in the run, e.g. ext4-ordered: it is part of the seed; LOG
+and BASE_IMAGE may be gzipped, as a run keeps them: var/powercut/<time>/<fs>/log.gz and
+base.img.gz.) E.g., to look at a failing torn state of exFAT:
+  scripts/powercut/logwrites.py build var/powercut/T/exfat/log.gz var/powercut/T/exfat/base.img.gz \
+      T64.0 14 exfat /tmp/state.img && fsck.exfat -n /tmp/state.img
 """
+import gzip
 import os
 import random
 import shutil
 import struct
 import sys
+import tempfile
 
 MAGIC = 0x6A736677736872
 FLUSH, FUA, DISCARD, MARK, METADATA = 1, 2, 4, 8, 16
@@ -194,17 +200,29 @@ def build(log, base, state_id, seed, key, out):
         image.close()
 
 
+def gunzipped(path, tmp):
+    if not path.endswith(".gz"):
+        return path
+    plain = os.path.join(tmp, os.path.basename(path)[:-3])
+    with gzip.open(path) as f, open(plain, "wb") as g:
+        shutil.copyfileobj(f, g, 1 << 20)
+    return plain
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "info":
-        log = Log(argv[1])
-        print(f"{len(log.entries)} entries, sector size {log.sectorsize}, {log.end} bytes, {len(log.flushes())} flushes")
-        for e in log.entries:
-            if e.flags & (MARK | FLUSH | FUA) or "-v" in argv:
-                print(e.describe())
+        with tempfile.TemporaryDirectory() as tmp:
+            log = Log(gunzipped(argv[1], tmp))
+            print(f"{len(log.entries)} entries, sector size {log.sectorsize}, {log.end} bytes, {len(log.flushes())} flushes")
+            for e in log.entries:
+                if e.flags & (MARK | FLUSH | FUA) or "-v" in argv:
+                    print(e.describe())
         return 0
     if len(argv) == 7 and argv[0] == "build":
         _, log_path, base, state_id, seed, key, out = argv
-        how = build(Log(log_path), base, state_id, seed, key, out)
+        with tempfile.TemporaryDirectory() as tmp:
+            log_path, base = gunzipped(log_path, tmp), gunzipped(base, tmp)
+            how = build(Log(log_path), base, state_id, seed, key, out)
         print(f"{out}: state {state_id} {how}")
         return 0
     print(__doc__, file=sys.stderr)
