@@ -458,7 +458,7 @@ public enum MovieRepair {
                 var start = 0
                 for (n, sample) in run.samples.enumerated() {
                     let end = start + Int(sample.size)
-                    guard end <= bytes.count, H264Sample.isWhole(bytes[start..<end]) else {
+                    guard end <= bytes.count, AVCC.isWhole(bytes[start..<end]) else {
                         throw FragmentError(
                             problem:
                                 "holds no whole H.264 in its video sample \(n + 1) of \(run.samples.count) (zeros or stale data: it did not reach the disk)",

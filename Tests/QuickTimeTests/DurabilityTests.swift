@@ -124,8 +124,8 @@ func topLevelBoxes(_ bytes: [UInt8]) -> [(offset: Int, size: Int, type: String)]
     /// as part of the tail, says so, and keeps every fragment before it.
     @Test(arguments: ["zeros", "stale", "stale-visible"])
     func aFragmentWhoseSamplesNeverReachedTheDiskIsDropped(fill: String) throws {
-        let reference = try frameHashes(try SmallFixture.file("payload-reference.mov", close: true))
-        let source = try SmallFixture.file("payload-source.mov", close: false)
+        let reference = try frameHashes(try SmallFixture.file("payload-reference-\(fill).mov", close: true))
+        let source = try SmallFixture.file("payload-source-\(fill).mov", close: false)
         var bytes = fileBytes(source)
         let boxes = topLevelBoxes(bytes)
         let moofs = boxes.indices.filter { ["moof", "free"].contains(boxes[$0].type) && $0 > 1 }
