@@ -59,7 +59,8 @@ let package = Package(
         .executableTarget(
             name: "vigil-bench",
             dependencies: [
-                "Media", "POSIX", "QuickTime", "MotionDetection", "Recorder", "H264", "Capture", "Configuration",
+                "Media", "POSIX", "QuickTime", "Storage", "MotionDetection", "Recorder", "H264", "Capture",
+                "Configuration",
             ]
         ),
 

@@ -525,7 +525,10 @@ final class ClipWriter: @unchecked Sendable {
                     [
                         ("file", .string(relative)), ("fragments", .int(report.fragments)),
                         ("frames", .int(report.videoFrames)), ("cut_bytes", .int(report.discardedBytes)),
-                    ])
+                    ]
+                        + (report.dropReason.map {
+                            [("dropped_fragments", .int(report.droppedFragments)), ("why", .string($0))]
+                        } ?? []))
                 // Its journal line was never written: what the file says goes in, marked as
                 // repaired (the trigger and score died with the process that knew them).
                 let record = ClipRecord(

@@ -51,7 +51,17 @@ public final class X264Encoder: VideoEncoder {
 
     /// Opens an encoder for NV12 or I420 frames of `format`'s size (either of the two, with
     /// any stride, may then be given). The format's pixel aspect ratio goes into the SPS.
-    public init(format: VideoFormat, settings: EncoderSettings) throws(EncoderError) {
+    public convenience init(format: VideoFormat, settings: EncoderSettings) throws(EncoderError) {
+        try self.init(format: format, settings: settings, byteStream: false)
+    }
+
+    /// With `byteStream`, the samples are x264's Annex B byte stream instead — start codes, an
+    /// access unit delimiter first, and with `repeatHeaders` the SPS and PPS (and x264's own
+    /// SEI) before each IDR — as a hardware encoder writes it: what the tests of the Annex B
+    /// conversion compare against.
+    init(
+        format: VideoFormat, settings: EncoderSettings, byteStream: Bool, repeatHeaders: Bool = false
+    ) throws(EncoderError) {
         try X264Encoder.checkPixelFormat(format.pixelFormat)
         guard format.width % 2 == 0, format.height % 2 == 0 else {
             throw .unsupportedPicture(
@@ -116,9 +126,9 @@ public final class X264Encoder: VideoEncoder {
         param.b_open_gop = 0
 
         // MOV-ready output.
-        param.b_annexb = 0
-        param.b_repeat_headers = 0
-        param.b_aud = 0
+        param.b_annexb = byteStream ? 1 : 0
+        param.b_repeat_headers = byteStream && repeatHeaders ? 1 : 0
+        param.b_aud = byteStream ? 1 : 0
 
         param.rc.i_rc_method = X264_RC_CRF
         param.rc.f_rf_constant = Float(settings.crf)

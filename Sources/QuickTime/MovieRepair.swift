@@ -46,6 +46,10 @@ public struct MovieRepairReport: Equatable, Sendable {
     public var bytes: UInt64 = 0
     /// The movie's creation time (the wall clock of its first frame), to the second.
     public var created: Date = Date(timeIntervalSince1970: 0)
+    /// Fragments at the end that were dropped because their samples did not reach the disk
+    /// whole (zeros or stale data after a power cut), and what was wrong with the first.
+    public var droppedFragments: Int = 0
+    public var dropReason: String?
 }
 
 /// Finishes movies whose writer was interrupted — killed, or cut off by a power failure —
@@ -81,7 +85,7 @@ public enum MovieRepair {
             if file.length != plan.keepLength { try file.truncate(to: plan.keepLength) }
             try MovieFinish.finish(
                 file, tracks: plan.tracks, creationTime: plan.creationTime,
-                fragmentBoxes: plan.liveFragmentBoxes, fragmentedHeader: plan.liveHeaderOffset)
+                fragmentBoxes: plan.fragmentBoxes, fragmentedHeader: plan.header)
         } catch {
             throw MovieRepairError(
                 path: path,
@@ -97,7 +101,8 @@ public enum MovieRepair {
         return MovieRepairReport(
             fragments: plan.fragments.count, videoFrames: video, audioFrames: audio,
             discardedBytes: plan.originalLength - plan.keepLength, videoDuration: videoDuration, bytes: file.length,
-            created: date(fromQuickTimeSeconds: plan.creationTime))
+            created: date(fromQuickTimeSeconds: plan.creationTime),
+            droppedFragments: plan.droppedFragments, dropReason: plan.dropReason)
     }
 
     // MARK: Planning
@@ -106,11 +111,27 @@ public enum MovieRepair {
         var tracks: [(header: TrackHeader, table: SampleTable)]
         var creationTime: UInt32
         var fragments: [TopLevelBox]
-        /// Fragment boxes still typed `moof`, and the header `moov` if still typed `moov`.
-        var liveFragmentBoxes: [UInt64]
-        var liveHeaderOffset: UInt64?
+        /// The fragments kept, and the fragmented header: what the finish hides (again, for
+        /// those already hidden: a mark of our own replaces their first child's type).
+        var fragmentBoxes: [HiddenBox]
+        var header: HiddenBox
         var keepLength: UInt64
         var originalLength: UInt64
+        /// Fragments at the end dropped because they did not reach the disk whole, and why.
+        var droppedFragments: Int
+        var dropReason: String?
+    }
+
+    struct Fragment {
+        var moof: TopLevelBox
+        var bytes: [UInt8]
+        /// Still typed `moof` (not hidden).
+        var live: Bool
+        /// Hidden with Vigil's mark as its first child's type (by a close or a repair).
+        var marked: Bool
+        var mdat: TopLevelBox
+        /// Its header and its first child's, to hide it by.
+        var hidden: HiddenBox
     }
 
     struct TopLevelBox: Equatable {
@@ -147,8 +168,10 @@ public enum MovieRepair {
     }
 
     /// The creation time of a movie header (`mvhd`, version 0) found in `range` of `bytes`.
+    /// The `mvhd` of a hidden header carries Vigil's mark as its type.
     static func creationTime(ofMovieIn bytes: [UInt8], range: Range<Int>) -> UInt32? {
-        guard let mvhd = findBox(["mvhd"], in: bytes, range: range) else { return nil }
+        guard let mvhd = findBox(["mvhd"], in: bytes, range: range) ?? findBox([.hiddenHeader], in: bytes, range: range)
+        else { return nil }
         var r = ByteReader(bytes, range: mvhd.body)
         guard let version = r.readVersionAndFlags()?.version, version == 0 else { return nil }
         return r.readUInt32()
@@ -216,65 +239,86 @@ public enum MovieRepair {
             throw fail("not a QuickTime movie (it does not start with an ftyp box)")
         }
 
-        // Classify every box. Fragments and the fragmented header may already be hidden as
-        // `free` by an interrupted close: recognise them by their contents.
-        var header: (box: TopLevelBox, bytes: [UInt8], live: Bool)?
+        // Classify every box. Fragments and the fragmented header may be hidden as `free`
+        // boxes: a fragment written but not yet revealed, or hidden by an interrupted close
+        // (its first child still `mfhd` or `mvhd`, or already Vigil's mark): recognise them by
+        // their contents. The first thing that is not part of the movie ends it: what follows
+        // is the tail a kill or a power cut left, unless a live fragment or the index follows
+        // it — damage in the middle of a file is not what an interrupted recording leaves.
+        var header: (box: TopLevelBox, bytes: [UInt8], live: Bool, marked: Bool, hidden: HiddenBox)?
         var index: TopLevelBox?
-        var fragments: [(moof: TopLevelBox, bytes: [UInt8], live: Bool, mdat: TopLevelBox)] = []
-        var pendingMoof: (box: TopLevelBox, bytes: [UInt8], live: Bool)?
+        var fragments: [Fragment] = []
+        var damage: (offset: UInt64, problem: String)?
         var lastKept: UInt64 = first.end
-        for box in boxes.dropFirst() {
-            if let moof = pendingMoof {
-                pendingMoof = nil
-                if box.type == "mdat" {
-                    guard index == nil else {
-                        throw fail("a fragment follows the movie index; this is not a layout Vigil writes")
-                    }
-                    fragments.append((moof.box, moof.bytes, moof.live, box))
-                    lastKept = box.end
-                    continue
+        let rest = Array(boxes.dropFirst())
+        var i = 0
+        while i < rest.count {
+            let box = rest[i]
+            i += 1
+            if let damage {
+                if box.type == "moov" || box.type == "moof" {
+                    throw fail(
+                        "\(damage.problem) at offset \(damage.offset), and a \(box.type) box follows at offset \(box.offset); this is not what an interrupted recording leaves"
+                    )
                 }
-                throw fail("the fragment at offset \(moof.box.offset) is not followed by its mdat")
+                continue
             }
             switch box.type {
             case "moov":
                 let bytes = try readBody(box)
                 if findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil {
                     guard header == nil else { throw fail("it has two fragmented movie headers") }
-                    header = (box, bytes, true)
+                    guard let hidden = HiddenBox(offset: box.offset, bytes: bytes[...], headerSize: box.headerSize)
+                    else {
+                        throw fail("its movie header at offset \(box.offset) is empty")
+                    }
+                    header = (box, bytes, true, false, hidden)
                     lastKept = box.end
                 } else {
                     index = box
                 }
-            case "moof":
-                pendingMoof = (box, try readBody(box), true)
-            case "free", "skip":
+            case "moof", "free", "skip":
                 guard box.size <= 64 << 20 else { continue }
                 let bytes = try readBody(box)
-                let children = childBoxes(of: bytes, in: box.headerSize..<bytes.count)
-                if children?.first?.type == "mfhd" {
-                    pendingMoof = (box, bytes, false)
-                } else if children?.first?.type == "mvhd", header == nil,
-                    findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil
+                let firstChild = childBoxes(of: bytes, in: box.headerSize..<bytes.count)?.first?.type
+                let live = box.type == "moof"
+                if live || firstChild == "mfhd" || firstChild == .hiddenFragment {
+                    if index != nil {
+                        throw fail("a fragment follows the movie index; this is not a layout Vigil writes")
+                    }
+                    guard i < rest.count, rest[i].type == "mdat",
+                        let hidden = HiddenBox(offset: box.offset, bytes: bytes[...], headerSize: box.headerSize)
+                    else {
+                        if header != nil { damage = (box.offset, "a fragment without its media data") }
+                        continue
+                    }
+                    fragments.append(
+                        Fragment(
+                            moof: box, bytes: bytes, live: live, marked: firstChild == .hiddenFragment, mdat: rest[i],
+                            hidden: hidden))
+                    i += 1
+                } else if firstChild == "mvhd" || firstChild == .hiddenHeader, header == nil,
+                    findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil,
+                    let hidden = HiddenBox(offset: box.offset, bytes: bytes[...], headerSize: box.headerSize)
                 {
-                    header = (box, bytes, false)
+                    header = (box, bytes, false, firstChild == .hiddenHeader, hidden)
                     lastKept = box.end
                 }
             case "mdat":
-                if index == nil && header != nil {
-                    throw fail("media data at offset \(box.offset) belongs to no fragment")
-                }
+                if index == nil && header != nil { damage = (box.offset, "media data that belongs to no fragment") }
             default:
-                if header != nil && index == nil {
-                    throw fail("an unexpected \(box.type) box at offset \(box.offset) among the fragments")
-                }
+                if header != nil && index == nil { damage = (box.offset, "an unexpected \(box.type) box") }
             }
         }
         // A fragment whose mdat never made it to disk is part of the partial tail.
-        let partialTail: UInt64? = pendingMoof?.box.offset ?? scan.tail
+        let partialTail: UInt64? = damage?.offset ?? scan.tail
 
+        // Finished: the index is there and every box is hidden, all with Vigil's mark or (a
+        // movie finished before the mark existed) all without. Some marked and some not is a
+        // close stopped part-way through hiding them.
         let liveFragments = fragments.filter(\.live)
-        if let index, header?.live != true, liveFragments.isEmpty {
+        let marks = fragments.map(\.marked) + (header.map { [$0.marked] } ?? [])
+        if let index, header?.live != true, liveFragments.isEmpty, !marks.contains(true) || !marks.contains(false) {
             // Complete. Only a stray partial tail after the index would need cutting, and a
             // complete movie never has one: treat it as not ours to touch.
             guard partialTail == nil || partialTail! >= index.end else {
@@ -292,7 +336,8 @@ public enum MovieRepair {
             let problem =
                 "no complete fragment: recording stopped before its first second was written; nothing to recover"
             // The header, and at most the start of the first fragment after it.
-            let onlyTheFirstWrite = index == nil && (boxes.count == 2 || (boxes.count == 3 && pendingMoof != nil))
+            let onlyTheFirstWrite =
+                index == nil && (boxes.count == 2 || (boxes.count == 3 && damage?.offset == boxes[2].offset))
             throw onlyTheFirstWrite ? nothing(problem) : fail(problem)
         }
 
@@ -316,29 +361,34 @@ public enum MovieRepair {
             tracks.append(track)
         }
 
+        // Fragments in order, each checked whole before it is taken: its runs must lie inside
+        // its media data, and its video samples must be whole H.264 (a fragment a power cut
+        // left zero-filled or stale fails this). The first one that fails begins the tail.
         var firstAudioTime: [UInt32: UInt64] = [:]
-        for fragment in fragments {
-            let runs: [TrackRun]
-            do { runs = try parseFragment(fragment.bytes, box: fragment.moof) } catch {
-                throw fail("the fragment at offset \(fragment.moof.offset) is malformed: \(error.problem)")
-            }
-            for run in runs {
-                guard let t = tracks.firstIndex(where: { $0.header.trackID == run.trackID }) else {
+        var accepted = 0
+        var dropped: (offset: UInt64, problem: String)?
+        for (k, fragment) in fragments.enumerated() {
+            let runs: [(run: TrackRun, track: Int)]
+            do { runs = try checkFragment(fragment, tracks: tracks, file: file) } catch {
+                let problem = "the fragment at offset \(fragment.moof.offset) \(error.problem)"
+                if index != nil || fragments[(k + 1)...].contains(where: \.live) {
                     throw fail(
-                        "the fragment at offset \(fragment.moof.offset) names track \(run.trackID), which the header does not have"
+                        "\(problem), and complete fragments follow it; this is not what an interrupted recording leaves"
                     )
                 }
-                let dataEnd = run.dataOffset + run.samples.reduce(0) { $0 + UInt64($1.size) }
-                guard run.dataOffset >= fragment.mdat.offset + UInt64(fragment.mdat.headerSize),
-                    dataEnd <= fragment.mdat.end
-                else {
-                    throw fail("the fragment at offset \(fragment.moof.offset) points outside its media data")
+                if k == 0 {
+                    // Nothing whole to keep: leave the file as it is. A lone fragment that never
+                    // reached the disk (a power cut during the first second) is nothing recorded.
+                    let problem = "\(problem); no fragment to recover"
+                    throw fragments.count == 1 && !fragment.live && error.payloadMissing
+                        ? nothing(problem) : fail(problem)
                 }
-                // A sample longer than a minute is corruption, not a recording.
-                let longest = UInt64(tracks[t].header.timescale) * 60
-                guard run.samples.allSatisfy({ UInt64($0.duration) <= longest }) else {
-                    throw fail("the fragment at offset \(fragment.moof.offset) has a sample longer than a minute")
-                }
+                dropped = (fragment.moof.offset, problem)
+                break
+            }
+            accepted += 1
+            lastKept = fragment.mdat.end
+            for (run, t) in runs {
                 switch tracks[t].header.kind {
                 case .video:
                     // A fragment that starts after the video so far (GOPs dropped while the
@@ -350,19 +400,14 @@ public enum MovieRepair {
                     tracks[t].table.appendVideoChunk(
                         offset: run.dataOffset, samples: run.samples.map { ($0.size, $0.duration, $0.isSync) })
                 case .audio:
-                    let perFrame = tracks[t].bytesPerFrame
-                    let rate = Int(tracks[t].header.timescale)
-                    guard run.samples.allSatisfy({ Int($0.size) == Int($0.duration) * perFrame }) else {
-                        throw fail(
-                            "the audio in the fragment at offset \(fragment.moof.offset) is not 16-bit PCM as described"
-                        )
-                    }
                     if firstAudioTime[run.trackID] == nil { firstAudioTime[run.trackID] = run.baseMediaDecodeTime }
                     let frames = run.samples.reduce(0) { $0 + Int($1.duration) }
-                    tracks[t].table.appendAudio(offset: run.dataOffset, frames: frames, sampleRate: rate)
+                    tracks[t].table.appendAudio(
+                        offset: run.dataOffset, frames: frames, sampleRate: Int(tracks[t].header.timescale))
                 }
             }
         }
+        let kept = fragments.prefix(accepted)
         for i in tracks.indices where tracks[i].header.kind == .audio {
             let start = Int64(clamping: firstAudioTime[tracks[i].header.trackID] ?? 0)
             tracks[i].header.startDelay = UInt64(
@@ -374,12 +419,63 @@ public enum MovieRepair {
         }
         return Plan(
             tracks: finalTracks, creationTime: creationTime,
-            fragments: fragments.map(\.moof),
-            liveFragmentBoxes: fragments.filter(\.live).map(\.moof.offset),
-            liveHeaderOffset: header.live ? header.box.offset : nil,
-            keepLength: lastKept, originalLength: file.length)
+            fragments: kept.map(\.moof),
+            fragmentBoxes: kept.map(\.hidden), header: header.hidden,
+            keepLength: lastKept, originalLength: file.length,
+            droppedFragments: fragments.count - accepted, dropReason: dropped?.problem ?? damage?.problem)
     }
 
+    /// The runs of `fragment` with the track each belongs to, once every check holds: the
+    /// tracks exist, the samples lie inside the fragment's media data, no sample lasts over a
+    /// minute, the sound is whole PCM frames, and every video sample is whole H.264.
+    static func checkFragment(
+        _ fragment: Fragment, tracks: [(header: TrackHeader, table: SampleTable, bytesPerFrame: Int)],
+        file: any MovieFile
+    ) throws(FragmentError) -> [(run: TrackRun, track: Int)] {
+        var result: [(run: TrackRun, track: Int)] = []
+        for run in try parseFragment(fragment.bytes, box: fragment.moof) {
+            guard let t = tracks.firstIndex(where: { $0.header.trackID == run.trackID }) else {
+                throw FragmentError(problem: "names track \(run.trackID), which the header does not have")
+            }
+            let length = run.samples.reduce(0) { $0 + UInt64($1.size) }
+            guard run.dataOffset >= fragment.mdat.offset + UInt64(fragment.mdat.headerSize),
+                run.dataOffset + length <= fragment.mdat.end
+            else {
+                throw FragmentError(problem: "points outside its media data")
+            }
+            // A sample longer than a minute is corruption, not a recording.
+            let longest = UInt64(tracks[t].header.timescale) * 60
+            guard run.samples.allSatisfy({ UInt64($0.duration) <= longest }) else {
+                throw FragmentError(problem: "has a sample longer than a minute")
+            }
+            switch tracks[t].header.kind {
+            case .video:
+                guard length <= 256 << 20 else { throw FragmentError(problem: "has \(length) bytes of video") }
+                let bytes: [UInt8]
+                do { bytes = try file.read(at: run.dataOffset, count: Int(length)) } catch {
+                    throw FragmentError(problem: "cannot be read: \(error.reason)")
+                }
+                var start = 0
+                for (n, sample) in run.samples.enumerated() {
+                    let end = start + Int(sample.size)
+                    guard end <= bytes.count, AVCC.isWhole(bytes[start..<end]) else {
+                        throw FragmentError(
+                            problem:
+                                "holds no whole H.264 in its video sample \(n + 1) of \(run.samples.count) (zeros or stale data: it did not reach the disk)",
+                            payloadMissing: true)
+                    }
+                    start = end
+                }
+            case .audio:
+                let perFrame = tracks[t].bytesPerFrame
+                guard run.samples.allSatisfy({ Int($0.size) == Int($0.duration) * perFrame }) else {
+                    throw FragmentError(problem: "holds audio that is not 16-bit PCM as described")
+                }
+            }
+            result.append((run, t))
+        }
+        return result
+    }
     /// A track's header fields and sample description, from a `trak` of the header `moov`.
     static func parseTrack(
         _ bytes: [UInt8], _ trak: ChildBox
@@ -419,7 +515,12 @@ public enum MovieRepair {
         var bytesPerFrame = 0
         switch FourCC(bigEndian: subtype) {
         case "vide":
-            guard entry.type == "avc1" else { return nil }
+            // The visual sample entry's 78 bytes of fields, then its boxes: the avcC must say
+            // NAL units have 4-byte lengths (what Vigil writes, and what repair checks).
+            guard entry.type == "avc1", entry.body.count > 78,
+                let avcC = findBox(["avcC"], in: bytes, range: (entry.body.lowerBound + 78)..<entry.body.upperBound),
+                avcC.body.count >= 5, bytes[avcC.body.lowerBound + 4] & 0x03 == 3
+            else { return nil }
             kind = .video
         case "soun":
             guard entry.type == "sowt" else { return nil }
@@ -448,7 +549,12 @@ public enum MovieRepair {
         var samples: [FragmentSample]
     }
 
-    struct FragmentError: Error { var problem: String }
+    struct FragmentError: Error {
+        var problem: String
+        /// The fragment's boxes are sound but its samples are not there (zeros or stale data:
+        /// the payload of a fragment never synced).
+        var payloadMissing = false
+    }
 
     /// The track runs of one `moof` (or of a `free` box that was one), with absolute offsets.
     static func parseFragment(_ bytes: [UInt8], box: TopLevelBox) throws(FragmentError) -> [TrackRun] {

@@ -46,9 +46,15 @@ public struct MovieSummary: Equatable, Sendable {
 /// While open, the file is a fragmented movie: `ftyp`, a `moov` with `mvex`, then one
 /// `moof`+`mdat` per GOP, each appended in one write as the GOP is given. A kill or power
 /// cut loses at most the GOP being recorded. `close()` appends a complete `moov` indexing the
-/// samples where they already lie, syncs, and then turns the first `moov` and every `moof`
-/// into `free` boxes: the result is a normal movie. `MovieRepair` finishes the same job, by
+/// samples where they already lie, syncs, and then hides the first `moov` and every `moof`
+/// as `free` boxes: the result is a normal movie. `MovieRepair` finishes the same job, by
 /// the same routine (`MovieFinish`), for a file whose writer never got to close it.
+///
+/// The durability protocol (docs/ARCHITECTURE.md): a fragment is appended hidden (typed
+/// `free`) and revealed as a `moof` only by `synchronize()`, after its payload is durable; the
+/// reveal itself becomes durable with the next sync. Whatever a power cut leaves, a `moof`
+/// never points at samples that did not reach the disk, and a hidden fragment is taken by
+/// repair only when its samples check out.
 ///
 /// Video comes as whole GOPs of H.264 access units with 4-byte NAL lengths; each sample's
 /// duration is the gap to the next sample's capture timestamp, the last one's the gap to the
@@ -64,8 +70,10 @@ public final class MovieWriter {
     private var isClosed = false
 
     // Header and fragments written so far.
-    private var headerMoovOffset: UInt64?
-    private var moofOffsets: [UInt64] = []
+    private var headerMoov: HiddenBox?
+    private var moofs: [HiddenBox] = []
+    /// Fragments written hidden and not yet revealed (the newest ones, until the next sync).
+    private var unrevealed: [UInt64] = []
     private var nextSequenceNumber: UInt32 = 1
 
     // Video: GOPs given but not yet on disk (after a failed write), and the index.
@@ -127,7 +135,7 @@ public final class MovieWriter {
     }
 
     /// Number of fragments on disk.
-    public var fragmentsWritten: Int { moofOffsets.count }
+    public var fragmentsWritten: Int { moofs.count }
 
     /// Video frames in the fragments on disk.
     public var framesWritten: Int { videoTable.sampleCount }
@@ -241,9 +249,19 @@ public final class MovieWriter {
         try writePendingRuns()
     }
 
-    /// Makes every written fragment durable.
+    /// Makes every written fragment durable, then reveals the fragments written since the last
+    /// sync as `moof` boxes (the reveal is durable after the next sync; until then a power cut
+    /// leaves them hidden, and repair checks their samples before it takes them).
     public func synchronize() throws(MovieWriterError) {
-        do { try output.synchronize() } catch { throw .file(error) }
+        do {
+            try output.synchronize()
+            while let offset = unrevealed.first {
+                try output.overwrite(at: offset + 4, with: FourCC.moof.bytes)
+                unrevealed.removeFirst()
+            }
+        } catch {
+            throw .file(error)
+        }
     }
 
     // MARK: Closing
@@ -262,7 +280,7 @@ public final class MovieWriter {
         do {
             try MovieFinish.finish(
                 output, tracks: finalTracks(), creationTime: creationTime,
-                fragmentBoxes: moofOffsets, fragmentedHeader: headerMoovOffset)
+                fragmentBoxes: moofs, fragmentedHeader: headerMoov)
             try output.close()
         } catch {
             throw .file(error)
@@ -271,7 +289,7 @@ public final class MovieWriter {
         return MovieSummary(
             videoFrames: videoTable.sampleCount,
             audioFrames: audioTable.sampleCount,
-            fragments: moofOffsets.count,
+            fragments: moofs.count,
             start: videoStart,
             duration: durationWritten,
             bytes: output.length)
@@ -345,10 +363,10 @@ public final class MovieWriter {
     /// Nothing changes unless the write succeeds.
     private func writeFragment(_ run: Run?) throws(MovieWriterError) {
         var prefix = ByteWriter()
-        var headerMoovPosition: UInt64?
-        if headerMoovOffset == nil {
+        var headerMoovPosition: (inFile: UInt64, inPrefix: Int)?
+        if headerMoov == nil {
             prefix.writeFTYP()
-            headerMoovPosition = output.length + UInt64(prefix.count)
+            headerMoovPosition = (output.length + UInt64(prefix.count), prefix.count)
             var tracks = [(header: videoHeader(), table: SampleTable.emptyVideo())]
             if let audio = description.audio {
                 var header = audioHeader(audio)
@@ -408,9 +426,10 @@ public final class MovieWriter {
         }
 
         // The fragment goes to disk with its moof typed `free`, and becomes a `moof` only once
-        // all of it is there: a reader of a file cut off part-way through the write sees a
-        // free box and a short mdat that nothing points into, never a moof promising samples
-        // that are missing. (Repair recognises a complete fragment under either type.)
+        // all of it is durable (`synchronize`): a file cut off part-way through the write, or
+        // by a power cut before the sync, shows a free box that nothing points into, never a
+        // moof promising samples that are missing. (Repair takes a hidden fragment whose
+        // samples are whole H.264, and drops one that is not as part of the tail.)
         var buffer = prefix.bytes
         buffer.reserveCapacity(prefix.count + dataStart + Int(payload))
         buffer.append(contentsOf: moof.bytes)
@@ -420,11 +439,13 @@ public final class MovieWriter {
         buffer.append(contentsOf: pendingAudio[..<audioBytes])
         do { try output.append(buffer) } catch { throw .file(error) }
 
-        // The samples are on disk whatever happens next: record them before revealing the
-        // moof, so that a failure to reveal it loses nothing (close hides the fragment and
-        // repair finds it under either type).
-        if let headerMoovPosition { headerMoovOffset = headerMoovPosition }
-        moofOffsets.append(moofOffset)
+        // The samples are in the file whatever happens next: record them, to be revealed by
+        // the next sync (or hidden for good by close).
+        if let position = headerMoovPosition {
+            headerMoov = HiddenBox(offset: position.inFile, bytes: prefix.bytes[position.inPrefix...], headerSize: 8)
+        }
+        moofs.append(HiddenBox(offset: moofOffset, bytes: moof.bytes[...], headerSize: 8)!)
+        unrevealed.append(moofOffset)
         nextSequenceNumber += 1
         let absoluteData = moofOffset + UInt64(dataStart)
         if let run {
@@ -439,6 +460,5 @@ public final class MovieWriter {
             audioFramesWritten += Int64(audioFrames)
             pendingAudio.removeFirst(audioBytes)
         }
-        do { try output.overwrite(at: moofOffset + 4, with: FourCC.moof.bytes) } catch { throw .file(error) }
     }
 }

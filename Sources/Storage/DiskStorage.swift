@@ -91,14 +91,18 @@ public final class DiskStorage: ClipStorage {
         try inParent(of: relativePath, "delete") { directory, name throws(SystemError) in
             guard try directory.status(ofEntry: name).kind == .regular else { throw SystemError.notARegularFile }
             try directory.removeFile(named: name)
+            // The deletion made durable (a failure here does not undo it: a power cut would
+            // bring the file back, and retention deletes it again).
+            try? directory.synchronize()
         }
         // The directories the pattern made for it go when they are left empty (rmdir refuses
-        // anything else).
+        // anything else), each removal made durable in turn.
         var parts = relativePath.split(separator: "/").map(String.init).dropLast()
         while let last = parts.popLast() {
             let removed: Void? = try? inParent(of: (parts + [last]).joined(separator: "/"), "delete") {
                 directory, name throws(SystemError) in
                 try directory.removeDirectory(named: name)
+                try? directory.synchronize()
             }
             if removed == nil { break }
         }
@@ -154,7 +158,14 @@ public final class DiskStorage: ClipStorage {
     /// glued to a torn one.
     public func append(_ bytes: [UInt8], to relativePath: String) throws(FileError) {
         try inParent(of: relativePath, "append to") { directory, name throws(SystemError) in
-            let file = try directory.openFile(named: name, .readWrite, options: [.create, .append])
+            let file: FileDescriptor
+            do throws(SystemError) { file = try directory.openFile(named: name, .readWrite, options: [.append]) } catch
+            {
+                guard error.isMissing else { throw error }
+                // A new file: its name is durable before its first line counts as written.
+                file = try directory.openFile(named: name, .readWrite, options: [.create, .append])
+                try directory.synchronize()
+            }
             let length = try file.status().size
             var record = bytes
             if length > 0, try file.read(count: 1, at: length - 1) != [UInt8(ascii: "\n")] {

@@ -13,6 +13,7 @@ import Foundation
 import H264
 import Media
 import MotionDetection
+import QuickTime
 
 struct Options {
     var jsonPath: String?
@@ -207,6 +208,8 @@ func run() throws {
             })
 
         var encodeOneThread = 0.0
+        var encodedSamples: [EncodedSample] = []
+        var parameterSets: (sps: [UInt8], pps: [UInt8]) = ([], [])
         for (label, threads) in [("1 thread", 1), ("default threads", 0)] {
             var settings = defaults.x264
             settings.threads = threads
@@ -224,14 +227,17 @@ func run() throws {
                     for s in try encoder.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) {
                         bytes += s.data.count
                         encoded += 1
+                        if threads == 1 { encodedSamples.append(s) }
                     }
                 }
                 for s in try encoder.flush() {
                     bytes += s.data.count
                     encoded += 1
+                    if threads == 1 { encodedSamples.append(s) }
                 }
             }
             precondition(encoded == total, "the encoder returned \(encoded) of \(total) frames")
+            if threads == 1 { parameterSets = (encoder.sequenceParameterSet, encoder.pictureParameterSet) }
             table.record(
                 "x264 encode, \(label)", unit: "ms/frame", column: column, value: elapsed * 1000 / Double(total))
             if threads == 1 { encodeOneThread = elapsed * 1000 / Double(total) }
@@ -255,6 +261,17 @@ func run() throws {
             "motion detection / x264 encode, 1 thread", unit: "%", column: column, value: 100 * detect / encodeOneThread
         )
         frames = []
+
+        // Writing the encoded stream as a clip: what the fsync of each fragment costs.
+        try measureWriting(
+            samples: encodedSamples,
+            video: VideoTrackFormat(
+                width: width, height: height, sequenceParameterSet: parameterSets.sps,
+                pictureParameterSet: parameterSets.pps),
+            column: column,
+            directory: options.jsonPath.map { ($0 as NSString).deletingLastPathComponent } ?? "var/bench",
+            table: &table)
+        encodedSamples = []
 
         // The whole agent, on footage with events; then in real time.
         print("measuring vigil run at \(column)…")

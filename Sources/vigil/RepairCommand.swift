@@ -32,7 +32,10 @@ enum RepairCommand: Command {
                 if let report = try MovieRepair.repair(path: path) {
                     var line = "\(path): repaired, \(report.fragments) fragments, \(report.videoFrames) video frames"
                     if report.audioFrames > 0 { line += ", \(report.audioFrames) audio sample frames" }
-                    if report.discardedBytes > 0 {
+                    if report.droppedFragments > 0 {
+                        line +=
+                            ", dropped the last \(report.droppedFragments) fragment(s) that did not reach the disk whole (\(report.dropReason ?? "unreadable")), \(report.discardedBytes) bytes"
+                    } else if report.discardedBytes > 0 {
                         line += ", cut \(report.discardedBytes) bytes of an incomplete last fragment"
                     }
                     printOut(line)

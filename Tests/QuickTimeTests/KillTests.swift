@@ -97,9 +97,11 @@ import Testing
             outcomes.append("\(plan): \(reported) fragments\(closing ? ", closing" : "")\(closed ? ", closed" : "")")
 
             // Before repair: every fragment reported complete is there and decodes — but for one
-            // state of the close, known and left to the durability work of issue 14: every
-            // fragment already hidden, the fragmented header not yet, the index appended. A
-            // player then sees a movie of no frames; repair (below) finishes it like any other.
+            // state of the close, between two of its writes: every fragment already hidden, the
+            // fragmented header not yet, the index appended. A player then sees a movie of no
+            // frames; repair (below, and the agent at its next start) finishes it like any
+            // other. (Hiding the header first would leave a `moof` before any movie header,
+            // which readers refuse outright.)
             let types = topLevelTypes(path)
             let showsNothing =
                 closing && types.first(where: { $0 != "ftyp" }) == "moov" && types.last == "moov"
@@ -123,7 +125,9 @@ import Testing
                 if closed { #expect(report == nil, "run \(run): a finished clip needed repair") }
             } catch {
                 #expect(reported == 0, "run \(run) (\(plan)): repair failed after \(reported) fragments: \(error)")
-                #expect(error.problem.contains("nothing to recover"), "run \(run): \(error)")
+                // Killed before it wrote anything (or, on a busy machine, before it even made the file).
+                #expect(
+                    error.problem.contains("nothing to recover") || error.kind == .noSuchFile, "run \(run): \(error)")
                 continue
             }
             #expect(isNormalMovie(path), "run \(run) (\(plan))")

@@ -15,12 +15,14 @@ enum SmallFixture {
 
     static func time(_ i: Int) -> Timestamp { Timestamp(nanoseconds: 2_000_000_000 + Int64(i) * 40_000_000) }
 
-    /// Writes the 60 frames (six GOPs) plus audio, each GOP's sound before it. Closed when
-    /// asked (six fragments); otherwise the last GOP is still being recorded (five fragments
-    /// on disk, its sound given) and is returned with the writer.
+    /// Writes the 60 frames (six GOPs) plus audio, each GOP's sound before it, each fragment
+    /// synced as the agent does (`sync: false` leaves them all written but hidden, as a power
+    /// cut before their sync would). Closed when asked (six fragments); otherwise the last GOP
+    /// is still being recorded (five fragments on disk, its sound given) and is returned with
+    /// the writer.
     static func write(
         to output: any MovieOutput, path: String, audio: Bool = true,
-        close: Bool
+        close: Bool, sync: Bool = true
     ) throws -> (writer: MovieWriter, open: GOP?) {
         let s = try stream.get()
         let d = Fixture.description(
@@ -37,16 +39,19 @@ enum SmallFixture {
                 }
                 frame += 1
             }
-            if gop != open { try writer.append(gop) }
+            if gop != open {
+                try writer.append(gop)
+                if sync { try writer.synchronize() }
+            }
         }
         if close { try writer.close() }
         return (writer, open)
     }
 
-    static func file(_ name: String, close: Bool, audio: Bool = true) throws -> String {
+    static func file(_ name: String, close: Bool, audio: Bool = true, sync: Bool = true) throws -> String {
         let path = Fixture.directory.file(name)
         let output = try FileMovieOutput(creating: path)
-        let (writer, _) = try write(to: output, path: path, audio: audio, close: close)
+        let (writer, _) = try write(to: output, path: path, audio: audio, close: close, sync: sync)
         if !close { writer.abandon() }
         return path
     }

@@ -55,6 +55,7 @@ enum Fixture {
         for gop in gops {
             for sample in gop.samples { try audio?(writer, sample.pts) }
             try writer.append(gop)
+            try writer.synchronize()  // as the agent does: the fragment is revealed once durable
         }
         if close { try writer.close() }
         return (writer, open)
@@ -63,6 +64,10 @@ enum Fixture {
 
 /// Checks what every movie a test writes must pass: ffprobe reads it, ffmpeg decodes it silently.
 func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> ProbeReport {
+    if isFinishedMovie(path) {
+        let lookLive = hiddenBoxesThatLookLive(path)
+        #expect(lookLive.isEmpty, "\(path) hides boxes that look live: \(lookLive)", sourceLocation: sourceLocation)
+    }
     let errors = try FFmpeg.decodeErrors(path)
     #expect(errors.isEmpty, "ffmpeg decode of \(path) printed: \(errors)", sourceLocation: sourceLocation)
     return try FFprobe.probe(path)

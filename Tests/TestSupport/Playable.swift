@@ -6,6 +6,13 @@ import Testing
 public func expectPlayable(
     _ path: String, _ comment: String = "", sourceLocation: SourceLocation = #_sourceLocation
 ) throws -> ProbeReport? {
+    // A finished clip must open in every reader, GPAC's and VLC's heuristics included.
+    if isFinishedMovie(path) {
+        let lookLive = hiddenBoxesThatLookLive(path)
+        #expect(
+            lookLive.isEmpty, "\(comment) \(path) hides boxes that look live: \(lookLive)",
+            sourceLocation: sourceLocation)
+    }
     let decode = try FFmpeg.decodeErrors(path)
     #expect(decode.isEmpty, "\(comment) \(path) does not decode cleanly: \(decode)", sourceLocation: sourceLocation)
     do {

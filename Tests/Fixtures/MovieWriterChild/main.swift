@@ -92,7 +92,9 @@ do {
             if let gop = ring.append(
                 EncodedSample(data: sample.data, pts: time, dts: time, isKeyframe: sample.isKeyframe))
             {
+                // As the agent does: each fragment synced (which reveals it) once written.
                 try writer.append(gop)
+                try writer.synchronize()
             }
             try writer.appendAudio([UInt8](repeating: 0x10, count: 640), time: time)
             if writer.fragmentsWritten > reported {
@@ -105,6 +107,7 @@ do {
     }
     if let last = ring.newestGOP {
         try writer.append(last.ended(at: Timestamp(nanoseconds: 1_000_000_000 + Int64(frame) * 40_000_000)))
+        try writer.synchronize()
         say("fragment \(writer.fragmentsWritten)")
     }
     say("closing")

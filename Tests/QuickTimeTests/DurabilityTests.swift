@@ -1,0 +1,227 @@
+import Foundation
+import Media
+import Storage
+import TestSupport
+import Testing
+
+@testable import QuickTime
+
+/// A movie output that records what the writer does, in order: each append (where it landed
+/// and its first bytes), each overwrite, each sync.
+final class RecordingOutput: MovieOutput {
+    enum Operation: Equatable {
+        case append(Range<UInt64>, head: [UInt8])
+        case overwrite(at: UInt64, [UInt8])
+        case sync
+    }
+    let inner: FileMovieOutput
+    var operations: [Operation] = []
+
+    init(_ inner: FileMovieOutput) { self.inner = inner }
+
+    var length: UInt64 { inner.length }
+    func append(_ bytes: [UInt8]) throws(FileError) {
+        operations.append(.append(inner.length..<inner.length + UInt64(bytes.count), head: bytes))
+        try inner.append(bytes)
+    }
+    func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(FileError) {
+        operations.append(.overwrite(at: offset, bytes))
+        try inner.overwrite(at: offset, with: bytes)
+    }
+    func synchronize() throws(FileError) {
+        operations.append(.sync)
+        try inner.synchronize()
+    }
+    func close() throws(FileError) { try inner.close() }
+}
+
+/// The top-level boxes of a file: offset, size and type.
+func topLevelBoxes(_ bytes: [UInt8]) -> [(offset: Int, size: Int, type: String)] {
+    var boxes: [(offset: Int, size: Int, type: String)] = []
+    var offset = 0
+    while offset + 8 <= bytes.count {
+        let size = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+        guard size >= 8, offset + size <= bytes.count else { break }
+        boxes.append((offset, size, String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self)))
+        offset += size
+    }
+    return boxes
+}
+
+/// The durability protocol (docs/ARCHITECTURE.md) as the writer and repair keep it: a fragment
+/// is visible only once its payload is durable, a fragment whose payload never reached the
+/// disk is dropped by repair, and a finished movie hides nothing that looks live.
+@Suite struct DurabilityTests {
+    /// Every fragment is appended typed `free`; the overwrite that reveals it as a `moof` comes
+    /// after a sync issued after its append. Close syncs before it appends the index, syncs the
+    /// index before it hides anything, and ends with a sync.
+    @Test func aFragmentIsRevealedOnlyAfterItsPayloadIsSynced() throws {
+        let path = Fixture.directory.file("durability-order.mov")
+        let output = RecordingOutput(try FileMovieOutput(creating: path))
+        _ = try SmallFixture.write(to: output, path: path, close: true)
+        let ops = output.operations
+        let file = fileBytes(path)
+        let boxes = topLevelBoxes(file)
+        let fragments = boxes.filter {
+            $0.type == "free" && file[$0.offset + 12..<$0.offset + 16].elementsEqual("vgmf".utf8)
+        }
+        #expect(fragments.count == 6)
+        var reveals = 0
+        for fragment in fragments {
+            let start = UInt64(fragment.offset)
+            guard
+                let appended = ops.firstIndex(where: {
+                    if case .append(let range, _) = $0 { return range.contains(start) }
+                    return false
+                }),
+                case .append(let range, let head) = ops[appended]
+            else {
+                Issue.record("no append wrote the fragment at \(start)")
+                continue
+            }
+            let at = Int(start - range.lowerBound)
+            #expect(head[at + 4..<at + 8].elementsEqual("free".utf8), "the fragment at \(start) was appended visible")
+            for (i, op) in ops.enumerated() {
+                guard case .overwrite(let offset, let bytes) = op, offset == start + 4, bytes == Array("moof".utf8)
+                else { continue }
+                reveals += 1
+                #expect(
+                    ops[appended..<i].contains(.sync),
+                    "the fragment at \(start) was revealed before a sync after its append")
+            }
+        }
+        // Each of the six revealed by the sync after it (the fixture syncs as the agent does).
+        #expect(reveals == 6)
+        // The close: sync, the index appended, sync, the boxes hidden, sync.
+        guard let index = ops.lastIndex(where: { if case .append = $0 { return true } else { return false } }) else {
+            Issue.record("nothing appended")
+            return
+        }
+        #expect(index > 0 && ops[index - 1] == .sync)
+        #expect(ops[index + 1] == .sync)
+        #expect(ops.last == .sync)
+        let hides = ops[(index + 2)...].dropLast()
+        #expect(hides.count == 7)  // six fragments, newest first, then the header
+        #expect(hides.allSatisfy { if case .overwrite = $0 { return true } else { return false } })
+    }
+
+    /// A power cut after fragments were written but before their sync leaves them hidden.
+    /// Their samples are whole: repair takes every one.
+    @Test func hiddenFragmentsWithWholeSamplesAreTaken() throws {
+        let reference = try frameHashes(try SmallFixture.file("hidden-reference.mov", close: true))
+        let path = try SmallFixture.file("hidden.mov", close: false, sync: false)
+        let types = topLevelTypes(path)
+        #expect(!types.contains("moof"))
+        #expect(types.filter { $0 == "free" }.count == 5)
+        let report = try #require(try MovieRepair.repair(path: path))
+        #expect(report.fragments == 5 && report.videoFrames == 50 && report.droppedFragments == 0)
+        #expect(try expectPlayable(path).video?["nb_frames"] == "50")
+        #expect(try frameHashes(path) == Array(reference.prefix(50)))
+    }
+
+    /// What a power cut leaves of a fragment appended but not yet synced: its boxes, and in
+    /// place of its samples zeros or old blocks (stale data of a deleted file). Repair drops it
+    /// as part of the tail, says so, and keeps every fragment before it.
+    @Test(arguments: ["zeros", "stale", "stale-visible"])
+    func aFragmentWhoseSamplesNeverReachedTheDiskIsDropped(fill: String) throws {
+        let reference = try frameHashes(try SmallFixture.file("payload-reference-\(fill).mov", close: true))
+        let source = try SmallFixture.file("payload-source-\(fill).mov", close: false)
+        var bytes = fileBytes(source)
+        let boxes = topLevelBoxes(bytes)
+        let moofs = boxes.indices.filter { ["moof", "free"].contains(boxes[$0].type) && $0 > 1 }
+        #expect(moofs.count == 5)
+        let last = boxes[moofs[4]], mdat = boxes[moofs[4] + 1]
+        // Written, not synced: still hidden (the old writer revealed it at once: "stale-visible").
+        if fill != "stale-visible" {
+            bytes.replaceSubrange(last.offset + 4..<last.offset + 8, with: Array("free".utf8))
+        }
+        var random = SplitMix64(seed: 14)
+        for i in (mdat.offset + 8)..<(mdat.offset + mdat.size) {
+            bytes[i] = fill == "zeros" ? 0 : UInt8(truncatingIfNeeded: random.next())
+        }
+        let path = Fixture.directory.file("payload-\(fill).mov")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        let report = try #require(try MovieRepair.repair(path: path))
+        #expect(report.fragments == 4 && report.videoFrames == 40)
+        #expect(report.droppedFragments == 1)
+        #expect(report.dropReason?.contains("no whole H.264") == true, "\(report.dropReason ?? "")")
+        #expect(report.discardedBytes == UInt64(last.size + mdat.size))
+        #expect(try expectPlayable(path).video?["nb_frames"] == "40")
+        #expect(try frameHashes(path) == Array(reference.prefix(40)))
+    }
+
+    /// Damage followed by fragments that reached the disk is not what a power cut leaves:
+    /// repair leaves the file as it is rather than cut away the good fragments after it.
+    @Test func damageBeforeGoodFragmentsLeavesTheFileAlone() throws {
+        var bytes = fileBytes(try SmallFixture.file("middle-source.mov", close: false))
+        let boxes = topLevelBoxes(bytes)
+        let mdats = boxes.filter { $0.type == "mdat" }
+        #expect(mdats.count == 5)
+        for i in (mdats[2].offset + 8)..<(mdats[2].offset + mdats[2].size) { bytes[i] = 0 }
+        let path = Fixture.directory.file("middle.mov")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        #expect(throws: MovieRepairError.self) { try MovieRepair.repair(path: path) }
+        do {
+            try MovieRepair.repair(path: path)
+        } catch {
+            #expect(error.kind == .notRepairable)
+            #expect(error.problem.contains("complete fragments follow it"), "\(error)")
+        }
+        #expect(fileBytes(path) == bytes)
+    }
+
+    /// A power cut in the first second: the header and one hidden fragment of zeros. Nothing
+    /// was recorded (the agent removes such a file); a lone fragment whose boxes are broken is
+    /// not called empty.
+    @Test func aLoneFragmentOfZerosIsNothingRecorded() throws {
+        var bytes = fileBytes(try SmallFixture.file("lone-source.mov", close: false, sync: false))
+        var boxes = topLevelBoxes(bytes)
+        bytes.removeSubrange(boxes[4].offset...)  // ftyp, moov, the first fragment
+        boxes = topLevelBoxes(bytes)
+        #expect(boxes.map(\.type) == ["ftyp", "moov", "free", "mdat"])
+        for i in (boxes[3].offset + 8)..<bytes.count { bytes[i] = 0 }
+        let path = Fixture.directory.file("lone.mov")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        do {
+            try MovieRepair.repair(path: path)
+            Issue.record("a fragment of zeros was repaired")
+        } catch {
+            #expect(error.kind == .nothingRecorded, "\(error)")
+        }
+        #expect(fileBytes(path) == bytes)
+    }
+
+    /// Closed and repaired movies hide every fragment and the fragmented header behind Vigil's
+    /// mark; a movie closed before the mark existed (its hidden boxes still starting with
+    /// `mfhd` and `mvhd`) is complete as it is, and left untouched.
+    @Test func finishedMoviesHideNothingThatLooksLiveAndOldOnesAreStillComplete() throws {
+        let closed = try SmallFixture.file("marks-closed.mov", close: true)
+        #expect(hiddenBoxesThatLookLive(closed).isEmpty)
+        let repaired = try SmallFixture.file("marks-repaired.mov", close: false, sync: false)
+        try MovieRepair.repair(path: repaired)
+        #expect(hiddenBoxesThatLookLive(repaired).isEmpty)
+        #expect(topLevelTypes(repaired).filter { $0 == "free" }.count == 6)  // header and five fragments
+
+        // The same movie as the writer finished it before the mark: the checker sees it.
+        var old = fileBytes(closed)
+        var marks = 0
+        for box in topLevelBoxes(old) where box.type == "free" {
+            let child = box.offset + 12
+            if old[child..<child + 4].elementsEqual("vgmf".utf8) {
+                old.replaceSubrange(child..<child + 4, with: Array("mfhd".utf8))
+                marks += 1
+            } else if old[child..<child + 4].elementsEqual("vgmv".utf8) {
+                old.replaceSubrange(child..<child + 4, with: Array("mvhd".utf8))
+                marks += 1
+            }
+        }
+        #expect(marks == 7)
+        let path = Fixture.directory.file("marks-old.mov")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(old)))
+        #expect(hiddenBoxesThatLookLive(path).count == 7)
+        #expect(try MovieRepair.inspect(path: path) == .complete)
+        #expect(try MovieRepair.repair(path: path) == nil)
+        #expect(try MovieContentsTests().contents(path).0?.videoFrames == 60)
+        #expect(fileBytes(path) == old)
+    }
+}
