@@ -38,6 +38,7 @@ FILESYSTEMS = {
     "ext4-writeback": (32, ["mkfs.ext4", "-q", "-F", "-b", "4096"], "ext4", "data=writeback", ["fsck.ext4", "-fn"], True),
     "vfat": (32, ["mkfs.vfat"], "vfat", "", ["fsck.vfat", "-n"], False),
     "exfat": (32, ["mkfs.exfat"], "exfat", "", ["fsck.exfat", "-n"], False),
+    "f2fs": (64, ["mkfs.f2fs", "-q", "-f"], "f2fs", "", ["fsck.f2fs", "-f", "--dry-run"], True),
 }
 # FAT and exFAT have no recovery of their own: a state the check finds damaged is repaired
 # with the file system's tool before it is mounted, as a system's boot-time fsck would
@@ -45,7 +46,6 @@ FILESYSTEMS = {
 FSCK_REPAIR = {
     "vfat": ["fsck.vfat", "-a"],
     "exfat": ["fsck.exfat", "-y"],
-    "f2fs": (64, ["mkfs.f2fs", "-q", "-f"], "f2fs", "", ["fsck.f2fs", "-f", "--dry-run"], True),
 }
 
 CONFIG = """# The power-cut suite's agent: the synthetic scene (motion 5-9 s after start, 25-31 s,
@@ -407,6 +407,9 @@ def main():
     p.add_argument("--work", default="/run/powercut")
     p.add_argument("--workers", type=int, default=2)
     args = p.parse_args()
+    unknown = [name for name in args.fs.split() if name not in FILESYSTEMS]
+    if unknown:
+        p.error(f"unknown file systems {unknown}; known: {' '.join(FILESYSTEMS)}")
     args.out = os.path.abspath(args.out)
     os.environ["DM_DISABLE_UDEV"] = "1"  # no udev in the VM: libdevmapper makes the nodes
     os.makedirs(args.work, exist_ok=True)

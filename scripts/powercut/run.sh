@@ -13,7 +13,8 @@
 #   POWERCUT_FS (default "ext4-ordered ext4-writeback vfat exfat f2fs"),
 #   POWERCUT_INTERVALS (flush points tested per file system, default 12),
 #   POWERCUT_TORN (torn states after each, default 3),
-#   POWERCUT_OUT (default var/powercut/<time>).
+#   POWERCUT_OUT (default var/powercut/<time>),
+#   POWERCUT_VIGIL (a vigil binary to test instead of building this checkout's).
 # Results: report.txt, summary.json, per file system the agent's log while recording,
 # the log of block writes and the image before it (log.gz, base.img.gz: any state can be
 # rebuilt with scripts/powercut/logwrites.py), every state's record (states.jsonl), and
@@ -43,21 +44,25 @@ if [[ -n $missing ]]; then
 fi
 
 # Release build: under emulation a debug build is too slow to keep up with the camera.
-"$swift" build -c release --product vigil "${flags[@]}"
-bin=$("$swift" build -c release --show-bin-path "${flags[@]}")
+if [[ -n ${POWERCUT_VIGIL:-} ]]; then
+    vigil=$(realpath -e "$POWERCUT_VIGIL")
+else
+    "$swift" build -c release --product vigil "${flags[@]}"
+    vigil=$("$swift" build -c release --show-bin-path "${flags[@]}")/vigil
+fi
 
 out=${POWERCUT_OUT:-$(pwd)/var/powercut/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 out=$(realpath "$out")
 built=$(date +%s)
 echo "power-cut suite: seed $seed (POWERCUT_SEED), file systems: $filesystems; results in $out"
-printf '{"seed": "%s", "filesystems": [%s], "intervals": %s, "torn": %s, "commit": "%s"}\n' "$seed" \
-    "$(printf '"%s",' $filesystems | sed 's/,$//')" "$intervals" "$torn" "$(git rev-parse HEAD 2>/dev/null || echo unknown)" > "$out/run.json"
+printf '{"seed": "%s", "filesystems": [%s], "intervals": %s, "torn": %s, "vigil": "%s", "commit": "%s"}\n' "$seed" \
+    "$(printf '"%s",' $filesystems | sed 's/,$//')" "$intervals" "$torn" "$vigil" "$(git rev-parse HEAD 2>/dev/null || echo unknown)" > "$out/run.json"
 
 set +e
 VM_MODULES="loop dm-log-writes crc32c_generic ext4 vfat nls_cp437 nls_ascii nls_utf8 exfat crc32_generic f2fs" \
 VM_MEM=${VM_MEM:-2048} VM_TIMEOUT=${VM_TIMEOUT:-1200} \
-    scripts/vm/run-vm.sh "$out" "python3 '$(pwd)/scripts/powercut/inside.py' --vigil '$bin/vigil' --out '$out' \
+    scripts/vm/run-vm.sh "$out" "python3 '$(pwd)/scripts/powercut/inside.py' --vigil '$vigil' --out '$out' \
         --seed '$seed' --fs '$filesystems' --intervals '$intervals' --torn '$torn'"
 inside=$?
 ran=$(date +%s)
