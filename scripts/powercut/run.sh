@@ -11,7 +11,7 @@
 # Environment: SWIFT, SWIFT_FLAGS (as make passes them);
 #   POWERCUT_SEED (the random choices; printed, default 14),
 #   POWERCUT_FS (default "ext4-ordered ext4-writeback vfat exfat f2fs"),
-#   POWERCUT_INTERVALS (flush points tested per file system, default 12),
+#   POWERCUT_INTERVALS (flush points tested per file system, default 10),
 #   POWERCUT_TORN (torn states after each, default 3),
 #   POWERCUT_OUT (default var/powercut/<time>),
 #   POWERCUT_VIGIL (a vigil binary to test instead of building this checkout's).
@@ -26,7 +26,7 @@ swift=${SWIFT:-swift}
 flags=(${SWIFT_FLAGS:-})
 seed=${POWERCUT_SEED:-14}
 filesystems=${POWERCUT_FS:-ext4-ordered ext4-writeback vfat exfat f2fs}
-intervals=${POWERCUT_INTERVALS:-12}
+intervals=${POWERCUT_INTERVALS:-10}
 torn=${POWERCUT_TORN:-3}
 start=$(date +%s)
 sudo=""; [[ $(id -u) == 0 ]] || sudo=sudo
