@@ -15,8 +15,8 @@
 #
 # The modules are compiled from Debian's linux-source-X.Y against linux-headers of exactly the
 # version of the VM's kernel package (both fetched with apt-get download and unpacked in a
-# scratch directory, not installed), with a three-line Kbuild; their
-# vermagic and dependencies are checked against that kernel. The result is kept in
+# scratch directory, not installed), with a three-line Kbuild; their vermagic and dependencies
+# are checked against that kernel. The result is kept in
 # $cache/vicodec-<kernel release>_<package version>/ (.complete marks it done, build-info says
 # what went in): a second run only prints the path. gcc-N (the compiler the kernel was built
 # with), make, kmod and xz-utils are installed with apt-get when missing.
@@ -195,9 +195,10 @@ EOF
 )
 
 # ------------------------------------------------------------------ --check
-# Boots the VM (run-vm.sh), loads the modules with multiplanar=0 then 1, encodes 8 frames of
-# 640x480 YU12 with v4l2-ctl's M2M streaming (EOF sends V4L2_ENC_CMD_STOP), requires the LAST
-# flag, decodes the stream back through the stateful decoder and checks its size.
+# Boots the VM (run-vm.sh), loads the modules with multiplanar=0 then 1, encodes 8 flat frames
+# of 640x480 YU12 with v4l2-ctl's M2M streaming (EOF sends V4L2_ENC_CMD_STOP), requires 8
+# encoded frames and one LAST flag, decodes the stream back through the stateful decoder and
+# checks that 8 frames come back, the last one of the shade sent.
 check_in_vm() {
     dpkg-query -W -f='${Status}\n' v4l-utils 2>/dev/null | grep -q '^install ok installed' || {
         say "installing v4l-utils"
