@@ -95,8 +95,8 @@ test-devices: deps check-swift
 # (killed mid-clip) on ext4 (data=ordered, data=writeback), vfat, exFAT and f2fs are replayed
 # to flush points and to torn states between them; each state is checked, repaired and
 # started on, and every clip must decode and keep every synced frame (scripts/powercut/).
-# About 10 minutes; POWERCUT_SEED, POWERCUT_FS, ... in scripts/powercut/run.sh; results in
-# var/powercut/.
+# About 5 minutes (10 on a busy 2-core machine); POWERCUT_SEED, POWERCUT_FS, ... in
+# scripts/powercut/run.sh; results in var/powercut/.
 .PHONY: test-powercut
 test-powercut: deps check-swift
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/powercut/run.sh
