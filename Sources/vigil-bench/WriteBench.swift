@@ -48,6 +48,14 @@ func measureWriting(
         }
     }
     func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+    // The checksum each fragment carries, over the same payloads.
+    let payloads = gops.map { $0.samples.flatMap(\.data) }
+    let megabytes = Double(payloads.reduce(0) { $0 + $1.count }) / 1_000_000
+    var crcTimes: [Double] = []
+    for _ in 0..<5 {
+        crcTimes.append(time { for p in payloads { _ = CRC32.checksum(p) } } * 1000 / megabytes)
+    }
+    table.record("fragment checksum (CRC-32)", unit: "ms/MB", column: column, value: median(crcTimes))
     table.record(
         "write a fragment (1 s), appended only", unit: "ms", column: column, value: median(appendOnly))
     table.record(
