@@ -8,14 +8,14 @@ struct Context {
     let out: String
     let vigil: String
     var expectations = Expectations()
-    let monitor = StarvationMonitor()
+    let monitor = StarvationMonitor.shared
 
     mutating func run(_ scenario: Scenario, _ r: Report) {
         _ = monitor.take()
         defer {
             let worst = monitor.take()
             r.figure("largest scheduling delay in the VM during this scenario: \(fixed(worst * 1000, 0)) ms")
-            if worst > 0.2 {
+            if worst > StarvationMonitor.starvedAbove {
                 r.note(
                     "the VM was starved of CPU (is the host busy?): timing checks in this scenario can fail for that reason alone"
                 )
@@ -264,7 +264,13 @@ enum AgentScenarios {
             let status = agent.stop()
             try Vivid.set("horizontal_movement", Vivid.Movement.none.rawValue)
             r.check(status == 0, "SIGTERM stops the agent with status 0", "\(status.map(String.init) ?? "killed")")
-            r.check(agent.entries("clip saved").count == 1, "the open clip is finished on the way out")
+            // Under load the detector may end the event and start another while the bars move
+            // (a starved agent sees few frames): what must hold is that no clip is lost — the one
+            // open at the stop finished on the way out like the others.
+            let started = agent.entries("clip started").count, saved = agent.entries("clip saved")
+            r.check(
+                !saved.isEmpty && saved.count == started, "every clip started is saved, the one open at the stop too",
+                "\(started) started; saved: " + saved.map { logValue($0, "reason") ?? "?" }.joined(separator: ", "))
             for line in agent.entries("stats").suffix(2) { r.figure(line) }
             for clip in savedClips(agent, storage: storage) {
                 expected.append(

@@ -60,6 +60,10 @@ func fixed(_ value: Double, _ places: Int = 3) -> String { String(format: "%.\(p
 /// is starved of CPU now and then, and real-time checks (frame rates, alignment) then fail
 /// for that reason alone. Each scenario reports the worst delay it saw.
 final class StarvationMonitor: Sendable {
+    /// The one monitor of a run.
+    static let shared = StarvationMonitor()
+    /// A delay beyond this (seconds) is starvation: the VM's emulated devices then stamp late.
+    static let starvedAbove = 0.2
     private let worst = Mutex(0.0)
 
     init() {
@@ -74,6 +78,9 @@ final class StarvationMonitor: Sendable {
         thread.name = "starvation"
         thread.start()
     }
+
+    /// The worst delay since the last `take`, in seconds, left for the next.
+    func peek() -> Double { worst.withLock { $0 } }
 
     /// The worst delay since the last call, in seconds.
     func take() -> Double {
