@@ -63,23 +63,6 @@ func gapCounts(
     return (bySequence, byTimestamp, disagreements, miscounted)
 }
 
-/// Checks that sequence numbers and timestamps count the same frames missing — unless the VM
-/// was starved during the scenario: vivid's stamps then come from a kernel thread that ran late
-/// (which a real camera's do not), and can disagree with its sequence numbers by several frames
-/// on one gap (seen: 7 of 14 disagreeing gaps off by more than one, under `DEVICE_TESTS_STRESS=1`
-/// on a busy host). The counts are then shown, not judged: the sequence numbers, which Vigil
-/// counts lost frames by, are exact either way.
-func checkGapAgreement(
-    _ gaps: (bySequence: Int, byTimestamp: Int, disagreements: Int, miscounted: Int), _ what: String, _ r: Report
-) {
-    let delay = StarvationMonitor.shared.peek()
-    if delay > StarvationMonitor.starvedAbove {
-        r.note("not judged, the VM was starved (a thread woke \(fixed(delay * 1000, 0)) ms late): \(what) — \(gaps)")
-    } else {
-        r.check(gaps.miscounted == 0, what + " (each gap within a frame)", "\(gaps)")
-    }
-}
-
 func median(_ values: [Double]) -> Double {
     guard !values.isEmpty else { return .nan }
     let sorted = values.sorted()
@@ -161,8 +144,10 @@ enum CameraScenarios {
                 "lateness \(fixed(lateness.min() ?? 0, 4))...\(fixed(lateness.max() ?? 0, 4)) s")
             // vivid's end-of-frame stamps wobble under emulation, so a single gap may round a
             // frame differently (`gapCounts`); no gap may be counted further apart.
-            checkGapAgreement(
-                gaps, "\(width)x\(height)@\(fps): sequence numbers and timestamps count the same frames missing", r)
+            r.timingCheck(
+                gaps.miscounted == 0,
+                "\(width)x\(height)@\(fps): sequence numbers and timestamps count the same frames missing (each gap within a frame)",
+                "\(gaps)")
         }
         // A node that is not a camera, and one that is not there.
         do {
@@ -254,11 +239,15 @@ enum CameraScenarios {
             r.figure(
                 "held all \(camera.negotiation.buffers) buffers for \(fixed(slept, 2)) s: \(lost) frames lost (sequence), \(gaps.byTimestamp) missing by timestamps"
             )
+            // No upper bound: a starved vivid loses frames of its own besides (the exact count is
+            // the next check's).
             r.check(
-                lost >= 15 && Double(lost) <= (slept + 0.2) / 0.04,
-                "about the frames of the time held (25 a second) are lost while the buffers are held", "\(lost)")
+                lost >= 15, "the frames of the time held (25 a second) are lost while the buffers are held", "\(lost)")
             r.check(gaps.bySequence == lost, "sequence gaps count the frames lost", "\(gaps.bySequence) of \(lost)")
-            checkGapAgreement(gaps, "sequence gaps and timestamps count the same frames missing", r)
+            r.timingCheck(
+                gaps.miscounted == 0,
+                "sequence gaps and timestamps count the same frames missing (each gap within a frame)",
+                "\(gaps)")
 
             // vivid drops a share of its buffers itself.
             try Vivid.set("percentage_of_dropped_buffers", 40)
@@ -275,7 +264,9 @@ enum CameraScenarios {
                 Double(dropped) / Double(produced) > 0.2, "vivid's dropped buffers are counted",
                 "\(dropped)/\(produced)")
             r.check(byDriver.bySequence > 0, "they are gaps in the sequence numbers", "\(byDriver.bySequence)")
-            checkGapAgreement(byDriver, "every one of them is a gap in the timestamps too", r)
+            r.timingCheck(
+                byDriver.miscounted == 0, "every one of them is a gap in the timestamps too (each gap within a frame)",
+                "\(byDriver)")
 
             // A buffer the driver flags as corrupt is skipped, and counts as lost.
             let corruptBefore = camera.corruptFrames

@@ -27,6 +27,23 @@ final class Report {
         return ok
     }
 
+    /// A check of an emulated driver's timing against the clock (vivid's stamps against its
+    /// sequence numbers, snd-aloop's against its playback side): judged while the VM has not
+    /// been starved during the scenario, else shown as a note. A starved VM runs vivid's and
+    /// snd-aloop's kernel timers late, which a real camera or sound card does not; what Vigil
+    /// writes from them is judged on the host all the same (the clips' checks).
+    func timingCheck(_ ok: Bool, _ what: String, _ detail: @autoclosure () -> String = "") {
+        let delay = StarvationMonitor.shared.peek()
+        if delay > StarvationMonitor.starvedAbove {
+            let text = detail()
+            note(
+                "not judged, the VM was starved (a thread woke \(fixed(delay * 1000, 0)) ms late): \(what)"
+                    + (ok ? " — would pass" : " — would fail") + (text.isEmpty ? "" : ": " + text))
+        } else {
+            check(ok, what, detail())
+        }
+    }
+
     /// A measured value worth keeping (negotiated formats, offsets, counts).
     func figure(_ text: String) {
         emit("     " + text)
