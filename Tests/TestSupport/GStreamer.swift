@@ -56,7 +56,7 @@ public enum GStreamer {
                 "-v", "filesrc", "location=\(path)", "!", "qtdemux", "!", "h264parse", "!", "avdec_h264", "!",
                 "fakesink", "silent=false",
             ], environment: environment)
-        let unfragmented = !QuickTimeBoxes.declaresFragments(path)
+        let unfragmented = isFinishedMovie(path)
         var decode = Decode(frames: [], problems: [], tolerated: [])
         // After a WARNING:/ERROR: report, gst-launch may print "Additional debug info:" and
         // one line of it: both are added to the report.
@@ -94,11 +94,11 @@ public enum GStreamer {
     static func tolerated(_ line: String, unfragmented: Bool) -> String? {
         // qtdemux 1.22 (qtdemux.c, qtdemux_parse_trak) looks up every track's fragment
         // defaults — the `trex` box under `moov/mvex` — as soon as it parses the track, in any
-        // movie, and warns when there is none. A movie whose header has no `mvex` is not
-        // fragmented and has no `trex` to find: the defaults are only ever used for the samples
-        // of a `moof`, and such a movie has none (a finished clip's fragments are hidden boxes
-        // qtdemux skips). So the warning is harmless exactly there; in a movie that declares
-        // fragments (`mvex` present) it would mean a missing `trex` and stays a problem.
+        // movie, and warns when there is none. A finished movie (`isFinishedMovie`: its header
+        // has no `mvex`) is not fragmented and has no `trex` to find: the defaults are only ever
+        // used for the samples of a `moof`, and it has none (a finished clip's fragments are
+        // hidden boxes qtdemux skips). So the warning is harmless exactly there; in a movie still
+        // fragmented it would mean a missing `trex` and stays a problem.
         if unfragmented, line.hasPrefix("WARN qtdemux qtdemux.c:"),
             line.contains(":qtdemux_parse_trex:"),
             let tail = line.range(of: "> failed to find fragment defaults for stream "),
@@ -139,62 +139,5 @@ public enum GStreamer {
             return nil
         }
         return h * 3600 + m * 60 + s
-    }
-}
-
-/// The top-level boxes of a movie file, read as any reader would: to tell whether its live
-/// header (`moov`) declares fragments. Kept apart from the QuickTime module on purpose (an
-/// independent reading).
-public enum QuickTimeBoxes {
-    /// Type, offset and size of each top-level box, up to the end of the file or the first box
-    /// that does not fit in it.
-    public static func topLevel(_ path: String) -> [(type: String, offset: UInt64, size: UInt64)] {
-        guard let file = FileHandle(forReadingAtPath: path) else { return [] }
-        defer { try? file.close() }
-        let length = (try? file.seekToEnd()) ?? 0
-        var boxes: [(type: String, offset: UInt64, size: UInt64)] = []
-        var offset: UInt64 = 0
-        while offset + 8 <= length {
-            guard let header = read(file, at: offset, count: 16), header.count >= 8 else { break }
-            var size = UInt64(bigEndian32(header, 0))
-            let type = String(decoding: header[4..<8], as: UTF8.self)
-            if size == 1 {
-                guard header.count == 16 else { break }
-                size = UInt64(bigEndian32(header, 8)) << 32 | UInt64(bigEndian32(header, 12))
-            } else if size == 0 {
-                size = length - offset
-            }
-            guard size >= 8, offset + size <= length else { break }
-            boxes.append((type, offset, size))
-            offset += size
-        }
-        return boxes
-    }
-
-    /// Whether a top-level `moov` of the file holds an `mvex` (movie extends: the movie is
-    /// fragmented). Boxes hidden as `free` do not count.
-    public static func declaresFragments(_ path: String) -> Bool {
-        guard let file = FileHandle(forReadingAtPath: path) else { return false }
-        defer { try? file.close() }
-        for box in topLevel(path) where box.type == "moov" {
-            guard box.size <= 64 << 20, let body = read(file, at: box.offset, count: Int(box.size)) else { continue }
-            var at = 8
-            while at + 8 <= body.count {
-                let size = Int(bigEndian32(body, at))
-                if String(decoding: body[at + 4..<at + 8], as: UTF8.self) == "mvex" { return true }
-                guard size >= 8 else { break }
-                at += size
-            }
-        }
-        return false
-    }
-
-    private static func read(_ file: FileHandle, at offset: UInt64, count: Int) -> [UInt8]? {
-        guard (try? file.seek(toOffset: offset)) != nil, let data = try? file.read(upToCount: count) else { return nil }
-        return [UInt8](data)
-    }
-
-    private static func bigEndian32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
-        UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
     }
 }
