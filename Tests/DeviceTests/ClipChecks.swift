@@ -227,23 +227,28 @@ enum ClipChecks {
             "\(name): tone begins at \(fixed(soundAt, 4)) s, first white frame at \(fixed(pictureAt, 4)) s in the clip; "
                 + "expected the picture \(fixed(expected * 1000, 1)) ms after the sound (change \(fixed(changeAfterOnset * 1000, 1)) ms + vivid's latency "
                 + "\(fixed(median(latency) * 1000, 1)) ms): audio/video offset \(fixed(error * 1000, 1)) ms")
-        // vivid shows a change `latency` after it: the rounds of the latency scenario change the
-        // pattern at points spread over a frame period, so their spread is vivid's frame
-        // quantization (wider when the VM is starved); 5 ms more either way for stamp wobble.
-        // Where the clip has every frame around the change, the first white frame must come
-        // within that spread; where frames before it were dropped or lost (a starved agent), the
-        // change lies between the frame before it and it, and that interval must meet the spread.
+        // vivid shows a change at its next frame: `latency` spans one frame period (the rounds
+        // of the latency scenario change the pattern at points spread over a period, so their
+        // spread is at most a period, a little less for eight samples; wider when the VM is
+        // starved). So the change shows between the largest latency less a period and the
+        // smallest plus a period (and never outside what was measured), 5 ms more either way
+        // for stamp wobble. Where the clip has every frame around the change, the first white
+        // frame must come in that window; where frames before it were dropped or lost (a starved
+        // agent), the change lies between the frame before it and it, and that interval must
+        // meet the window.
         let previousAt = white > 0 ? packets[white - 1].time : -Double.infinity
-        let earliest = soundAt + changeAfterOnset + (latency.min() ?? 0) - 0.005
-        let latest = soundAt + changeAfterOnset + (latency.max() ?? 0) + 0.005
+        let shortest = min(latency.min() ?? 0, (latency.max() ?? 0) - period)
+        let longest = max(latency.max() ?? 0, (latency.min() ?? 0) + period)
+        let earliest = soundAt + changeAfterOnset + shortest - 0.005
+        let latest = soundAt + changeAfterOnset + longest + 0.005
         let gapBefore = pictureAt - previousAt > 1.5 * period
         r.check(
             !latency.isEmpty && pictureAt >= earliest && (gapBefore ? previousAt < latest : pictureAt <= latest),
-            "\(name): sound and picture line up: the picture changes as long after the sound as vivid's measured latency",
+            "\(name): sound and picture line up: the picture changes as long after the sound as vivid's latency allows",
             "first white frame \(fixed((pictureAt - soundAt - changeAfterOnset) * 1000, 1)) ms after the change"
                 + (gapBefore
                     ? ", the frame before it \(fixed((previousAt - soundAt - changeAfterOnset) * 1000, 1)) ms" : "")
-                + "; vivid's latency \(fixed((latency.min() ?? 0) * 1000, 1))...\(fixed((latency.max() ?? 0) * 1000, 1)) ms"
-        )
+                + "; vivid's latency \(fixed((latency.min() ?? 0) * 1000, 1))...\(fixed((latency.max() ?? 0) * 1000, 1)) ms measured, "
+                + "\(fixed(shortest * 1000, 1))...\(fixed(longest * 1000, 1)) ms allowed")
     }
 }
