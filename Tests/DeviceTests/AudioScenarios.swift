@@ -124,10 +124,12 @@ enum AudioScenarios {
             }
             let lateAfter = resumed.map { ($0.returned - $0.chunk.end).seconds }
             r.check(!resumed.isEmpty, "capture goes on")
-            // The same bounds as before the overrun: snd-aloop's timer jitter (−3.0 ms seen here
-            // with stress-ng in the VM) either way.
+            // After the overrun the microphone's timeline starts its line again from one
+            // measurement, which may be off by as much as the timeline takes for jitter before it
+            // restarts (`AudioTimeline.resyncThreshold`, 20 ms): −3 ms seen with stress-ng in the
+            // VM, −18 ms with it on the host.
             r.timingCheck(
-                lateAfter.allSatisfy { $0 > -0.010 && $0 < 5.0 }, "on the same clock",
+                lateAfter.allSatisfy { $0 > -0.020 && $0 < 5.0 }, "on the same clock",
                 "returned \(fixed((lateAfter.min() ?? 0) * 1000, 1))...\(fixed((lateAfter.max() ?? 0) * 1000, 1)) ms after their end"
             )
         } catch {
