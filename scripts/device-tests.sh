@@ -5,7 +5,9 @@
 # they recorded on this machine with ffprobe and ffmpeg.
 #
 # Usage: scripts/device-tests.sh [SCENARIO...]   (default: all; see Tests/DeviceTests/main.swift)
-# Environment: SWIFT (the swift command), SWIFT_FLAGS (e.g. --scratch-path .build-dev).
+# Environment: SWIFT (the swift command), SWIFT_FLAGS (e.g. --scratch-path .build-dev);
+# DEVICE_TESTS_STRESS=1 runs `stress-ng --cpu 2` in the VM beside the scenarios (a board at
+# 100% CPU: the checks must hold there too; stress-ng is installed with apt-get when missing).
 # Results go to var/device-tests/<time>/: figures-vm.txt, figures-host.txt, probe.txt, the
 # agents' logs and clips.
 set -euo pipefail
@@ -25,8 +27,21 @@ mkdir -p "$out"
 built=$(date +%s)
 echo "device tests: results in $out"
 
+command="'$bin/vigil-device-tests' inside '$out' '$bin/vigil' $*"
+if [[ ${DEVICE_TESTS_STRESS:-0} == 1 ]]; then
+    if ! dpkg-query -W -f='${Status}\n' stress-ng 2>/dev/null | grep -q '^install ok installed'; then
+        sudo=""; [[ $(id -u) == 0 ]] || sudo=sudo
+        echo "device tests: installing stress-ng" >&2
+        $sudo apt-get update -q >&2
+        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends stress-ng </dev/null >&2
+    fi
+    # The guest runs the host's binaries: stress-ng keeps both virtual CPUs busy until the
+    # scenarios end (its timeout only guards against it outliving them).
+    command="nice -n 10 stress-ng --cpu 2 --timeout 1800 --quiet & stress=\$!; $command; status=\$?; kill \$stress; wait \$stress; exit \$status"
+    echo "device tests: stress-ng --cpu 2 runs in the VM beside the scenarios"
+fi
 set +e
-scripts/vm/run-vm.sh "$out" "'$bin/vigil-device-tests' inside '$out' '$bin/vigil' $*"
+scripts/vm/run-vm.sh "$out" "$command"
 inside=$?
 ran=$(date +%s)
 "$bin/vigil-device-tests" check "$out"

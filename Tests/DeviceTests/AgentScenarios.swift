@@ -8,14 +8,14 @@ struct Context {
     let out: String
     let vigil: String
     var expectations = Expectations()
-    let monitor = StarvationMonitor()
+    let monitor = StarvationMonitor.shared
 
     mutating func run(_ scenario: Scenario, _ r: Report) {
         _ = monitor.take()
         defer {
             let worst = monitor.take()
             r.figure("largest scheduling delay in the VM during this scenario: \(fixed(worst * 1000, 0)) ms")
-            if worst > 0.2 {
+            if worst > StarvationMonitor.starvedAbove {
                 r.note(
                     "the VM was starved of CPU (is the host busy?): timing checks in this scenario can fail for that reason alone"
                 )
@@ -47,6 +47,12 @@ struct Context {
 }
 
 enum AgentScenarios {
+    /// How long the scenarios wait for the agent to react (a clip to start or be saved, an
+    /// unplug to be noticed): a limit, not a speed to meet. A starved VM (a busy host,
+    /// `DEVICE_TESTS_STRESS=1`) runs the agent at a few frames a second, and the detector
+    /// confirms motion over frames, so a clip may start many seconds after the bars move.
+    static let eventTimeout = 30.0
+
     /// `vigil probe`: every camera and microphone, and a block that pastes into a valid config.
     static func probe(_ r: Report, vigil: String, out: String) {
         r.section("vigil probe")
@@ -177,8 +183,17 @@ enum AgentScenarios {
                 "the agent negotiates NV12 640x480 at 25 fps")
             Thread.sleep(forTimeInterval: 3)
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
-            r.check(agent.waitFor("clip started", timeout: 10), "moving colour bars start a clip")
+            r.check(agent.waitFor("clip started", timeout: eventTimeout), "moving colour bars start a clip")
             Thread.sleep(forTimeInterval: 1)
+            // The change must fall in a clip. A starved agent sees few frames of the moving bars,
+            // and may end the event while they move (seen at about 9 frames a second): then wait
+            // for the next clip the bars start.
+            let started = agent.entries("clip started").count
+            if agent.entries("clip saved").count >= started {
+                r.note("the event ended while the bars moved (a starved agent?): waiting for the next clip")
+                agent.waitFor("clip started", count: started + 1, timeout: eventTimeout)
+                Thread.sleep(forTimeInterval: 0.5)
+            }
             let pattern = try Vivid.Control("test_pattern")
             guard let onset = player.startTone() else {
                 r.fail("the tone did not start: \(player.failure ?? "timeout")")
@@ -195,7 +210,9 @@ enum AgentScenarios {
             )
             Thread.sleep(forTimeInterval: 1.5)
             try Vivid.set("horizontal_movement", Vivid.Movement.none.rawValue)
-            r.check(agent.waitFor("clip saved", timeout: 20), "the clip is saved after the post-roll")
+            r.check(
+                agent.waitFor("clip saved", count: agent.entries("clip started").count, timeout: eventTimeout),
+                "the clip is saved after the post-roll")
             // The driver drops frames now and then (still picture: no clip): the stats line counts them.
             let lostBefore = sum("lost_at_source", agent)
             let statsBefore = agent.entries("stats").count
@@ -257,14 +274,20 @@ enum AgentScenarios {
                 "the agent warns that it gets 12.5 fps, not 30")
             Thread.sleep(forTimeInterval: 2)
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
-            r.check(agent.waitFor("clip started", timeout: 10), "motion starts a clip")
+            r.check(agent.waitFor("clip started", timeout: eventTimeout), "motion starts a clip")
             // Bars that stop where they were not before still differ from the learned
             // background (for 30 s, as a parked car would): stop the agent while it records.
             Thread.sleep(forTimeInterval: 3)
             let status = agent.stop()
             try Vivid.set("horizontal_movement", Vivid.Movement.none.rawValue)
             r.check(status == 0, "SIGTERM stops the agent with status 0", "\(status.map(String.init) ?? "killed")")
-            r.check(agent.entries("clip saved").count == 1, "the open clip is finished on the way out")
+            // Under load the detector may end the event and start another while the bars move
+            // (a starved agent sees few frames): what must hold is that no clip is lost — the one
+            // open at the stop finished on the way out like the others.
+            let started = agent.entries("clip started").count, saved = agent.entries("clip saved")
+            r.check(
+                !saved.isEmpty && saved.count == started, "every clip started is saved, the one open at the stop too",
+                "\(started) started; saved: " + saved.map { logValue($0, "reason") ?? "?" }.joined(separator: ", "))
             for line in agent.entries("stats").suffix(2) { r.figure(line) }
             for clip in savedClips(agent, storage: storage) {
                 expected.append(
@@ -303,15 +326,16 @@ enum AgentScenarios {
                 "a missing microphone is logged, video goes on")
             Thread.sleep(forTimeInterval: 2)
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
-            r.check(agent.waitFor("clip started", timeout: 10), "motion starts a clip")
+            r.check(agent.waitFor("clip started", timeout: eventTimeout), "motion starts a clip")
             Thread.sleep(forTimeInterval: 1.5)
 
             try Vivid.unplug()
             let pulled = Date()
             r.check(
-                agent.waitFor("camera lost; closing the clip and retrying", timeout: 10), "the agent notices the unplug"
+                agent.waitFor("camera lost; closing the clip and retrying", timeout: eventTimeout),
+                "the agent notices the unplug"
             )
-            r.check(agent.waitFor("clip saved", timeout: 10), "and closes the open clip")
+            r.check(agent.waitFor("clip saved", timeout: eventTimeout), "and closes the open clip")
             r.figure("seen \(fixed(Date().timeIntervalSince(pulled), 2)) s after the unplug:")
             for line in agent.entries("camera lost; closing the clip and retrying") + agent.entries("clip saved") {
                 r.figure(line)
@@ -330,7 +354,9 @@ enum AgentScenarios {
             r.check(agent.waitFor("camera back", timeout: 40), "the agent reopens the camera by its stable name")
             for line in agent.entries("camera back") + agent.entries("camera negotiated").suffix(1) { r.figure(line) }
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
-            r.check(agent.waitFor("clip started", count: 2, timeout: 15), "recording resumes: motion starts a new clip")
+            r.check(
+                agent.waitFor("clip started", count: 2, timeout: eventTimeout),
+                "recording resumes: motion starts a new clip")
             Thread.sleep(forTimeInterval: 2)
             try Vivid.set("horizontal_movement", Vivid.Movement.none.rawValue)
             let status = agent.stop()

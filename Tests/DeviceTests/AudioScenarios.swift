@@ -54,12 +54,12 @@ enum AudioScenarios {
             // A chunk's end comes from the driver's timestamp of its last period; snd-aloop's
             // runs off the VM's timer, a few ms off when the host is loaded (−3.4 ms seen). Another
             // clock would be off by seconds or years.
-            r.check(
+            r.timingCheck(
                 lateness.allSatisfy { $0 > -0.010 && $0 < 5.0 },
                 "chunk times are on CLOCK_MONOTONIC: each ends before it is returned (within the driver's timer jitter, late only by scheduling)"
             )
             let steps = zip(quiet, quiet.dropFirst()).map { abs(($1.chunk.time - $0.chunk.end).seconds) }
-            r.check(
+            r.timingCheck(
                 steps.allSatisfy { $0 < 0.002 }, "chunks follow one another without gaps",
                 "largest step \(fixed((steps.max() ?? 0) * 1000, 2)) ms")
 
@@ -92,7 +92,7 @@ enum AudioScenarios {
             r.figure(
                 "tone: played (by the playback side's timestamps) at \(onset), captured (by the microphone's timestamps) at \(heard): offset \(fixed(offset * 1000, 2)) ms"
             )
-            r.check(
+            r.timingCheck(
                 abs(offset) < 0.005, "capture timestamps agree with the playback side within 5 ms",
                 "\(fixed(offset * 1000, 2)) ms")
             var crossings = 0
@@ -108,9 +108,13 @@ enum AudioScenarios {
             r.figure(
                 "after sleeping past the buffer: overruns \(mic.overruns - overrunsBefore), \(resumed.count) chunks since"
             )
+            // A starved VM can overrun once more on its own: at least one is judged always, exactly
+            // one while the VM was not starved.
             r.check(
-                mic.overruns == overrunsBefore + 1, "an overrun is recovered and counted once",
-                "\(mic.overruns - overrunsBefore)")
+                mic.overruns > overrunsBefore, "an overrun is recovered and counted", "\(mic.overruns - overrunsBefore)"
+            )
+            r.timingCheck(
+                mic.overruns == overrunsBefore + 1, "exactly once", "\(mic.overruns - overrunsBefore)")
             if let last = loud.last, let next = resumed.first {
                 let gap = (next.chunk.time - last.chunk.end).seconds
                 r.figure("timestamp gap over the overrun: \(fixed(gap, 3)) s")
@@ -119,9 +123,15 @@ enum AudioScenarios {
                     "\(fixed(gap, 3)) s")
             }
             let lateAfter = resumed.map { ($0.returned - $0.chunk.end).seconds }
-            r.check(
-                !resumed.isEmpty && lateAfter.allSatisfy { $0 > -0.002 && $0 < 5.0 },
-                "capture goes on, on the same clock")
+            r.check(!resumed.isEmpty, "capture goes on")
+            // After the overrun the microphone's timeline starts its line again from one
+            // measurement, which may be off by as much as the timeline takes for jitter before it
+            // restarts (`AudioTimeline.resyncThreshold`, 20 ms): −3 ms seen with stress-ng in the
+            // VM, −18 ms with it on the host.
+            r.timingCheck(
+                lateAfter.allSatisfy { $0 > -0.020 && $0 < 5.0 }, "on the same clock",
+                "returned \(fixed((lateAfter.min() ?? 0) * 1000, 1))...\(fixed((lateAfter.max() ?? 0) * 1000, 1)) ms after their end"
+            )
         } catch {
             r.fail("reading \(capture): \(error)")
         }

@@ -1,7 +1,9 @@
 import Testing
 
-/// Every movie a test writes goes through the independent readers: ffprobe reads it, and a
-/// full decode by ffmpeg prints nothing. Returns ffprobe's report.
+/// Every movie a test writes goes through the independent readers: ffprobe reads it, a full
+/// decode by ffmpeg prints nothing, and a full decode by GStreamer (`GStreamer.decode`) warns
+/// about nothing but its documented artefacts and gives every frame ffprobe counted, in
+/// increasing presentation time. Returns ffprobe's report.
 @discardableResult
 public func expectPlayable(
     _ path: String, _ comment: String = "", sourceLocation: SourceLocation = #_sourceLocation
@@ -15,12 +17,36 @@ public func expectPlayable(
     }
     let decode = try FFmpeg.decodeErrors(path)
     #expect(decode.isEmpty, "\(comment) \(path) does not decode cleanly: \(decode)", sourceLocation: sourceLocation)
+    var probe: ProbeReport?
     do {
-        let probe = try FFprobe.probe(path)
-        #expect(probe.video != nil, "\(comment) \(path) has no video stream", sourceLocation: sourceLocation)
-        return probe
+        probe = try FFprobe.probe(path)
+        #expect(probe?.video != nil, "\(comment) \(path) has no video stream", sourceLocation: sourceLocation)
     } catch {
         Issue.record("\(comment) ffprobe cannot read \(path): \(error)", sourceLocation: sourceLocation)
-        return nil
+    }
+    let packets = probe?.video.flatMap { Int($0["nb_read_packets"] ?? "") }
+    for problem in GStreamer.problems(of: try GStreamer.decode(path), packets: packets) {
+        Issue.record("\(comment) \(path): \(problem)", sourceLocation: sourceLocation)
+    }
+    return probe
+}
+
+extension GStreamer {
+    /// What is wrong with a movie's `decode`, one sentence each: what GStreamer warned about,
+    /// a frame count other than ffprobe's `packets` (when known), presentation times that do not
+    /// increase. Empty for a clean movie.
+    public static func problems(of decode: Decode, packets: Int?) -> [String] {
+        var problems = decode.problems.map { "GStreamer: " + $0 }
+        if let packets, decode.frames.count != packets {
+            problems.append("GStreamer decoded \(decode.frames.count) frames, ffprobe counted \(packets) packets")
+        }
+        let times = decode.frames.compactMap(\.self)
+        if times.count != decode.frames.count {
+            problems.append("GStreamer: \(decode.frames.count - times.count) decoded frame(s) without a time")
+        }
+        if let bad = zip(times, times.dropFirst()).first(where: { $1 <= $0 }) {
+            problems.append("GStreamer: presentation times do not increase (\(bad.0) s, then \(bad.1) s)")
+        }
+        return problems
     }
 }

@@ -159,8 +159,17 @@ public enum FFprobe {
 public enum FFmpeg {
     /// Decodes every stream of `path` fully; returns what ffmpeg printed at error level
     /// (empty for a clean file).
+    ///
+    /// `-enc_time_base -1` hands the decoded frames to the null muxer in the movie's own time
+    /// base (1/90000 for ours). By default ffmpeg 5.1 re-times them to the frame rate it guesses
+    /// (`r_frame_rate`), and when two frames of a camera whose timestamps wobble (a late frame,
+    /// a busy machine) round to the same tick of that rate it prints "Application provided
+    /// invalid, non monotonically increasing dts to muxer in stream 0: N >= N" — at error
+    /// level, about its own rounding, not the movie. Timestamps that do not increase in the
+    /// movie itself still collide in its time base and are still reported.
     public static func decodeErrors(_ path: String) throws -> String {
-        let r = try runTool("ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "null", "-"])
+        let r = try runTool(
+            "ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-enc_time_base", "-1", "-f", "null", "-"])
         let text = r.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
         if r.status != 0 && text.isEmpty { return "ffmpeg exited \(r.status)" }
         return text
