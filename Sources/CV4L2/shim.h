@@ -81,6 +81,8 @@ static inline void *CV4L2_rawMmap(size_t length, int fd, int64_t offset) {
 }
 static const unsigned long CV4L2_VIDIOC_ENCODER_CMD = VIDIOC_ENCODER_CMD;
 static const unsigned long CV4L2_VIDIOC_S_EXT_CTRLS = VIDIOC_S_EXT_CTRLS;
+static const unsigned long CV4L2_VIDIOC_S_SELECTION = VIDIOC_S_SELECTION;
+static const uint32_t CV4L2_SEL_TGT_CROP = V4L2_SEL_TGT_CROP;
 static const uint32_t CV4L2_ENC_CMD_START = V4L2_ENC_CMD_START;
 static const uint32_t CV4L2_ENC_CMD_STOP = V4L2_ENC_CMD_STOP;
 static const uint32_t CV4L2_BUF_FLAG_KEYFRAME = V4L2_BUF_FLAG_KEYFRAME;

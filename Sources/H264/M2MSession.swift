@@ -63,8 +63,11 @@ public final class M2MSession {
     public let identity: (driver: String, card: String)
     /// The device uses the multi-planar API.
     public let multiplanar: Bool
-    /// Where the raw frames lie in the device's buffers (its strides).
+    /// Where the raw frames lie in the device's buffers: its strides, and its size, which may
+    /// be rounded up from the picture's (the rows past the picture repeat its last row).
     public let rawLayout: VideoFormat
+    /// The picture's own size (the crop of the device's buffer).
+    public let visible: (width: Int, height: Int)
     public let codedFourCC: FourCC
     private let fd: FileDescriptor
     private let outputType: UInt32
@@ -133,7 +136,11 @@ public final class M2MSession {
         let set = try Self.setFormat(
             descriptor, path, type: outputType, multiplanar: multiplanar, fourcc: FourCC(littleEndian: rawFourCC),
             width: format.width, height: format.height)
-        guard set.fourcc == FourCC(littleEndian: rawFourCC), set.width == format.width, set.height == format.height
+        // Encoders code whole macroblocks: the driver may round the buffer's size up (vicodec
+        // to 8×16, the Pi's to 16 rows, 1080 → 1088), and the visible picture is then set as
+        // the OUTPUT queue's crop; the chroma planes start after the rounded rows.
+        guard set.fourcc == FourCC(littleEndian: rawFourCC), set.width >= format.width, set.height >= format.height,
+            set.width <= format.width + 64, set.height <= format.height + 64
         else {
             throw M2MError(
                 path, "VIDIOC_S_FMT", code: 0,
@@ -143,10 +150,22 @@ public final class M2MSession {
         }
         do {
             rawLayout = try VideoFormat(
-                width: format.width, height: format.height, pixelFormat: format.pixelFormat,
+                width: set.width, height: set.height, pixelFormat: format.pixelFormat,
                 bytesPerLine: set.bytesPerLine, frameRate: format.frameRate)
         } catch {
             throw M2MError(path, "VIDIOC_S_FMT", code: 0, problem: "its raw layout: \(error)")
+        }
+        visible = (format.width, format.height)
+        if set.width != format.width || set.height != format.height {
+            var selection = v4l2_selection()
+            selection.type = V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue  // the ioctl layer maps _MPLANE to this
+            selection.target = CV4L2_SEL_TGT_CROP
+            selection.r = v4l2_rect(left: 0, top: 0, width: UInt32(format.width), height: UInt32(format.height))
+            if CV4L2_rawIoctl(descriptor.rawValue, CV4L2_VIDIOC_S_SELECTION, &selection) != 0,
+                errno != ENOTTY, errno != EINVAL
+            {
+                throw M2MError(path, "VIDIOC_S_SELECTION", code: errno)
+            }
         }
         fd = descriptor
         output = try map(type: outputType, count: buffers)
@@ -197,7 +216,7 @@ public final class M2MSession {
         for (p, plane) in rawLayout.planes.enumerated() {
             let source = frame.plane(p)
             for y in 0..<plane.rows {
-                let row = source.row(y)
+                let row = source.row(min(y, source.height - 1))
                 (base + plane.offset + y * plane.stride).update(from: row.baseAddress!, count: row.count)
             }
         }
