@@ -91,6 +91,16 @@ test-deb: deb
 test-devices: deps check-swift
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/device-tests.sh
 
+# Power cuts: in the same VM with dm-log-writes, the block writes of the agent recording
+# (killed mid-clip) on ext4 (data=ordered, data=writeback), vfat, exFAT and f2fs are replayed
+# to flush points and to torn states between them; each state is checked, repaired and
+# started on, and every clip must decode and keep every synced frame (scripts/powercut/).
+# About 5 minutes (10 on a busy 2-core machine); POWERCUT_SEED, POWERCUT_FS, ... in
+# scripts/powercut/run.sh; results in var/powercut/.
+.PHONY: test-powercut
+test-powercut: deps check-swift
+	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/powercut/run.sh
+
 # The formatting is the toolchain's own formatter's (`swift format`, configured in .swift-format);
 # the layering check is scripts/check-layering.sh.
 FORMATTED := Sources Tests Package.swift

@@ -374,6 +374,16 @@ extension ByteWriter {
         fullBox("mfhd") { w in w.writeUInt32(sequenceNumber) }
     }
 
+    /// The fragment's own check, the last child of its `moof`: a `free` box (which every
+    /// reader skips, wherever it is) holding Vigil's tag and the CRC-32 of the fragment's
+    /// media data, by which repair knows a payload that reached the disk whole.
+    mutating func writePayloadCheck(crc: UInt32) {
+        box("free") { w in
+            w.writeUInt32(PayloadCheck.tag.bigEndianValue)
+            w.writeUInt32(crc)
+        }
+    }
+
     /// A track fragment header whose data offsets count from the start of the `moof`.
     mutating func writeTFHD(trackID: UInt32) {
         fullBox("tfhd", flags: TrackRunFlags.defaultBaseIsMoof) { w in w.writeUInt32(trackID) }
@@ -433,4 +443,10 @@ func movieDuration(of header: TrackHeader, _ table: SampleTable) -> UInt64 {
     let media = table.mediaDuration
     return header.startDelay + (media * UInt64(TimeScale.movie) + UInt64(header.timescale) / 2)
         / UInt64(header.timescale)
+}
+
+/// The `free` box a fragment's `moof` ends with: tag, then the CRC-32 of its `mdat` payload.
+enum PayloadCheck {
+    static let tag: FourCC = "vgck"
+    static let boxSize = 16
 }

@@ -432,16 +432,41 @@ public enum MovieRepair {
         _ fragment: Fragment, tracks: [(header: TrackHeader, table: SampleTable, bytesPerFrame: Int)],
         file: any MovieFile
     ) throws(FragmentError) -> [(run: TrackRun, track: Int)] {
+        let payloadStart = fragment.mdat.offset + UInt64(fragment.mdat.headerSize)
+        let payloadLength = fragment.mdat.end - payloadStart
+        guard payloadLength <= 256 << 20 else {
+            throw FragmentError(problem: "has \(payloadLength) bytes of media data, more than Vigil writes")
+        }
+        let payload: [UInt8]
+        do { payload = try file.read(at: payloadStart, count: Int(payloadLength)) } catch {
+            throw FragmentError(problem: "cannot be read: \(error.reason)")
+        }
+        guard payload.count == Int(payloadLength) else { throw FragmentError(problem: "is cut short") }
+        let runs = try parseFragment(fragment.bytes, box: fragment.moof)
+        for run in runs {
+            let length = run.samples.reduce(0) { $0 + UInt64($1.size) }
+            guard run.dataOffset >= payloadStart, run.dataOffset + length <= fragment.mdat.end else {
+                throw FragmentError(problem: "points outside its media data")
+            }
+        }
+        // The writer's checksum of the payload (fragments written before it have none).
+        if let check = childBoxes(of: fragment.bytes, in: fragment.moof.headerSize..<fragment.bytes.count)?.last,
+            check.type == .free, check.body.count == 8
+        {
+            var r = ByteReader(fragment.bytes, range: check.body)
+            if r.readUInt32() == PayloadCheck.tag.bigEndianValue, let expected = r.readUInt32(),
+                CRC32.checksum(payload) != expected
+            {
+                throw FragmentError(
+                    problem:
+                        "holds media data that does not match its checksum (zeros or stale data: it did not reach the disk)",
+                    payloadMissing: true)
+            }
+        }
         var result: [(run: TrackRun, track: Int)] = []
-        for run in try parseFragment(fragment.bytes, box: fragment.moof) {
+        for run in runs {
             guard let t = tracks.firstIndex(where: { $0.header.trackID == run.trackID }) else {
                 throw FragmentError(problem: "names track \(run.trackID), which the header does not have")
-            }
-            let length = run.samples.reduce(0) { $0 + UInt64($1.size) }
-            guard run.dataOffset >= fragment.mdat.offset + UInt64(fragment.mdat.headerSize),
-                run.dataOffset + length <= fragment.mdat.end
-            else {
-                throw FragmentError(problem: "points outside its media data")
             }
             // A sample longer than a minute is corruption, not a recording.
             let longest = UInt64(tracks[t].header.timescale) * 60
@@ -450,15 +475,10 @@ public enum MovieRepair {
             }
             switch tracks[t].header.kind {
             case .video:
-                guard length <= 256 << 20 else { throw FragmentError(problem: "has \(length) bytes of video") }
-                let bytes: [UInt8]
-                do { bytes = try file.read(at: run.dataOffset, count: Int(length)) } catch {
-                    throw FragmentError(problem: "cannot be read: \(error.reason)")
-                }
-                var start = 0
+                var start = Int(run.dataOffset - payloadStart)
                 for (n, sample) in run.samples.enumerated() {
                     let end = start + Int(sample.size)
-                    guard end <= bytes.count, AVCC.isWhole(bytes[start..<end]) else {
+                    guard AVCC.isWhole(payload[start..<end]) else {
                         throw FragmentError(
                             problem:
                                 "holds no whole H.264 in its video sample \(n + 1) of \(run.samples.count) (zeros or stale data: it did not reach the disk)",
@@ -476,6 +496,7 @@ public enum MovieRepair {
         }
         return result
     }
+
     /// A track's header fields and sample description, from a `trak` of the header `moov`.
     static func parseTrack(
         _ bytes: [UInt8], _ trak: ChildBox

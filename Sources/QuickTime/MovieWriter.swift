@@ -398,6 +398,9 @@ public final class MovieWriter {
                 duration: UInt32(n), size: UInt32(n * (description.audio?.bytesPerFrame ?? 1)), isSync: true)
         }
 
+        var crc = CRC32()
+        for sample in run?.gop.samples ?? [] { crc.update(sample.data) }
+        crc.update(pendingAudio[..<audioBytes])
         var moof = ByteWriter(reservingCapacity: 256 + videoSamples.count * 12)
         var dataOffsetFields: [(position: Int, dataStart: Int)] = []
         moof.box("moof") { w in
@@ -416,6 +419,7 @@ public final class MovieWriter {
                     dataOffsetFields.append((w.writeTRUN(samples: audioSamples, withFlags: false), videoBytes))
                 }
             }
+            w.writePayloadCheck(crc: crc.value)
         }
         let payload = UInt64(videoBytes + audioBytes)
         var mdatHeader = ByteWriter()

@@ -144,10 +144,30 @@ func topLevelBoxes(_ bytes: [UInt8]) -> [(offset: Int, size: Int, type: String)]
         let report = try #require(try MovieRepair.repair(path: path))
         #expect(report.fragments == 4 && report.videoFrames == 40)
         #expect(report.droppedFragments == 1)
-        #expect(report.dropReason?.contains("no whole H.264") == true, "\(report.dropReason ?? "")")
+        #expect(report.dropReason?.contains("did not reach the disk") == true, "\(report.dropReason ?? "")")
         #expect(report.discardedBytes == UInt64(last.size + mdat.size))
         #expect(try expectPlayable(path).video?["nb_frames"] == "40")
         #expect(try frameHashes(path) == Array(reference.prefix(40)))
+    }
+
+    /// A power cut can keep some pages of a fragment and not others: one page of zeros in the
+    /// middle of a picture leaves every length prefix in place, so only the fragment's own
+    /// checksum tells. Repair drops it.
+    @Test func aFragmentWithOnePageMissingIsDropped() throws {
+        let source = try SmallFixture.file("page-source.mov", close: false)
+        var bytes = fileBytes(source)
+        let boxes = topLevelBoxes(bytes)
+        let mdats = boxes.filter { $0.type == "mdat" }
+        let last = mdats[mdats.count - 1]
+        // Inside the first sample (the IDR, far longer than the 64 bytes zeroed), past its first NAL header.
+        let at = last.offset + 8 + 600
+        for i in at..<(at + 64) { bytes[i] = 0 }
+        let path = Fixture.directory.file("page.mov")
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        let report = try #require(try MovieRepair.repair(path: path))
+        #expect(report.fragments == 4 && report.droppedFragments == 1)
+        #expect(report.dropReason?.contains("checksum") == true, "\(report.dropReason ?? "")")
+        #expect(try expectPlayable(path).video?["nb_frames"] == "40")
     }
 
     /// Damage followed by fragments that reached the disk is not what a power cut leaves:

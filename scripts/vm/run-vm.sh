@@ -18,7 +18,9 @@
 # ${VIGIL_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vigil-vm}.
 #
 # Environment: VM_MEM (MB, 1024), VM_SMP (2), VM_TIMEOUT (seconds, 600), VM_ACCEL (tcg),
-# VM_KERNEL_PKG (default: what linux-image-amd64 depends on), VM_VIVID_OPTS, VM_ALOOP_OPTS.
+# VM_KERNEL_PKG (default: what linux-image-amd64 depends on), VM_VIVID_OPTS, VM_ALOOP_OPTS,
+# VM_MODULES (more kernel modules, by name, put in the initramfs and loaded before COMMAND,
+# e.g. "loop dm-log-writes ext4"; their dependencies come along).
 set -euo pipefail
 
 verbose=0
@@ -99,7 +101,8 @@ fi
 [[ -s $kdir/vmlinux ]] && kernel=$kdir/vmlinux
 
 # ------------------------------------------------------------------ initramfs
-wanted="virtio_pci virtio_console 9pnet_virtio 9p overlay vivid snd-aloop"
+extra_modules=${VM_MODULES:-}
+wanted="virtio_pci virtio_console 9pnet_virtio 9p overlay vivid snd-aloop $extra_modules"
 modules=$(for m in $wanted; do modprobe -d "$kdir" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }'; done | awk '!seen[$0]++')
 
 read -r -d '' init <<'EOF_INIT' || true
@@ -119,6 +122,7 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 ctl /ctl || fail "moun
 . /ctl/env
 modprobe vivid $VM_VIVID_OPTS || fail "modprobe vivid $VM_VIVID_OPTS"
 modprobe snd-aloop $VM_ALOOP_OPTS || fail "modprobe snd-aloop $VM_ALOOP_OPTS"
+for m in $VM_MODULES; do modprobe "$m" || fail "modprobe $m"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144,cache=loose,ro hostroot /host || fail "mount the host's root"
 mount -t tmpfs tmpfs /overlay && mkdir -p /overlay/upper /overlay/work
 mount -t overlay overlay -o lowerdir=/host,upperdir=/overlay/upper,workdir=/overlay/work /root-rw || fail "overlay"
@@ -193,6 +197,7 @@ printf '%s\n' "$command" > "$run/ctl/command"
     printf 'VM_SHARE=%q\n' "$share"
     printf 'VM_VIVID_OPTS=%q\n' "${VM_VIVID_OPTS:-}"
     printf 'VM_ALOOP_OPTS=%q\n' "${VM_ALOOP_OPTS:-}"
+    printf 'VM_MODULES=%q\n' "$extra_modules"
 } > "$run/ctl/env"
 # Guest stdout/stderr go through virtio-serial ports to qemu "pipe" character devices (which
 # write to PATH.out), then FIFOs, to ours. The kernel's own messages stay on the serial console.

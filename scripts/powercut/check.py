@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""The power-cut suite's verdicts, on the host: reads what inside.py recorded in OUT and
+decodes every distinct clip with ffprobe and ffmpeg (fast here; the VM is emulated).
+
+Usage: check.py OUT [--keep-images N]
+
+For every state: it mounted; the file system's check passed (ext4 and f2fs: after the
+kernel's recovery, repair and the agent — it must be clean; FAT and exFAT have no recovery,
+so the check of the raw state only reports the cut's own damage, counted apart, and their
+own tool repairs it before the state is mounted, as a boot-time fsck would); the agent
+came up and stopped with exit 0 and logged no error; every clip decodes cleanly (ffprobe
+reads it, `ffmpeg -v error -i CLIP -f null -` prints nothing); every line of events.jsonl
+is JSON and every clip on disk is named by one. Durability, with no help from the agent:
+the flush states in log order never lose a clip or a frame, and a torn state after flush k
+has every clip of F<k> with at least its frames; every clip's frames are the first frames
+of the same clip in END (compared packet by packet: a zero-filled fragment is caught);
+a clip the agent logged as saved before the state's point in the log (a mark written when
+the "clip saved" line came) is byte-identical to its END version, and END has every saved
+clip with the frames the agent logged.
+
+Prints per file system the states tested and failed, and each failure; exits 1 on any.
+Failing states are rebuilt (logwrites.py) into OUT/<fs>/failed/<state>.img.gz, at most
+N per file system (default 5).
+"""
+import concurrent.futures
+import gzip
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import logwrites  # noqa: E402
+
+OK_FILES = (".vigil.lock", "events.jsonl")
+# What fsck.fat and fsck.exfat say of any state taken while mounted (the volume's dirty
+# flag), and their greetings and totals: not damage.
+BENIGN_FSCK = re.compile(
+    r"^(fsck\.fat |exfatprogs version|Dirty bit is set|\s*Automatically removing dirty bit|Leaving filesystem unchanged"
+    r"|\S+: \d+ files, \d+/\d+ clusters|\S+: clean\.|.*(not unmounted cleanly|dirty))", re.I)
+
+
+def decode(path):
+    """{probe_ok, probe_err, decode_err, packets: [md5...]} of one clip, cached beside it."""
+    cache = path[: -len(".mov")] + ".json"
+    if os.path.exists(cache):
+        with open(cache) as f:
+            return json.load(f)
+    probe = subprocess.run(
+        ["ffprobe", "-v", "error", "-show_entries", "stream=codec_name,nb_frames", "-of", "json", path],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+    with tempfile.NamedTemporaryFile("r", suffix=".framemd5") as md5:
+        dec = subprocess.run(
+            ["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0:v:0", "-f", "null", "-",
+             "-map", "0:v:0", "-c", "copy", "-f", "framemd5", "-y", md5.name],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+        packets = [line.rsplit(",", 1)[1].strip() for line in md5.read().splitlines() if line and not line.startswith("#")]
+    result = {
+        "probe_ok": probe.returncode == 0 and not probe.stderr.strip(),
+        "probe_err": (probe.stderr.strip() or f"exit {probe.returncode}")[:300] if probe.returncode or probe.stderr.strip() else "",
+        "decode_err": (dec.stderr.strip() or (f"exit {dec.returncode}" if dec.returncode else ""))[:300],
+        "packets": packets,
+    }
+    with open(cache + ".part", "w") as f:
+        json.dump(result, f)
+    os.rename(cache + ".part", cache)
+    return result
+
+
+def mov_files(listing, readable=True):
+    return {p: v for p, v in (listing or {}).items() if p.endswith(".mov") and (v[0] >= 0 or not readable)}
+
+
+def first_line(text, n=160):
+    text = (text or "").strip().replace("\n", " | ")
+    return text[:n] + ("…" if len(text) > n else "")
+
+
+def check_fs(out, fs, decoded):
+    info = json.load(open(os.path.join(out, fs, "log-info.json")))
+    states = [json.loads(line) for line in open(os.path.join(out, fs, "states.jsonl"))]
+    by_id = {s["id"]: s for s in states}
+    end = by_id.get("END")
+    journaled = fs.startswith(("ext4", "f2fs"))
+    saved_marks = [(i, t[len("saved:"):]) for i, t in info["marks"] if t.startswith("saved:")]
+    failures = {}
+    notes = {}
+
+    def fail(state, what):
+        failures.setdefault(state["id"], []).append(what)
+
+    def note(state, what):
+        notes.setdefault(state["id"], []).append(what)
+
+    def clips(state, readable=True):
+        return mov_files(state.get("files_after"), readable)
+
+    def frames(sha):
+        return len(decoded[sha]["packets"])
+
+    end_clips = clips(end) if end else {}
+    for s in states:
+        rc, text = s.get("fsck", [0, ""])
+        if rc != 0:
+            if journaled:
+                fail(s, f"fsck (after repair and the agent) exit {rc}: " + first_line("\n".join(l for l in text.splitlines() if l.strip() and not l.startswith(("Pass ", "e2fsck ", "Info: ")))))
+            else:
+                found = [l.strip() for l in text.splitlines() if l.strip() and not BENIGN_FSCK.search(l)]
+                if found:
+                    note(s, "fsck")
+                    note(s, "fsck: " + first_line(" ".join(found), 200))
+        if "error" in s:
+            fail(s, "the harness failed: " + s["error"])
+            continue
+        if s["mount"][0] != 0:
+            fail(s, "does not mount: " + first_line(s["mount"][1]))
+            continue
+        if "repair" in s and s["repair"][0] not in (0, 65):
+            fail(s, f"vigil repair exit {s['repair'][0]}: " + first_line(s["repair"][1]))
+        agent = s.get("agent", {})
+        if agent.get("exit") != 0 or not agent.get("came_up"):
+            fail(s, f"the agent did not start and stop cleanly (exit {agent.get('exit')}, came up {agent.get('came_up')}): " + first_line(agent.get("log", "")[-300:]))
+        for line in agent.get("log", "").splitlines():
+            if "level=error" in line:
+                fail(s, "the agent logged an error: " + first_line(line, 240))
+        after = s.get("files_after") or {}
+        for path in after:
+            if not path.endswith(".mov") and path not in OK_FILES:
+                note(s, f"other file left: {path}")
+        for path, (size, sha) in list(clips(s, readable=False).items()):
+            if size < 0:
+                fail(s, f"{path}: {sha}")
+                continue
+            d = decoded[sha]
+            if not d["probe_ok"]:
+                fail(s, f"{path}: ffprobe: {d['probe_err']}")
+            if d["decode_err"]:
+                fail(s, f"{path}: ffmpeg decode: " + first_line(d["decode_err"]))
+        # The journal.
+        named = set()
+        text = s.get("journal")
+        if text is None:
+            if clips(s):
+                fail(s, "no events.jsonl, and clips on disk")
+        else:
+            for n, line in enumerate(text.split("\n")[:-1] if text.endswith("\n") else text.split("\n"), 1):
+                try:
+                    obj = json.loads(line)
+                    named.add(obj.get("file"))
+                except ValueError:
+                    fail(s, f"events.jsonl line {n} is not JSON: {first_line(line, 80)!r}")
+            for path in clips(s, readable=False):
+                if path not in named:
+                    fail(s, f"{path} is on disk but not in events.jsonl")
+        # Frames are the recorded ones: the first frames of the same clip at the end.
+        for path, (size, sha) in clips(s).items():
+            if s is end:
+                continue
+            if path not in end_clips:
+                fail(s, f"{path} is not in the final state")
+                continue
+            mine, final = decoded[sha]["packets"], decoded[end_clips[path][1]]["packets"]
+            if mine != final[: len(mine)]:
+                bad = next(i for i in range(len(mine)) if i >= len(final) or mine[i] != final[i])
+                fail(s, f"{path}: {len(mine)} frames, not the first frames of its final version ({len(final)} frames): frame {bad} differs")
+        # Clips saved before this point are their final bytes.
+        for at, path in saved_marks:
+            if at < s["at"] or s is end:
+                mine = clips(s, readable=False).get(path)
+                if mine is None:
+                    fail(s, f"{path} was saved before this point and is missing")
+                elif mine[0] < 0:
+                    fail(s, f"{path} was saved before this point and is unreadable")
+                elif end_clips.get(path) and mine[1] != end_clips[path][1]:
+                    fail(s, f"{path} was saved before this point and is not byte-identical to its final version")
+
+    # Flush states in log order lose nothing; a torn state keeps what its flush state held.
+    def compare(base, s, label):
+        if "error" in base or "error" in s or base["mount"][0] or s["mount"][0]:
+            return
+        have = clips(s, readable=False)
+        for path, (_, sha) in clips(base).items():
+            if path not in have:
+                fail(s, f"{path} (in {label}) is gone")
+            elif have[path][0] < 0:
+                pass  # said above
+            elif frames(have[path][1]) < frames(sha):
+                fail(s, f"{path}: {frames(have[path][1])} frames, {label} had {frames(sha)}")
+
+    flush_states = sorted((s for s in states if s["id"].startswith("F")), key=lambda s: s["at"]) + ([end] if end else [])
+    for a, b in zip(flush_states, flush_states[1:]):
+        compare(a, b, a["id"])
+    for s in states:
+        if s["id"].startswith("T"):
+            base = by_id.get("F" + s["id"][1:].split(".")[0])
+            if base:
+                compare(base, s, base["id"])
+    if end:
+        for saved in info["saved"]:
+            mine = end_clips.get(saved["file"])
+            if mine is None:
+                fail(end, f"{saved['file']}: logged as saved, not on disk")
+            elif frames(mine[1]) != saved["frames"]:
+                fail(end, f"{saved['file']}: logged as saved with {saved['frames']} frames, has {frames(mine[1])}")
+    else:
+        failures["END"] = ["the final state was not tested"]
+    return info, states, failures, notes
+
+
+def keep_images(out, fs, info, seed, failed_ids, limit):
+    if not failed_ids:
+        return []
+    kept = []
+    where = os.path.join(out, fs, "failed")
+    os.makedirs(where, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        log_path, base_path = os.path.join(tmp, "log"), os.path.join(tmp, "base.img")
+        for src, dst in ((os.path.join(out, fs, "log.gz"), log_path), (os.path.join(out, fs, "base.img.gz"), base_path)):
+            with gzip.open(src) as f, open(dst, "wb") as g:
+                shutil.copyfileobj(f, g, 1 << 20)
+        log = logwrites.Log(log_path)
+        for state_id in failed_ids[:limit]:
+            image = os.path.join(tmp, "state.img")
+            logwrites.build(log, base_path, state_id, seed, fs, image)
+            with open(image, "rb") as f, gzip.open(os.path.join(where, state_id + ".img.gz"), "wb", compresslevel=6) as g:
+                shutil.copyfileobj(f, g, 1 << 20)
+            kept.append(state_id)
+    return kept
+
+
+def main(argv):
+    out = os.path.abspath(argv[0])
+    limit = int(argv[argv.index("--keep-images") + 1]) if "--keep-images" in argv else 5
+    run = json.load(open(os.path.join(out, "run.json")))
+    seed = run["seed"]
+    filesystems = [fs for fs in run["filesystems"] if os.path.exists(os.path.join(out, fs, "states.jsonl"))]
+    shas = set()
+    for fs in filesystems:
+        for line in open(os.path.join(out, fs, "states.jsonl")):
+            shas.update(v[1] for v in mov_files(json.loads(line).get("files_after")).values())
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        decoded = dict(zip(sorted(shas), pool.map(lambda sha: decode(os.path.join(out, "clips", sha + ".mov")), sorted(shas))))
+    status = 0
+    lines = [f"power-cut suite: seed {seed} (POWERCUT_SEED={seed} reproduces it), {len(decoded)} distinct clips decoded"]
+    summary = {"seed": seed, "filesystems": {}}
+    for fs in run["filesystems"]:
+        if fs not in filesystems:
+            lines.append(f"{fs}: NOT RUN (see the VM's output)")
+            summary["filesystems"][fs] = {"error": "not run"}
+            status = 1
+            continue
+        info, states, failures, notes = check_fs(out, fs, decoded)
+        failed = [s["id"] for s in states if s["id"] in failures] + [i for i in failures if i not in {s["id"] for s in states}]
+        damaged = {i for i, n in notes.items() if "fsck" in n}
+        torn = sum(1 for s in states if s["id"].startswith("T"))
+        lines.append(f"{fs}: {len(states)} states tested ({len(states) - torn - 1} flush points, {torn} torn, END), {len(failed)} failed;"
+                     f" {info['entries']} log entries, {info['flushes']} flushes, {len(info['saved'])} clips saved while recording,"
+                     f" the file system's own check found damage in {len(damaged)} raw states"
+                     + (f", {len(damaged & set(failed))} of them failed" if damaged else ""))
+        for state_id in failed:
+            for what in failures[state_id]:
+                lines.append(f"  FAIL {fs} {state_id}{' (fsck: damaged)' if state_id in damaged else ''}: {what}")
+        for state_id, ns in sorted(notes.items()):
+            if state_id not in failures:
+                continue  # the damage is counted above; shown for the failing states
+            for n in ns:
+                if n != "fsck":
+                    lines.append(f"  note {fs} {state_id}: {n}")
+        kept = keep_images(out, fs, info, seed, failed, limit)
+        if kept:
+            lines.append(f"  images of {', '.join(kept)} in {os.path.join(out, fs, 'failed')}/")
+        if failed:
+            lines.append(f"  any state again: scripts/powercut/logwrites.py build {out}/{fs}/log.gz {out}/{fs}/base.img.gz"
+                         f" STATE {seed} {fs} IMAGE")
+        summary["filesystems"][fs] = {"states": len(states), "failed": failed, "failures": failures, "notes": notes}
+        if failed:
+            status = 1
+    try:
+        times = json.load(open(os.path.join(out, "vm-times.json")))
+        per_fs = []
+        for fs in filesystems:
+            seconds = [json.loads(line).get("seconds", 0) for line in open(os.path.join(out, fs, "states.jsonl"))]
+            per_fs.append(f"{fs} {sum(seconds):.0f} s ({sum(seconds) / max(1, len(seconds)):.1f} s a state)")
+        lines.append(f"time in the VM: recording {times['record_s']:.0f} s (every file system at once), states {times['states_s']:.0f} s"
+                     f" ({times['workers']} workers; " + ", ".join(per_fs) + ")")
+    except (OSError, ValueError, KeyError):
+        pass
+    lines.append("power-cut verdicts: " + ("FAILED" if status else "passed"))
+    report = "\n".join(lines)
+    print(report)
+    with open(os.path.join(out, "report.txt"), "w") as f:
+        f.write(report + "\n")
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
