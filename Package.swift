@@ -30,7 +30,7 @@ let package = Package(
         // Adapters.
         // System calls: errors, retrying interrupted calls, file descriptors that close themselves.
         .target(name: "POSIX"),
-        .target(name: "H264", dependencies: ["Media", "CX264"]),
+        .target(name: "H264", dependencies: ["Media", "POSIX", "CX264", "CV4L2"]),
         .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
         .target(
             name: "Configuration",
@@ -107,7 +107,7 @@ let package = Package(
         // and snd-aloop drivers (scripts/vm), then checked on the host. An executable, not a test
         // target, so that `swift test` on a machine without those devices never runs it.
         .executableTarget(
-            name: "vigil-device-tests", dependencies: ["Capture", "Media", "CV4L2", "CALSA", "TestSupport"],
+            name: "vigil-device-tests", dependencies: ["Capture", "H264", "Media", "CV4L2", "CALSA", "TestSupport"],
             path: "Tests/DeviceTests"),
     ],
     swiftLanguageModes: [.v6]

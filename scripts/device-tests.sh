@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make test-devices`: Vigil against real kernel drivers. Builds vigil and the device tests,
 # boots Debian's kernel under qemu with vivid (V4L2) and snd-aloop (ALSA) loaded
-# (scripts/vm/run-vm.sh), runs the scenarios there (Tests/DeviceTests), then checks the clips
-# they recorded on this machine with ffprobe and ffmpeg.
+# (scripts/vm/run-vm.sh), and vicodec for the hardware encoder's session layer
+# (scripts/vm/build-vicodec.sh), runs the scenarios there (Tests/DeviceTests), then checks the
+# clips they recorded on this machine with ffprobe and ffmpeg.
 #
 # Usage: scripts/device-tests.sh [SCENARIO...]   (default: all; see Tests/DeviceTests/main.swift)
 # Environment: SWIFT (the swift command), SWIFT_FLAGS (e.g. --scratch-path .build-dev);
@@ -27,7 +28,12 @@ mkdir -p "$out"
 built=$(date +%s)
 echo "device tests: results in $out"
 
-command="'$bin/vigil-device-tests' inside '$out' '$bin/vigil' $*"
+# The codec scenario's vicodec and v4l2-mem2mem, built for the VM's kernel (Debian builds
+# neither) once, and cached beside it; the VM loads them from here.
+vicodec=$(scripts/vm/build-vicodec.sh | tail -n 1)
+# The codec scenario's 10,000 frames take minutes under emulation: more than run-vm.sh's default.
+export VM_TIMEOUT=${VM_TIMEOUT:-1500}
+command="VIGIL_VICODEC_DIR='$vicodec' '$bin/vigil-device-tests' inside '$out' '$bin/vigil' $*"
 if [[ ${DEVICE_TESTS_STRESS:-0} == 1 ]]; then
     if ! dpkg-query -W -f='${Status}\n' stress-ng 2>/dev/null | grep -q '^install ok installed'; then
         sudo=""; [[ $(id -u) == 0 ]] || sudo=sudo

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <linux/videodev2.h>
 #include <libv4l2.h>
@@ -70,4 +71,32 @@ static const uint32_t CV4L2_PIX_FMT_JPEG = V4L2_PIX_FMT_JPEG;
 
 // Query control flag: ask for the next control after the given id.
 static const uint32_t CV4L2_CTRL_FLAG_NEXT_CTRL = V4L2_CTRL_FLAG_NEXT_CTRL;
+
+// Memory-to-memory encoders (H264's V4L2 backend). These go straight to the kernel with
+// ioctl(2), not through libv4l2, whose conversions are for cameras.
+static inline int CV4L2_rawIoctl(int fd, unsigned long request, void *arg) { return ioctl(fd, request, arg); }
+static inline void *CV4L2_rawMmap(size_t length, int fd, int64_t offset) {
+    void *p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, offset);
+    return p == MAP_FAILED ? NULL : p;
+}
+static const unsigned long CV4L2_VIDIOC_ENCODER_CMD = VIDIOC_ENCODER_CMD;
+static const unsigned long CV4L2_VIDIOC_S_EXT_CTRLS = VIDIOC_S_EXT_CTRLS;
+static const unsigned long CV4L2_VIDIOC_S_SELECTION = VIDIOC_S_SELECTION;
+static const uint32_t CV4L2_SEL_TGT_CROP = V4L2_SEL_TGT_CROP;
+static const uint32_t CV4L2_ENC_CMD_START = V4L2_ENC_CMD_START;
+static const uint32_t CV4L2_ENC_CMD_STOP = V4L2_ENC_CMD_STOP;
+static const uint32_t CV4L2_BUF_FLAG_KEYFRAME = V4L2_BUF_FLAG_KEYFRAME;
+static const uint32_t CV4L2_BUF_FLAG_LAST = V4L2_BUF_FLAG_LAST;
+static const uint32_t CV4L2_BUF_FLAG_ERROR = V4L2_BUF_FLAG_ERROR;
+static const uint32_t CV4L2_BUF_FLAG_TIMESTAMP_COPY = V4L2_BUF_FLAG_TIMESTAMP_COPY;
+static const uint32_t CV4L2_PIX_FMT_H264 = V4L2_PIX_FMT_H264;
+static const uint32_t CV4L2_PIX_FMT_FWHT = V4L2_PIX_FMT_FWHT;
+static const uint32_t CV4L2_CID_MPEG_VIDEO_FORCE_KEY_FRAME = V4L2_CID_MPEG_VIDEO_FORCE_KEY_FRAME;
+static const uint32_t CV4L2_CID_MPEG_VIDEO_H264_I_PERIOD = V4L2_CID_MPEG_VIDEO_H264_I_PERIOD;
+static const uint32_t CV4L2_CID_MPEG_VIDEO_GOP_SIZE = V4L2_CID_MPEG_VIDEO_GOP_SIZE;
+static const uint32_t CV4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER = V4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER;
+static const uint32_t CV4L2_CID_MPEG_VIDEO_BITRATE = V4L2_CID_MPEG_VIDEO_BITRATE;
+static const uint32_t CV4L2_CID_MPEG_VIDEO_BITRATE_MODE = V4L2_CID_MPEG_VIDEO_BITRATE_MODE;
+static const uint32_t CV4L2_CID_MPEG_VIDEO_H264_PROFILE = V4L2_CID_MPEG_VIDEO_H264_PROFILE;
+static const uint32_t CV4L2_CID_MPEG_VIDEO_H264_LEVEL = V4L2_CID_MPEG_VIDEO_H264_LEVEL;
 #endif
