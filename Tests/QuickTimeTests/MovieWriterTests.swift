@@ -62,15 +62,11 @@ enum Fixture {
     }
 }
 
-/// Checks what every movie a test writes must pass: ffprobe reads it, ffmpeg decodes it silently.
+/// Checks what every movie a test writes must pass (TestSupport's `expectPlayable`: ffprobe,
+/// ffmpeg, GStreamer, and no hidden box that looks live), returning ffprobe's report.
 func expectPlayable(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> ProbeReport {
-    if isFinishedMovie(path) {
-        let lookLive = hiddenBoxesThatLookLive(path)
-        #expect(lookLive.isEmpty, "\(path) hides boxes that look live: \(lookLive)", sourceLocation: sourceLocation)
-    }
-    let errors = try FFmpeg.decodeErrors(path)
-    #expect(errors.isEmpty, "ffmpeg decode of \(path) printed: \(errors)", sourceLocation: sourceLocation)
-    return try FFprobe.probe(path)
+    let probe = try TestSupport.expectPlayable(path, sourceLocation: sourceLocation)
+    return try probe ?? FFprobe.probe(path)
 }
 
 @Suite struct MovieWriterTests {
