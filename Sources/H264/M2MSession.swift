@@ -206,9 +206,9 @@ public final class M2MSession {
     /// Queues `frame` (copied into a free OUTPUT buffer at the device's strides) and returns
     /// the coded buffers ready so far. Waits for a free buffer at most the timeout.
     public func encode(_ frame: VideoFrame) throws(M2MError) -> [M2MCodedBuffer] {
-        var coded = try collect(wait: false)
+        var coded = try collect(wait: false).buffers
         while freeOutput.isEmpty {
-            coded += try collect(wait: true)
+            coded += try collect(wait: true).buffers
         }
         let index = freeOutput.removeLast()
         let mapping = output[index]
@@ -234,7 +234,7 @@ public final class M2MSession {
         try Self.call(fd, path, CV4L2_VIDIOC_ENCODER_CMD, &command, "VIDIOC_ENCODER_CMD STOP")
         var coded: [M2MCodedBuffer] = []
         while true {
-            let (buffers, last) = try collectUntilLast()
+            let (buffers, last) = try collect(wait: true)
             coded += buffers
             if last { break }
         }
@@ -362,20 +362,10 @@ public final class M2MSession {
     }
 
     /// Takes back finished raw buffers and every coded buffer ready; with `wait`, first waits
-    /// (at most the timeout) until the device has something.
-    private func collect(wait: Bool) throws(M2MError) -> [M2MCodedBuffer] {
+    /// (at most the timeout) until the device has something. `last` is true once the buffer
+    /// flagged LAST came (or EPIPE: nothing more after a drain).
+    private func collect(wait: Bool) throws(M2MError) -> (buffers: [M2MCodedBuffer], last: Bool) {
         if wait { try poll() }
-        while case .some(.some(let done)) = try dequeue(type: outputType) { freeOutput.append(done.index) }
-        var coded: [M2MCodedBuffer] = []
-        while case .some(.some(let buffer)) = try dequeue(type: captureType) {
-            if let taken = take(buffer) { coded.append(taken) }
-            try queue(type: captureType, index: buffer.index, bytesUsed: 0, microseconds: 0)
-        }
-        return coded
-    }
-
-    private func collectUntilLast() throws(M2MError) -> (buffers: [M2MCodedBuffer], last: Bool) {
-        try poll()
         while case .some(.some(let done)) = try dequeue(type: outputType) { freeOutput.append(done.index) }
         var coded: [M2MCodedBuffer] = []
         while true {
