@@ -8,13 +8,18 @@ struct HiddenBox: Equatable {
     var headers: [UInt8]
     /// How long the box's own header is (8, or 16 with a 64-bit size).
     var headerSize: Int
+    /// The whole box as it is, when kept: the fragmented header's, so that the finish can
+    /// hide it and the fragment right after it in one write.
+    var whole: [UInt8]?
 
-    /// From the start of the box's bytes (at least its header and its first child's header).
-    init?(offset: UInt64, bytes: ArraySlice<UInt8>, headerSize: Int) {
+    /// From the start of the box's bytes (at least its header and its first child's header);
+    /// `whole` when `bytes` is the whole box and should be kept.
+    init?(offset: UInt64, bytes: ArraySlice<UInt8>, headerSize: Int, whole: Bool = false) {
         guard bytes.count >= headerSize + 8 else { return nil }
         self.offset = offset
         self.headerSize = headerSize
         headers = Array(bytes.prefix(headerSize + 8))
+        self.whole = whole ? Array(bytes) : nil
     }
 
     /// The bytes that hide it: typed `free`, its first child typed `mark`.
@@ -31,13 +36,21 @@ struct HiddenBox: Equatable {
 ///
 /// 1. Sync: every fragment is durable before anything points at it.
 /// 2. Append the complete `moov` (the index of every sample where it already lies) and sync.
-/// 3. Hide the fragment boxes, newest first, then the fragmented header, and sync. A box is
-///    hidden by turning its type into `free` and its first child's type (`mfhd`, `mvhd`) into
-///    a mark of Vigil's own, in one write (`FourCC.hiddenFragment`, `.hiddenHeader`): a `free` box that
-///    still starts with an `mfhd` or `mvhd` is taken for the box it was by some readers (GPAC
-///    turns it back into a `moof` and gives up, VLC reports a hidden `moov`), so nothing in a
-///    finished movie looks like one. Until the header is hidden the file still opens as the
-///    fragmented movie it was; a stop part-way leaves a file repair finishes the same way.
+/// 3. Hide the fragment boxes, newest first, then the fragmented header, and sync. The
+///    header and the first fragment, which lies right after it, are hidden by one write.
+///
+/// A box is hidden by turning its type into `free` and its first child's type (`mfhd`,
+/// `mvhd`) into a mark of Vigil's own, in one write (`FourCC.hiddenFragment`,
+/// `.hiddenHeader`): a `free` box that still starts with an `mfhd` or `mvhd` is taken for the
+/// box it was by some readers (GPAC turns it back into a `moof` and gives up, VLC reports a
+/// hidden `moov`), so nothing in a finished movie looks like one.
+///
+/// Readers take the first `moov` they find, and give up on a `moof` before any `moov`: no
+/// order of single-box writes keeps every sample in sight while the file turns from one movie
+/// into the other. This one keeps the file playable at every step: until the header is hidden
+/// it is the fragmented movie it was, with its oldest fragments (at least the first) still in
+/// it; from the write that hides the header and the first fragment together it is the finished
+/// movie. A stop part-way leaves a file repair finishes the same way, with every sample.
 enum MovieFinish {
     static func finish(
         _ file: any MovieOutput, tracks: [(header: TrackHeader, table: SampleTable)], creationTime: UInt32,
@@ -48,8 +61,18 @@ enum MovieFinish {
         moov.writeMOOV(tracks: tracks, creationTime: creationTime, fragmented: false)
         try file.append(moov.bytes)
         try file.synchronize()
-        for box in fragmentBoxes.reversed() { try hide(box, in: file, mark: .hiddenFragment) }
-        if let header = fragmentedHeader { try hide(header, in: file, mark: .hiddenHeader) }
+        if let header = fragmentedHeader, let whole = header.whole, let first = fragmentBoxes.first,
+            first.offset == header.offset + UInt64(whole.count), whole.count <= 1 << 16
+        {
+            for box in fragmentBoxes.dropFirst().reversed() { try hide(box, in: file, mark: .hiddenFragment) }
+            let together =
+                header.hidden(mark: .hiddenHeader) + whole[header.headers.count...]
+                + first.hidden(mark: .hiddenFragment)
+            try file.overwrite(at: header.offset, with: together)
+        } else {
+            for box in fragmentBoxes.reversed() { try hide(box, in: file, mark: .hiddenFragment) }
+            if let header = fragmentedHeader { try hide(header, in: file, mark: .hiddenHeader) }
+        }
         try file.synchronize()
     }
 

@@ -268,7 +268,9 @@ public enum MovieRepair {
                 let bytes = try readBody(box)
                 if findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil {
                     guard header == nil else { throw fail("it has two fragmented movie headers") }
-                    guard let hidden = HiddenBox(offset: box.offset, bytes: bytes[...], headerSize: box.headerSize)
+                    guard
+                        let hidden = HiddenBox(
+                            offset: box.offset, bytes: bytes[...], headerSize: box.headerSize, whole: true)
                     else {
                         throw fail("its movie header at offset \(box.offset) is empty")
                     }
@@ -299,7 +301,8 @@ public enum MovieRepair {
                     i += 1
                 } else if firstChild == "mvhd" || firstChild == .hiddenHeader, header == nil,
                     findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil,
-                    let hidden = HiddenBox(offset: box.offset, bytes: bytes[...], headerSize: box.headerSize)
+                    let hidden = HiddenBox(
+                        offset: box.offset, bytes: bytes[...], headerSize: box.headerSize, whole: true)
                 {
                     header = (box, bytes, false, firstChild == .hiddenHeader, hidden)
                     lastKept = box.end

@@ -446,7 +446,8 @@ public final class MovieWriter {
         // The samples are in the file whatever happens next: record them, to be revealed by
         // the next sync (or hidden for good by close).
         if let position = headerMoovPosition {
-            headerMoov = HiddenBox(offset: position.inFile, bytes: prefix.bytes[position.inPrefix...], headerSize: 8)
+            headerMoov = HiddenBox(
+                offset: position.inFile, bytes: prefix.bytes[position.inPrefix...], headerSize: 8, whole: true)
         }
         moofs.append(HiddenBox(offset: moofOffset, bytes: moof.bytes[...], headerSize: 8)!)
         unrevealed.append(moofOffset)

@@ -35,19 +35,6 @@ final class RecordingOutput: MovieOutput {
     func close() throws(FileError) { try inner.close() }
 }
 
-/// The top-level boxes of a file: offset, size and type.
-func topLevelBoxes(_ bytes: [UInt8]) -> [(offset: Int, size: Int, type: String)] {
-    var boxes: [(offset: Int, size: Int, type: String)] = []
-    var offset = 0
-    while offset + 8 <= bytes.count {
-        let size = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-        guard size >= 8, offset + size <= bytes.count else { break }
-        boxes.append((offset, size, String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self)))
-        offset += size
-    }
-    return boxes
-}
-
 /// The durability protocol (docs/ARCHITECTURE.md) as the writer and repair keep it: a fragment
 /// is visible only once its payload is durable, a fragment whose payload never reached the
 /// disk is dropped by repair, and a finished movie hides nothing that looks live.
@@ -101,7 +88,8 @@ func topLevelBoxes(_ bytes: [UInt8]) -> [(offset: Int, size: Int, type: String)]
         #expect(ops[index + 1] == .sync)
         #expect(ops.last == .sync)
         let hides = ops[(index + 2)...].dropLast()
-        #expect(hides.count == 7)  // six fragments, newest first, then the header
+        // Fragments six to two, newest first, then the header with the first fragment after it.
+        #expect(hides.count == 6)
         #expect(hides.allSatisfy { if case .overwrite = $0 { return true } else { return false } })
     }
 

@@ -354,26 +354,6 @@ func sine(frames: Int, channels: Int, rate: Int, startFrame: Int, frequency: Dou
     return out
 }
 
-/// The types of the top-level boxes of a file, read independently of the writer's code.
-func topLevelTypes(_ path: String) -> [String] {
-    guard let data = FileManager.default.contents(atPath: path) else { return [] }
-    let bytes = [UInt8](data)
-    var types: [String] = []
-    var offset = 0
-    while offset + 8 <= bytes.count {
-        var size =
-            Int(bytes[offset]) << 24 | Int(bytes[offset + 1]) << 16 | Int(bytes[offset + 2]) << 8
-            | Int(bytes[offset + 3])
-        if size == 1, offset + 16 <= bytes.count {
-            size = bytes[(offset + 8)..<(offset + 16)].reduce(0) { $0 << 8 | Int($1) }
-        }
-        types.append(String(decoding: bytes[(offset + 4)..<(offset + 8)], as: UTF8.self))
-        guard size >= 8 else { break }
-        offset += size
-    }
-    return types
-}
-
 @Suite struct FileMovieOutputTests {
     @Test func aFullDiskIsReportedAsOutOfSpace() throws {
         let output = try FileMovieOutput(updating: "/dev/full")
