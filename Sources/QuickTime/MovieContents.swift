@@ -53,21 +53,19 @@ extension MovieRepair {
             index = (box, bytes)
         }
         guard let index else { return nil }
-        // Hidden boxes some with Vigil's mark and some without: a close stopped part-way
-        // through hiding them (repair finishes it).
-        var marks = Set<Bool>()
-        for box in scan.boxes where box.type == "free" && box.size >= UInt64(box.headerSize + 8) {
+        // Hidden boxes partly marked, or torn by a power cut: a close stopped part-way
+        // (repair finishes it).
+        var marks = HidingMarks()
+        for box in scan.boxes where box.size >= UInt64(box.headerSize + 8) {
+            let (type, torn) = TornType.topLevel(box.type)
+            guard type == .free else { continue }
             let child: [UInt8]
             do { child = try file.read(at: box.offset + UInt64(box.headerSize) + 4, count: 4) } catch {
                 throw MovieRepairError(path: path, problem: "cannot read it: \(error.reason)", kind: .inputOutput)
             }
-            switch FourCC(bigEndian: child.reduce(0) { $0 << 8 | UInt32($1) }) {
-            case "mfhd", "mvhd": marks.insert(false)
-            case .hiddenFragment, .hiddenHeader: marks.insert(true)
-            default: break
-            }
+            marks.add(firstChild: FourCC(bigEndian: child.reduce(0) { $0 << 8 | UInt32($1) }), boxTorn: torn)
         }
-        if marks.count > 1 { return nil }
+        if !marks.finished { return nil }
         guard scan.tail == nil else { throw fail("its index is followed by unreadable data at offset \(scan.tail!)") }
 
         let body = index.box.headerSize..<index.bytes.count

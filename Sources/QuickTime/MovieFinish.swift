@@ -91,3 +91,69 @@ extension FourCC {
     /// What the hidden fragmented header's first child (its `mvhd`) is typed once the movie is finished.
     static let hiddenHeader: FourCC = "vgmv"
 }
+
+/// What a power cut can leave of a hide or a reveal. Each changes a 4-byte box type in place
+/// (`free` ↔ `moof`, `moov` → `free`, `mfhd` → `vgmf`, `mvhd` → `vgmv`); when the type straddles a
+/// sector boundary the disk writes it as two sectors and may keep either one, leaving a type
+/// that is one value's first bytes and the other's last ("foof": a reveal of a fragment whose
+/// `f` lay at the end of one sector and `ree` at the start of the next, with only the second
+/// sector kept — an exFAT run found it). Such a box is recognised for what it was on its way
+/// to or from, and marked torn: repair checks its samples as it does a hidden fragment's, and
+/// finishes the movie again, rewriting every type whole.
+enum TornType {
+    /// A top-level box's type as the finish means it: `free` for a mix of `free` with `moof`
+    /// or `moov`, with `torn` set; any other type as it is.
+    static func topLevel(_ type: FourCC) -> (type: FourCC, torn: Bool) {
+        isTorn(type, between: .free, and: .moof) || isTorn(type, between: .free, and: "moov")
+            ? (.free, true) : (type, false)
+    }
+
+    /// Whether a box's first child typed `type` is `plain` (`mfhd`, `mvhd`), Vigil's `mark` for
+    /// it, or torn between the two (counted as marked); nil when it is none of these. Some
+    /// torn types fit both pairs ("vghd"): the caller tells a header from a fragment by what
+    /// else the box holds.
+    static func child(_ type: FourCC, plain: FourCC, mark: FourCC) -> (marked: Bool, torn: Bool)? {
+        if type == plain { return (false, false) }
+        if type == mark { return (true, false) }
+        return isTorn(type, between: plain, and: mark) ? (true, true) : nil
+    }
+
+    /// True when `type` is neither `a` nor `b` but the first 1 to 3 bytes of one followed by
+    /// the rest of the other.
+    static func isTorn(_ type: FourCC, between a: FourCC, and b: FourCC) -> Bool {
+        let t = type.bytes
+        let (x, y) = (a.bytes, b.bytes)
+        return type != a && type != b
+            && (1...3).contains { k in
+                t == Array(x[..<k] + y[k...]) || t == Array(y[..<k] + x[k...])
+            }
+    }
+}
+
+/// What the hidden boxes of a movie with a complete index say about its close, box by box:
+/// finished when they are all marked, or all unmarked (a movie closed before the mark
+/// existed), and none is torn. Some marked and some not is a close stopped part-way; a torn
+/// one, a close or a reveal cut by a power failure. Repair and the contents reader decide by
+/// the same rule.
+struct HidingMarks {
+    private var marked = false
+    private var unmarked = false
+    private var torn = false
+
+    mutating func add(marked: Bool, torn: Bool) {
+        if marked { self.marked = true } else { unmarked = true }
+        if torn { self.torn = true }
+    }
+
+    /// A hidden box's first child's type: counted when it is a fragment's or a header's,
+    /// hidden with or without the mark, or torn.
+    mutating func add(firstChild type: FourCC, boxTorn: Bool) {
+        if let child = TornType.child(type, plain: "mfhd", mark: .hiddenFragment)
+            ?? TornType.child(type, plain: "mvhd", mark: .hiddenHeader)
+        {
+            add(marked: child.marked, torn: boxTorn || child.torn)
+        }
+    }
+
+    var finished: Bool { !torn && !(marked && unmarked) }
+}

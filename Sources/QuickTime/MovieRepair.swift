@@ -129,6 +129,8 @@ public enum MovieRepair {
         var live: Bool
         /// Hidden with Vigil's mark as its first child's type (by a close or a repair).
         var marked: Bool
+        /// Its type or its first child's torn between two values by a power cut (`TornType`).
+        var torn: Bool
         var mdat: TopLevelBox
         /// Its header and its first child's, to hide it by.
         var hidden: HiddenBox
@@ -168,9 +170,14 @@ public enum MovieRepair {
     }
 
     /// The creation time of a movie header (`mvhd`, version 0) found in `range` of `bytes`.
-    /// The `mvhd` of a hidden header carries Vigil's mark as its type.
+    /// The `mvhd` of a hidden header carries Vigil's mark as its type (or, torn by a power
+    /// cut, a mix of the two: `TornType`).
     static func creationTime(ofMovieIn bytes: [UInt8], range: Range<Int>) -> UInt32? {
-        guard let mvhd = findBox(["mvhd"], in: bytes, range: range) ?? findBox([.hiddenHeader], in: bytes, range: range)
+        guard
+            let mvhd = findBox(["mvhd"], in: bytes, range: range)
+                ?? childBoxes(of: bytes, in: range)?.first(where: {
+                    TornType.child($0.type, plain: "mvhd", mark: .hiddenHeader) != nil
+                })
         else { return nil }
         var r = ByteReader(bytes, range: mvhd.body)
         guard let version = r.readVersionAndFlags()?.version, version == 0 else { return nil }
@@ -245,7 +252,7 @@ public enum MovieRepair {
         // their contents. The first thing that is not part of the movie ends it: what follows
         // is the tail a kill or a power cut left, unless a live fragment or the index follows
         // it — damage in the middle of a file is not what an interrupted recording leaves.
-        var header: (box: TopLevelBox, bytes: [UInt8], live: Bool, marked: Bool, hidden: HiddenBox)?
+        var header: (box: TopLevelBox, bytes: [UInt8], live: Bool, marked: Bool, torn: Bool, hidden: HiddenBox)?
         var index: TopLevelBox?
         var fragments: [Fragment] = []
         var damage: (offset: UInt64, problem: String)?
@@ -263,7 +270,8 @@ public enum MovieRepair {
                 }
                 continue
             }
-            switch box.type {
+            let (type, tornType) = TornType.topLevel(box.type)
+            switch type {
             case "moov":
                 let bytes = try readBody(box)
                 if findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil {
@@ -274,7 +282,7 @@ public enum MovieRepair {
                     else {
                         throw fail("its movie header at offset \(box.offset) is empty")
                     }
-                    header = (box, bytes, true, false, hidden)
+                    header = (box, bytes, true, false, false, hidden)
                     lastKept = box.end
                 } else {
                     index = box
@@ -282,9 +290,12 @@ public enum MovieRepair {
             case "moof", "free", "skip":
                 guard box.size <= 64 << 20 else { continue }
                 let bytes = try readBody(box)
-                let firstChild = childBoxes(of: bytes, in: box.headerSize..<bytes.count)?.first?.type
-                let live = box.type == "moof"
-                if live || firstChild == "mfhd" || firstChild == .hiddenFragment {
+                let childType = childBoxes(of: bytes, in: box.headerSize..<bytes.count)?.first?.type ?? "????"
+                let live = type == "moof"
+                let hasMovieExtends = findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil
+                let asFragment = TornType.child(childType, plain: "mfhd", mark: .hiddenFragment)
+                let asHeader = TornType.child(childType, plain: "mvhd", mark: .hiddenHeader)
+                if live || (!hasMovieExtends && asFragment != nil) {
                     if index != nil {
                         throw fail("a fragment follows the movie index; this is not a layout Vigil writes")
                     }
@@ -296,15 +307,14 @@ public enum MovieRepair {
                     }
                     fragments.append(
                         Fragment(
-                            moof: box, bytes: bytes, live: live, marked: firstChild == .hiddenFragment, mdat: rest[i],
-                            hidden: hidden))
+                            moof: box, bytes: bytes, live: live, marked: asFragment?.marked == true,
+                            torn: tornType || asFragment?.torn == true, mdat: rest[i], hidden: hidden))
                     i += 1
-                } else if firstChild == "mvhd" || firstChild == .hiddenHeader, header == nil,
-                    findBox(["mvex"], in: bytes, range: box.headerSize..<bytes.count) != nil,
+                } else if let asHeader, hasMovieExtends, header == nil,
                     let hidden = HiddenBox(
                         offset: box.offset, bytes: bytes[...], headerSize: box.headerSize, whole: true)
                 {
-                    header = (box, bytes, false, firstChild == .hiddenHeader, hidden)
+                    header = (box, bytes, false, asHeader.marked, tornType || asHeader.torn, hidden)
                     lastKept = box.end
                 }
             case "mdat":
@@ -316,12 +326,12 @@ public enum MovieRepair {
         // A fragment whose mdat never made it to disk is part of the partial tail.
         let partialTail: UInt64? = damage?.offset ?? scan.tail
 
-        // Finished: the index is there and every box is hidden, all with Vigil's mark or (a
-        // movie finished before the mark existed) all without. Some marked and some not is a
-        // close stopped part-way through hiding them.
+        // Finished: the index is there and every box is hidden, as `HidingMarks` says.
         let liveFragments = fragments.filter(\.live)
-        let marks = fragments.map(\.marked) + (header.map { [$0.marked] } ?? [])
-        if let index, header?.live != true, liveFragments.isEmpty, !marks.contains(true) || !marks.contains(false) {
+        var marks = HidingMarks()
+        for fragment in fragments { marks.add(marked: fragment.marked, torn: fragment.torn) }
+        if let header { marks.add(marked: header.marked, torn: header.torn) }
+        if let index, header?.live != true, liveFragments.isEmpty, marks.finished {
             // Complete. Only a stray partial tail after the index would need cutting, and a
             // complete movie never has one: treat it as not ours to touch.
             guard partialTail == nil || partialTail! >= index.end else {

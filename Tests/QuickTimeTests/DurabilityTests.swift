@@ -35,6 +35,33 @@ final class RecordingOutput: MovieOutput {
     func close() throws(FileError) { try inner.close() }
 }
 
+/// A movie output that stops at overwrite number `stopAt` (counting from 0) without making
+/// it, and keeps what it was: where, and the bytes.
+final class TearingOutput: MovieOutput {
+    let inner: FileMovieOutput
+    let stopAt: Int
+    var overwrites = 0
+    var stopped: (offset: UInt64, bytes: [UInt8])?
+
+    init(_ inner: FileMovieOutput, stopAt: Int) {
+        self.inner = inner
+        self.stopAt = stopAt
+    }
+
+    var length: UInt64 { inner.length }
+    func append(_ bytes: [UInt8]) throws(FileError) { try inner.append(bytes) }
+    func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(FileError) {
+        defer { overwrites += 1 }
+        if overwrites == stopAt {
+            stopped = (offset, bytes)
+            throw FileError(path: inner.path, operation: "write", reason: "stopped for the test")
+        }
+        try inner.overwrite(at: offset, with: bytes)
+    }
+    func synchronize() throws(FileError) { try inner.synchronize() }
+    func close() throws(FileError) { try inner.close() }
+}
+
 /// The durability protocol (docs/ARCHITECTURE.md) as the writer and repair keep it: a fragment
 /// is visible only once its payload is durable, a fragment whose payload never reached the
 /// disk is dropped by repair, and a finished movie hides nothing that looks live.
@@ -91,6 +118,82 @@ final class RecordingOutput: MovieOutput {
         // Fragments six to two, newest first, then the header with the first fragment after it.
         #expect(hides.count == 6)
         #expect(hides.allSatisfy { if case .overwrite = $0 { return true } else { return false } })
+    }
+
+    /// A power cut can tear any in-place write: a box type that straddles a sector boundary is
+    /// two sectors on the disk, and either may be kept ("foof": a reveal torn on exFAT). For
+    /// every reveal and every hide the writer and its close make, and every way of keeping
+    /// only the write's first or last bytes: repair takes every fragment the file holds — the
+    /// same movie as without the write — and the contents reader calls the file finished only
+    /// when repair does.
+    @Test func aTornRevealOrHideLosesNoFragment() throws {
+        // What the agent does: fragments synced and revealed as they come, the last GOP, the close.
+        func record(_ output: any MovieOutput, _ path: String) throws {
+            let (writer, open) = try SmallFixture.write(to: output, path: path, close: false)
+            try writer.append(try #require(open))
+            try writer.close()
+        }
+        let reference = RecordingOutput(try FileMovieOutput(creating: Fixture.directory.file("tear-reference.mov")))
+        try record(reference, reference.inner.path)
+        let overwrites = reference.operations.filter { if case .overwrite = $0 { true } else { false } }.count
+        #expect(overwrites == 11)  // five reveals; five hides, and the header with the first fragment
+        var states = 0
+        for n in 0..<overwrites {
+            // The file just before overwrite n, and the write itself.
+            let before = Fixture.directory.file("tear-\(n)-before.mov")
+            let output = TearingOutput(try FileMovieOutput(creating: before), stopAt: n)
+            do {
+                try record(output, before)
+                Issue.record("overwrite \(n) never came")
+                continue
+            } catch {}
+            let (offset, new) = try #require(output.stopped)
+            let untouched = fileBytes(before)
+            let old = Array(untouched[Int(offset)..<Int(offset) + new.count])
+            let expected = try expectedRepair(before)
+            var torn = Set<[UInt8]>()
+            for k in 1..<new.count {
+                torn.insert(Array(new[..<k] + old[k...]))
+                torn.insert(Array(old[..<k] + new[k...]))
+            }
+            torn.remove(old)
+            torn.remove(new)
+            for (j, bytes) in torn.enumerated() {
+                let path = Fixture.directory.file("tear-\(n)-\(j).mov")
+                var file = untouched
+                file.replaceSubrange(Int(offset)..<Int(offset) + bytes.count, with: bytes)
+                #expect(FileManager.default.createFile(atPath: path, contents: Data(file)))
+                let state = try MovieRepair.inspect(path: path)
+                let report = try MovieRepair.repair(path: path)
+                #expect(
+                    (report == nil) == (state == .complete),
+                    "overwrite \(n) torn (\(j)): \(state), \(String(describing: report))")
+                #expect(
+                    report?.videoFrames ?? expected.frames == expected.frames && report?.droppedFragments ?? 0 == 0,
+                    "overwrite \(n) torn (\(j)): \(String(describing: report)), \(expected.frames) frames without the write"
+                )
+                if report != nil {
+                    #expect(fileBytes(path) == expected.bytes, "overwrite \(n) torn (\(j)): repair wrote another movie")
+                }
+                #expect(try FFmpeg.decodeErrors(path).isEmpty, "overwrite \(n) torn (\(j))")
+                try? FileManager.default.removeItem(atPath: path)
+                states += 1
+            }
+            try? FileManager.default.removeItem(atPath: before)
+        }
+        print("torn writes: \(states) states from \(overwrites) overwrites")
+        #expect(states > 4 * overwrites)
+    }
+
+    /// What repair makes of `path` (on a copy): its bytes and its video frames.
+    private func expectedRepair(_ path: String) throws -> (bytes: [UInt8], frames: Int) {
+        let copy = path + ".repaired"
+        #expect(FileManager.default.createFile(atPath: copy, contents: Data(fileBytes(path))))
+        defer { try? FileManager.default.removeItem(atPath: copy) }
+        let report = try MovieRepair.repair(path: copy)
+        if let report { return (fileBytes(copy), report.videoFrames) }
+        let probe = try FFprobe.probe(copy)
+        return (fileBytes(copy), Int(probe.video?["nb_read_packets"] ?? "") ?? -1)
     }
 
     /// A power cut after fragments were written but before their sync leaves them hidden.
