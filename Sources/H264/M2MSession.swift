@@ -188,6 +188,9 @@ public final class M2MSession {
         public static let gopSize = CV4L2_CID_MPEG_VIDEO_GOP_SIZE
         public static let repeatSequenceHeader = CV4L2_CID_MPEG_VIDEO_REPEAT_SEQ_HEADER
         public static let bitrate = CV4L2_CID_MPEG_VIDEO_BITRATE
+        public static let bitrateMode = CV4L2_CID_MPEG_VIDEO_BITRATE_MODE
+        public static let h264Profile = CV4L2_CID_MPEG_VIDEO_H264_PROFILE
+        public static let h264Level = CV4L2_CID_MPEG_VIDEO_H264_LEVEL
     }
 
     /// Sets a control; false when the device does not have it (EINVAL), which callers

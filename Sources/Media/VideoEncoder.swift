@@ -54,6 +54,9 @@ public enum EncoderError: Error, Equatable, Sendable, CustomStringConvertible {
     case encodeFailed(backend: String, frame: Int, details: String)
     /// A frame was given after `flush()`.
     case closed
+    /// The encoding device failed (hung, went away, changed its stream): this encoder is
+    /// done, and a new one may work. Its own words.
+    case deviceFailed(backend: String, details: String)
 
     public var description: String {
         switch self {
@@ -67,6 +70,7 @@ public enum EncoderError: Error, Equatable, Sendable, CustomStringConvertible {
         case .encodeFailed(let backend, let frame, let details):
             "\(backend) failed to encode frame \(frame)" + (details.isEmpty ? "" : ": \(details)")
         case .closed: "the encoder is closed; open a new one"
+        case .deviceFailed(let backend, let details): "the \(backend) encoder failed: \(details)"
         }
     }
 }
