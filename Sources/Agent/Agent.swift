@@ -157,7 +157,8 @@ public final class Agent: @unchecked Sendable {
         let frames = WorkQueue<CaptureItem>(capacity: live ? 3 : 8)
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
         let pipeline = Pipeline(
-            settings: settings, encoders: environment.encoders, log: log, stats: stats, writer: writerQueue,
+            settings: settings, encoders: environment.encoders, hardware: environment.encoderChoice, log: log,
+            stats: stats, writer: writerQueue,
             sinks: sinks, monotonicNow: environment.monotonicNow)
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         let sourceError = Mutex<CaptureError?>(nil)
@@ -189,6 +190,16 @@ public final class Agent: @unchecked Sendable {
         environment.notifier.ready(
             status: opened.map { "recording from \($0.source.name)" }
                 ?? "waiting for the camera \(settings.camera.device)")
+        if let choice = environment.encoderChoice {
+            let fields: [(String, LogValue)] = [
+                ("backend", .string(choice.backend)), ("reason", .string(choice.reason)),
+            ]
+            if choice.warn {
+                log.warning("encoder chosen: the hardware encoder cannot take this stream", fields)
+            } else {
+                log.info("encoder chosen", fields)
+            }
+        }
         log.info("vigil running")
 
         pipelineDone.wait()

@@ -10,8 +10,11 @@ import Storage
 /// system's (`system(encoders:)`) for `vigil run`; tests pass their own — a synthetic source
 /// read as fast as it goes, an in-memory disk that fills up on cue, a sleep that does not.
 public struct AgentEnvironment: Sendable {
-    /// Makes the encoder once the source's format is known.
+    /// Makes the encoder once the source's format is known (x264).
     public var encoders: any VideoEncoderFactory
+    /// The board's hardware encoder, tried before `encoders`, and what to log about the choice
+    /// (`encoder.backend`); nil for `encoders` alone, unannounced.
+    public var encoderChoice: EncoderChoice?
     /// Opens the source for recording.
     public var openSource: @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource
     /// Opens the microphone; `log` is for what it negotiated.
@@ -90,5 +93,30 @@ public struct AgentEnvironment: Sendable {
             monotonicNow: { MonotonicClock.now() },
             wallNow: { Date() },
             sleep: { MonotonicClock.sleep(until: MonotonicClock.now() + .init(seconds: $0)) })
+    }
+}
+
+/// Which encoder the agent records with: the hardware one first when there is one, `encoders`
+/// (x264) otherwise and after the hardware one is given up.
+public struct EncoderChoice: Sendable {
+    /// The hardware encoder; nil for x264 alone.
+    public var hardware: (any VideoEncoderFactory)?
+    /// It was asked for by name (`encoder.backend = "v4l2"`): when it cannot open for the
+    /// first stream, the agent stops with the error instead of recording with x264.
+    public var required: Bool
+    /// For the log line at start: the backend, why, and whether it is a warning (a hardware
+    /// encoder that could not take the stream).
+    public var backend: String
+    public var reason: String
+    public var warn: Bool
+
+    public init(
+        hardware: (any VideoEncoderFactory)?, required: Bool, backend: String, reason: String, warn: Bool = false
+    ) {
+        self.hardware = hardware
+        self.required = required
+        self.backend = backend
+        self.reason = reason
+        self.warn = warn
     }
 }

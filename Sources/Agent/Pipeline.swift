@@ -52,6 +52,10 @@ final class Pipeline: @unchecked Sendable {
     private var recorder: ClipRecorder
     /// Makes the encoder for each stream (after an interruption the format may differ).
     private let encoders: any VideoEncoderFactory
+    /// The hardware encoder, tried first while it works (`EncoderFailures` says when it is given up).
+    private let hardware: EncoderChoice?
+    private var hardwareFailures = EncoderFailures()
+    private var hardwareGivenUp = false
     private var encoder: (any VideoEncoder)?
     /// Where the stream's keyframes go, whichever encoder makes them.
     private var keyframes: KeyframeSchedule
@@ -67,11 +71,13 @@ final class Pipeline: @unchecked Sendable {
     static let writerBacklogLimit = 64 << 20
 
     init(
-        settings: Settings, encoders: any VideoEncoderFactory, log: Logger, stats: Stats, writer: WorkQueue<WriterItem>,
-        sinks: any EventSink, monotonicNow: @escaping @Sendable () -> Timestamp
+        settings: Settings, encoders: any VideoEncoderFactory, hardware: EncoderChoice? = nil, log: Logger,
+        stats: Stats, writer: WorkQueue<WriterItem>, sinks: any EventSink,
+        monotonicNow: @escaping @Sendable () -> Timestamp
     ) {
         self.settings = settings
         self.encoders = encoders
+        self.hardware = hardware?.hardware == nil ? nil : hardware
         keyframes = KeyframeSchedule(interval: .init(seconds: settings.encoder.keyframeInterval))
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
@@ -126,6 +132,10 @@ final class Pipeline: @unchecked Sendable {
             switch item {
             case .frame(let frame):
                 do { try process(frame, wallClock: wallClock) } catch {
+                    if case .deviceFailed = error, hardware != nil {
+                        hardwareFailed(error)
+                        continue
+                    }
                     log.error("encoder failed; stopping", [("error", .string(error.description))])
                     finish()
                     return .readFailed(source: "encoder", frame: 0, reason: error.description)
@@ -209,7 +219,7 @@ final class Pipeline: @unchecked Sendable {
         let captured = Pipeline.wallClockOfCapture(
             frame.timestamp, now: now, monotonicNow: monotonicNow(),
             monotonicTimestamps: Pipeline.hasMonotonicTimestamps(settings.camera.device))
-        let encoder = try encoders.makeEncoder(for: format)
+        let encoder = try makeEncoder(for: format)
         self.encoder = encoder
         keyframes = KeyframeSchedule(interval: keyframes.interval)
         // After an interruption the origin stays that of the source's very first frame.
@@ -242,6 +252,39 @@ final class Pipeline: @unchecked Sendable {
                 + encoder.logDescription.map { ($0.name, .string($0.value)) } + [
                     ("keyframe_interval", .seconds(keyframes.interval.seconds))
                 ])
+    }
+
+    /// The hardware encoder while it is used, x264 otherwise. A hardware encoder that cannot
+    /// open is given up for x264, with a warning — except for the first stream when it was
+    /// asked for by name (`encoder.backend = "v4l2"`): then the agent stops with the error.
+    private func makeEncoder(for format: VideoFormat) throws(EncoderError) -> any VideoEncoder {
+        if let hardware = hardware?.hardware, !hardwareGivenUp {
+            do { return try hardware.makeEncoder(for: format) } catch {
+                if self.hardware?.required == true && streamInfo == nil { throw error }
+                hardwareGivenUp = true
+                log.warning(
+                    "the hardware encoder cannot open for this stream; recording with x264 from now on",
+                    [("error", .string(error.description))])
+            }
+        }
+        return try encoders.makeEncoder(for: format)
+    }
+
+    /// The hardware encoder failed: the clip is closed, and the next frame opens the encoder
+    /// again — x264 once `EncoderFailures` gives the hardware one up.
+    private func hardwareFailed(_ error: EncoderError) {
+        let verdict = hardwareFailures.failed(at: monotonicNow())
+        log.error(
+            "the hardware encoder failed; the clip is closed and the encoder opened again",
+            [("error", .string(error.description)), ("failures_in_10_min", .int(hardwareFailures.recent.count))])
+        if encoder != nil { interrupt() }
+        encoder = nil
+        if verdict == .giveUp && !hardwareGivenUp {
+            hardwareGivenUp = true
+            log.error(
+                "the hardware encoder failed \(hardwareFailures.limit) times in 10 minutes; recording with x264 from now on"
+            )
+        }
     }
 
     /// Cameras and the synthetic scene stamp frames with the monotonic clock when they are

@@ -104,6 +104,17 @@ public enum ConfigSchema {
 
         // encoder
         ConfigKey(
+            "encoder.backend", .choice(EncoderBackend.allCases.map(\.rawValue)), .text("auto"),
+            "which H.264 encoder: \"v4l2\" the board's hardware encoder (a V4L2 memory-to-memory device), \"x264\" software, \"auto\" the hardware one when there is one that works, else x264"
+        ),
+        ConfigKey(
+            "encoder.device", .text, .text(""),
+            "the hardware encoder's device, e.g. \"/dev/video11\", or \"\" for the first memory-to-memory device that encodes H.264 (see `vigil probe`)"
+        ),
+        ConfigKey(
+            "encoder.bitrate", .integer(100...100_000), .integer(4000), unit: "kbit/s",
+            "the hardware encoder's average bit rate (x264 keeps encoder.crf)"),
+        ConfigKey(
             "encoder.preset", .choice(EncoderSettings.Preset.allCases.map(\.rawValue)),
             .text("ultrafast"), "x264 speed preset; slower presets give smaller files for much more CPU"),
         ConfigKey(

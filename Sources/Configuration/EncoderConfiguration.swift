@@ -7,8 +7,14 @@ extension Settings {
         /// Seconds of capture time between keyframes (`encoder.keyframe_interval`): the
         /// pipeline's keyframe schedule, whichever backend encodes.
         public var keyframeInterval: Double
+        /// Which encoder records (`encoder.backend`).
+        public var backend: EncoderBackend
+        /// The hardware encoder's device (`encoder.device`); nil to find the first one.
+        public var device: String?
         /// libx264's settings.
         public var x264: EncoderSettings
+        /// The hardware encoder's settings (`encoder.bitrate`, `encoder.profile`, the interval).
+        public var hardware: HardwareEncoderSettings
     }
 
     /// The `encoder.*` values, typed and checked where the schema's ranges cannot (the
@@ -35,7 +41,12 @@ extension Settings {
         let x264 = EncoderSettings(
             preset: try choice("encoder.preset", v), tune: tunes, profile: try choice("encoder.profile", v),
             crf: v.number("encoder.crf"), rateCap: rateCap, threads: v.integer("encoder.threads"))
-        return Encoder(keyframeInterval: keyframeInterval, x264: x264)
+        let device = v.text("encoder.device")
+        let hardware = HardwareEncoderSettings(
+            bitrateKbps: v.integer("encoder.bitrate"), profile: x264.profile, keyframeInterval: keyframeInterval)
+        return Encoder(
+            keyframeInterval: keyframeInterval, backend: try choice("encoder.backend", v),
+            device: device.isEmpty ? nil : device, x264: x264, hardware: hardware)
     }
 
     /// The tunings in `list` (`encoder.tune`): names joined by commas, each once; empty for none.

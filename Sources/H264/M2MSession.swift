@@ -466,3 +466,89 @@ public final class M2MSession {
         return (FourCC(littleEndian: p.pixelformat), Int(p.width), Int(p.height), Int(p.bytesperline))
     }
 }
+
+/// What a memory-to-memory device is, for `vigil probe` and for finding the hardware encoder.
+public struct M2MListing: Sendable {
+    public var path: String
+    public var driver: String
+    public var card: String
+    public var multiplanar: Bool
+    /// What it takes (its OUTPUT queue) and what it writes (its CAPTURE queue).
+    public var rawFormats: [FourCC]
+    public var codedFormats: [FourCC]
+    /// The coded picture's smallest and largest size when the driver lists them
+    /// (`VIDIOC_ENUM_FRAMESIZES` on its first coded format; the Pi's encoder: up to 1920×1920).
+    public var sizes: (minimum: (width: Int, height: Int), maximum: (width: Int, height: Int))?
+    /// The controls Vigil sets, each with whether the device has it.
+    public var controls: [(name: String, present: Bool)]
+
+    /// The CAPTURE queue offers H.264.
+    public var encodesH264: Bool { codedFormats.contains("H264") }
+
+    /// Whether it takes `width`×`height` pictures; true when it does not say.
+    public func takes(width: Int, height: Int) -> Bool {
+        guard let sizes else { return true }
+        return width >= sizes.minimum.width && height >= sizes.minimum.height && width <= sizes.maximum.width
+            && height <= sizes.maximum.height
+    }
+
+    /// "vicodec (vicodec)": its card and driver.
+    public var name: String { card == driver ? card : "\(card) (\(driver))" }
+}
+
+extension M2MSession {
+    /// The memory-to-memory device at `path`; nil when it is some other V4L2 device (a camera).
+    public static func listing(path: String) throws(M2MError) -> M2MListing? {
+        let raw: Int32
+        do { raw = try retryOnInterrupt { open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) } } catch {
+            throw M2MError(path, "open", code: error.code)
+        }
+        let fd = FileDescriptor(adopting: raw)
+        var caps = v4l2_capability()
+        try call(fd, path, CV4L2_VIDIOC_QUERYCAP, &caps, "VIDIOC_QUERYCAP")
+        let node = caps.capabilities & 0x8000_0000 != 0 ? caps.device_caps : caps.capabilities
+        guard node & 0xC000 != 0 else { return nil }
+        let multiplanar = node & 0x4000 != 0
+        let output = multiplanar ? V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue : V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue
+        let capture = multiplanar ? V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue : V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        var listing = M2MListing(
+            path: path, driver: text(caps.driver), card: text(caps.card), multiplanar: multiplanar,
+            rawFormats: try formats(fd, path, type: output), codedFormats: try formats(fd, path, type: capture),
+            sizes: nil, controls: [])
+        if let coded = listing.codedFormats.first(where: { $0 == "H264" }) ?? listing.codedFormats.first {
+            var size = v4l2_frmsizeenum()
+            size.index = 0
+            size.pixel_format = coded.littleEndianValue
+            if CV4L2_rawIoctl(fd.rawValue, CV4L2_VIDIOC_ENUM_FRAMESIZES, &size) == 0 {
+                if size.type == V4L2_FRMSIZE_TYPE_DISCRETE.rawValue {
+                    let d = (Int(size.discrete.width), Int(size.discrete.height))
+                    listing.sizes = (d, d)
+                } else {
+                    let s = size.stepwise
+                    listing.sizes = ((Int(s.min_width), Int(s.min_height)), (Int(s.max_width), Int(s.max_height)))
+                }
+            }
+        }
+        let wanted: [(String, UInt32)] = [
+            ("FORCE_KEY_FRAME", Control.forceKeyFrame), ("H264_I_PERIOD", Control.h264IPeriod),
+            ("REPEAT_SEQ_HEADER", Control.repeatSequenceHeader), ("BITRATE", Control.bitrate),
+            ("BITRATE_MODE", Control.bitrateMode), ("H264_PROFILE", Control.h264Profile),
+            ("H264_LEVEL", Control.h264Level),
+        ]
+        for (name, id) in wanted {
+            var query = v4l2_queryctrl()
+            query.id = id
+            let present =
+                CV4L2_rawIoctl(fd.rawValue, CV4L2_VIDIOC_QUERYCTRL, &query) == 0
+                && query.flags & UInt32(V4L2_CTRL_FLAG_DISABLED) == 0
+            listing.controls.append((name, present))
+        }
+        return listing
+    }
+
+    /// Every memory-to-memory device among `paths` (V4L2 nodes; others are passed over, as are
+    /// nodes that cannot be opened).
+    public static func devices(among paths: [String]) -> [M2MListing] {
+        paths.compactMap { path in (try? listing(path: path)) ?? nil }
+    }
+}

@@ -60,6 +60,8 @@ public final class V4L2Encoder: VideoEncoder {
     private let height: Int
     private var lastTimestamp: Timestamp?
     private var closed = false
+    /// The device failed: nothing more is asked of it (a drain would wait out its timeout again).
+    private var failed = false
     private var framesIn = 0
 
     /// Opens the encoder at `device` for frames of `format`.
@@ -138,6 +140,9 @@ public final class V4L2Encoder: VideoEncoder {
 
     public func encode(_ frame: VideoFrame, keyframe: Bool) throws(EncoderError) -> [EncodedSample] {
         guard !closed else { throw .closed }
+        guard !failed else {
+            throw .deviceFailed(backend: "v4l2", details: "\(session.path) failed before; open a new encoder")
+        }
         guard frame.format.width == width, frame.format.height == height else {
             throw .frameSizeMismatch(
                 expected: "\(width)×\(height)", got: "\(frame.format.width)×\(frame.format.height)")
@@ -152,16 +157,21 @@ public final class V4L2Encoder: VideoEncoder {
             if keyframe { try session.setControl(M2MSession.Control.forceKeyFrame, 1, "FORCE_KEY_FRAME") }
             coded = try session.encode(frame)
         } catch {
+            failed = true
             throw .deviceFailed(backend: "v4l2", details: "frame \(framesIn): \(error.description)")
         }
         return try samples(coded, "frame \(framesIn)")
     }
 
     public func flush() throws(EncoderError) -> [EncodedSample] {
-        guard !closed else { return [] }
+        guard !closed, !failed else {
+            closed = true
+            return []
+        }
         closed = true
         let coded: [M2MCodedBuffer]
         do { coded = try session.drain() } catch {
+            failed = true
             throw .deviceFailed(backend: "v4l2", details: "draining: \(error.description)")
         }
         return try samples(coded, "draining")
@@ -170,7 +180,8 @@ public final class V4L2Encoder: VideoEncoder {
     /// The samples of `coded` (the buffers the device returned while doing `step`).
     private func samples(_ coded: [M2MCodedBuffer], _ step: String) throws(EncoderError) -> [EncodedSample] {
         func fail(_ problem: String) -> EncoderError {
-            .deviceFailed(backend: "v4l2", details: "\(step): \(session.path) \(problem)")
+            failed = true
+            return .deviceFailed(backend: "v4l2", details: "\(step): \(session.path) \(problem)")
         }
         var out: [EncodedSample] = []
         for buffer in coded {

@@ -1,4 +1,5 @@
 import Capture
+import H264
 
 /// `vigil probe [DEVICE]`: the cameras and microphones there are, ready to paste into the config.
 enum ProbeCommand: Command {
@@ -7,7 +8,10 @@ enum ProbeCommand: Command {
     static let synopsis = "[--size WxH] [--fps RATE] [DEVICE]"
     static let discussion = """
         Without DEVICE: every V4L2 camera (/dev/video*) with the formats Vigil records from,
-        their sizes and frame rates, and every ALSA capture device with its rates and channels.
+        their sizes and frame rates, every ALSA capture device with its rates and channels, and
+        every hardware encoder (V4L2 memory-to-memory device): what it takes and writes, its
+        size limits, the controls Vigil sets, and whether encoder.backend = "auto" would use it
+        for --size.
         DEVICE is a camera node (/dev/video0, /dev/v4l/by-id/...) or an ALSA device name
         (hw:1,0, plughw:CARD=Device,DEV=0): only that one is shown. "synthetic" and
         "file:PATH.y4m" are opened as vigil run would open them, and their format is shown.
@@ -48,8 +52,11 @@ enum ProbeCommand: Command {
         let request = CameraRequest(width: width, height: height, fps: fps)
 
         guard let device = arguments.positionals.first else {
-            let cameras = DeviceProbe.cameraPaths().map(DeviceProbe.camera(at:))
-            emit(DeviceReport.render(cameras: cameras, microphones: DeviceProbe.microphones(), request: request))
+            let paths = DeviceProbe.cameraPaths()
+            let cameras = paths.map(DeviceProbe.camera(at:))
+            emit(
+                DeviceReport.render(cameras: cameras, microphones: DeviceProbe.microphones(), request: request) + "\n"
+                    + renderEncoders(M2MSession.devices(among: paths), width: width, height: height))
             return .success
         }
         if device == "synthetic" || device.hasPrefix("file:") {
@@ -66,6 +73,10 @@ enum ProbeCommand: Command {
             }
         }
         if device.hasPrefix("/") {
+            if let encoder = try? M2MSession.listing(path: device) {
+                emit(renderEncoders([encoder], width: width, height: height))
+                return .success
+            }
             let camera = DeviceProbe.camera(at: device)
             emit(DeviceReport.render(cameras: [camera], microphones: nil, request: request))
             return camera.problem == nil ? .success : .noInput
@@ -79,4 +90,41 @@ enum ProbeCommand: Command {
 /// Prints a report that ends in a newline already.
 private func emit(_ report: String) {
     printOut(report.hasSuffix("\n") ? String(report.dropLast()) : report)
+}
+
+/// The hardware encoders section of `vigil probe`: each memory-to-memory device, what it takes
+/// and writes, its size limits and the controls Vigil sets, and whether it would record
+/// `width`×`height`.
+func renderEncoders(_ devices: [M2MListing], width: Int, height: Int) -> String {
+    var out = "Hardware encoders (V4L2 memory-to-memory)\n"
+    if devices.isEmpty {
+        out += "\n  none found — x264 records (encoder.backend = \"auto\" uses a hardware encoder when there is one)\n"
+    }
+    for device in devices {
+        out += "\n\(device.path) — \(device.name), \(device.multiplanar ? "multi-planar" : "single-planar") API\n"
+        out += "  takes:  \(device.rawFormats.map(\.description).joined(separator: " "))\n"
+        out += "  writes: \(device.codedFormats.map(\.description).joined(separator: " "))\n"
+        if let sizes = device.sizes {
+            out +=
+                "  sizes:  \(sizes.minimum.width)×\(sizes.minimum.height) to \(sizes.maximum.width)×\(sizes.maximum.height)\n"
+        }
+        let present = device.controls.filter(\.present).map(\.name)
+        let missing = device.controls.filter { !$0.present }.map(\.name)
+        out += "  controls: " + (present.isEmpty ? "none of Vigil's" : present.joined(separator: " "))
+        out += missing.isEmpty ? "\n" : "; missing: \(missing.joined(separator: " "))\n"
+        switch EncoderSelection.choose(
+            backend: .v4l2, device: device.path, devices: [device], width: width, height: height)
+        {
+        case .hardware:
+            let forced = device.controls.contains { $0.name == "FORCE_KEY_FRAME" && $0.present }
+            out +=
+                forced
+                ? "  records \(width)×\(height): yes — encoder = { backend = \"v4l2\"; device = \"\(device.path)\"; };\n"
+                : "  records \(width)×\(height): no — it cannot be told where keyframes go (FORCE_KEY_FRAME)\n"
+        case .configurationError(let problem):
+            out += "  records \(width)×\(height): no — \(problem.split(separator: ";").first ?? "")\n"
+        case .x264: break
+        }
+    }
+    return out
 }

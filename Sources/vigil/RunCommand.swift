@@ -1,4 +1,6 @@
 import Agent
+import Capture
+import Configuration
 import H264
 
 /// `vigil run [--config FILE]`: the agent.
@@ -29,7 +31,19 @@ enum RunCommand: Command {
             throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
         }
         guard let (path, settings) = loadSettings(arguments) else { return .config }
-        let environment = AgentEnvironment.system(encoders: X264EncoderFactory(settings: settings.encoder.x264))
+        var environment = AgentEnvironment.system(encoders: X264EncoderFactory(settings: settings.encoder.x264))
+        switch chooseEncoder(settings) {
+        case .x264(let reason, let warn):
+            environment.encoderChoice = EncoderChoice(
+                hardware: nil, required: false, backend: "x264", reason: reason, warn: warn)
+        case .hardware(let device, let name, let required, let reason):
+            environment.encoderChoice = EncoderChoice(
+                hardware: V4L2EncoderFactory(device: device, settings: settings.encoder.hardware), required: required,
+                backend: "v4l2", reason: "\(reason): \(device) (\(name))")
+        case .configurationError(let problem):
+            printError("vigil run: \(path): \(problem)")
+            return .config
+        }
         switch Agent(configPath: path, settings: settings, version: version, environment: environment).run() {
         case .stopped: return .success
         case .sourceCannotOpen: return .noInput
@@ -38,4 +52,15 @@ enum RunCommand: Command {
         case .sourceFailed: return .dataError
         }
     }
+}
+
+/// The encoder `encoder.backend` and `encoder.device` make of the memory-to-memory devices
+/// there are (only looked for when the hardware encoder may be used).
+func chooseEncoder(_ settings: Settings) -> EncoderSelection {
+    var paths = DeviceProbe.cameraPaths()
+    if let device = settings.encoder.device, !paths.contains(device) { paths.append(device) }
+    let devices = settings.encoder.backend == .x264 ? [] : M2MSession.devices(among: paths)
+    return EncoderSelection.choose(
+        backend: settings.encoder.backend, device: settings.encoder.device, devices: devices,
+        width: settings.camera.width, height: settings.camera.height)
 }

@@ -43,7 +43,8 @@ final class AgentHarness: Sendable {
         },
         onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in },
         sleep: @escaping @Sendable (Double) -> Void = { _ in },
-        wallNow: @escaping @Sendable () -> Date = { Date() }
+        wallNow: @escaping @Sendable () -> Date = { Date() },
+        encoderChoice: EncoderChoice? = nil
     ) throws {
         directory = try TemporaryDirectory("vigil-agent-tests")
         configPath = directory.file("vigil.conf")
@@ -54,7 +55,7 @@ final class AgentHarness: Sendable {
         storage.now = Date()
         self.storage = storage
         events = EventRecorder(onEvent)
-        let environment = AgentEnvironment(
+        var environment = AgentEnvironment(
             encoders: X264EncoderFactory(settings: settings.encoder.x264),
             openSource: openSource,
             openMicrophone: { audio, _ throws(CaptureError) in try openMicrophone(audio) },
@@ -63,6 +64,7 @@ final class AgentHarness: Sendable {
             handlesSignals: false, notifier: SystemdNotifier(environment: [:]),
             monotonicNow: { MonotonicClock.now() }, wallNow: wallNow,
             sleep: sleep)
+        environment.encoderChoice = encoderChoice
         agent = Agent(configPath: configPath, settings: settings, version: "test", environment: environment)
     }
 

@@ -1,0 +1,118 @@
+import Capture
+import Configuration
+import Foundation
+import H264
+import Media
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import Agent
+
+/// A hardware encoder as the agent sees it, without the hardware: x264 underneath, failing as
+/// a device does (`.deviceFailed` after `failAfter` frames: a hang), or refusing to open.
+final class FlakyHardwareEncoders: VideoEncoderFactory, Sendable {
+    let failAfter: Int?
+    let refuse: Bool
+    private let opened = Mutex(0)
+
+    init(failAfter: Int? = nil, refuse: Bool = false) {
+        self.failAfter = failAfter
+        self.refuse = refuse
+    }
+
+    var encodersOpened: Int { opened.withLock { $0 } }
+
+    func makeEncoder(for format: VideoFormat) throws(EncoderError) -> any VideoEncoder {
+        if refuse {
+            throw .openFailed(backend: "v4l2", details: "/dev/video11: VIDIOC_REQBUFS: out of memory for its buffers")
+        }
+        opened.withLock { $0 += 1 }
+        return Flaky(try X264Encoder(format: format, settings: deterministicX264), failAfter: failAfter)
+    }
+
+    final class Flaky: VideoEncoder {
+        let inner: X264Encoder
+        let failAfter: Int?
+        var frames = 0
+        init(_ inner: X264Encoder, failAfter: Int?) {
+            self.inner = inner
+            self.failAfter = failAfter
+        }
+        var sequenceParameterSet: [UInt8] { inner.sequenceParameterSet }
+        var pictureParameterSet: [UInt8] { inner.pictureParameterSet }
+        var logDescription: [(name: String, value: String)] { [("encoder", "test-hardware")] }
+        func encode(_ frame: VideoFrame, keyframe: Bool) throws(EncoderError) -> [EncodedSample] {
+            frames += 1
+            if let failAfter, frames > failAfter {
+                throw .deviceFailed(
+                    backend: "v4l2", details: "frame \(frames): the encoder returned nothing for 2000 ms; it is hung")
+            }
+            return try inner.encode(frame, keyframe: keyframe)
+        }
+        func flush() throws(EncoderError) -> [EncodedSample] { try inner.flush() }
+    }
+}
+
+private let deterministicX264 = EncoderSettings(
+    preset: .ultrafast, tune: [.zerolatency], profile: .high, crf: 23, rateCap: .uncapped, threads: 1)
+
+@Suite(.serialized) struct AgentEncoderTests {
+    /// A hardware encoder that hangs: each time the clip is closed (every frame before the
+    /// hang is in it) and the encoder opened again; the third time within ten minutes it is
+    /// given up for x264, with an error line, and recording goes on.
+    @Test func aHardwareEncoderThatKeepsFailingIsGivenUpForX264() throws {
+        let hardware = FlakyHardwareEncoders(failAfter: 30)
+        let harness = try AgentHarness(
+            config: testConfig(),
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 16, objects: [crossing(0.5, 15)])) },
+            encoderChoice: EncoderChoice(hardware: hardware, required: false, backend: "v4l2", reason: "a test"))
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+
+        let failed = harness.lines("the hardware encoder failed; the clip is closed and the encoder opened again")
+        #expect(failed.count == 3 && failed.allSatisfy { logValue($0, "level") == "error" }, "\(harness.output)")
+        #expect(failed.map { logValue($0, "failures_in_10_min") } == ["1", "2", "3"])
+        let givenUp = harness.lines(
+            "the hardware encoder failed 3 times in 10 minutes; recording with x264 from now on")
+        #expect(givenUp.count == 1, "\(harness.output)")
+        #expect(hardware.encodersOpened == 3)
+        let encoders = harness.lines("encoding").compactMap { logValue($0, "encoder") }
+        #expect(encoders == ["test-hardware", "test-hardware", "test-hardware", "x264"], "\(encoders)")
+        #expect(harness.lines("encoder chosen").first.flatMap { logValue($0, "backend") } == "v4l2")
+
+        // A clip for each stretch the hardware encoder recorded, and one from x264 after.
+        let saved = harness.events.clipsSaved.map(\.record)
+        #expect(saved.count == 4, "\(harness.output)")
+        try harness.expectCompletePlayableClips()
+    }
+
+    /// `auto` with a hardware encoder that cannot open for the stream (the Pi's CMA pool
+    /// exhausted): a warning, and x264 records from the first frame.
+    @Test func aHardwareEncoderThatCannotOpenLeavesTheStreamToX264() throws {
+        let hardware = FlakyHardwareEncoders(refuse: true)
+        let harness = try AgentHarness(
+            config: testConfig(),
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 5, objects: [crossing(0.5, 3)])) },
+            encoderChoice: EncoderChoice(hardware: hardware, required: false, backend: "v4l2", reason: "a test"))
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let warned = harness.lines("the hardware encoder cannot open for this stream; recording with x264 from now on")
+        #expect(warned.count == 1 && warned.allSatisfy { logValue($0, "error")?.contains("out of memory") == true })
+        #expect(harness.lines("encoding").compactMap { logValue($0, "encoder") } == ["x264"])
+        #expect(harness.events.clipsSaved.count == 1)
+        try harness.expectCompletePlayableClips()
+    }
+
+    /// `encoder.backend = "v4l2"`: the hardware encoder was asked for by name, and one that
+    /// cannot open for the first stream stops the agent with the device's words.
+    @Test func aRequiredHardwareEncoderThatCannotOpenStopsTheAgent() throws {
+        let harness = try AgentHarness(
+            config: testConfig(),
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 5, objects: [crossing(0.5, 3)])) },
+            encoderChoice: EncoderChoice(
+                hardware: FlakyHardwareEncoders(refuse: true), required: true, backend: "v4l2", reason: "a test"))
+        #expect(harness.runToTheEnd() == .sourceFailed, "\(harness.output)")
+        let stopped = harness.lines("encoder failed; stopping")
+        #expect(stopped.count == 1 && stopped.allSatisfy { logValue($0, "error")?.contains("VIDIOC_REQBUFS") == true })
+        #expect(harness.clipFiles.isEmpty)
+    }
+}
