@@ -47,8 +47,10 @@ public enum EncoderSelection: Equatable, Sendable {
             candidates = devices
         }
         guard let chosen = candidates.first(where: \.encodesH264) else {
+            // What each writes (a decoder's raw formats too: it is not an encoder either).
             let found = candidates.map {
-                "\($0.path) (\($0.name)) encodes \($0.codedFormats.map(\.description).joined(separator: ", "))"
+                "\($0.path) (\($0.name)) writes \($0.codedFormats.prefix(3).map(\.description).joined(separator: ", "))"
+                    + ($0.codedFormats.count > 3 ? ", …" : "")
             }
             return refuse(
                 found.isEmpty

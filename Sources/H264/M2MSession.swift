@@ -24,7 +24,7 @@ public struct M2MError: Error, Equatable, Sendable, CustomStringConvertible {
                 self.problem = "the device is gone (\(SystemError(code).description)); was its driver unloaded?"
             case ENOMEM:
                 self.problem =
-                    "out of memory for its buffers (\(SystemError(code).description)); ask for fewer buffers, or give the board more contiguous memory (a larger cma= on the kernel command line, or the dtoverlay's cma setting)"
+                    "out of memory for its buffers (\(SystemError(code).description)); give the board more contiguous memory: a larger cma= on the kernel command line, or a larger cma- setting of dtoverlay=vc4-kms-v3d in config.txt, then reboot (other programs holding camera or encoder buffers use the same pool)"
             case EBUSY: self.problem = "the device is busy (\(SystemError(code).description)); another program uses it"
             case EACCES, EPERM:
                 self.problem =

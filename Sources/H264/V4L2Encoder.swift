@@ -47,8 +47,9 @@ public struct HardwareEncoderSettings: Hashable, Sendable {
 /// - Keyframes: `FORCE_KEY_FRAME` before the frame the pipeline's schedule marks, and the
 ///   device's I-frame period set to the same interval as a backstop. A sample is a keyframe
 ///   when it holds an IDR slice, whatever the driver's flag says.
-/// - A device that stops answering (no buffer back within its timeout) or goes away fails
-///   the encoder with `.deviceFailed`.
+/// - A device that stops answering (no buffer back within its timeout), takes frames and
+///   returns nothing for `silenceLimit` of capture time, or goes away fails the encoder with
+///   `.deviceFailed`.
 public final class V4L2Encoder: VideoEncoder {
     public let sequenceParameterSet: [UInt8]
     public let pictureParameterSet: [UInt8]
@@ -63,6 +64,12 @@ public final class V4L2Encoder: VideoEncoder {
     /// The device failed: nothing more is asked of it (a drain would wait out its timeout again).
     private var failed = false
     private var framesIn = 0
+    private var samplesOut = 0
+    /// The capture time of the frame that brought the last coded output (or of the first frame).
+    private var lastOutput: Timestamp?
+    /// How long, in capture time, frames may go in with nothing coming out before the device
+    /// counts as hung (one that takes frames but returns nothing never blocks a call).
+    public static let silenceLimit = Timestamp.Duration(seconds: 2)
 
     /// Opens the encoder at `device` for frames of `format`.
     public convenience init(device: String, format: VideoFormat, settings: HardwareEncoderSettings) throws(EncoderError)
@@ -160,7 +167,18 @@ public final class V4L2Encoder: VideoEncoder {
             failed = true
             throw .deviceFailed(backend: "v4l2", details: "frame \(framesIn): \(error.description)")
         }
-        return try samples(coded, "frame \(framesIn)")
+        let out = try samples(coded, "frame \(framesIn)")
+        samplesOut += out.count
+        if lastOutput == nil || !out.isEmpty { lastOutput = frame.timestamp }
+        if let lastOutput, framesIn > samplesOut, frame.timestamp - lastOutput > Self.silenceLimit {
+            failed = true
+            throw .deviceFailed(
+                backend: "v4l2",
+                details:
+                    "frame \(framesIn): \(session.path) returned nothing for \(DecimalText.short((frame.timestamp - lastOutput).seconds, 3)) s of frames; it is hung"
+            )
+        }
+        return out
     }
 
     public func flush() throws(EncoderError) -> [EncodedSample] {

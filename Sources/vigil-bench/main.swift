@@ -169,6 +169,15 @@ func run() throws {
     print(
         "real time: vigil run on its synthetic camera (demo scene, events 5 s and 25 s in) for \(DecimalText.short(options.realtimeSeconds, 3)) s, pre_roll 10 s\n"
     )
+    // The board's hardware encoder, when there is one that Vigil would record with: its CPU
+    // per frame beside x264's, on the same frames.
+    let hardware = M2MSession.devices(among: DeviceProbe.cameraPaths()).first {
+        $0.encodesH264 && $0.controls.contains { $0.name == "FORCE_KEY_FRAME" && $0.present }
+    }
+    print(
+        "hardware encoder (V4L2 memory-to-memory H.264): "
+            + (hardware.map { "\($0.path), \($0.name): CPU per frame beside x264's, on the same frames" }
+                ?? "none found — its rows are left out\n"))
     var pipeline: [[String: Any]] = []
 
     for ((width, height), column) in zip(sizes, columns) {
@@ -248,6 +257,11 @@ func run() throws {
             }
         }
 
+        if let hardware, hardware.takes(width: width, height: height) {
+            try measureHardware(
+                hardware, frames: frames, scene: scene, defaults: defaults, column: column, table: &table)
+        }
+
         // Motion detection on the same frames' luma, with the default settings (the agent's
         // per-frame cost beside the encoder). Timestamps advance so the background adapts.
         var detector = MotionDetector(settings: try Settings.defaults().motion)
@@ -303,6 +317,7 @@ func run() throws {
             ],
             "results": results,
             "pipeline": pipeline,
+            "hardware_encoder": hardware.map { "\($0.path) \($0.name)" } ?? "none found",
         ]
         let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
         let url = URL(fileURLWithPath: path)
@@ -310,6 +325,57 @@ func run() throws {
         try data.write(to: url)
         print("\nwrote \(path)")
     }
+}
+
+/// The CPU time (user and system) this process spends in `body`, in seconds: what a hardware
+/// encoder saves is CPU, not wall time (the device works while the process waits).
+func cpuTime(_ body: () throws -> Void) rethrows -> Double {
+    func now() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+    let start = now()
+    try body()
+    return now() - start
+}
+
+/// The hardware encoder and x264 (one thread) on the same frames, keyframes as the agent
+/// places them: CPU milliseconds per frame each, and their ratio.
+func measureHardware(
+    _ device: M2MListing, frames: [VideoFrame], scene: SyntheticScene, defaults: Settings.Encoder, column: String,
+    table: inout BenchTable
+) throws {
+    var x264Settings = defaults.x264
+    x264Settings.threads = 1
+    let format = frames[0].format
+    var cpu: [String: Double] = [:]
+    let encoders: [(String, () throws -> any VideoEncoder)] = [
+        ("x264", { try X264Encoder(format: format, settings: x264Settings) }),
+        ("hardware", { try V4L2Encoder(device: device.path, format: format, settings: defaults.hardware) }),
+    ]
+    for (name, make) in encoders {
+        let encoder = try make()
+        var keyframes = KeyframeSchedule(interval: .init(seconds: defaults.keyframeInterval))
+        var encoded = 0
+        cpu[name] = try cpuTime {
+            for (n, f) in frames.enumerated() {
+                let frame = VideoFrame(
+                    format: f.format, buffer: f.buffer, timestamp: scene.timestamp(ofFrame: Int64(n)),
+                    sequence: UInt64(n))
+                encoded += try encoder.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)).count
+            }
+            encoded += try encoder.flush().count
+        }
+        precondition(encoded == frames.count, "\(name) returned \(encoded) of \(frames.count) frames")
+    }
+    let perFrame = { (name: String) in (cpu[name] ?? 0) * 1000 / Double(frames.count) }
+    table.record("hardware encoder CPU", unit: "ms/frame", column: column, value: perFrame("hardware"))
+    table.record("x264 encode CPU, 1 thread", unit: "ms/frame", column: column, value: perFrame("x264"))
+    table.record(
+        "hardware encoder CPU / x264 CPU", unit: "%", column: column,
+        value: 100 * perFrame("hardware") / max(1e-9, perFrame("x264")))
 }
 
 do {

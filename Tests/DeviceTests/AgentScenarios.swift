@@ -32,7 +32,7 @@ struct Context {
         case .record: expectations.clips += AgentScenarios.record(r, vigil: vigil, out: out)
         case .recover: expectations.clips += AgentScenarios.recover(r, vigil: vigil, out: out)
         case .hd: expectations.clips += AgentScenarios.hd(r, vigil: vigil, out: out)
-        case .codec: CodecScenarios.run(r)
+        case .codec: CodecScenarios.run(r, vigil: vigil, out: out)
         }
     }
 

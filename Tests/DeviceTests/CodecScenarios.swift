@@ -13,7 +13,7 @@ import Media
 /// drain and restart, no leak over 10,000 frames, the driver taken away — on the single- and
 /// the multi-planar API (the Pi's encoder is multi-planar).
 enum CodecScenarios {
-    static func run(_ r: Report) {
+    static func run(_ r: Report, vigil: String, out: String) {
         r.section("memory-to-memory encoder session (vicodec)")
         guard let directory = ProcessInfo.processInfo.environment["VIGIL_VICODEC_DIR"], !directory.isEmpty else {
             r.fail("VIGIL_VICODEC_DIR does not name the built vicodec modules (scripts/vm/build-vicodec.sh)")
@@ -27,9 +27,70 @@ enum CodecScenarios {
             let load = shell("/sbin/insmod", [vicodec, "multiplanar=\(multiplanar ? 1 : 0)"])
             guard r.check(load.status == 0, "vicodec loads (\(api))", load.stderr) else { continue }
             usleep(300_000)
+            if !multiplanar { backend(r, vigil: vigil, out: out) }
             session(r, api: api, multiplanar: multiplanar)
             let unload = shell("/sbin/rmmod", ["vicodec"])
             r.check(unload.status == 0, "vicodec unloads (\(api))", unload.stderr)
+        }
+    }
+
+    /// The backend above the session, with vicodec the only memory-to-memory device: it is
+    /// listed for what it is, `auto` records with x264 and says why, and `v4l2` is refused at
+    /// start naming what vicodec writes.
+    static func backend(_ r: Report, vigil: String, out: String) {
+        let nodes = ((try? FileManager.default.contentsOfDirectory(atPath: "/dev")) ?? [])
+            .filter { $0.hasPrefix("video") }.sorted().map { "/dev/" + $0 }
+        let devices = M2MSession.devices(among: nodes)
+        let encoders = devices.filter { $0.codedFormats.contains("FWHT") }
+        r.check(
+            !encoders.isEmpty && devices.allSatisfy { $0.driver == "vicodec" },
+            "the memory-to-memory devices found are vicodec's, cameras passed over",
+            devices.map { "\($0.path): \($0.name) writes \($0.codedFormats)" }.joined(separator: "; "))
+        r.check(
+            encoders.allSatisfy {
+                !$0.encodesH264 && $0.controls.contains { $0.name == "FORCE_KEY_FRAME" && !$0.present }
+            },
+            "vicodec's encoder is listed as no H.264 encoder, without FORCE_KEY_FRAME")
+        if let e = encoders.first {
+            r.figure("\(e.path): \(e.name), takes \(e.rawFormats), sizes \(String(describing: e.sizes))")
+        }
+
+        let probe = shell(vigil, ["probe"], stdout: true)
+        r.check(
+            probe.status == 0 && probe.output.contains("Hardware encoders (V4L2 memory-to-memory)")
+                && probe.output.contains("writes: FWHT") && probe.output.contains("no — no hardware H.264 encoder"),
+            "vigil probe lists vicodec as a hardware encoder that cannot record H.264", probe.output)
+
+        func run(_ backend: String) -> (status: Int32, output: String) {
+            let config = out + "/codec-\(backend).conf"
+            let text = """
+                camera = { device = "synthetic"; width = 320; height = 240; fps = 15.0; };
+                storage = { path = "\(out)/codec-\(backend)-clips"; min_free_mb = 1; };
+                encoder = { backend = "\(backend)"; };
+                """
+            try? text.write(toFile: config, atomically: true, encoding: .utf8)
+            return shell("/usr/bin/timeout", ["-s", "INT", "20", vigil, "run", "--config", config], stdout: true)
+        }
+        let required = run("v4l2")
+        r.check(
+            required.status == 78 && required.output.contains("no hardware H.264 encoder: /dev/")
+                && required.output.contains("(vicodec) writes FWHT"),
+            "encoder.backend = \"v4l2\" with only vicodec: refused at start (78), naming what vicodec writes",
+            "exit \(required.status): \(required.output)")
+        let automatic = run("auto")
+        r.check(
+            automatic.output.contains("msg=\"encoder chosen\" backend=x264")
+                && automatic.output.contains("(vicodec) writes FWHT") && automatic.output.contains("encoder=x264"),
+            "encoder.backend = \"auto\" with only vicodec: x264 records, and the log says why",
+            automatic.output.split(separator: "\n").filter { $0.contains("encod") }.joined(separator: "\n"))
+    }
+
+    static func shell(_ program: String, _ arguments: [String], stdout: Bool) -> (status: Int32, output: String) {
+        do {
+            let result = try Child.run(program, arguments)
+            return (result.status, result.stdout + result.stderr)
+        } catch {
+            return (-1, error.description)
         }
     }
 

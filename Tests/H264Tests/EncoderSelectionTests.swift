@@ -31,7 +31,7 @@ import Testing
         }
         #expect(
             choose(.auto, in: [Self.vicodec])
-                == .x264(reason: "no hardware H.264 encoder: /dev/video2 (vicodec) encodes FWHT", warn: false))
+                == .x264(reason: "no hardware H.264 encoder: /dev/video2 (vicodec) writes FWHT", warn: false))
         #expect(
             choose(.auto, in: [])
                 == .x264(reason: "no hardware H.264 encoder: no memory-to-memory device was found", warn: false))
@@ -63,7 +63,7 @@ import Testing
             Issue.record("vicodec was taken for an H.264 encoder")
             return
         }
-        #expect(problem.hasPrefix("no hardware H.264 encoder: /dev/video2 (vicodec) encodes FWHT; set encoder.device"))
+        #expect(problem.hasPrefix("no hardware H.264 encoder: /dev/video2 (vicodec) writes FWHT; set encoder.device"))
         guard case .configurationError(let missing) = choose(.v4l2, "/dev/video0", in: [Self.pi]) else {
             Issue.record("a device that is not there was taken")
             return

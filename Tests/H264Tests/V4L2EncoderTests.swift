@@ -25,6 +25,8 @@ final class ByteStreamSession: EncodingSession {
     var headersApart = false
     /// Stops answering after this many frames (the poll times out).
     var hangAfter: Int?
+    /// Takes frames but returns nothing after this many.
+    var silentAfter: Int?
     /// From this many frames on, every IDR carries a different SPS (as a device reset would).
     var changeParameterSetsAfter: Int?
     private var x264: X264Encoder
@@ -58,6 +60,7 @@ final class ByteStreamSession: EncodingSession {
             throw M2MError(path, "VIDIOC_QBUF", code: EIO, problem: error.description)
         }
         forceNext = false
+        if let silentAfter, frames > silentAfter { return [] }
         held += samples.flatMap(buffers)
         let ready = max(0, held.count - delay)
         defer { held.removeFirst(ready) }
@@ -236,6 +239,25 @@ final class ByteStreamSession: EncodingSession {
         }
         #expect(backend == "v4l2")
         #expect(details.contains("frame 10") && details.contains("it is hung"), "\(details)")
+
+        // One that takes frames and returns nothing: hung after 2 s of frames without output.
+        let silent = try ByteStreamSession(format: frames[0].format)
+        silent.silentAfter = 12
+        let quiet = try V4L2Encoder(session: silent, format: frames[0].format, settings: Self.settings)
+        var silence: EncoderError?
+        var outputs = 0
+        for frame in frames {
+            do { outputs += try quiet.encode(frame, keyframe: frame.sequence == 0).count } catch {
+                silence = error
+                break
+            }
+        }
+        #expect(outputs == 9)  // eleven frames after the grey one, two of them still in the device
+        guard case .deviceFailed(_, let said)? = silence else {
+            Issue.record("no device failure: \(String(describing: silence))")
+            return
+        }
+        #expect(said.contains("returned nothing for 2.03") && said.contains("it is hung"), "\(said)")
 
         let changing = try ByteStreamSession(format: frames[0].format)
         changing.changeParameterSetsAfter = 20
