@@ -11,8 +11,8 @@
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Libraries the build links, and the tools the tests use as independent readers.
-BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev
-TEST_DEPS := ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
+BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev
+TEST_DEPS := mosquitto mosquitto-clients ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
 SWIFT_FLAGS ?=
 
 .PHONY: all deps build release test test-faults soak run bench deb test-deb clean check-swift lint format

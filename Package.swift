@@ -17,6 +17,7 @@ let package = Package(
         .systemLibrary(name: "CV4L2", pkgConfig: "libv4l2", providers: [.apt(["libv4l-dev"])]),
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CLibconfig", pkgConfig: "libconfig", providers: [.apt(["libconfig-dev"])]),
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
 
         // Pure Swift.
         .target(name: "Logging", dependencies: ["Media"]),
@@ -47,11 +48,14 @@ let package = Package(
                 "Logging", "Storage",
             ]
         ),
+        // Events to an MQTT broker (libmosquitto), and Home Assistant: an `EventSink`.
+        .target(name: "MQTT", dependencies: ["Agent", "Configuration", "Logging", "Media", "Recorder", "CMosquitto"]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
             dependencies: [
                 "Agent", "Analysis", "Media", "QuickTime", "Recorder", "H264", "Capture", "Configuration", "Storage",
+                "MQTT",
             ]
         ),
 
@@ -96,6 +100,10 @@ let package = Package(
             dependencies: [
                 "Agent", "Media", "Capture", "Configuration", "H264", "Logging", "QuickTime", "Recorder", "TestSupport",
             ]),
+        // Against a real `mosquitto` broker the tests start on a loopback port.
+        .testTarget(
+            name: "MQTTTests",
+            dependencies: ["MQTT", "Agent", "Configuration", "Media", "Capture", "Logging", "Recorder", "TestSupport"]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(
             name: "CommandTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),

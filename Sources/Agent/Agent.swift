@@ -248,7 +248,9 @@ public final class Agent: @unchecked Sendable {
         _ = captureThread.join(timeout: Agent.stopGrace)  // a source stuck in a read goes with the process
         // 4. Hooks get a moment; those still running are killed.
         hooks.runner.drain(seconds: min(current.withLock { $0.hooks.timeout } + 1, 5))
-        // 5. The last line.
+        // 5. The sinks deliver what they still hold (MQTT: the queue, then "offline").
+        running.withLock { $0?.sinks }?.finish()
+        // 6. The last line.
         let counters = stats.snapshot
         log.info(
             "vigil stopped",

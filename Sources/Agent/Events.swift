@@ -12,6 +12,13 @@ import Recorder
 /// A sink that talks to the network hands the event to a thread of its own.
 public protocol EventSink: Sendable {
     func handle(_ event: AgentEvent)
+    /// The agent is stopping and has handed over its last event: deliver what is still queued
+    /// (within a few seconds) and let go. Called once, on the agent's thread.
+    func finish()
+}
+
+extension EventSink {
+    public func finish() {}
 }
 
 /// Something the agent did or saw.
@@ -103,5 +110,9 @@ public struct EventSinks: EventSink {
 
     public func handle(_ event: AgentEvent) {
         for sink in sinks { sink.handle(event) }
+    }
+
+    public func finish() {
+        for sink in sinks { sink.finish() }
     }
 }

@@ -224,6 +224,32 @@ public enum ConfigSchema {
         ConfigKey(
             "hooks.timeout", .number(1...600), .number(30), unit: "seconds",
             "how long a hook may run before it is killed"),
+
+        // mqtt
+        ConfigKey("mqtt.enabled", .boolean, .boolean(false), "publish events to an MQTT broker (and Home Assistant)"),
+        ConfigKey("mqtt.host", .text, .text("localhost"), "the broker's host name or address"),
+        ConfigKey(
+            "mqtt.port", .integer(1...65535), .integer(1883), "the broker's port (8883 is the usual one for TLS)"),
+        ConfigKey("mqtt.username", .text, .text(""), "the user name to log in with, or \"\" for none"),
+        ConfigKey(
+            "mqtt.password_file", .text, .text(""),
+            "a file holding the password (its first line), so that the secret is not in this file; \"\" for none"),
+        ConfigKey(
+            "mqtt.tls_ca_file", .text, .text(""),
+            "TLS: the certificate authority that signed the broker's certificate (PEM); \"\" for no TLS"),
+        ConfigKey("mqtt.tls_cert_file", .text, .text(""), "TLS: this client's certificate (PEM), or \"\" for none"),
+        ConfigKey("mqtt.tls_key_file", .text, .text(""), "TLS: this client's private key (PEM), or \"\" for none"),
+        ConfigKey(
+            "mqtt.tls_insecure", .boolean, .boolean(false),
+            "TLS: accept a broker certificate whose name does not match mqtt.host (testing only)"),
+        ConfigKey("mqtt.client_id", .text, .text(""), "the MQTT client id, or \"\" for vigil-<camera.name>"),
+        ConfigKey(
+            "mqtt.topic_prefix", .text, .text("vigil"),
+            "the first level of every topic: <topic_prefix>/<camera.name>/motion and so on"),
+        ConfigKey("mqtt.qos", .integer(0...2), .integer(1), "the MQTT quality of service of what Vigil publishes"),
+        ConfigKey(
+            "mqtt.keepalive", .integer(5...3600), .integer(60), unit: "seconds",
+            "how often the connection is checked when nothing is sent"),
     ]
 
     public static let sections: [String] = {

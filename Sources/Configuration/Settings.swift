@@ -72,6 +72,7 @@ public struct Settings: Equatable, Sendable {
     public var storage: Storage
     public var log: Log
     public var hooks: Hooks
+    public var mqtt: MQTT
     /// The values they were made from, for `vigil check` and for messages.
     public var values: ConfigValues
 
@@ -208,6 +209,7 @@ public struct Settings: Equatable, Sendable {
         hooks = Hooks(
             onEventStart: programs["hooks.on_event_start"] ?? nil, onClipSaved: programs["hooks.on_clip_saved"] ?? nil,
             timeout: v.number("hooks.timeout"))
+        mqtt = try Settings.mqtt(v, camera: camera.name, directory: directory)
     }
 
     /// Why a clip file name pattern cannot be used, or nil when it can. `camera` is what

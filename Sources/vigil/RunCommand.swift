@@ -2,6 +2,8 @@ import Agent
 import Capture
 import Configuration
 import H264
+import Logging
+import MQTT
 
 /// `vigil run [--config FILE]`: the agent.
 enum RunCommand: Command {
@@ -43,6 +45,19 @@ enum RunCommand: Command {
         case .configurationError(let problem):
             printError("vigil run: \(path): \(problem)")
             return .config
+        }
+        if settings.mqtt.enabled {
+            let log = Logger(
+                level: settings.log.level, sink: environment.logSink,
+                metadata: [("camera", .string(settings.camera.name))])
+            do {
+                environment.sinks.append(
+                    try MQTTSink(
+                        settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone()))
+            } catch {
+                printError("vigil run: \(path): \(error.description)")
+                return .config
+            }
         }
         switch Agent(configPath: path, settings: settings, version: version, environment: environment).run() {
         case .stopped: return .success

@@ -173,6 +173,25 @@ func failure(_ text: String) -> ConfigurationError? {
             ("audio = { channels = 6; };", 1, "audio.channels = 6 is out of range — use a whole number from 1 to 2"),
             ("audio = { device = \"\"; };", 1, "audio.device is empty"),
             ("camera = { width = 640; width = 800; };", 1, "duplicate setting"),
+            ("mqtt = { enabled = true;\n host = \"\"; };", 2, "mqtt.host is empty"),
+            (
+                "mqtt = { topic_prefix = \"home/#\"; };", 1,
+                "mqtt.topic_prefix = \"home/#\" cannot begin a topic"
+            ),
+            ("mqtt = { topic_prefix = \"/vigil\"; };", 1, "no leading or trailing /"),
+            (
+                "mqtt = { enabled = true; password_file = \"/nonexistent/secret\"; };", 1,
+                "mqtt.password_file: /nonexistent/secret does not exist or cannot be read"
+            ),
+            (
+                "mqtt = { enabled = true; tls_cert_file = \"/etc/hostname\"; };", 1,
+                "mqtt.tls_cert_file needs mqtt.tls_ca_file too"
+            ),
+            (
+                "mqtt = { enabled = true; tls_ca_file = \"/etc/hostname\"; tls_key_file = \"/etc/hostname\"; };", 1,
+                "mqtt.tls_cert_file and mqtt.tls_key_file go together"
+            ),
+            ("mqtt = { qos = 3; };", 1, "mqtt.qos = 3 is out of range"),
         ] as [(String, Int, String)])
     func malformedFilesAreReportedAtTheirLine(text: String, line: Int, message: String) {
         guard let error = failure(text) else {
@@ -182,6 +201,26 @@ func failure(_ text: String) -> ConfigurationError? {
         #expect(error.line == line, "\(error)")
         #expect(error.description.hasPrefix("test.conf:\(line): "), "\(error)")
         #expect(error.message.lowercased().contains(message.lowercased()), "\(error)")
+    }
+
+    /// MQTT settings as the sink gets them: the client id from the camera's name, the topics'
+    /// base, the password from its file (its first line), relative paths from the
+    /// configuration's directory; a configuration that turns MQTT off need not have the files.
+    @Test func mqttSettingsAreTypedAndTheirFilesRead() throws {
+        let dir = try TemporaryDirectory("vigil-config")
+        defer { dir.remove() }
+        try "s3cret\nignored\n".write(toFile: dir.file("secret"), atomically: true, encoding: .utf8)
+        let on = try load(
+            """
+            camera = { name = "yard"; };
+            mqtt = { enabled = true; host = "broker.lan"; username = "cam"; password_file = "secret"; topic_prefix = "home/cams"; };
+            """, directory: dir.path)
+        #expect(on.mqtt.clientID == "vigil-yard")
+        #expect(on.mqtt.base == "home/cams/yard")
+        #expect(on.mqtt.password == "s3cret" && on.mqtt.username == "cam")
+        #expect(on.mqtt.tls == nil && on.mqtt.qos == 1 && on.mqtt.port == 1883)
+        let off = try load("mqtt = { enabled = false; password_file = \"/nonexistent/secret\"; };")
+        #expect(!off.mqtt.enabled && off.mqtt.password == nil)
     }
 
     /// Every part of a clip's path must fit a file name (255 bytes) however it expands: `%Y`

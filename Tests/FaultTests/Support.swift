@@ -14,16 +14,6 @@ import Glibc
 /// Helpers of the fault suite: the agent as a child process, footage, configurations, and the
 /// checks every clip must pass.
 
-/// Writes `scene` to a Y4M file at `path`.
-@discardableResult
-func writeFootage(_ scene: SyntheticScene, to path: String) throws -> String {
-    let source = try SyntheticSource(scene: scene)
-    let writer = try Y4MFileWriter(path: path, width: scene.width, height: scene.height, rate: scene.frameRate)
-    while let frame = try source.nextFrame() { try writer.write(frame) }
-    try writer.close()
-    return path
-}
-
 /// A configuration file for `vigil run` reading `footage`, recording into `storage`.
 @discardableResult
 func writeConfig(
@@ -54,12 +44,6 @@ func fedAgent(
             storageExtra: storageExtra))
     try feeder.open()
     return (feeder, agent)
-}
-
-/// The clip files (`.mov`) under `directory`, relative to it, sorted.
-func movieFiles(in directory: String) -> [String] {
-    guard let walker = FileManager.default.enumerator(atPath: directory) else { return [] }
-    return walker.compactMap { $0 as? String }.filter { $0.hasSuffix(".mov") }.sorted()
 }
 
 /// The resident memory (kB) and open file descriptors of a running process.

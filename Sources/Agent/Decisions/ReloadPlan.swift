@@ -7,7 +7,7 @@ import Configuration
 /// | `log.*`, `hooks.*` | at once (the next log line, the next hook run) |
 /// | `motion.*` (and the mask file), `recording.*` | between events: the pipeline swaps its detector, event logic and pre-roll ring only while no event is open, so a clip never mixes two configurations |
 /// | `storage.*` but `path` | from the next clip: the writer finishes the open clip under the name, and with the journal line and hooks, it began with; clips named by an earlier pattern stay known through the journal |
-/// | `camera.*` (its `name` too), `encoder.*`, `audio.*`, `storage.path` | after a restart (said in the log): the devices and the encoder are opened once, and the storage directory is claimed, checked and repaired once |
+/// | `camera.*` (its `name` too), `encoder.*`, `audio.*`, `mqtt.*`, `storage.path` | after a restart (said in the log): the devices and the encoder are opened once, and the storage directory is claimed, checked and repaired once |
 ///
 /// A value computed from the settings before and after; no side effects.
 public struct ReloadPlan: Sendable, Equatable {
@@ -29,6 +29,7 @@ public struct ReloadPlan: Sendable, Equatable {
         if new.camera != old.camera { needsRestart.append("camera") }
         if new.audio != old.audio { needsRestart.append("audio") }
         if new.encoder != old.encoder { needsRestart.append("encoder") }
+        if new.mqtt != old.mqtt { needsRestart.append("mqtt") }
         if new.storage.path != old.storage.path { needsRestart.append("storage.path") }
         logChanged = new.log != old.log
         detectionChanged = new.motion != old.motion || new.motionMask != old.motionMask
@@ -47,6 +48,7 @@ public struct ReloadPlan: Sendable, Equatable {
         applied.camera = running.camera
         applied.audio = running.audio
         applied.encoder = running.encoder
+        applied.mqtt = running.mqtt
         applied.storage.path = running.storage.path
         return applied
     }

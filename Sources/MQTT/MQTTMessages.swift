@@ -1,0 +1,159 @@
+import Agent
+import Foundation
+import Recorder
+
+/// One message for the broker.
+public struct MQTTMessage: Sendable, Equatable {
+    public var topic: String
+    public var payload: [UInt8]
+    public var retain: Bool
+
+    public init(topic: String, payload: [UInt8], retain: Bool) {
+        self.topic = topic
+        self.payload = payload
+        self.retain = retain
+    }
+
+    public init(topic: String, text: String, retain: Bool) {
+        self.init(topic: topic, payload: Array(text.utf8), retain: retain)
+    }
+
+    public var text: String { String(decoding: payload, as: UTF8.self) }
+}
+
+/// What each agent event becomes on the broker, under `<topic_prefix>/<camera>` (`base`):
+///
+/// | topic | payload | retained |
+/// |---|---|---|
+/// | `availability` | `online`, `offline` (also the last will) | yes |
+/// | `motion` | `ON` when an event starts, `OFF` when it ends | yes |
+/// | `event` | one JSON object per phase: `start`, `end`, `saved`, `deleted` | no |
+/// | `stats` | the stats line's figures as JSON | no |
+///
+/// A value with no I/O: the sink feeds it events and publishes what it returns. It keeps the
+/// number of the event under way, so that `end` and `saved` name it.
+public struct MQTTMessages: Sendable {
+    public let base: String
+    public let camera: String
+    public let qos: Int
+    let timeZone: any LocalTimeZone
+    /// The event under way (from its first clip), and each open clip's event.
+    private var event: Int?
+    private var clipEvents: [String: Int] = [:]
+
+    public init(base: String, camera: String, qos: Int, timeZone: any LocalTimeZone) {
+        self.base = base
+        self.camera = camera
+        self.qos = qos
+        self.timeZone = timeZone
+    }
+
+    public var availability: String { base + "/availability" }
+    public var motion: String { base + "/motion" }
+    public var eventTopic: String { base + "/event" }
+    public var stats: String { base + "/stats" }
+
+    /// The JSON of the `event` topic. Keys left out when not known.
+    public struct EventPayload: Codable, Equatable, Sendable {
+        public var type: String
+        public var event: Int?
+        public var camera: String
+        public var clip: String?
+        public var start: String?
+        public var end: String?
+        public var durationSeconds: Double?
+        public var prerollSeconds: Double?
+        public var peakScore: Double?
+        public var parts: Int?
+        public var trigger: String?
+
+        enum CodingKeys: String, CodingKey {
+            case type, event, camera, clip, start, end, parts, trigger
+            case durationSeconds = "duration_s"
+            case prerollSeconds = "preroll_s"
+            case peakScore = "peak_score"
+        }
+    }
+
+    /// The messages `event` makes (none for the events the broker does not hear of).
+    public mutating func messages(for event: AgentEvent) -> [MQTTMessage] {
+        switch event {
+        case .motionStarted:
+            return [MQTTMessage(topic: motion, text: "ON", retain: true)]
+        case .clipStarted(let clip):
+            clipEvents[clip.file] = clip.event
+            guard clip.part == 1 else { return [] }
+            self.event = clip.event
+            let start = clip.trigger.addingTimeInterval(-clip.preRoll)
+            return [
+                json(
+                    EventPayload(
+                        type: "start", event: clip.event, camera: camera, clip: clip.file, start: time(start),
+                        prerollSeconds: rounded(clip.preRoll), peakScore: rounded(clip.score), trigger: "motion"))
+            ]
+        case .motionEnded(let ended):
+            defer { self.event = nil }
+            return [
+                MQTTMessage(topic: motion, text: "OFF", retain: true),
+                json(
+                    EventPayload(
+                        type: "end", event: self.event, camera: camera, end: time(ended.end),
+                        peakScore: rounded(ended.peakScore), parts: ended.parts, trigger: "motion")),
+            ]
+        case .clipSaved(let saved):
+            let r = saved.record
+            return [
+                json(
+                    EventPayload(
+                        type: "saved", event: clipEvents.removeValue(forKey: r.file), camera: r.camera, clip: r.file,
+                        start: r.start, end: r.end, durationSeconds: rounded(r.durationSeconds),
+                        prerollSeconds: r.preRollSeconds.map(rounded), peakScore: r.peakScore.map(rounded),
+                        parts: nil, trigger: r.trigger == nil ? nil : "motion"))
+            ]
+        case .clipsDeleted(let deleted):
+            return deleted.deletions.map {
+                json(EventPayload(type: "deleted", camera: camera, clip: $0.clip.relativePath))
+            }
+        case .stats(let report):
+            return [statsMessage(report)]
+        case .reloaded:
+            return []
+        }
+    }
+
+    private func statsMessage(_ report: StatsReport) -> MQTTMessage {
+        let now = report.now, before = report.previous
+        let seconds = max(report.seconds, 1e-9)
+        let fields: [String: Any] = [
+            "camera": camera,
+            "seconds": rounded(report.seconds),
+            "fps": rounded(Double(now.framesIn - before.framesIn) / seconds),
+            "frames": now.framesIn,
+            "lost_at_source": now.framesLostAtSource,
+            "dropped_at_capture": now.framesDroppedAtCapture,
+            "dropped_at_writer": now.samplesDroppedAtWriter,
+            "clips": now.clipsWritten,
+            "clip_errors": now.clipErrors,
+            "recording": now.recording,
+            "score": rounded(now.lastScore),
+            "ring_s": rounded(now.ringSeconds),
+            "disk_free_mb": Int(now.diskFreeBytes >> 20),
+        ]
+        let data =
+            (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data()
+        return MQTTMessage(topic: stats, payload: [UInt8](data), retain: false)
+    }
+
+    private func json(_ payload: EventPayload) -> MQTTMessage {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(payload)) ?? Data()
+        return MQTTMessage(topic: eventTopic, payload: [UInt8](data), retain: false)
+    }
+
+    private func time(_ date: Date) -> String { ClipRecord.timestamp(date, timeZone: timeZone) }
+
+    /// Three decimals: what a reader needs, without binary noise (0.30000000000000004).
+    private func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+}

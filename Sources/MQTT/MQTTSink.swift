@@ -1,0 +1,260 @@
+import Agent
+internal import CMosquitto
+import Configuration
+import Foundation
+import Logging
+import Media
+import Recorder
+import Synchronization
+
+/// Why the MQTT client could not be made.
+public struct MQTTError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+}
+
+/// The agent's events on an MQTT broker (libmosquitto): `MQTTMessages` says what goes where.
+///
+/// The broker never slows recording: `handle` only queues, and libmosquitto's own thread
+/// (`mosquitto_loop_start`) does the network — publishing hands a message to its out queue,
+/// it does not write to the socket. The connection is made in the background and made again
+/// after a loss (1 s, doubling to 60 s). While there is none, messages wait in a queue of
+/// `queueLimit` in order (the oldest dropped when it is full, said once per outage), and go out
+/// when the connection is back, after `online`. The last will is `offline` on `availability`,
+/// retained; a clean stop (`finish`) delivers what is queued within a few seconds, then says
+/// `offline` itself and disconnects.
+public final class MQTTSink: EventSink, @unchecked Sendable {
+    public static let queueLimit = 1000
+    /// How long `finish` waits for the queue to go out.
+    public static let finishSeconds = 4.0
+
+    private let settings: Settings.MQTT
+    private let log: Logger
+    /// `struct mosquitto *`: touched by libmosquitto's thread and, through its thread-safe
+    /// calls, by the agent's threads.
+    private let client: OpaquePointer
+    private let state: Mutex<State>
+    private var userData: Unmanaged<MQTTSink>?
+
+    private struct State {
+        var messages: MQTTMessages
+        var connected = false
+        var queue: [MQTTMessage] = []
+        /// Published, not yet acknowledged (message ids).
+        var inflight: Set<Int32> = []
+        /// Messages dropped from a full queue during the current outage.
+        var dropped = 0
+        var everConnected = false
+        /// A loss or a refusal was logged and the recovery not yet.
+        var outageLogged = false
+        var finished = false
+    }
+
+    public init(settings: Settings.MQTT, camera: String, log: Logger, timeZone: any LocalTimeZone) throws(MQTTError) {
+        self.settings = settings
+        self.log = log.with(("component", "mqtt"))
+        mosquitto_lib_init()
+        guard let client = mosquitto_new(settings.clientID, true, nil) else {
+            throw MQTTError(description: "cannot make an MQTT client: \(String(cString: strerror(errno)))")
+        }
+        self.client = client
+        state = Mutex(
+            State(messages: MQTTMessages(base: settings.base, camera: camera, qos: settings.qos, timeZone: timeZone)))
+        func check(_ rc: Int32, _ what: String) throws(MQTTError) {
+            guard rc == MOSQ_ERR_SUCCESS.rawValue else {
+                mosquitto_destroy(client)
+                throw MQTTError(description: "\(what): \(String(cString: mosquitto_strerror(rc)))")
+            }
+        }
+        try check(
+            mosquitto_int_option(client, MOSQ_OPT_PROTOCOL_VERSION, Int32(MQTT_PROTOCOL_V311)), "MQTT protocol 3.1.1")
+        let offline = Array("offline".utf8)
+        try check(
+            mosquitto_will_set(
+                client, settings.base + "/availability", Int32(offline.count), offline, Int32(settings.qos), true),
+            "mqtt: the last will")
+        if let username = settings.username {
+            try check(mosquitto_username_pw_set(client, username, settings.password), "mqtt.username")
+        }
+        if let tls = settings.tls {
+            try check(
+                mosquitto_tls_set(client, tls.caFile, nil, tls.certFile, tls.keyFile, nil),
+                "mqtt.tls_ca_file \(tls.caFile)")
+            try check(mosquitto_tls_insecure_set(client, tls.insecure), "mqtt.tls_insecure")
+        }
+        try check(mosquitto_reconnect_delay_set(client, 1, 60, true), "mqtt: the reconnect delay")
+        mosquitto_connect_callback_set(client) { _, object, rc in
+            guard let object else { return }
+            Unmanaged<MQTTSink>.fromOpaque(object).takeUnretainedValue().connected(rc)
+        }
+        mosquitto_disconnect_callback_set(client) { _, object, rc in
+            guard let object else { return }
+            Unmanaged<MQTTSink>.fromOpaque(object).takeUnretainedValue().disconnected(rc)
+        }
+        mosquitto_publish_callback_set(client) { _, object, mid in
+            guard let object else { return }
+            Unmanaged<MQTTSink>.fromOpaque(object).takeUnretainedValue().published(mid)
+        }
+        // The callbacks find this sink through the client's user data; `finish` (or deinit)
+        // stops the thread before the sink goes.
+        let unmanaged = Unmanaged.passUnretained(self)
+        userData = unmanaged
+        mosquitto_user_data_set(client, unmanaged.toOpaque())
+        // Not connected yet is fine: the thread keeps trying, and the messages wait.
+        let rc = mosquitto_connect_async(client, settings.host, Int32(settings.port), Int32(settings.keepalive))
+        if rc != MOSQ_ERR_SUCCESS.rawValue {
+            self.log.warning(
+                "MQTT broker not reachable yet; trying again in the background",
+                [("broker", .string("\(settings.host):\(settings.port)")), ("error", .string(Self.reason(rc)))])
+            state.withLock { $0.outageLogged = true }
+        }
+        let started = mosquitto_loop_start(client)
+        guard started == MOSQ_ERR_SUCCESS.rawValue else {
+            mosquitto_destroy(client)
+            throw MQTTError(description: "cannot start the MQTT client's thread: \(Self.reason(started))")
+        }
+    }
+
+    deinit {
+        mosquitto_loop_stop(client, true)
+        mosquitto_destroy(client)
+    }
+
+    // MARK: EventSink
+
+    public func handle(_ event: AgentEvent) {
+        state.withLock { state in
+            guard !state.finished else { return }
+            for message in state.messages.messages(for: event) { enqueue(message, &state) }
+            if state.connected { drain(&state) }
+        }
+    }
+
+    public func finish() {
+        let deadline = Date().addingTimeInterval(Self.finishSeconds)
+        func settled() -> Bool { state.withLock { $0.connected && $0.queue.isEmpty && $0.inflight.isEmpty } }
+        while !settled() && Date() < deadline { usleep(20_000) }
+        let left = state.withLock { state -> Int in
+            state.finished = true
+            if state.connected {
+                publish(MQTTMessage(topic: settings.base + "/availability", text: "offline", retain: true), &state)
+            }
+            return state.queue.count
+        }
+        let offlineDeadline = Date().addingTimeInterval(1)
+        while !state.withLock({ $0.inflight.isEmpty || !$0.connected }) && Date() < offlineDeadline {
+            usleep(20_000)
+        }
+        if left > 0 {
+            log.warning(
+                "MQTT messages not delivered: the broker was unreachable when the agent stopped",
+                [("messages", .int(left))])
+        }
+        // Without a connection the thread would go on trying to make one: stop it outright.
+        let connected = state.withLock { $0.connected }
+        mosquitto_disconnect(client)
+        mosquitto_loop_stop(client, !connected)
+    }
+
+    // MARK: The queue (called with the state locked)
+
+    private func enqueue(_ message: MQTTMessage, _ state: inout State) {
+        if state.queue.count >= Self.queueLimit {
+            state.queue.removeFirst()
+            state.dropped += 1
+            if state.dropped == 1 {
+                log.warning(
+                    "MQTT queue full while the broker is unreachable; dropping the oldest messages",
+                    [("limit", .int(Self.queueLimit))])
+            }
+        }
+        state.queue.append(message)
+    }
+
+    private func drain(_ state: inout State) {
+        while let message = state.queue.first {
+            guard publish(message, &state) else { return }
+            state.queue.removeFirst()
+        }
+    }
+
+    /// Hands `message` to libmosquitto's out queue; false when there is no connection (it stays queued).
+    @discardableResult
+    private func publish(_ message: MQTTMessage, _ state: inout State) -> Bool {
+        var mid: Int32 = 0
+        let rc = message.payload.withUnsafeBytes { bytes in
+            mosquitto_publish(
+                client, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, Int32(settings.qos),
+                message.retain)
+        }
+        switch rc {
+        case MOSQ_ERR_SUCCESS.rawValue:
+            if settings.qos > 0 { state.inflight.insert(mid) }
+            return true
+        case MOSQ_ERR_NO_CONN.rawValue, MOSQ_ERR_CONN_LOST.rawValue:
+            state.connected = false
+            return false
+        default:
+            log.error(
+                "MQTT message not published", [("topic", .string(message.topic)), ("error", .string(Self.reason(rc)))])
+            return true  // not one the broker will ever take: go on with the others
+        }
+    }
+
+    // MARK: libmosquitto's thread
+
+    private func connected(_ rc: Int32) {
+        state.withLock { state in
+            guard rc == 0 else {
+                if !state.outageLogged {
+                    state.outageLogged = true
+                    log.error(
+                        "MQTT broker refused the connection; trying again",
+                        [
+                            ("broker", .string("\(settings.host):\(settings.port)")),
+                            ("reason", .string(String(cString: mosquitto_connack_string(rc)))),
+                        ])
+                }
+                return
+            }
+            let first = !state.everConnected
+            state.everConnected = true
+            state.connected = true
+            // Acknowledgements of a lost connection never come; libmosquitto sends those again.
+            state.inflight.removeAll()
+            if first || state.outageLogged {
+                log.info(
+                    first ? "MQTT connected" : "MQTT connected again",
+                    [
+                        ("broker", .string("\(settings.host):\(settings.port)")),
+                        ("client_id", .string(settings.clientID)),
+                        ("queued", .int(state.queue.count)), ("dropped", .int(state.dropped)),
+                    ])
+            }
+            state.outageLogged = false
+            state.dropped = 0
+            guard !state.finished else { return }
+            publish(MQTTMessage(topic: settings.base + "/availability", text: "online", retain: true), &state)
+            drain(&state)
+        }
+    }
+
+    private func disconnected(_ rc: Int32) {
+        state.withLock { state in
+            state.connected = false
+            guard rc != 0, !state.finished, !state.outageLogged else { return }
+            state.outageLogged = true
+            log.warning(
+                "MQTT connection lost; reconnecting, and queueing what happens meanwhile",
+                [("broker", .string("\(settings.host):\(settings.port)")), ("error", .string(Self.reason(rc)))])
+        }
+    }
+
+    private func published(_ mid: Int32) {
+        _ = state.withLock { $0.inflight.remove(mid) }
+    }
+
+    private static func reason(_ rc: Int32) -> String {
+        if rc == MOSQ_ERR_ERRNO.rawValue { return String(cString: strerror(errno)) }
+        return String(cString: mosquitto_strerror(rc))
+    }
+}

@@ -1,0 +1,316 @@
+import Capture
+import Foundation
+import Media
+import TestSupport
+import Testing
+
+/// A `mosquitto` broker of the test's own on a loopback port, with `settings` added to its
+/// configuration (anonymous clients by default).
+final class Broker {
+    let port: Int
+    let directory: TemporaryDirectory
+    private let process: Process
+
+    init(_ directory: TemporaryDirectory, settings: String = "allow_anonymous true") throws {
+        self.directory = directory
+        guard
+            let mosquitto = which("mosquitto")
+                ?? ["/usr/sbin/mosquitto"].first(where: FileManager.default.isExecutableFile)
+        else {
+            throw BrokerError(description: "mosquitto is not installed (apt-get install mosquitto)")
+        }
+        for _ in 0..<20 {
+            let port = Int.random(in: 20_000...60_000)
+            let config = directory.file("broker-\(port).conf"), log = directory.file("broker-\(port).log")
+            // As root mosquitto becomes the user `mosquitto`, which cannot read the test's
+            // files (its TLS key); `user root` keeps it as it is.
+            let user = getuid() == 0 ? "user root\n" : ""
+            try "listener \(port) 127.0.0.1\npersistence false\nlog_dest stderr\n\(user)\(settings)\n".write(
+                toFile: config, atomically: true, encoding: .utf8)
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: mosquitto)
+            process.arguments = ["-c", config]
+            FileManager.default.createFile(atPath: log, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+            process.standardOutput = FileHandle.nullDevice
+            try process.run()
+            // Listening once a client can connect; a port in use ends the broker at once.
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline {
+                if Self.accepts(port) {
+                    self.port = port
+                    self.process = process
+                    return
+                }
+                usleep(20_000)
+            }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        throw BrokerError(description: "mosquitto did not start on any of 20 loopback ports")
+    }
+
+    deinit { stop() }
+
+    /// SIGKILL: a child started from a test's thread may have SIGTERM blocked (the mask is
+    /// inherited), and a broker without persistence has nothing to save.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    private static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+}
+
+struct BrokerError: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// `mosquitto_sub` in the background, keeping each message as topic, retained flag, payload.
+final class Subscriber {
+    struct Message: Equatable {
+        var topic: String
+        var retained: Bool
+        var payload: String
+    }
+
+    private let process: Process
+    private let output: String
+
+    init(port: Int, topic: String, in directory: TemporaryDirectory, arguments: [String] = []) throws {
+        output = directory.file("sub-\(UUID().uuidString).txt")
+        FileManager.default.createFile(atPath: output, contents: nil)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: which("mosquitto_sub") ?? "/usr/bin/mosquitto_sub")
+        process.arguments =
+            ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", topic, "-F", "%t\t%r\t%p"] + arguments
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        usleep(300_000)  // subscribed before the test goes on
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)  // as the broker's
+        process.waitUntilExit()
+    }
+
+    var messages: [Message] {
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            let parts = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3 else { return nil }
+            return Message(topic: String(parts[0]), retained: parts[1] == "1", payload: String(parts[2]))
+        }
+    }
+
+    func waitFor(timeout: Double, _ condition: ([Message]) -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition(messages) { return true }
+            usleep(50_000)
+        }
+        return condition(messages)
+    }
+}
+
+/// The agent's events on a real broker (`vigil run` as a child process).
+@Suite(.serialized) struct MQTTBrokerTests {
+    func config(
+        _ dir: TemporaryDirectory, footage: String, port: Int, realtime: Bool = true, mqtt: String = ""
+    ) throws -> String {
+        let path = dir.file("vigil-\(UUID().uuidString).conf")
+        try """
+        camera = { device = "file:\(footage)"; name = "yard"; realtime = \(realtime); };
+        recording = { pre_roll = 1.0; post_roll = 1.0; };
+        storage = { path = "\(dir.file("clips"))"; min_free_mb = 1; };
+        log = { stats_interval = 1; };
+        mqtt = { enabled = true; host = "127.0.0.1"; port = \(port); keepalive = 5; \(mqtt) };
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    func json(_ text: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    }
+
+    /// Two events in a file read in real time: every topic with its payload, in order, the
+    /// retained ones retained, and `offline` after the clean stop.
+    @Test func everyTopicWithItsPayloadAcrossTwoEvents() throws {
+        let dir = try TemporaryDirectory("vigil-mqtt")
+        defer { dir.remove() }
+        let broker = try Broker(dir)
+        let footage = try writeFootage(
+            scene(seconds: 12, objects: [crossing(1, 3), crossing(7, 9)]), to: dir.file("two.y4m"))
+        let live = try Subscriber(port: broker.port, topic: "vigil/#", in: dir)
+        let agent = try AgentProcess(config: config(dir, footage: footage, port: broker.port))
+        #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
+        #expect(live.waitFor(timeout: 10) { $0.last?.payload == "offline" }, "\(live.messages)")
+        live.stop()
+        let messages = live.messages
+        #expect(agent.waitFor("msg=\"MQTT connected\"", timeout: 1) != nil, "\(agent.output)")
+
+        func on(_ topic: String) -> [Subscriber.Message] { messages.filter { $0.topic == "vigil/yard/" + topic } }
+        #expect(on("availability").map(\.payload) == ["online", "offline"])
+        #expect(on("motion").map(\.payload) == ["ON", "OFF", "ON", "OFF"])
+
+        // The event topic: start, end and saved for each event, in that order, naming its clip.
+        let events = on("event").map { json($0.payload) }
+        let phases = events.map { "\($0["type"] ?? "?")\($0["event"] ?? "?")" }
+        #expect(phases == ["start1", "end1", "saved1", "start2", "end2", "saved2"], "\(phases)")
+        let clips = movieFiles(in: dir.file("clips"))
+        #expect(clips.count == 2)
+        let saved = events.filter { $0["type"] as? String == "saved" }
+        #expect(Set(saved.compactMap { $0["clip"] as? String }) == Set(clips), "\(saved)")
+        for event in saved {
+            #expect(event["camera"] as? String == "yard")
+            #expect((event["duration_s"] as? Double ?? 0) > 2, "\(event)")
+            #expect((event["preroll_s"] as? Double ?? 0) > 0.5, "\(event)")
+            #expect((event["start"] as? String)?.hasSuffix("Z") == true, "\(event)")
+            #expect(event["trigger"] as? String == "motion")
+        }
+        let starts = events.filter { $0["type"] as? String == "start" }
+        #expect(starts.map { $0["clip"] as? String } == saved.map { $0["clip"] as? String })
+
+        // Stats, once a second of wall clock: the figures as numbers.
+        let stats = on("stats").map { json($0.payload) }
+        #expect(stats.count >= 5, "\(stats.count) stats messages")
+        #expect(stats.allSatisfy { ($0["frames"] as? Int ?? -1) >= 0 && $0["camera"] as? String == "yard" })
+
+        // What a newcomer gets: the retained state.
+        let later = try Subscriber(port: broker.port, topic: "vigil/#", in: dir)
+        #expect(later.waitFor(timeout: 5) { $0.count >= 2 })
+        later.stop()
+        #expect(
+            Set(later.messages.map { "\($0.topic)=\($0.payload) \($0.retained)" })
+                == ["vigil/yard/availability=offline true", "vigil/yard/motion=OFF true"], "\(later.messages)")
+    }
+
+    /// A killed agent cannot say goodbye: the broker publishes its last will.
+    @Test func theLastWillArrivesAfterSIGKILL() throws {
+        let dir = try TemporaryDirectory("vigil-mqtt")
+        defer { dir.remove() }
+        let broker = try Broker(dir)
+        let footage = try writeFootage(scene(seconds: 30, objects: [crossing(1, 3)]), to: dir.file("long.y4m"))
+        let agent = try AgentProcess(config: config(dir, footage: footage, port: broker.port))
+        #expect(agent.waitFor("msg=\"MQTT connected\"", timeout: 30) != nil, "\(agent.output)")
+        let watcher = try Subscriber(port: broker.port, topic: "vigil/yard/availability", in: dir)
+        #expect(watcher.waitFor(timeout: 5) { $0.last?.payload == "online" }, "\(watcher.messages)")
+        agent.kill(SIGKILL)
+        _ = agent.waitForExit(timeout: 10)
+        #expect(watcher.waitFor(timeout: 15) { $0.last?.payload == "offline" }, "\(watcher.messages)")
+    }
+
+    /// A broker that wants a login: the password comes from a file, and a wrong one is said
+    /// once in the log while recording goes on.
+    @Test func usernameAndPasswordFromAFile() throws {
+        let dir = try TemporaryDirectory("vigil-mqtt")
+        defer { dir.remove() }
+        let passwords = dir.file("passwords")
+        let made = try runTool(
+            which("mosquitto_passwd") ?? "/usr/bin/mosquitto_passwd", ["-c", "-b", passwords, "cam", "s3cret"])
+        try #require(made.status == 0, "\(made)")
+        let broker = try Broker(dir, settings: "allow_anonymous false\npassword_file \(passwords)")
+        let footage = try writeFootage(scene(seconds: 5, objects: [crossing(1, 3)]), to: dir.file("short.y4m"))
+        try "s3cret\n".write(toFile: dir.file("good"), atomically: true, encoding: .utf8)
+        try "wrong\n".write(toFile: dir.file("bad"), atomically: true, encoding: .utf8)
+
+        let watcher = try Subscriber(
+            port: broker.port, topic: "vigil/#", in: dir, arguments: ["-u", "cam", "-P", "s3cret"])
+        let good = try AgentProcess(
+            config: config(
+                dir, footage: footage, port: broker.port, realtime: false,
+                mqtt: "username = \"cam\"; password_file = \"good\";"))
+        #expect(good.waitForExit(timeout: 60) == 0, "\(good.output)")
+        #expect(good.waitFor("msg=\"MQTT connected\"", timeout: 1) != nil, "\(good.output)")
+        #expect(watcher.waitFor(timeout: 5) { $0.contains { $0.payload == "offline" } }, "\(watcher.messages)")
+
+        let bad = try AgentProcess(
+            config: config(
+                dir, footage: footage, port: broker.port, realtime: false,
+                mqtt: "username = \"cam\"; password_file = \"bad\";"))
+        #expect(bad.waitForExit(timeout: 60) == 0, "\(bad.output)")
+        let refused = logLines(bad.output, "MQTT broker refused the connection; trying again")
+        #expect(refused.count == 1, "\(bad.output)")
+        #expect(refused.first.flatMap { logValue($0, "reason") }?.contains("not authorised") == true, "\(refused)")
+        #expect(logLines(bad.output, "clip saved").count == 1, "recording went on")
+        #expect(
+            logLines(bad.output, "MQTT messages not delivered: the broker was unreachable when the agent stopped")
+                .count == 1)
+    }
+
+    /// TLS with a CA the test makes: the agent trusts the broker's certificate through
+    /// `mqtt.tls_ca_file`; with another CA it does not connect, says so, and records on.
+    @Test func tlsWithATestCA() throws {
+        let dir = try TemporaryDirectory("vigil-mqtt")
+        defer { dir.remove() }
+        let openssl = which("openssl") ?? "/usr/bin/openssl"
+        func run(_ arguments: [String]) throws {
+            let result = try runTool(openssl, arguments)
+            try #require(result.status == 0, "openssl \(arguments.joined(separator: " ")): \(result)")
+        }
+        for name in ["ca", "other-ca"] {
+            try run([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir.file("\(name).key"), "-out",
+                dir.file("\(name).crt"), "-days", "2", "-subj", "/CN=Vigil test \(name)",
+            ])
+        }
+        try run([
+            "req", "-newkey", "rsa:2048", "-nodes", "-keyout", dir.file("server.key"), "-out", dir.file("server.csr"),
+            "-subj", "/CN=localhost",
+        ])
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(
+            toFile: dir.file("server.ext"), atomically: true, encoding: .utf8)
+        try run([
+            "x509", "-req", "-in", dir.file("server.csr"), "-CA", dir.file("ca.crt"), "-CAkey", dir.file("ca.key"),
+            "-CAcreateserial", "-out", dir.file("server.crt"), "-days", "2", "-extfile", dir.file("server.ext"),
+        ])
+        let broker = try Broker(
+            dir,
+            settings: """
+                cafile \(dir.file("ca.crt"))
+                certfile \(dir.file("server.crt"))
+                keyfile \(dir.file("server.key"))
+                allow_anonymous true
+                """)
+        let footage = try writeFootage(scene(seconds: 5, objects: [crossing(1, 3)]), to: dir.file("short.y4m"))
+        let watcher = try Subscriber(
+            port: broker.port, topic: "vigil/#", in: dir, arguments: ["--cafile", dir.file("ca.crt")])
+
+        let trusted = try AgentProcess(
+            config: config(
+                dir, footage: footage, port: broker.port, realtime: false, mqtt: "tls_ca_file = \"ca.crt\";"))
+        #expect(trusted.waitForExit(timeout: 60) == 0, "\(trusted.output)")
+        #expect(trusted.waitFor("msg=\"MQTT connected\"", timeout: 1) != nil, "\(trusted.output)")
+        #expect(
+            watcher.waitFor(timeout: 5) { m in m.contains { $0.payload.contains("\"type\":\"saved\"") } },
+            "\(watcher.messages)")
+
+        let untrusted = try AgentProcess(
+            config: config(
+                dir, footage: footage, port: broker.port, realtime: false, mqtt: "tls_ca_file = \"other-ca.crt\";"))
+        #expect(untrusted.waitForExit(timeout: 60) == 0, "\(untrusted.output)")
+        #expect(untrusted.waitFor("msg=\"MQTT connected\"", timeout: 1) == nil, "\(untrusted.output)")
+        #expect(logLines(untrusted.output, "clip saved").count == 1, "recording went on")
+        #expect(
+            logLines(untrusted.output, "MQTT messages not delivered: the broker was unreachable when the agent stopped")
+                .count == 1, "\(untrusted.output)")
+    }
+}
