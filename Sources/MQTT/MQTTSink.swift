@@ -19,7 +19,9 @@ public struct MQTTError: Error, CustomStringConvertible, Sendable {
 /// it does not write to the socket. The connection is made in the background and made again
 /// after a loss (1 s, doubling to 60 s). While there is none, messages wait in a queue of
 /// `queueLimit` in order (the oldest dropped when it is full, said once per outage), and go out
-/// when the connection is back, after `online`. The last will is `offline` on `availability`,
+/// when the connection is back, after `online` and after what libmosquitto sends again (the
+/// messages in flight at the loss): the broker gets them in the order they happened, some
+/// perhaps twice (QoS 1 is at least once). The last will is `offline` on `availability`,
 /// retained; a clean stop (`finish`) delivers what is queued within a few seconds, then says
 /// `offline` itself and disconnects.
 public final class MQTTSink: EventSink, @unchecked Sendable {
@@ -44,6 +46,11 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         /// Messages dropped from a full queue during the current outage.
         var dropped = 0
         var everConnected = false
+        /// Since a reconnection, libmosquitto sends again what was published and not
+        /// acknowledged before the loss; the queue waits until those are acknowledged, so that
+        /// the broker gets everything in order (a stale `ON` after an `OFF` would leave the
+        /// retained motion state wrong).
+        var resendingSince: Date?
         /// A loss or a refusal was logged and the recovery not yet.
         var outageLogged = false
         var finished = false
@@ -125,9 +132,12 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         state.withLock { state in
             guard !state.finished else { return }
             for message in state.messages.messages(for: event) { enqueue(message, &state) }
-            if state.connected { drain(&state) }
+            drainIfInOrder(&state)
         }
     }
+
+    /// How long the queue waits for the messages libmosquitto sends again after a reconnection.
+    static let resendPatience = 10.0
 
     public func finish() {
         let deadline = Date().addingTimeInterval(Self.finishSeconds)
@@ -168,6 +178,18 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             }
         }
         state.queue.append(message)
+    }
+
+    /// Drains the queue when connected and nothing sent before a loss is still unacknowledged
+    /// (or has waited longer than `resendPatience`).
+    private func drainIfInOrder(_ state: inout State) {
+        guard state.connected else { return }
+        if let since = state.resendingSince {
+            guard state.inflight.isEmpty || Date().timeIntervalSince(since) > Self.resendPatience else { return }
+            state.resendingSince = nil
+            state.inflight.removeAll()
+        }
+        drain(&state)
     }
 
     private func drain(_ state: inout State) {
@@ -219,8 +241,9 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             let first = !state.everConnected
             state.everConnected = true
             state.connected = true
-            // Acknowledgements of a lost connection never come; libmosquitto sends those again.
-            state.inflight.removeAll()
+            // What was in flight at the loss goes again first (libmosquitto's resend): the queue
+            // waits for it.
+            if !state.inflight.isEmpty { state.resendingSince = Date() }
             if first || state.outageLogged {
                 log.info(
                     first ? "MQTT connected" : "MQTT connected again",
@@ -234,7 +257,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             state.dropped = 0
             guard !state.finished else { return }
             publish(MQTTMessage(topic: settings.base + "/availability", text: "online", retain: true), &state)
-            drain(&state)
+            drainIfInOrder(&state)
         }
     }
 
@@ -250,7 +273,10 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     }
 
     private func published(_ mid: Int32) {
-        _ = state.withLock { $0.inflight.remove(mid) }
+        state.withLock { state in
+            state.inflight.remove(mid)
+            if state.resendingSince != nil, !state.finished { drainIfInOrder(&state) }
+        }
     }
 
     private static func reason(_ rc: Int32) -> String {
