@@ -10,9 +10,9 @@ extension Settings {
         /// The password, read from `mqtt.password_file` when the settings are loaded.
         public var password: String?
         public var tls: TLS?
-        public var clientID: String
-        /// `<topic_prefix>/<camera.name>`: where every topic of this camera starts.
-        public var base: String
+        /// `mqtt.client_id`; nil for `vigil-<camera.name>` (`clientID(camera:)`).
+        public var configuredClientID: String?
+        public var topicPrefix: String
         public var qos: Int
         public var keepalive: Int
 
@@ -24,6 +24,18 @@ extension Settings {
         }
     }
 
+}
+
+/// What follows from the camera's name (kept apart, so that a new `camera.name` is a camera
+/// change, not an MQTT one).
+extension Settings.MQTT {
+    /// The client id: `mqtt.client_id`, or `vigil-<camera>`.
+    public func clientID(camera: String) -> String { configuredClientID ?? "vigil-\(camera)" }
+    /// `<topic_prefix>/<camera>`: where every topic of this camera starts.
+    public func base(camera: String) -> String { topicPrefix + "/" + camera }
+}
+
+extension Settings {
     /// The `mqtt.*` values, checked: a topic prefix that makes valid topics, files that can be
     /// read (relative paths are from the configuration file's directory).
     static func mqtt(_ v: ConfigValues, camera: String, directory: String) throws(ConfigurationError) -> MQTT {
@@ -79,8 +91,8 @@ extension Settings {
         let clientID = v.text("mqtt.client_id")
         return MQTT(
             enabled: enabled, host: host, port: v.integer("mqtt.port"), username: username.isEmpty ? nil : username,
-            password: password, tls: tls, clientID: clientID.isEmpty ? "vigil-\(camera)" : clientID,
-            base: prefix + "/" + camera, qos: v.integer("mqtt.qos"),
+            password: password, tls: tls, configuredClientID: clientID.isEmpty ? nil : clientID,
+            topicPrefix: prefix, qos: v.integer("mqtt.qos"),
             keepalive: v.integer("mqtt.keepalive"))
     }
 }

@@ -30,6 +30,9 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     public static let finishSeconds = 4.0
 
     private let settings: Settings.MQTT
+    /// `<topic_prefix>/<camera>`, and the client id.
+    private let base: String
+    private let clientID: String
     private let log: Logger
     /// `struct mosquitto *`: touched by libmosquitto's thread and, through its thread-safe
     /// calls, by the agent's threads.
@@ -58,14 +61,16 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
 
     public init(settings: Settings.MQTT, camera: String, log: Logger, timeZone: any LocalTimeZone) throws(MQTTError) {
         self.settings = settings
+        base = settings.base(camera: camera)
+        clientID = settings.clientID(camera: camera)
         self.log = log.with(("component", "mqtt"))
         mosquitto_lib_init()
-        guard let client = mosquitto_new(settings.clientID, true, nil) else {
+        guard let client = mosquitto_new(clientID, true, nil) else {
             throw MQTTError(description: "cannot make an MQTT client: \(String(cString: strerror(errno)))")
         }
         self.client = client
         state = Mutex(
-            State(messages: MQTTMessages(base: settings.base, camera: camera, qos: settings.qos, timeZone: timeZone)))
+            State(messages: MQTTMessages(base: base, camera: camera, qos: settings.qos, timeZone: timeZone)))
         func check(_ rc: Int32, _ what: String) throws(MQTTError) {
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
                 mosquitto_destroy(client)
@@ -77,7 +82,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         let offline = Array("offline".utf8)
         try check(
             mosquitto_will_set(
-                client, settings.base + "/availability", Int32(offline.count), offline, Int32(settings.qos), true),
+                client, base + "/availability", Int32(offline.count), offline, Int32(settings.qos), true),
             "mqtt: the last will")
         if let username = settings.username {
             try check(mosquitto_username_pw_set(client, username, settings.password), "mqtt.username")
@@ -146,7 +151,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         let left = state.withLock { state -> Int in
             state.finished = true
             if state.connected {
-                publish(MQTTMessage(topic: settings.base + "/availability", text: "offline", retain: true), &state)
+                publish(MQTTMessage(topic: base + "/availability", text: "offline", retain: true), &state)
             }
             return state.queue.count
         }
@@ -249,14 +254,14 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
                     first ? "MQTT connected" : "MQTT connected again",
                     [
                         ("broker", .string("\(settings.host):\(settings.port)")),
-                        ("client_id", .string(settings.clientID)),
+                        ("client_id", .string(clientID)),
                         ("queued", .int(state.queue.count)), ("dropped", .int(state.dropped)),
                     ])
             }
             state.outageLogged = false
             state.dropped = 0
             guard !state.finished else { return }
-            publish(MQTTMessage(topic: settings.base + "/availability", text: "online", retain: true), &state)
+            publish(MQTTMessage(topic: base + "/availability", text: "online", retain: true), &state)
             drainIfInOrder(&state)
         }
     }

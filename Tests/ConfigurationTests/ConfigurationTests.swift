@@ -215,8 +215,8 @@ func failure(_ text: String) -> ConfigurationError? {
             camera = { name = "yard"; };
             mqtt = { enabled = true; host = "broker.lan"; username = "cam"; password_file = "secret"; topic_prefix = "home/cams"; };
             """, directory: dir.path)
-        #expect(on.mqtt.clientID == "vigil-yard")
-        #expect(on.mqtt.base == "home/cams/yard")
+        #expect(on.mqtt.clientID(camera: on.camera.name) == "vigil-yard")
+        #expect(on.mqtt.base(camera: on.camera.name) == "home/cams/yard")
         #expect(on.mqtt.password == "s3cret" && on.mqtt.username == "cam")
         #expect(on.mqtt.tls == nil && on.mqtt.qos == 1 && on.mqtt.port == 1883)
         let off = try load("mqtt = { enabled = false; password_file = \"/nonexistent/secret\"; };")
