@@ -272,7 +272,9 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             guard rc != 0, !state.finished, !state.outageLogged else { return }
             state.outageLogged = true
             log.warning(
-                "MQTT connection lost; reconnecting, and queueing what happens meanwhile",
+                state.everConnected
+                    ? "MQTT connection lost; reconnecting, and queueing what happens meanwhile"
+                    : "MQTT broker not reachable yet; trying again in the background",
                 [("broker", .string("\(settings.host):\(settings.port)")), ("error", .string(Self.reason(rc)))])
         }
     }
