@@ -80,17 +80,12 @@ static inline void *CV4L2_rawMmap(size_t length, int fd, int64_t offset) {
     return p == MAP_FAILED ? NULL : p;
 }
 static const unsigned long CV4L2_VIDIOC_ENCODER_CMD = VIDIOC_ENCODER_CMD;
-static const unsigned long CV4L2_VIDIOC_S_EXT_CTRLS = VIDIOC_S_EXT_CTRLS;
 static const unsigned long CV4L2_VIDIOC_S_SELECTION = VIDIOC_S_SELECTION;
 static const uint32_t CV4L2_SEL_TGT_CROP = V4L2_SEL_TGT_CROP;
-static const uint32_t CV4L2_ENC_CMD_START = V4L2_ENC_CMD_START;
 static const uint32_t CV4L2_ENC_CMD_STOP = V4L2_ENC_CMD_STOP;
 static const uint32_t CV4L2_BUF_FLAG_KEYFRAME = V4L2_BUF_FLAG_KEYFRAME;
 static const uint32_t CV4L2_BUF_FLAG_LAST = V4L2_BUF_FLAG_LAST;
 static const uint32_t CV4L2_BUF_FLAG_ERROR = V4L2_BUF_FLAG_ERROR;
-static const uint32_t CV4L2_BUF_FLAG_TIMESTAMP_COPY = V4L2_BUF_FLAG_TIMESTAMP_COPY;
-static const uint32_t CV4L2_PIX_FMT_H264 = V4L2_PIX_FMT_H264;
-static const uint32_t CV4L2_PIX_FMT_FWHT = V4L2_PIX_FMT_FWHT;
 static const uint32_t CV4L2_CID_MPEG_VIDEO_FORCE_KEY_FRAME = V4L2_CID_MPEG_VIDEO_FORCE_KEY_FRAME;
 static const uint32_t CV4L2_CID_MPEG_VIDEO_H264_I_PERIOD = V4L2_CID_MPEG_VIDEO_H264_I_PERIOD;
 static const uint32_t CV4L2_CID_MPEG_VIDEO_GOP_SIZE = V4L2_CID_MPEG_VIDEO_GOP_SIZE;

@@ -94,27 +94,16 @@ public final class M2MSession {
         self.path = path
         self.codedFourCC = coded
         self.timeoutMilliseconds = timeoutMilliseconds
-        let raw: Int32
-        do { raw = try retryOnInterrupt { open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) } } catch {
-            throw M2MError(path, "open", code: error.code)
-        }
-        let descriptor = FileDescriptor(adopting: raw)
-
-        var caps = v4l2_capability()
-        try Self.call(descriptor, path, CV4L2_VIDIOC_QUERYCAP, &caps, "VIDIOC_QUERYCAP")
-        let node = caps.capabilities & 0x8000_0000 != 0 ? caps.device_caps : caps.capabilities
-        identity = (Self.text(caps.driver), Self.text(caps.card))
-        if node & 0x4000 != 0 {
-            multiplanar = true
-        } else if node & 0x8000 != 0 {
-            multiplanar = false
-        } else {
+        let descriptor = try Self.openNode(path)
+        let node = try Self.queryNode(descriptor, path)
+        identity = node.identity
+        guard let multiplanar = node.multiplanar else {
             throw M2MError(
                 path, "VIDIOC_QUERYCAP", code: 0,
                 problem: "\(identity.card) (\(identity.driver)) is not a memory-to-memory device, so not an encoder")
         }
-        outputType = multiplanar ? V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue : V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue
-        captureType = multiplanar ? V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue : V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        self.multiplanar = multiplanar
+        (outputType, captureType) = Self.queueTypes(multiplanar: multiplanar)
 
         let codedFormats = try Self.formats(descriptor, path, type: captureType)
         guard codedFormats.contains(coded) else {
@@ -409,6 +398,36 @@ public final class M2MSession {
 
     // MARK: Helpers
 
+    /// The node at `path`, opened for reading and writing, without blocking.
+    private static func openNode(_ path: String) throws(M2MError) -> FileDescriptor {
+        do {
+            return FileDescriptor(adopting: try retryOnInterrupt { open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) })
+        } catch {
+            throw M2MError(path, "open", code: error.code)
+        }
+    }
+
+    /// Who the node is, and whether it is a memory-to-memory device on the multi-planar API
+    /// (true), the single-planar one (false), or not one at all (nil).
+    private static func queryNode(
+        _ fd: borrowing FileDescriptor, _ path: String
+    ) throws(M2MError) -> (identity: (driver: String, card: String), multiplanar: Bool?) {
+        var caps = v4l2_capability()
+        try call(fd, path, CV4L2_VIDIOC_QUERYCAP, &caps, "VIDIOC_QUERYCAP")
+        // The node's own capabilities when the driver gives them (V4L2_CAP_DEVICE_CAPS).
+        let node = caps.capabilities & 0x8000_0000 != 0 ? caps.device_caps : caps.capabilities
+        // V4L2_CAP_VIDEO_M2M_MPLANE, V4L2_CAP_VIDEO_M2M.
+        let multiplanar: Bool? = node & 0x4000 != 0 ? true : node & 0x8000 != 0 ? false : nil
+        return ((text(caps.driver), text(caps.card)), multiplanar)
+    }
+
+    /// The raw frames' queue (OUTPUT) and the coded data's (CAPTURE) on either API.
+    private static func queueTypes(multiplanar: Bool) -> (output: UInt32, capture: UInt32) {
+        multiplanar
+            ? (V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue, V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue)
+            : (V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue, V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue)
+    }
+
     private static func call<Argument>(
         _ fd: borrowing FileDescriptor, _ path: String, _ request: UInt, _ argument: inout Argument, _ name: String
     ) throws(M2MError) {
@@ -485,6 +504,9 @@ public struct M2MListing: Sendable {
     /// The CAPTURE queue offers H.264.
     public var encodesH264: Bool { codedFormats.contains("H264") }
 
+    /// It has `FORCE_KEY_FRAME`, which `V4L2Encoder` needs to put keyframes where clips start.
+    public var canPlaceKeyframes: Bool { controls.contains { $0.name == "FORCE_KEY_FRAME" && $0.present } }
+
     /// Whether it takes `width`×`height` pictures; true when it does not say.
     public func takes(width: Int, height: Int) -> Bool {
         guard let sizes else { return true }
@@ -499,20 +521,12 @@ public struct M2MListing: Sendable {
 extension M2MSession {
     /// The memory-to-memory device at `path`; nil when it is some other V4L2 device (a camera).
     public static func listing(path: String) throws(M2MError) -> M2MListing? {
-        let raw: Int32
-        do { raw = try retryOnInterrupt { open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC) } } catch {
-            throw M2MError(path, "open", code: error.code)
-        }
-        let fd = FileDescriptor(adopting: raw)
-        var caps = v4l2_capability()
-        try call(fd, path, CV4L2_VIDIOC_QUERYCAP, &caps, "VIDIOC_QUERYCAP")
-        let node = caps.capabilities & 0x8000_0000 != 0 ? caps.device_caps : caps.capabilities
-        guard node & 0xC000 != 0 else { return nil }
-        let multiplanar = node & 0x4000 != 0
-        let output = multiplanar ? V4L2_BUF_TYPE_VIDEO_OUTPUT_MPLANE.rawValue : V4L2_BUF_TYPE_VIDEO_OUTPUT.rawValue
-        let capture = multiplanar ? V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE.rawValue : V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        let fd = try openNode(path)
+        let node = try queryNode(fd, path)
+        guard let multiplanar = node.multiplanar else { return nil }
+        let (output, capture) = queueTypes(multiplanar: multiplanar)
         var listing = M2MListing(
-            path: path, driver: text(caps.driver), card: text(caps.card), multiplanar: multiplanar,
+            path: path, driver: node.identity.driver, card: node.identity.card, multiplanar: multiplanar,
             rawFormats: try formats(fd, path, type: output), codedFormats: try formats(fd, path, type: capture),
             sizes: nil, controls: [])
         if let coded = listing.codedFormats.first(where: { $0 == "H264" }) ?? listing.codedFormats.first {

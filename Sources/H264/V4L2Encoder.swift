@@ -90,7 +90,7 @@ public final class V4L2Encoder: VideoEncoder {
         self.session = session
         width = format.width
         height = format.height
-        let rate = format.frameRate.map { Double($0.numerator) / Double(max(1, $0.denominator)) } ?? 30
+        let rate = format.frameRate?.doubleValue ?? 30
         level = H264Level.fitting(width: format.width, height: format.height, frameRate: rate)
         let device = "\(session.path) (\(session.identity.card))"
         func set(_ id: UInt32, _ value: Int32, _ name: String, required: Bool = false) throws(EncoderError) {

@@ -91,8 +91,7 @@ struct ChildProcess {
         var usage = rusage()
         _ = try? retryOnInterrupt { wait4(pid, &status, 0, &usage) }
         let wall = Date().timeIntervalSince(started)
-        func seconds(_ t: timeval) -> Double { Double(t.tv_sec) + Double(t.tv_usec) / 1e6 }
-        let user = seconds(usage.ru_utime), system = seconds(usage.ru_stime)
+        let user = usage.ru_utime.seconds, system = usage.ru_stime.seconds
         // WIFSIGNALED / WEXITSTATUS, which Swift does not import (they are macros).
         let signalled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
         return Result(
@@ -179,4 +178,9 @@ func logValue(_ line: Substring, _ key: String) -> String? {
         return String(rest.dropFirst().prefix { $0 != "\"" })
     }
     return String(rest.prefix { $0 != " " })
+}
+
+extension timeval {
+    /// The time as seconds (`getrusage` and `wait4` report CPU time this way).
+    var seconds: Double { Double(tv_sec) + Double(tv_usec) / 1e6 }
 }

@@ -171,9 +171,7 @@ func run() throws {
     )
     // The board's hardware encoder, when there is one that Vigil would record with: its CPU
     // per frame beside x264's, on the same frames.
-    let hardware = M2MSession.devices(among: DeviceProbe.cameraPaths()).first {
-        $0.encodesH264 && $0.controls.contains { $0.name == "FORCE_KEY_FRAME" && $0.present }
-    }
+    let hardware = M2MSession.devices(among: DeviceProbe.cameraPaths()).first { $0.encodesH264 && $0.canPlaceKeyframes }
     print(
         "hardware encoder (V4L2 memory-to-memory H.264): "
             + (hardware.map { "\($0.path), \($0.name): CPU per frame beside x264's, on the same frames" }
@@ -333,8 +331,7 @@ func cpuTime(_ body: () throws -> Void) rethrows -> Double {
     func now() -> Double {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
-            + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        return usage.ru_utime.seconds + usage.ru_stime.seconds
     }
     let start = now()
     try body()

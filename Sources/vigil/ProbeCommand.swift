@@ -116,9 +116,8 @@ func renderEncoders(_ devices: [M2MListing], width: Int, height: Int) -> String 
             backend: .v4l2, device: device.path, devices: [device], width: width, height: height)
         {
         case .hardware:
-            let forced = device.controls.contains { $0.name == "FORCE_KEY_FRAME" && $0.present }
             out +=
-                forced
+                device.canPlaceKeyframes
                 ? "  records \(width)×\(height): yes — encoder = { backend = \"v4l2\"; device = \"\(device.path)\"; };\n"
                 : "  records \(width)×\(height): no — it cannot be told where keyframes go (FORCE_KEY_FRAME)\n"
         case .configurationError(let problem):
