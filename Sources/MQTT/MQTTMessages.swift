@@ -35,16 +35,14 @@ public struct MQTTMessage: Sendable, Equatable {
 public struct MQTTMessages: Sendable {
     public let base: String
     public let camera: String
-    public let qos: Int
     let timeZone: any LocalTimeZone
     /// The event under way (from its first clip), and each open clip's event.
     private var event: Int?
     private var clipEvents: [String: Int] = [:]
 
-    public init(base: String, camera: String, qos: Int, timeZone: any LocalTimeZone) {
+    public init(base: String, camera: String, timeZone: any LocalTimeZone) {
         self.base = base
         self.camera = camera
-        self.qos = qos
         self.timeZone = timeZone
     }
 

@@ -30,15 +30,15 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     public static let finishSeconds = 4.0
 
     private let settings: Settings.MQTT
-    /// `<topic_prefix>/<camera>`, and the client id.
-    private let base: String
+    /// The availability topic (`MQTTMessages.availability`: the will, `online`, `offline`),
+    /// and the client id.
+    private let availability: String
     private let clientID: String
     private let log: Logger
     /// `struct mosquitto *`: touched by libmosquitto's thread and, through its thread-safe
     /// calls, by the agent's threads.
     private let client: OpaquePointer
     private let state: Mutex<State>
-    private var userData: Unmanaged<MQTTSink>?
 
     private struct State {
         var messages: MQTTMessages
@@ -61,7 +61,8 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
 
     public init(settings: Settings.MQTT, camera: String, log: Logger, timeZone: any LocalTimeZone) throws(MQTTError) {
         self.settings = settings
-        base = settings.base(camera: camera)
+        let messages = MQTTMessages(base: settings.base(camera: camera), camera: camera, timeZone: timeZone)
+        availability = messages.availability
         clientID = settings.clientID(camera: camera)
         self.log = log.with(("component", "mqtt"))
         mosquitto_lib_init()
@@ -69,8 +70,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             throw MQTTError(description: "cannot make an MQTT client: \(String(cString: strerror(errno)))")
         }
         self.client = client
-        state = Mutex(
-            State(messages: MQTTMessages(base: base, camera: camera, qos: settings.qos, timeZone: timeZone)))
+        state = Mutex(State(messages: messages))
         func check(_ rc: Int32, _ what: String) throws(MQTTError) {
             guard rc == MOSQ_ERR_SUCCESS.rawValue else {
                 mosquitto_destroy(client)
@@ -82,7 +82,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         let offline = Array("offline".utf8)
         try check(
             mosquitto_will_set(
-                client, base + "/availability", Int32(offline.count), offline, Int32(settings.qos), true),
+                client, availability, Int32(offline.count), offline, Int32(settings.qos), true),
             "mqtt: the last will")
         if let username = settings.username {
             try check(mosquitto_username_pw_set(client, username, settings.password), "mqtt.username")
@@ -108,9 +108,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         }
         // The callbacks find this sink through the client's user data; `finish` (or deinit)
         // stops the thread before the sink goes.
-        let unmanaged = Unmanaged.passUnretained(self)
-        userData = unmanaged
-        mosquitto_user_data_set(client, unmanaged.toOpaque())
+        mosquitto_user_data_set(client, Unmanaged.passUnretained(self).toOpaque())
         // Not connected yet is fine: the thread keeps trying, and the messages wait.
         let rc = mosquitto_connect_async(client, settings.host, Int32(settings.port), Int32(settings.keepalive))
         if rc != MOSQ_ERR_SUCCESS.rawValue {
@@ -151,7 +149,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         let left = state.withLock { state -> Int in
             state.finished = true
             if state.connected {
-                publish(MQTTMessage(topic: base + "/availability", text: "offline", retain: true), &state)
+                publish(MQTTMessage(topic: availability, text: "offline", retain: true), &state)
             }
             return state.queue.count
         }
@@ -261,7 +259,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             state.outageLogged = false
             state.dropped = 0
             guard !state.finished else { return }
-            publish(MQTTMessage(topic: base + "/availability", text: "online", retain: true), &state)
+            publish(MQTTMessage(topic: availability, text: "online", retain: true), &state)
             drainIfInOrder(&state)
         }
     }
