@@ -132,6 +132,9 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     // MARK: EventSink
 
     public func handle(_ event: AgentEvent) {
+        // This logger is not the agent's (the sink is made before the agent): a reload's level
+        // reaches it here.
+        if case .reloaded(let settings) = event { log.level = settings.log.level }
         state.withLock { state in
             guard !state.finished else { return }
             for message in state.messages.messages(for: event) { enqueue(message, &state) }
