@@ -52,8 +52,10 @@ final class Pipeline: @unchecked Sendable {
     private var recorder: ClipRecorder
     /// Makes the encoder for each stream (after an interruption the format may differ).
     private let encoders: any VideoEncoderFactory
-    /// The hardware encoder, tried first while it works (`EncoderFailures` says when it is given up).
-    private let hardware: EncoderChoice?
+    /// The hardware encoder, tried first while it works (`EncoderFailures` says when it is given
+    /// up), and whether it was asked for by name (`EncoderChoice.required`).
+    private let hardware: (any VideoEncoderFactory)?
+    private let hardwareRequired: Bool
     private var hardwareFailures = EncoderFailures()
     private var hardwareGivenUp = false
     private var encoder: (any VideoEncoder)?
@@ -77,7 +79,8 @@ final class Pipeline: @unchecked Sendable {
     ) {
         self.settings = settings
         self.encoders = encoders
-        self.hardware = hardware?.hardware == nil ? nil : hardware
+        self.hardware = hardware?.hardware
+        hardwareRequired = hardware?.required ?? false
         keyframes = KeyframeSchedule(interval: .init(seconds: settings.encoder.keyframeInterval))
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
@@ -258,9 +261,9 @@ final class Pipeline: @unchecked Sendable {
     /// open is given up for x264, with a warning — except for the first stream when it was
     /// asked for by name (`encoder.backend = "v4l2"`): then the agent stops with the error.
     private func makeEncoder(for format: VideoFormat) throws(EncoderError) -> any VideoEncoder {
-        if let hardware = hardware?.hardware, !hardwareGivenUp {
+        if let hardware, !hardwareGivenUp {
             do { return try hardware.makeEncoder(for: format) } catch {
-                if self.hardware?.required == true && streamInfo == nil { throw error }
+                if hardwareRequired && streamInfo == nil { throw error }
                 hardwareGivenUp = true
                 log.warning(
                     "the hardware encoder cannot open for this stream; recording with x264 from now on",
