@@ -174,10 +174,9 @@ public enum MovieRepair {
     /// cut, a mix of the two: `TornType`).
     static func creationTime(ofMovieIn bytes: [UInt8], range: Range<Int>) -> UInt32? {
         guard
-            let mvhd = findBox(["mvhd"], in: bytes, range: range)
-                ?? childBoxes(of: bytes, in: range)?.first(where: {
-                    TornType.child($0.type, plain: "mvhd", mark: .hiddenHeader) != nil
-                })
+            let mvhd = childBoxes(of: bytes, in: range)?.first(where: {
+                TornType.child($0.type, plain: "mvhd", mark: .hiddenHeader) != nil
+            })
         else { return nil }
         var r = ByteReader(bytes, range: mvhd.body)
         guard let version = r.readVersionAndFlags()?.version, version == 0 else { return nil }
