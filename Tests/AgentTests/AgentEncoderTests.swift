@@ -58,15 +58,21 @@ private let deterministicX264 = EncoderSettings(
     preset: .ultrafast, tune: [.zerolatency], profile: .high, crf: 23, rateCap: .uncapped, threads: 1)
 
 @Suite(.serialized) struct AgentEncoderTests {
+    /// The agent on `scene` with `hardware` tried before x264.
+    func agent(
+        _ hardware: FlakyHardwareEncoders, required: Bool = false, scene: SyntheticScene
+    ) throws -> AgentHarness {
+        try AgentHarness(
+            config: testConfig(), openSource: { _ throws(CaptureError) in try synthetic(scene) },
+            encoderChoice: EncoderChoice(hardware: hardware, required: required, backend: "v4l2", reason: "a test"))
+    }
+
     /// A hardware encoder that hangs: each time the clip is closed (every frame before the
     /// hang is in it) and the encoder opened again; the third time within ten minutes it is
     /// given up for x264, with an error line, and recording goes on.
     @Test func aHardwareEncoderThatKeepsFailingIsGivenUpForX264() throws {
         let hardware = FlakyHardwareEncoders(failAfter: 30)
-        let harness = try AgentHarness(
-            config: testConfig(),
-            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 16, objects: [crossing(0.5, 15)])) },
-            encoderChoice: EncoderChoice(hardware: hardware, required: false, backend: "v4l2", reason: "a test"))
+        let harness = try agent(hardware, scene: scene(seconds: 16, objects: [crossing(0.5, 15)]))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
 
         let failed = harness.lines("the hardware encoder failed; the clip is closed and the encoder opened again")
@@ -90,10 +96,7 @@ private let deterministicX264 = EncoderSettings(
     /// exhausted): a warning, and x264 records from the first frame.
     @Test func aHardwareEncoderThatCannotOpenLeavesTheStreamToX264() throws {
         let hardware = FlakyHardwareEncoders(refuse: true)
-        let harness = try AgentHarness(
-            config: testConfig(),
-            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 5, objects: [crossing(0.5, 3)])) },
-            encoderChoice: EncoderChoice(hardware: hardware, required: false, backend: "v4l2", reason: "a test"))
+        let harness = try agent(hardware, scene: scene(seconds: 5, objects: [crossing(0.5, 3)]))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         let warned = harness.lines("the hardware encoder cannot open for this stream; recording with x264 from now on")
         #expect(warned.count == 1 && warned.allSatisfy { logValue($0, "error")?.contains("out of memory") == true })
@@ -105,11 +108,8 @@ private let deterministicX264 = EncoderSettings(
     /// `encoder.backend = "v4l2"`: the hardware encoder was asked for by name, and one that
     /// cannot open for the first stream stops the agent with the device's words.
     @Test func aRequiredHardwareEncoderThatCannotOpenStopsTheAgent() throws {
-        let harness = try AgentHarness(
-            config: testConfig(),
-            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 5, objects: [crossing(0.5, 3)])) },
-            encoderChoice: EncoderChoice(
-                hardware: FlakyHardwareEncoders(refuse: true), required: true, backend: "v4l2", reason: "a test"))
+        let harness = try agent(
+            FlakyHardwareEncoders(refuse: true), required: true, scene: scene(seconds: 5, objects: [crossing(0.5, 3)]))
         #expect(harness.runToTheEnd() == .sourceFailed, "\(harness.output)")
         let stopped = harness.lines("encoder failed; stopping")
         #expect(stopped.count == 1 && stopped.allSatisfy { logValue($0, "error")?.contains("VIDIOC_REQBUFS") == true })
