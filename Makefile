@@ -11,7 +11,9 @@
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Libraries the build links, and the tools the tests use as independent readers.
-BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev
+BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev libturbojpeg0-dev zlib1g-dev
+# What the agent reads at run time: the console fonts the timestamp overlay draws with.
+RUN_DEPS := console-setup-linux
 TEST_DEPS := mosquitto mosquitto-clients ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
 SWIFT_FLAGS ?=
 
@@ -24,7 +26,7 @@ check-swift:
 
 # Installs with apt-get only the packages that are missing.
 deps:
-	@missing=""; for p in $(BUILD_DEPS) $(TEST_DEPS); do \
+	@missing=""; for p in $(BUILD_DEPS) $(RUN_DEPS) $(TEST_DEPS); do \
 	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
