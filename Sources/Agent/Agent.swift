@@ -158,8 +158,8 @@ public final class Agent: @unchecked Sendable {
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
         let pipeline = Pipeline(
             settings: settings, encoders: environment.encoders, hardware: environment.encoderChoice, log: log,
-            stats: stats, writer: writerQueue,
-            sinks: sinks, monotonicNow: environment.monotonicNow)
+            stats: stats, writer: writerQueue, sinks: sinks, control: environment.control,
+            monotonicNow: environment.monotonicNow)
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         let sourceError = Mutex<CaptureError?>(nil)
         let pipelineDone = Event()
@@ -200,9 +200,18 @@ public final class Agent: @unchecked Sendable {
                 log.info("encoder chosen", fields)
             }
         }
-        log.info("vigil running")
+        let trigger = environment.triggerDirectories.flatMap {
+            TriggerSocket.Listener.open(camera: settings.camera.name, directories: $0, log: log)
+        }
+        if let trigger {
+            trigger.start(environment.control, log: log)
+            log.info("vigil running", [("trigger_socket", .string(trigger.path))])
+        } else {
+            log.info("vigil running")
+        }
 
         pipelineDone.wait()
+        trigger?.close()
         return finish(
             writerThread: writerThread, captureThread: captureThread, hooks: hooks,
             sourceError: sourceError.withLock { $0 })

@@ -25,6 +25,10 @@ public struct AgentEnvironment: Sendable {
     public var logSink: any LogSink
     /// Sinks beyond the events journal and the hooks, which the agent always has.
     public var sinks: [any EventSink] = []
+    /// Where outside requests come in (`vigil trigger`, MQTT's command topics).
+    public var control = AgentControl()
+    /// Where `vigil trigger`'s socket may go (`TriggerSocket.directories`); nil: no socket.
+    public var triggerDirectories: [String]? = nil
     /// Whether the agent takes SIGTERM, SIGINT and SIGHUP itself (`vigil run`), or is stopped
     /// and reloaded only by `stop` and `reload` (tests).
     public var handlesSignals: Bool
@@ -42,7 +46,7 @@ public struct AgentEnvironment: Sendable {
         openSource: @escaping @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource,
         openMicrophone: @escaping @Sendable (Settings.Audio, Logger) throws(CaptureError) -> any AudioSource,
         storage: @escaping @Sendable (String) -> any ClipStorage, logSink: any LogSink, sinks: [any EventSink] = [],
-        handlesSignals: Bool, notifier: SystemdNotifier,
+        triggerDirectories: [String]? = nil, handlesSignals: Bool, notifier: SystemdNotifier,
         monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
         sleep: @escaping @Sendable (Double) -> Void
     ) {
@@ -52,6 +56,7 @@ public struct AgentEnvironment: Sendable {
         self.storage = storage
         self.logSink = logSink
         self.sinks = sinks
+        self.triggerDirectories = triggerDirectories
         self.handlesSignals = handlesSignals
         self.notifier = notifier
         self.monotonicNow = monotonicNow
@@ -88,6 +93,7 @@ public struct AgentEnvironment: Sendable {
             },
             storage: { DiskStorage(root: $0) },
             logSink: StderrLogSink(),
+            triggerDirectories: TriggerSocket.directories(),
             handlesSignals: true,
             notifier: SystemdNotifier(),
             monotonicNow: { MonotonicClock.now() },

@@ -296,12 +296,13 @@ final class ClipWriter: @unchecked Sendable {
                     [
                         ("file", .string(relative)), ("event", .int(info.event)), ("part", .int(info.part)),
                         ("trigger", .string(ClipRecord.timestamp(trigger))), ("preroll", .seconds(preRoll)),
+                        ("cause", .string(info.cause.rawValue)),
                     ])
                 events.handle(
                     .clipStarted(
                         ClipStarted(
                             file: relative, path: storage.path(relative), camera: settings.camera, event: info.event,
-                            part: info.part, trigger: trigger, preRoll: preRoll, score: info.score)))
+                            part: info.part, trigger: trigger, preRoll: preRoll, score: info.score, cause: info.cause)))
                 return
             } catch let error as FileError {
                 // Someone made a file of that name since it was picked: take the next one.
@@ -411,7 +412,7 @@ final class ClipWriter: @unchecked Sendable {
                 [
                     ("file", .string(clip.relativePath)), ("start", .string(record.start)),
                     ("end", .string(record.end)),
-                    ("trigger", .string(record.trigger ?? "")), ("path", .string(clip.storage.root)),
+                    ("trigger", .string(record.triggerTime ?? "")), ("path", .string(clip.storage.root)),
                 ])
             stats.update { $0.clipErrors += 1 }
             // Was it the clip, or the whole directory (a disk pulled)? Checked now, so the
@@ -494,7 +495,7 @@ final class ClipWriter: @unchecked Sendable {
         return ClipRecord(
             file: clip.relativePath, camera: settings.camera,
             start: ClipRecord.timestamp(start), end: ClipRecord.timestamp(start.addingTimeInterval(duration.seconds)),
-            trigger: ClipRecord.timestamp(stream.wallClock(info.trigger)),
+            cause: info.cause, triggerTime: ClipRecord.timestamp(stream.wallClock(info.trigger)),
             triggerSourceSeconds: (info.trigger - stream.firstFrame).seconds.rounded(toPlaces: 3),
             preRollSeconds: info.part == 1 ? (info.trigger - info.start).seconds.rounded(toPlaces: 3) : 0,
             durationSeconds: duration.seconds.rounded(toPlaces: 3),
@@ -535,7 +536,7 @@ final class ClipWriter: @unchecked Sendable {
                     file: relative, camera: settings.camera,
                     start: ClipRecord.timestamp(report.created),
                     end: ClipRecord.timestamp(report.created.addingTimeInterval(report.videoDuration.seconds)),
-                    trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil,
+                    cause: nil, triggerTime: nil, triggerSourceSeconds: nil, preRollSeconds: nil,
                     durationSeconds: report.videoDuration.seconds.rounded(toPlaces: 3), frames: report.videoFrames,
                     audioFrames: report.audioFrames, bytes: report.bytes, peakScore: nil, part: nil, repaired: true)
                 events.handle(

@@ -33,6 +33,8 @@ public enum AgentEvent: Sendable {
     case stats(StatsReport)
     /// The configuration was reloaded: a sink takes what concerns it (hook programs, …).
     case reloaded(Settings)
+    /// Motion detection was turned on or off (`AgentControl`).
+    case detection(Bool)
 }
 
 /// An event began: motion confirmed.
@@ -41,6 +43,8 @@ public struct MotionStarted: Sendable, Equatable {
     public var trigger: Date
     /// The score of the frame that confirmed it.
     public var score: Double
+    /// Motion, or an outside signal.
+    public var cause: TriggerCause
 }
 
 /// An event ended: post-roll over, or the stream ended.
@@ -64,6 +68,8 @@ public struct ClipStarted: Sendable, Equatable {
     /// Seconds of video before the trigger (0 for a continuation part).
     public var preRoll: Double
     public var score: Double
+    /// What started the event.
+    public var cause: TriggerCause
 }
 
 /// A clip became a finished movie with its journal line.
@@ -84,6 +90,8 @@ public struct ClipSaved: Sendable {
     public var origin: Origin
     /// The storage directory it is in (a reload may have changed `storage.path` since).
     public var storage: any ClipStorage
+    /// The picture of its peak frame (`record.snapshot`), as written beside it.
+    public var snapshotJPEG: [UInt8]? = nil
 }
 
 /// Clips retention deleted in one sweep.

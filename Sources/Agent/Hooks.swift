@@ -217,8 +217,8 @@ final class HookSink: EventSink {
                 program, for: HookEvent(kind: .eventStart, file: clip.file, camera: clip.camera),
                 arguments: [clip.path, clip.camera, trigger],
                 facts: [
-                    ("file", clip.path), ("camera", clip.camera), ("trigger", trigger), ("score", String(clip.score)),
-                    ("part", String(clip.part)),
+                    ("file", clip.path), ("camera", clip.camera), ("trigger", clip.cause.rawValue),
+                    ("trigger_time", trigger), ("score", String(clip.score)), ("part", String(clip.part)),
                 ])
         case .clipSaved(let saved):
             guard saved.origin == .closed, let program = programs.withLock({ $0.onClipSaved }) else { return }
@@ -230,14 +230,15 @@ final class HookSink: EventSink {
                 ],
                 facts: [
                     ("file", saved.path), ("camera", r.camera), ("start", r.start), ("end", r.end),
-                    ("trigger", r.trigger ?? ""),
+                    ("trigger", r.cause?.rawValue ?? ""), ("trigger_time", r.triggerTime ?? ""),
+                    ("snapshot", r.snapshot.map { saved.storage.path($0) } ?? ""),
                     ("duration", String(r.durationSeconds)), ("frames", String(r.frames)), ("bytes", String(r.bytes)),
                     ("peak_score", String(r.peakScore ?? 0)), ("part", String(r.part ?? 1)),
                 ])
         case .reloaded(let settings):
             programs.withLock { $0 = settings.hooks }
             runner.timeout = settings.hooks.timeout
-        case .motionStarted, .motionEnded, .clipsDeleted, .stats:
+        case .motionStarted, .motionEnded, .clipsDeleted, .stats, .detection:
             break
         }
     }

@@ -46,6 +46,12 @@ final class Pipeline: @unchecked Sendable {
     private let stats: Stats
     private let writer: WorkQueue<WriterItem>
     private let sinks: any EventSink
+    /// Outside requests: record now, detection on or off.
+    private let control: AgentControl
+    private var outside = OutsideTrigger()
+    private var detecting = true
+    /// What started the open event.
+    private var cause = TriggerCause.motion
     private let monotonicNow: @Sendable () -> Timestamp
     private var detector: MotionDetector
     private var eventLogic: EventStateMachine
@@ -74,7 +80,7 @@ final class Pipeline: @unchecked Sendable {
 
     init(
         settings: Settings, encoders: any VideoEncoderFactory, hardware: EncoderChoice? = nil, log: Logger,
-        stats: Stats, writer: WorkQueue<WriterItem>, sinks: any EventSink,
+        stats: Stats, writer: WorkQueue<WriterItem>, sinks: any EventSink, control: AgentControl = AgentControl(),
         monotonicNow: @escaping @Sendable () -> Timestamp
     ) {
         self.settings = settings
@@ -86,6 +92,7 @@ final class Pipeline: @unchecked Sendable {
         self.stats = stats
         self.writer = writer
         self.sinks = sinks
+        self.control = control
         self.monotonicNow = monotonicNow
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
         eventLogic = EventStateMachine(settings: EventSettings(settings.recording))
@@ -168,6 +175,7 @@ final class Pipeline: @unchecked Sendable {
     /// motion from before the break, and the new event a trigger before its clip.
     private func interrupt() {
         finish()
+        outside.stop()  // asked of the stream that ended (its times may not go on in the next)
         stall.streamEnded()
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
         eventLogic = EventStateMachine(settings: EventSettings(settings.recording))
@@ -178,15 +186,26 @@ final class Pipeline: @unchecked Sendable {
         if encoder == nil { try start(with: frame, wallClock: wallClock) }
         applyReloadIfIdle()
 
+        takeRequests(at: frame.timestamp)
+
         let t0 = monotonicNow()
         let result = detector.process(frame.luma, at: frame.timestamp)
         let t1 = monotonicNow()
         var commands: [ClipCommand] = []
-        let actions = eventLogic.handle(.frame(result))
-        if actions.contains(where: { if case .start = $0 { true } else { false } }) { followWallClock(wallClock) }
+        // Motion counts while detection is on; an outside recording counts as motion.
+        let moving = detecting && result.motion
+        let held = outside.holds(at: frame.timestamp)
+        let actions = eventLogic.handle(
+            .frame(
+                time: frame.timestamp, motion: moving || held, score: result.score,
+                motionStart: moving ? result.motionStart : frame.timestamp))
+        if actions.contains(where: { if case .start = $0 { true } else { false } }) {
+            followWallClock(wallClock)
+            cause = held ? .external : .motion
+        }
         for action in actions {
             note(action)
-            commands += recorder.handle(action)
+            commands += recorder.handle(action, cause: cause)
         }
         recorder.noteFrame(score: result.score, runStart: result.runStart)
         let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
@@ -212,6 +231,30 @@ final class Pipeline: @unchecked Sendable {
             $0.peakScore = max($0.peakScore, result.score)
             $0.ringSeconds = ring.span.seconds
             $0.ringBytes = ring.byteCount
+        }
+    }
+
+    /// Takes what was asked from outside since the last frame.
+    private func takeRequests(at time: Timestamp) {
+        let requests = control.take()
+        if let (on, by) = requests.detection, on != detecting {
+            detecting = on
+            log.info(on ? "motion detection on" : "motion detection off", [("asked_by", .string(by))])
+            sinks.handle(.detection(on))
+        }
+        if let by = requests.stopRecording, outside.until != nil {
+            outside.stop()
+            log.info("outside recording stopped; the event ends after its post-roll", [("asked_by", .string(by))])
+        }
+        if let (request, by) = requests.record {
+            let seconds: Double? = if case .forSeconds(let s) = request { s } else { nil }
+            outside.record(seconds: seconds, at: time, maxClip: EventSettings(settings.recording).maxClip)
+            log.info(
+                "recording on an outside trigger",
+                [
+                    ("asked_by", .string(by)),
+                    ("seconds", .seconds(((outside.until ?? time) - time).seconds)),
+                ])
         }
     }
 
@@ -332,14 +375,15 @@ final class Pipeline: @unchecked Sendable {
         switch action {
         case let .start(trigger, confirmedAt, score):
             log.info(
-                "motion started",
+                cause == .external ? "event started on an outside trigger" : "motion started",
                 [
                     ("trigger", .seconds((trigger - origin).seconds)),
                     ("confirmed", .seconds((confirmedAt - origin).seconds)),
                     ("score", .fixed(score, 4)),
                 ])
             if let stream = streamInfo {
-                sinks.handle(.motionStarted(MotionStarted(trigger: stream.wallClock(trigger), score: score)))
+                sinks.handle(
+                    .motionStarted(MotionStarted(trigger: stream.wallClock(trigger), score: score, cause: cause)))
             }
         case let .split(at, part):
             log.info(

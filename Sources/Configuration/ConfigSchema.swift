@@ -250,6 +250,13 @@ public enum ConfigSchema {
         ConfigKey(
             "mqtt.keepalive", .integer(5...3600), .integer(60), unit: "seconds",
             "how often the connection is checked when nothing is sent"),
+        ConfigKey(
+            "mqtt.discovery", .boolean, .boolean(true),
+            "announce the camera to Home Assistant (MQTT discovery): a device with motion, snapshot, last clip, disk free, a detection switch and a record button"
+        ),
+        ConfigKey(
+            "mqtt.discovery_prefix", .text, .text("homeassistant"),
+            "where Home Assistant listens for discovery (its own setting of the same name)"),
     ]
 
     public static let sections: [String] = {

@@ -15,6 +15,9 @@ extension Settings {
         public var topicPrefix: String
         public var qos: Int
         public var keepalive: Int
+        /// Home Assistant's MQTT discovery: on, and under which prefix.
+        public var discovery: Bool
+        public var discoveryPrefix: String
 
         public struct TLS: Equatable, Sendable {
             public var caFile: String
@@ -55,12 +58,17 @@ extension Settings {
             throw v.error("mqtt.host", "mqtt.host is empty — give the broker's host name or address")
         }
         let prefix = v.text("mqtt.topic_prefix")
-        if prefix.isEmpty || prefix.hasPrefix("/") || prefix.hasSuffix("/") || prefix.contains("+")
-            || prefix.contains("#") || prefix.contains("//")
-        {
+        if !isTopicPrefix(prefix) {
             throw v.error(
                 "mqtt.topic_prefix",
                 "mqtt.topic_prefix = \"\(prefix)\" cannot begin a topic — use letters, digits, - and _, levels joined by / (no leading or trailing /, no + or #)"
+            )
+        }
+        let discoveryPrefix = v.text("mqtt.discovery_prefix")
+        if !isTopicPrefix(discoveryPrefix) {
+            throw v.error(
+                "mqtt.discovery_prefix",
+                "mqtt.discovery_prefix = \"\(discoveryPrefix)\" cannot begin a topic — use Home Assistant's (\"homeassistant\" unless you changed it there): letters, digits, - and _, no leading or trailing /, no + or #"
             )
         }
         // Only a file when MQTT is on: a config that turns it off need not have the secrets.
@@ -93,6 +101,13 @@ extension Settings {
             enabled: enabled, host: host, port: v.integer("mqtt.port"), username: username.isEmpty ? nil : username,
             password: password, tls: tls, configuredClientID: clientID.isEmpty ? nil : clientID,
             topicPrefix: prefix, qos: v.integer("mqtt.qos"),
-            keepalive: v.integer("mqtt.keepalive"))
+            keepalive: v.integer("mqtt.keepalive"), discovery: v.boolean("mqtt.discovery"),
+            discoveryPrefix: discoveryPrefix)
+    }
+
+    /// Whether `prefix` can begin topics: not empty, no leading, trailing or double `/`, no wildcard.
+    private static func isTopicPrefix(_ prefix: String) -> Bool {
+        !(prefix.isEmpty || prefix.hasPrefix("/") || prefix.hasSuffix("/") || prefix.contains("+")
+            || prefix.contains("#") || prefix.contains("//"))
     }
 }

@@ -29,6 +29,10 @@ public struct MQTTMessage: Sendable, Equatable {
 /// | `motion` | `ON` when an event starts, `OFF` when it ends | yes |
 /// | `event` | one JSON object per phase: `start`, `end`, `saved`, `deleted` | no |
 /// | `stats` | the stats line's figures as JSON | no |
+/// | `snapshot` | the JPEG of each saved clip's peak frame | yes |
+/// | `last_clip` | the newest saved clip, relative to `storage.path` | yes |
+/// | `detect` | `ON` or `OFF`: whether motion detection is on | yes |
+/// | `record/set`, `detect/set` | commands Vigil takes (`MQTTCommand`) | — |
 ///
 /// A value with no I/O: the sink feeds it events and publishes what it returns. It keeps the
 /// number of the event under way, so that `end` and `saved` name it.
@@ -38,6 +42,7 @@ public struct MQTTMessages: Sendable {
     let timeZone: any LocalTimeZone
     /// The event under way (from its first clip), and each open clip's event.
     private var event: Int?
+    private var cause = TriggerCause.motion
     private var clipEvents: [String: Int] = [:]
 
     public init(base: String, camera: String, timeZone: any LocalTimeZone) {
@@ -50,6 +55,11 @@ public struct MQTTMessages: Sendable {
     public var motion: String { base + "/motion" }
     public var eventTopic: String { base + "/event" }
     public var stats: String { base + "/stats" }
+    public var snapshot: String { base + "/snapshot" }
+    public var lastClip: String { base + "/last_clip" }
+    public var detect: String { base + "/detect" }
+    public var recordCommand: String { base + "/record/set" }
+    public var detectCommand: String { base + "/detect/set" }
 
     /// The JSON of the `event` topic. Keys left out when not known.
     public struct EventPayload: Codable, Equatable, Sendable {
@@ -64,9 +74,11 @@ public struct MQTTMessages: Sendable {
         public var peakScore: Double?
         public var parts: Int?
         public var trigger: String?
+        /// The clip's picture, relative to `storage.path` (`saved`).
+        public var snapshot: String?
 
         enum CodingKeys: String, CodingKey {
-            case type, event, camera, clip, start, end, parts, trigger
+            case type, event, camera, clip, start, end, parts, trigger, snapshot
             case durationSeconds = "duration_s"
             case prerollSeconds = "preroll_s"
             case peakScore = "peak_score"
@@ -76,7 +88,8 @@ public struct MQTTMessages: Sendable {
     /// The messages `event` makes (none for the events the broker does not hear of).
     public mutating func messages(for event: AgentEvent) -> [MQTTMessage] {
         switch event {
-        case .motionStarted:
+        case .motionStarted(let started):
+            cause = started.cause
             return [MQTTMessage(topic: motion, text: "ON", retain: true)]
         case .clipStarted(let clip):
             clipEvents[clip.file] = clip.event
@@ -87,7 +100,8 @@ public struct MQTTMessages: Sendable {
                 json(
                     EventPayload(
                         type: "start", event: clip.event, camera: camera, clip: clip.file, start: time(start),
-                        prerollSeconds: rounded(clip.preRoll), peakScore: rounded(clip.score), trigger: "motion"))
+                        prerollSeconds: rounded(clip.preRoll), peakScore: rounded(clip.score),
+                        trigger: clip.cause.rawValue))
             ]
         case .motionEnded(let ended):
             defer { self.event = nil }
@@ -96,7 +110,7 @@ public struct MQTTMessages: Sendable {
                 json(
                     EventPayload(
                         type: "end", event: self.event, camera: camera, end: time(ended.end),
-                        peakScore: rounded(ended.peakScore), parts: ended.parts, trigger: "motion")),
+                        peakScore: rounded(ended.peakScore), parts: ended.parts, trigger: cause.rawValue)),
             ]
         case .clipSaved(let saved):
             let r = saved.record
@@ -106,17 +120,26 @@ public struct MQTTMessages: Sendable {
                         type: "saved", event: clipEvents.removeValue(forKey: r.file), camera: r.camera, clip: r.file,
                         start: r.start, end: r.end, durationSeconds: rounded(r.durationSeconds),
                         prerollSeconds: r.preRollSeconds.map(rounded), peakScore: r.peakScore.map(rounded),
-                        parts: nil, trigger: r.trigger == nil ? nil : "motion"))
+                        parts: nil, trigger: r.cause?.rawValue, snapshot: r.snapshot))
             ]
+                + (saved.snapshotJPEG.map { [MQTTMessage(topic: snapshot, payload: $0, retain: true)] } ?? [])
+                + [MQTTMessage(topic: lastClip, text: r.file, retain: true)]
         case .clipsDeleted(let deleted):
             return deleted.deletions.map {
                 json(EventPayload(type: "deleted", camera: camera, clip: $0.clip.relativePath))
             }
         case .stats(let report):
             return [statsMessage(report)]
+        case .detection(let on):
+            return [state(detecting: on)]
         case .reloaded:
             return []
         }
+    }
+
+    /// The retained state of the detection switch.
+    public func state(detecting: Bool) -> MQTTMessage {
+        MQTTMessage(topic: detect, text: detecting ? "ON" : "OFF", retain: true)
     }
 
     private func statsMessage(_ report: StatsReport) -> MQTTMessage {
@@ -154,4 +177,53 @@ public struct MQTTMessages: Sendable {
 
     /// Three decimals: what a reader needs, without binary noise (0.30000000000000004).
     private func rounded(_ value: Double) -> Double { (value * 1000).rounded() / 1000 }
+}
+
+/// A command Vigil takes from the broker.
+public enum MQTTCommand: Sendable, Equatable {
+    /// `record/set`: `ON` records until `OFF` (at most `recording.max_clip`), a number records
+    /// that many seconds (1 to 3600); the post-roll follows either.
+    case record(seconds: Double?)
+    case stopRecording
+    /// `detect/set`: `ON` or `OFF`.
+    case detection(Bool)
+
+    /// The command `payload` on `topic` says, or why it says none.
+    public static func parse(
+        topic: String, payload: [UInt8], messages: MQTTMessages
+    ) -> Result<MQTTCommand, MQTTCommandError> {
+        let text = String(decoding: payload.prefix(64), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        switch topic {
+        case messages.recordCommand:
+            switch text.uppercased() {
+            case "ON": return .success(.record(seconds: nil))
+            case "OFF": return .success(.stopRecording)
+            default:
+                if let seconds = Double(text), seconds >= 1, seconds <= 3600 {
+                    return .success(.record(seconds: seconds))
+                }
+                return .failure(
+                    MQTTCommandError(
+                        topic: topic, payload: text, expected: "ON, OFF or a number of seconds from 1 to 3600"))
+            }
+        case messages.detectCommand:
+            switch text.uppercased() {
+            case "ON": return .success(.detection(true))
+            case "OFF": return .success(.detection(false))
+            default: return .failure(MQTTCommandError(topic: topic, payload: text, expected: "ON or OFF"))
+            }
+        default:
+            return .failure(
+                MQTTCommandError(topic: topic, payload: text, expected: "nothing: Vigil takes no command there"))
+        }
+    }
+}
+
+/// A message on a command topic that says no command.
+public struct MQTTCommandError: Error, Equatable, Sendable, CustomStringConvertible {
+    public var topic: String
+    public var payload: String
+    public var expected: String
+
+    public var description: String { "\(topic): \"\(payload)\" is no command — send \(expected)" }
 }

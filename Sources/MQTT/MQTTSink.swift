@@ -35,6 +35,11 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     private let availability: String
     private let clientID: String
     private let log: Logger
+    /// Where commands go (`record/set`, `detect/set`); nil: none are taken.
+    private let control: AgentControl?
+    /// The topics, for the commands (the state's copy changes with the events).
+    private let topics: MQTTMessages
+    private let discovery: HomeAssistantDiscovery?
     /// `struct mosquitto *`: touched by libmosquitto's thread and, through its thread-safe
     /// calls, by the agent's threads.
     private let client: OpaquePointer
@@ -59,9 +64,19 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         var finished = false
     }
 
-    public init(settings: Settings.MQTT, camera: String, log: Logger, timeZone: any LocalTimeZone) throws(MQTTError) {
+    /// `control`: where the command topics' requests go; `version`: for Home Assistant's device.
+    public init(
+        settings: Settings.MQTT, camera: String, log: Logger, timeZone: any LocalTimeZone,
+        control: AgentControl? = nil, version: String = "unknown"
+    ) throws(MQTTError) {
         self.settings = settings
         let messages = MQTTMessages(base: settings.base(camera: camera), camera: camera, timeZone: timeZone)
+        topics = messages
+        self.control = control
+        discovery =
+            settings.discovery
+            ? HomeAssistantDiscovery(
+                prefix: settings.discoveryPrefix, camera: camera, version: version, topics: messages) : nil
         availability = messages.availability
         clientID = settings.clientID(camera: camera)
         self.log = log.with(("component", "mqtt"))
@@ -105,6 +120,16 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         mosquitto_publish_callback_set(client) { _, object, mid in
             guard let object else { return }
             Unmanaged<MQTTSink>.fromOpaque(object).takeUnretainedValue().published(mid)
+        }
+        mosquitto_message_callback_set(client) { _, object, message in
+            guard let object, let message, let topic = message.pointee.topic else { return }
+            let length = Int(max(0, message.pointee.payloadlen))
+            let payload =
+                message.pointee.payload.map {
+                    [UInt8](UnsafeRawBufferPointer(start: $0, count: min(length, 4096)))
+                } ?? []
+            Unmanaged<MQTTSink>.fromOpaque(object).takeUnretainedValue().received(
+                topic: String(cString: topic), payload: payload)
         }
         // The callbacks find this sink through the client's user data; `finish` (or deinit)
         // stops the thread before the sink goes.
@@ -262,8 +287,44 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             state.outageLogged = false
             state.dropped = 0
             guard !state.finished else { return }
+            subscribe()
             publish(MQTTMessage(topic: availability, text: "online", retain: true), &state)
+            for message in discovery?.messages ?? [] { publish(message, &state) }
+            if let control { publish(topics.state(detecting: control.detectionEnabled), &state) }
             drainIfInOrder(&state)
+        }
+    }
+
+    /// The command topics (with somewhere to send them), and Home Assistant's status.
+    private func subscribe() {
+        var wanted: [String] = []
+        if control != nil { wanted += [topics.recordCommand, topics.detectCommand] }
+        if let discovery { wanted.append(discovery.statusTopic) }
+        for topic in wanted {
+            let rc = mosquitto_subscribe(client, nil, topic, 1)
+            if rc != MOSQ_ERR_SUCCESS.rawValue {
+                log.error("MQTT: cannot subscribe", [("topic", .string(topic)), ("error", .string(Self.reason(rc)))])
+            }
+        }
+    }
+
+    /// A message on a topic subscribed to: a command, or Home Assistant starting.
+    private func received(topic: String, payload: [UInt8]) {
+        if let discovery, topic == discovery.statusTopic {
+            guard String(decoding: payload, as: UTF8.self) == "online" else { return }
+            log.debug("Home Assistant is online; announcing the camera again")
+            state.withLock { state in
+                guard !state.finished else { return }
+                for message in discovery.messages { publish(message, &state) }
+            }
+            return
+        }
+        guard let control else { return }
+        switch MQTTCommand.parse(topic: topic, payload: payload, messages: topics) {
+        case .success(.record(let seconds)): control.record(seconds: seconds, by: "mqtt")
+        case .success(.stopRecording): control.stopRecording(by: "mqtt")
+        case .success(.detection(let on)): control.setDetection(on, by: "mqtt")
+        case .failure(let error): log.warning("MQTT command ignored", [("error", .string(error.description))])
         }
     }
 

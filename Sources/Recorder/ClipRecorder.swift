@@ -12,6 +12,14 @@ public enum ClipCommand: Sendable, Equatable {
     case close(ClipClosing)
 }
 
+/// What started an event.
+public enum TriggerCause: String, Sendable, Equatable, Codable {
+    /// The motion detector.
+    case motion
+    /// An outside signal: `vigil trigger`, or MQTT's `record/set`.
+    case external
+}
+
 /// Facts about a clip known when it opens.
 public struct ClipInfo: Sendable, Equatable {
     /// Counts events since the agent started, from 1.
@@ -24,6 +32,8 @@ public struct ClipInfo: Sendable, Equatable {
     public var trigger: Timestamp
     /// The score of the frame that confirmed the motion.
     public var score: Double
+    /// What started the event.
+    public var cause: TriggerCause = .motion
 }
 
 /// Facts about a clip known when it closes.
@@ -95,7 +105,8 @@ public struct ClipRecorder: Sendable {
 
     // MARK: Events
 
-    public mutating func handle(_ action: EventAction) -> [ClipCommand] {
+    /// `cause`: what started the event, for a `start`.
+    public mutating func handle(_ action: EventAction, cause: TriggerCause = .motion) -> [ClipCommand] {
         switch action {
         case let .start(trigger, _, score):
             // The event before ended on this very frame (its post-roll ran out as new motion
@@ -110,10 +121,11 @@ public struct ClipRecorder: Sendable {
             heldAudio = []
             guard let contents = ring.clipContents(forTrigger: trigger), let first = contents.gops.first else {
                 state = .waitingForKeyframe(
-                    ClipInfo(event: events, part: 1, start: trigger, trigger: trigger, score: score))
+                    ClipInfo(event: events, part: 1, start: trigger, trigger: trigger, score: score, cause: cause))
                 return commands
             }
-            let info = ClipInfo(event: events, part: 1, start: first.start, trigger: trigger, score: score)
+            let info = ClipInfo(
+                event: events, part: 1, start: first.start, trigger: trigger, score: score, cause: cause)
             state = .recording(info)
             // Every GOP but the newest is complete; the newest follows when it is.
             return commands + [.open(info)] + contents.gops.dropLast().map(ClipCommand.video)
@@ -182,7 +194,8 @@ public struct ClipRecorder: Sendable {
                 heldAudio = []
                 commands.append(.close(ClipClosing(reason: .split, peakScore: peak)))
                 let next = ClipInfo(
-                    event: info.event, part: split.part, start: sample.pts, trigger: info.trigger, score: info.score)
+                    event: info.event, part: split.part, start: sample.pts, trigger: info.trigger, score: info.score,
+                    cause: info.cause)
                 state = .recording(next)
                 commands.append(.open(next))
                 commands += after.map(ClipCommand.audio)

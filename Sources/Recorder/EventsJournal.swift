@@ -9,9 +9,13 @@ public struct ClipRecord: Codable, Equatable, Sendable {
     /// Wall-clock time of the first and just after the last frame (ISO 8601 with offset).
     public var start: String
     public var end: String
-    /// Wall-clock time of the motion that started the event (nil, and left out of the line,
-    /// for a clip finished by repair after the agent was interrupted: that is not known then).
-    public var trigger: String?
+    /// What started the event: motion, or an outside signal (`vigil trigger`, MQTT). Nil, and
+    /// left out of the line, when not known (a clip finished by repair).
+    public var cause: TriggerCause?
+    /// Wall-clock time of the motion (or the signal) that started the event (nil, and left out
+    /// of the line, for a clip finished by repair after the agent was interrupted: that is not
+    /// known then).
+    public var triggerTime: String?
     /// The trigger in seconds since the source's first frame.
     public var triggerSourceSeconds: Double?
     /// How much of the clip comes before the trigger, in seconds (0 for a continuation part).
@@ -29,9 +33,13 @@ public struct ClipRecord: Codable, Equatable, Sendable {
     /// True for a line written from the clip's file because the journal had none for it
     /// (`EventsJournal.rebuild`): only what the movie says is in it.
     public var rebuilt: Bool?
+    /// The event's picture beside the clip (`<clip>.jpg`), relative to the storage directory.
+    public var snapshot: String?
 
     enum CodingKeys: String, CodingKey {
-        case file, camera, start, end, trigger
+        case file, camera, start, end
+        case cause = "trigger"
+        case triggerTime = "trigger_time"
         case triggerSourceSeconds = "trigger_source_s"
         case preRollSeconds = "preroll_s"
         case durationSeconds = "duration_s"
@@ -42,18 +50,51 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         case part
         case repaired
         case rebuilt
+        case snapshot
+    }
+
+    /// Lines written before `trigger` said what started the event held its time there: such a
+    /// line reads as a motion event triggered at that time.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        file = try c.decode(String.self, forKey: .file)
+        camera = try c.decode(String.self, forKey: .camera)
+        start = try c.decode(String.self, forKey: .start)
+        end = try c.decode(String.self, forKey: .end)
+        triggerTime = try c.decodeIfPresent(String.self, forKey: .triggerTime)
+        if let trigger = try c.decodeIfPresent(String.self, forKey: .cause) {
+            if let cause = TriggerCause(rawValue: trigger) {
+                self.cause = cause
+            } else {
+                cause = .motion
+                if triggerTime == nil { triggerTime = trigger }
+            }
+        }
+        triggerSourceSeconds = try c.decodeIfPresent(Double.self, forKey: .triggerSourceSeconds)
+        preRollSeconds = try c.decodeIfPresent(Double.self, forKey: .preRollSeconds)
+        durationSeconds = try c.decode(Double.self, forKey: .durationSeconds)
+        frames = try c.decode(Int.self, forKey: .frames)
+        audioFrames = try c.decode(Int.self, forKey: .audioFrames)
+        bytes = try c.decode(UInt64.self, forKey: .bytes)
+        peakScore = try c.decodeIfPresent(Double.self, forKey: .peakScore)
+        part = try c.decodeIfPresent(Int.self, forKey: .part)
+        repaired = try c.decodeIfPresent(Bool.self, forKey: .repaired)
+        rebuilt = try c.decodeIfPresent(Bool.self, forKey: .rebuilt)
+        snapshot = try c.decodeIfPresent(String.self, forKey: .snapshot)
     }
 
     public init(
-        file: String, camera: String, start: String, end: String, trigger: String?, triggerSourceSeconds: Double?,
-        preRollSeconds: Double?, durationSeconds: Double, frames: Int, audioFrames: Int, bytes: UInt64,
-        peakScore: Double?, part: Int?, repaired: Bool? = nil, rebuilt: Bool? = nil
+        file: String, camera: String, start: String, end: String, cause: TriggerCause?, triggerTime: String?,
+        triggerSourceSeconds: Double?, preRollSeconds: Double?, durationSeconds: Double, frames: Int,
+        audioFrames: Int, bytes: UInt64, peakScore: Double?, part: Int?, repaired: Bool? = nil, rebuilt: Bool? = nil,
+        snapshot: String? = nil
     ) {
         self.file = file
         self.camera = camera
         self.start = start
         self.end = end
-        self.trigger = trigger
+        self.cause = cause
+        self.triggerTime = triggerTime
         self.triggerSourceSeconds = triggerSourceSeconds
         self.preRollSeconds = preRollSeconds
         self.durationSeconds = durationSeconds
@@ -64,6 +105,7 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         self.part = part
         self.repaired = repaired
         self.rebuilt = rebuilt
+        self.snapshot = snapshot
     }
 
     /// Wall-clock times as the journal writes them: local time with its UTC offset, to the

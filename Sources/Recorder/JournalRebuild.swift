@@ -116,7 +116,7 @@ extension EventsJournal {
                         ClipRecord(
                             file: relative, camera: damagedCameras[relative] ?? store.naming.camera,
                             start: ClipRecord.timestamp(movie.created, timeZone: timeZone),
-                            end: ClipRecord.timestamp(end, timeZone: timeZone), trigger: nil,
+                            end: ClipRecord.timestamp(end, timeZone: timeZone), cause: nil, triggerTime: nil,
                             triggerSourceSeconds: nil, preRollSeconds: nil,
                             durationSeconds: movie.videoDuration.seconds.rounded(toPlaces: 3),
                             frames: movie.videoFrames, audioFrames: movie.audioFrames, bytes: movie.bytes,

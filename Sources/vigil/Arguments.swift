@@ -8,6 +8,7 @@ enum ExitCode: Int32 {
     case usage = 64
     case dataError = 65
     case noInput = 66
+    case unavailable = 69
     case software = 70
     case osError = 71
     case cannotCreate = 73

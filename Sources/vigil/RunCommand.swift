@@ -53,7 +53,8 @@ enum RunCommand: Command {
             do {
                 environment.sinks.append(
                     try MQTTSink(
-                        settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone()))
+                        settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
+                        control: environment.control, version: version))
             } catch {
                 printError("vigil run: \(path): \(error.description)")
                 return .config

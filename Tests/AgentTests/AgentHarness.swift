@@ -44,7 +44,7 @@ final class AgentHarness: Sendable {
         onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in },
         sleep: @escaping @Sendable (Double) -> Void = { _ in },
         wallNow: @escaping @Sendable () -> Date = { Date() },
-        encoderChoice: EncoderChoice? = nil
+        encoderChoice: EncoderChoice? = nil, control: AgentControl = AgentControl()
     ) throws {
         directory = try TemporaryDirectory("vigil-agent-tests")
         configPath = directory.file("vigil.conf")
@@ -65,6 +65,7 @@ final class AgentHarness: Sendable {
             monotonicNow: { MonotonicClock.now() }, wallNow: wallNow,
             sleep: sleep)
         environment.encoderChoice = encoderChoice
+        environment.control = control
         agent = Agent(configPath: configPath, settings: settings, version: "test", environment: environment)
     }
 
@@ -199,7 +200,7 @@ final class EventRecorder: EventSink {
 
 extension AgentEvent {
     enum Kind: Equatable, Sendable {
-        case motionStarted, motionEnded, clipStarted, clipSaved, clipsDeleted, stats, reloaded
+        case motionStarted, motionEnded, clipStarted, clipSaved, clipsDeleted, stats, reloaded, detection
     }
 
     var kind: Kind {
@@ -211,6 +212,7 @@ extension AgentEvent {
         case .clipsDeleted: .clipsDeleted
         case .stats: .stats
         case .reloaded: .reloaded
+        case .detection: .detection
         }
     }
 }

@@ -36,7 +36,8 @@ import Testing
             let scratch = MemoryStorage()
             try EventsJournal(storage: scratch).append(
                 ClipRecord(
-                    file: name, camera: name == old ? "barn" : "yard", start: "", end: "", trigger: "",
+                    file: name, camera: name == old ? "barn" : "yard", start: "", end: "", cause: .motion,
+                    triggerTime: "",
                     triggerSourceSeconds: 1, preRollSeconds: 1, durationSeconds: summary.duration.seconds,
                     frames: summary.videoFrames, audioFrames: summary.audioFrames, bytes: summary.bytes,
                     peakScore: 0.5, part: 1))

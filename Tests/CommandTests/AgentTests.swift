@@ -220,7 +220,7 @@ import Testing
         let record = try EventsJournal(directory: dir.file("clips")).records().records.first { $0.file == file }
         #expect(record?.repaired == true)
         #expect(record.map { "\($0.frames)" } == probe.video?["nb_frames"])
-        #expect(record?.trigger == nil)
+        #expect(record?.triggerTime == nil && record?.cause == nil)
     }
 
     /// SIGTERM during a clip finishes it (post-roll cut short) and exits 0 within seconds. A

@@ -33,7 +33,8 @@ import Testing
                 ClipRecord(
                     file: name, camera: "yard", start: ClipRecord.timestamp(created, timeZone: utc),
                     end: ClipRecord.timestamp(created.addingTimeInterval(summary.duration.seconds), timeZone: utc),
-                    trigger: ClipRecord.timestamp(created, timeZone: utc), triggerSourceSeconds: 1, preRollSeconds: 0,
+                    cause: .motion, triggerTime: ClipRecord.timestamp(created, timeZone: utc), triggerSourceSeconds: 1,
+                    preRollSeconds: 0,
                     durationSeconds: summary.duration.seconds, frames: summary.videoFrames,
                     audioFrames: summary.audioFrames, bytes: summary.bytes, peakScore: 0.25, part: 1))
         }

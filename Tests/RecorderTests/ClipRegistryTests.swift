@@ -23,7 +23,7 @@ import Testing
         let journal = EventsJournal(storage: storage)
         func record(_ file: String) -> ClipRecord {
             ClipRecord(
-                file: file, camera: "x", start: "", end: "", trigger: nil, triggerSourceSeconds: nil,
+                file: file, camera: "x", start: "", end: "", cause: nil, triggerTime: nil, triggerSourceSeconds: nil,
                 preRollSeconds: nil, durationSeconds: 1, frames: 1, audioFrames: 0, bytes: 1, peakScore: nil, part: nil)
         }
         var old: [String] = []

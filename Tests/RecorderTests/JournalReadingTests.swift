@@ -11,20 +11,24 @@ enum JournalFixture {
     static let records: [ClipRecord] = [
         ClipRecord(
             file: "2026-11-30/shed-20261130-110405.mov", camera: "shed", start: "2026-11-30T11:04:05.000Z",
-            end: "2026-11-30T11:04:17.500Z", trigger: "2026-11-30T11:04:10.000Z", triggerSourceSeconds: 125.25,
+            end: "2026-11-30T11:04:17.500Z", cause: .motion, triggerTime: "2026-11-30T11:04:10.000Z",
+            triggerSourceSeconds: 125.25,
             preRollSeconds: 5, durationSeconds: 12.5, frames: 375, audioFrames: 600_000, bytes: 1_234_567,
             peakScore: 0.061, part: 1),
         ClipRecord(
             file: "odd/{brace} \"quote\" back\\slash}.mov", camera: "shed", start: "2026-11-30T12:00:00.000Z",
-            end: "2026-11-30T12:00:02.000Z", trigger: "2026-11-30T12:00:01.000Z", triggerSourceSeconds: 3,
+            end: "2026-11-30T12:00:02.000Z", cause: .motion, triggerTime: "2026-11-30T12:00:01.000Z",
+            triggerSourceSeconds: 3,
             preRollSeconds: 1, durationSeconds: 2, frames: 60, audioFrames: 0, bytes: 1000, peakScore: 0.5, part: 2),
         ClipRecord(
             file: "2026-12-01/shed-20261201-000000.mov", camera: "shed", start: "2026-12-01T00:00:00.000Z",
-            end: "2026-12-01T00:00:02.000Z", trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil,
+            end: "2026-12-01T00:00:02.000Z", cause: nil, triggerTime: nil, triggerSourceSeconds: nil,
+            preRollSeconds: nil,
             durationSeconds: 2, frames: 60, audioFrames: 0, bytes: 1000, peakScore: nil, part: nil, repaired: true),
         ClipRecord(
             file: "ünïcode/ñ-20261202.mov", camera: "garten", start: "2026-12-02T00:00:00.000+01:00",
-            end: "2026-12-02T00:00:01.000+01:00", trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil,
+            end: "2026-12-02T00:00:01.000+01:00", cause: nil, triggerTime: nil, triggerSourceSeconds: nil,
+            preRollSeconds: nil,
             durationSeconds: 1, frames: 30, audioFrames: 8000, bytes: 999, peakScore: nil, part: nil, rebuilt: true),
     ]
 
@@ -52,6 +56,23 @@ enum JournalFixture {
     /// it — with the rest of the journal glued after it, no newline between: every line but
     /// the torn one is read, the torn one is said (unless it lost only its newline, or
     /// nothing), and pruning keeps every line of a clip still on disk.
+    /// Lines written before `trigger` said what started the event held its time there: they
+    /// read as motion events triggered then; lines written now keep both apart.
+    @Test func linesOfEarlierVersionsReadWithTheirTriggerTime() throws {
+        let old = Array(
+            #"{"audio_frames":0,"bytes":1000,"camera":"shed","duration_s":2,"end":"2026-11-30T12:00:02.000Z","file":"a.mov","frames":60,"start":"2026-11-30T12:00:00.000Z","trigger":"2026-11-30T12:00:01.000Z"}"#
+                .utf8)
+        let record = try JSONDecoder().decode(ClipRecord.self, from: Data(old))
+        #expect(record.cause == .motion && record.triggerTime == "2026-11-30T12:00:01.000Z")
+        var external = record
+        external.cause = .external
+        external.snapshot = "a.mov.jpg"
+        let written = try JSONEncoder().encode(external)
+        let text = String(decoding: written, as: UTF8.self)
+        #expect(text.contains(#""trigger":"external""#) && text.contains(#""trigger_time":"2026-11-30T12:00:01.000Z""#))
+        #expect(try JSONDecoder().decode(ClipRecord.self, from: written) == external)
+    }
+
     @Test func aTornLineNeverHidesTheLinesAfterIt() throws {
         let records = JournalFixture.records
         let lines = try JournalFixture.lines()

@@ -24,7 +24,7 @@ import Testing
                 ClipRecord(
                     file: name, camera: "shed", start: ClipRecord.timestamp(created, timeZone: utc),
                     end: ClipRecord.timestamp(created.addingTimeInterval(summary.duration.seconds), timeZone: utc),
-                    trigger: ClipRecord.timestamp(created.addingTimeInterval(1), timeZone: utc),
+                    cause: .motion, triggerTime: ClipRecord.timestamp(created.addingTimeInterval(1), timeZone: utc),
                     triggerSourceSeconds: 1, preRollSeconds: 1,
                     durationSeconds: summary.duration.seconds.rounded(toPlaces: 3),
                     frames: summary.videoFrames, audioFrames: summary.audioFrames, bytes: summary.bytes,
@@ -37,7 +37,8 @@ import Testing
     /// The line a rebuild writes for the agent's line `record`: what the movie says.
     func rebuilt(_ record: ClipRecord) -> ClipRecord {
         ClipRecord(
-            file: record.file, camera: record.camera, start: record.start, end: record.end, trigger: nil,
+            file: record.file, camera: record.camera, start: record.start, end: record.end, cause: nil,
+            triggerTime: nil,
             triggerSourceSeconds: nil, preRollSeconds: nil, durationSeconds: record.durationSeconds,
             frames: record.frames, audioFrames: record.audioFrames, bytes: record.bytes, peakScore: nil, part: nil,
             rebuilt: true)

@@ -181,7 +181,8 @@ import Testing
         let journal = EventsJournal(storage: storage)
         let record = ClipRecord(
             file: "2026-11-30/shed-20261130-110405.mov", camera: "shed",
-            start: "2026-11-30T11:04:05.000Z", end: "2026-11-30T11:04:17.500Z", trigger: "2026-11-30T11:04:10.000Z",
+            start: "2026-11-30T11:04:05.000Z", end: "2026-11-30T11:04:17.500Z", cause: .motion,
+            triggerTime: "2026-11-30T11:04:10.000Z",
             triggerSourceSeconds: 125.25, preRollSeconds: 5, durationSeconds: 12.5, frames: 375, audioFrames: 0,
             bytes: 1_234_567, peakScore: 0.061, part: 1)
         try journal.append(record)
@@ -196,7 +197,8 @@ import Testing
                 "{\"audio_frames\":0,\"bytes\":1234567,\"camera\":\"shed\",\"duration_s\":12.5,\"end\":\"2026-11-30T11:04:17.500Z\",\"file\":\"2026-11-30/shed-20261130-110405.mov\""
             ))
         for key in [
-            "\"trigger\":", "\"trigger_source_s\":125.25", "\"preroll_s\":5", "\"frames\":375", "\"peak_score\":0.061",
+            "\"trigger\":\"motion\"", "\"trigger_time\":\"2026-11-30T11:04:10.000Z\"", "\"trigger_source_s\":125.25",
+            "\"preroll_s\":5", "\"frames\":375", "\"peak_score\":0.061",
             "\"start\":",
         ] {
             #expect(lines[0].contains(key), "\(key) missing")
@@ -221,7 +223,8 @@ import Testing
         try journal.append(
             ClipRecord(
                 file: "a.mov", camera: "shed", start: "2026-11-30T11:04:05.000Z", end: "2026-11-30T11:04:07.000Z",
-                trigger: nil, triggerSourceSeconds: nil, preRollSeconds: nil, durationSeconds: 2, frames: 60,
+                cause: nil, triggerTime: nil, triggerSourceSeconds: nil, preRollSeconds: nil, durationSeconds: 2,
+                frames: 60,
                 audioFrames: 0, bytes: 1000, peakScore: nil, part: nil, repaired: true))
         let line = String(decoding: storage.contents(EventsJournal.name) ?? [], as: UTF8.self)
         #expect(line.contains("\"repaired\":true"))
@@ -233,7 +236,7 @@ import Testing
         let storage = MemoryStorage(capacity: 1000)
         let journal = EventsJournal(storage: storage)
         let record = ClipRecord(
-            file: "a.mov", camera: "shed", start: "", end: "", trigger: nil, triggerSourceSeconds: nil,
+            file: "a.mov", camera: "shed", start: "", end: "", cause: nil, triggerTime: nil, triggerSourceSeconds: nil,
             preRollSeconds: nil, durationSeconds: 1, frames: 30, audioFrames: 0, bytes: 1, peakScore: nil, part: 1)
         try journal.append(record)
         let before = storage.contents(EventsJournal.name)

@@ -193,7 +193,7 @@ import Glibc
         let journal = EventsJournal(directory: dir.path)
         try FileManager.default.createSymbolicLink(atPath: journal.path, withDestinationPath: "/dev/full")
         let record = ClipRecord(
-            file: "a.mov", camera: "shed", start: "", end: "", trigger: nil, triggerSourceSeconds: nil,
+            file: "a.mov", camera: "shed", start: "", end: "", cause: nil, triggerTime: nil, triggerSourceSeconds: nil,
             preRollSeconds: nil, durationSeconds: 1, frames: 30, audioFrames: 0, bytes: 1, peakScore: nil, part: 1)
         #expect(
             throws: EventsJournal.JournalError(

@@ -5,7 +5,11 @@ public final class AgentProcess: Sendable {
     private let process: Process
     private let reader: LineReader
 
-    /// Starts `vigil ARGUMENTS` with TZ=UTC, without the variables systemd would set, plus `environment`.
+    /// Where `vigil trigger`'s socket goes (`VIGIL_RUNTIME_DIR`), unless `environment` says.
+    public let runtimeDirectory: String
+
+    /// Starts `vigil ARGUMENTS` with TZ=UTC, without the variables systemd would set, with a
+    /// runtime directory of its own (no two test agents share a trigger socket), plus `environment`.
     public init(_ arguments: [String], environment extra: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builtExecutable("vigil"))
@@ -15,7 +19,9 @@ public final class AgentProcess: Sendable {
         for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
             environment.removeValue(forKey: key)
         }
+        environment["VIGIL_RUNTIME_DIR"] = NSTemporaryDirectory() + "vigil-run-" + UUID().uuidString.prefix(8)
         environment.merge(extra) { $1 }
+        runtimeDirectory = environment["VIGIL_RUNTIME_DIR"] ?? ""
         process.environment = environment
         let pipe = Pipe()
         process.standardError = pipe
@@ -24,6 +30,10 @@ public final class AgentProcess: Sendable {
         self.process = process
         try process.run()
         reader = LineReader(pipe.fileHandleForReading)
+    }
+
+    deinit {
+        if runtimeDirectory.contains("/vigil-run-") { try? FileManager.default.removeItem(atPath: runtimeDirectory) }
     }
 
     /// `vigil run --config CONFIG`.

@@ -1,0 +1,61 @@
+import Synchronization
+
+/// Requests from outside the pipeline — `vigil trigger`, MQTT's command topics — for the
+/// pipeline thread, which takes them at its next frame. Any thread may ask; nothing waits.
+public final class AgentControl: Sendable {
+    /// What is asked and not yet taken.
+    struct Requests {
+        /// Record from the next frame, and who asked (for the log).
+        var record: (RecordRequest, by: String)?
+        /// End an outside recording, and who asked.
+        var stopRecording: String?
+        /// Motion detection on or off, and who asked.
+        var detection: (Bool, by: String)?
+    }
+
+    enum RecordRequest: Equatable {
+        case forSeconds(Double)
+        case untilStopped
+    }
+
+    private let pending = Mutex(Requests())
+    private let detecting = Atomic<Bool>(true)
+
+    public init() {}
+
+    /// Records now as an outside event, for `seconds` (then the post-roll), or until
+    /// `stopRecording` (at most `recording.max_clip`) when nil.
+    /// `by` says who asked, for the log ("mqtt", "vigil trigger").
+    public func record(seconds: Double? = nil, by: String) {
+        pending.withLock {
+            $0.record = (seconds.map { .forSeconds($0) } ?? .untilStopped, by)
+            $0.stopRecording = nil
+        }
+    }
+
+    /// Ends an outside recording: the event goes on through its post-roll, or while there is motion.
+    public func stopRecording(by: String) {
+        pending.withLock {
+            $0.record = nil
+            $0.stopRecording = by
+        }
+    }
+
+    /// Turns motion detection on or off. Off, the detector goes on learning the picture and the
+    /// pre-roll ring on filling, but motion starts no event; outside recordings still work.
+    public func setDetection(_ on: Bool, by: String) {
+        pending.withLock { $0.detection = (on, by) }
+    }
+
+    /// Whether motion detection is on (as last asked: the pipeline takes it at its next frame).
+    public var detectionEnabled: Bool { pending.withLock { $0.detection?.0 } ?? detecting.load(ordering: .relaxed) }
+
+    /// The pipeline takes what was asked.
+    func take() -> Requests {
+        pending.withLock { requests in
+            defer { requests = Requests() }
+            if let (on, _) = requests.detection { detecting.store(on, ordering: .relaxed) }
+            return requests
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import Media
+
+/// An outside recording (`vigil trigger`, MQTT's `record/set`): the frames from the one it is
+/// asked at to its end count as motion, so the event machine starts, splits and ends it as it
+/// does any event — the pre-roll before it, the post-roll after it.
+///
+/// It ends after the seconds asked for, when stopped, or — asked without an end — after
+/// `max_clip`: a forgotten `ON` never records for ever. A new request while one holds extends
+/// it to the later end.
+///
+/// A value with no clock: the caller passes the frame times.
+public struct OutsideTrigger: Sendable, Equatable {
+    /// The last instant that counts as motion; nil when none holds.
+    public private(set) var until: Timestamp?
+
+    public init() {}
+
+    /// The longest a request may ask for: an hour (`vigil trigger --seconds`'s limit).
+    public static let longest = Timestamp.Duration(seconds: 3600)
+
+    /// Records from `time` for `seconds`, or up to `maxClip` when nil.
+    public mutating func record(seconds: Double?, at time: Timestamp, maxClip: Timestamp.Duration) {
+        let length = seconds.map { Timestamp.Duration(seconds: min(max($0, 0), Self.longest.seconds)) } ?? maxClip
+        let end = time + length
+        until = max(until ?? end, end)
+    }
+
+    public mutating func stop() { until = nil }
+
+    /// Whether the frame at `time` counts as motion; a hold that has run out ends.
+    public mutating func holds(at time: Timestamp) -> Bool {
+        guard let until else { return false }
+        guard time <= until else {
+            self.until = nil
+            return false
+        }
+        return true
+    }
+}
