@@ -97,6 +97,7 @@ let package = Package(
             dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
+        .testTarget(name: "SnapshotTests", dependencies: ["Snapshot", "Media", "TestSupport"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         .testTarget(
             name: "AgentTests",
