@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Pure-Swift modules (Media, QuickTime, MotionDetection, Analysis, Recorder) import no C module.
-// Adapters (POSIX, H264, Capture, Configuration, Storage) reach C only through the C* system
+// Adapters (POSIX, H264, Capture, Configuration, Storage, Snapshot) reach C only through the C* system
 // libraries or Glibc, with `internal import`, so no C type can appear in a public signature.
 // Nothing the `vigil` product links imports Foundation: FoundationEssentials only, so the
 // binary carries neither ICU nor CoreFoundation.
@@ -18,6 +18,7 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CLibconfig", pkgConfig: "libconfig", providers: [.apt(["libconfig-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
 
         // Pure Swift.
         .target(name: "Logging", dependencies: ["Media"]),
@@ -38,6 +39,8 @@ let package = Package(
             dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
         // The storage directory on disk (Recorder's ClipStorage) and movie files, with POSIX calls.
         .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
+        // Event snapshots: a downscaled copy of a 4:2:0 frame, encoded as JPEG with libturbojpeg.
+        .target(name: "Snapshot", dependencies: ["Media", "CTurboJPEG"]),
 
         // The agent: the pipeline, the clip writer and their decisions, the runtime (threads,
         // queues, stop order, signals, sd_notify).
@@ -94,6 +97,7 @@ let package = Package(
             dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
+        .testTarget(name: "SnapshotTests", dependencies: ["Snapshot", "Media", "TestSupport"]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         .testTarget(
             name: "AgentTests",
