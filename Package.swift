@@ -48,7 +48,7 @@ let package = Package(
             name: "Agent",
             dependencies: [
                 "Media", "POSIX", "QuickTime", "MotionDetection", "Analysis", "Recorder", "Capture", "Configuration",
-                "Logging", "Storage",
+                "Logging", "Storage", "Snapshot",
             ]
         ),
         // Events to an MQTT broker (libmosquitto), and Home Assistant: an `EventSink`.

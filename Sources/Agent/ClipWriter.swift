@@ -3,6 +3,7 @@ import Logging
 import Media
 import QuickTime
 import Recorder
+import Snapshot
 
 /// What the clip writer needs to know about the stream, sent once the encoder exists.
 struct StreamInfo: Sendable {
@@ -36,6 +37,10 @@ enum WriterItem: Sendable {
     /// Run retention and measure free space.
     case housekeeping
     case reload(WriterSettings)
+    /// The open clip's picture (its peak frame), written beside it as JPEG when it closes.
+    case snapshot(SnapshotPicture, quality: Int)
+    /// The current picture, for `latest.jpg`.
+    case livePicture(SnapshotPicture, quality: Int)
 }
 
 /// The writer thread: turns clip commands into movie files, syncs each fragment to disk,
@@ -66,6 +71,10 @@ final class ClipWriter: @unchecked Sendable {
         var hasAudio: Bool
     }
     private var open: OpenClip?
+    /// The open clip's picture, for its close.
+    private var snapshot: (picture: SnapshotPicture, quality: Int)?
+    /// `latest.jpg` could not be written (said once until it can again).
+    private var liveFailing = false
     /// Set when a clip could not be opened or failed: its commands are skipped until the next open.
     private var skipping = false
     private var disk = DiskFullPolicy()
@@ -202,6 +211,8 @@ final class ClipWriter: @unchecked Sendable {
         case .reload(let new): settings = new
         case .housekeeping: sweep()
         case .clip(let command): handle(command)
+        case .snapshot(let picture, let quality): snapshot = (picture, quality)
+        case .livePicture(let picture, let quality): writeLatest(picture, quality: quality)
         }
     }
 
@@ -257,6 +268,7 @@ final class ClipWriter: @unchecked Sendable {
             closeClip(ClipClosing(reason: .finished, peakScore: 0))
         }
         skipping = false
+        snapshot = nil  // one left by a clip that was never saved
         guard let stream else {
             log.error("clip not started: the stream is not described yet")
             skipping = true
@@ -400,7 +412,7 @@ final class ClipWriter: @unchecked Sendable {
             return
         }
         guard
-            let record = record(
+            var record = record(
                 of: clip, start: summary.start, duration: summary.duration, frames: summary.videoFrames,
                 audioFrames: summary.audioFrames, bytes: summary.bytes, peakScore: closing.peakScore)
         else { return }
@@ -421,12 +433,16 @@ final class ClipWriter: @unchecked Sendable {
             return
         }
         stats.update { $0.clipsWritten += 1 }
+        let picture = snapshot.flatMap { writeSnapshot($0.picture, quality: $0.quality, of: clip) }
+        snapshot = nil
+        record.snapshot = picture?.file
         // The journal's line (a sink) goes in before the clip is said saved: a clip logged as
         // saved is in the journal even if the agent is killed the next moment.
         events.handle(
             .clipSaved(
                 ClipSaved(
-                    record: record, path: clip.storage.path(clip.relativePath), origin: .closed, storage: clip.storage))
+                    record: record, path: clip.storage.path(clip.relativePath), origin: .closed, storage: clip.storage,
+                    snapshotJPEG: picture?.jpeg))
         )
         log.info(
             "clip saved",
@@ -443,6 +459,47 @@ final class ClipWriter: @unchecked Sendable {
                 ),
             ])
         sweep()
+    }
+
+    /// Writes `<clip>.jpg` beside the clip (whole or not at all); nil, with a warning, when it
+    /// cannot be made or written — the clip is saved either way.
+    private func writeSnapshot(
+        _ picture: SnapshotPicture, quality: Int, of clip: OpenClip
+    ) -> (
+        file: String, jpeg: [UInt8]
+    )? {
+        let file = ClipNaming.snapshotPath(of: clip.relativePath)
+        do {
+            let jpeg = try JPEGEncoder.encode(picture, quality: quality)
+            try clip.storage.replace(file, with: jpeg)
+            return (file, jpeg)
+        } catch {
+            log.warning(
+                "the clip is saved without its snapshot",
+                [("file", .string(file)), ("error", .string("\(error)"))])
+            return nil
+        }
+    }
+
+    /// Replaces `latest.jpg` with the current picture (`snapshot.live_interval`).
+    private func writeLatest(_ picture: SnapshotPicture, quality: Int) {
+        guard storageIsReady() else { return }
+        do {
+            try settings.storage.replace(
+                ClipNaming.latestPicture, with: try JPEGEncoder.encode(picture, quality: quality))
+            if liveFailing { log.info("latest.jpg written again") }
+            liveFailing = false
+        } catch {
+            if !liveFailing {
+                log.warning(
+                    "cannot write latest.jpg; trying again at the next interval",
+                    [
+                        ("path", .string(settings.storage.path(ClipNaming.latestPicture))),
+                        ("error", .string("\(error)")),
+                    ])
+            }
+            liveFailing = true
+        }
     }
 
     /// A clip given up after a write error becomes a normal movie of what reached the disk,

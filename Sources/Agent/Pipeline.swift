@@ -7,6 +7,7 @@ import Media
 import MotionDetection
 import QuickTime
 import Recorder
+import Snapshot
 import Synchronization
 
 extension EventSettings {
@@ -52,6 +53,11 @@ final class Pipeline: @unchecked Sendable {
     private var detecting = true
     /// What started the open event.
     private var cause = TriggerCause.motion
+    /// The open clip's picture so far: its frame with the highest score (`snapshot.*`), sent
+    /// to the writer just before the clip's close.
+    private var peakPicture: (score: Double, picture: SnapshotPicture)?
+    /// When `latest.jpg` was last taken (`snapshot.live_interval`).
+    private var lastLive: Timestamp?
     private let monotonicNow: @Sendable () -> Timestamp
     private var detector: MotionDetector
     private var eventLogic: EventStateMachine
@@ -203,8 +209,11 @@ final class Pipeline: @unchecked Sendable {
             followWallClock(wallClock)
             cause = held ? .external : .motion
         }
+        let wasRecording = recorder.isRecording
         for action in actions {
             note(action)
+            // An event that never opened a clip (no keyframe came) leaves its picture behind.
+            if case .start = action, !wasRecording { peakPicture = nil }
             commands += recorder.handle(action, cause: cause)
         }
         recorder.noteFrame(score: result.score, runStart: result.runStart)
@@ -212,6 +221,8 @@ final class Pipeline: @unchecked Sendable {
         let t2 = monotonicNow()
         for sample in samples { commands += recorder.handle(sample) }
         send(commands)
+        // After the commands: a clip this frame closed does not get its picture, one it opened does.
+        takePictures(of: frame, score: result.score)
 
         log.trace(
             "frame",
@@ -231,6 +242,35 @@ final class Pipeline: @unchecked Sendable {
             $0.peakScore = max($0.peakScore, result.score)
             $0.ringSeconds = ring.span.seconds
             $0.ringBytes = ring.byteCount
+        }
+    }
+
+    /// The snapshot of the open event (a copy of its highest-scoring frame so far, taken
+    /// small), and now and then the live picture for `latest.jpg`. JPEG encoding and the file
+    /// are the writer's.
+    private func takePictures(of frame: VideoFrame, score: Double) {
+        let snapshot = settings.snapshot
+        let inEvent = eventLogic.state != .idle || recorder.isRecording
+        if snapshot.enabled, inEvent, score > peakPicture?.score ?? -1 {
+            if let picture = picture(of: frame) { peakPicture = (score, picture) }
+        }
+        if snapshot.liveInterval > 0,
+            lastLive.map({ (frame.timestamp - $0).seconds >= snapshot.liveInterval }) ?? true
+        {
+            lastLive = frame.timestamp
+            if let picture = picture(of: frame) {
+                writer.push(.livePicture(picture, quality: snapshot.quality), cost: 0)
+            }
+        }
+    }
+
+    private func picture(of frame: VideoFrame) -> SnapshotPicture? {
+        do {
+            return try SnapshotPicture(
+                copying: frame, rotation: settings.camera.rotation, width: settings.snapshot.width)
+        } catch {
+            log.warning("no snapshot of this frame", [("error", .string(error.description))])
+            return nil
         }
     }
 
@@ -419,7 +459,14 @@ final class Pipeline: @unchecked Sendable {
             case .audio(let chunk):
                 // Sound waits in the writer until the next GOP; it need not wake it.
                 writer.push(.clip(command), cost: chunk.data.count, wake: false)
-            case .open, .close:
+            case .close:
+                // The clip's picture goes just before its close; the next part has its own.
+                if let (_, picture) = peakPicture {
+                    writer.push(.snapshot(picture, quality: settings.snapshot.quality), cost: 0)
+                }
+                peakPicture = nil
+                writer.push(.clip(command), cost: 0)
+            case .open:
                 writer.push(.clip(command), cost: 0)
             }
         }

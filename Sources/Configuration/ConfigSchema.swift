@@ -212,6 +212,20 @@ public enum ConfigSchema {
             "log.stats_interval", .integer(0...86400), .integer(60), unit: "seconds",
             "how often to log a stats line, or 0 for never"),
 
+        // snapshot
+        ConfigKey(
+            "snapshot.enabled", .boolean, .boolean(true),
+            "write a JPEG of each clip's peak-motion frame beside it (<clip>.jpg), named in the journal, passed to the hooks and published on MQTT"
+        ),
+        ConfigKey("snapshot.quality", .integer(1...100), .integer(85), "the JPEG quality of snapshots"),
+        ConfigKey(
+            "snapshot.width", .integer(0...4096), .integer(640), unit: "pixels",
+            "the width snapshots are scaled down to (as shown upright), or 0 for the camera's own"),
+        ConfigKey(
+            "snapshot.live_interval", .number(0...3600), .number(0), unit: "seconds",
+            "replace storage.path/latest.jpg with the current picture this often (to aim the camera), or 0 for never"
+        ),
+
         // hooks
         ConfigKey(
             "hooks.on_event_start", .text, .text(""),

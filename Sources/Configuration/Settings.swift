@@ -56,6 +56,16 @@ public struct Settings: Equatable, Sendable {
         public var statsInterval: Int?
     }
 
+    /// The `snapshot` section: each clip's picture, and the live `latest.jpg`.
+    public struct Snapshot: Equatable, Sendable {
+        public var enabled: Bool
+        public var quality: Int
+        /// The upright picture's width; 0 for the camera's own.
+        public var width: Int
+        /// Seconds between `latest.jpg` updates; 0 for none.
+        public var liveInterval: Double
+    }
+
     public struct Hooks: Equatable, Sendable {
         public var onEventStart: String?
         public var onClipSaved: String?
@@ -72,6 +82,7 @@ public struct Settings: Equatable, Sendable {
     public var storage: Storage
     public var log: Log
     public var hooks: Hooks
+    public var snapshot: Snapshot
     public var mqtt: MQTT
     /// The values they were made from, for `vigil check` and for messages.
     public var values: ConfigValues
@@ -209,6 +220,15 @@ public struct Settings: Equatable, Sendable {
         hooks = Hooks(
             onEventStart: programs["hooks.on_event_start"] ?? nil, onClipSaved: programs["hooks.on_clip_saved"] ?? nil,
             timeout: v.number("hooks.timeout"))
+        let snapshotWidth = v.integer("snapshot.width")
+        if snapshotWidth > 0 && snapshotWidth < 16 {
+            throw v.error(
+                "snapshot.width",
+                "snapshot.width = \(snapshotWidth) is too small — use 16 pixels or more, or 0 for the camera's width")
+        }
+        snapshot = Snapshot(
+            enabled: v.boolean("snapshot.enabled"), quality: v.integer("snapshot.quality"), width: snapshotWidth,
+            liveInterval: v.number("snapshot.live_interval"))
         mqtt = try Settings.mqtt(v, camera: camera.name, directory: directory)
     }
 

@@ -80,3 +80,13 @@ public struct ClipNaming: Sendable {
 extension Character {
     var isASCIIDigit: Bool { ("0"..."9").contains(self) }
 }
+
+extension ClipNaming {
+    /// A clip's picture (`snapshot.*`): beside it, its name with `.jpg` for `.mov`.
+    public static func snapshotPath(of clip: String) -> String {
+        (clip.hasSuffix(".mov") ? String(clip.dropLast(4)) : clip) + ".jpg"
+    }
+
+    /// The live picture in the storage directory (`snapshot.live_interval`).
+    public static let latestPicture = "latest.jpg"
+}

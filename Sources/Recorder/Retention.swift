@@ -139,6 +139,9 @@ public struct ClipStore: Sendable {
                 reason: "it is not a clip file of this agent; refusing")
         }
         try storage.delete(clip.relativePath)
+        // Its picture goes with it (a regular file beside it, or nothing).
+        let picture = ClipNaming.snapshotPath(of: clip.relativePath)
+        if picture != clip.relativePath, storage.exists(picture) { try? storage.delete(picture) }
     }
 
     /// Whether `relativePath` is one of the agent's clips: a name of its pattern, or one the

@@ -142,6 +142,7 @@ final class AgentHarness: Sendable {
 
     /// The log lines at error level.
     var errors: [String] { logs.written.filter { logValue($0, "level") == "error" } }
+    var warnings: [String] { logs.written.filter { logValue($0, "level") == "warning" } }
 
     /// The clips in the storage, sorted.
     var clipFiles: [String] { storage.fileNames.filter { $0.hasSuffix(".mov") } }

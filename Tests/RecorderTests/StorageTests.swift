@@ -159,6 +159,22 @@ import Testing
         #expect(storage.fileNames == [names[0], names[5], "2026-11-29/holiday.mov"].sorted())
     }
 
+    /// A clip's snapshot (`<clip>.jpg`) goes with it; other pictures stay.
+    @Test func aClipsSnapshotIsDeletedWithIt() throws {
+        let (storage, store, names) = store()
+        let picture = ClipNaming.snapshotPath(of: names[1])
+        #expect(picture == String(names[1].dropLast(4)) + ".jpg")
+        storage.put(picture, [0xFF, 0xD8, 0xFF])
+        storage.put(ClipNaming.snapshotPath(of: names[2]) + ".kept", [1])
+        storage.put(ClipNaming.latestPicture, [0xFF, 0xD8, 0xFF])
+        #expect(!(try store.clips().map(\.relativePath).contains(picture)), "a picture is no clip")
+        let swept = store.sweep(
+            RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: 12 << 20), now: base, protected: [names[0]])
+        #expect(swept.deleted.map(\.clip.relativePath) == [names[1]])
+        #expect(!storage.exists(picture))
+        #expect(storage.exists(ClipNaming.snapshotPath(of: names[2]) + ".kept") && storage.exists("latest.jpg"))
+    }
+
     @Test func refusesToDeleteWhatIsNotAClip() throws {
         let (storage, store, _) = store()
         #expect(throws: FileError.self) {
