@@ -101,6 +101,17 @@ command -v "$STRIP" >/dev/null || fail "$STRIP is missing — install binutils f
 "$STRIP" --remove-section=.comment --remove-section=.note --strip-unneeded "$root/usr/bin/vigil"
 install -m 0644 "$repo/etc/vigil/vigil.conf" "$root/etc/vigil/vigil.conf"
 install -m 0644 "$here/vigil.service" "$root/lib/systemd/system/vigil.service"
+# One agent per camera: vigil@NAME.service runs `vigil run --config /etc/vigil/NAME.conf`,
+# everything else as vigil.service (made from it, so the two never drift apart).
+sed -e 's|^# The Vigil agent as a system service (installed as /lib/systemd/system/vigil.service).|# One Vigil agent per camera (installed as /lib/systemd/system/vigil@.service): vigil@NAME\n# records with /etc/vigil/NAME.conf, which needs its own camera.name and storage.path.|' \
+    -e 's|`systemctl edit vigil`|`systemctl edit vigil@NAME`|' \
+    -e 's|^Description=Vigil motion-triggered video recorder$|Description=Vigil motion-triggered video recorder (camera %i)|' \
+    -e 's|^ExecStart=/usr/bin/vigil run --config /etc/vigil/vigil.conf$|ExecStart=/usr/bin/vigil run --config /etc/vigil/%i.conf|' \
+    "$here/vigil.service" >"$root/lib/systemd/system/vigil@.service"
+grep -q '^ExecStart=/usr/bin/vigil run --config /etc/vigil/%i.conf$' "$root/lib/systemd/system/vigil@.service" \
+    && grep -q '(camera %i)$' "$root/lib/systemd/system/vigil@.service" \
+    || fail "vigil@.service: vigil.service's ExecStart or Description changed — update the sed above"
+chmod 0644 "$root/lib/systemd/system/vigil@.service"
 gzip -9n <"$here/vigil.8" >"$root/usr/share/man/man8/vigil.8.gz"
 gzip -9n <"$here/vigil.conf.5" >"$root/usr/share/man/man5/vigil.conf.5.gz"
 install -m 0644 "$here/copyright" "$root/usr/share/doc/vigil/copyright"

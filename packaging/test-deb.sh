@@ -250,7 +250,8 @@ for dir in /var/lib/vigil /var/lib/vigil/clips; do
     [ "$owner" = "vigil:vigil 750" ] || fail "$dir is $owner, not vigil:vigil 750"
 done
 in_root dpkg-query -W -f '${Conffiles}\n' vigil | grep '^ /etc/vigil/vigil.conf ' >/dev/null || fail "/etc/vigil/vigil.conf is not a conffile"
-for f in /usr/bin/vigil /etc/vigil/vigil.conf /lib/systemd/system/vigil.service /usr/share/man/man8/vigil.8.gz \
+for f in /usr/bin/vigil /etc/vigil/vigil.conf /lib/systemd/system/vigil.service /lib/systemd/system/vigil@.service \
+         /usr/share/man/man8/vigil.8.gz \
          /usr/share/man/man5/vigil.conf.5.gz /usr/share/doc/vigil/copyright /usr/share/doc/vigil/changelog.gz; do
     [ -f "$root$f" ] || fail "$f is not installed"
 done
@@ -327,7 +328,8 @@ cp /etc/resolv.conf "$boot/etc/resolv.conf"
 printf '#!/bin/sh\nexit 101\n' >"$boot/usr/sbin/policy-rc.d"
 chmod 0755 "$boot/usr/sbin/policy-rc.d"
 cp "$deb_new" "$boot/tmp/"
-if ! in_dir "$boot" sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb_new")" </dev/null >"$work/boot-install.log" 2>&1; then
+# With a broker on the machine: two cameras' instances (vigil@cam1, vigil@cam2) report to it.
+if ! in_dir "$boot" sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb_new") mosquitto mosquitto-clients" </dev/null >"$work/boot-install.log" 2>&1; then
     cat "$work/boot-install.log" >&2
     fail "apt-get install into the root to boot failed"
 fi
@@ -337,6 +339,15 @@ sed -i -e 's|^  device = "/dev/video0";|  device = "synthetic";|' -e 's|^  width
     -e 's|^  height = 720;|  height = 240;|' -e 's|^  fps = 30.0;|  fps = 15.0;|' -e 's|^  pre_roll = 5.0;|  pre_roll = 2.0;|' \
     -e 's|^  post_roll = 5.0;|  post_roll = 1.0;|' -e 's|^  min_free_mb = 500;|  min_free_mb = 0;|' "$boot/etc/vigil/vigil.conf"
 grep -q '^  device = "synthetic";' "$boot/etc/vigil/vigil.conf" || fail "could not set camera.device in /etc/vigil/vigil.conf — update this test to the file"
+# More than one camera: an instance per camera, each with its own configuration (its own
+# camera.name, storage.path, lock, journal and MQTT device), both on the local broker.
+for cam in cam1 cam2; do
+    sed -e "s|^  name = \"camera\";|  name = \"$cam\";|" -e "s|^  path = \"/var/lib/vigil/clips\";|  path = \"/var/lib/vigil/$cam\";|" \
+        -e '/^mqtt = {/,/^};/s|^  enabled = false;|  enabled = true;|' "$boot/etc/vigil/vigil.conf" >"$boot/etc/vigil/$cam.conf"
+    grep -q "^  name = \"$cam\";" "$boot/etc/vigil/$cam.conf" && grep -q "^  path = \"/var/lib/vigil/$cam\";" "$boot/etc/vigil/$cam.conf" \
+        || fail "could not set camera.name and storage.path in /etc/vigil/$cam.conf — update this test to the file"
+    ln -s /lib/systemd/system/vigil@.service "$boot/etc/systemd/system/multi-user.target.wants/vigil@$cam.service"
+done
 cat >"$boot/usr/local/sbin/vigil-selftest" <<'EOF'
 #!/bin/sh
 # test-deb: watches vigil.service from inside the booted container, then powers off.
@@ -348,11 +359,25 @@ show() {
 {
     sleep 3
     show started
+    for cam in cam1 cam2; do
+        echo "== instance $cam"
+        systemctl show "vigil@$cam.service" -p ActiveState -p SubState -p StatusText
+    done
     echo "== process"
     grep -E '^(Uid|Groups|CapEff|NoNewPrivs|Seccomp):' "/proc/$(systemctl show vigil.service -p MainPID --value)/status"
     # Past WatchdogSec=30: the service is alive only if it pings the watchdog.
     sleep 37
     show watchdog
+    # What the broker holds for Home Assistant: one device per camera.
+    echo "== discovery"
+    mosquitto_sub -h localhost -t 'homeassistant/binary_sensor/+/motion/config' -v -W 3 2>&1
+    echo "== availability"
+    mosquitto_sub -h localhost -t 'vigil/+/availability' -v -W 3 2>&1
+    systemctl stop vigil@cam1.service vigil@cam2.service && echo "instances-stop=ok"
+    for cam in cam1 cam2; do
+        echo "== instance $cam stopped"
+        systemctl show "vigil@$cam.service" -p Result -p ExecMainStatus
+    done
     systemctl reload vigil.service && echo "reload=ok"
     sleep 2
     show reloaded
@@ -360,6 +385,7 @@ show() {
     show stopped
     journalctl -u vigil.service -o cat --no-pager >/root/journal.txt
     journalctl -u vigil.service -p info..info -o cat --no-pager >/root/journal-info.txt
+    journalctl -u vigil@cam1.service -u vigil@cam2.service -o cat --no-pager >/root/journal-instances.txt
     echo "== end"
 } >/root/selftest.txt 2>&1
 systemctl poweroff
@@ -418,7 +444,26 @@ for clip in "${booted_clips[@]}"; do
     decode="$(ffmpeg -nostdin -v error -i "$clip" -f null - 2>&1)"
     [ -z "$decode" ] || fail "ffmpeg reports errors decoding ${clip#$boot}: $decode"
 done
+# The two cameras' instances: both ran, both recorded into their own storage, both are
+# devices on the broker, and both stopped cleanly.
+for cam in cam1 cam2; do
+    section "instance $cam" | grep -x 'SubState=running' >/dev/null \
+        || { cat "$boot/root/journal-instances.txt" >&2; fail "vigil@$cam.service is not running 3 s after boot"; }
+    section discovery | grep "^homeassistant/binary_sensor/vigil_$cam/motion/config " | grep '"identifiers":\["vigil_'"$cam"'"\]' >/dev/null \
+        || { cat "$boot/root/journal-instances.txt" >&2; fail "vigil@$cam is not a device on the broker (no Home Assistant discovery config for vigil_$cam)"; }
+    section availability | grep -x "vigil/$cam/availability online" >/dev/null || fail "vigil@$cam is not online on the broker"
+    mapfile -t cam_clips < <(find "$boot/var/lib/vigil/$cam" -name '*.mov' -type f)
+    [ ${#cam_clips[@]} -ge 1 ] || { cat "$boot/root/journal-instances.txt" >&2; fail "vigil@$cam recorded no clip"; }
+    [ -f "$boot/var/lib/vigil/$cam/events.jsonl" ] || fail "vigil@$cam has no events journal of its own"
+    for clip in "${cam_clips[@]}"; do
+        decode="$(ffmpeg -nostdin -v error -i "$clip" -f null - 2>&1)"
+        [ -z "$decode" ] || fail "ffmpeg reports errors decoding ${clip#$boot}: $decode"
+    done
+    section "instance $cam stopped" | grep -x 'ExecMainStatus=0' >/dev/null \
+        || fail "vigil@$cam.service did not stop cleanly"
+done
 note "under systemd: ready, sandboxed as vigil, watchdog kept, reloaded, stopped with status 0; ${#booted_clips[@]} clip(s) decode cleanly"
+note "two cameras: vigil@cam1 and vigil@cam2 recorded into their own directories and are two devices on the broker"
 rm -rf "$boot"
 
 # --- Upgrade -------------------------------------------------------------------------------------------
