@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Pure-Swift modules (Media, QuickTime, MotionDetection, Analysis, Recorder) import no C module.
-// Adapters (POSIX, H264, Capture, Configuration, Storage) reach C only through the C* system
+// Adapters (POSIX, H264, Capture, Configuration, Storage, Overlay) reach C only through the C* system
 // libraries or Glibc, with `internal import`, so no C type can appear in a public signature.
 // Nothing the `vigil` product links imports Foundation: FoundationEssentials only, so the
 // binary carries neither ICU nor CoreFoundation.
@@ -18,6 +18,7 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CLibconfig", pkgConfig: "libconfig", providers: [.apt(["libconfig-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         // Pure Swift.
         .target(name: "Logging", dependencies: ["Media"]),
@@ -38,6 +39,9 @@ let package = Package(
             dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
         // The storage directory on disk (Recorder's ClipStorage) and movie files, with POSIX calls.
         .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
+        // Text drawn into the picture (the time, the camera's name) in a PSF console font,
+        // read through zlib.
+        .target(name: "Overlay", dependencies: ["Media", "CZlib"]),
 
         // The agent: the pipeline, the clip writer and their decisions, the runtime (threads,
         // queues, stop order, signals, sd_notify).
