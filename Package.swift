@@ -74,7 +74,8 @@ let package = Package(
 
         // Tests.
         .target(
-            name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder", "Capture"], path: "Tests/TestSupport"),
+            name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder", "Capture", "Overlay"],
+            path: "Tests/TestSupport"),
         .executableTarget(
             name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"],
             path: "Tests/Fixtures/MovieWriterChild"),
@@ -98,6 +99,11 @@ let package = Package(
             dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
+        .testTarget(
+            name: "OverlayTests",
+            dependencies: [
+                "Overlay", "Media", "H264", "QuickTime", "Storage", "Capture", "Configuration", "TestSupport",
+            ]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         .testTarget(
             name: "AgentTests",
