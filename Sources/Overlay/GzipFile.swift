@@ -9,7 +9,8 @@ enum GzipFile {
     /// A missing file is `.fontMissing`; a read error, a damaged or cut-short gzip stream and
     /// a file larger than `limit` are `.fontUnreadable` or `.fontInvalid` with the reason.
     static func read(path: String, limit: Int) throws(OverlayError) -> [UInt8] {
-        guard let file = gzopen(path, "rb") else {
+        // "e": close-on-exec, so a hook the agent starts meanwhile does not inherit it.
+        guard let file = gzopen(path, "rbe") else {
             let code = errno
             if code == ENOENT || code == ENOTDIR { throw .fontMissing(path: path) }
             // zlib's own failure (an allocation) leaves errno 0.

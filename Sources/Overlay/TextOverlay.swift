@@ -30,19 +30,19 @@ public struct TextBox: Equatable, Sendable {
     public var cellWidth: Int
     public var cellHeight: Int
 
-    /// The margin between the box and the picture's edges at `scale`: 8 pixels a scale step.
-    public static func margin(scale: Int) -> Int { 8 * scale }
-
     /// The box of `characters` characters of `font` at `scale`, in `position`, in a picture of
-    /// `pictureWidth` × `pictureHeight`.
+    /// `pictureWidth` × `pictureHeight`. A scale outside `TextOverlay.scales` is taken as the
+    /// nearest one, and the count of characters as at most 2²⁴ (far more than any picture shows).
     public init(
         characters: Int, font: BitmapFont, scale: Int, position: OverlayPosition, pictureWidth: Int,
         pictureHeight: Int
     ) {
-        let margin = TextBox.margin(scale: scale)
+        let scale = min(max(scale, TextOverlay.scales.lowerBound), TextOverlay.scales.upperBound)
+        let characters = min(max(characters, 0), 1 << 24)
+        let margin = TextOverlay.marginPerScale * scale
         cellWidth = font.width * scale
         cellHeight = font.height * scale
-        width = (max(characters, 0) * font.width + 2) * scale
+        width = (characters * font.width + 2) * scale
         height = (font.height + 2) * scale
         let left = position == .topLeft || position == .bottomLeft
         let top = position == .topLeft || position == .topRight
@@ -87,9 +87,15 @@ public final class TextOverlay {
     /// Chroma of the box: no colour.
     public static let neutralChroma: UInt8 = 128
 
+    /// Pixels between the text's box and the picture's edges, a scale step: 8, so 16 at scale 2.
+    public static let marginPerScale = 8
+
     public let font: BitmapFont
     public let position: OverlayPosition
     public let scale: Int
+
+    /// Pixels between the text's box and the edges of its corner (`marginPerScale` × `scale`).
+    public var margin: Int { TextOverlay.marginPerScale * scale }
 
     /// The rasterised text, at the picture's resolution, row by row: `keep` is FF where the
     /// picture stays and 00 where the overlay draws, `value` what it draws there (00 elsewhere),
@@ -125,8 +131,8 @@ public final class TextOverlay {
     }
 
     /// Draws `text` into `frame`'s buffer, an NV12 or I420 frame (others are left alone), cut
-    /// to the picture. The frame's buffer must not be shared with a reader yet (draw before
-    /// handing the frame on).
+    /// to the picture; an empty text draws nothing. The frame's buffer must not be shared with
+    /// a reader yet (draw before handing the frame on).
     public func draw(_ text: String, into frame: VideoFrame) {
         let format = frame.format
         guard format.pixelFormat == .nv12 || format.pixelFormat == .i420, !text.isEmpty else { return }

@@ -81,6 +81,7 @@ import Testing
 
         let box = overlay.box(characters: 19, pictureWidth: 640, pictureHeight: 360)
         let margin = 8 * scale
+        #expect(overlay.margin == margin)
         #expect(box.width == (19 * 8 + 2) * scale)
         #expect(box.height == 18 * scale)
         switch position {
@@ -224,6 +225,13 @@ import Testing
             OverlayError.scaleOutOfRange(9).description
                 == "an overlay scale of 9: it must be 1 to 8 (each font pixel drawn as scale × scale pixels)")
         for scale in TextOverlay.scales { _ = try TextOverlay(font: font, position: .topLeft, scale: scale) }
+        // The layout takes any numbers without trapping.
+        let huge = TextBox(
+            characters: .max, font: font, scale: .max, position: .bottomRight, pictureWidth: 100, pictureHeight: 50)
+        #expect(huge.x == 0 && huge.y == 0 && huge.cellWidth == 64)
+        let none = TextBox(
+            characters: -5, font: font, scale: .min, position: .topLeft, pictureWidth: 100, pictureHeight: 50)
+        #expect(none.width == 2 && none.x == 8)
         #expect(OverlayPosition.allCases.map(\.rawValue) == ["top-left", "top-right", "bottom-left", "bottom-right"])
     }
 }
