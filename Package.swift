@@ -68,7 +68,7 @@ let package = Package(
             name: "vigil-bench",
             dependencies: [
                 "Media", "POSIX", "QuickTime", "Storage", "MotionDetection", "Recorder", "H264", "Capture",
-                "Configuration",
+                "Configuration", "Overlay",
             ]
         ),
 
