@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Pure-Swift modules (Media, QuickTime, MotionDetection, Analysis, Recorder) import no C module.
-// Adapters (POSIX, H264, Capture, Configuration, Storage, Snapshot) reach C only through the C* system
+// Adapters (POSIX, H264, Capture, Configuration, Storage, Snapshot, Overlay) reach C only through the C* system
 // libraries or Glibc, with `internal import`, so no C type can appear in a public signature.
 // Nothing the `vigil` product links imports Foundation: FoundationEssentials only, so the
 // binary carries neither ICU nor CoreFoundation.
@@ -19,6 +19,7 @@ let package = Package(
         .systemLibrary(name: "CLibconfig", pkgConfig: "libconfig", providers: [.apt(["libconfig-dev"])]),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         // Pure Swift.
         .target(name: "Logging", dependencies: ["Media"]),
@@ -41,6 +42,9 @@ let package = Package(
         .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
         // Event snapshots: a downscaled copy of a 4:2:0 frame, encoded as JPEG with libturbojpeg.
         .target(name: "Snapshot", dependencies: ["Media", "CTurboJPEG"]),
+        // Text drawn into the picture (the time, the camera's name) in a PSF console font,
+        // read through zlib.
+        .target(name: "Overlay", dependencies: ["Media", "CZlib"]),
 
         // The agent: the pipeline, the clip writer and their decisions, the runtime (threads,
         // queues, stop order, signals, sd_notify).
@@ -67,13 +71,14 @@ let package = Package(
             name: "vigil-bench",
             dependencies: [
                 "Media", "POSIX", "QuickTime", "Storage", "MotionDetection", "Recorder", "H264", "Capture",
-                "Configuration",
+                "Configuration", "Overlay",
             ]
         ),
 
         // Tests.
         .target(
-            name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder", "Capture"], path: "Tests/TestSupport"),
+            name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder", "Capture", "Overlay"],
+            path: "Tests/TestSupport"),
         .executableTarget(
             name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"],
             path: "Tests/Fixtures/MovieWriterChild"),
@@ -98,6 +103,11 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
         .testTarget(name: "SnapshotTests", dependencies: ["Snapshot", "Media", "TestSupport"]),
+        .testTarget(
+            name: "OverlayTests",
+            dependencies: [
+                "Overlay", "Media", "H264", "QuickTime", "Storage", "Capture", "Configuration", "TestSupport",
+            ]),
         .testTarget(name: "ConfigurationTests", dependencies: ["Configuration", "TestSupport"]),
         .testTarget(
             name: "AgentTests",

@@ -1,9 +1,9 @@
 // vigil-bench: measures what the appliance spends per frame, on the same synthetic frames,
-// in one run: the pieces (conversion, encoding, detection) on a static textured scene with
-// sensor noise, then the whole agent (`vigil run`, built beside it) against x264 alone and
-// against ffmpeg on footage with events, and the agent in real time on its synthetic camera
-// (AgentBench.swift). `make bench` runs it from a release build; numbers are printed, never
-// asserted.
+// in one run: the pieces (conversion, encoding, detection, the timestamp overlay) on a static
+// textured scene with sensor noise, then the whole agent (`vigil run`, built beside it)
+// against x264 alone and against ffmpeg on footage with events, and the agent in real time on
+// its synthetic camera (AgentBench.swift). `make bench` runs it from a release build; numbers
+// are printed, never asserted.
 //
 //   vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
 
@@ -13,6 +13,7 @@ import Foundation
 import H264
 import Media
 import MotionDetection
+import Overlay
 import QuickTime
 
 struct Options {
@@ -74,9 +75,10 @@ struct Options {
                     """
                     usage: vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
                       at 640×480, 1280×720 and 1920×1080, 30 fps: YUYV→NV12 and 4:2:2→4:2:0 conversion, x264
-                      encoding and motion detection; `vigil run` on S seconds of footage (default 10) against
-                      x264 alone and ffmpeg, by CPU time, medians of N runs (default 5); and `vigil run` in
-                      real time for S seconds (default 36): peak RSS, dropped frames, trigger-to-disk latency.
+                      encoding, motion detection and the timestamp overlay; `vigil run` on S seconds of footage
+                      (default 10) against x264 alone and ffmpeg, by CPU time, medians of N runs (default 5);
+                      and `vigil run` in real time for S seconds (default 36): peak RSS, dropped frames,
+                      trigger-to-disk latency.
                       `vigil` must be built beside vigil-bench (`make bench` does it).
                     """)
                 exit(0)
@@ -272,6 +274,10 @@ func run() throws {
         table.record(
             "motion detection / x264 encode, 1 thread", unit: "%", column: column, value: 100 * detect / encodeOneThread
         )
+
+        // The timestamp overlay on the same frames (drawn into them: measured last), beside the
+        // encode of the same frames above.
+        try measureOverlay(frames, encodePerFrame: encodeOneThread, column: column, table: &table)
         frames = []
 
         // Writing the encoded stream as a clip: what the fsync of each fragment costs.
@@ -323,6 +329,33 @@ func run() throws {
         try data.write(to: url)
         print("\nwrote \(path)")
     }
+}
+
+/// The timestamp overlay as the agent would draw it (the default font at scale 2, the date,
+/// the time and the camera's name): microseconds per frame with the text rasterised once (each
+/// frame of a second but the first), with a new text at every frame (rasterising each time),
+/// and the first as a share of the x264 encode of the same frames.
+func measureOverlay(
+    _ frames: [VideoFrame], encodePerFrame: Double, column: String, table: inout BenchTable
+) throws {
+    let font = try BitmapFont.load(path: BitmapFont.defaultPath)
+    let overlay = try TextOverlay(font: font, position: .topLeft, scale: 2)
+    let pattern = OverlayText(pattern: "%Y-%m-%d %H:%M:%S {camera}", camera: try Settings.defaults().camera.name)
+    let now = Date()
+    let text = pattern.text(at: now)
+    let texts = [pattern.text(at: now + 1), pattern.text(at: now + 2)]
+    let draw = perFrame(frames) { overlay.draw(text, into: $0) }
+    var n = 0
+    let redraw = perFrame(frames) { f in
+        overlay.draw(texts[n % 2], into: f)
+        n += 1
+    }
+    let label = "timestamp overlay (\(text.unicodeScalars.count) characters, scale 2)"
+    table.record("\(label), cached", unit: "µs/frame", column: column, value: draw * 1000)
+    table.record("\(label), new text", unit: "µs/frame", column: column, value: redraw * 1000)
+    table.record(
+        "timestamp overlay, cached / x264 encode, 1 thread", unit: "%", column: column,
+        value: 100 * draw / encodePerFrame)
 }
 
 /// The CPU time (user and system) this process spends in `body`, in seconds: what a hardware
