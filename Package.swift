@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
         .target(
             name: "Configuration",
-            dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media"]),
+            dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media", "Overlay"]),
         // The storage directory on disk (Recorder's ClipStorage) and movie files, with POSIX calls.
         .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
         // Event snapshots: a downscaled copy of a 4:2:0 frame, encoded as JPEG with libturbojpeg.
@@ -52,7 +52,7 @@ let package = Package(
             name: "Agent",
             dependencies: [
                 "Media", "POSIX", "QuickTime", "MotionDetection", "Analysis", "Recorder", "Capture", "Configuration",
-                "Logging", "Storage", "Snapshot",
+                "Logging", "Storage", "Snapshot", "Overlay",
             ]
         ),
         // Events to an MQTT broker (libmosquitto), and Home Assistant: an `EventSink`.
@@ -113,6 +113,7 @@ let package = Package(
             name: "AgentTests",
             dependencies: [
                 "Agent", "Media", "Capture", "Configuration", "H264", "Logging", "QuickTime", "Recorder", "TestSupport",
+                "Overlay",
             ]),
         // Against a real `mosquitto` broker the tests start on a loopback port.
         .testTarget(

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Logging
 import Media
 import MotionDetection
+import Overlay
 import QuickTime
 import Recorder
 import Snapshot
@@ -58,6 +59,9 @@ final class Pipeline: @unchecked Sendable {
     private var peakPicture: (score: Double, picture: SnapshotPicture)?
     /// When `latest.jpg` was last taken (`snapshot.live_interval`).
     private var lastLive: Timestamp?
+    /// The text drawn into each frame (`overlay.*`), made for the stream's picture height;
+    /// nil when there is none.
+    private var overlay: (drawer: TextOverlay, text: OverlayText)?
     private let monotonicNow: @Sendable () -> Timestamp
     private var detector: MotionDetector
     private var eventLogic: EventStateMachine
@@ -217,6 +221,11 @@ final class Pipeline: @unchecked Sendable {
             commands += recorder.handle(action, cause: cause)
         }
         recorder.noteFrame(score: result.score, runStart: result.runStart)
+        // Drawn after detection has seen the frame, so a changing clock is never motion. The
+        // pipeline is the frame's last reader before the encoder: nobody else sees the change.
+        if let overlay, let stream = streamInfo {
+            overlay.drawer.draw(overlay.text.text(at: stream.wallClock(frame.timestamp)), into: frame)
+        }
         let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
         let t2 = monotonicNow()
         for sample in samples { commands += recorder.handle(sample) }
@@ -307,6 +316,7 @@ final class Pipeline: @unchecked Sendable {
             monotonicTimestamps: Pipeline.hasMonotonicTimestamps(settings.camera.device))
         let encoder = try makeEncoder(for: format)
         self.encoder = encoder
+        makeOverlay(height: format.height)
         keyframes = KeyframeSchedule(interval: keyframes.interval)
         // After an interruption the origin stays that of the source's very first frame.
         let origin =
@@ -338,6 +348,24 @@ final class Pipeline: @unchecked Sendable {
                 + encoder.logDescription.map { ($0.name, .string($0.value)) } + [
                     ("keyframe_interval", .seconds(keyframes.interval.seconds))
                 ])
+    }
+
+    /// The overlay for a picture `height` lines high, as `overlay.*` says (none when the font
+    /// cannot be read: said once, and recording goes on without it).
+    private func makeOverlay(height: Int) {
+        let o = settings.overlay
+        guard o.enabled else {
+            overlay = nil
+            return
+        }
+        do {
+            let drawer = try TextOverlay(
+                font: try BitmapFont.load(path: o.fontPath), position: o.position, scale: o.scale(forHeight: height))
+            overlay = (drawer, OverlayText(pattern: o.text, camera: settings.camera.name))
+        } catch {
+            overlay = nil
+            log.error("no text on the picture: the overlay cannot be made", [("error", .string(error.description))])
+        }
     }
 
     /// The hardware encoder while it is used, x264 otherwise. A hardware encoder that cannot
@@ -506,9 +534,11 @@ final class Pipeline: @unchecked Sendable {
         if plan.detectionChanged { detector = MotionDetector(settings: new.motion, mask: new.motionMask) }
         if plan.eventsChanged { eventLogic = EventStateMachine(settings: EventSettings(new.recording)) }
         if plan.preRollChanged { recorder = Pipeline.clipRecorder(new, after: recorder) }
+        let overlayChanged = new.overlay != settings.overlay
         // What needs a restart comes as it began (the agent keeps the camera, the encoder and
         // its keyframe interval out of a reload).
         settings = new
+        if overlayChanged, let stream = streamInfo { makeOverlay(height: stream.video.height) }
         log.info("reloaded settings in effect")
     }
 }

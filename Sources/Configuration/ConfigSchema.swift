@@ -1,4 +1,5 @@
 import H264
+import Overlay
 
 /// Every setting Vigil reads from its configuration file: name, type, range, default, unit
 /// and meaning. The loader rejects anything not listed here, and `vigil check` prints the
@@ -211,6 +212,19 @@ public enum ConfigSchema {
         ConfigKey(
             "log.stats_interval", .integer(0...86400), .integer(60), unit: "seconds",
             "how often to log a stats line, or 0 for never"),
+
+        // overlay
+        ConfigKey(
+            "overlay.text", .text, .text(""),
+            "text drawn into the recorded picture, e.g. \"%Y-%m-%d %H:%M:%S {camera}\": strftime fields in local time of the frame's capture, and {camera} for camera.name; \"\" for none"
+        ),
+        ConfigKey(
+            "overlay.position", .choice(OverlayPosition.allCases.map(\.rawValue)), .text("top-left"),
+            "the corner the text goes in"),
+        ConfigKey(
+            "overlay.scale", .integer(0...8), .integer(0),
+            "how many picture pixels each pixel of the 8×16 font takes, or 0 for one per 360 lines of picture (2 at 720p)"
+        ),
 
         // snapshot
         ConfigKey(

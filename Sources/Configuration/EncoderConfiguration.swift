@@ -67,7 +67,7 @@ extension Settings {
     }
 
     /// The value of the choice setting `key` (the schema allows only `T`'s names).
-    private static func choice<T: RawRepresentable & CaseIterable>(
+    static func choice<T: RawRepresentable & CaseIterable>(
         _ key: String, _ v: ConfigValues
     ) throws(ConfigurationError) -> T
     where T.RawValue == String {

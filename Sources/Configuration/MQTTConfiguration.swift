@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension Settings {
     /// The `mqtt` section: the broker, how to log in, and the topics.

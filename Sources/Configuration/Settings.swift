@@ -83,6 +83,7 @@ public struct Settings: Equatable, Sendable {
     public var log: Log
     public var hooks: Hooks
     public var snapshot: Snapshot
+    public var overlay: Overlay
     public var mqtt: MQTT
     /// The values they were made from, for `vigil check` and for messages.
     public var values: ConfigValues
@@ -220,6 +221,7 @@ public struct Settings: Equatable, Sendable {
         hooks = Hooks(
             onEventStart: programs["hooks.on_event_start"] ?? nil, onClipSaved: programs["hooks.on_clip_saved"] ?? nil,
             timeout: v.number("hooks.timeout"))
+        overlay = try Settings.overlay(v)
         let snapshotWidth = v.integer("snapshot.width")
         if snapshotWidth > 0 && snapshotWidth < 16 {
             throw v.error(

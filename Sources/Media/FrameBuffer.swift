@@ -3,7 +3,9 @@ import Synchronization
 /// The bytes of one raw frame.
 ///
 /// A buffer is filled by the source that produced the frame and is read-only from the moment
-/// the frame is handed on. When the last frame referring to it is gone, the bytes go back to
+/// the frame is handed on — but for one writer downstream: the agent's pipeline, the frame's
+/// only holder after capture, draws the overlay text into it after motion detection has read
+/// it and before the encoder does. When the last frame referring to it is gone, the bytes go back to
 /// where they came from: a `FramePool` (reused for a later frame), a `release` action (a V4L2
 /// source re-queues its mmapped buffer), or the heap.
 ///

@@ -1,0 +1,66 @@
+import Capture
+import Foundation
+import Media
+import Overlay
+import Recorder
+import TestSupport
+import Testing
+
+@testable import Agent
+
+/// The time on the picture (`overlay.*`): drawn into what is recorded, readable after x264
+/// and a decode by ffmpeg, and never seen by the detector.
+@Suite(.serialized) struct AgentOverlayTests {
+    /// The wall clock of the first frame: half a second past a whole second, so no frame of
+    /// 1/15 s falls within 1/30 s of a second's tick.
+    static let firstFrame = Date(timeIntervalSince1970: 1_796_472_000.5)
+
+    /// One object crossing: the clip's frames carry the capture time and the camera's name,
+    /// read back frame by frame against the font's glyphs.
+    @Test func theCaptureTimeReadsBackFromTheClip() throws {
+        let pattern = "%H:%M:%S {camera}"
+        let harness = try AgentHarness(
+            config: testConfig(extra: "overlay = { text = \"\(pattern)\"; position = \"bottom-right\"; scale = 1; };"),
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 6, objects: [crossing(2, 4)])) },
+            wallNow: { AgentOverlayTests.firstFrame })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let clips = harness.clipFiles
+        try #require(clips.count == 1, "\(clips)\n\(harness.output)")
+        _ = try harness.expectCompletePlayableClips()
+        let record = try #require(try harness.journal().first)
+
+        let path = harness.directory.file("clip.mov")
+        try Data(try #require(harness.storage.contents(clips[0]))).write(to: URL(fileURLWithPath: path))
+        let decoded = try runTool("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
+        #expect(decoded.stderr.isEmpty, "\(decoded.stderr)")
+        let size = 320 * 240
+        let frames = decoded.stdoutData.count / size
+        try #require(frames == record.frames, "decoded \(frames) frames, the journal says \(record.frames)")
+
+        // Frame i of the clip was captured (start of the clip − first frame) + i/15 s after
+        // the first frame; the journal gives the clip's start in the source's seconds.
+        let clipStart = try #require(record.triggerSourceSeconds) - (record.preRollSeconds ?? 0)
+        let font = try BitmapFont.load(path: BitmapFont.defaultPath)
+        let text = OverlayText(pattern: pattern, camera: "yard")
+        let bytes = [UInt8](decoded.stdoutData)
+        for i in [0, frames / 2, frames - 1] {
+            let captured = Self.firstFrame.addingTimeInterval(clipStart + Double(i) / 15)
+            let expected = text.text(at: captured)
+            let read = readText(
+                luma: Array(bytes[(i * size)..<((i + 1) * size)]), width: 320, height: 240, font: font,
+                position: .bottomRight, scale: 1, length: expected.count, alphabet: "0123456789: ayrd")
+            #expect(read == expected, "frame \(i) of \(frames)")
+        }
+    }
+
+    /// A scene where nothing moves, with the seconds ticking on the picture: no event.
+    @Test func theTickingClockIsNoMotion() throws {
+        let harness = try AgentHarness(
+            config: testConfig(extra: "overlay = { text = \"%Y-%m-%d %H:%M:%S\"; scale = 2; };"),
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 10, objects: [])) })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        #expect(harness.clipFiles.isEmpty, "\(harness.output)")
+        #expect(harness.events.count(.motionStarted) == 0)
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
+    }
+}
