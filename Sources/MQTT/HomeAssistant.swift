@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Home Assistant's MQTT discovery: one device per camera, its entities announced with
 /// retained configs under `<discovery_prefix>/<component>/vigil_<camera>/<object>/config`.
@@ -35,46 +35,119 @@ public struct HomeAssistantDiscovery: Sendable {
         self.topics = topics
     }
 
+    /// One entity's config: the keys Home Assistant reads (nil ones are left out).
+    public struct Config: Codable, Equatable, Sendable {
+        public var name: String
+        public var deviceClass: String?
+        public var stateTopic: String?
+        public var commandTopic: String?
+        public var imageTopic: String?
+        public var contentType: String?
+        public var payloadOn: String?
+        public var payloadOff: String?
+        public var payloadPress: String?
+        public var valueTemplate: String?
+        public var unitOfMeasurement: String?
+        public var stateClass: String?
+        public var entityCategory: String?
+        public var icon: String?
+        public var uniqueID = ""
+        public var objectID = ""
+        public var availabilityTopic = ""
+        public var payloadAvailable = "online"
+        public var payloadNotAvailable = "offline"
+        public var qos = 1
+        public var device = Device()
+        public var origin = Origin()
+
+        public struct Device: Codable, Equatable, Sendable {
+            public var identifiers: [String] = []
+            public var name = ""
+            public var manufacturer = "Vigil"
+            public var model = "Vigil motion recorder"
+            public var swVersion = ""
+
+            enum CodingKeys: String, CodingKey {
+                case identifiers, name, manufacturer, model
+                case swVersion = "sw_version"
+            }
+        }
+
+        public struct Origin: Codable, Equatable, Sendable {
+            public var name = "Vigil"
+            public var swVersion = ""
+
+            enum CodingKeys: String, CodingKey {
+                case name
+                case swVersion = "sw_version"
+            }
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case name, icon, qos, device, origin
+            case deviceClass = "device_class"
+            case stateTopic = "state_topic"
+            case commandTopic = "command_topic"
+            case imageTopic = "image_topic"
+            case contentType = "content_type"
+            case payloadOn = "payload_on"
+            case payloadOff = "payload_off"
+            case payloadPress = "payload_press"
+            case valueTemplate = "value_template"
+            case unitOfMeasurement = "unit_of_measurement"
+            case stateClass = "state_class"
+            case entityCategory = "entity_category"
+            case uniqueID = "unique_id"
+            case objectID = "object_id"
+            case availabilityTopic = "availability_topic"
+            case payloadAvailable = "payload_available"
+            case payloadNotAvailable = "payload_not_available"
+        }
+
+        init(name: String) { self.name = name }
+    }
+
     /// One entity: where its config goes and what it says.
     public struct Entity: Sendable {
         public var component: String
         public var object: String
-        public var config: [String: any Sendable]
+        public var config: Config
     }
 
     public var entities: [Entity] {
-        [
-            Entity(
-                component: "binary_sensor", object: "motion",
-                config: [
-                    "name": "Motion", "device_class": "motion", "state_topic": topics.motion,
-                    "payload_on": "ON", "payload_off": "OFF",
-                ]),
-            Entity(
-                component: "image", object: "snapshot",
-                config: ["name": "Snapshot", "image_topic": topics.snapshot, "content_type": "image/jpeg"]),
-            Entity(
-                component: "sensor", object: "last_clip",
-                config: ["name": "Last clip", "state_topic": topics.lastClip, "icon": "mdi:filmstrip"]),
-            Entity(
-                component: "sensor", object: "disk_free",
-                config: [
-                    "name": "Disk free", "state_topic": topics.stats,
-                    "value_template": "{{ value_json.disk_free_mb }}", "unit_of_measurement": "MB",
-                    "device_class": "data_size", "state_class": "measurement", "entity_category": "diagnostic",
-                ]),
-            Entity(
-                component: "switch", object: "detection",
-                config: [
-                    "name": "Motion detection", "command_topic": topics.detectCommand, "state_topic": topics.detect,
-                    "payload_on": "ON", "payload_off": "OFF", "icon": "mdi:motion-sensor",
-                ]),
-            Entity(
-                component: "button", object: "record",
-                config: [
-                    "name": "Record", "command_topic": topics.recordCommand, "payload_press": Self.buttonSeconds,
-                    "icon": "mdi:record-rec",
-                ]),
+        var motion = Config(name: "Motion")
+        motion.deviceClass = "motion"
+        motion.stateTopic = topics.motion
+        (motion.payloadOn, motion.payloadOff) = ("ON", "OFF")
+        var snapshot = Config(name: "Snapshot")
+        snapshot.imageTopic = topics.snapshot
+        snapshot.contentType = "image/jpeg"
+        var lastClip = Config(name: "Last clip")
+        lastClip.stateTopic = topics.lastClip
+        lastClip.icon = "mdi:filmstrip"
+        var diskFree = Config(name: "Disk free")
+        diskFree.stateTopic = topics.stats
+        diskFree.valueTemplate = "{{ value_json.disk_free_mb }}"
+        diskFree.unitOfMeasurement = "MB"
+        diskFree.deviceClass = "data_size"
+        diskFree.stateClass = "measurement"
+        diskFree.entityCategory = "diagnostic"
+        var detection = Config(name: "Motion detection")
+        detection.commandTopic = topics.detectCommand
+        detection.stateTopic = topics.detect
+        (detection.payloadOn, detection.payloadOff) = ("ON", "OFF")
+        detection.icon = "mdi:motion-sensor"
+        var record = Config(name: "Record")
+        record.commandTopic = topics.recordCommand
+        record.payloadPress = Self.buttonSeconds
+        record.icon = "mdi:record-rec"
+        return [
+            Entity(component: "binary_sensor", object: "motion", config: motion),
+            Entity(component: "image", object: "snapshot", config: snapshot),
+            Entity(component: "sensor", object: "last_clip", config: lastClip),
+            Entity(component: "sensor", object: "disk_free", config: diskFree),
+            Entity(component: "switch", object: "detection", config: detection),
+            Entity(component: "button", object: "record", config: record),
         ]
     }
 
@@ -82,24 +155,16 @@ public struct HomeAssistantDiscovery: Sendable {
     public var messages: [MQTTMessage] {
         entities.map { entity in
             var config = entity.config
-            config["unique_id"] = "\(node)_\(entity.object)"
-            config["object_id"] = "\(node)_\(entity.object)"
-            config["availability_topic"] = topics.availability
-            config["payload_available"] = "online"
-            config["payload_not_available"] = "offline"
-            config["qos"] = 1
-            config["device"] =
-                [
-                    "identifiers": [node], "name": camera, "manufacturer": "Vigil", "model": "Vigil motion recorder",
-                    "sw_version": version,
-                ] as [String: any Sendable]
-            config["origin"] = ["name": "Vigil", "sw_version": version] as [String: any Sendable]
-            let data =
-                (try? JSONSerialization.data(withJSONObject: config, options: [.sortedKeys, .withoutEscapingSlashes]))
-                ?? Data()
+            config.uniqueID = "\(node)_\(entity.object)"
+            config.objectID = "\(node)_\(entity.object)"
+            config.availabilityTopic = topics.availability
+            config.device.identifiers = [node]
+            config.device.name = camera
+            config.device.swVersion = version
+            config.origin.swVersion = version
             return MQTTMessage(
-                topic: "\(prefix)/\(entity.component)/\(node)/\(entity.object)/config", payload: [UInt8](data),
-                retain: true)
+                topic: "\(prefix)/\(entity.component)/\(node)/\(entity.object)/config",
+                payload: MQTTMessages.encode(config), retain: true)
         }
     }
 }

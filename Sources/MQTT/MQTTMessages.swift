@@ -1,5 +1,5 @@
 import Agent
-import Foundation
+import FoundationEssentials
 import Recorder
 
 /// One message for the broker.
@@ -142,35 +142,55 @@ public struct MQTTMessages: Sendable {
         MQTTMessage(topic: detect, text: detecting ? "ON" : "OFF", retain: true)
     }
 
+    /// The JSON of the `stats` topic.
+    struct StatsPayload: Encodable {
+        var camera: String
+        var seconds: Double
+        var fps: Double
+        var frames: Int
+        var lostAtSource: Int
+        var droppedAtCapture: Int
+        var droppedAtWriter: Int
+        var clips: Int
+        var clipErrors: Int
+        var recording: Bool
+        var score: Double
+        var ringSeconds: Double
+        var diskFreeMB: Int
+
+        enum CodingKeys: String, CodingKey {
+            case camera, seconds, fps, frames, clips, recording, score
+            case lostAtSource = "lost_at_source"
+            case droppedAtCapture = "dropped_at_capture"
+            case droppedAtWriter = "dropped_at_writer"
+            case clipErrors = "clip_errors"
+            case ringSeconds = "ring_s"
+            case diskFreeMB = "disk_free_mb"
+        }
+    }
+
     private func statsMessage(_ report: StatsReport) -> MQTTMessage {
         let now = report.now, before = report.previous
         let seconds = max(report.seconds, 1e-9)
-        let fields: [String: Any] = [
-            "camera": camera,
-            "seconds": rounded(report.seconds),
-            "fps": rounded(Double(now.framesIn - before.framesIn) / seconds),
-            "frames": now.framesIn,
-            "lost_at_source": now.framesLostAtSource,
-            "dropped_at_capture": now.framesDroppedAtCapture,
-            "dropped_at_writer": now.samplesDroppedAtWriter,
-            "clips": now.clipsWritten,
-            "clip_errors": now.clipErrors,
-            "recording": now.recording,
-            "score": rounded(now.lastScore),
-            "ring_s": rounded(now.ringSeconds),
-            "disk_free_mb": Int(now.diskFreeBytes >> 20),
-        ]
-        let data =
-            (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data()
-        return MQTTMessage(topic: stats, payload: [UInt8](data), retain: false)
+        let payload = StatsPayload(
+            camera: camera, seconds: rounded(report.seconds),
+            fps: rounded(Double(now.framesIn - before.framesIn) / seconds), frames: now.framesIn,
+            lostAtSource: now.framesLostAtSource, droppedAtCapture: now.framesDroppedAtCapture,
+            droppedAtWriter: now.samplesDroppedAtWriter, clips: now.clipsWritten, clipErrors: now.clipErrors,
+            recording: now.recording, score: rounded(now.lastScore), ringSeconds: rounded(now.ringSeconds),
+            diskFreeMB: Int(now.diskFreeBytes >> 20))
+        return MQTTMessage(topic: stats, payload: Self.encode(payload), retain: false)
+    }
+
+    /// Sorted keys, slashes as they are (topics and paths read as written).
+    static func encode(_ value: some Encodable) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(value)).map { [UInt8]($0) } ?? []
     }
 
     private func json(_ payload: EventPayload) -> MQTTMessage {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(payload)) ?? Data()
-        return MQTTMessage(topic: eventTopic, payload: [UInt8](data), retain: false)
+        MQTTMessage(topic: eventTopic, payload: Self.encode(payload), retain: false)
     }
 
     private func time(_ date: Date) -> String { ClipRecord.timestamp(date, timeZone: timeZone) }
@@ -192,7 +212,10 @@ public enum MQTTCommand: Sendable, Equatable {
     public static func parse(
         topic: String, payload: [UInt8], messages: MQTTMessages
     ) -> Result<MQTTCommand, MQTTCommandError> {
-        let text = String(decoding: payload.prefix(64), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(
+            String(decoding: payload.prefix(64), as: UTF8.self).drop(while: \.isWhitespace).reversed().drop(
+                while: \.isWhitespace
+            ).reversed())
         switch topic {
         case messages.recordCommand:
             switch text.uppercased() {

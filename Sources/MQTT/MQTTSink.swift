@@ -1,7 +1,8 @@
 import Agent
 internal import CMosquitto
+internal import Glibc
 import Configuration
-import Foundation
+import FoundationEssentials
 import Logging
 import Media
 import Recorder
