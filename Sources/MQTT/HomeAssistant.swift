@@ -78,12 +78,14 @@ public struct HomeAssistantDiscovery: Sendable {
         ]
     }
 
-    /// The retained config messages, with the device, availability and unique ids filled in.
+    /// The retained config messages, with the device, availability, unique ids and default
+    /// entity ids (`<component>.vigil_<camera>_<object>`) filled in.
     public var messages: [MQTTMessage] {
         entities.map { entity in
             var config = entity.config
             config["unique_id"] = "\(node)_\(entity.object)"
-            config["object_id"] = "\(node)_\(entity.object)"
+            // Home Assistant 2025.10 replaced `object_id` with this (2026.4 no longer takes it).
+            config["default_entity_id"] = "\(entity.component).\(node)_\(entity.object)"
             config["availability_topic"] = topics.availability
             config["payload_available"] = "online"
             config["payload_not_available"] = "offline"

@@ -74,6 +74,10 @@ import Testing
         var uniqueIDs: [String] = []
         for (key, config) in configs {
             uniqueIDs.append(config["unique_id"] as? String ?? "")
+            // `default_entity_id`, not the `object_id` Home Assistant 2026.4 no longer takes.
+            let component = String(key.prefix { $0 != "/" }), object = String(key.split(separator: "/").last ?? "")
+            #expect(config["default_entity_id"] as? String == "\(component).vigil_yard_\(object)", "\(key)")
+            #expect(config["object_id"] == nil, "\(key)")
             #expect(config["availability_topic"] as? String == "vigil/yard/availability", "\(key)")
             #expect(config["payload_available"] as? String == "online", "\(key)")
             #expect(config["payload_not_available"] as? String == "offline", "\(key)")
