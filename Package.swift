@@ -118,7 +118,9 @@ let package = Package(
         // Against a real `mosquitto` broker the tests start on a loopback port.
         .testTarget(
             name: "MQTTTests",
-            dependencies: ["MQTT", "Agent", "Configuration", "Media", "Capture", "Logging", "Recorder", "TestSupport"]),
+            dependencies: [
+                "MQTT", "Agent", "Configuration", "H264", "Media", "Capture", "Logging", "Recorder", "TestSupport",
+            ]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(
             name: "CommandTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),

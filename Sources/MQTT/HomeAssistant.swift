@@ -52,7 +52,9 @@ public struct HomeAssistantDiscovery: Sendable {
         public var entityCategory: String?
         public var icon: String?
         public var uniqueID = ""
-        public var objectID = ""
+        /// `<component>.<node>_<object>`: the entity id Home Assistant gives it (its 2025.10
+        /// replaced `object_id` with this; 2026.4 no longer takes `object_id`).
+        public var defaultEntityID = ""
         public var availabilityTopic = ""
         public var payloadAvailable = "online"
         public var payloadNotAvailable = "offline"
@@ -98,7 +100,7 @@ public struct HomeAssistantDiscovery: Sendable {
             case stateClass = "state_class"
             case entityCategory = "entity_category"
             case uniqueID = "unique_id"
-            case objectID = "object_id"
+            case defaultEntityID = "default_entity_id"
             case availabilityTopic = "availability_topic"
             case payloadAvailable = "payload_available"
             case payloadNotAvailable = "payload_not_available"
@@ -156,7 +158,7 @@ public struct HomeAssistantDiscovery: Sendable {
         entities.map { entity in
             var config = entity.config
             config.uniqueID = "\(node)_\(entity.object)"
-            config.objectID = "\(node)_\(entity.object)"
+            config.defaultEntityID = "\(entity.component).\(node)_\(entity.object)"
             config.availabilityTopic = topics.availability
             config.device.identifiers = [node]
             config.device.name = camera

@@ -228,13 +228,17 @@ final class Subscriber {
         #expect(stats.count >= 5, "\(stats.count) stats messages")
         #expect(stats.allSatisfy { ($0["frames"] as? Int ?? -1) >= 0 && $0["camera"] as? String == "yard" })
 
-        // What a newcomer gets: the retained state.
+        // What a newcomer gets: the retained state, the newest clip and the detection switch's
+        // state among it.
         let later = try Subscriber(port: broker.port, topic: "vigil/#", in: dir)
-        #expect(later.waitFor(timeout: 5) { $0.count >= 2 })
+        #expect(later.waitFor(timeout: 5) { $0.count >= 4 })
         later.stop()
         #expect(
             Set(later.messages.map { "\($0.topic)=\($0.payload) \($0.retained)" })
-                == ["vigil/yard/availability=offline true", "vigil/yard/motion=OFF true"], "\(later.messages)")
+                == [
+                    "vigil/yard/availability=offline true", "vigil/yard/motion=OFF true", "vigil/yard/detect=ON true",
+                    "vigil/yard/last_clip=\(clips.last ?? "?") true",
+                ], "\(later.messages)")
     }
 
     /// A killed agent cannot say goodbye: the broker publishes its last will.
