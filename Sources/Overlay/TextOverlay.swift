@@ -8,50 +8,93 @@ public enum OverlayPosition: String, CaseIterable, Sendable {
     case bottomRight = "bottom-right"
 }
 
-/// Where a line of overlay text lies in a picture, in pixels: the box (the characters and
-/// their outline) and the first character cell's top-left corner. The box may reach past the
-/// picture's right and bottom edges; drawing cuts it there.
+/// Where a line of overlay text lies in a frame, in pixels: the box (the characters and their
+/// outline) and the first character cell.
 ///
-/// Layout, for `n` characters of a `w`×`h` font at scale `s`: each font pixel is `s`×`s`
-/// pixels; the box is `(n·w + 2)·s` × `(h + 2)·s` — the characters side by side, with one font
-/// pixel of outline all round — and lies `margin` = 8·`s` pixels from the two edges of its
-/// corner. A box too large for its margins moves towards the other edge; one larger than the
-/// picture starts at its left (top) edge and is cut at the right (bottom): the start of the
-/// text, the date, stays in sight.
+/// Layout, as the picture is shown, for `n` characters of a `w`×`h` font at scale `s`: each
+/// font pixel is `s`×`s` pixels; the box is `(n·w + 2)·s` × `(h + 2)·s` — the characters side by
+/// side, with one font pixel of outline all round — and lies `margin` = 8·`s` pixels from the
+/// two edges of its corner. A box too large for its margins moves towards the other edge; one
+/// larger than the picture starts at its left (top) edge and is cut at the right (bottom): the
+/// start of the text, the date, stays in sight.
+///
+/// Rotation: a camera mounted turned stores frames that a player shows turned `rotation`
+/// degrees clockwise (the movie's matrix). The layout above is made in that shown picture —
+/// the text upright, in the `position` corner as the viewer sees it — and every field here is
+/// then in the stored frame's own pixels, the ones drawn into. With a rotation of 0 the two are
+/// the same. Otherwise the box is turned: 90 or 270 makes it `(h + 2)·s` wide and `(n·w + 2)·s`
+/// tall, and the part cut off by the shown picture's right (bottom) edge lies past whichever
+/// frame edge that is, so `x` or `y` may be negative. Drawing cuts the box at the frame's
+/// edges.
 public struct TextBox: Equatable, Sendable {
+    /// The box in the stored frame: top-left corner and size (see the rotation above).
     public var x: Int
     public var y: Int
     public var width: Int
     public var height: Int
-    /// Top-left corner of the first character cell (`s` pixels inside the box).
+    /// Top-left corner, in the stored frame, of the first character cell's rectangle (`s`
+    /// pixels inside the box, on the side the text starts from).
     public var textX: Int
     public var textY: Int
-    /// Width and height of one character cell in pixels (the font's glyph times the scale).
+    /// Size of one character cell's rectangle in the stored frame: the font's glyph times the
+    /// scale, width and height exchanged at 90 and 270.
     public var cellWidth: Int
     public var cellHeight: Int
+    /// Degrees clockwise the frame is turned to be shown: 0, 90, 180 or 270. The cells follow
+    /// one another rightwards in the frame at 0, upwards at 90, leftwards at 180 and downwards
+    /// at 270 — left to right, as shown.
+    public var rotation: Int
 
-    /// The box of `characters` characters of `font` at `scale`, in `position`, in a picture of
-    /// `pictureWidth` × `pictureHeight`. A scale outside `TextOverlay.scales` is taken as the
-    /// nearest one, and the count of characters as at most 2²⁴ (far more than any picture shows).
+    /// The box of `characters` characters of `font` at `scale`, in `position`, for a stored
+    /// frame of `pictureWidth` × `pictureHeight` shown turned `rotation` degrees clockwise.
+    /// A scale outside `TextOverlay.scales` is taken as the nearest one, the count of characters
+    /// as at most 2²⁴ (far more than any picture shows), and the rotation modulo 360 (−90 is
+    /// 270), as 0 unless that is a quarter turn.
     public init(
         characters: Int, font: BitmapFont, scale: Int, position: OverlayPosition, pictureWidth: Int,
-        pictureHeight: Int
+        pictureHeight: Int, rotation: Int = 0
     ) {
         let scale = min(max(scale, TextOverlay.scales.lowerBound), TextOverlay.scales.upperBound)
         let characters = min(max(characters, 0), 1 << 24)
+        let turn = ((rotation % 360) + 360) % 360
+        let rotation = TextOverlay.rotations.contains(turn) ? turn : 0
         let margin = TextOverlay.marginPerScale * scale
-        cellWidth = font.width * scale
-        cellHeight = font.height * scale
-        width = (characters * font.width + 2) * scale
-        height = (font.height + 2) * scale
+        // The layout as shown.
+        let shownWidth = rotation % 180 == 0 ? pictureWidth : pictureHeight
+        let shownHeight = rotation % 180 == 0 ? pictureHeight : pictureWidth
+        let boxWidth = (characters * font.width + 2) * scale
+        let boxHeight = (font.height + 2) * scale
         let left = position == .topLeft || position == .bottomLeft
         let top = position == .topLeft || position == .topRight
-        let preferredX = left ? margin : pictureWidth - margin - width
-        let preferredY = top ? margin : pictureHeight - margin - height
-        x = max(0, min(preferredX, pictureWidth - width))
-        y = max(0, min(preferredY, pictureHeight - height))
-        textX = x + scale
-        textY = y + scale
+        let preferredX = left ? margin : shownWidth - margin - boxWidth
+        let preferredY = top ? margin : shownHeight - margin - boxHeight
+        let shownX = max(0, min(preferredX, shownWidth - boxWidth))
+        let shownY = max(0, min(preferredY, shownHeight - boxHeight))
+        // Back into the stored frame.
+        let frame = (width: pictureWidth, height: pictureHeight)
+        let box = TextBox.stored(
+            x: shownX, y: shownY, width: boxWidth, height: boxHeight, rotation: rotation, frame: frame)
+        let cell = TextBox.stored(
+            x: shownX + scale, y: shownY + scale, width: font.width * scale, height: font.height * scale,
+            rotation: rotation, frame: frame)
+        (x, y, width, height) = box
+        (textX, textY, cellWidth, cellHeight) = cell
+        self.rotation = rotation
+    }
+
+    /// The rectangle of the stored frame (`frame`'s size, before the turn) that is shown as the
+    /// rectangle at `x`, `y`, `width` × `height` once the frame is turned `rotation` degrees
+    /// clockwise (0, 90, 180 or 270). Shown pixel (X, Y) comes from stored pixel (Y, H−1−X) at
+    /// 90, (W−1−X, H−1−Y) at 180 and (W−1−Y, X) at 270.
+    static func stored(
+        x: Int, y: Int, width: Int, height: Int, rotation: Int, frame: (width: Int, height: Int)
+    ) -> (x: Int, y: Int, width: Int, height: Int) {
+        switch rotation {
+        case 90: (y, frame.height - x - width, height, width)
+        case 180: (frame.width - x - width, frame.height - y - height, width, height)
+        case 270: (frame.width - y - height, x, height, width)
+        default: (x, y, width, height)
+        }
     }
 }
 
@@ -68,13 +111,18 @@ public struct TextBox: Equatable, Sendable {
 ///   box's edge is outline or picture, never a glyph, so the glyphs are always neutral.
 /// - Layout: `TextBox` (a margin of 8·`scale` pixels from the corner's two edges; text wider
 ///   than the picture is cut at the right edge).
+/// - Rotation: for a camera mounted turned, whose frames a player shows turned `rotation`
+///   degrees clockwise, the text is laid out in the picture as shown — upright, in the
+///   `position` corner, its margins from the shown edges, cut at the shown right edge — and
+///   drawn turned the other way, counter-clockwise, into the stored frame, at the corner that is
+///   shown as `position`.
 /// - Only NV12 and I420 frames, the encoder's formats, are drawn into; frames of other formats
 ///   are left as they are.
 /// - Nothing outside the box is written.
 ///
-/// Cheap per frame: the text is rasterised once into a mask, kept until the text or the
-/// picture width changes (the clock's text changes once a second), and each frame only blends
-/// the mask's rows into the luma plane and fills the box's chroma rows.
+/// Cheap per frame: the text is rasterised once into a mask, already turned, kept until the
+/// text or the shown picture's width changes (the clock's text changes once a second), and
+/// each frame only blends the mask's rows into the luma plane and fills the box's chroma rows.
 ///
 /// Not thread-safe: an overlay keeps its mask for the thread that draws (the pipeline's).
 public final class TextOverlay {
@@ -86,6 +134,9 @@ public final class TextOverlay {
     public static let outlineLuma: UInt8 = 16
     /// Chroma of the box: no colour.
     public static let neutralChroma: UInt8 = 128
+    /// The rotations accepted, in degrees clockwise: a player turns the stored frames by this
+    /// much to show them (the movie's matrix, from `camera.rotation`).
+    public static let rotations = [0, 90, 180, 270]
 
     /// Pixels between the text's box and the picture's edges, a scale step: 8, so 16 at scale 2.
     public static let marginPerScale = 8
@@ -93,41 +144,52 @@ public final class TextOverlay {
     public let font: BitmapFont
     public let position: OverlayPosition
     public let scale: Int
+    /// Degrees clockwise the frames are turned to be shown: 0, 90, 180 or 270.
+    public let rotation: Int
 
     /// Pixels between the text's box and the edges of its corner (`marginPerScale` × `scale`).
     public var margin: Int { TextOverlay.marginPerScale * scale }
 
-    /// The rasterised text, at the picture's resolution, row by row: `keep` is FF where the
-    /// picture stays and 00 where the overlay draws, `value` what it draws there (00 elsewhere),
-    /// so each pixel becomes `picture & keep | value`.
+    /// The rasterised text, at the picture's resolution, turned as the stored frame is, row by
+    /// row: `keep` is FF where the picture stays and 00 where the overlay draws, `value` what it
+    /// draws there (00 elsewhere), so each pixel becomes `picture & keep | value`.
     private struct Mask {
         let text: String
-        let pictureWidth: Int
+        /// Width of the picture as shown (the stored frame's height at 90 and 270).
+        let shownWidth: Int
         /// Characters in the text (the box's width counts all of them).
         let characters: Int
-        /// Rasterised size in pixels: the box, or its part that can be in the picture.
+        /// Rasterised size as shown, in pixels: the box, or its part (from the text's start)
+        /// that can be in the picture.
+        let shownMaskWidth: Int
+        let shownMaskHeight: Int
+        /// Size in the stored frame: the size as shown, exchanged at 90 and 270.
         let width: Int
         let height: Int
         let keep: [UInt8]
         let value: [UInt8]
     }
     private var mask: Mask?
-    /// Times the text was rasterised (once per distinct text, or picture width, in a row).
+    /// Times the text was rasterised (once per distinct text, or shown picture width, in a row).
     public private(set) var rasterisations = 0
 
-    /// An overlay in `font` at `scale` (1 to 8) in the `position` corner.
-    public init(font: BitmapFont, position: OverlayPosition, scale: Int) throws(OverlayError) {
+    /// An overlay in `font` at `scale` (1 to 8) in the `position` corner of frames shown turned
+    /// `rotation` degrees clockwise (0, 90, 180 or 270; the camera's `camera.rotation`).
+    public init(font: BitmapFont, position: OverlayPosition, scale: Int, rotation: Int = 0) throws(OverlayError) {
         guard TextOverlay.scales.contains(scale) else { throw .scaleOutOfRange(scale) }
+        guard TextOverlay.rotations.contains(rotation) else { throw .rotationInvalid(rotation) }
         self.font = font
         self.position = position
         self.scale = scale
+        self.rotation = rotation
     }
 
-    /// Where `characters` characters lie in a `width` × `height` picture.
+    /// Where `characters` characters lie in a stored frame of `width` × `height` (the frame
+    /// drawn into, before the player's turn), in that frame's pixels.
     public func box(characters: Int, pictureWidth width: Int, pictureHeight height: Int) -> TextBox {
         TextBox(
             characters: characters, font: font, scale: scale, position: position, pictureWidth: width,
-            pictureHeight: height)
+            pictureHeight: height, rotation: rotation)
     }
 
     /// Draws `text` into `frame`'s buffer, an NV12 or I420 frame (others are left alone), cut
@@ -136,9 +198,20 @@ public final class TextOverlay {
     public func draw(_ text: String, into frame: VideoFrame) {
         let format = frame.format
         guard format.pixelFormat == .nv12 || format.pixelFormat == .i420, !text.isEmpty else { return }
-        let mask = self.mask(for: text, pictureWidth: format.width)
-        let box = self.box(characters: mask.characters, pictureWidth: format.width, pictureHeight: format.height)
-        // The part of the box inside the picture (the mask starts at the box's corner).
+        // The picture as shown: the frame turned clockwise by `rotation`.
+        let sideways = rotation % 180 != 0
+        let shownWidth = sideways ? format.height : format.width
+        let shownHeight = sideways ? format.width : format.height
+        let mask = self.mask(for: text, shownWidth: shownWidth)
+        // The mask where it lies in the frame: as shown, it starts at the box's corner.
+        let shown = TextBox(
+            characters: mask.characters, font: font, scale: scale, position: position, pictureWidth: shownWidth,
+            pictureHeight: shownHeight)
+        let box = TextBox.stored(
+            x: shown.x, y: shown.y, width: mask.shownMaskWidth, height: mask.shownMaskHeight, rotation: rotation,
+            frame: (format.width, format.height))
+        // The part of the mask inside the frame: the part of the box inside it, since the mask
+        // is cut only past the picture.
         let x0 = max(box.x, 0)
         let x1 = min(box.x + mask.width, format.width)
         let y0 = max(box.y, 0)
@@ -189,23 +262,25 @@ public final class TextOverlay {
         }
     }
 
-    /// The mask of `text`, rasterised when the text or the picture width changed.
-    private func mask(for text: String, pictureWidth: Int) -> Mask {
-        if let mask, mask.pictureWidth == pictureWidth, mask.text == text { return mask }
-        let made = rasterise(text, pictureWidth: pictureWidth)
+    /// The mask of `text`, rasterised when the text or the shown picture's width changed.
+    private func mask(for text: String, shownWidth: Int) -> Mask {
+        if let mask, mask.shownWidth == shownWidth, mask.text == text { return mask }
+        let made = rasterise(text, shownWidth: shownWidth)
         mask = made
         rasterisations += 1
         return made
     }
 
-    private func rasterise(_ text: String, pictureWidth: Int) -> Mask {
+    /// The mask of `text`: rasterised upright, as shown, then turned counter-clockwise by
+    /// `rotation`, so that the player's clockwise turn makes it upright again.
+    private func rasterise(_ text: String, shownWidth: Int) -> Mask {
         let scalars = Array(text.unicodeScalars)
         let w = font.width
         let h = font.height
         let s = scale
         // Characters that can reach the picture: the box starts at x ≥ 0, its first cell s
         // pixels in; text longer than that is cut by the picture's edge anyway.
-        let visible = min(scalars.count, pictureWidth / (w * s) + 2)
+        let visible = min(scalars.count, max(shownWidth, 0) / (w * s) + 2)
         // In font pixels, with a border of one all round for the outline: 2 glyph, 1 outline.
         let gridWidth = visible * w + 2
         let gridHeight = h + 2
@@ -248,8 +323,36 @@ public final class TextOverlay {
                 }
             }
         }
+        let turned = rotation % 180 == 0 ? (width: width, height: height) : (width: height, height: width)
         return Mask(
-            text: text, pictureWidth: pictureWidth, characters: scalars.count, width: width, height: height, keep: keep,
-            value: value)
+            text: text, shownWidth: shownWidth, characters: scalars.count, shownMaskWidth: width,
+            shownMaskHeight: height,
+            width: turned.width, height: turned.height,
+            keep: TextOverlay.turn(keep, width: width, height: height, counterClockwise: rotation),
+            value: TextOverlay.turn(value, width: width, height: height, counterClockwise: rotation))
+    }
+
+    /// `pixels`, `width` × `height` row by row, turned counter-clockwise by `degrees` (0, 90,
+    /// 180 or 270): the picture that, turned clockwise by as much, is `pixels` again. At 90 and
+    /// 270 the result is `height` wide and `width` tall.
+    static func turn(_ pixels: [UInt8], width: Int, height: Int, counterClockwise degrees: Int) -> [UInt8] {
+        guard degrees != 0 else { return pixels }
+        var out = [UInt8](repeating: 0, count: pixels.count)
+        // Stored pixel (x, y) of the result is shown, after the clockwise turn, at (X, Y) of
+        // `pixels` (TextBox.stored's mapping, on the mask's own size).
+        let outWidth = degrees == 180 ? width : height
+        let outHeight = degrees == 180 ? height : width
+        for y in 0..<outHeight {
+            for x in 0..<outWidth {
+                let source: Int
+                switch degrees {
+                case 90: source = x * width + (width - 1 - y)
+                case 180: source = (height - 1 - y) * width + (width - 1 - x)
+                default: source = (height - 1 - x) * width + y
+                }
+                out[y * outWidth + x] = pixels[source]
+            }
+        }
+        return out
     }
 }

@@ -7,68 +7,6 @@ import Testing
     let clock = "2026-12-02 13:45:07"
     let clockAlphabet = "0123456789-: "
 
-    /// What drawing did to a frame, checked against its box, plane by plane: outside the box
-    /// (and in the rows' padding) every byte as it was; inside, luma only glyph white, outline
-    /// black or the picture; every chroma sample wholly inside the box neutral, the others as
-    /// they were. Returns the number of glyph and outline pixels.
-    @discardableResult
-    func checkDrawing(
-        before: [UInt8], after frame: VideoFrame, box: TextBox, pictureLuma: UInt8 = 120
-    ) -> (
-        glyph: Int, outline: Int
-    ) {
-        let format = frame.format
-        let after = bytes(of: frame)
-        var counts = (glyph: 0, outline: 0)
-        var owned = [Bool](repeating: false, count: after.count)
-        // Luma.
-        let y0 = format.planes[0]
-        for y in 0..<format.height {
-            for x in 0..<format.width {
-                let i = y0.offset + y * y0.stride + x
-                owned[i] = true
-                let inside = x >= box.x && x < box.x + box.width && y >= box.y && y < box.y + box.height
-                if !inside {
-                    if after[i] != before[i] { Issue.record("luma at \(x),\(y) outside \(box) changed") }
-                    continue
-                }
-                switch after[i] {
-                case TextOverlay.glyphLuma: counts.glyph += 1
-                case TextOverlay.outlineLuma: counts.outline += 1
-                case pictureLuma: break
-                default: Issue.record("luma \(after[i]) at \(x),\(y)")
-                }
-            }
-        }
-        // Chroma: sample (cx, cy) covers luma columns 2cx, 2cx+1 (within the picture), rows alike.
-        func wholly(_ c: Int, _ start: Int, _ length: Int, _ limit: Int) -> Bool {
-            2 * c >= start && min(2 * c + 2, limit) <= start + length
-        }
-        let chromaPlanes: [(layout: PlaneLayout, interleaved: Bool)] =
-            format.pixelFormat == .nv12
-            ? [(format.planes[1], true)] : [(format.planes[1], false), (format.planes[2], false)]
-        for (layout, interleaved) in chromaPlanes {
-            for cy in 0..<layout.rows {
-                for b in 0..<layout.bytesPerRow {
-                    let i = layout.offset + cy * layout.stride + b
-                    owned[i] = true
-                    let cx = interleaved ? b / 2 : b
-                    let inside =
-                        wholly(cx, box.x, box.width, format.width) && wholly(cy, box.y, box.height, format.height)
-                    if inside {
-                        if after[i] != TextOverlay.neutralChroma { Issue.record("chroma \(cx),\(cy) not neutral") }
-                    } else if after[i] != before[i] {
-                        Issue.record("chroma \(cx),\(cy) outside \(box) changed")
-                    }
-                }
-            }
-        }
-        for i in after.indices where !owned[i] && after[i] != before[i] {
-            Issue.record("byte \(i), outside every plane's picture, changed")
-        }
-        return counts
-    }
-
     /// In each corner, at each scale: the text reads back exactly from the frame, the box
     /// keeps its margin, and nothing outside it changes.
     @Test(arguments: OverlayPosition.allCases, [1, 2, 3])

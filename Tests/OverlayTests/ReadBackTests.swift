@@ -14,21 +14,34 @@ import Testing
     /// scene (a bright checkered object behind part of it), encoded by x264 at the shipped
     /// settings into a movie, decoded by ffmpeg (which says nothing), and read back from the
     /// decoded luma, character by character, as drawn.
-    @Test(arguments: [(PixelFormat.nv12, OverlayPosition.topLeft, 2), (.i420, .bottomRight, 1)])
-    func timeReadsBackAfterEncoding(format: PixelFormat, position: OverlayPosition, scale: Int) throws {
+    ///
+    /// With a rotation the movie's matrix says so, and ffmpeg, which applies the matrix when it
+    /// decodes (its default, autorotate), gives the picture as a player shows it — turned, the
+    /// time upright in its corner — where the text is read.
+    @Test(arguments: [
+        (PixelFormat.nv12, OverlayPosition.topLeft, 2, Rotation.none), (.i420, .bottomRight, 1, .none),
+        (.nv12, .topRight, 2, .clockwise90),
+    ])
+    func timeReadsBackAfterEncoding(
+        format: PixelFormat, position: OverlayPosition, scale: Int, rotation: Rotation
+    ) throws {
         let width = 1280
         let height = 720
         let text = "2026-12-02 13:45:07"
         let alphabet = "0123456789-: "
         let font = try defaultFont()
-        let overlay = try TextOverlay(font: font, position: position, scale: scale)
+        let overlay = try TextOverlay(font: font, position: position, scale: scale, rotation: rotation.degrees)
         let box = overlay.box(characters: text.count, pictureWidth: width, pictureHeight: height)
-        // A bright checkered object over the left half of the text.
+        // A bright checkered object behind half of the text, along it (the box is in the stored
+        // frame: the text runs across it, or up it at 90°).
+        let across = rotation.degrees % 180 == 0
         let object = SceneObject(
             enter: .zero, leave: .init(seconds: 10),
             path: .still(
-                x: Double(box.x + box.width / 4) / Double(width), y: Double(box.y + box.height / 2) / Double(height)),
-            width: Double(box.width / 2) / Double(width), height: Double(box.height * 2) / Double(height),
+                x: Double(box.x + (across ? box.width / 4 : box.width / 2)) / Double(width),
+                y: Double(box.y + (across ? box.height / 2 : box.height / 4)) / Double(height)),
+            width: Double(across ? box.width / 2 : box.width * 2) / Double(width),
+            height: Double(across ? box.height * 2 : box.height / 2) / Double(height),
             brightness: 230)
         let scene = SyntheticScene(
             width: width, height: height, frameRate: Rational(30, 1), pixelFormat: format, seed: 5, noiseSigma: 3,
@@ -39,10 +52,13 @@ import Testing
         try #require(frames.count == 6)
 
         // The reader does not find the text where none was drawn.
-        let untouched = readText(
-            luma: packedLuma(frames[0]), width: width, height: height, font: font, position: position,
+        let shownWidth = rotation.degrees % 180 == 0 ? width : height
+        let shownHeight = rotation.degrees % 180 == 0 ? height : width
+        let untouched = turnedClockwise(packedLuma(frames[0]), width: width, height: height, by: rotation.degrees)
+        let untouchedRead = readText(
+            luma: untouched.pixels, width: shownWidth, height: shownHeight, font: font, position: position,
             scale: scale, length: text.count, alphabet: alphabet)
-        #expect(untouched != text)
+        #expect(untouchedRead != text)
 
         for frame in frames { overlay.draw(text, into: frame) }
         #expect(overlay.rasterisations == 1)
@@ -66,7 +82,7 @@ import Testing
                 creationTime: Date(),
                 video: VideoTrackFormat(
                     width: width, height: height, sequenceParameterSet: encoder.sequenceParameterSet,
-                    pictureParameterSet: encoder.pictureParameterSet)))
+                    pictureParameterSet: encoder.pictureParameterSet, rotation: rotation)))
         for gop in groupedIntoGOPs(samples, end: scene.timestamp(ofFrame: Int64(frames.count))) {
             try writer.append(gop)
         }
@@ -77,13 +93,13 @@ import Testing
         #expect(decoded.status == 0)
         #expect(decoded.stderr == "")
         let luma = [UInt8](decoded.stdoutData)
-        let frameBytes = width * height
+        let frameBytes = shownWidth * shownHeight
         try #require(luma.count == frameBytes * frames.count)
         for n in frames.indices {
             let picture = Array(luma[(n * frameBytes)..<((n + 1) * frameBytes)])
             let read = readText(
-                luma: picture, width: width, height: height, font: font, position: position, scale: scale,
-                length: text.count, alphabet: alphabet)
+                luma: picture, width: shownWidth, height: shownHeight, font: font, position: position,
+                scale: scale, length: text.count, alphabet: alphabet)
             #expect(read == text, "frame \(n)")
         }
     }

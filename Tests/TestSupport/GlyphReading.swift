@@ -3,8 +3,12 @@ import Overlay
 /// Reads back the text a `TextOverlay` drew, from a picture's luma (a decoded frame, or the
 /// frame itself): an independent check that the characters are there and legible.
 ///
+/// The picture is the one shown: for an overlay with a rotation, the frame turned clockwise by
+/// it, as a player turns it (or as ffmpeg decodes a movie whose matrix says so), since that is
+/// where the text is upright.
+///
 /// The text is taken to be `length` characters of `font` at `scale` in `position`, laid out as
-/// `TextBox` says. Each character cell is compared with the glyph of every character of
+/// `TextBox` says (unturned, in the `width` × `height` picture given). Each character cell is compared with the glyph of every character of
 /// `alphabet`, font pixel by font pixel (the mean of its `scale`×`scale` pixels): where the
 /// candidate's glyph is drawn the picture must be bright (≥ 162, two thirds of the way from the
 /// outline's 16 to the glyph's 235), where its own outline is, dark (≤ 89); a miss costs 4.
