@@ -1,8 +1,8 @@
 import Agent
 internal import CMosquitto
-internal import Glibc
 import Configuration
 import FoundationEssentials
+internal import Glibc
 import Logging
 import Media
 import Recorder
@@ -143,7 +143,15 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
                 [("broker", .string("\(settings.host):\(settings.port)")), ("error", .string(Self.reason(rc)))])
             state.withLock { $0.outageLogged = true }
         }
+        // The thread is made with every signal blocked, so that it never takes SIGTERM or
+        // SIGHUP (the sink is made before the agent blocks them for its own threads): a
+        // signal's default action there would end the process before the clip is finished.
+        var all = sigset_t()
+        var previous = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, &previous)
         let started = mosquitto_loop_start(client)
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
         guard started == MOSQ_ERR_SUCCESS.rawValue else {
             mosquitto_destroy(client)
             throw MQTTError(description: "cannot start the MQTT client's thread: \(Self.reason(started))")
