@@ -339,11 +339,13 @@ sed -i -e 's|^  device = "/dev/video0";|  device = "synthetic";|' -e 's|^  width
     -e 's|^  height = 720;|  height = 240;|' -e 's|^  fps = 30.0;|  fps = 15.0;|' -e 's|^  pre_roll = 5.0;|  pre_roll = 2.0;|' \
     -e 's|^  post_roll = 5.0;|  post_roll = 1.0;|' -e 's|^  min_free_mb = 500;|  min_free_mb = 0;|' "$boot/etc/vigil/vigil.conf"
 grep -q '^  device = "synthetic";' "$boot/etc/vigil/vigil.conf" || fail "could not set camera.device in /etc/vigil/vigil.conf — update this test to the file"
+# (The broker by address: the minimal root has no /etc/hosts to name localhost.)
 # More than one camera: an instance per camera, each with its own configuration (its own
 # camera.name, storage.path, lock, journal and MQTT device), both on the local broker.
 for cam in cam1 cam2; do
     sed -e "s|^  name = \"camera\";|  name = \"$cam\";|" -e "s|^  path = \"/var/lib/vigil/clips\";|  path = \"/var/lib/vigil/$cam\";|" \
-        -e '/^mqtt = {/,/^};/s|^  enabled = false;|  enabled = true;|' "$boot/etc/vigil/vigil.conf" >"$boot/etc/vigil/$cam.conf"
+        -e '/^mqtt = {/,/^};/s|^  enabled = false;|  enabled = true;|' \
+        -e '/^mqtt = {/,/^};/s|^  host = "localhost";|  host = "127.0.0.1";|' "$boot/etc/vigil/vigil.conf" >"$boot/etc/vigil/$cam.conf"
     grep -q "^  name = \"$cam\";" "$boot/etc/vigil/$cam.conf" && grep -q "^  path = \"/var/lib/vigil/$cam\";" "$boot/etc/vigil/$cam.conf" \
         || fail "could not set camera.name and storage.path in /etc/vigil/$cam.conf — update this test to the file"
     ln -s /lib/systemd/system/vigil@.service "$boot/etc/systemd/system/multi-user.target.wants/vigil@$cam.service"
@@ -370,9 +372,9 @@ show() {
     show watchdog
     # What the broker holds for Home Assistant: one device per camera.
     echo "== discovery"
-    mosquitto_sub -h localhost -t 'homeassistant/binary_sensor/+/motion/config' -v -W 3 2>&1
+    mosquitto_sub -h 127.0.0.1 -t 'homeassistant/binary_sensor/+/motion/config' -v -W 3 2>&1
     echo "== availability"
-    mosquitto_sub -h localhost -t 'vigil/+/availability' -v -W 3 2>&1
+    mosquitto_sub -h 127.0.0.1 -t 'vigil/+/availability' -v -W 3 2>&1
     systemctl stop vigil@cam1.service vigil@cam2.service && echo "instances-stop=ok"
     for cam in cam1 cam2; do
         echo "== instance $cam stopped"

@@ -350,7 +350,8 @@ final class Pipeline: @unchecked Sendable {
                 ])
     }
 
-    /// The overlay for a picture `height` lines high, as `overlay.*` says (none when the font
+    /// The overlay for a picture `height` lines high (as stored: the text is drawn turned
+    /// against `camera.rotation`, so that it reads upright as shown), as `overlay.*` says (none when the font
     /// cannot be read: said once, and recording goes on without it).
     private func makeOverlay(height: Int) {
         let o = settings.overlay
@@ -360,7 +361,8 @@ final class Pipeline: @unchecked Sendable {
         }
         do {
             let drawer = try TextOverlay(
-                font: try BitmapFont.load(path: o.fontPath), position: o.position, scale: o.scale(forHeight: height))
+                font: try BitmapFont.load(path: o.fontPath), position: o.position, scale: o.scale(forHeight: height),
+                rotation: settings.camera.rotation)
             overlay = (drawer, OverlayText(pattern: o.text, camera: settings.camera.name))
         } catch {
             overlay = nil

@@ -119,7 +119,9 @@ final class Subscriber {
     struct Message: Equatable {
         var topic: String
         var retained: Bool
-        var payload: String
+        /// The payload's bytes (a snapshot's JPEG), and as text.
+        var bytes: [UInt8]
+        var payload: String { String(decoding: bytes, as: UTF8.self) }
     }
 
     private let process: Process
@@ -131,7 +133,7 @@ final class Subscriber {
         process = Process()
         process.executableURL = URL(fileURLWithPath: which("mosquitto_sub") ?? "/usr/bin/mosquitto_sub")
         process.arguments =
-            ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", topic, "-F", "%t\t%r\t%p"] + arguments
+            ["-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", topic, "-F", "%t\t%r\t%x"] + arguments
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -147,11 +149,21 @@ final class Subscriber {
     }
 
     var messages: [Message] {
+        // The payload in hex (`%x`): binary payloads (a JPEG) keep the lines apart.
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { line in
             let parts = line.split(separator: "\t", maxSplits: 2, omittingEmptySubsequences: false)
             guard parts.count == 3 else { return nil }
-            return Message(topic: String(parts[0]), retained: parts[1] == "1", payload: String(parts[2]))
+            let hex = Array(parts[2].utf8)
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(hex.count / 2)
+            var i = 0
+            while i + 1 < hex.count {
+                guard let byte = UInt8(String(decoding: hex[i..<(i + 2)], as: UTF8.self), radix: 16) else { return nil }
+                bytes.append(byte)
+                i += 2
+            }
+            return Message(topic: String(parts[0]), retained: parts[1] == "1", bytes: bytes)
         }
     }
 
@@ -223,6 +235,17 @@ final class Subscriber {
         let starts = events.filter { $0["type"] as? String == "start" }
         #expect(starts.map { $0["clip"] as? String } == saved.map { $0["clip"] as? String })
 
+        // Each saved clip's picture: its JPEG on `snapshot`, the very bytes beside the clip that
+        // `saved` names, and `last_clip` after it.
+        let pictures = on("snapshot")
+        #expect(pictures.count == 2 && pictures.allSatisfy { $0.bytes.starts(with: [0xFF, 0xD8]) })
+        for (event, picture) in zip(saved, pictures) {
+            let file = try #require(event["snapshot"] as? String, "\(event)")
+            let onDisk = try Data(contentsOf: URL(fileURLWithPath: dir.file("clips") + "/" + file))
+            #expect([UInt8](onDisk) == picture.bytes, "\(file)")
+        }
+        #expect(on("last_clip").map(\.payload) == saved.compactMap { $0["clip"] as? String })
+
         // Stats, once a second of wall clock: the figures as numbers.
         let stats = on("stats").map { json($0.payload) }
         #expect(stats.count >= 5, "\(stats.count) stats messages")
@@ -231,14 +254,38 @@ final class Subscriber {
         // What a newcomer gets: the retained state, the newest clip and the detection switch's
         // state among it.
         let later = try Subscriber(port: broker.port, topic: "vigil/#", in: dir)
-        #expect(later.waitFor(timeout: 5) { $0.count >= 4 })
+        #expect(later.waitFor(timeout: 5) { $0.count >= 5 })
         later.stop()
+        #expect(later.messages.first { $0.topic == "vigil/yard/snapshot" }?.bytes == pictures.last?.bytes)
         #expect(
-            Set(later.messages.map { "\($0.topic)=\($0.payload) \($0.retained)" })
+            Set(
+                later.messages.filter { $0.topic != "vigil/yard/snapshot" }.map {
+                    "\($0.topic)=\($0.payload) \($0.retained)"
+                })
                 == [
                     "vigil/yard/availability=offline true", "vigil/yard/motion=OFF true", "vigil/yard/detect=ON true",
                     "vigil/yard/last_clip=\(clips.last ?? "?") true",
-                ], "\(later.messages)")
+                ], "\(later.messages.filter { $0.topic != "vigil/yard/snapshot" })")
+    }
+
+    /// SIGTERM mid-event with MQTT on: the agent, not libmosquitto's thread, takes it — the
+    /// clip is finished, `offline` said, and the exit is 0.
+    @Test func sigtermMidEventStopsCleanly() throws {
+        let dir = try TemporaryDirectory("vigil-mqtt")
+        defer { dir.remove() }
+        let broker = try Broker(dir)
+        let footage = try writeFootage(scene(seconds: 30, objects: [crossing(1, 20)]), to: dir.file("long.y4m"))
+        let watcher = try Subscriber(port: broker.port, topic: "vigil/yard/availability", in: dir)
+        let agent = try AgentProcess(config: config(dir, footage: footage, port: broker.port))
+        #expect(agent.waitFor("msg=\"MQTT connected\"", timeout: 30) != nil, "\(agent.output)")
+        #expect(agent.waitFor("msg=\"clip started\"", timeout: 30) != nil, "\(agent.output)")
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 30) == 0, "\(agent.output)")
+        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 1) != nil, "\(agent.output)")
+        #expect(watcher.waitFor(timeout: 5) { $0.last?.payload == "offline" }, "\(watcher.messages)")
+        let clips = movieFiles(in: dir.file("clips"))
+        #expect(clips.count == 1)
+        for clip in clips { _ = try expectPlayable(dir.file("clips") + "/" + clip, "the clip cut short:") }
     }
 
     /// A killed agent cannot say goodbye: the broker publishes its last will.
