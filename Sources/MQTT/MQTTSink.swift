@@ -130,7 +130,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
                     [UInt8](UnsafeRawBufferPointer(start: $0, count: min(length, 4096)))
                 } ?? []
             Unmanaged<MQTTSink>.fromOpaque(object).takeUnretainedValue().received(
-                topic: String(cString: topic), payload: payload)
+                topic: String(cString: topic), payload: payload, retained: message.pointee.retain)
         }
         // The callbacks find this sink through the client's user data; `finish` (or deinit)
         // stops the thread before the sink goes.
@@ -318,7 +318,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     }
 
     /// A message on a topic subscribed to: a command, or Home Assistant starting.
-    private func received(topic: String, payload: [UInt8]) {
+    private func received(topic: String, payload: [UInt8], retained: Bool) {
         if let discovery, topic == discovery.statusTopic {
             guard String(decoding: payload, as: UTF8.self) == "online" else { return }
             log.debug("Home Assistant is online; announcing the camera again")
@@ -329,6 +329,14 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             return
         }
         guard let control else { return }
+        // A retained `record/set` is a moment someone left behind, not a request now: it would
+        // start a recording at every connection.
+        if retained && topic == topics.recordCommand {
+            log.warning(
+                "MQTT command ignored: a retained message on record/set is no request — publish it without retain",
+                [("topic", .string(topic))])
+            return
+        }
         switch MQTTCommand.parse(topic: topic, payload: payload, messages: topics) {
         case .success(.record(let seconds)): control.record(seconds: seconds, by: "mqtt")
         case .success(.stopRecording): control.stopRecording(by: "mqtt")

@@ -307,12 +307,18 @@ import Testing
         let dir = try TemporaryDirectory("vigil-ha")
         defer { dir.remove() }
         let broker = try Broker(dir)
+        // Left retained before the agent connects: no request now, said and ignored.
+        try publish(broker, "vigil/yard/record/set", "ON", retain: true)
         let live = try Subscriber(port: broker.port, topic: "vigil/yard/#", in: dir)
         let agent = try InProcessAgent(dir, port: broker.port, scene: scene(seconds: 60, objects: []))
         agent.start()
         defer { _ = agent.stop() }
         #expect(live.waitFor(timeout: 30) { $0.contains { $0.topic == "vigil/yard/detect" } }, "\(agent.output)")
         #expect(agent.waitFor("source open"), "\(agent.output)")
+        #expect(
+            agent.waitFor(
+                "MQTT command ignored: a retained message on record/set is no request — publish it without retain"),
+            "\(agent.output)")
 
         // Nothing from what says no command — then a command that does, whose answer
         // comes after the warnings.
@@ -356,10 +362,10 @@ import Testing
 
     // MARK: Helpers
 
-    func publish(_ broker: Broker, _ topic: String, _ payload: String) throws {
+    func publish(_ broker: Broker, _ topic: String, _ payload: String, retain: Bool = false) throws {
         let result = try runTool(
             which("mosquitto_pub") ?? "/usr/bin/mosquitto_pub",
-            ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-t", topic, "-m", payload])
+            ["-h", "127.0.0.1", "-p", "\(broker.port)", "-q", "1", "-t", topic, "-m", payload] + (retain ? ["-r"] : []))
         try #require(result.status == 0, "mosquitto_pub \(topic) \(payload): \(result)")
     }
 
