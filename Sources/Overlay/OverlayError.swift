@@ -17,9 +17,9 @@ public enum OverlayError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .fontMissing(let path) where path == BitmapFont.defaultPath:
-            "cannot open the overlay font \(path): no such file; install it with `apt install console-setup-linux`"
+            "cannot open the overlay font \(path): no such file; install it with `apt install psf-unifont`"
         case .fontMissing(let path):
-            "cannot open the overlay font \(path): no such file; check the path (console fonts are in /usr/share/consolefonts, from the console-setup-linux package)"
+            "cannot open the overlay font \(path): no such file; check the path (console fonts are in /usr/share/consolefonts, from the psf-unifont and console-setup-linux packages)"
         case .fontUnreadable(let path, let reason):
             "cannot read the overlay font \(path): \(reason)"
         case .fontInvalid(let path, let problem):

@@ -4,8 +4,8 @@ import TestSupport
 import Testing
 
 @Suite struct FontTests {
-    /// The default font: console-setup-linux's bold 8×16 Terminus, a gzip'd PSF1 file (not
-    /// PSF2: its 8-pixel fonts are PSF1) with a Unicode table.
+    /// The default font: psf-unifont's 8×16 Unifont, a gzip'd PSF1 file (512 glyphs) with a
+    /// Unicode table.
     @Test func defaultFontLoads() throws {
         let font = try defaultFont()
         #expect(font.format == .psf1)
@@ -135,7 +135,7 @@ import Testing
         let message = overlayError { _ = try BitmapFont.parse(Array(bytes.prefix(2000)), path: "cut.psf") }?.description
         #expect(
             message
-                == "cut.psf is not a usable PSF console font: cut short: 256 glyphs of 8×16 need 4100 bytes with the header, the file has 2000; choose one of /usr/share/consolefonts/*.psf.gz"
+                == "cut.psf is not a usable PSF console font: cut short: 512 glyphs of 8×16 need 8196 bytes with the header, the file has 2000; choose one of /usr/share/consolefonts/*.psf.gz"
         )
     }
 
@@ -225,7 +225,7 @@ import Testing
         #expect(error?.description.contains("no such file") == true)
         #expect(
             OverlayError.fontMissing(path: BitmapFont.defaultPath).description
-                == "cannot open the overlay font /usr/share/consolefonts/Lat15-TerminusBold16.psf.gz: no such file; install it with `apt install console-setup-linux`"
+                == "cannot open the overlay font /usr/share/consolefonts/Unifont-APL8x16.psf.gz: no such file; install it with `apt install psf-unifont`"
         )
     }
 }

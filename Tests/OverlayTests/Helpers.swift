@@ -6,7 +6,7 @@ import Testing
 
 let fontDirectory = "/usr/share/consolefonts"
 
-/// The default font (console-setup-linux's bold 8×16 Terminus).
+/// The default font (psf-unifont's 8×16 Unifont).
 func defaultFont() throws -> BitmapFont { try BitmapFont.load(path: BitmapFont.defaultPath) }
 
 /// The uncompressed bytes of a gzip'd file, by `gunzip` (not our zlib reader).
