@@ -46,4 +46,26 @@ public struct MotionAnalyzer: Sendable {
         }
         return analysis
     }
+
+    /// The dynamic background's auto-mask over the last frame, as a binary PGM (P5) at the
+    /// detector's reduced size: the picture as it is where watched, at a third of its
+    /// brightness where auto-masked, black where the configured mask ignores it. Nil before
+    /// the first frame.
+    public func maskImage() -> [UInt8]? {
+        let width = detector.detectWidth
+        let height = detector.detectHeight
+        let picture = detector.reducedPicture
+        let autoMask = detector.autoMaskMap
+        let watch = detector.watchMap
+        let n = width * height
+        guard n > 0, picture.count == n, autoMask.count == n, watch.count == n else { return nil }
+        var bytes = Array("P5\n\(width) \(height)\n255\n".utf8)
+        bytes.reserveCapacity(bytes.count + n)
+        for i in 0..<n {
+            let level = min(max(picture[i], 0), 255)
+            let shown = watch[i] == 0 ? 0 : (autoMask[i] != 0 ? level / 3 : level)
+            bytes.append(UInt8(shown.rounded()))
+        }
+        return bytes
+    }
 }

@@ -173,6 +173,19 @@ public enum ConfigSchema {
             "a PGM image (any size) of where to watch: black is ignored, white is watched; a relative path is taken from the directory of this file; \"\" watches everything"
         ),
 
+        ConfigKey(
+            "motion.dynamic_background", .boolean, .boolean(false),
+            "learn where the picture moves by itself (foliage, water, a flag, flicker) and stop counting that motion: each part's threshold rises to what it usually does, so only an object moving through it, or a quiet part, triggers; an object that stops is learned too, within seconds; `vigil analyze --mask-image` shows where it masks"
+        ),
+        ConfigKey(
+            "motion.dynamic_learn", .number(0.1...60), .number(1), unit: "seconds",
+            "how fast the dynamic background learns a part that moves by itself (its threshold grows by a factor e in this time while the picture keeps moving further)"
+        ),
+        ConfigKey(
+            "motion.dynamic_forget", .number(1...3600), .number(60), unit: "seconds",
+            "how fast it forgets: a part that calmed down has its threshold shrink by a factor e in this time"
+        ),
+
         // recording
         ConfigKey(
             "recording.pre_roll", .number(0...30), .number(5), unit: "seconds",

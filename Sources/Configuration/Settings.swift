@@ -144,7 +144,9 @@ public struct Settings: Equatable, Sendable {
             pixelThreshold: v.number("motion.pixel_threshold"), noiseMultiplier: v.number("motion.noise_multiplier"),
             backgroundRate: v.number("motion.background_rate"), minFrames: v.integer("motion.min_frames"),
             lightSwitchFraction: v.number("motion.light_switch_fraction"), despeckle: v.integer("motion.despeckle"),
-            mask: maskPath.isEmpty ? "" : resolve(maskPath, against: directory))
+            mask: maskPath.isEmpty ? "" : resolve(maskPath, against: directory),
+            dynamicBackground: v.boolean("motion.dynamic_background"), dynamicLearn: v.number("motion.dynamic_learn"),
+            dynamicForget: v.number("motion.dynamic_forget"))
         if motion.pixelThreshold > 0 && motion.pixelThreshold < 1 {
             throw v.error(
                 "motion.pixel_threshold",

@@ -1,6 +1,7 @@
 // The change map: which pixels of the reduced picture differ from the background under this
 // frame's light (compare, which also updates the background in the same pass), which of those
-// have enough changed neighbours to count (despeckle), and how many of them are watched (count).
+// exceed their own threshold (the dynamic background's), which of those have enough changed
+// neighbours to count (despeckle), and how many of them are watched (count).
 
 /// One flag per reduced pixel, 1 where it changed, kept between frames with a one-pixel border
 /// of zeros so that every pixel has eight neighbours to look at.
@@ -10,6 +11,9 @@ struct ChangeMap: Sendable {
     let height: Int
     /// 1 where changed, row by row, `width + 2` wide with a one-pixel zero border.
     private(set) var flags: [UInt8]
+    /// 1 where the pixel counts towards the score (over its own threshold), in the same layout;
+    /// the dynamic-background model may clear flags here before they are counted.
+    var counted: [UInt8]
     private var scratch: [UInt8]  // one row of despeckled flags
 
     /// An empty map (before the first frame).
@@ -17,6 +21,7 @@ struct ChangeMap: Sendable {
         width = 0
         height = 0
         flags = []
+        counted = []
         scratch = []
     }
 
@@ -24,48 +29,67 @@ struct ChangeMap: Sendable {
         self.width = width
         self.height = height
         flags = [UInt8](repeating: 0, count: (width + 2) * (height + 2))
+        counted = flags
         scratch = [UInt8](repeating: 0, count: width + 8)
     }
 
-    /// Marks changed pixels, updates the background, then counts the watched changed pixels
-    /// with enough changed neighbours.
-    mutating func compare(
-        _ current: [Float], against background: inout [Float], absorbing: [Float], watch: [UInt8],
+    /// Marks changed pixels and updates the background: `flags` where the residual exceeds
+    /// `threshold` (the background waits there), `counted` where it exceeds the pixel's own
+    /// `limit` (the dynamic-background threshold, at least `threshold`).
+    mutating func mark(
+        _ current: [Float], against background: inout [Float], absorbing: [Float], limit: [Float],
         threshold: Float, gain: Float, offset: Float,
-        backgroundRate: Float, absorbRate: Float, despeckle: Int
-    ) -> Int {
+        backgroundRate: Float, absorbRate: Float
+    ) {
         let dw = width
         let dh = height
         let paddedWidth = dw + 2
         let slope = gain - 1
-        let minimumNeighbours = UInt8(clamping: despeckle)
-        var changedCount = 0
         current.withUnsafeBufferPointer { curBuffer in
             absorbing.withUnsafeBufferPointer { absorbBuffer in
                 background.withUnsafeMutableBufferPointer { bgBuffer in
                     flags.withUnsafeMutableBufferPointer { flagBuffer in
-                        watch.withUnsafeBufferPointer { watchBuffer in
-                            scratch.withUnsafeMutableBufferPointer { scratchBuffer in
+                        counted.withUnsafeMutableBufferPointer { countedBuffer in
+                            limit.withUnsafeBufferPointer { limitBuffer in
                                 guard let cur = curBuffer.baseAddress, let bg = bgBuffer.baseAddress,
                                     let absorb = absorbBuffer.baseAddress,
-                                    let flag = flagBuffer.baseAddress, let watched = watchBuffer.baseAddress,
-                                    let rowScratch = scratchBuffer.baseAddress
+                                    let flag = flagBuffer.baseAddress, let count = countedBuffer.baseAddress,
+                                    let lim = limitBuffer.baseAddress
                                 else { return }
                                 for y in 0..<dh {
                                     let row = y * dw
+                                    let padded = (y + 1) * paddedWidth + 1
                                     Self.compareRow(
-                                        cur + row, bg + row, absorb + row, flag + (y + 1) * paddedWidth + 1,
-                                        count: dw, threshold: threshold, slope: slope, offset: offset,
-                                        backgroundRate: backgroundRate, absorbRate: absorbRate)
-                                }
-                                for y in 0..<dh {
-                                    changedCount += Self.despeckleRow(
-                                        flag + y * paddedWidth, width: paddedWidth, count: dw,
-                                        watched: watched + y * dw, minimum: minimumNeighbours,
-                                        scratch: rowScratch)
+                                        cur + row, bg + row, absorb + row, flag + padded, count + padded,
+                                        lim + row, count: dw, threshold: threshold, slope: slope,
+                                        offset: offset, backgroundRate: backgroundRate, absorbRate: absorbRate)
                                 }
                             }
                         }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Counts the watched `counted` pixels with at least `despeckle` counted neighbours.
+    mutating func count(watch: [UInt8], despeckle: Int) -> Int {
+        let dw = width
+        let dh = height
+        let paddedWidth = dw + 2
+        let minimumNeighbours = UInt8(clamping: despeckle)
+        var changedCount = 0
+        counted.withUnsafeBufferPointer { countedBuffer in
+            watch.withUnsafeBufferPointer { watchBuffer in
+                scratch.withUnsafeMutableBufferPointer { scratchBuffer in
+                    guard let flag = countedBuffer.baseAddress, let watched = watchBuffer.baseAddress,
+                        let rowScratch = scratchBuffer.baseAddress
+                    else { return }
+                    for y in 0..<dh {
+                        changedCount += Self.despeckleRow(
+                            flag + y * paddedWidth, width: paddedWidth, count: dw,
+                            watched: watched + y * dw, minimum: minimumNeighbours,
+                            scratch: rowScratch)
                     }
                 }
             }
@@ -76,7 +100,8 @@ struct ChangeMap: Sendable {
     @inline(never)  // a whole-row loop: out of line it vectorises better (measured)
     static func compareRow(
         _ cur: UnsafePointer<Float>, _ bg: UnsafeMutablePointer<Float>,
-        _ absorbing: UnsafePointer<Float>, _ flag: UnsafeMutablePointer<UInt8>, count: Int,
+        _ absorbing: UnsafePointer<Float>, _ flag: UnsafeMutablePointer<UInt8>,
+        _ counted: UnsafeMutablePointer<UInt8>, _ limit: UnsafePointer<Float>, count: Int,
         threshold: Float, slope: Float, offset: Float,
         backgroundRate: Float, absorbRate: Float
     ) {
@@ -86,8 +111,10 @@ struct ChangeMap: Sendable {
             let held = absorbing[x] * absorbRate
             let predicted = b + (slope * b + offset)  // the background under this frame's light
             let residual = c - predicted
-            let changed = abs(residual) > threshold
+            let size = abs(residual)
+            let changed = size > threshold
             flag[x] = changed ? 1 : 0
+            counted[x] = size > limit[x] ? 1 : 0
             // Where the picture differs the background waits, unless the change has lasted.
             // (A blend, not `changed ? held : backgroundRate`: the optimiser turns that select
             // into a branch around the load, and the loop no longer vectorises.)

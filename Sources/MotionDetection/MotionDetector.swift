@@ -34,6 +34,9 @@ public struct MotionResult: Sendable, Equatable {
     /// True while the detector cannot declare motion: the first frame, and the settling time
     /// after a light switch.
     public var learning: Bool
+    /// Fraction (0–1) of the watched picture the dynamic-background model has auto-masked
+    /// (blocks that count only when most of them change at once); 0 when it is off.
+    public var autoMasked: Double = 0
 
     public init(
         time: Timestamp, score: Double, threshold: Double, motion: Bool, motionStart: Timestamp?,
@@ -106,6 +109,7 @@ public struct MotionDetector: Sendable {
     private var downscaler = Downscaler()
     private var statistics = DifferenceStatistics()
     private var changes = ChangeMap()
+    private var dynamic = DynamicBackground()
 
     // Buffers (sized by `configure`).
     private var current: [Float] = []  // the reduced picture
@@ -133,6 +137,8 @@ public struct MotionDetector: Sendable {
     public var backgroundPicture: [Float] { background }
     /// The mask at the reduced size: 1 where watched.
     public var watchMap: [UInt8] { watch }
+    /// The dynamic-background model's auto-mask at the reduced size: 1 where auto-masked.
+    public var autoMaskMap: [UInt8] { dynamic.maskMap }
 
     /// A detector; `mask` (if any) is scaled to the reduced size of the first frame.
     public init(settings: MotionSettings, mask: MotionMask? = nil) {
@@ -158,6 +164,9 @@ public struct MotionDetector: Sendable {
         background = [Float](repeating: 0, count: n)
         changedSeconds = [UInt8](repeating: 0, count: n)
         absorbing = [Float](repeating: 0, count: n)
+        dynamic = DynamicBackground(
+            width: detectWidth, height: detectHeight, enabled: settings.dynamicBackground,
+            learnTime: settings.dynamicLearn, forgetTime: settings.dynamicForget)
         clock = 0
         nextTick = 1
         changes = ChangeMap(width: detectWidth, height: detectHeight)
@@ -261,10 +270,13 @@ public struct MotionDetector: Sendable {
             : max(Self.minimumPixelThreshold, settings.noiseMultiplier * noiseForThreshold)
 
         let globalChange = statistics.sampledChange(threshold: Float(pixelThreshold))
-        let counted = changes.compare(
-            current, against: &background, absorbing: absorbing, watch: watch,
+        dynamic.prepare(threshold: Float(pixelThreshold), watch: watch)
+        changes.mark(
+            current, against: &background, absorbing: absorbing, limit: dynamic.limit,
             threshold: Float(pixelThreshold), gain: stats.gain, offset: stats.offset,
-            backgroundRate: backgroundRate, absorbRate: absorbRate, despeckle: settings.despeckle)
+            backgroundRate: backgroundRate, absorbRate: absorbRate)
+        dynamic.gate(&changes.counted)
+        let counted = changes.count(watch: watch, despeckle: settings.despeckle)
         framesLearned += 1
         if clock >= nextTick {
             tick()
@@ -282,7 +294,8 @@ public struct MotionDetector: Sendable {
             settlingUntil = time + Self.lightSwitchSettling
         }
         if result.lightSwitch || settling {
-            // Follow the picture frame by frame; learn it afresh once it is steady.
+            // Follow the picture frame by frame; learn it afresh once it is steady. The
+            // dynamic model keeps what it learned: the foliage still moves under the new light.
             relearnBackground()
             run = 0
             result.noise = noiseEstimate ?? 0
@@ -300,6 +313,8 @@ public struct MotionDetector: Sendable {
         }
         result.noise = noiseEstimate ?? measuredNoise
         result.learning = false
+        result.autoMasked = dynamic.maskedShare
+        dynamic.learn(current, background: background, dt: dt)
 
         if result.score >= settings.threshold {
             if run == 0 { runStart = time }

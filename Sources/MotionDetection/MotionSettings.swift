@@ -55,10 +55,34 @@ public struct MotionSettings: Sendable, Equatable {
     /// whole picture is watched. Load it with `MotionMask(pgm:source:)`.
     public var mask: String
 
+    /// Whether the detector learns where the picture moves by itself (foliage, water, a flag,
+    /// flicker) and stops counting that motion (`motion.dynamic_background`): each reduced
+    /// pixel learns how far it usually strays from the background (a high quantile of the
+    /// difference) and its threshold rises to twice that (the largest among it and its
+    /// neighbours); a block of 8 × 8 reduced pixels where most thresholds are raised is
+    /// auto-masked and counts only when at least 30 % of it changes at once, as an object
+    /// does. False: every pixel has the one pixel threshold.
+    public var dynamicBackground: Bool
+
+    /// Seconds in which a pixel's learned spread grows by a factor e while the picture keeps
+    /// straying further (`motion.dynamic_learn`): how fast a moving region is learned.
+    /// Shorter learns a gust sooner, and a lingering object sooner too.
+    public var dynamicLearn: Double
+
+    /// Seconds in which a pixel's learned spread shrinks by a factor e while the picture
+    /// stays closer (`motion.dynamic_forget`): how long a region that moved stays masked
+    /// after it calms down. With `dynamicLearn` it sets the quantile learned: the threshold
+    /// is exceeded about `learn / (learn + forget)` of the time.
+    public var dynamicForget: Double
+
     public init(
         detectWidth: Int, threshold: Double, pixelThreshold: Double, noiseMultiplier: Double,
-        backgroundRate: Double, minFrames: Int, lightSwitchFraction: Double, despeckle: Int, mask: String
+        backgroundRate: Double, minFrames: Int, lightSwitchFraction: Double, despeckle: Int, mask: String,
+        dynamicBackground: Bool, dynamicLearn: Double, dynamicForget: Double
     ) {
+        self.dynamicBackground = dynamicBackground
+        self.dynamicLearn = dynamicLearn
+        self.dynamicForget = dynamicForget
         self.detectWidth = detectWidth
         self.threshold = threshold
         self.pixelThreshold = pixelThreshold

@@ -14,6 +14,12 @@ public func writeFile(_ text: String, to path: String) throws(FileError) {
     try replaceFile(at: path, with: Array(text.utf8), operation: "write")
 }
 
+/// Writes `bytes` to the file at `path` at once, as `writeFile(_:to:)` writes text (what
+/// `vigil analyze --mask-image` writes).
+public func writeFile(bytes: [UInt8], to path: String) throws(FileError) {
+    try replaceFile(at: path, with: bytes, operation: "write")
+}
+
 /// Replaces the file at `path` with `bytes` at once: written beside it (`PATH.new`), synced,
 /// renamed over it, so that a crash leaves the old file or the new one, never a mix.
 func replaceFile(at path: String, with bytes: [UInt8], operation: String) throws(FileError) {

@@ -11,7 +11,8 @@ import Storage
 enum AnalyzeCommand: Command {
     static let name = "analyze"
     static let abstract = "Run motion detection over a source and show what it finds."
-    static let synopsis = "--config FILE --source SOURCE [--csv FILE] [--plot FILE.svg] [--seconds S]"
+    static let synopsis =
+        "--config FILE --source SOURCE [--csv FILE] [--plot FILE.svg] [--mask-image FILE.pgm] [--seconds S]"
     static let discussion = """
         Runs the detector and the event logic of the configuration over SOURCE — "synthetic"
         (two minutes of the demo scene), "file:PATH.y4m", or a camera (a minute of it, or
@@ -22,6 +23,8 @@ enum AnalyzeCommand: Command {
         --plot writes an SVG of the score and the threshold against time, with the events
         shaded and the noise level marked: open it in a browser and pick motion.threshold by
         looking where your real events and your false alarms lie.
+        --mask-image writes the last frame at the detector's reduced size as a PGM, with
+        the parts the dynamic background auto-masked darkened.
 
         Record footage for it with: ffmpeg -i INPUT -pix_fmt yuv420p -f yuv4mpegpipe OUT.y4m
         """
@@ -30,6 +33,9 @@ enum AnalyzeCommand: Command {
         OptionSpec(name: "source", valueName: "SOURCE", help: "synthetic, file:PATH.y4m, or a device path"),
         OptionSpec(name: "csv", valueName: "FILE", help: "write per-frame scores as CSV"),
         OptionSpec(name: "plot", valueName: "FILE.svg", help: "write a plot of score and threshold"),
+        OptionSpec(
+            name: "mask-image", valueName: "FILE.pgm",
+            help: "write the last frame with the learned auto-mask darkened (PGM, reduced size)"),
         OptionSpec(
             name: "seconds", valueName: "S",
             help:
@@ -87,6 +93,18 @@ enum AnalyzeCommand: Command {
         }
         if let path = arguments.value("plot") {
             guard write(analysis.svg(title: "\(sourceText) — \(configPath)"), to: path) else { return .ioError }
+        }
+        if let path = arguments.value("mask-image") {
+            guard let image = analyzer.maskImage() else {
+                printError("vigil analyze: no frame was analysed, so there is no mask image to write")
+                return .dataError
+            }
+            do {
+                try writeFile(bytes: image, to: path)
+            } catch {
+                printError("vigil analyze: \(error.description)")
+                return .ioError
+            }
         }
         if let failure {
             printError("vigil analyze: \(failure.description) (the events above cover the frames before it)")

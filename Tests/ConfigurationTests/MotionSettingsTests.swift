@@ -15,7 +15,7 @@ import Testing
             ConfigSchema.keys.filter { $0.section == "motion" }.map(\.name) == [
                 "motion.detect_width", "motion.threshold", "motion.pixel_threshold", "motion.noise_multiplier",
                 "motion.background_rate", "motion.min_frames", "motion.light_switch_fraction", "motion.despeckle",
-                "motion.mask",
+                "motion.mask", "motion.dynamic_background", "motion.dynamic_learn", "motion.dynamic_forget",
             ])
     }
 
