@@ -200,7 +200,15 @@ enum CodecScenarios {
             let total = multiplanar ? 10_000 : 2_000
             let small = try frames(width: 640, height: 360, pixelFormat: .nv12, count: 30)
             let session = try M2MSession(path: node, format: small[0].format, coded: "FWHT")
+            // Freed heap goes back to the system first (`malloc_trim`): what is left resident
+            // is what is still in use. (Frame-sized buffers freed and allocated again move
+            // glibc's mmap threshold up, and the heap then keeps their pages: megabytes of RSS
+            // that are no leak, as a single-planar run once showed.)
+            // (malloc.h is not in Swift's Glibc module: the function is looked up.)
+            typealias Trim = @convention(c) (Int) -> Int32
+            let trim = dlsym(nil, "malloc_trim").map { unsafeBitCast($0, to: Trim.self) }
             func rssKB() -> Int {
+                _ = trim?(0)
                 let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
                 let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
                 return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
