@@ -215,6 +215,21 @@ public enum MovieRepair {
         return (boxes, nil)
     }
 
+    /// Whether every byte of `file` is zero (read in 1 MB pieces, stopping at the first that is not).
+    static func isAllZero(_ file: any MovieFile, path: String) throws(MovieRepairError) -> Bool {
+        var offset: UInt64 = 0
+        while offset < file.length {
+            let count = Int(min(UInt64(1 << 20), file.length - offset))
+            let bytes: [UInt8]
+            do { bytes = try file.read(at: offset, count: count) } catch {
+                throw MovieRepairError(path: path, problem: "cannot read it: \(error.reason)", kind: .inputOutput)
+            }
+            guard !bytes.isEmpty, bytes.allSatisfy({ $0 == 0 }) else { return false }
+            offset += UInt64(bytes.count)
+        }
+        return true
+    }
+
     /// Works out everything a repair would write; nil when the movie is already complete.
     static func makePlan(_ file: any MovieFile, path: String) throws(MovieRepairError) -> Plan? {
         func fail(_ problem: String) -> MovieRepairError { MovieRepairError(path: path, problem: problem) }
@@ -241,6 +256,14 @@ public enum MovieRepair {
                 ftyp.bytes.starts(with: bytes)
             {
                 throw nothing("only the first \(file.length) bytes of the movie were written; nothing to recover")
+            }
+            // A power cut on FAT or exFAT can keep a file's length and lose its data: none of
+            // it was synced yet, and the file system wrote the size first. Zeros only: nothing
+            // of the movie ever reached the disk.
+            if try isAllZero(file, path: path) {
+                throw nothing(
+                    "its \(file.length) bytes are all zero: the file system kept its length, not its data (none of it was synced before the power cut); nothing to recover"
+                )
             }
             throw fail("not a QuickTime movie (it does not start with an ftyp box)")
         }

@@ -246,6 +246,10 @@ extension Collection {
         check("header-only.mov", Array(full[0..<headerEnd]), "nothing to recover", kind: .nothingRecorded)
         check("ftyp-only.mov", Array(full[0..<20]), "nothing to recover", kind: .nothingRecorded)
         check("ftyp-cut.mov", Array(full[0..<11]), "nothing to recover", kind: .nothingRecorded)
+        // A power cut on exFAT kept the length of a clip whose data never reached the disk.
+        check("zeros.mov", [UInt8](repeating: 0, count: 9002), "are all zero", kind: .nothingRecorded)
+        check(
+            "zeros-then-data.mov", [UInt8](repeating: 0, count: 9000) + [1, 2], "not a QuickTime movie")
         // Someone else's movie with our kind of name: not ours to call empty.
         check(
             "other.mov",
