@@ -5,17 +5,13 @@ import Synchronization
 public final class AgentControl: Sendable {
     /// What is asked and not yet taken.
     struct Requests {
-        /// Record from the next frame, and who asked (for the log).
-        var record: (RecordRequest, by: String)?
+        /// Record from the next frame, for this long (nil: until `stopRecording` or `max_clip`),
+        /// and who asked (for the log).
+        var record: (seconds: Double?, by: String)?
         /// End an outside recording, and who asked.
         var stopRecording: String?
         /// Motion detection on or off, and who asked.
         var detection: (Bool, by: String)?
-    }
-
-    enum RecordRequest: Equatable {
-        case forSeconds(Double)
-        case untilStopped
     }
 
     private let pending = Mutex(Requests())
@@ -28,7 +24,7 @@ public final class AgentControl: Sendable {
     /// `by` says who asked, for the log ("mqtt", "vigil trigger").
     public func record(seconds: Double? = nil, by: String) {
         pending.withLock {
-            $0.record = (seconds.map { .forSeconds($0) } ?? .untilStopped, by)
+            $0.record = (seconds, by)
             $0.stopRecording = nil
         }
     }

@@ -259,8 +259,7 @@ final class Pipeline: @unchecked Sendable {
     /// are the writer's.
     private func takePictures(of frame: VideoFrame, score: Double) {
         let snapshot = settings.snapshot
-        let inEvent = eventLogic.state != .idle || recorder.isRecording
-        if snapshot.enabled, inEvent, score > peakPicture?.score ?? -1 {
+        if snapshot.enabled, !isIdle, score > peakPicture?.score ?? -1 {
             if let picture = picture(of: frame) { peakPicture = (score, picture) }
         }
         if snapshot.liveInterval > 0,
@@ -295,9 +294,8 @@ final class Pipeline: @unchecked Sendable {
             outside.stop()
             log.info("outside recording stopped; the event ends after its post-roll", [("asked_by", .string(by))])
         }
-        if let (request, by) = requests.record {
-            let seconds: Double? = if case .forSeconds(let s) = request { s } else { nil }
-            outside.record(seconds: seconds, at: time, maxClip: EventSettings(settings.recording).maxClip)
+        if let (seconds, by) = requests.record {
+            outside.record(seconds: seconds, at: time, maxClip: eventLogic.settings.maxClip)
             log.info(
                 "recording on an outside trigger",
                 [

@@ -42,7 +42,7 @@ public enum TriggerSocket {
             let path = path(directory: directory, camera: camera)
             guard access(path, F_OK) == 0 else { continue }
             tried.append(path)
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            let fd = streamSocket()
             guard fd >= 0 else { throw ClientError(description: "cannot make a socket: \(errnoText())") }
             defer { close(fd) }
             guard connect(fd, path: path) else {
@@ -103,11 +103,11 @@ public enum TriggerSocket {
                     problems.append("\(path): longer than a socket's name may be")
                     continue
                 }
-                let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                let fd = streamSocket()
                 guard fd >= 0 else { return nil }
                 // One left by an agent that is gone is replaced; one an agent answers on is not.
                 if access(path, F_OK) == 0 {
-                    let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+                    let probe = streamSocket()
                     let alive = probe >= 0 && connect(probe, path: path)
                     if probe >= 0 { Glibc.close(probe) }
                     if alive {
@@ -160,7 +160,7 @@ public enum TriggerSocket {
             }
             var seconds = Double(TriggerSocket.defaultSeconds)
             if words.count == 2 {
-                guard let s = Double(words[1]), s >= 1, s <= OutsideTrigger.longest.seconds else {
+                guard let s = OutsideTrigger.seconds(words[1]) else {
                     return "error: \"\(words[1])\" is not a number of seconds from 1 to 3600"
                 }
                 seconds = s
@@ -194,6 +194,11 @@ public enum TriggerSocket {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
+    }
+
+    /// A Unix stream socket, closed on exec (a hook never inherits it); -1 when none can be made.
+    static func streamSocket() -> Int32 {
+        socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     }
 
     static func connect(_ fd: Int32, path: String) -> Bool {

@@ -222,7 +222,7 @@ public enum MQTTCommand: Sendable, Equatable {
             case "ON": return .success(.record(seconds: nil))
             case "OFF": return .success(.stopRecording)
             default:
-                if let seconds = Double(text), seconds >= 1, seconds <= 3600 {
+                if let seconds = OutsideTrigger.seconds(text) {
                     return .success(.record(seconds: seconds))
                 }
                 return .failure(

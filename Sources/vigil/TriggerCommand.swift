@@ -25,7 +25,7 @@ enum TriggerCommand: Command {
         }
         var seconds: Double?
         if let text = arguments.value("seconds") {
-            guard let value = Double(text), value >= 1, value <= 3600 else {
+            guard let value = OutsideTrigger.seconds(text) else {
                 throw UsageError(message: "--seconds \(text) is not a number of seconds from 1 to 3600")
             }
             seconds = value

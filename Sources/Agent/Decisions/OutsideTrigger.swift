@@ -18,6 +18,13 @@ public struct OutsideTrigger: Sendable, Equatable {
     /// The longest a request may ask for: an hour (`vigil trigger --seconds`'s limit).
     public static let longest = Timestamp.Duration(seconds: 3600)
 
+    /// The seconds a request says (`vigil trigger --seconds`, its socket, MQTT's `record/set`):
+    /// a number from 1 to `longest`; nil for anything else.
+    public static func seconds(_ text: some StringProtocol) -> Double? {
+        guard let seconds = Double(String(text)), seconds >= 1, seconds <= longest.seconds else { return nil }
+        return seconds
+    }
+
     /// Records from `time` for `seconds`, or up to `maxClip` when nil.
     public mutating func record(seconds: Double?, at time: Timestamp, maxClip: Timestamp.Duration) {
         let length = seconds.map { Timestamp.Duration(seconds: min(max($0, 0), Self.longest.seconds)) } ?? maxClip
