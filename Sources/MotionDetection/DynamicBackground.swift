@@ -5,19 +5,31 @@ import Media
 // own threshold rises to match; a block of the detection grid where most thresholds are
 // raised (auto-masked) counts only when much of it (30 %) changes at once, as an object does.
 
-/// Per reduced pixel, a high quantile of |picture − background| tracked in the log domain:
-/// it rises by a factor e per `learnTime` seconds while the difference is above it and falls
-/// by a factor e per `forgetTime` seconds while it is below, so it settles where the
-/// difference exceeds it about `learnTime / (learnTime + forgetTime)` of the time (for 1 s
-/// and 60 s, the 98th percentile). A steady difference is learned too: an object that stops
-/// (a parked car) stops counting after a few seconds instead of at
-/// `MotionDetector.absorbAfter`, which is why the model is off by default. A pixel counts as changed when its
-/// residual (|picture − background|) exceeds
-/// `multiplier ×` the largest spread among it and its 8 neighbours (a leaf swings into the
-/// next pixel too), and never less than the frame's pixel threshold.
+/// Per reduced pixel, its *spread*: a high quantile of |picture − background| tracked in the
+/// log domain. It rises by a factor e per `learnTime` seconds while the difference is above
+/// it and falls by a factor e per `forgetTime` seconds while it is below, so it settles where
+/// the difference exceeds it about `learnTime / (learnTime + forgetTime)` of the time (for
+/// 1 s and 60 s, the 98th percentile). Where the largest spread among a pixel and its 8
+/// neighbours (a leaf swings into the next pixel too) exceeds `raiseAbove` pixel thresholds,
+/// the pixel's own threshold is `multiplier ×` that spread; elsewhere it is the pixel
+/// threshold. Sensor noise never raises it (its 98th percentile is about 2.3 σ, the pixel
+/// threshold 4 σ), nor does one object passing by.
 ///
-/// A passing object raises the spread of the pixels it covers only by e^(t / learnTime) for
-/// the t seconds its edges and texture change them, and only after the frames that counted it.
+/// The spread rises only while the pixel is *restless*: it differs by more than half the
+/// pixel threshold from its own recent average (over `learnTime / restlessSpeed` seconds).
+/// Foliage, water and flicker are restless all the time. An object that stops (a parked car,
+/// someone standing) is restless only while it arrives and for
+/// `learnTime / restlessSpeed × ln(2 × contrast / pixel threshold)` seconds after, so its
+/// spread rises by at most `(2 × contrast / pixel threshold)^(1 / restlessSpeed)` once it
+/// stops: from the spread of noise, that stays below its contrast, and it keeps counting
+/// until the background takes it in (`MotionDetector.absorbAfter`). A passing object raises
+/// the spread of the pixels it covers by e^(t / learnTime) for the t seconds it changes
+/// them, after the frames that counted it.
+///
+/// Nothing is known when the model starts: every spread starts at half the pixel threshold
+/// and, for `youth` learning times, rises whether the pixel is restless or not, so a scene
+/// that moves is learned in a few seconds (an object that stops in those first seconds is
+/// learned too).
 struct DynamicBackground: Sendable {
     /// The pixel's threshold is this many times its (pooled) spread.
     static let multiplier: Float = 2
@@ -32,6 +44,22 @@ struct DynamicBackground: Sendable {
     static let maskReach = 1
     /// The spread never falls below this (grey levels), so it can rise again.
     static let floor: Float = 0.5
+    /// A pixel is restless when it strays from its recent average by more than this fraction
+    /// of the pixel threshold.
+    static let restlessFraction: Float = 0.5
+    /// The recent average follows the picture this many times faster than the spread learns
+    /// (the larger, the less an object that stops raises its spread; the slower a scene that
+    /// moves is learned).
+    static let restlessSpeed = 2.5
+    /// A pixel's threshold is raised where the largest spread around it exceeds this many
+    /// pixel thresholds: well above the spread of noise (about half of one), and above what
+    /// one object passing by leaves (about 1.5 times that).
+    static let raiseAbove: Float = 1.5
+    /// Where every spread starts, as a fraction of the pixel threshold.
+    static let startSpread: Float = 0.5
+    /// For this many learning times after the model starts, a spread rises whether the
+    /// pixel is restless or not.
+    static let youth = 5.0
 
     let width: Int
     let height: Int
@@ -39,6 +67,11 @@ struct DynamicBackground: Sendable {
     let learnTime: Double
     let forgetTime: Double
     private(set) var spread: [Float]
+    /// Per pixel: the picture averaged over about `learnTime / restlessSpeed` seconds.
+    private var recent: [Float]
+    private var primed = false
+    /// Seconds learned since the model started.
+    private var age = 0.0
     /// Per pixel: the threshold of the frame being compared.
     private(set) var limit: [Float]
     /// Per block: 1 where auto-masked.
@@ -61,6 +94,7 @@ struct DynamicBackground: Sendable {
         self.learnTime = max(learnTime, 0.001)
         self.forgetTime = max(forgetTime, 0.001)
         spread = [Float](repeating: Self.floor, count: width * height)
+        recent = [Float](repeating: 0, count: width * height)
         limit = [Float](repeating: 0, count: width * height)
         blocksAcross = (width + Self.blockSize - 1) / Self.blockSize
         blocksDown = (height + Self.blockSize - 1) / Self.blockSize
@@ -74,6 +108,18 @@ struct DynamicBackground: Sendable {
         for i in spread.indices { spread[i] = Self.floor }
         for i in masked.indices { masked[i] = 0 }
         maskedShare = 0
+        primed = false
+    }
+
+    /// Takes `picture` as the recent average: after a light switch, the picture's own change
+    /// is not restlessness.
+    mutating func follow(_ picture: [Float]) {
+        guard enabled else { return }
+        picture.withUnsafeBufferPointer { from in
+            recent.withUnsafeMutableBufferPointer { to in
+                for i in 0..<min(from.count, to.count) { to[i] = from[i] }
+            }
+        }
     }
 
     /// Fills `limit` for this frame from the spread learned so far and marks the auto-masked
@@ -87,6 +133,7 @@ struct DynamicBackground: Sendable {
             return
         }
         let k = Self.multiplier
+        let raiseAt = threshold * Self.raiseAbove
         for i in blockCounts.indices { blockCounts[i] = 0 }
         spread.withUnsafeBufferPointer { s in
             limit.withUnsafeMutableBufferPointer { lim in
@@ -103,7 +150,8 @@ struct DynamicBackground: Sendable {
                                 let row = yy * w
                                 for xx in x0...x1 { m = max(m, s[row + xx]) }
                             }
-                            let raised = k * m
+                            // Raised only where the pixels here stray well past the threshold.
+                            let raised = m > raiseAt ? k * m : 0
                             lim[y * w + x] = max(threshold, raised)
                             if raised > threshold { counts[blockRow + x / Self.blockSize] += 1 }
                         }
@@ -174,18 +222,42 @@ struct DynamicBackground: Sendable {
     }
 
     /// Learns from this frame's reduced picture and the background (as updated by this
-    /// frame), `dt` seconds after the previous frame.
-    mutating func learn(_ picture: [Float], background: [Float], dt: Double) {
+    /// frame), `dt` seconds after the previous frame; `threshold` is the frame's pixel
+    /// threshold, half of which a pixel must stray by from its recent average to be restless.
+    mutating func learn(_ picture: [Float], background: [Float], threshold: Float, dt: Double) {
         guard enabled, dt > 0 else { return }
+        guard primed else {
+            // Nothing learned yet: each spread starts where it would raise the threshold,
+            // so a part that moves is learned in ln(amplitude / threshold) learning times
+            // rather than from the floor.
+            let start = max(threshold * Self.startSpread, Self.floor)
+            for i in spread.indices { spread[i] = start }
+            follow(picture)
+            primed = true
+            age = 0
+            return
+        }
+        age += dt
+        let young = age < Self.youth * learnTime
         let up = Float(Numerics.exp(dt / learnTime))
         let down = Float(Numerics.exp(-dt / forgetTime))
+        let follow = Float(1 - Numerics.exp(-dt * Self.restlessSpeed / learnTime))
+        let restlessAt = threshold * Self.restlessFraction
         let floor = Self.floor
         picture.withUnsafeBufferPointer { p in
             background.withUnsafeBufferPointer { bg in
-                spread.withUnsafeMutableBufferPointer { s in
-                    for i in 0..<min(p.count, s.count, bg.count) {
-                        let v = s[i]
-                        s[i] = abs(p[i] - bg[i]) > v ? max(v * up, floor) : max(v * down, floor)
+                recent.withUnsafeMutableBufferPointer { r in
+                    spread.withUnsafeMutableBufferPointer { s in
+                        for i in 0..<min(p.count, s.count, bg.count, r.count) {
+                            let restless = young || abs(p[i] - r[i]) > restlessAt
+                            r[i] += follow * (p[i] - r[i])
+                            let v = s[i]
+                            if abs(p[i] - bg[i]) > v {
+                                if restless { s[i] = v * up }
+                            } else {
+                                s[i] = max(v * down, floor)
+                            }
+                        }
                     }
                 }
             }

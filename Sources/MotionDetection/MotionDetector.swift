@@ -297,6 +297,7 @@ public struct MotionDetector: Sendable {
             // Follow the picture frame by frame; learn it afresh once it is steady. The
             // dynamic model keeps what it learned: the foliage still moves under the new light.
             relearnBackground()
+            dynamic.follow(current)
             run = 0
             result.noise = noiseEstimate ?? 0
             return result
@@ -314,7 +315,7 @@ public struct MotionDetector: Sendable {
         result.noise = noiseEstimate ?? measuredNoise
         result.learning = false
         result.autoMasked = dynamic.maskedShare
-        dynamic.learn(current, background: background, dt: dt)
+        dynamic.learn(current, background: background, threshold: Float(pixelThreshold), dt: dt)
 
         if result.score >= settings.threshold {
             if run == 0 { runStart = time }
