@@ -34,6 +34,8 @@ public struct MotionAnalysis: Sendable {
         public var state: EventStateMachine.State
         public var lightSwitch: Bool
         public var learning: Bool
+        /// Fraction (0–1) of the watched picture the dynamic background auto-masked.
+        public var autoMasked: Float = 0
     }
 
     public let settings: MotionSettings
@@ -66,7 +68,8 @@ public struct MotionAnalysis: Sendable {
             Frame(
                 time: time, score: Float(result.score), threshold: Float(result.threshold),
                 noise: Float(result.noise), pixelThreshold: Float(result.pixelThreshold),
-                state: state, lightSwitch: result.lightSwitch, learning: result.learning))
+                state: state, lightSwitch: result.lightSwitch, learning: result.learning,
+                autoMasked: Float(result.autoMasked)))
     }
 
     /// Records actions that came without a frame (those of `finish`).
@@ -112,14 +115,19 @@ public struct MotionAnalysis: Sendable {
         Self.quantile(steadyFrames.filter { $0.state == .idle }.map { Double($0.score) }, 0.99)
     }
 
+    /// The median share of the watched picture the dynamic background auto-masked, over the
+    /// steady frames.
+    public var medianAutoMasked: Double { Self.quantile(steadyFrames.map { Double($0.autoMasked) }, 0.5) }
+
     /// Seconds from the first frame to the last.
     public var duration: Double { frames.last?.time ?? 0 }
 
     /// A JSON summary: `{"frames": 300, "duration": 19.93, "events": 2, "noise": 0.52,
     /// "pixel_threshold": 2.1, "threshold": 0.005, "idle_score_p99": 0, "max_score": 0.061,
-    /// "light_switches": 0, "detect_width": 160, "detect_height": 120}`. `noise` and
-    /// `pixel_threshold` are medians over the frames, in grey levels at the reduced size;
-    /// `max_score` leaves out light-switch frames.
+    /// "light_switches": 0, "auto_masked": 0.12, "detect_width": 160, "detect_height": 120}`.
+    /// `noise` and `pixel_threshold` are medians over the frames, in grey levels at the
+    /// reduced size; `auto_masked` the median share of the watched picture the dynamic
+    /// background masked; `max_score` leaves out light-switch frames.
     public var summaryLine: String {
         let maxScore = frames.reduce(0) { $1.lightSwitch ? $0 : max($0, Double($1.score)) }
         let lightSwitches = frames.filter(\.lightSwitch).count
@@ -130,17 +138,21 @@ public struct MotionAnalysis: Sendable {
             + "\"idle_score_p99\": \(JSONNumber.significant(idleScore99, 3)), "
             + "\"max_score\": \(JSONNumber.significant(maxScore, 3)), "
             + "\"light_switches\": \(lightSwitches), "
+            + "\"auto_masked\": \(JSONNumber.significant(medianAutoMasked, 3)), "
             + "\"detect_width\": \(detectWidth), \"detect_height\": \(detectHeight)}"
     }
 
-    public static let csvHeader = "time,score,threshold,state"
+    public static let csvHeader = "time,score,threshold,state,auto_masked"
 
-    /// `0.533,0.012345,0.005,motion`: seconds (3 decimals), score and threshold (fractions,
-    /// 6 decimals at most), state (`idle`, `motion`, `post_roll`, or `light_switch` on a frame
-    /// where the detector re-learned the background, `learning` while it settles).
+    /// `0.533,0.012345,0.005,motion,0.25`: seconds (3 decimals), score and threshold
+    /// (fractions, 6 decimals at most), state (`idle`, `motion`, `post_roll`, or
+    /// `light_switch` on a frame where the detector re-learned the background, `learning`
+    /// while it settles), and the share of the watched picture the dynamic background
+    /// auto-masked (4 decimals at most).
     public static func csvRow(_ frame: Frame) -> String {
         DecimalText.fixed(frame.time, 3) + "," + DecimalText.short(Double(frame.score), 6) + ","
-            + DecimalText.short(Double(frame.threshold), 6) + "," + stateName(frame)
+            + DecimalText.short(Double(frame.threshold), 6) + "," + stateName(frame) + ","
+            + DecimalText.short(Double(frame.autoMasked), 4)
     }
 
     static func stateName(_ frame: Frame) -> String {

@@ -1,13 +1,15 @@
 import Media
 
-// The SVG plot of an analysis: the score against the threshold, the events, the noise.
+// The SVG plot of an analysis: the score against the threshold, the events, the noise, the
+// share the dynamic background auto-masked.
 
 /// The SVG plot of an analysis: readable in any browser, no other tool needed.
 ///
 /// Top panel: the score (fraction of the watched picture that changed, log scale) against
 /// time, the threshold, the events shaded, light switches marked, and how high the score goes
-/// with nothing happening. Bottom panel: the measured noise and the pixel threshold derived
-/// from it, in grey levels. Long inputs are reduced to at most `maximumPoints` points per line,
+/// with nothing happening. Middle panel: the measured noise and the pixel threshold derived
+/// from it, in grey levels. Bottom panel: the share of the watched picture the dynamic
+/// background auto-masked (parts that count only when much of them changes at once). Long inputs are reduced to at most `maximumPoints` points per line,
 /// each the maximum of its time bucket, so short spikes stay visible.
 extension MotionAnalysis {
     public static let maximumPoints = 2000
@@ -25,13 +27,15 @@ struct SVGPlot {
 
     // Layout, in SVG user units.
     let width = 1000.0
-    let height = 640.0
+    let height = 760.0
     let left = 90.0
     let right = 970.0
     let scoreTop = 80.0
     let scoreBottom = 370.0
-    let noiseTop = 420.0
-    let noiseBottom = 540.0
+    let noiseTop = 410.0
+    let noiseBottom = 520.0
+    let maskTop = 560.0
+    let maskBottom = 650.0
 
     init(analysis: MotionAnalysis) {
         self.analysis = analysis
@@ -44,6 +48,7 @@ struct SVGPlot {
         var noise: Double
         var pixelThreshold: Double
         var lightSwitch: Bool
+        var autoMasked: Double
     }
 
     /// Per-bucket maxima over time (one bucket per frame for short inputs).
@@ -56,7 +61,7 @@ struct SVGPlot {
                 Bucket(
                     time: $0.time, score: Double($0.score), threshold: Double($0.threshold),
                     noise: Double($0.noise), pixelThreshold: Double($0.pixelThreshold),
-                    lightSwitch: $0.lightSwitch)
+                    lightSwitch: $0.lightSwitch, autoMasked: Double($0.autoMasked))
             }
         }
         let duration = max(analysis.duration, 1e-9)
@@ -70,11 +75,13 @@ struct SVGPlot {
                 b.noise = max(b.noise, Double(f.noise))
                 b.pixelThreshold = max(b.pixelThreshold, Double(f.pixelThreshold))
                 b.lightSwitch = b.lightSwitch || f.lightSwitch
+                b.autoMasked = max(b.autoMasked, Double(f.autoMasked))
                 result[i] = b
             } else {
                 result[i] = Bucket(
                     time: centre, score: Double(f.score), threshold: Double(f.threshold),
-                    noise: Double(f.noise), pixelThreshold: Double(f.pixelThreshold), lightSwitch: f.lightSwitch)
+                    noise: Double(f.noise), pixelThreshold: Double(f.pixelThreshold), lightSwitch: f.lightSwitch,
+                    autoMasked: Double(f.autoMasked))
             }
         }
         return result.compactMap { $0 }
@@ -151,6 +158,7 @@ struct SVGPlot {
         func yNoise(_ v: Double) -> Double {
             noiseBottom - (noiseBottom - noiseTop) * min(max(v / noiseTopValue, 0), 1)
         }
+        func yMask(_ share: Double) -> Double { maskBottom - (maskBottom - maskTop) * min(max(share, 0), 1) }
 
         out = ""
         out += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -171,7 +179,7 @@ struct SVGPlot {
         // Events, shaded across both panels.
         for event in analysis.events {
             let x1 = x(event.start), x2 = max(x(event.end), x(event.start) + 1)
-            for (top, bottom) in [(scoreTop, scoreBottom), (noiseTop, noiseBottom)] {
+            for (top, bottom) in [(scoreTop, scoreBottom), (noiseTop, noiseBottom), (maskTop, maskBottom)] {
                 out +=
                     "<rect x=\"\(Self.n(x1))\" y=\"\(Self.n(top))\" width=\"\(Self.n(x2 - x1))\" "
                     + "height=\"\(Self.n(bottom - top))\" fill=\"#2ca02c\" fill-opacity=\"0.18\"/>\n"
@@ -209,19 +217,34 @@ struct SVGPlot {
             24, (noiseTop + noiseBottom) / 2, "grey levels",
             "text-anchor=\"middle\" transform=\"rotate(-90 24 \(Self.n((noiseTop + noiseBottom) / 2)))\"")
 
-        // Time axis under both panels.
+        // Auto-mask panel: frame, grid and labels.
+        out +=
+            "<rect x=\"\(Self.n(left))\" y=\"\(Self.n(maskTop))\" width=\"\(Self.n(right - left))\" "
+            + "height=\"\(Self.n(maskBottom - maskTop))\" fill=\"none\" stroke=\"#444\"/>\n"
+        for share in [0.0, 0.5, 1.0] {
+            let y = yMask(share)
+            line(left, y, right, y, "stroke=\"#ddd\"")
+            line(left - 5, y, left, y, "stroke=\"#444\"")
+            text(left - 8, y + 4, percent(share), "text-anchor=\"end\"")
+        }
+        text(
+            24, (maskTop + maskBottom) / 2, "masked",
+            "text-anchor=\"middle\" transform=\"rotate(-90 24 \(Self.n((maskTop + maskBottom) / 2)))\"")
+
+        // Time axis under the panels.
         let timeStep = Numerics.niceStep(duration / 10)
         var t = 0.0
         while t <= duration + timeStep * 1e-6 {
             let xt = x(t)
             line(xt, scoreBottom, xt, scoreBottom + 5, "stroke=\"#444\"")
             line(xt, noiseBottom, xt, noiseBottom + 5, "stroke=\"#444\"")
+            line(xt, maskBottom, xt, maskBottom + 5, "stroke=\"#444\"")
             let decimals = timeStep >= 1 ? 0 : (timeStep >= 0.1 ? 1 : 2)
-            text(xt, noiseBottom + 19, DecimalText.fixed(t, decimals), "text-anchor=\"middle\"")
+            text(xt, maskBottom + 19, DecimalText.fixed(t, decimals), "text-anchor=\"middle\"")
             text(xt, scoreBottom + 17, DecimalText.fixed(t, decimals), "text-anchor=\"middle\" fill=\"#666\"")
             t += timeStep
         }
-        text((left + right) / 2, noiseBottom + 38, "time (s) from the first frame", "text-anchor=\"middle\"")
+        text((left + right) / 2, maskBottom + 38, "time (s) from the first frame", "text-anchor=\"middle\"")
 
         // Data lines.
         polyline(data.map { (x($0.time), yScore($0.score)) }, "stroke=\"#1f77b4\" stroke-width=\"1.2\"")
@@ -245,6 +268,15 @@ struct SVGPlot {
             "stroke=\"#ff7f0e\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"")
         text(
             left + 6, noiseTop - 6, "noise σ (picture − background) and the pixel threshold derived from it",
+            "fill=\"#333\"")
+        polyline(
+            data.map { (x($0.time), yMask($0.autoMasked)) },
+            "stroke=\"#8c564b\" stroke-width=\"1.5\"")
+        text(
+            left + 6, maskTop - 6,
+            analysis.settings.dynamicBackground
+                ? "share of the picture the dynamic background auto-masked (counts only when much of a part changes at once)"
+                : "the dynamic background is off (motion.dynamic_background): nothing is auto-masked",
             "fill=\"#333\"")
 
         // Legend.

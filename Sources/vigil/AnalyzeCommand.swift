@@ -19,10 +19,11 @@ enum AnalyzeCommand: Command {
         --seconds) — as fast as it can, without encoding or recording. Prints one JSON line per event found, in seconds
         of source time, e.g. {"start": 8.03, "end": 12.40, "peak": 0.061}, then a summary line.
 
-        --csv writes one row per frame: time, score, threshold and state.
+        --csv writes one row per frame: time, score, threshold, state and the share of the
+        picture the dynamic background auto-masked.
         --plot writes an SVG of the score and the threshold against time, with the events
-        shaded and the noise level marked: open it in a browser and pick motion.threshold by
-        looking where your real events and your false alarms lie.
+        shaded, the noise level marked and the auto-masked share below: open it in a browser
+        and pick motion.threshold by looking where your real events and your false alarms lie.
         --mask-image writes the last frame at the detector's reduced size as a PGM, with
         the parts the dynamic background auto-masked darkened.
 

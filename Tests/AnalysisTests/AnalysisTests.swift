@@ -28,10 +28,12 @@ import FoundationXML
             let time = Timestamp.s(start + t)
             let moving = t >= 8.0 && t < 10.4
             let score = moving ? 0.02 + 0.041 * (t - 8) / 2.4 : 0.0001 * Double(i % 3)
-            let result = MotionResult(
+            var result = MotionResult(
                 time: time, score: score, threshold: 0.005, motion: moving && t >= 8.06,
                 motionStart: moving ? .s(start + 8.0 + 1 / fps * 0.45) : nil, noise: 0.5 + 0.01 * Double(i % 5),
                 pixelThreshold: 2.1, globalChange: 0, lightSwitch: i == 30, learning: i == 0 || i == 30)
+            // The dynamic background masks a quarter of the picture from frame 100 on.
+            result.autoMasked = i >= 100 ? 0.25 : 0
             let actions = machine.handle(.frame(result))
             analysis.record(result, state: machine.state, actions: actions)
             last = time
@@ -64,24 +66,31 @@ import FoundationXML
         #expect((object["noise"] as? Double).map { abs($0 - 0.52) < 0.011 } == true)
         #expect(object["pixel_threshold"] as? Double == 2.1)
         #expect(object["idle_score_p99"] as? Double == 0.0002)
+        #expect(object["auto_masked"] as? Double == 0.25)
     }
 
     @Test func csv() throws {
         let analysis = try Self.sample()
         let lines = analysis.csv.split(separator: "\n", omittingEmptySubsequences: false)
-        #expect(lines.first == "time,score,threshold,state")
+        #expect(lines.first == "time,score,threshold,state,auto_masked")
         #expect(lines.count == 200 + 2)  // header, rows, and the empty string after the last newline
         #expect(lines.last == "")
-        #expect(lines[1] == "0.000,0,0.005,learning")
-        #expect(lines[2] == "0.067,0.0001,0.005,idle")
-        #expect(lines[31] == "2.000,0,0.005,light_switch")
-        #expect(lines[130].hasSuffix(",motion"))
-        #expect(lines[170].hasSuffix(",post_roll"))
+        #expect(lines[1] == "0.000,0,0.005,learning,0")
+        #expect(lines[2] == "0.067,0.0001,0.005,idle,0")
+        #expect(lines[31] == "2.000,0,0.005,light_switch,0")
+        #expect(lines[130].hasSuffix(",motion,0.25"))
+        #expect(lines[170].hasSuffix(",post_roll,0.25"))
+        var worst = 0
         for line in lines.dropFirst().dropLast() {
             let fields = line.split(separator: ",")
-            #expect(fields.count == 4)
-            #expect(Double(fields[0]) != nil && Double(fields[1]) != nil && Double(fields[2]) != nil)
+            guard fields.count == 5, Double(fields[0]) != nil, Double(fields[1]) != nil, Double(fields[2]) != nil,
+                let masked = Double(fields[4]), masked >= 0, masked <= 1
+            else {
+                worst += 1
+                continue
+            }
         }
+        #expect(worst == 0, "\(worst) rows are not time,score,threshold,state,auto_masked")
     }
 
     /// The plot is a well-formed SVG document with the parts a reader needs.
@@ -92,16 +101,18 @@ import FoundationXML
         #expect(svg.hasPrefix("<?xml"))
         for part in [
             "<svg", "<title>", "<polyline", "stroke-dasharray", "fill-opacity", "time (s)", "noise σ",
-            "threshold", "light switch", "0.01%", "10%",
+            "threshold", "light switch", "0.01%", "10%", "auto-masked",
         ] {
             #expect(svg.contains(part), "missing \(part)")
         }
         #expect(svg.contains("garden &lt;cam&gt; &amp; &quot;night&quot;"))
+        // The auto-masked share, a quarter from frame 100 on: a quarter up its panel.
+        #expect(svg.contains(",627.5"), "no point at 25 % masked")
         #if canImport(FoundationXML) || canImport(Darwin)
         let document = try XMLDocument(xmlString: svg, options: [])
         #expect(document.rootElement()?.name == "svg")
         let polylines = try document.nodes(forXPath: "//*[local-name()='polyline']")
-        #expect(polylines.count == 4)
+        #expect(polylines.count == 5)
         for node in polylines {
             let element = try #require(node as? XMLElement, "\(type(of: node))")
             let points = element.attributes?.first { $0.name == "points" }?.stringValue ?? ""
@@ -129,7 +140,7 @@ import FoundationXML
         let analysis = MotionAnalysis(
             settings: try Settings.defaults().motion, eventSettings: EventSettings(postRoll: .s(2), maxClip: .s(300)))
         #expect(analysis.eventLines.isEmpty)
-        #expect(analysis.csv == "time,score,threshold,state\n")
+        #expect(analysis.csv == "time,score,threshold,state,auto_masked\n")
         #expect(try JSONSerialization.jsonObject(with: Data(analysis.summaryLine.utf8)) is [String: Any])
         #if canImport(FoundationXML) || canImport(Darwin)
         _ = try XMLDocument(xmlString: analysis.svg(title: "nothing"), options: [])

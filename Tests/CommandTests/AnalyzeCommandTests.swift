@@ -41,7 +41,7 @@ import Testing
         #expect((summary?["light_switches"] as? Int ?? 0) >= 1)
 
         let csv = try String(contentsOfFile: dir.file("scores.csv"), encoding: .utf8).split(separator: "\n")
-        #expect(csv.first == "time,score,threshold,state")
+        #expect(csv.first == "time,score,threshold,state,auto_masked")
         #expect(csv.count == 301)
         let svg = try String(contentsOfFile: dir.file("scores.svg"), encoding: .utf8)
         #expect(svg.hasPrefix("<svg") || svg.hasPrefix("<?xml"))
