@@ -274,6 +274,17 @@ func run() throws {
         table.record(
             "motion detection / x264 encode, 1 thread", unit: "%", column: column, value: 100 * detect / encodeOneThread
         )
+        var plainSettings = try Settings.defaults().motion
+        plainSettings.dynamicBackground = false
+        var plain = MotionDetector(settings: plainSettings)
+        n = 0
+        let detectPlain = perFrame(frames) { f in
+            _ = plain.process(f.luma, at: scene.timestamp(ofFrame: n))
+            n += 1
+        }
+        table.record(
+            "motion detection without dynamic background, static scene", unit: "ms/frame", column: column,
+            value: detectPlain)
 
         // The timestamp overlay on the same frames (drawn into them: measured last), beside the
         // encode of the same frames above.
