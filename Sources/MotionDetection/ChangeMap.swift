@@ -34,8 +34,8 @@ struct ChangeMap: Sendable {
     }
 
     /// Marks changed pixels and updates the background: `flags` where the residual exceeds
-    /// `threshold` (the background waits there), `counted` where it exceeds the pixel's own
-    /// `limit` (the dynamic-background threshold, at least `threshold`).
+    /// `threshold` (the background waits there), `counted` where it also exceeds the pixel's
+    /// own `limit` (the dynamic background's raised threshold, 0 where not raised).
     mutating func mark(
         _ current: [Float], against background: inout [Float], absorbing: [Float], limit: [Float],
         threshold: Float, gain: Float, offset: Float,
@@ -114,7 +114,7 @@ struct ChangeMap: Sendable {
             let size = abs(residual)
             let changed = size > threshold
             flag[x] = changed ? 1 : 0
-            counted[x] = size > limit[x] ? 1 : 0
+            counted[x] = changed && size > limit[x] ? 1 : 0
             // Where the picture differs the background waits, unless the change has lasted.
             // (A blend, not `changed ? held : backgroundRate`: the optimiser turns that select
             // into a branch around the load, and the loop no longer vectorises.)

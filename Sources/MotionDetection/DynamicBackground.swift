@@ -15,13 +15,15 @@ import Media
 /// threshold. Sensor noise never raises it (its 98th percentile is about 2.3 σ, the pixel
 /// threshold 4 σ), nor does one object passing by.
 ///
-/// The spread rises only while the pixel is *restless*: it differs by more than half the
-/// pixel threshold from its own recent average (over `learnTime / restlessSpeed` seconds).
-/// Foliage, water and flicker are restless all the time. An object that stops (a parked car,
-/// someone standing) is restless only while it arrives and for
-/// `learnTime / restlessSpeed × ln(2 × contrast / pixel threshold)` seconds after, so its
-/// spread rises by at most `(2 × contrast / pixel threshold)^(1 / restlessSpeed)` once it
-/// stops: from the spread of noise, that stays below its contrast, and it keeps counting
+/// The spread rises only while the pixel is *restless*: it differs by more than
+/// `restlessFraction` of the pixel threshold (3 σ of the noise) from its own recent average
+/// (over `learnTime / restlessSpeed` seconds). Foliage, water and flicker are restless all
+/// the time; sensor noise almost never is. An object that stops (a parked car, someone
+/// standing) is restless only while it arrives and for
+/// `learnTime / restlessSpeed × ln(contrast / (restlessFraction × pixel threshold))` seconds
+/// after, so its spread rises by at most
+/// `(contrast / (restlessFraction × pixel threshold))^(1 / restlessSpeed)` once it stops:
+/// from the spread of noise, that stays below its contrast, and it keeps counting
 /// until the background takes it in (`MotionDetector.absorbAfter`). A passing object raises
 /// the spread of the pixels it covers by e^(t / learnTime) for the t seconds it changes
 /// them, after the frames that counted it.
@@ -33,6 +35,10 @@ import Media
 struct DynamicBackground: Sendable {
     /// The pixel's threshold is this many times its (pooled) spread.
     static let multiplier: Float = 2
+    /// The model learns, and recomputes its thresholds, at most this often (seconds of capture
+    /// time; every frame below 5 fps). Its times are a second and more, and a sample of the
+    /// frames learns the same quantiles.
+    static let interval = 0.2
     /// Blocks of the detection grid, in reduced pixels (8: a 160-wide picture has 20 × 15).
     static let blockSize = 8
     /// A block is auto-masked when more than this fraction of its pixels have raised thresholds.
@@ -46,7 +52,7 @@ struct DynamicBackground: Sendable {
     static let floor: Float = 0.5
     /// A pixel is restless when it strays from its recent average by more than this fraction
     /// of the pixel threshold.
-    static let restlessFraction: Float = 0.5
+    static let restlessFraction: Float = 0.75
     /// The recent average follows the picture this many times faster than the spread learns
     /// (the larger, the less an object that stops raises its spread; the slower a scene that
     /// moves is learned).
@@ -72,12 +78,21 @@ struct DynamicBackground: Sendable {
     private var primed = false
     /// Seconds learned since the model started.
     private var age = 0.0
-    /// Per pixel: the threshold of the frame being compared.
+    /// Per pixel: its raised threshold, 0 where it is not raised (the frame's pixel
+    /// threshold applies).
     private(set) var limit: [Float]
     /// Per block: 1 where auto-masked.
     private(set) var masked: [UInt8]
     private var raisedBlock: [UInt8]
     private var blockCounts: [Int32]
+    /// Per block: its pixels, those watched (counted at the first `prepare`).
+    private var pixelsInBlock: [Int32] = []
+    private var watchedInBlock: [Int32] = []
+    private var watchedTotal: Int32 = 0
+    /// Whether any block is auto-masked.
+    private var anyMasked = false
+    /// The spread's maxima along the rows (a buffer of `prepare`).
+    private var rowMax: [Float]
     let blocksAcross: Int
     let blocksDown: Int
     /// Fraction of the watched picture in auto-masked blocks, as of the last `prepare`.
@@ -96,19 +111,12 @@ struct DynamicBackground: Sendable {
         spread = [Float](repeating: Self.floor, count: width * height)
         recent = [Float](repeating: 0, count: width * height)
         limit = [Float](repeating: 0, count: width * height)
+        rowMax = limit
         blocksAcross = (width + Self.blockSize - 1) / Self.blockSize
         blocksDown = (height + Self.blockSize - 1) / Self.blockSize
         masked = [UInt8](repeating: 0, count: blocksAcross * blocksDown)
         raisedBlock = masked
         blockCounts = [Int32](repeating: 0, count: blocksAcross * blocksDown)
-    }
-
-    /// Forgets everything learned (a light switch, a new frame size).
-    mutating func restart() {
-        for i in spread.indices { spread[i] = Self.floor }
-        for i in masked.indices { masked[i] = 0 }
-        maskedShare = 0
-        primed = false
     }
 
     /// Takes `picture` as the recent average: after a light switch, the picture's own change
@@ -122,38 +130,50 @@ struct DynamicBackground: Sendable {
         }
     }
 
-    /// Fills `limit` for this frame from the spread learned so far and marks the auto-masked
-    /// blocks. `watch` is 1 where watched.
+    /// Fills `limit` from the spread learned so far (`threshold` is the frame's pixel
+    /// threshold) and marks the auto-masked blocks. `watch` is 1 where watched (the same map
+    /// every frame).
     mutating func prepare(threshold: Float, watch: [UInt8]) {
         let w = width
         let h = height
-        guard enabled, w > 0, h > 0 else {
-            for i in limit.indices { limit[i] = threshold }
-            maskedShare = 0
-            return
-        }
+        guard enabled, w > 0, h > 0 else { return }
+        if watchedInBlock.isEmpty { countBlocks(watch) }
         let k = Self.multiplier
         let raiseAt = threshold * Self.raiseAbove
-        for i in blockCounts.indices { blockCounts[i] = 0 }
-        spread.withUnsafeBufferPointer { s in
+        let size = Self.blockSize
+        let across = blocksAcross
+        // The largest spread among each pixel and its 8 neighbours: along the rows, then
+        // down the columns of those.
+        spread.withUnsafeBufferPointer { spreadBuffer in
+            rowMax.withUnsafeMutableBufferPointer { rowBuffer in
+                guard let s = spreadBuffer.baseAddress, let r = rowBuffer.baseAddress else { return }
+                for y in 0..<h {
+                    Self.rowMaxima(s + y * w, into: r + y * w, count: w)
+                }
+            }
+        }
+        rowMax.withUnsafeBufferPointer { r in
             limit.withUnsafeMutableBufferPointer { lim in
                 blockCounts.withUnsafeMutableBufferPointer { counts in
+                    for b in 0..<counts.count { counts[b] = 0 }
                     for y in 0..<h {
-                        let y0 = max(y - 1, 0)
-                        let y1 = min(y + 1, h - 1)
-                        let blockRow = (y / Self.blockSize) * blocksAcross
-                        for x in 0..<w {
-                            let x0 = max(x - 1, 0)
-                            let x1 = min(x + 1, w - 1)
-                            var m: Float = 0
-                            for yy in y0...y1 {
-                                let row = yy * w
-                                for xx in x0...x1 { m = max(m, s[row + xx]) }
-                            }
+                        let here = y * w
+                        if let base = r.baseAddress, let out = lim.baseAddress {
                             // Raised only where the pixels here stray well past the threshold.
-                            let raised = m > raiseAt ? k * m : 0
-                            lim[y * w + x] = max(threshold, raised)
-                            if raised > threshold { counts[blockRow + x / Self.blockSize] += 1 }
+                            Self.raisedRow(
+                                base + max(y - 1, 0) * w, base + here, base + min(y + 1, h - 1) * w, into: out + here,
+                                count: w, raiseAt: raiseAt, multiplier: k)
+                        }
+                        let blockRow = (y / size) * across
+                        var x = 0
+                        for bx in 0..<across {
+                            let end = min(x + size, w)
+                            var raisedHere: Int32 = 0
+                            while x < end {
+                                raisedHere &+= lim[here + x] > 0 ? 1 : 0
+                                x += 1
+                            }
+                            counts[blockRow + bx] &+= raisedHere
                         }
                     }
                 }
@@ -161,61 +181,100 @@ struct DynamicBackground: Sendable {
         }
         // A block is auto-masked when most of its thresholds are raised, or one of its 8
         // neighbours' are: a gust swings the foliage past where it has been seen to move.
-        for by in 0..<blocksDown {
-            for bx in 0..<blocksAcross {
-                let b = by * blocksAcross + bx
-                raisedBlock[b] = Float(blockCounts[b]) > Self.maskedFraction * Float(blockPixels(bx, by)) ? 1 : 0
-            }
+        for b in raisedBlock.indices {
+            raisedBlock[b] = Float(blockCounts[b]) > Self.maskedFraction * Float(pixelsInBlock[b]) ? 1 : 0
         }
-        var maskedWatched = 0
-        var watched = 0
+        var maskedWatched: Int32 = 0
+        anyMasked = false
         for by in 0..<blocksDown {
-            for bx in 0..<blocksAcross {
+            for bx in 0..<across {
                 var isMasked = false
                 for ny in max(by - Self.maskReach, 0)...min(by + Self.maskReach, blocksDown - 1) {
-                    for nx in max(bx - Self.maskReach, 0)...min(bx + Self.maskReach, blocksAcross - 1)
-                    where raisedBlock[ny * blocksAcross + nx] != 0 {
+                    for nx in max(bx - Self.maskReach, 0)...min(bx + Self.maskReach, across - 1)
+                    where raisedBlock[ny * across + nx] != 0 {
                         isMasked = true
                     }
                 }
-                masked[by * blocksAcross + bx] = isMasked ? 1 : 0
-                for y in (by * Self.blockSize)..<min((by + 1) * Self.blockSize, h) {
-                    for x in (bx * Self.blockSize)..<min((bx + 1) * Self.blockSize, w) where watch[y * w + x] != 0 {
-                        watched += 1
-                        if isMasked { maskedWatched += 1 }
-                    }
+                let b = by * across + bx
+                masked[b] = isMasked ? 1 : 0
+                if isMasked {
+                    maskedWatched += watchedInBlock[b]
+                    anyMasked = true
                 }
             }
         }
-        maskedShare = watched > 0 ? Double(maskedWatched) / Double(watched) : 0
+        maskedShare = watchedTotal > 0 ? Double(maskedWatched) / Double(watchedTotal) : 0
     }
 
-    private func blockPixels(_ bx: Int, _ by: Int) -> Int {
-        let bw = min((bx + 1) * Self.blockSize, width) - bx * Self.blockSize
-        let bh = min((by + 1) * Self.blockSize, height) - by * Self.blockSize
-        return bw * bh
+    /// `out[x]` = the largest of `s[x − 1]`, `s[x]`, `s[x + 1]` (within the row). Plain
+    /// comparisons rather than `max`, whose NaN rules keep the loop from vectorising.
+    @inline(never)
+    static func rowMaxima(_ s: UnsafePointer<Float>, into out: UnsafeMutablePointer<Float>, count w: Int) {
+        guard w > 1 else {
+            if w == 1 { out[0] = s[0] }
+            return
+        }
+        out[0] = s[0] > s[1] ? s[0] : s[1]
+        for x in 1..<(w &- 1) {
+            let a = s[x &- 1] > s[x] ? s[x &- 1] : s[x]
+            out[x] = a > s[x &+ 1] ? a : s[x &+ 1]
+        }
+        out[w &- 1] = s[w &- 2] > s[w &- 1] ? s[w &- 2] : s[w &- 1]
+    }
+
+    /// `out[x]` = `multiplier ×` the largest of the three rows at `x` where that exceeds
+    /// `raiseAt`, else 0.
+    @inline(never)
+    static func raisedRow(
+        _ up: UnsafePointer<Float>, _ here: UnsafePointer<Float>, _ down: UnsafePointer<Float>,
+        into out: UnsafeMutablePointer<Float>, count w: Int, raiseAt: Float, multiplier k: Float
+    ) {
+        for x in 0..<w {
+            let a = up[x] > here[x] ? up[x] : here[x]
+            let m = a > down[x] ? a : down[x]
+            out[x] = m > raiseAt ? k * m : 0
+        }
+    }
+
+    /// Per block: its pixels, and those of them watched.
+    private mutating func countBlocks(_ watch: [UInt8]) {
+        let size = Self.blockSize
+        pixelsInBlock = [Int32](repeating: 0, count: blocksAcross * blocksDown)
+        watchedInBlock = pixelsInBlock
+        watchedTotal = 0
+        for y in 0..<height {
+            for x in 0..<width {
+                let b = (y / size) * blocksAcross + x / size
+                pixelsInBlock[b] += 1
+                if y * width + x < watch.count, watch[y * width + x] != 0 {
+                    watchedInBlock[b] += 1
+                    watchedTotal += 1
+                }
+            }
+        }
     }
 
     /// Clears the changed flags of auto-masked blocks where fewer than `fill` of the pixels
     /// changed. `flags` is the padded map (`width + 2` wide, a one-pixel border).
-    mutating func gate(_ flags: inout [UInt8]) {
-        guard enabled, width > 0 else { return }
+    func gate(_ flags: inout [UInt8]) {
+        guard enabled, width > 0, anyMasked else { return }
         let padded = width + 2
-        for i in blockCounts.indices { blockCounts[i] = 0 }
-        for y in 0..<height {
-            let blockRow = (y / Self.blockSize) * blocksAcross
-            let row = (y + 1) * padded + 1
-            for x in 0..<width where flags[row + x] != 0 {
-                blockCounts[blockRow + x / Self.blockSize] += 1
-            }
-        }
-        for by in 0..<blocksDown {
-            for bx in 0..<blocksAcross {
-                let b = by * blocksAcross + bx
-                guard masked[b] != 0, Float(blockCounts[b]) < Self.fill * Float(blockPixels(bx, by)) else { continue }
-                for y in (by * Self.blockSize)..<min((by + 1) * Self.blockSize, height) {
-                    let row = (y + 1) * padded + 1
-                    for x in (bx * Self.blockSize)..<min((bx + 1) * Self.blockSize, width) { flags[row + x] = 0 }
+        let size = Self.blockSize
+        flags.withUnsafeMutableBufferPointer { f in
+            for by in 0..<blocksDown {
+                let rows = (by * size)..<min((by + 1) * size, height)
+                for bx in 0..<blocksAcross where masked[by * blocksAcross + bx] != 0 {
+                    let columns = (bx * size)..<min((bx + 1) * size, width)
+                    var changed: Int32 = 0
+                    for y in rows {
+                        let row = (y + 1) * padded + 1
+                        for x in columns { changed &+= f[row + x] != 0 ? 1 : 0 }
+                    }
+                    guard Float(changed) < Self.fill * Float(pixelsInBlock[by * blocksAcross + bx]) else { continue }
+                    for y in rows {
+                        let row = (y + 1) * padded + 1
+                        for x in columns { f[row + x] = 0 }
+                    }
                 }
             }
         }
@@ -223,7 +282,8 @@ struct DynamicBackground: Sendable {
 
     /// Learns from this frame's reduced picture and the background (as updated by this
     /// frame), `dt` seconds after the previous frame; `threshold` is the frame's pixel
-    /// threshold, half of which a pixel must stray by from its recent average to be restless.
+    /// threshold, `restlessFraction` of which a pixel must stray by from its recent average to
+    /// be restless.
     mutating func learn(_ picture: [Float], background: [Float], threshold: Float, dt: Double) {
         guard enabled, dt > 0 else { return }
         guard primed else {
@@ -248,15 +308,16 @@ struct DynamicBackground: Sendable {
             background.withUnsafeBufferPointer { bg in
                 recent.withUnsafeMutableBufferPointer { r in
                     spread.withUnsafeMutableBufferPointer { s in
+                        // Where the difference is above the spread: × up if restless, else
+                        // kept; below it: × down, never under the floor.
+                        let rise = young ? up : 1
                         for i in 0..<min(p.count, s.count, bg.count, r.count) {
-                            let restless = young || abs(p[i] - r[i]) > restlessAt
-                            r[i] += follow * (p[i] - r[i])
                             let v = s[i]
-                            if abs(p[i] - bg[i]) > v {
-                                if restless { s[i] = v * up }
-                            } else {
-                                s[i] = max(v * down, floor)
-                            }
+                            let away = p[i] - r[i]
+                            let above = v * (abs(away) > restlessAt ? up : rise)
+                            r[i] += follow * away
+                            let fallen = v * down
+                            s[i] = abs(p[i] - bg[i]) > v ? above : (fallen > floor ? fallen : floor)
                         }
                     }
                 }

@@ -117,6 +117,7 @@ public struct MotionDetector: Sendable {
     private var changedSeconds: [UInt8] = []  // per pixel: whole seconds it has differed without a break
     private var absorbing: [Float] = []  // per pixel: 1 once it has differed for `absorbAfter`
     private var clock: Double = 0  // seconds of capture time since the first frame
+    private var dynamicSeconds: Double = 0  // capture time since the dynamic background last learned
     private var nextTick: Double = 1
     private var watch: [UInt8] = []  // 1 where watched
     private var watchedCount = 0
@@ -168,6 +169,7 @@ public struct MotionDetector: Sendable {
             width: detectWidth, height: detectHeight, enabled: settings.dynamicBackground,
             learnTime: settings.dynamicLearn, forgetTime: settings.dynamicForget)
         clock = 0
+        dynamicSeconds = 0
         nextTick = 1
         changes = ChangeMap(width: detectWidth, height: detectHeight)
         if let mask, n > 0 {
@@ -270,7 +272,6 @@ public struct MotionDetector: Sendable {
             : max(Self.minimumPixelThreshold, settings.noiseMultiplier * noiseForThreshold)
 
         let globalChange = statistics.sampledChange(threshold: Float(pixelThreshold))
-        dynamic.prepare(threshold: Float(pixelThreshold), watch: watch)
         changes.mark(
             current, against: &background, absorbing: absorbing, limit: dynamic.limit,
             threshold: Float(pixelThreshold), gain: stats.gain, offset: stats.offset,
@@ -315,7 +316,14 @@ public struct MotionDetector: Sendable {
         result.noise = noiseEstimate ?? measuredNoise
         result.learning = false
         result.autoMasked = dynamic.maskedShare
-        dynamic.learn(current, background: background, threshold: Float(pixelThreshold), dt: dt)
+        // The dynamic background learns, and recomputes its thresholds for the frames to come,
+        // at most every `DynamicBackground.interval`: its times are seconds.
+        dynamicSeconds += dt
+        if dynamicSeconds >= DynamicBackground.interval {
+            dynamic.learn(current, background: background, threshold: Float(pixelThreshold), dt: dynamicSeconds)
+            dynamic.prepare(threshold: Float(pixelThreshold), watch: watch)
+            dynamicSeconds = 0
+        }
 
         if result.score >= settings.threshold {
             if run == 0 { runStart = time }
