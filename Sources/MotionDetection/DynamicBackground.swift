@@ -57,6 +57,11 @@ struct DynamicBackground: Sendable {
     /// (the larger, the less an object that stops raises its spread; the slower a scene that
     /// moves is learned).
     static let restlessSpeed = 2.5
+    /// A pixel is restless when it has turned (swung strongly the other way) at least `turns`
+    /// times, counted with a weight fading by e every `turnWindow` seconds: foliage and water
+    /// turn all the time; an object that arrives swings one way (and stops, or leaves).
+    static let turns: Float = 1.5
+    static let turnWindow = 2.0
     /// A pixel's threshold is raised where the largest spread around it exceeds this many
     /// pixel thresholds: well above the spread of noise (about half of one), and above what
     /// one object passing by leaves (about 1.5 times that).
@@ -75,6 +80,10 @@ struct DynamicBackground: Sendable {
     private(set) var spread: [Float]
     /// Per pixel: the picture averaged over about `learnTime / restlessSpeed` seconds.
     private var recent: [Float]
+    /// Per pixel: the side (1 above, −1 below its recent average) of its last strong swing,
+    /// and its turns (strong swings the other way), fading by e every `turnWindow` seconds.
+    private var side: [Int8]
+    private var turned: [Float]
     private var primed = false
     /// Seconds learned since the model started.
     private var age = 0.0
@@ -110,6 +119,8 @@ struct DynamicBackground: Sendable {
         self.forgetTime = max(forgetTime, 0.001)
         spread = [Float](repeating: Self.floor, count: width * height)
         recent = [Float](repeating: 0, count: width * height)
+        side = [Int8](repeating: 0, count: width * height)
+        turned = [Float](repeating: 0, count: width * height)
         limit = [Float](repeating: 0, count: width * height)
         rowMax = limit
         blocksAcross = (width + Self.blockSize - 1) / Self.blockSize
@@ -303,21 +314,33 @@ struct DynamicBackground: Sendable {
         let down = Float(Numerics.exp(-dt / forgetTime))
         let follow = Float(1 - Numerics.exp(-dt * Self.restlessSpeed / learnTime))
         let restlessAt = threshold * Self.restlessFraction
+        let fade = Float(Numerics.exp(-dt / Self.turnWindow))
+        let turnsNeeded = Self.turns
         let floor = Self.floor
         picture.withUnsafeBufferPointer { p in
             background.withUnsafeBufferPointer { bg in
                 recent.withUnsafeMutableBufferPointer { r in
                     spread.withUnsafeMutableBufferPointer { s in
-                        // Where the difference is above the spread: × up if restless, else
-                        // kept; below it: × down, never under the floor.
-                        let rise = young ? up : 1
-                        for i in 0..<min(p.count, s.count, bg.count, r.count) {
-                            let v = s[i]
-                            let away = p[i] - r[i]
-                            let above = v * (abs(away) > restlessAt ? up : rise)
-                            r[i] += follow * away
-                            let fallen = v * down
-                            s[i] = abs(p[i] - bg[i]) > v ? above : (fallen > floor ? fallen : floor)
+                        side.withUnsafeMutableBufferPointer { lastSide in
+                            turned.withUnsafeMutableBufferPointer { t in
+                                // Where the difference is above the spread: × up if restless,
+                                // else kept; below it: × down, never under the floor.
+                                let rise = young ? up : 1
+                                for i in 0..<min(p.count, s.count, bg.count, r.count) {
+                                    let v = s[i]
+                                    let away = p[i] - r[i]
+                                    let strong = abs(away) > restlessAt
+                                    let now: Int8 = away > 0 ? 1 : -1
+                                    // A turn: a strong swing the other way from the last one.
+                                    let turn = strong && now != lastSide[i]
+                                    t[i] = t[i] * fade + (turn ? 1 : 0)
+                                    if strong { lastSide[i] = now }
+                                    let above = v * (strong && t[i] >= turnsNeeded ? up : rise)
+                                    r[i] += follow * away
+                                    let fallen = v * down
+                                    s[i] = abs(p[i] - bg[i]) > v ? above : (fallen > floor ? fallen : floor)
+                                }
+                            }
                         }
                     }
                 }

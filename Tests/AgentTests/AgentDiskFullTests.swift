@@ -25,12 +25,8 @@ import Testing
     @Test(arguments: [1, 0])
     func aDiskThatFillsWhileRecordingIsClearedByRetentionAndRecordingGoesOn(minFreeMB: Int) throws {
         let storage = MemoryStorage(capacity: 12 << 20)
-        // The same crossing every 10 s: the dynamic background would learn its path a little
-        // each time (a clip can end a frame sooner), and every clip here must have the same
-        // frames, so that one lost frame shows.
         let harness = try AgentHarness(
-            config: testConfig(extra: "motion = { dynamic_background = false; };")
-                .replacingOccurrences(of: "min_free_mb = 1;", with: "min_free_mb = \(minFreeMB);"),
+            config: testConfig().replacingOccurrences(of: "min_free_mb = 1;", with: "min_free_mb = \(minFreeMB);"),
             storage: storage,
             openSource: { _ throws(CaptureError) in
                 try synthetic(Self.footage)

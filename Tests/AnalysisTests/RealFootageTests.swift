@@ -134,8 +134,6 @@ struct RealFootageTests {
         var top: Double
         var level: Int
         var rightToLeft: Bool
-        /// Why the bound is not met yet, when it is not.
-        var knownIssue: String? = nil
         var testDescription: String { name }
 
         /// Paints the object into `luma` at `t` seconds; returns nothing outside its time.
@@ -175,10 +173,7 @@ struct RealFootageTests {
         // A light shirt high up, through the foliage and the sky.
         Crossing(
             name: "light figure", enter: 18, crossing: 5, width: 0.07, height: 0.28, top: 0.15, level: 225,
-            rightToLeft: true,
-            knownIssue:
-                "a light figure entering over the bright sky has little contrast; it triggers once in the foliage, 3 s in"
-        ),
+            rightToLeft: true),
     ]
 
     @Test(arguments: crossings)
@@ -193,13 +188,7 @@ struct RealFootageTests {
         let delay = event.start - object.enter
         print("tree.avi + \(object.name): trigger +\(DecimalText.fixed(delay, 3)) s; events \(Self.describe(analysis))")
         #expect(delay >= 0, "triggered before the object entered: \(Self.describe(analysis))")
-        if let knownIssue = object.knownIssue {
-            withKnownIssue(Comment(rawValue: knownIssue)) {
-                #expect(delay <= 0.5, "trigger \(delay) s after the object entered")
-            }
-        } else {
-            #expect(delay <= 0.5, "trigger \(delay) s after the object entered")
-        }
+        #expect(delay <= 0.5, "trigger \(delay) s after the object entered")
     }
     /// An object that comes in from the right at 12 s, stops at 13.5 s and stays until 22 s,
     /// then leaves to the left.
