@@ -70,7 +70,7 @@ bench: deps check-swift
 	@mkdir -p var/bench
 	"$$($(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json
 
-# About 8 minutes: Vigil's detector (dynamic background on and off) beside Motion 4.5.1 (its smart
+# About 12 minutes: Vigil's detector (dynamic background on and off) beside Motion 4.5.1 (its smart
 # mask off and on; installed with apt-get when missing, its service left off), on the tree and
 # square footage of the real-footage tests and the tree with objects crossing; Motion watches
 # each scene in real time (scripts/compare-motion.sh says how and what each figure means).

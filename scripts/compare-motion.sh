@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Vigil's motion detector beside Motion 4.5.1 (Debian's `motion`) on the same real footage,
 # with its smart mask off and on; prints one table. A measurement a maintainer runs by hand
-# (`make compare-motion`), not a test: about 8 minutes, most of it Motion watching in real time.
+# (`make compare-motion`), not a test: about 12 minutes, most of it Motion watching in real time.
 #
 # Footage: tree.avi and vtest.avi from Debian's opencv-doc, cached in
 # ~/.cache/vigil-test-footage as the real-footage tests cache them. Scenes, each with a truth:
@@ -20,15 +20,22 @@
 #
 # Motion: it has no offline mode, so it watches each scene in real time, as a camera:
 #   - Its input is `netcam_url file://SCENE` with `netcam_params capture_rate=FPS`: Motion's
-#     camera thread decodes the file at the scene's frame rate and its detection loop takes
-#     the newest frame at `framerate` (= FPS), as with a network camera. (A file needs no port.
+#     camera thread decodes the file at the scene's frame rate (the notes give the rate it
+#     kept, e.g. 14.9 of 15) and its detection loop takes the newest frame at `framerate`
+#     (= FPS, rounded: Motion takes whole frames a second), as with a network camera. A file
+#     needs no port.
 #     An HTTP stream served by `ffmpeg -listen 1` does not work: Motion opens the camera once
-#     to probe it and again in its camera thread, and ffmpeg serves one connection.) Without
-#     capture_rate Motion reads a file at FPS + 1 frames a second and skips one in FPS + 1.
-#   - Motion starts reading the scene at its first frame when it starts, and its first
-#     2 s + pre_capture + minimum_motion_frames frames (startup_frames) can never be motion:
-#     that warm-up is Motion's own and falls in scene time, as Vigil's learning does. Nothing
-#     of the scene is lost before Motion connects, and no frame is prepended.
+#     to probe it and again in its camera thread, and ffmpeg serves one connection. Without
+#     capture_rate Motion reads a file at FPS + 1 frames a second.
+#   - Motion's detection loop starts 2 s after its camera thread: it asks for a first frame
+#     before the thread has opened the camera and sleeps 2 s (motion_init). So the file holds
+#     2 s of the scene's first frame before the scene, and the loop starts about at the
+#     scene's first frame; its first 2 s + pre_capture + minimum_motion_frames frames
+#     (startup_frames) can never be motion: that warm-up is Motion's own and falls in scene
+#     time, as Vigil's learning does. Motion takes a snapshot a second (snapshot_interval 1):
+#     the first tells where its loop began (the notes give it), and a run whose loop began
+#     more than 1 s from the scene's start, or that read the file twice, is done again
+#     (twice at most; the notes say so).
 #   - Timing is exact to the frame, with no wall clock: each frame carries its number in the
 #     chroma (the U plane of the top-left 192×16: 12 bits). Motion detects on the luma alone,
 #     and the luma it gets is bit for bit Vigil's Y4M (the file is FFV1, lossless), so the
@@ -37,14 +44,14 @@
 #   - Not exact is Motion's own sampling. It runs its detection on one frame in (frames in the
 #     last second / 3), 3 a second ("limit the detection rate to 3fps", motion.c), and gives
 #     the frames between the last result; which frames those are depends on when it started,
-#     so its figures vary between runs: MOTION_RUNS runs (2) of each, the table gives the
-#     range. And its detection loop and camera thread each run at FPS on their own clocks, so
-#     now and then a frame is taken twice and the next never; the notes count both.
+#     so its figures vary between runs: MOTION_RUNS runs (3) of each, the table gives the
+#     range. And its detection loop and camera thread each run on their own clocks, so now
+#     and then a frame is taken twice and the next never; the notes count both.
 #   - The two Motions of a scene (smart mask off and on) run side by side, each with its own
 #     reader of the file; Motion needs little CPU at these sizes.
-#   - After the scene the file holds 6 s of its last frame with a white flash 1 s in: a Motion
-#     is stopped as soon as it saves a frame numbered past the scene, so no frame of the
-#     scene is cut, and it never reaches the end of the file (where it would start again).
+#   - After the scene the file holds 8 s of its last frame: a Motion is stopped as soon as a
+#     snapshot shows it past the scene, so no frame of the scene is cut, and it never reaches
+#     the end of the file (where it would start again).
 #   - Settings: the detection settings of the motion.conf Debian ships (threshold 1500,
 #     despeckle_filter EedDl, minimum_motion_frames 1, event_gap 60, pre_capture 3,
 #     post_capture 0), Motion's built-in defaults for the rest (noise_tune on, noise_level 32,
@@ -65,7 +72,7 @@
 # 15 fps most frames repeat the one before, for both detectors alike.
 #
 # Environment: VIGIL (default .build/release/vigil), MOTION_SMART_MASK_SPEED (5),
-# MOTION_DESPECKLE (EedDl), MOTION_RUNS (2), COMPARE_SCENES ("tree walker car vtest"),
+# MOTION_DESPECKLE (EedDl), MOTION_RUNS (3), COMPARE_SCENES ("tree walker car vtest"),
 # COMPARE_KEEP=1 keeps the temporary directory (inputs, configurations, logs, Motion's
 # pictures). Installs Motion with apt-get when it is missing (with sudo when not root) and
 # leaves its system service disabled and stopped.
@@ -75,7 +82,7 @@ VIGIL=${VIGIL:-.build/release/vigil}
 SMART_SPEED=${MOTION_SMART_MASK_SPEED:-5}
 DESPECKLE=${MOTION_DESPECKLE-EedDl}
 SCENES=${COMPARE_SCENES:-tree walker car vtest}
-RUNS=${MOTION_RUNS:-2}
+RUNS=${MOTION_RUNS:-3}
 FOOTAGE=$HOME/.cache/vigil-test-footage
 DATA=usr/share/doc/opencv-doc/examples/data
 SUDO=
@@ -136,8 +143,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- scenes -------------------------------------------------------------------------------
-# Per source: frames, rate as num/den, size.
-declare -A NFRAMES FPS_NUM FPS_DEN WIDTH HEIGHT
+# Per source: frames, rate as num/den and rounded, size.
+declare -A NFRAMES FPS_NUM FPS_DEN FPS WIDTH HEIGHT
 
 to_y4m() { # SOURCE: the .avi as Y4M, as the tests convert it
     local src=$1
@@ -150,6 +157,7 @@ to_y4m() { # SOURCE: the .avi as Y4M, as the tests convert it
     rate=$(sed -n 's/.* F\([0-9]*:[0-9]*\).*/\1/p' <<<"$header")
     FPS_NUM[$src]=${rate%:*}
     FPS_DEN[$src]=${rate#*:}
+    FPS[$src]=$(((FPS_NUM[$src] + FPS_DEN[$src] / 2) / FPS_DEN[$src])) # Motion takes whole frames a second
     local frame_bytes=$((WIDTH[$src] * HEIGHT[$src] * 3 / 2 + 6)) size
     size=$(stat -c %s "$TMP/$src.y4m")
     NFRAMES[$src]=$(((size - ${#header} - 1) / frame_bytes))
@@ -179,20 +187,18 @@ paint() {
         -pix_fmt yuv420p -f yuv4mpegpipe "$TMP/$scene.y4m"
 }
 
-# Motion's input: SCENE.y4m with 6 s of its last frame after it, a white flash 1 s into
-# those, and each frame's number in the U plane of the top-left 192×16 (12 cells of 16×16,
-# U 192 for a 1, 64 for a 0); luma untouched; lossless FFV1.
-motion_input() {
-    local src=$1 scene=$2
-    local n=${NFRAMES[$src]} fps=$((FPS_NUM[$src] / FPS_DEN[$src]))
-    local flash_from=$((n + fps)) flash_to=$((n + fps + fps / 2))
-    ffmpeg -nostdin -v error -y -i "$TMP/$scene.y4m" -filter_complex "
-        [0:v]tpad=stop_mode=clone:stop_duration=6,
-        lutyuv=y=235:enable='between(n,$flash_from,$flash_to)',
+# Motion's input: SCENE.y4m with 2 s of its first frame before it (Motion's detection loop
+# sleeps 2 s before it starts, see the top) and 8 s of its last frame after it, each frame's
+# number in the U plane of the top-left 192×16 (12 cells of 16×16, U 192 for a 1, 64 for a 0),
+# counted from the first of the 2 s; luma untouched; lossless FFV1.
+motion_input() { # SRC SCENE
+    local fps=${FPS[$1]}
+    ffmpeg -nostdin -v error -y -i "$TMP/$2.y4m" -filter_complex "
+        [0:v]tpad=start_mode=clone:start=$((2 * fps)):stop_mode=clone:stop=$((8 * fps)),
         extractplanes=y+u+v[y][u][v];
         [u]geq=lum='if(lt(Y,8)*lt(X,96),64+128*mod(floor(N/pow(2,floor(X/8))),2),p(X,Y))'[stamped];
         [y][stamped][v]mergeplanes=0x001020:yuv420p" \
-        -c:v ffv1 -f nut "$TMP/$scene.motion.nut"
+        -c:v ffv1 -f nut "$TMP/$2.motion.nut"
 }
 
 # The frame numbers stamped in the JPEGs given, one a line, in the order given.
@@ -226,7 +232,7 @@ EOF
 # --- Motion -------------------------------------------------------------------------------
 motion_start() { # SRC SCENE SPEED OUT: starts Motion on SCENE; its pid goes to MOTION_PIDS
     local src=$1 scene=$2 speed=$3 out=$4
-    local fps=$((FPS_NUM[$src] / FPS_DEN[$src]))
+    local fps=${FPS[$src]}
     mkdir -p "$out.pics"
     {
         echo "daemon off"
@@ -248,6 +254,9 @@ motion_start() { # SRC SCENE SPEED OUT: starts Motion on SCENE; its pid goes to 
         echo "smart_mask_speed $speed"
         echo "picture_output on"
         echo "picture_filename %Y%m%d%H%M%S-%q-%D-%o"
+        # A frame a second, motion or not: where Motion is in the scene.
+        echo "snapshot_interval 1"
+        echo "snapshot_filename snap/%Y%m%d%H%M%S-%q"
         echo "movie_output off"
         echo "webcontrol_port 0"
         echo "stream_port 0"
@@ -259,31 +268,31 @@ motion_start() { # SRC SCENE SPEED OUT: starts Motion on SCENE; its pid goes to 
     MOTION_PIDS+=("$!")
 }
 
-# The pictures Motion saved in DIR, in the order it wrote them (their names can be out of
+# The pictures (JPEG files) in DIR, in the order Motion wrote them (their names can be out of
 # order: a frame may get the next second's time and the shot number of the one before).
 saved_in_order() { # DIR
-    find "$1" -name '*.jpg' -printf '%T@ %f\n' | sort -n -k 1,1 | cut -d ' ' -f 2
+    find "$1" -maxdepth 1 -type f -name '*.jpg' -printf '%T@ %f\n' | sort -n -k 1,1 | cut -d ' ' -f 2
 }
 
-# Waits until every Motion started has saved a frame numbered past the scene (the flash),
-# stopping each as it does.
+# Waits until every Motion started has taken a snapshot numbered past the scene (in the
+# frames after it), stopping each as it does.
 motion_wait() { # SRC OUT...
     local src=$1
     shift
-    local n=${NFRAMES[$src]} fps=$((FPS_NUM[$src] / FPS_DEN[$src]))
-    local budget=$(((n + 3 * fps) / fps + 60)) started=$SECONDS i last stamp running
+    local n=${NFRAMES[$src]} fps=${FPS[$src]}
+    local budget=$((n / fps + 60)) started=$SECONDS i out last stamp running
     sleep $((n / fps))
     while :; do
         running=0
         for i in "${!MOTION_PIDS[@]}"; do
             [ -n "${MOTION_PIDS[$i]}" ] || continue
-            local out=${*:$((i + 1)):1}
+            out=${*:$((i + 1)):1}
             kill -0 "${MOTION_PIDS[$i]}" 2>/dev/null ||
                 die "Motion stopped early; the end of its log $out.log: $(tail -n 3 "$out.log" 2>/dev/null)"
             stamp=-1
-            last=$(saved_in_order "$out.pics" | tail -n 1)
-            [ -z "$last" ] || stamp=$(read_stamps "$out.pics/$last")
-            if [ "$stamp" -ge "$n" ]; then
+            last=$(saved_in_order "$out.pics/snap" 2>/dev/null | tail -n 1) || true
+            [ -z "$last" ] || stamp=$(read_stamps "$out.pics/snap/$last")
+            if [ $((stamp - 2 * fps)) -ge "$n" ]; then
                 kill -TERM "${MOTION_PIDS[$i]}"
                 wait "${MOTION_PIDS[$i]}" 2>/dev/null || true
                 MOTION_PIDS[i]=
@@ -293,32 +302,46 @@ motion_wait() { # SRC OUT...
         done
         [ "$running" = 1 ] || break
         [ $((SECONDS - started)) -lt "$budget" ] ||
-            die "Motion did not reach the end of the scene in ${budget}s (see $TMP, COMPARE_KEEP=1 keeps it)"
+            die "Motion did not reach the end of the scene in ${budget}s (COMPARE_KEEP=1 keeps $TMP)"
         sleep 0.5
     done
     MOTION_PIDS=()
     sleep 0.3 # the shells of the last on_motion_detected
 }
 
-# After Motion: OUT.frames gets the scene's motion frames, OUT.notes "saved signalled unsaved
-# repeated holes back": motion frames saved, motion frames signalled (on_motion_detected),
-# signalled but not saved, saved twice, one-frame holes inside motion, times the numbers went
-# back by a second or more (Motion would have started the file again). Pictures of Motion frames only: a name's changed pixels above its threshold
-# (pre_capture frames are saved too, with their own counts).
+# After Motion: OUT.frames gets the scene's motion frames (numbered from the scene's first),
+# OUT.notes "saved signalled unsaved repeated holes back first rate": motion frames saved,
+# motion frames signalled (on_motion_detected), signalled but not saved, saved twice, one-frame
+# holes inside motion, times the numbers went back by a second or more (Motion started the
+# file again), the frame of its first snapshot (where its detection loop was in its first
+# second; negative: in the 2 s before the scene), the frames a second its camera thread read.
+# Pictures of motion frames only: a name's changed pixels above its threshold (pre_capture
+# frames are saved too, with their own counts).
 motion_collect() { # SRC OUT
     local src=$1 out=$2 n=${NFRAMES[$1]}
-    local -a names=()
+    local -a names=() snaps=()
     mapfile -t names < <(saved_in_order "$out.pics" |
         awk -F- '{ name = $0; sub(/\.jpg$/, "", $4); if ($3 + 0 > $4 + 0) print name }')
+    mapfile -t snaps < <(saved_in_order "$out.pics/snap")
     : >"$out.saved"
     if [ ${#names[@]} -gt 0 ]; then
         read_stamps "${names[@]/#/$out.pics/}" | paste -d ' ' <(printf '%s\n' "${names[@]}") - >"$out.saved"
     fi
+    read_stamps "${snaps[@]/#/$out.pics/snap/}" | paste -d ' ' <(printf '%s\n' "${snaps[@]}") - >"$out.snaps"
     : >"$out.frames"
-    awk -v n="$n" -v fps="$((FPS_NUM[$src] / FPS_DEN[$src]))" -v frames="$out.frames" '
-        FNR == NR {
-            split($1, p, "-"); key = p[1] "-" p[2]; saved[key] = 1
-            if ($2 >= n) { if (tail == "") tail = key; next }
+    local fps=${FPS[$src]}
+    awk -v n="$n" -v fps="$fps" -v pre="$((2 * fps))" -v frames="$out.frames" '
+        FILENAME ~ /\.snaps$/ {
+            $2 -= pre; split($1, p, "[-.]"); key = p[1] "-" p[2]
+            if (FNR == 1) first = $2
+            if ($2 < n) { snaps++; last = $2 }
+            if ($2 >= n && (tail == "" || key < tail)) tail = key
+            next
+        }
+        FILENAME ~ /\.saved$/ {
+            $2 -= pre; split($1, p, "-"); key = p[1] "-" p[2]; saved[key] = 1
+            if ($2 < 0) next
+            if ($2 >= n) { if (tail == "" || key < tail) tail = key; next }
             if (count++ && $2 < prev - fps) back++ # a second back or more: not a jitter
             prev = $2
             if ($2 in seen) rep++; else { seen[$2] = 1; print $2 > frames }
@@ -328,8 +351,63 @@ motion_collect() { # SRC OUT
         END {
             close(frames)
             for (f in seen) if (!((f + 1) in seen) && ((f + 2) in seen)) holes++
-            printf "%d %d %d %d %d %d\n", count, signalled, unsaved, rep, holes, back
-        }' "$out.saved" "$out.hook" >"$out.notes"
+            printf "%d %d %d %d %d %d %d %.1f\n", count, signalled, unsaved, rep, holes, back, first, (snaps > 1 ? (last - first) / (snaps - 1) : 0)
+        }' "$out.snaps" "$out.saved" "$out.hook" >"$out.notes"
+}
+
+# What makes a Motion run not a fair one, or nothing: it started the file again, or its
+# detection began more than 1 s after the scene's start (its first snapshot, taken in its
+# first second, more than 2 s into the scene) or before (that snapshot before -1 s).
+motion_problem() { # SRC OUT
+    local fps=${FPS[$1]} back first
+    read -r _ _ _ _ _ back first _ <"$2.notes"
+    if [ "$back" != 0 ]; then
+        echo "it started the file again"
+    elif [ "$first" -gt $((2 * fps)) ]; then
+        echo "its detection began $(awk -v f="$first" -v r="$fps" 'BEGIN { printf "%.1f", f / r - 1 }') s or more into the scene"
+    elif [ "$first" -lt "-$fps" ]; then
+        echo "its detection began $(awk -v f="$first" -v r="$fps" 'BEGIN { printf "%.1f", -f / r }') s or more before the scene"
+    fi
+}
+
+# MOTION_RUNS runs of Motion with the smart mask off and on, side by side; a run that was not
+# fair is done again (twice at most), alone.
+motion_runs() { # SRC SCENE TITLE OBJECTS
+    local src=$1 scene=$2 title=$3 objects=$4 run attempt i out det problem
+    local secs signalled unsaved rep holes first rate
+    local -a todo outs again
+    secs=$(awk -v n="${NFRAMES[$src]}" -v a="${FPS_NUM[$src]}" -v b="${FPS_DEN[$src]}" 'BEGIN { printf "%.1f", n * b / a }')
+    for run in $(seq 1 "$RUNS"); do
+        todo=(0 "$SMART_SPEED")
+        attempt=1
+        while [ ${#todo[@]} -gt 0 ]; do
+            log "== $title: Motion, smart mask ${todo[*]}, ${secs} s in real time (run $run of $RUNS$([ "$attempt" = 1 ] || echo ", again"))"
+            outs=()
+            for i in "${!todo[@]}"; do
+                outs+=("$TMP/$scene.motion-${todo[$i]}.$run.$attempt")
+                motion_start "$src" "$scene" "${todo[$i]}" "${outs[$i]}"
+            done
+            motion_wait "$src" "${outs[@]}"
+            again=()
+            for i in "${!todo[@]}"; do
+                out=${outs[$i]}
+                det="Motion"
+                [ "${todo[$i]}" = 0 ] || det="Motion, smart mask ${todo[$i]}"
+                motion_collect "$src" "$out"
+                problem=$(motion_problem "$src" "$out")
+                if [ -n "$problem" ] && [ "$attempt" -lt 3 ]; then
+                    echo "again|$title, $det, run $run: $problem" >>"$NOTES"
+                    again+=("${todo[$i]}")
+                    continue
+                fi
+                echo "$title|$det|$src|$(measure "$out.frames" "$src" "$objects")" >>"$RESULTS"
+                read -r _ signalled unsaved rep holes _ first rate <"$out.notes"
+                echo "run|$title, $det, run $run|$src|${FPS[$src]}|$first|$rate|$rep|$holes|$unsaved|$signalled|$problem" >>"$NOTES"
+            done
+            todo=("${again[@]}")
+            attempt=$((attempt + 1))
+        done
+    done
 }
 
 # --- measures -----------------------------------------------------------------------------
@@ -378,7 +456,8 @@ measure() { # FRAMES SRC OBJECTS ("name:enter:exit;...", exit "end" for the clip
 
 # --- run ----------------------------------------------------------------------------------
 RESULTS=$TMP/results # "scene|detector|source|" + a measure line, one per run
-NOTES=$TMP/notes
+NOTES=$TMP/notes # per Motion run: "run|what|source|fps|first|rate|twice|holes|unsaved|signalled|problem",
+# per run done again: "again|what: why"
 : >"$RESULTS"
 : >"$NOTES"
 
@@ -407,27 +486,7 @@ for scene in $SCENES; do
         echo "$title|$det|$src|$(measure "$out.frames" "$src" "$objects")" >>"$RESULTS"
     done
 
-    secs=$(awk -v n="${NFRAMES[$src]}" -v a="${FPS_NUM[$src]}" -v b="${FPS_DEN[$src]}" 'BEGIN { printf "%.1f", n * b / a }')
-    for run in $(seq 1 "$RUNS"); do
-        log "== $title: Motion, smart mask off and $SMART_SPEED side by side, ${secs} s in real time (run $run of $RUNS)"
-        outs=()
-        for speed in 0 "$SMART_SPEED"; do
-            outs+=("$TMP/$scene.motion-$speed.$run")
-            motion_start "$src" "$scene" "$speed" "${outs[-1]}"
-        done
-        motion_wait "$src" "${outs[@]}"
-        for out in "${outs[@]}"; do
-            motion_collect "$src" "$out"
-            det="Motion"
-            [[ $out == *.motion-0.* ]] || det="Motion, smart mask $SMART_SPEED"
-            echo "$title|$det|$src|$(measure "$out.frames" "$src" "$objects")" >>"$RESULTS"
-            read -r saved signalled unsaved rep holes back <"$out.notes"
-            note="$title, $det, run $run: $saved motion frames saved, $rep of them twice, $holes one-frame holes inside motion"
-            [ "$unsaved" = 0 ] || note+="; $unsaved of the $signalled motion frames Motion signalled were not saved (not counted)"
-            [ "$back" = 0 ] || note+="; the frame numbers went back $back times (Motion restarted the file?)"
-            echo "$note" >>"$NOTES"
-        done
-    done
+    motion_runs "$src" "$scene" "$title" "$objects"
 done
 
 # --- table and summary --------------------------------------------------------------------
@@ -436,9 +495,10 @@ cat <<EOF
 
 Vigil ${vigil_version:-?} ($VIGIL) beside Motion $MOTION_VERSION on the same frames. Every figure counts motion frames,
 each 1/fps s. Motion: threshold 1500, despeckle_filter ${DESPECKLE:-none}, event_gap 60, pre_capture 3 (Debian's
-motion.conf), noise_tune on; fed the scene in real time from a file at its frame rate; its frames identified by
-a number stamped in their chroma, exact to the frame. Motion detects on 3 frames a second and varies between
-runs: its figures are the range over $RUNS run$([ "$RUNS" = 1 ] || echo s).
+motion.conf), noise_tune on, smart mask off (its default) and $SMART_SPEED (the start value its documentation
+recommends). Motion watched each scene in real time from a file (netcam_url file://, capture_rate = the scene's
+rate); its frames are identified by a number stamped in their chroma, exact to the frame. Motion runs its
+detection on about 3 frames a second and its figures vary between runs: they are the range over $RUNS run$([ "$RUNS" = 1 ] || echo s).
 
 EOF
 awk -F'|' '
@@ -498,7 +558,7 @@ awk -F'|' '
         print ""
         print "Summary (tree scenes added up; a range is the best and the worst run of each scene added up):"
         for (d = 1; d <= ndets; d++) {
-            det = DETS[d]; f0lo = f0hi = f1lo = f1hi = w1 = n0 = objs = found = early = 0; worst = -1; vt = ""
+            det = DETS[d]; f0lo = f0hi = f1lo = f1hi = w1 = n0 = objs = found = early = 0; worst = -1; slowest = vt = ""
             for (r = 1; r <= nrows; r++) {
                 row = ROWS[r]
                 if (DET[row] != det) continue
@@ -510,19 +570,42 @@ awk -F'|' '
                     if (MISSED[ob] == RUNS[row]) continue
                     found++
                     if (STAR[ob]) early++
-                    else if (HI[ob] > worst) worst = HI[ob]
+                    else if (HI[ob] > worst) { worst = HI[ob]; slowest = ONAME[ob] }
                 }
             }
             s = sprintf("  %-24s", det ":")
             if (n0) s = s sprintf(" false motion %s s of %d s before 10 s, %s s of %.1f s from 10 to 23 s;", range(f0lo, f0hi, 2), n0, range(f1lo, f1hi, 2), w1)
-            if (objs) s = s sprintf(" %d of %d objects detected", found, objs) (early ? sprintf(" (%d while already in motion)", early) : "") (worst >= 0 ? sprintf(", slowest clean trigger +%.2f s", worst) : "") ";"
+            if (objs) s = s sprintf(" %d of %d objects detected", found, objs) (early ? sprintf(" (%d while already in motion)", early) : "") (worst >= 0 ? sprintf(", slowest clean trigger +%.2f s (%s)", worst, slowest) : "") ";"
             if (vt != "") s = s " " vt
             sub(/;$/, "", s)
             print s
         }
     }' "$RESULTS"
 if [ -s "$NOTES" ]; then
-    printf '\nMotion'"'"'s sampling (its detection loop and its camera thread each at the scene'"'"'s rate):\n'
-    sed 's/^/  /' "$NOTES"
+    awk -F'|' -v runs="$RUNS" '
+        function range(lo, hi) { return lo == hi ? lo : lo "-" hi }
+        function both(k, v) {
+            if (!(k in LO) || v + 0 < LO[k] + 0) LO[k] = v
+            if (!(k in HI) || v + 0 > HI[k] + 0) HI[k] = v
+        }
+        $1 == "again" { again = again "\n    " $2; next }
+        {
+            n++; both("first", $5); both("twice", $7); both("holes", $8)
+            if (!($3 in FPS)) { FPS[$3] = $4; SRCS[++nsrc] = $3 }
+            both("rate" $3, $6)
+            unsaved += $9; signalled += $10
+            if ($11 != "") unfair = unfair "\n    " $2 ": " $11
+        }
+        END {
+            printf "\nMotion'"'"'s sampling, over its %d runs (%d of each detector and scene, side by side):\n", n, runs
+            printf "  detection began at frame %s of the scene (its first snapshot, in its first second)\n", range(LO["first"], HI["first"])
+            s = ""
+            for (i = 1; i <= nsrc; i++) s = s (i > 1 ? ", " : "") range(LO["rate" SRCS[i]], HI["rate" SRCS[i]]) " of " SRCS[i] "'"'"'s " FPS[SRCS[i]]
+            printf "  its camera thread read %s frames a second\n", s
+            printf "  frames analysed twice, a run: %s; one-frame holes inside motion, a run: %s\n", range(LO["twice"], HI["twice"]), range(LO["holes"], HI["holes"])
+            printf "  motion frames Motion signalled (on_motion_detected) but did not save, so not counted: %d of %d\n", unsaved, signalled
+            if (again != "") printf "  runs done again:%s\n", again
+            if (unfair != "") printf "  NOT FAIR, kept after three tries:%s\n", unfair
+        }' "$NOTES"
 fi
 [ -z "$OTHER_MOTION" ] || printf '\nNote: %s.\n' "$OTHER_MOTION"
