@@ -526,9 +526,9 @@ awk -F'|' '
         }
     }
     END {
-        fmt = "%-12s %-22s %-10s %-16s %-40s %s\n"
+        fmt = "%-12s %-22s %-10s %-16s %-48s %s\n"
         printf fmt, "scene", "detector", "false 0-10", "false 10-23", "objects: trigger delay", "flagged"
-        printf fmt, "------------", "----------------------", "----------", "----------------", "----------------------------------------", "-----------------------"
+        printf fmt, "------------", "----------------------", "----------", "----------------", "------------------------------------------------", "-----------------------"
         for (r = 1; r <= nrows; r++) {
             row = ROWS[r]
             share = range(LO[row SUBSEP "share"], HI[row SUBSEP "share"], 1) " %"
@@ -558,24 +558,26 @@ awk -F'|' '
         print ""
         print "Summary (tree scenes added up; a range is the best and the worst run of each scene added up):"
         for (d = 1; d <= ndets; d++) {
-            det = DETS[d]; f0lo = f0hi = f1lo = f1hi = w1 = n0 = objs = found = early = 0; worst = -1; slowest = vt = ""
+            det = DETS[d]; f0lo = f0hi = f1lo = f1hi = w1 = n0 = objs = found = early = maxruns = 0; worst = -1; slowest = vt = sometimes = ""
             for (r = 1; r <= nrows; r++) {
                 row = ROWS[r]
                 if (DET[row] != det) continue
+                if (RUNS[row] > maxruns) maxruns = RUNS[row]
                 if (SRC[row] == "vtest") { vt = "vtest flagged " range(LO[row SUBSEP "share"], HI[row SUBSEP "share"], 1) " %"; continue }
                 f0lo += LO[row SUBSEP "f0"]; f0hi += HI[row SUBSEP "f0"]
                 f1lo += LO[row SUBSEP "f1"]; f1hi += HI[row SUBSEP "f1"]; w1 += W1[row]; n0 += 10
                 for (i = 1; i <= NOBJ[row]; i++) {
                     ob = row SUBSEP i; objs++
                     if (MISSED[ob] == RUNS[row]) continue
-                    found++
+                    if (MISSED[ob]) sometimes = sometimes sprintf(", %s missed in %d of %d runs of %s", ONAME[ob], MISSED[ob], RUNS[row], SCENE[row])
+                    else found++
                     if (STAR[ob]) early++
                     else if (HI[ob] > worst) { worst = HI[ob]; slowest = ONAME[ob] }
                 }
             }
             s = sprintf("  %-24s", det ":")
             if (n0) s = s sprintf(" false motion %s s of %d s before 10 s, %s s of %.1f s from 10 to 23 s;", range(f0lo, f0hi, 2), n0, range(f1lo, f1hi, 2), w1)
-            if (objs) s = s sprintf(" %d of %d objects detected", found, objs) (early ? sprintf(" (%d while already in motion)", early) : "") (worst >= 0 ? sprintf(", slowest clean trigger +%.2f s (%s)", worst, slowest) : "") ";"
+            if (objs) s = s sprintf(" %d of %d objects detected%s", found, objs, maxruns > 1 ? " in every run" : "") sometimes (early ? sprintf(" (%d while already in motion)", early) : "") (worst >= 0 ? sprintf(", slowest clean trigger +%.2f s (%s)", worst, slowest) : "") ";"
             if (vt != "") s = s " " vt
             sub(/;$/, "", s)
             print s
