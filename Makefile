@@ -4,6 +4,7 @@
 #   make test-faults   the fault suite: kills, full disks, failing sources, broken input
 #   make soak   an hour of camera time through the agent: memory, files and disk stay flat
 #   make bench  measure the pipeline (prints a table, writes var/bench/bench.json)
+#   make compare-motion  Vigil's motion detector beside Motion 4.5.1 on real footage (prints a table)
 #   make deb    build the Debian package
 #   make lint   check the formatting (.swift-format) and the layering rules of docs/ARCHITECTURE.md
 #   make format format the tree with the toolchain's swift format
@@ -17,7 +18,7 @@ RUN_DEPS := psf-unifont
 TEST_DEPS := console-setup-linux mosquitto mosquitto-clients ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test test-faults soak run bench deb test-deb clean check-swift lint format
+.PHONY: all deps build release test test-faults soak run bench compare-motion deb test-deb clean check-swift lint format
 
 all: build
 
@@ -68,6 +69,14 @@ bench: deps check-swift
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil-bench $(SWIFT_FLAGS)
 	@mkdir -p var/bench
 	"$$($(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json
+
+# About 12 minutes: Vigil's detector (dynamic background on and off) beside Motion 4.5.1 (its smart
+# mask off and on; installed with apt-get when missing, its service left off), on the tree and
+# square footage of the real-footage tests and the tree with objects crossing; Motion watches
+# each scene in real time (scripts/compare-motion.sh says how and what each figure means).
+compare-motion: deps check-swift
+	$(SWIFT) build -c release --static-swift-stdlib --product vigil $(SWIFT_FLAGS)
+	VIGIL="$$($(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --show-bin-path)/vigil" ./scripts/compare-motion.sh
 
 # The Debian package, in $(DEB_OUT): a release build with the Swift runtime linked statically
 # and full RELRO, packaged by packaging/build-deb.sh. DEB_SCRATCH is SwiftPM's build
