@@ -130,6 +130,37 @@ import Testing
         #expect(switches.count >= 2, "light switches at \(switches)")
     }
 
+    /// Why the dynamic background is off by default: it learns a path crossed every few
+    /// seconds like foliage. The same crossing every 14 s (an object 9 s in view) makes eight
+    /// events without it; with it, the later crossings count less and then not at all.
+    @Test func repeatedCrossingsAreLearnedByTheDynamicBackground() throws {
+        let objects = [
+            SceneObject(
+                enter: .s(1), leave: .s(10), path: .leftToRight(y: 0.5), width: 0.2, height: 0.3, brightness: 210)
+        ]
+        let footage = scene(seconds: 8 * 14, rate: Rational(15, 1), objects: objects, period: 14)
+        func events(dynamic: Bool) throws -> [MotionAnalysis.Event] {
+            var settings = try Settings.defaults().motion
+            settings.dynamicBackground = dynamic
+            var analyzer = MotionAnalyzer(settings: settings, eventSettings: Self.events)
+            let source = try SyntheticSource(scene: footage)
+            while let frame = try source.nextFrame() { analyzer.process(frame.luma, at: frame.timestamp) }
+            return analyzer.finish().events
+        }
+        let plain = try events(dynamic: false)
+        let learned = try events(dynamic: true)
+        let describe = { (e: [MotionAnalysis.Event]) in
+            e.map { "\(DecimalText.fixed($0.start, 1))–\(DecimalText.fixed($0.end, 1))" }.joined(separator: ", ")
+        }
+        print(
+            "the same crossing every 14 s: without the dynamic background \(describe(plain)); with it \(describe(learned))"
+        )
+        #expect(plain.count == 8, "\(describe(plain))")
+        withKnownIssue("a path crossed every few seconds is learned like foliage") {
+            #expect(learned.count == 8 && learned.allSatisfy { $0.end - $0.start > 9 }, "\(describe(learned))")
+        }
+    }
+
     /// An object crossing only the right third of the picture, which the mask ignores.
     @Test(arguments: [(640, 480), (1280, 720)])
     func maskedMotionDoesNotTrigger(width: Int, height: Int) throws {
