@@ -15,18 +15,16 @@ import Media
 /// threshold. Sensor noise never raises it (its 98th percentile is about 2.3 σ, the pixel
 /// threshold 4 σ), nor does one object passing by.
 ///
-/// The spread rises only while the pixel is *restless*: it differs by more than
-/// `restlessFraction` of the pixel threshold (3 σ of the noise) from its own recent average
-/// (over `learnTime / restlessSpeed` seconds). Foliage, water and flicker are restless all
-/// the time; sensor noise almost never is. An object that stops (a parked car, someone
-/// standing) is restless only while it arrives and for
-/// `learnTime / restlessSpeed × ln(contrast / (restlessFraction × pixel threshold))` seconds
-/// after, so its spread rises by at most
-/// `(contrast / (restlessFraction × pixel threshold))^(1 / restlessSpeed)` once it stops:
-/// from the spread of noise, that stays below its contrast, and it keeps counting
-/// until the background takes it in (`MotionDetector.absorbAfter`). A passing object raises
-/// the spread of the pixels it covers by e^(t / learnTime) for the t seconds it changes
-/// them, after the frames that counted it.
+/// The spread rises only while the pixel is *restless*: it swings strongly (by more than
+/// `restlessFraction` of the pixel threshold, 3 σ of the noise) away from its own recent
+/// average (over `learnTime / restlessSpeed` seconds), and has turned — swung strongly the
+/// other way — at least `turns` times lately. Foliage, water and flicker swing one way and
+/// back all the time; sensor noise almost never swings that far. An object that arrives and
+/// stops (a parked car, someone standing) swings one way, so its spread does not rise and it
+/// keeps counting until the background takes it in (`MotionDetector.absorbAfter`). A passing
+/// object whose texture turns its pixels raises their spread by e^(t / learnTime) for the t
+/// seconds it does, after the frames that counted it; a path crossed every few seconds is
+/// learned that way, like foliage (why the model is off by default).
 ///
 /// Nothing is known when the model starts: every spread starts at half the pixel threshold
 /// and, for `youth` learning times, rises whether the pixel is restless or not, so a scene
@@ -166,22 +164,21 @@ struct DynamicBackground: Sendable {
         rowMax.withUnsafeBufferPointer { r in
             limit.withUnsafeMutableBufferPointer { lim in
                 blockCounts.withUnsafeMutableBufferPointer { counts in
+                    guard let base = r.baseAddress, let out = lim.baseAddress else { return }
                     for b in 0..<counts.count { counts[b] = 0 }
                     for y in 0..<h {
                         let here = y * w
-                        if let base = r.baseAddress, let out = lim.baseAddress {
-                            // Raised only where the pixels here stray well past the threshold.
-                            Self.raisedRow(
-                                base + max(y - 1, 0) * w, base + here, base + min(y + 1, h - 1) * w, into: out + here,
-                                count: w, raiseAt: raiseAt, multiplier: k)
-                        }
+                        // Raised only where the pixels here stray well past the threshold.
+                        Self.raisedRow(
+                            base + max(y - 1, 0) * w, base + here, base + min(y + 1, h - 1) * w, into: out + here,
+                            count: w, raiseAt: raiseAt, multiplier: k)
                         let blockRow = (y / size) * across
                         var x = 0
                         for bx in 0..<across {
                             let end = min(x + size, w)
                             var raisedHere: Int32 = 0
                             while x < end {
-                                raisedHere &+= lim[here + x] > 0 ? 1 : 0
+                                raisedHere &+= out[here + x] > 0 ? 1 : 0
                                 x += 1
                             }
                             counts[blockRow + bx] &+= raisedHere
@@ -298,9 +295,9 @@ struct DynamicBackground: Sendable {
     mutating func learn(_ picture: [Float], background: [Float], threshold: Float, dt: Double) {
         guard enabled, dt > 0 else { return }
         guard primed else {
-            // Nothing learned yet: each spread starts where it would raise the threshold,
-            // so a part that moves is learned in ln(amplitude / threshold) learning times
-            // rather than from the floor.
+            // Nothing learned yet: each spread starts at `startSpread` of the pixel threshold,
+            // so a part that moves is learned in a few learning times rather than from the
+            // floor.
             let start = max(threshold * Self.startSpread, Self.floor)
             for i in spread.indices { spread[i] = start }
             follow(picture)
@@ -323,8 +320,8 @@ struct DynamicBackground: Sendable {
                     spread.withUnsafeMutableBufferPointer { s in
                         side.withUnsafeMutableBufferPointer { lastSide in
                             turned.withUnsafeMutableBufferPointer { t in
-                                // Where the difference is above the spread: × up if restless,
-                                // else kept; below it: × down, never under the floor.
+                                // Where the difference is above the spread: × up if restless (or
+                                // young), else kept; below it: × down, never under the floor.
                                 let rise = young ? up : 1
                                 for i in 0..<min(p.count, s.count, bg.count, r.count) {
                                     let v = s[i]

@@ -57,6 +57,13 @@ func writeY4M(_ scene: SyntheticScene, to path: String) throws -> Int {
     return frames
 }
 
+/// The default motion settings, with the dynamic background on or off.
+func motionSettings(dynamicBackground: Bool) throws -> MotionSettings {
+    var settings = try Settings.defaults().motion
+    settings.dynamicBackground = dynamicBackground
+    return settings
+}
+
 /// CPU seconds of the in-process x264 loop over the file's frames (opening, every frame,
 /// flushing), of the motion detector over the same frames (with the dynamic background on,
 /// and off as by default), and of reading them from the file (as the agent's file source
@@ -70,12 +77,8 @@ func encodeAlone(
     let encoder = try X264Encoder(format: source.format, settings: settings.x264)
     var keyframes = KeyframeSchedule(interval: .init(seconds: settings.keyframeInterval))
     encode += processCPUSeconds() - t
-    var dynamicSettings = try Settings.defaults().motion
-    dynamicSettings.dynamicBackground = true
-    var detector = MotionDetector(settings: dynamicSettings)
-    var plainSettings = try Settings.defaults().motion
-    plainSettings.dynamicBackground = false
-    var plain = MotionDetector(settings: plainSettings)
+    var detector = MotionDetector(settings: try motionSettings(dynamicBackground: true))
+    var plain = MotionDetector(settings: try motionSettings(dynamicBackground: false))
     while true {
         t = processCPUSeconds()
         guard let frame = try source.nextFrame() else { break }

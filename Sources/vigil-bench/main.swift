@@ -265,9 +265,7 @@ func run() throws {
         // Motion detection on the same frames' luma, with the default settings but the dynamic
         // background on (the agent's per-frame cost beside the encoder), then without it.
         // Timestamps advance so the background adapts.
-        var dynamicSettings = try Settings.defaults().motion
-        dynamicSettings.dynamicBackground = true
-        var detector = MotionDetector(settings: dynamicSettings)
+        var detector = MotionDetector(settings: try motionSettings(dynamicBackground: true))
         var n: Int64 = 0
         let detect = perFrame(frames) { f in
             _ = detector.process(f.luma, at: scene.timestamp(ofFrame: n))
@@ -278,9 +276,7 @@ func run() throws {
         table.record(
             "motion detection with dynamic background / x264, 1 thread", unit: "%", column: column,
             value: 100 * detect / encodeOneThread)
-        var plainSettings = try Settings.defaults().motion
-        plainSettings.dynamicBackground = false
-        var plain = MotionDetector(settings: plainSettings)
+        var plain = MotionDetector(settings: try motionSettings(dynamicBackground: false))
         n = 0
         let detectPlain = perFrame(frames) { f in
             _ = plain.process(f.luma, at: scene.timestamp(ofFrame: n))

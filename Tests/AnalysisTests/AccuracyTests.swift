@@ -19,10 +19,15 @@ import Testing
     static let postRoll = 2.0
     static let events = EventSettings(postRoll: .s(postRoll), maxClip: .s(300))
 
-    /// Runs detection over the whole scene.
-    static func analyse(_ scene: SyntheticScene, mask: MotionMask? = nil) throws -> MotionAnalysis {
+    /// Runs detection over the whole scene (with the default settings, the dynamic background
+    /// on if `dynamicBackground`).
+    static func analyse(
+        _ scene: SyntheticScene, mask: MotionMask? = nil, dynamicBackground: Bool = false
+    ) throws -> MotionAnalysis {
         let source = try SyntheticSource(scene: scene)
-        var analyzer = MotionAnalyzer(settings: try Settings.defaults().motion, eventSettings: events, mask: mask)
+        var settings = try Settings.defaults().motion
+        settings.dynamicBackground = dynamicBackground
+        var analyzer = MotionAnalyzer(settings: settings, eventSettings: events, mask: mask)
         while let frame = try source.nextFrame() {
             analyzer.process(frame.luma, at: frame.timestamp)
         }
@@ -139,16 +144,8 @@ import Testing
                 enter: .s(1), leave: .s(10), path: .leftToRight(y: 0.5), width: 0.2, height: 0.3, brightness: 210)
         ]
         let footage = scene(seconds: 8 * 14, rate: Rational(15, 1), objects: objects, period: 14)
-        func events(dynamic: Bool) throws -> [MotionAnalysis.Event] {
-            var settings = try Settings.defaults().motion
-            settings.dynamicBackground = dynamic
-            var analyzer = MotionAnalyzer(settings: settings, eventSettings: Self.events)
-            let source = try SyntheticSource(scene: footage)
-            while let frame = try source.nextFrame() { analyzer.process(frame.luma, at: frame.timestamp) }
-            return analyzer.finish().events
-        }
-        let plain = try events(dynamic: false)
-        let learned = try events(dynamic: true)
+        let plain = try Self.analyse(footage).events
+        let learned = try Self.analyse(footage, dynamicBackground: true).events
         let describe = { (e: [MotionAnalysis.Event]) in
             e.map { "\(DecimalText.fixed($0.start, 1))–\(DecimalText.fixed($0.end, 1))" }.joined(separator: ", ")
         }

@@ -190,6 +190,7 @@ struct RealFootageTests {
         #expect(delay >= 0, "triggered before the object entered: \(Self.describe(analysis))")
         #expect(delay <= 0.5, "trigger \(delay) s after the object entered")
     }
+
     /// An object that comes in from the right at 12 s, stops at 13.5 s and stays until 22 s,
     /// then leaves to the left.
     struct Stop: Sendable, CustomTestStringConvertible {
