@@ -120,10 +120,19 @@ final class FifoFeeder {
         }
     }
 
-    /// Writes `bytes` as they are (a cut-off frame, a broken marker).
+    /// Writes `bytes` as they are (a cut-off frame, a broken marker). A reader that stops
+    /// reading part-way is not an error here: an agent that sees a broken marker gives up on the
+    /// source at once and may close the pipe before the rest of the bytes are written (EPIPE);
+    /// what it did with them is for the test to check in its output.
     func writeRaw(_ bytes: [UInt8]) throws {
         guard let handle else { throw ToolError.notFound("\(path) is not open") }
-        try handle.write(contentsOf: bytes)
+        do {
+            try handle.write(contentsOf: bytes)
+        } catch let error as NSError
+            where (error.userInfo[NSUnderlyingErrorKey] as? NSError)?.code == Int(EPIPE) || error.code == Int(EPIPE)
+        {
+            self.close()
+        }
     }
 
     /// Closes the writing end: the reader sees the end of the file.
