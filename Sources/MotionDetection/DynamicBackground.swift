@@ -80,7 +80,7 @@ struct DynamicBackground: Sendable {
     private var recent: [Float]
     /// Per pixel: the side (1 above, −1 below its recent average) of its last strong swing,
     /// and its turns (strong swings the other way), fading by e every `turnWindow` seconds.
-    private var side: [Int8]
+    private var side: [Float]
     private var turned: [Float]
     private var primed = false
     /// Seconds learned since the model started.
@@ -98,8 +98,10 @@ struct DynamicBackground: Sendable {
     private var watchedTotal: Int32 = 0
     /// Whether any block is auto-masked.
     private var anyMasked = false
-    /// The spread's maxima along the rows (a buffer of `prepare`).
+    /// The spread's maxima along the rows, and one row of raised flags, 1 where the pixel's
+    /// threshold is raised, padded to whole blocks and 8 bytes more (buffers of `prepare`).
     private var rowMax: [Float]
+    private var raisedFlags: [UInt8]
     let blocksAcross: Int
     let blocksDown: Int
     /// Fraction of the watched picture in auto-masked blocks, as of the last `prepare`.
@@ -117,10 +119,12 @@ struct DynamicBackground: Sendable {
         self.forgetTime = max(forgetTime, 0.001)
         spread = [Float](repeating: Self.floor, count: width * height)
         recent = [Float](repeating: 0, count: width * height)
-        side = [Int8](repeating: 0, count: width * height)
+        side = [Float](repeating: 0, count: width * height)
         turned = [Float](repeating: 0, count: width * height)
         limit = [Float](repeating: 0, count: width * height)
         rowMax = limit
+        raisedFlags = [UInt8](
+            repeating: 0, count: (width + Self.blockSize - 1) / Self.blockSize * Self.blockSize + 8)
         blocksAcross = (width + Self.blockSize - 1) / Self.blockSize
         blocksDown = (height + Self.blockSize - 1) / Self.blockSize
         masked = [UInt8](repeating: 0, count: blocksAcross * blocksDown)
@@ -164,24 +168,25 @@ struct DynamicBackground: Sendable {
         rowMax.withUnsafeBufferPointer { r in
             limit.withUnsafeMutableBufferPointer { lim in
                 blockCounts.withUnsafeMutableBufferPointer { counts in
-                    guard let base = r.baseAddress, let out = lim.baseAddress else { return }
-                    for b in 0..<counts.count { counts[b] = 0 }
-                    for y in 0..<h {
-                        let here = y * w
-                        // Raised only where the pixels here stray well past the threshold.
-                        Self.raisedRow(
-                            base + max(y - 1, 0) * w, base + here, base + min(y + 1, h - 1) * w, into: out + here,
-                            count: w, raiseAt: raiseAt, multiplier: k)
-                        let blockRow = (y / size) * across
-                        var x = 0
-                        for bx in 0..<across {
-                            let end = min(x + size, w)
-                            var raisedHere: Int32 = 0
-                            while x < end {
-                                raisedHere &+= out[here + x] > 0 ? 1 : 0
-                                x += 1
+                    raisedFlags.withUnsafeMutableBufferPointer { flagBuffer in
+                        guard let base = r.baseAddress, let out = lim.baseAddress, let flags = flagBuffer.baseAddress
+                        else { return }
+                        for b in 0..<counts.count { counts[b] = 0 }
+                        for y in 0..<h {
+                            let here = y * w
+                            // Raised only where the pixels here stray well past the threshold.
+                            Self.raisedRow(
+                                base + max(y - 1, 0) * w, base + here, base + min(y + 1, h - 1) * w,
+                                into: out + here, flags: flags, count: w, raiseAt: raiseAt, multiplier: k)
+                            let blockRow = (y / size) * across
+                            for bx in 0..<across {
+                                var x = 0
+                                while x < size {  // eight at a time (the flags past `w` are 0)
+                                    counts[blockRow + bx] &+= Int32(
+                                        Self.ones(flags + bx * size + x, count: min(8, size - x)))
+                                    x += 8
+                                }
                             }
-                            counts[blockRow + bx] &+= raisedHere
                         }
                     }
                 }
@@ -235,13 +240,23 @@ struct DynamicBackground: Sendable {
     @inline(never)
     static func raisedRow(
         _ up: UnsafePointer<Float>, _ here: UnsafePointer<Float>, _ down: UnsafePointer<Float>,
-        into out: UnsafeMutablePointer<Float>, count w: Int, raiseAt: Float, multiplier k: Float
+        into out: UnsafeMutablePointer<Float>, flags: UnsafeMutablePointer<UInt8>, count w: Int, raiseAt: Float,
+        multiplier k: Float
     ) {
         for x in 0..<w {
             let a = up[x] > here[x] ? up[x] : here[x]
             let m = a > down[x] ? a : down[x]
             out[x] = m > raiseAt ? k * m : 0
+            flags[x] = m > raiseAt ? 1 : 0
         }
+    }
+
+    /// How many of the `count` bytes (each 0 or 1, at most 8 of them, readable up to 8) are 1.
+    @inline(__always)
+    static func ones(_ bytes: UnsafePointer<UInt8>, count: Int) -> Int {
+        var word = UInt64(littleEndian: UnsafeRawPointer(bytes).loadUnaligned(as: UInt64.self))
+        if count < 8 { word &= (1 << (8 * UInt64(count))) &- 1 }  // the first `count` bytes
+        return Int((word &* 0x0101_0101_0101_0101) >> 56)
     }
 
     /// Per block: its pixels, and those of them watched.
@@ -268,24 +283,44 @@ struct DynamicBackground: Sendable {
         guard enabled, width > 0, anyMasked else { return }
         let padded = width + 2
         let size = Self.blockSize
-        flags.withUnsafeMutableBufferPointer { f in
+        flags.withUnsafeMutableBufferPointer { buffer in
+            guard let f = buffer.baseAddress else { return }
             for by in 0..<blocksDown {
-                let rows = (by * size)..<min((by + 1) * size, height)
+                let top = by * size
+                let rows = min(size, height - top)
                 for bx in 0..<blocksAcross where masked[by * blocksAcross + bx] != 0 {
-                    let columns = (bx * size)..<min((bx + 1) * size, width)
-                    var changed: Int32 = 0
-                    for y in rows {
-                        let row = (y + 1) * padded + 1
-                        for x in columns { changed &+= f[row + x] != 0 ? 1 : 0 }
-                    }
-                    guard Float(changed) < Self.fill * Float(pixelsInBlock[by * blocksAcross + bx]) else { continue }
-                    for y in rows {
-                        let row = (y + 1) * padded + 1
-                        for x in columns { f[row + x] = 0 }
+                    let corner = f + (top + 1) * padded + 1 + bx * size
+                    let columns = min(size, width - bx * size)
+                    let needed = Self.fill * Float(pixelsInBlock[by * blocksAcross + bx])
+                    if columns == 8 {
+                        guard Float(Self.changedIn8Wide(corner, rows: rows, stride: padded)) < needed else { continue }
+                        let raw = UnsafeMutableRawPointer(corner)
+                        for y in 0..<rows {
+                            raw.storeBytes(of: 0 as UInt64, toByteOffset: y &* padded, as: UInt64.self)
+                        }
+                    } else {
+                        var changed: Int32 = 0
+                        for y in 0..<rows {
+                            for x in 0..<columns { changed &+= Int32(corner[y * padded + x]) }
+                        }
+                        guard Float(changed) < needed else { continue }
+                        for y in 0..<rows {
+                            for x in 0..<columns { corner[y * padded + x] = 0 }
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// The changed flags (each 0 or 1) in an 8-wide block of `rows` rows (at most 8): the rows
+    /// added as 64-bit words (each byte lane at most 8), then the lanes summed by a multiply.
+    @inline(__always)
+    static func changedIn8Wide(_ corner: UnsafeMutablePointer<UInt8>, rows: Int, stride: Int) -> Int {
+        let raw = UnsafeRawPointer(corner)
+        var lanes: UInt64 = 0
+        for y in 0..<rows { lanes &+= raw.loadUnaligned(fromByteOffset: y &* stride, as: UInt64.self) }
+        return Int((lanes &* 0x0101_0101_0101_0101) >> 56)
     }
 
     /// Learns from this frame's reduced picture and the background (as updated by this
@@ -306,42 +341,77 @@ struct DynamicBackground: Sendable {
             return
         }
         age += dt
-        let young = age < Self.youth * learnTime
         let up = Float(Numerics.exp(dt / learnTime))
-        let down = Float(Numerics.exp(-dt / forgetTime))
-        let follow = Float(1 - Numerics.exp(-dt * Self.restlessSpeed / learnTime))
-        let restlessAt = threshold * Self.restlessFraction
-        let fade = Float(Numerics.exp(-dt / Self.turnWindow))
-        let turnsNeeded = Self.turns
-        let floor = Self.floor
+        let rates = Rates(
+            up: up, rise: age < Self.youth * learnTime ? up : 1, down: Float(Numerics.exp(-dt / forgetTime)),
+            follow: Float(1 - Numerics.exp(-dt * Self.restlessSpeed / learnTime)),
+            restlessAt: threshold * Self.restlessFraction, fade: Float(Numerics.exp(-dt / Self.turnWindow)),
+            turns: Self.turns, floor: Self.floor)
+        let count = min(picture.count, spread.count, background.count, recent.count)
         picture.withUnsafeBufferPointer { p in
             background.withUnsafeBufferPointer { bg in
                 recent.withUnsafeMutableBufferPointer { r in
                     spread.withUnsafeMutableBufferPointer { s in
                         side.withUnsafeMutableBufferPointer { lastSide in
                             turned.withUnsafeMutableBufferPointer { t in
-                                // Where the difference is above the spread: × up if restless (or
-                                // young), else kept; below it: × down, never under the floor.
-                                let rise = young ? up : 1
-                                for i in 0..<min(p.count, s.count, bg.count, r.count) {
-                                    let v = s[i]
-                                    let away = p[i] - r[i]
-                                    let strong = abs(away) > restlessAt
-                                    let now: Int8 = away > 0 ? 1 : -1
-                                    // A turn: a strong swing the other way from the last one.
-                                    let turn = strong && now != lastSide[i]
-                                    t[i] = t[i] * fade + (turn ? 1 : 0)
-                                    if strong { lastSide[i] = now }
-                                    let above = v * (strong && t[i] >= turnsNeeded ? up : rise)
-                                    r[i] += follow * away
-                                    let fallen = v * down
-                                    s[i] = abs(p[i] - bg[i]) > v ? above : (fallen > floor ? fallen : floor)
-                                }
+                                guard let p = p.baseAddress, let bg = bg.baseAddress, let r = r.baseAddress,
+                                    let s = s.baseAddress, let lastSide = lastSide.baseAddress,
+                                    let t = t.baseAddress
+                                else { return }
+                                Self.learnPixels(p, bg, r, s, lastSide, t, count: count, rates)
                             }
                         }
                     }
                 }
             }
+        }
+    }
+
+    /// The factors of one `learn` step.
+    struct Rates: Sendable {
+        /// The spread's factor where the difference is above it: `up` if restless, else `rise`.
+        var up, rise: Float
+        /// Its factor where the difference is below it, never under `floor`.
+        var down: Float
+        /// How far the recent average follows the picture.
+        var follow: Float
+        /// How far from its recent average a pixel swings strongly.
+        var restlessAt: Float
+        /// The turns' fading, and how many make a pixel restless.
+        var fade, turns: Float
+        var floor: Float
+    }
+
+    /// One `learn` step over `count` pixels. Selects of plain values and products, never `&&`
+    /// or `if`: either becomes a branch, and the loop no longer vectorises.
+    @inline(never)
+    static func learnPixels(
+        _ p: UnsafePointer<Float>, _ bg: UnsafePointer<Float>, _ r: UnsafeMutablePointer<Float>,
+        _ s: UnsafeMutablePointer<Float>, _ lastSide: UnsafeMutablePointer<Float>,
+        _ t: UnsafeMutablePointer<Float>, count: Int, _ k: Rates
+    ) {
+        for i in 0..<count {
+            let v = s[i]
+            let away = p[i] - r[i]
+            let size = away < 0 ? -away : away
+            // 1 for a strong swing, else 0; the side it swings to, 1 above and −1 below.
+            let strong: Float = size > k.restlessAt ? 1 : 0
+            let now: Float = away > 0 ? 1 : -1
+            // A turn: a strong swing to the other side from the last one.
+            let other: Float = now != lastSide[i] ? 1 : 0
+            let turns = t[i] * k.fade + strong * other
+            t[i] = turns
+            lastSide[i] = lastSide[i] + strong * (now - lastSide[i])
+            // Above the spread: × up if restless (or young), else × rise; below: × down, never
+            // under the floor.
+            let restless: Float = turns >= k.turns ? strong : 0
+            let above = v * (k.rise + restless * (k.up - k.rise))
+            let fallen = v * k.down
+            let below = fallen > k.floor ? fallen : k.floor
+            r[i] += k.follow * away
+            let d = p[i] - bg[i]
+            let difference = d < 0 ? -d : d
+            s[i] = difference > v ? above : below
         }
     }
 
