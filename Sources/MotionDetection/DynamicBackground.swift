@@ -21,10 +21,10 @@ import Media
 /// other way — at least `turns` times lately. Foliage, water and flicker swing one way and
 /// back all the time; sensor noise almost never swings that far. An object that arrives and
 /// stops (a parked car, someone standing) swings one way, so its spread does not rise and it
-/// keeps counting until the background takes it in (`MotionDetector.absorbAfter`). A passing
-/// object whose texture turns its pixels raises their spread by e^(t / learnTime) for the t
-/// seconds it does, after the frames that counted it; a path crossed every few seconds is
-/// learned that way, like foliage (why the model is off by default).
+/// keeps counting until the background takes it in (`MotionDetector.absorbAfter`). What
+/// counts as motion is not learned from: in a block where at least `fill` of the pixels
+/// counted (an object passing, whose texture may well turn its pixels), no spread rises, so
+/// a path crossed every few seconds is not learned like foliage.
 ///
 /// Nothing is known when the model starts: every spread starts at half the pixel threshold
 /// and, for `youth` learning times, rises whether the pixel is restless or not, so a scene
@@ -98,6 +98,9 @@ struct DynamicBackground: Sendable {
     private var watchedTotal: Int32 = 0
     /// Whether any block is auto-masked.
     private var anyMasked = false
+    /// Per pixel: 1 where its spread may rise in this `learn`, 0 where it is held (its block is
+    /// not auto-masked and much of it changed at once: an object passing, not foliage).
+    private var mayRise: [Float]
     /// The spread's maxima along the rows, and one row of raised flags, 1 where the pixel's
     /// threshold is raised, padded to whole blocks and 8 bytes more (buffers of `prepare`).
     private var rowMax: [Float]
@@ -123,6 +126,7 @@ struct DynamicBackground: Sendable {
         turned = [Float](repeating: 0, count: width * height)
         limit = [Float](repeating: 0, count: width * height)
         rowMax = limit
+        mayRise = [Float](repeating: 1, count: width * height)
         raisedFlags = [UInt8](
             repeating: 0, count: (width + Self.blockSize - 1) / Self.blockSize * Self.blockSize + 8)
         blocksAcross = (width + Self.blockSize - 1) / Self.blockSize
@@ -292,18 +296,14 @@ struct DynamicBackground: Sendable {
                     let corner = f + (top + 1) * padded + 1 + bx * size
                     let columns = min(size, width - bx * size)
                     let needed = Self.fill * Float(pixelsInBlock[by * blocksAcross + bx])
+                    guard Float(Self.changed(in: corner, rows: rows, columns: columns, stride: padded)) < needed
+                    else { continue }
                     if columns == 8 {
-                        guard Float(Self.changedIn8Wide(corner, rows: rows, stride: padded)) < needed else { continue }
                         let raw = UnsafeMutableRawPointer(corner)
                         for y in 0..<rows {
                             raw.storeBytes(of: 0 as UInt64, toByteOffset: y &* padded, as: UInt64.self)
                         }
                     } else {
-                        var changed: Int32 = 0
-                        for y in 0..<rows {
-                            for x in 0..<columns { changed &+= Int32(corner[y * padded + x]) }
-                        }
-                        guard Float(changed) < needed else { continue }
                         for y in 0..<rows {
                             for x in 0..<columns { corner[y * padded + x] = 0 }
                         }
@@ -316,7 +316,7 @@ struct DynamicBackground: Sendable {
     /// The changed flags (each 0 or 1) in an 8-wide block of `rows` rows (at most 8): the rows
     /// added as 64-bit words (each byte lane at most 8), then the lanes summed by a multiply.
     @inline(__always)
-    static func changedIn8Wide(_ corner: UnsafeMutablePointer<UInt8>, rows: Int, stride: Int) -> Int {
+    static func changedIn8Wide(_ corner: UnsafePointer<UInt8>, rows: Int, stride: Int) -> Int {
         let raw = UnsafeRawPointer(corner)
         var lanes: UInt64 = 0
         for y in 0..<rows { lanes &+= raw.loadUnaligned(fromByteOffset: y &* stride, as: UInt64.self) }
@@ -327,7 +327,9 @@ struct DynamicBackground: Sendable {
     /// frame), `dt` seconds after the previous frame; `threshold` is the frame's pixel
     /// threshold, `restlessFraction` of which a pixel must stray by from its recent average to
     /// be restless.
-    mutating func learn(_ picture: [Float], background: [Float], threshold: Float, dt: Double) {
+    mutating func learn(
+        _ picture: [Float], background: [Float], changed: [UInt8], threshold: Float, dt: Double
+    ) {
         guard enabled, dt > 0 else { return }
         guard primed else {
             // Nothing learned yet: each spread starts at `startSpread` of the pixel threshold,
@@ -347,24 +349,71 @@ struct DynamicBackground: Sendable {
             follow: Float(1 - Numerics.exp(-dt * Self.restlessSpeed / learnTime)),
             restlessAt: threshold * Self.restlessFraction, fade: Float(Numerics.exp(-dt / Self.turnWindow)),
             turns: Self.turns, floor: Self.floor)
-        let count = min(picture.count, spread.count, background.count, recent.count)
+        holdObjects(changed, young: age < Self.youth * learnTime)
+        let count = min(picture.count, spread.count, background.count, recent.count, mayRise.count)
         picture.withUnsafeBufferPointer { p in
             background.withUnsafeBufferPointer { bg in
                 recent.withUnsafeMutableBufferPointer { r in
                     spread.withUnsafeMutableBufferPointer { s in
                         side.withUnsafeMutableBufferPointer { lastSide in
                             turned.withUnsafeMutableBufferPointer { t in
-                                guard let p = p.baseAddress, let bg = bg.baseAddress, let r = r.baseAddress,
-                                    let s = s.baseAddress, let lastSide = lastSide.baseAddress,
-                                    let t = t.baseAddress
-                                else { return }
-                                Self.learnPixels(p, bg, r, s, lastSide, t, count: count, rates)
+                                mayRise.withUnsafeBufferPointer { m in
+                                    guard let p = p.baseAddress, let bg = bg.baseAddress, let r = r.baseAddress,
+                                        let s = s.baseAddress, let lastSide = lastSide.baseAddress,
+                                        let t = t.baseAddress, let m = m.baseAddress
+                                    else { return }
+                                    Self.learnPixels(p, bg, r, s, lastSide, t, m, count: count, rates)
+                                }
                             }
                         }
                     }
                 }
             }
         }
+    }
+
+    /// Fills `mayRise`: 0 in the blocks that are not auto-masked where at least `fill` of the
+    /// pixels `changed` (the padded change map), 1 elsewhere, and 1 everywhere while `young`.
+    private mutating func holdObjects(_ changed: [UInt8], young: Bool) {
+        let w = width
+        let size = Self.blockSize
+        let padded = w + 2
+        guard changed.count >= padded * (height + 2) else { return }
+        changed.withUnsafeBufferPointer { flagBuffer in
+            mayRise.withUnsafeMutableBufferPointer { m in
+                guard let flags = flagBuffer.baseAddress else { return }
+                for by in 0..<blocksDown {
+                    let top = by * size
+                    let rows = min(size, height - top)
+                    for bx in 0..<blocksAcross {
+                        let b = by * blocksAcross + bx
+                        let left = bx * size
+                        let columns = min(size, w - left)
+                        var held = false
+                        if !young {
+                            let corner = flags + (top + 1) * padded + 1 + left
+                            let count = Self.changed(in: corner, rows: rows, columns: columns, stride: padded)
+                            held = Float(count) >= Self.fill * Float(pixelsInBlock[b])
+                        }
+                        let value: Float = held ? 0 : 1
+                        for y in top..<(top + rows) {
+                            for x in left..<(left + columns) { m[y * w + x] = value }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The changed flags (each 0 or 1) in a block of `rows × columns` at `corner`.
+    @inline(__always)
+    static func changed(in corner: UnsafePointer<UInt8>, rows: Int, columns: Int, stride: Int) -> Int {
+        if columns == 8 { return changedIn8Wide(corner, rows: rows, stride: stride) }
+        var count = 0
+        for y in 0..<rows {
+            for x in 0..<columns { count += Int(corner[y * stride + x]) }
+        }
+        return count
     }
 
     /// The factors of one `learn` step.
@@ -388,7 +437,7 @@ struct DynamicBackground: Sendable {
     static func learnPixels(
         _ p: UnsafePointer<Float>, _ bg: UnsafePointer<Float>, _ r: UnsafeMutablePointer<Float>,
         _ s: UnsafeMutablePointer<Float>, _ lastSide: UnsafeMutablePointer<Float>,
-        _ t: UnsafeMutablePointer<Float>, count: Int, _ k: Rates
+        _ t: UnsafeMutablePointer<Float>, _ mayRise: UnsafePointer<Float>, count: Int, _ k: Rates
     ) {
         for i in 0..<count {
             let v = s[i]
@@ -405,7 +454,8 @@ struct DynamicBackground: Sendable {
             // Above the spread: × up if restless (or young), else × rise; below: × down, never
             // under the floor.
             let restless: Float = turns >= k.turns ? strong : 0
-            let above = v * (k.rise + restless * (k.up - k.rise))
+            let factor = k.rise + restless * (k.up - k.rise)
+            let above = v * (1 + mayRise[i] * (factor - 1))
             let fallen = v * k.down
             let below = fallen > k.floor ? fallen : k.floor
             r[i] += k.follow * away

@@ -320,7 +320,9 @@ public struct MotionDetector: Sendable {
         // at most every `DynamicBackground.interval`: its times are seconds.
         dynamicSeconds += dt
         if dynamicSeconds >= DynamicBackground.interval {
-            dynamic.learn(current, background: background, threshold: Float(pixelThreshold), dt: dynamicSeconds)
+            dynamic.learn(
+                current, background: background, changed: changes.counted, threshold: Float(pixelThreshold),
+                dt: dynamicSeconds)
             dynamic.prepare(threshold: Float(pixelThreshold), watch: watch)
             dynamicSeconds = 0
         }
