@@ -174,8 +174,8 @@ public enum ConfigSchema {
         ),
 
         ConfigKey(
-            "motion.dynamic_background", .boolean, .boolean(false),
-            "learn where the picture moves by itself (foliage, water, a flag, flicker) and stop counting that motion: each part's threshold rises to what it usually does there, and a part that moves all the time counts only when much of it changes at once, as an object does; an object that stops is not learned, so it counts until the background takes it in after 30 s, but a path crossed every few seconds is learned like foliage, which is why it is off unless turned on; `vigil analyze --mask-image` shows where it masks, `--plot` how much"
+            "motion.dynamic_background", .boolean, .boolean(true),
+            "learn where the picture moves by itself (foliage, water, a flag, flicker) and stop counting that motion: each part's threshold rises to what it usually does there, and a part that moves all the time counts only when a fifth of it changes at once, as an object does; only what comes and goes is learned, and not while it counts as motion, so an object that stops counts until the background takes it in after 30 s and a path crossed every few seconds is not learned; for its first 5 s it learns whatever moves; `vigil analyze --mask-image` shows where it masks, `--plot` how much"
         ),
         ConfigKey(
             "motion.dynamic_learn", .number(0.1...60), .number(1), unit: "seconds",

@@ -3,7 +3,7 @@ import Media
 // The dynamic-background model: where the picture moves by itself (foliage, water, a flag,
 // flicker), each reduced pixel learns how far it usually strays from the background, and its
 // own threshold rises to match; a block of the detection grid where most thresholds are
-// raised (auto-masked) counts only when much of it (30 %) changes at once, as an object does.
+// raised (auto-masked) counts only when a fifth of it changes at once, as an object does.
 
 /// Per reduced pixel, its *spread*: a high quantile of |picture − background| tracked in the
 /// log domain. It rises by a factor e per `learnTime` seconds while the difference is above
@@ -15,19 +15,22 @@ import Media
 /// threshold. Sensor noise never raises it (its 98th percentile is about 2.3 σ, the pixel
 /// threshold 4 σ), nor does one object passing by.
 ///
-/// The spread rises only while the pixel is *restless*: it swings strongly (by more than
-/// `restlessFraction` of the pixel threshold, 3 σ of the noise) away from its own recent
-/// average (over `learnTime / restlessSpeed` seconds), and has turned — swung strongly the
-/// other way — at least `turns` times lately. Foliage, water and flicker swing one way and
-/// back all the time; sensor noise almost never swings that far. An object that arrives and
-/// stops (a parked car, someone standing) swings one way, so its spread does not rise and it
-/// keeps counting until the background takes it in (`MotionDetector.absorbAfter`). What
-/// counts as motion is not learned from: in a block where at least `fill` of the pixels
-/// counted (an object passing, whose texture may well turn its pixels), no spread rises, so
-/// a path crossed every few seconds is not learned like foliage.
+/// The spread rises only while the pixel *blinks*: it has gone from changed to unchanged or
+/// back (against the pixel threshold, as sampled at each `learn`) at least `blinks` times,
+/// counted with a weight fading by e every `blinkWindow` seconds. Foliage, water and flicker
+/// come and go all the time; an object covers a pixel once, and one that stops (a parked
+/// car, someone standing) stays changed, so its spread does not rise and it keeps counting
+/// until the background takes it in (`MotionDetector.absorbAfter`). What counts as motion is
+/// not learned from either: in a block where at least `holdFill` of the pixels counted (an
+/// object passing, whose texture may make its pixels blink too), no spread rises, so a path
+/// crossed every few seconds is not learned like foliage.
+///
+/// Wind that rises after the first seconds is learned slowly or not at all: the background
+/// does not learn what differs from it (it waits for an object to leave), so leaves that
+/// start to move stay changed instead of blinking, and count in whole blocks.
 ///
 /// Nothing is known when the model starts: every spread starts at half the pixel threshold
-/// and, for `youth` learning times, rises whether the pixel is restless or not, so a scene
+/// and, for `youth` learning times, rises wherever the difference is above it, so a scene
 /// that moves is learned in a few seconds (an object that stops in those first seconds is
 /// learned too).
 struct DynamicBackground: Sendable {
@@ -42,32 +45,27 @@ struct DynamicBackground: Sendable {
     /// A block is auto-masked when more than this fraction of its pixels have raised thresholds.
     static let maskedFraction: Float = 0.5
     /// An auto-masked block counts only when at least this fraction of its pixels changed
-    /// (0.3: a person of 5 × 15 reduced pixels still counts in the 8 × 8 blocks it crosses).
-    static let fill: Float = 0.3
+    /// (0.2: a person of 5 × 15 reduced pixels still counts in the 8 × 8 blocks it crosses, and
+    /// a light shirt against a bright sky beside the leaves).
+    static let fill: Float = 0.2
+    /// No spread rises in a block where at least this fraction of the pixels counted.
+    static let holdFill: Float = 0.5
     /// How many blocks around a block with raised thresholds are auto-masked with it.
     static let maskReach = 1
     /// The spread never falls below this (grey levels), so it can rise again.
     static let floor: Float = 0.5
-    /// A pixel is restless when it strays from its recent average by more than this fraction
-    /// of the pixel threshold.
-    static let restlessFraction: Float = 0.75
-    /// The recent average follows the picture this many times faster than the spread learns
-    /// (the larger, the less an object that stops raises its spread; the slower a scene that
-    /// moves is learned).
-    static let restlessSpeed = 2.5
-    /// A pixel is restless when it has turned (swung strongly the other way) at least `turns`
-    /// times, counted with a weight fading by e every `turnWindow` seconds: foliage and water
-    /// turn all the time; an object that arrives swings one way (and stops, or leaves).
-    static let turns: Float = 1.5
-    static let turnWindow = 2.0
+    /// A pixel blinks when it has changed state at least `blinks` times, counted with a weight
+    /// fading by e every `blinkWindow` seconds.
+    static let blinks: Float = 1.5
+    static let blinkWindow = 2.0
     /// A pixel's threshold is raised where the largest spread around it exceeds this many
     /// pixel thresholds: well above the spread of noise (about half of one), and above what
     /// one object passing by leaves (about 1.5 times that).
     static let raiseAbove: Float = 1.5
     /// Where every spread starts, as a fraction of the pixel threshold.
     static let startSpread: Float = 0.5
-    /// For this many learning times after the model starts, a spread rises whether the
-    /// pixel is restless or not.
+    /// For this many learning times after the model starts, a spread rises wherever the
+    /// difference is above it, blinking or not.
     static let youth = 5.0
 
     let width: Int
@@ -76,12 +74,10 @@ struct DynamicBackground: Sendable {
     let learnTime: Double
     let forgetTime: Double
     private(set) var spread: [Float]
-    /// Per pixel: the picture averaged over about `learnTime / restlessSpeed` seconds.
-    private var recent: [Float]
-    /// Per pixel: the side (1 above, −1 below its recent average) of its last strong swing,
-    /// and its turns (strong swings the other way), fading by e every `turnWindow` seconds.
-    private var side: [Float]
-    private var turned: [Float]
+    /// Per pixel: 1 where it was changed at the last `learn`, else 0; and its changes of state
+    /// since, fading by e every `blinkWindow` seconds.
+    private var wasChanged: [Float]
+    private var blinked: [Float]
     private var primed = false
     /// Seconds learned since the model started.
     private var age = 0.0
@@ -98,8 +94,8 @@ struct DynamicBackground: Sendable {
     private var watchedTotal: Int32 = 0
     /// Whether any block is auto-masked.
     private var anyMasked = false
-    /// Per pixel: 1 where its spread may rise in this `learn`, 0 where it is held (its block is
-    /// not auto-masked and much of it changed at once: an object passing, not foliage).
+    /// Per pixel: 1 where its spread may rise in this `learn`, 0 where it is held (half of its
+    /// block counted as motion: an object passing, not foliage).
     private var mayRise: [Float]
     /// The spread's maxima along the rows, and one row of raised flags, 1 where the pixel's
     /// threshold is raised, padded to whole blocks and 8 bytes more (buffers of `prepare`).
@@ -121,9 +117,8 @@ struct DynamicBackground: Sendable {
         self.learnTime = max(learnTime, 0.001)
         self.forgetTime = max(forgetTime, 0.001)
         spread = [Float](repeating: Self.floor, count: width * height)
-        recent = [Float](repeating: 0, count: width * height)
-        side = [Float](repeating: 0, count: width * height)
-        turned = [Float](repeating: 0, count: width * height)
+        wasChanged = [Float](repeating: 0, count: width * height)
+        blinked = wasChanged
         limit = [Float](repeating: 0, count: width * height)
         rowMax = limit
         mayRise = [Float](repeating: 1, count: width * height)
@@ -134,17 +129,6 @@ struct DynamicBackground: Sendable {
         masked = [UInt8](repeating: 0, count: blocksAcross * blocksDown)
         raisedBlock = masked
         blockCounts = [Int32](repeating: 0, count: blocksAcross * blocksDown)
-    }
-
-    /// Takes `picture` as the recent average: after a light switch, the picture's own change
-    /// is not restlessness.
-    mutating func follow(_ picture: [Float]) {
-        guard enabled else { return }
-        picture.withUnsafeBufferPointer { from in
-            recent.withUnsafeMutableBufferPointer { to in
-                for i in 0..<min(from.count, to.count) { to[i] = from[i] }
-            }
-        }
     }
 
     /// Fills `limit` from the spread learned so far (`threshold` is the frame's pixel
@@ -324,45 +308,53 @@ struct DynamicBackground: Sendable {
     }
 
     /// Learns from this frame's reduced picture and the background (as updated by this
-    /// frame), `dt` seconds after the previous frame; `threshold` is the frame's pixel
-    /// threshold, `restlessFraction` of which a pixel must stray by from its recent average to
-    /// be restless.
+    /// frame), `dt` seconds after the previous frame. `changed` and `counted` are the padded
+    /// change maps (`ChangeMap.flags`, and `counted` after `gate`); `threshold` is the frame's
+    /// pixel threshold.
     mutating func learn(
-        _ picture: [Float], background: [Float], changed: [UInt8], threshold: Float, dt: Double
+        _ picture: [Float], background: [Float], changed: [UInt8], counted: [UInt8], threshold: Float, dt: Double
     ) {
-        guard enabled, dt > 0 else { return }
+        let w = width
+        let padded = w + 2
+        guard enabled, dt > 0, picture.count == w * height, background.count == w * height,
+            changed.count == padded * (height + 2)
+        else { return }
         guard primed else {
             // Nothing learned yet: each spread starts at `startSpread` of the pixel threshold,
             // so a part that moves is learned in a few learning times rather than from the
             // floor.
             let start = max(threshold * Self.startSpread, Self.floor)
             for i in spread.indices { spread[i] = start }
-            follow(picture)
             primed = true
             age = 0
             return
         }
         age += dt
+        let young = age < Self.youth * learnTime
         let up = Float(Numerics.exp(dt / learnTime))
         let rates = Rates(
-            up: up, rise: age < Self.youth * learnTime ? up : 1, down: Float(Numerics.exp(-dt / forgetTime)),
-            follow: Float(1 - Numerics.exp(-dt * Self.restlessSpeed / learnTime)),
-            restlessAt: threshold * Self.restlessFraction, fade: Float(Numerics.exp(-dt / Self.turnWindow)),
-            turns: Self.turns, floor: Self.floor)
-        holdObjects(changed, young: age < Self.youth * learnTime)
-        let count = min(picture.count, spread.count, background.count, recent.count, mayRise.count)
+            up: up, rise: young ? up : 1, down: Float(Numerics.exp(-dt / forgetTime)),
+            fade: Float(Numerics.exp(-dt / Self.blinkWindow)), blinks: Self.blinks, floor: Self.floor)
+        holdObjects(counted, young: young)
         picture.withUnsafeBufferPointer { p in
             background.withUnsafeBufferPointer { bg in
-                recent.withUnsafeMutableBufferPointer { r in
+                changed.withUnsafeBufferPointer { f in
                     spread.withUnsafeMutableBufferPointer { s in
-                        side.withUnsafeMutableBufferPointer { lastSide in
-                            turned.withUnsafeMutableBufferPointer { t in
+                        wasChanged.withUnsafeMutableBufferPointer { was in
+                            blinked.withUnsafeMutableBufferPointer { b in
                                 mayRise.withUnsafeBufferPointer { m in
-                                    guard let p = p.baseAddress, let bg = bg.baseAddress, let r = r.baseAddress,
-                                        let s = s.baseAddress, let lastSide = lastSide.baseAddress,
-                                        let t = t.baseAddress, let m = m.baseAddress
+                                    guard let p = p.baseAddress, let bg = bg.baseAddress, let f = f.baseAddress,
+                                        let s = s.baseAddress, let was = was.baseAddress, let b = b.baseAddress,
+                                        let m = m.baseAddress
                                     else { return }
-                                    Self.learnPixels(p, bg, r, s, lastSide, t, m, count: count, rates)
+                                    for y in 0..<height {
+                                        let o = y * w
+                                        Self.learnRow(
+                                            Row(
+                                                picture: p + o, background: bg + o, changed: f + (y + 1) * padded + 1,
+                                                spread: s + o, wasChanged: was + o, blinked: b + o, mayRise: m + o),
+                                            count: w, rates)
+                                    }
                                 }
                             }
                         }
@@ -372,14 +364,14 @@ struct DynamicBackground: Sendable {
         }
     }
 
-    /// Fills `mayRise`: 0 in the blocks that are not auto-masked where at least `fill` of the
-    /// pixels `changed` (the padded change map), 1 elsewhere, and 1 everywhere while `young`.
-    private mutating func holdObjects(_ changed: [UInt8], young: Bool) {
+    /// Fills `mayRise`: 0 in the blocks where at least `holdFill` of the pixels `counted` (the
+    /// padded map), 1 elsewhere, and 1 everywhere while `young`.
+    private mutating func holdObjects(_ counted: [UInt8], young: Bool) {
         let w = width
         let size = Self.blockSize
         let padded = w + 2
-        guard changed.count >= padded * (height + 2) else { return }
-        changed.withUnsafeBufferPointer { flagBuffer in
+        guard counted.count >= padded * (height + 2) else { return }
+        counted.withUnsafeBufferPointer { flagBuffer in
             mayRise.withUnsafeMutableBufferPointer { m in
                 guard let flags = flagBuffer.baseAddress else { return }
                 for by in 0..<blocksDown {
@@ -393,7 +385,7 @@ struct DynamicBackground: Sendable {
                         if !young {
                             let corner = flags + (top + 1) * padded + 1 + left
                             let count = Self.changed(in: corner, rows: rows, columns: columns, stride: padded)
-                            held = Float(count) >= Self.fill * Float(pixelsInBlock[b])
+                            held = Float(count) >= Self.holdFill * Float(pixelsInBlock[b])
                         }
                         let value: Float = held ? 0 : 1
                         for y in top..<(top + rows) {
@@ -418,47 +410,44 @@ struct DynamicBackground: Sendable {
 
     /// The factors of one `learn` step.
     struct Rates: Sendable {
-        /// The spread's factor where the difference is above it: `up` if restless, else `rise`.
+        /// The spread's factor where the difference is above it: `up` if blinking, else `rise`.
         var up, rise: Float
         /// Its factor where the difference is below it, never under `floor`.
         var down: Float
-        /// How far the recent average follows the picture.
-        var follow: Float
-        /// How far from its recent average a pixel swings strongly.
-        var restlessAt: Float
-        /// The turns' fading, and how many make a pixel restless.
-        var fade, turns: Float
+        /// The blinks' fading, and how many make a pixel blink.
+        var fade, blinks: Float
         var floor: Float
     }
 
-    /// One `learn` step over `count` pixels. Selects of plain values and products, never `&&`
-    /// or `if`: either becomes a branch, and the loop no longer vectorises.
+    /// One row of the pictures and the per-pixel state `learnRow` reads and updates.
+    struct Row {
+        var picture, background: UnsafePointer<Float>
+        var changed: UnsafePointer<UInt8>
+        var spread, wasChanged, blinked: UnsafeMutablePointer<Float>
+        var mayRise: UnsafePointer<Float>
+    }
+
+    /// One `learn` step over `count` pixels of a row. Selects of plain values and products,
+    /// never `&&` or `if`: either becomes a branch, and the loop no longer vectorises.
     @inline(never)
-    static func learnPixels(
-        _ p: UnsafePointer<Float>, _ bg: UnsafePointer<Float>, _ r: UnsafeMutablePointer<Float>,
-        _ s: UnsafeMutablePointer<Float>, _ lastSide: UnsafeMutablePointer<Float>,
-        _ t: UnsafeMutablePointer<Float>, _ mayRise: UnsafePointer<Float>, count: Int, _ k: Rates
-    ) {
+    static func learnRow(_ row: Row, count: Int, _ k: Rates) {
+        let p = row.picture, bg = row.background, f = row.changed
+        let s = row.spread, was = row.wasChanged, b = row.blinked, m = row.mayRise
         for i in 0..<count {
             let v = s[i]
-            let away = p[i] - r[i]
-            let size = away < 0 ? -away : away
-            // 1 for a strong swing, else 0; the side it swings to, 1 above and −1 below.
-            let strong: Float = size > k.restlessAt ? 1 : 0
-            let now: Float = away > 0 ? 1 : -1
-            // A turn: a strong swing to the other side from the last one.
-            let other: Float = now != lastSide[i] ? 1 : 0
-            let turns = t[i] * k.fade + strong * other
-            t[i] = turns
-            lastSide[i] = lastSide[i] + strong * (now - lastSide[i])
-            // Above the spread: × up if restless (or young), else × rise; below: × down, never
-            // under the floor.
-            let restless: Float = turns >= k.turns ? strong : 0
-            let factor = k.rise + restless * (k.up - k.rise)
-            let above = v * (1 + mayRise[i] * (factor - 1))
+            // A blink: changed now and not at the last sample, or the other way round.
+            let now: Float = f[i] != 0 ? 1 : 0
+            let toggled = now - was[i]
+            let blinks = b[i] * k.fade + (toggled < 0 ? -toggled : toggled)
+            b[i] = blinks
+            was[i] = now
+            // Above the spread: × up if blinking (or young), else × rise, and not at all where
+            // held; below: × down, never under the floor.
+            let blinking: Float = blinks >= k.blinks ? 1 : 0
+            let factor = k.rise + blinking * (k.up - k.rise)
+            let above = v * (1 + m[i] * (factor - 1))
             let fallen = v * k.down
             let below = fallen > k.floor ? fallen : k.floor
-            r[i] += k.follow * away
             let d = p[i] - bg[i]
             let difference = d < 0 ? -d : d
             s[i] = difference > v ? above : below

@@ -298,7 +298,6 @@ public struct MotionDetector: Sendable {
             // Follow the picture frame by frame; learn it afresh once it is steady. The
             // dynamic model keeps what it learned: the foliage still moves under the new light.
             relearnBackground()
-            dynamic.follow(current)
             run = 0
             result.noise = noiseEstimate ?? 0
             return result
@@ -321,8 +320,8 @@ public struct MotionDetector: Sendable {
         dynamicSeconds += dt
         if dynamicSeconds >= DynamicBackground.interval {
             dynamic.learn(
-                current, background: background, changed: changes.counted, threshold: Float(pixelThreshold),
-                dt: dynamicSeconds)
+                current, background: background, changed: changes.flags, counted: changes.counted,
+                threshold: Float(pixelThreshold), dt: dynamicSeconds)
             dynamic.prepare(threshold: Float(pixelThreshold), watch: watch)
             dynamicSeconds = 0
         }

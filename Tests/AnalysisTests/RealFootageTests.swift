@@ -100,6 +100,33 @@ struct RealFootageTests {
         #expect(plainQuiet > 10, "events without the model \(Self.describe(plain))")
     }
 
+    /// The agent starts on a still picture and the wind rises 10 s later, when the model has
+    /// left its first seconds of learning everything. It should learn the tree within seconds
+    /// all the same, and nothing count from 12 s after the wind until the hand; it does not
+    /// (a known issue): the background waits where the picture differs from it, so leaves
+    /// that start to move stay changed instead of blinking.
+    @Test func windThatRisesLaterIsLearned() throws {
+        let footage = try Footage.shared()
+        let analysis = try Self.analyse(footage.treeCalmStart)
+        let wind = Footage.calmFor
+        let hand = Self.handEnters + wind
+        let quiet = Self.eventTime(analysis, in: (wind + 12)...hand)
+        print(
+            "tree.avi after \(DecimalText.fixed(wind, 0)) s held still: events \(Self.describe(analysis)); "
+                + "event time from \(DecimalText.fixed(wind + 12, 0)) s to the hand: \(DecimalText.fixed(quiet, 2)) s")
+        withKnownIssue("wind that rises after the first seconds is not learned") {
+            #expect(quiet == 0, "events \(Self.describe(analysis))")
+        }
+        #expect(
+            analysis.events.contains { $0.start >= hand && $0.start <= hand + 0.6 },
+            "the hand (from \(hand) s) should trigger within 0.5 s: events \(Self.describe(analysis))")
+        // The first picture held still is quiet, and the rising wind is seen at first.
+        #expect(analysis.events.first.map { $0.start >= wind && $0.start <= wind + 1 } == true)
+        // Without the model, the tree is motion from the wind to the end: the test can fail.
+        let plain = try Self.analyse(footage.treeCalmStart, dynamic: false)
+        #expect(Self.eventTime(plain, in: (wind + 12)...hand) > 10, "events without the model \(Self.describe(plain))")
+    }
+
     /// At 15 s the picture turns grey and brighter (ffmpeg's hue and eq filters), as a
     /// camera switching to infrared does: a light switch, and the tree stays learned.
     @Test func nightSwitchIsALightSwitch() throws {
@@ -230,7 +257,7 @@ struct RealFootageTests {
         Stop(name: "car parked in front of the tree", width: 0.35, height: 0.18, top: 0.62, stop: 0.3, level: 110),
     ]
 
-    /// An object that stops is restless only while it arrives, so the model does not learn
+    /// An object that stops blinks only as it arrives, so the model does not learn
     /// it (the background takes in what stays, after `MotionDetector.absorbAfter`): every
     /// frame while it stands is motion.
     @Test(arguments: stops)
@@ -257,8 +284,12 @@ struct Footage: Sendable {
     let vtest: String
     /// tree.avi turned grey and brighter from `nightAt` seconds.
     let treeNight: String
+    /// tree.avi after `calmFor` seconds of its first picture held still, with sensor noise
+    /// over all of it: the agent started on a calm day, and the wind rises.
+    let treeCalmStart: String
 
     static let nightAt = 15.0
+    static let calmFor = 10.0
 
     static let directory =
         (ProcessInfo.processInfo.environment["HOME"] ?? NSTemporaryDirectory()) + "/.cache/vigil-test-footage"
@@ -301,10 +332,14 @@ struct Footage: Sendable {
             // Grey (no colour) and brighter with more contrast, from `nightAt` on.
             let night =
                 "hue=s=0:enable='gte(t,\(nightAt))',eq=brightness=0.12:contrast=1.2:enable='gte(t,\(nightAt))'"
+            // The first picture repeated for `calmFor` seconds (15 fps), then the clip; ffmpeg's
+            // temporal noise (a fixed seed) over all of it, or the still part would be noiseless.
+            let calm = "tpad=start=\(Int(calmFor * 15)):start_mode=clone,noise=alls=4:allf=t"
             return .success(
                 Footage(
                     tree: try y4m("tree"), vtest: try y4m("vtest"),
-                    treeNight: try y4m("tree", as: "tree-night-\(Int(nightAt))", filter: night)))
+                    treeNight: try y4m("tree", as: "tree-night-\(Int(nightAt))", filter: night),
+                    treeCalmStart: try y4m("tree", as: "tree-calm-\(Int(calmFor))-noise-4", filter: calm)))
         } catch {
             return .failure(error)
         }
