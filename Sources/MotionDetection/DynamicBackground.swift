@@ -15,19 +15,19 @@ import Media
 /// threshold. Sensor noise never raises it (its 98th percentile is about 2.3 σ, the pixel
 /// threshold 4 σ), nor does one object passing by.
 ///
-/// The spread rises only while the pixel *blinks*: it has gone from changed to unchanged or
-/// back (against the pixel threshold, as sampled at each `learn`) at least `blinks` times,
-/// counted with a weight fading by e every `blinkWindow` seconds. Foliage, water and flicker
-/// come and go all the time; an object covers a pixel once, and one that stops (a parked
-/// car, someone standing) stays changed, so its spread does not rise and it keeps counting
-/// until the background takes it in (`MotionDetector.absorbAfter`). What counts as motion is
-/// not learned from either: in a block where at least `holdFill` of the pixels counted (an
-/// object passing, whose texture may make its pixels blink too), no spread rises, so a path
-/// crossed every few seconds is not learned like foliage.
-///
-/// Wind that rises after the first seconds is learned slowly or not at all: the background
-/// does not learn what differs from it (it waits for an object to leave), so leaves that
-/// start to move stay changed instead of blinking, and count in whole blocks.
+/// The spread rises only while the pixel *comes and goes*: it blinks — has gone from changed
+/// to unchanged or back (against the pixel threshold, as sampled at each `learn`) at least
+/// `blinks` times, counted with a weight fading by e every `blinkWindow` seconds — or it moves
+/// — differs from its value at the last sample by `moveFraction` of the pixel threshold.
+/// Foliage, water and flicker do both all the time; leaves that start to move when the
+/// background has learned them still stay changed against it (it waits where the picture
+/// differs, for an object to leave) and do not blink, but they move. An object that stops (a
+/// parked car, someone standing) neither blinks nor moves once it stands, so its spread does
+/// not rise and it keeps counting until the background takes it in
+/// (`MotionDetector.absorbAfter`). What counts as motion is not learned from: in a block where
+/// at least `holdFill` of the pixels counted (an object passing, whose texture moves across
+/// its pixels), no spread rises, so a path crossed every few seconds is not learned like
+/// foliage.
 ///
 /// Nothing is known when the model starts: every spread starts at half the pixel threshold
 /// and, for `youth` learning times, rises wherever the difference is above it, so a scene
@@ -58,6 +58,9 @@ struct DynamicBackground: Sendable {
     /// fading by e every `blinkWindow` seconds.
     static let blinks: Float = 1.5
     static let blinkWindow = 2.0
+    /// A pixel moves when it differs from its value at the last sample (`interval` ago) by
+    /// more than this fraction of the pixel threshold (2 σ of the noise).
+    static let moveFraction: Float = 0.5
     /// A pixel's threshold is raised where the largest spread around it exceeds this many
     /// pixel thresholds: well above the spread of noise (about half of one), and above what
     /// one object passing by leaves (about 1.5 times that).
@@ -74,10 +77,11 @@ struct DynamicBackground: Sendable {
     let learnTime: Double
     let forgetTime: Double
     private(set) var spread: [Float]
-    /// Per pixel: 1 where it was changed at the last `learn`, else 0; and its changes of state
-    /// since, fading by e every `blinkWindow` seconds.
+    /// Per pixel: 1 where it was changed at the last `learn`, else 0; its changes of state
+    /// since, fading by e every `blinkWindow` seconds; and its value then.
     private var wasChanged: [Float]
     private var blinked: [Float]
+    private var previous: [Float]
     private var primed = false
     /// Seconds learned since the model started.
     private var age = 0.0
@@ -119,6 +123,7 @@ struct DynamicBackground: Sendable {
         spread = [Float](repeating: Self.floor, count: width * height)
         wasChanged = [Float](repeating: 0, count: width * height)
         blinked = wasChanged
+        previous = wasChanged
         limit = [Float](repeating: 0, count: width * height)
         rowMax = limit
         mayRise = [Float](repeating: 1, count: width * height)
@@ -325,6 +330,7 @@ struct DynamicBackground: Sendable {
             // floor.
             let start = max(threshold * Self.startSpread, Self.floor)
             for i in spread.indices { spread[i] = start }
+            for i in previous.indices { previous[i] = picture[i] }
             primed = true
             age = 0
             return
@@ -334,7 +340,8 @@ struct DynamicBackground: Sendable {
         let up = Float(Numerics.exp(dt / learnTime))
         let rates = Rates(
             up: up, rise: young ? up : 1, down: Float(Numerics.exp(-dt / forgetTime)),
-            fade: Float(Numerics.exp(-dt / Self.blinkWindow)), blinks: Self.blinks, floor: Self.floor)
+            fade: Float(Numerics.exp(-dt / Self.blinkWindow)), blinks: Self.blinks,
+            moveAt: threshold * Self.moveFraction, floor: Self.floor)
         holdObjects(counted, young: young)
         picture.withUnsafeBufferPointer { p in
             background.withUnsafeBufferPointer { bg in
@@ -342,18 +349,22 @@ struct DynamicBackground: Sendable {
                     spread.withUnsafeMutableBufferPointer { s in
                         wasChanged.withUnsafeMutableBufferPointer { was in
                             blinked.withUnsafeMutableBufferPointer { b in
-                                mayRise.withUnsafeBufferPointer { m in
-                                    guard let p = p.baseAddress, let bg = bg.baseAddress, let f = f.baseAddress,
-                                        let s = s.baseAddress, let was = was.baseAddress, let b = b.baseAddress,
-                                        let m = m.baseAddress
-                                    else { return }
-                                    for y in 0..<height {
-                                        let o = y * w
-                                        Self.learnRow(
-                                            Row(
-                                                picture: p + o, background: bg + o, changed: f + (y + 1) * padded + 1,
-                                                spread: s + o, wasChanged: was + o, blinked: b + o, mayRise: m + o),
-                                            count: w, rates)
+                                previous.withUnsafeMutableBufferPointer { pv in
+                                    mayRise.withUnsafeBufferPointer { m in
+                                        guard let p = p.baseAddress, let bg = bg.baseAddress, let f = f.baseAddress,
+                                            let s = s.baseAddress, let was = was.baseAddress, let b = b.baseAddress,
+                                            let pv = pv.baseAddress, let m = m.baseAddress
+                                        else { return }
+                                        for y in 0..<height {
+                                            let o = y * w
+                                            Self.learnRow(
+                                                Row(
+                                                    picture: p + o, background: bg + o,
+                                                    changed: f + (y + 1) * padded + 1, spread: s + o,
+                                                    wasChanged: was + o, blinked: b + o, previous: pv + o,
+                                                    mayRise: m + o),
+                                                count: w, rates)
+                                        }
                                     }
                                 }
                             }
@@ -416,6 +427,8 @@ struct DynamicBackground: Sendable {
         var down: Float
         /// The blinks' fading, and how many make a pixel blink.
         var fade, blinks: Float
+        /// How far a pixel's value must change from the last sample for it to move.
+        var moveAt: Float
         var floor: Float
     }
 
@@ -423,7 +436,7 @@ struct DynamicBackground: Sendable {
     struct Row {
         var picture, background: UnsafePointer<Float>
         var changed: UnsafePointer<UInt8>
-        var spread, wasChanged, blinked: UnsafeMutablePointer<Float>
+        var spread, wasChanged, blinked, previous: UnsafeMutablePointer<Float>
         var mayRise: UnsafePointer<Float>
     }
 
@@ -432,7 +445,7 @@ struct DynamicBackground: Sendable {
     @inline(never)
     static func learnRow(_ row: Row, count: Int, _ k: Rates) {
         let p = row.picture, bg = row.background, f = row.changed
-        let s = row.spread, was = row.wasChanged, b = row.blinked, m = row.mayRise
+        let s = row.spread, was = row.wasChanged, b = row.blinked, pv = row.previous, m = row.mayRise
         for i in 0..<count {
             let v = s[i]
             // A blink: changed now and not at the last sample, or the other way round.
@@ -441,10 +454,14 @@ struct DynamicBackground: Sendable {
             let blinks = b[i] * k.fade + (toggled < 0 ? -toggled : toggled)
             b[i] = blinks
             was[i] = now
-            // Above the spread: × up if blinking (or young), else × rise, and not at all where
-            // held; below: × down, never under the floor.
-            let blinking: Float = blinks >= k.blinks ? 1 : 0
-            let factor = k.rise + blinking * (k.up - k.rise)
+            // A move: a change of value since the last sample.
+            let change = p[i] - pv[i]
+            pv[i] = p[i]
+            let moving: Float = (change < 0 ? -change : change) > k.moveAt ? 1 : 0
+            // Above the spread: × up if it blinks or moves (or is young), else × rise, and not
+            // at all where held; below: × down, never under the floor.
+            let comesAndGoes: Float = blinks >= k.blinks ? 1 : moving
+            let factor = k.rise + comesAndGoes * (k.up - k.rise)
             let above = v * (1 + m[i] * (factor - 1))
             let fallen = v * k.down
             let below = fallen > k.floor ? fallen : k.floor
