@@ -449,7 +449,7 @@ struct DynamicBackground: Sendable {
         for i in 0..<count {
             let v = s[i]
             // A blink: changed now and not at the last sample, or the other way round.
-            let now: Float = f[i] != 0 ? 1 : 0
+            let now = Float(f[i])  // 0 or 1 (a conversion: a select here becomes a branch)
             let toggled = now - was[i]
             let blinks = b[i] * k.fade + (toggled < 0 ? -toggled : toggled)
             b[i] = blinks
@@ -460,7 +460,8 @@ struct DynamicBackground: Sendable {
             let moving: Float = (change < 0 ? -change : change) > k.moveAt ? 1 : 0
             // Above the spread: × up if it blinks or moves (or is young), else × rise, and not
             // at all where held; below: × down, never under the floor.
-            let comesAndGoes: Float = blinks >= k.blinks ? 1 : moving
+            let blinking: Float = blinks >= k.blinks ? 1 : 0
+            let comesAndGoes = blinking + moving - blinking * moving
             let factor = k.rise + comesAndGoes * (k.up - k.rise)
             let above = v * (1 + m[i] * (factor - 1))
             let fallen = v * k.down
