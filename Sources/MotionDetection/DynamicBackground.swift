@@ -102,7 +102,7 @@ struct DynamicBackground: Sendable {
     /// block counted as motion: an object passing, not foliage).
     private var mayRise: [Float]
     /// The spread's maxima along the rows, and one row of raised flags, 1 where the pixel's
-    /// threshold is raised, padded to whole blocks and 8 bytes more (buffers of `prepare`).
+    /// threshold is raised (buffers of `prepare`).
     private var rowMax: [Float]
     private var raisedFlags: [UInt8]
     let blocksAcross: Int
@@ -127,8 +127,7 @@ struct DynamicBackground: Sendable {
         limit = [Float](repeating: 0, count: width * height)
         rowMax = limit
         mayRise = [Float](repeating: 1, count: width * height)
-        raisedFlags = [UInt8](
-            repeating: 0, count: (width + Self.blockSize - 1) / Self.blockSize * Self.blockSize + 8)
+        raisedFlags = [UInt8](repeating: 0, count: width)
         blocksAcross = (width + Self.blockSize - 1) / Self.blockSize
         blocksDown = (height + Self.blockSize - 1) / Self.blockSize
         masked = [UInt8](repeating: 0, count: blocksAcross * blocksDown)
@@ -173,12 +172,9 @@ struct DynamicBackground: Sendable {
                                 into: out + here, flags: flags, count: w, raiseAt: raiseAt, multiplier: k)
                             let blockRow = (y / size) * across
                             for bx in 0..<across {
-                                var x = 0
-                                while x < size {  // eight at a time (the flags past `w` are 0)
-                                    counts[blockRow + bx] &+= Int32(
-                                        Self.ones(flags + bx * size + x, count: min(8, size - x)))
-                                    x += 8
-                                }
+                                counts[blockRow + bx] &+= Int32(
+                                    Self.ones(
+                                        in: flags + bx * size, rows: 1, columns: min(size, w - bx * size), stride: w))
                             }
                         }
                     }
@@ -244,14 +240,6 @@ struct DynamicBackground: Sendable {
         }
     }
 
-    /// How many of the `count` bytes (each 0 or 1, at most 8 of them, readable up to 8) are 1.
-    @inline(__always)
-    static func ones(_ bytes: UnsafePointer<UInt8>, count: Int) -> Int {
-        var word = UInt64(littleEndian: UnsafeRawPointer(bytes).loadUnaligned(as: UInt64.self))
-        if count < 8 { word &= (1 << (8 * UInt64(count))) &- 1 }  // the first `count` bytes
-        return Int((word &* 0x0101_0101_0101_0101) >> 56)
-    }
-
     /// Per block: its pixels, and those of them watched.
     private mutating func countBlocks(_ watch: [UInt8]) {
         let size = Self.blockSize
@@ -285,7 +273,7 @@ struct DynamicBackground: Sendable {
                     let corner = f + (top + 1) * padded + 1 + bx * size
                     let columns = min(size, width - bx * size)
                     let needed = Self.fill * Float(pixelsInBlock[by * blocksAcross + bx])
-                    guard Float(Self.changed(in: corner, rows: rows, columns: columns, stride: padded)) < needed
+                    guard Float(Self.ones(in: corner, rows: rows, columns: columns, stride: padded)) < needed
                     else { continue }
                     if columns == 8 {
                         let raw = UnsafeMutableRawPointer(corner)
@@ -302,10 +290,10 @@ struct DynamicBackground: Sendable {
         }
     }
 
-    /// The changed flags (each 0 or 1) in an 8-wide block of `rows` rows (at most 8): the rows
+    /// The flags set (each 0 or 1) in an 8-wide block of `rows` rows (at most 8): the rows
     /// added as 64-bit words (each byte lane at most 8), then the lanes summed by a multiply.
     @inline(__always)
-    static func changedIn8Wide(_ corner: UnsafePointer<UInt8>, rows: Int, stride: Int) -> Int {
+    static func onesIn8Wide(_ corner: UnsafePointer<UInt8>, rows: Int, stride: Int) -> Int {
         let raw = UnsafeRawPointer(corner)
         var lanes: UInt64 = 0
         for y in 0..<rows { lanes &+= raw.loadUnaligned(fromByteOffset: y &* stride, as: UInt64.self) }
@@ -322,7 +310,7 @@ struct DynamicBackground: Sendable {
         let w = width
         let padded = w + 2
         guard enabled, dt > 0, picture.count == w * height, background.count == w * height,
-            changed.count == padded * (height + 2)
+            changed.count == padded * (height + 2), counted.count == changed.count
         else { return }
         guard primed else {
             // Nothing learned yet: each spread starts at `startSpread` of the pixel threshold,
@@ -381,7 +369,6 @@ struct DynamicBackground: Sendable {
         let w = width
         let size = Self.blockSize
         let padded = w + 2
-        guard counted.count >= padded * (height + 2) else { return }
         counted.withUnsafeBufferPointer { flagBuffer in
             mayRise.withUnsafeMutableBufferPointer { m in
                 guard let flags = flagBuffer.baseAddress else { return }
@@ -389,14 +376,13 @@ struct DynamicBackground: Sendable {
                     let top = by * size
                     let rows = min(size, height - top)
                     for bx in 0..<blocksAcross {
-                        let b = by * blocksAcross + bx
                         let left = bx * size
                         let columns = min(size, w - left)
                         var held = false
                         if !young {
                             let corner = flags + (top + 1) * padded + 1 + left
-                            let count = Self.changed(in: corner, rows: rows, columns: columns, stride: padded)
-                            held = Float(count) >= Self.holdFill * Float(pixelsInBlock[b])
+                            let count = Self.ones(in: corner, rows: rows, columns: columns, stride: padded)
+                            held = Float(count) >= Self.holdFill * Float(rows * columns)
                         }
                         let value: Float = held ? 0 : 1
                         for y in top..<(top + rows) {
@@ -408,10 +394,11 @@ struct DynamicBackground: Sendable {
         }
     }
 
-    /// The changed flags (each 0 or 1) in a block of `rows × columns` at `corner`.
+    /// How many flags (each 0 or 1) are set in a block of `rows × columns` at `corner`, rows
+    /// `stride` apart.
     @inline(__always)
-    static func changed(in corner: UnsafePointer<UInt8>, rows: Int, columns: Int, stride: Int) -> Int {
-        if columns == 8 { return changedIn8Wide(corner, rows: rows, stride: stride) }
+    static func ones(in corner: UnsafePointer<UInt8>, rows: Int, columns: Int, stride: Int) -> Int {
+        if columns == 8 { return onesIn8Wide(corner, rows: rows, stride: stride) }
         var count = 0
         for y in 0..<rows {
             for x in 0..<columns { count += Int(corner[y * stride + x]) }

@@ -58,9 +58,9 @@ public struct MotionSettings: Sendable, Equatable {
     /// Whether the detector learns where the picture moves by itself (foliage, water, a flag,
     /// flicker) and stops counting that motion (`motion.dynamic_background`): each reduced
     /// pixel learns how far it usually strays from the background (a high quantile of the
-    /// difference, learned only while the pixel blinks — goes from changed to unchanged and
-    /// back — and not where the block counts as motion, so an object that stops or passes is
-    /// not learned) and its threshold rises to twice that (the largest among it and its
+    /// difference, learned only while the pixel comes and goes — goes from changed to unchanged
+    /// and back, or changes its value between samples — and not where the block counts as
+    /// motion, so an object that stops or passes is not learned) and its threshold rises to twice that (the largest among it and its
     /// neighbours); a block of 8 × 8 reduced pixels where most thresholds are raised is
     /// auto-masked and counts only when at least 20 % of it changes at once, as an object
     /// does (DynamicBackground.swift). False: every pixel has the one pixel threshold.

@@ -84,20 +84,18 @@ func encodeAlone(
         guard let frame = try source.nextFrame() else { break }
         read += processCPUSeconds() - t
         // In the agent's order (Pipeline.process): detection, then the encoder. The two
-        // detectors take turns going first.
-        let t1 = processCPUSeconds()
+        // detectors take turns going first (the first reads the frame from memory).
+        func timed(_ d: inout MotionDetector) -> Double {
+            let start = processCPUSeconds()
+            _ = d.process(frame.luma, at: frame.timestamp)
+            return processCPUSeconds() - start
+        }
         if frames % 2 == 0 {
-            _ = detector.process(frame.luma, at: frame.timestamp)
-            let t2 = processCPUSeconds()
-            _ = plain.process(frame.luma, at: frame.timestamp)
-            detect += t2 - t1
-            detectPlain += processCPUSeconds() - t2
+            detect += timed(&detector)
+            detectPlain += timed(&plain)
         } else {
-            _ = plain.process(frame.luma, at: frame.timestamp)
-            let t2 = processCPUSeconds()
-            _ = detector.process(frame.luma, at: frame.timestamp)
-            detectPlain += t2 - t1
-            detect += processCPUSeconds() - t2
+            detectPlain += timed(&plain)
+            detect += timed(&detector)
         }
         t = processCPUSeconds()
         _ = try encoder.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp))
