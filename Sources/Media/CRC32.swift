@@ -24,6 +24,12 @@ public struct CRC32: Sendable {
         return t
     }()
 
+    /// Table `table`'s entry for the low byte of `word`.
+    @inline(__always)
+    private static func entry(_ t: UnsafeBufferPointer<UInt32>, _ table: Int, _ word: UInt32) -> UInt32 {
+        t[table &* 256 &+ Int(word & 0xFF)]
+    }
+
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         let start = ~value
         let result: UInt32 = Self.tables.withUnsafeBufferPointer { t in
@@ -33,11 +39,14 @@ public struct CRC32: Sendable {
             while n - p >= 8 {
                 let one = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: p, as: UInt32.self)) ^ c
                 let two = UInt32(littleEndian: bytes.loadUnaligned(fromByteOffset: p + 4, as: UInt32.self))
-                c =
-                    t[7 * 256 + Int(one & 0xFF)] ^ t[6 * 256 + Int((one >> 8) & 0xFF)]
-                    ^ t[5 * 256 + Int((one >> 16) & 0xFF)] ^ t[4 * 256 + Int(one >> 24)]
-                    ^ t[3 * 256 + Int(two & 0xFF)] ^ t[2 * 256 + Int((two >> 8) & 0xFF)]
-                    ^ t[256 + Int((two >> 16) & 0xFF)] ^ t[Int(two >> 24)]
+                // Two sums of four: one chain of eight is more than Swift 6.0's type checker takes.
+                let first: UInt32 =
+                    Self.entry(t, 7, one) ^ Self.entry(t, 6, one >> 8) ^ Self.entry(t, 5, one >> 16)
+                    ^ Self.entry(t, 4, one >> 24)
+                let second: UInt32 =
+                    Self.entry(t, 3, two) ^ Self.entry(t, 2, two >> 8) ^ Self.entry(t, 1, two >> 16)
+                    ^ Self.entry(t, 0, two >> 24)
+                c = first ^ second
                 p += 8
             }
             while p < n {
