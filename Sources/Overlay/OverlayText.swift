@@ -44,11 +44,8 @@ public struct OverlayText: Sendable {
         guard localtime_r(&seconds, &fields) != nil else { return "" }
         let capacity = 4096
         var output = [CChar](repeating: 0, count: capacity)
-        let written = format.withUnsafeBufferPointer { format in
-            output.withUnsafeMutableBufferPointer { out in
-                strftime(out.baseAddress, capacity, format.baseAddress, &fields)
-            }
-        }
+        // The arrays are passed as pointers: glibc 2.41 declares them non-null, older ones do not.
+        let written = strftime(&output, capacity, format, &fields)
         let bytes = output[0..<written].map { UInt8(bitPattern: $0) }
         let text = String(decoding: bytes, as: UTF8.self)
         guard text.unicodeScalars.count > OverlayText.maximumLength else { return text }
