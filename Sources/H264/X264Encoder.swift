@@ -87,8 +87,7 @@ public final class X264Encoder: VideoEncoder {
                     "x264_param_default_preset rejected preset \(settings.preset.rawValue) with tune \(tune ?? "none")")
         }
         param.i_log_level = X264_LOG_WARNING
-        param.pf_log = { opaque, level, format, arguments in x264Log(opaque, level, format, arguments) }
-        param.p_log_private = Unmanaged.passUnretained(log).toOpaque()
+        CX264_param_set_log(&param, log.target)
 
         param.i_width = Int32(format.width)
         param.i_height = Int32(format.height)
@@ -293,6 +292,20 @@ public struct X264EncoderFactory: VideoEncoderFactory {
 final class X264Log: Sendable {
     private let messages = Mutex<[String]>([])
     static let limit = 32
+    /// What x264 is given to log through (the shim formats each line): written once here,
+    /// then only read, by x264; freed with the log, which outlives the encoder.
+    nonisolated(unsafe) let target: UnsafeMutablePointer<CX264_log_target>
+
+    init() {
+        target = .allocate(capacity: 1)
+        target.initialize(
+            to: CX264_log_target(line: { context, level, text in x264Log(context, level, text) }, context: nil))
+        target.pointee.context = Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    deinit {
+        target.deallocate()
+    }
 
     func append(_ text: String) {
         messages.withLock { list in
@@ -314,17 +327,11 @@ final class X264Log: Sendable {
     }
 }
 
-/// Formats one x264 log line and hands it to the `X264Log` behind `opaque`.
-private func x264Log(
-    _ opaque: UnsafeMutableRawPointer?, _ level: Int32, _ format: UnsafePointer<CChar>?, _ arguments: CVaListPointer?
-) {
-    guard let opaque, let format, let arguments else { return }
-    let log = Unmanaged<X264Log>.fromOpaque(opaque).takeUnretainedValue()
-    var buffer = [CChar](repeating: 0, count: 1024)
-    let written = buffer.withUnsafeMutableBufferPointer { vsnprintf($0.baseAddress, $0.count, format, arguments) }
-    guard written > 0 else { return }
-    let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-    var text = String(decoding: bytes, as: UTF8.self)
+/// Hands one x264 log line, formatted by the shim, to the `X264Log` behind `context`.
+private func x264Log(_ context: UnsafeMutableRawPointer?, _ level: Int32, _ line: UnsafePointer<CChar>?) {
+    guard let context, let line else { return }
+    let log = Unmanaged<X264Log>.fromOpaque(context).takeUnretainedValue()
+    var text = String(cString: line)
     while text.last == "\n" { text.removeLast() }
     let prefix = level <= X264_LOG_ERROR ? "error: " : level == X264_LOG_WARNING ? "warning: " : ""
     log.append(prefix + text)

@@ -214,9 +214,24 @@ import Testing
         }
     }
 
+    /// What x264 logs (its own printf-style lines, formatted by the shim) reaches
+    /// `takeMessages()` once, marked with its level, without the newline.
+    @Test func x264WarningsAreKept() throws {
+        let source = try scene(seconds: 0.1)
+        let capped = x264Settings(rateCap: .vbv(maxBitrateKbps: 1_000_000, bufferKbit: 1_000_000), threads: 1)
+        let encoder = try X264Encoder(format: source.format, settings: capped)
+        let messages = encoder.takeMessages()
+        #expect(messages.count == 2, "\(messages)")
+        for (i, what) in ["VBV bitrate", "VBV buffer"].enumerated() where i < messages.count {
+            #expect(messages[i].hasPrefix("warning: \(what) (1000000) > level limit ("), "\(messages)")
+            #expect(messages[i].hasSuffix(")"), "\(messages)")
+        }
+        #expect(encoder.takeMessages().isEmpty)
+    }
+
     @Test func oddPictureSizeIsRefused() throws {
         let format = try VideoFormat(width: 161, height: 120, pixelFormat: .i420)
-        let error = #expect(throws: EncoderError.self) { try X264Encoder(format: format, settings: deterministic) }
+        let error = expectError(EncoderError.self) { try X264Encoder(format: format, settings: deterministic) }
         #expect(error?.description.contains("even width and height") == true)
     }
 
