@@ -1,5 +1,6 @@
 import Capture
 import Media
+import TestSupport
 import Testing
 
 func bytes(_ plane: PlaneView) -> [UInt8] {
@@ -275,7 +276,7 @@ let short = Timestamp.Duration(seconds: 1)
         ),
     ])
     func invalidSettingsAreNamed(settings: SyntheticScene, setting: String) throws {
-        let error = #expect(throws: CaptureError.self) { _ = try SyntheticSource(scene: settings) }
+        let error = expectError(CaptureError.self) { _ = try SyntheticSource(scene: settings) }
         guard case .invalidSettings(let name, let problem)? = error else {
             Issue.record("\(String(describing: error))")
             return
@@ -293,7 +294,7 @@ let short = Timestamp.Duration(seconds: 1)
         #expect(try SourceSpecifier(parsing: "/dev/video0") == .device(path: "/dev/video0"))
         #expect(SourceSpecifier.file(path: "a.y4m").description == "file:a.y4m")
         for bad in ["file:", "video0", ""] {
-            let error = #expect(throws: CaptureError.self) { try SourceSpecifier(parsing: bad) }
+            let error = expectError(CaptureError.self) { try SourceSpecifier(parsing: bad) }
             #expect(error?.description.hasPrefix("source: ") == true)
         }
     }

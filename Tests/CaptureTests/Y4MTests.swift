@@ -216,7 +216,7 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
         defer { dir.remove() }
         let path = dir.file("bad.y4m")
         try data.write(to: URL(fileURLWithPath: path))
-        let error = #expect(throws: CaptureError.self, "\(name)") { _ = try readAll(path) }
+        let error = expectError(CaptureError.self, "\(name)") { _ = try readAll(path) }
         let text = error?.description ?? ""
         #expect(text.contains("file:" + path), "\(name): \(text)")
         #expect(text.contains(message), "\(name): \(text)")
@@ -230,14 +230,14 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
     }
 
     @Test func missingFileNamesThePath() throws {
-        let error = #expect(throws: CaptureError.self) { _ = try Y4MSource(path: "/nonexistent/dir/clip.y4m") }
+        let error = expectError(CaptureError.self) { _ = try Y4MSource(path: "/nonexistent/dir/clip.y4m") }
         #expect(
             error?.description
                 == "cannot open file:/nonexistent/dir/clip.y4m: No such file or directory — check the path in camera.device"
         )
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
-        let isDirectory = #expect(throws: CaptureError.self) { _ = try Y4MSource(path: dir.path) }
+        let isDirectory = expectError(CaptureError.self) { _ = try Y4MSource(path: dir.path) }
         #expect(isDirectory?.description.contains("is a directory") == true)
     }
 

@@ -1,5 +1,6 @@
 import Media
 import Synchronization
+import TestSupport
 import Testing
 
 @Suite struct VideoFormatTests {
@@ -43,7 +44,7 @@ import Testing
         let largest = try VideoFormat(width: 8192, height: 8192, pixelFormat: .nv12)
         #expect(largest.bufferSize == 96 << 20)
         for (width, height) in [(16384, 16384), (8194, 16), (16, 8194)] {
-            let error = #expect(throws: VideoFormatError.self) {
+            let error = expectError(VideoFormatError.self) {
                 try VideoFormat(width: width, height: height, pixelFormat: .i420)
             }
             #expect(error?.problem.contains("\(width)×\(height)") == true, "\(String(describing: error))")
@@ -77,7 +78,7 @@ import Testing
         #expect(throws: VideoFormatError.self) {
             try VideoFormat(width: 8, height: 4, pixelFormat: .nv12, frameRate: Rational(-30, 1))
         }
-        let error = #expect(throws: VideoFormatError.self) {
+        let error = expectError(VideoFormatError.self) {
             try VideoFormat(width: 640, height: 480, pixelFormat: .nv12, bytesPerLine: 600)
         }
         #expect(error?.description.contains("stride") == true)

@@ -19,9 +19,11 @@ import Testing
     }
 
     @Test func longAndShortStartCodesLeadingAndTrailingZeros() throws {
-        let stream: [UInt8] =
-            [0, 0] + [0, 0, 0, 1] + Self.aud + [0, 0, 0, 1] + Self.sps + [0, 0, 1] + Self.pps + [0, 0, 1] + Self.sei
-            + [0, 0, 0, 1] + Self.idr + [0, 0]
+        let stream = Array(
+            [
+                [0, 0], [0, 0, 0, 1], Self.aud, [0, 0, 0, 1], Self.sps, [0, 0, 1], Self.pps, [0, 0, 1], Self.sei,
+                [0, 0, 0, 1], Self.idr, [0, 0],
+            ].joined())
         let units = try AnnexB.units(stream[...]).map(Array.init)
         #expect(units == [Self.aud, Self.sps, Self.pps, Self.sei, Self.idr])
         let unit = try AnnexB.accessUnit(stream[...])
@@ -38,9 +40,11 @@ import Testing
     }
 
     @Test func delimitersFillerAndEndsAreDropped() throws {
-        let stream: [UInt8] =
-            [0, 0, 0, 1] + Self.aud + [0, 0, 1] + Self.slice + [0, 0, 1] + Self.filler + [0, 0, 1, 0x0A]
-            + [0, 0, 1, 0x0B]
+        let stream = Array(
+            [
+                [0, 0, 0, 1], Self.aud, [0, 0, 1], Self.slice, [0, 0, 1], Self.filler, [0, 0, 1, 0x0A],
+                [0, 0, 1, 0x0B],
+            ].joined())
         let unit = try AnnexB.accessUnit(stream[...])
         #expect(unit.sample == Self.avcc([Self.slice]))
         #expect(!unit.isIDR && unit.sequenceParameterSets.isEmpty)
@@ -51,9 +55,9 @@ import Testing
         var other = Self.sps
         other[3] = 0x28  // another level
         let first = try AnnexB.accessUnit(
-            ([0, 0, 0, 1] + Self.sps + [0, 0, 0, 1] + Self.pps + [0, 0, 1] + Self.idr)[...])
+            Array([[0, 0, 0, 1], Self.sps, [0, 0, 0, 1], Self.pps, [0, 0, 1], Self.idr].joined())[...])
         let second = try AnnexB.accessUnit(
-            ([0, 0, 0, 1] + other + [0, 0, 0, 1] + Self.pps + [0, 0, 1] + Self.idr)[...])
+            Array([[0, 0, 0, 1], other, [0, 0, 0, 1], Self.pps, [0, 0, 1], Self.idr].joined())[...])
         #expect(first.sequenceParameterSets == [Self.sps] && second.sequenceParameterSets == [other])
         #expect(first.sample == second.sample)
     }

@@ -102,7 +102,7 @@ import Testing
         let picture = try SnapshotPicture(
             copying: TestFrame.make(width: 64, height: 48, format: .i420), rotation: 0, width: 0)
         for quality in [0, 101, -5] {
-            let error = #expect(throws: SnapshotError.self) { try JPEGEncoder.encode(picture, quality: quality) }
+            let error = expectError(SnapshotError.self) { try JPEGEncoder.encode(picture, quality: quality) }
             #expect(error == .invalidQuality(quality))
             let text = error.map(String.init(describing:)) ?? ""
             #expect(text.contains("quality \(quality)") && text.contains("1 to 100"), "\(text)")
@@ -118,7 +118,7 @@ import Testing
     @Test func badInputIsRefusedWithoutACrash() throws {
         for format in [PixelFormat.yuyv, .i422] {
             let frame = try TestFrame.make(width: 64, height: 48, format: format)
-            let error = #expect(throws: SnapshotError.self) {
+            let error = expectError(SnapshotError.self) {
                 try SnapshotPicture(copying: frame, rotation: 0, width: 0)
             }
             #expect(error == .unsupportedPixelFormat(format))
@@ -127,21 +127,21 @@ import Testing
         }
         let frame = try TestFrame.make(width: 64, height: 48, format: .nv12)
         for rotation in [45, -90, 360] {
-            let error = #expect(throws: SnapshotError.self) {
+            let error = expectError(SnapshotError.self) {
                 try SnapshotPicture(copying: frame, rotation: rotation, width: 0)
             }
             #expect(error == .invalidRotation(rotation))
             #expect(error.map(String.init(describing:))?.contains("0, 90, 180 or 270") == true)
         }
         for width in [-2, 1, 15, 8194] {
-            let error = #expect(throws: SnapshotError.self) {
+            let error = expectError(SnapshotError.self) {
                 try SnapshotPicture(copying: frame, rotation: 0, width: width)
             }
             #expect(error == .invalidWidth(width))
             #expect(error.map(String.init(describing:))?.contains("16 to 8192") == true)
         }
         let tiny = try TestFrame.make(width: 1, height: 1, format: .i420)
-        let error = #expect(throws: SnapshotError.self) { try SnapshotPicture(copying: tiny, rotation: 0, width: 0) }
+        let error = expectError(SnapshotError.self) { try SnapshotPicture(copying: tiny, rotation: 0, width: 0) }
         #expect(error == .frameTooSmall(width: 1, height: 1))
     }
 }
