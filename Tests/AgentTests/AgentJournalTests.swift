@@ -45,7 +45,7 @@ import Testing
         }
         // The old clip's line, the first clip's, the second's torn with the third's glued to
         // it; none for the fourth.
-        storage.put(EventsJournal.name, lines[0] + lines[1] + lines[2].prefix(30) + lines[3])
+        storage.put(EventsJournal.name, lines[0] + lines[1] + Array(lines[2].prefix(30)) + lines[3])
         #expect(try EventsJournal(storage: storage).records().records.map(\.file) == [old, names[0], names[2]])
 
         let harness = try AgentHarness(

@@ -109,7 +109,7 @@ import Testing
         #expect(analysis.events.isEmpty, "\(analysis.eventLines)")
         #expect(analysis.frames.allSatisfy { !$0.lightSwitch })
         let maxScore = analysis.frames.reduce(0) { max($0, $1.score) }
-        #expect(Double(maxScore) < (try Settings.defaults().motion.threshold) / 5, "noise alone scored \(maxScore)")
+        #expect(try Double(maxScore) < Settings.defaults().motion.threshold / 5, "noise alone scored \(maxScore)")
         print(
             "noise only \(size.testDescription): max score \(maxScore), noise \(DecimalText.fixed(analysis.medianNoise, 3))"
         )

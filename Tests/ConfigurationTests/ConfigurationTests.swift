@@ -157,7 +157,7 @@ func failure(_ text: String) -> ConfigurationError? {
                 "storage.file_pattern has 9 levels (directories and the file name) — use at most 8"
             ),
             (
-                "storage = { file_pattern = \"\(String(repeating: "x", count: 300))-%S.mov\"; };", 1,
+                "storage = { file_pattern = \"" + String(repeating: "x", count: 300) + "-%S.mov\"; };", 1,
                 "storage.file_pattern can make file names of 312 bytes"
             ),
             ("storage = { max_size_mb = -5; };", 1, "storage.max_size_mb = -5 is out of range"),

@@ -9,7 +9,7 @@ import Testing
 @Suite struct MotionSettingsTests {
     @Test func defaultsAreValid() throws {
         let defaults = try Settings.defaults()
-        #expect(defaults.motion == (try load("")).motion)
+        #expect(try defaults.motion == load("").motion)
         #expect(defaults.motion.threshold < defaults.motion.lightSwitchFraction)
         #expect(
             ConfigSchema.keys.filter { $0.section == "motion" }.map(\.name) == [

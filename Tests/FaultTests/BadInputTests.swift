@@ -64,14 +64,20 @@ import Testing
             make: { _, _ in Array("YUV4MPEG2 W320 H240 F15:1 X".utf8) + [UInt8](repeating: 65, count: 8000) + [10] },
             status: 66, message: "the header line is longer than 4096 bytes"),
         Case(
-            name: "cut inside frame 40", make: { h, f in h + f[..<39].joined() + f[39].prefix(6 + 5000) }, status: 65,
+            name: "cut inside frame 40", make: { h, f in h + Array(f[..<39].joined()) + Array(f[39].prefix(6 + 5000)) },
+            status: 65,
             message: "the file ends inside frame 40 (5000 of 115200 bytes)", clip: true),
         Case(
-            name: "cut inside the marker of frame 40", make: { h, f in h + f[..<39].joined() + f[39].prefix(3) },
+            name: "cut inside the marker of frame 40",
+            make: { h, f in h + Array(f[..<39].joined()) + Array(f[39].prefix(3)) },
             status: 65, message: "the file ends inside frame 40", clip: true),
         Case(
             name: "corrupt marker at frame 40",
-            make: { h, f in h + f[..<39].joined() + Array("FRAMX\n".utf8) + f[39].dropFirst(6) + f[40...].joined() },
+            make: { h, f in
+                var frames = f
+                frames[39].replaceSubrange(0..<6, with: "FRAMX\n".utf8)
+                return h + frames.joined()
+            },
             status: 65, message: "frame 40 does not start with FRAME (found", clip: true),
         Case(
             name: "short frames",

@@ -253,8 +253,11 @@ extension Collection {
         // Someone else's movie with our kind of name: not ours to call empty.
         check(
             "other.mov",
-            Array(full[0..<20]) + [0, 0, 0, 16] + Array("mdat".utf8) + [UInt8](repeating: 7, count: 8) + [0, 0, 0, 8]
-                + Array("wide".utf8),
+            Array(
+                [
+                    Array(full[0..<20]), [0, 0, 0, 16], Array("mdat".utf8), [UInt8](repeating: 7, count: 8),
+                    [0, 0, 0, 8], Array("wide".utf8),
+                ].joined()),
             "no movie header")
         // A fragment that points outside its media data.
         var broken = full
