@@ -6,7 +6,8 @@
 #   make bench  measure the pipeline (prints a table, writes var/bench/bench.json)
 #   make compare-motion  Vigil's motion detector beside Motion 4.5.1 on real footage (prints a table)
 #   make deb    build the Debian package
-#   make lint   check the formatting (.swift-format) and the layering rules of docs/ARCHITECTURE.md
+#   make lint   check the formatting (.swift-format), the layering rules of docs/ARCHITECTURE.md and
+#               what Swift 6.0 (Debian trixie's) cannot compile
 #   make format format the tree with the toolchain's swift format
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
@@ -113,11 +114,13 @@ test-powercut: deps check-swift
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/powercut/run.sh
 
 # The formatting is the toolchain's own formatter's (`swift format`, configured in .swift-format);
-# the layering check is scripts/check-layering.sh.
+# the layering check is scripts/check-layering.sh; scripts/check-swift60.sh keeps out the shapes
+# Debian trixie's Swift 6.0.3 (the Raspberry Pi package's) cannot compile.
 FORMATTED := Sources Tests Package.swift
 lint: check-swift
 	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
 	./scripts/check-layering.sh
+	./scripts/check-swift60.sh
 
 format: check-swift
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
