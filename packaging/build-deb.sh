@@ -47,11 +47,15 @@ case "$machine" in
     *) fail "$binary is built for '$machine', which this script cannot name as a Debian architecture — add it to the case in $0" ;;
 esac
 host_arch="$(dpkg --print-architecture)"
+# Whether the binary runs here: built for this machine, or a cross build that qemu-user runs
+# through binfmt_misc (as in scripts/trixie's build root).
+runs=false
+if [ "$arch" = "$host_arch" ] || "$binary" --version >/dev/null 2>&1; then runs=true; fi
 # The version: the binary's own, so main.swift stays the one place it is written.
-if [ "$arch" = "$host_arch" ]; then
+if $runs; then
     binary_version="$("$binary" --version | sed -n 's/^vigil //p')"
 else
-    # A cross-built binary cannot run here: read the literal from main.swift instead.
+    # A cross-built binary that cannot run here: read the literal from main.swift instead.
     binary_version="$(sed -n 's/^let version = "\(.*\)"$/\1/p' "$repo/Sources/vigil/main.swift")"
 fi
 [ -n "$binary_version" ] || fail "cannot tell the version of $binary (\`$binary --version\` should print 'vigil X.Y.Z')"
@@ -63,10 +67,10 @@ dynamic_swift="$(echo "$needed" | grep -E '^lib(swift|Foundation|dispatch|Blocks
 [ -z "$dynamic_swift" ] || fail "$binary links the Swift runtime dynamically ($(echo $dynamic_swift)) — build it with swift build -c release --static-swift-stdlib"
 
 # --- The documentation must say what the program does -----------------------------------------
-if [ "$arch" = "$host_arch" ]; then
+if $runs; then
     "$here/check-man-pages.sh" "$binary" >&2
 else
-    echo "build-deb: cross build for $arch: the man pages are not checked against the binary here" >&2
+    echo "build-deb: cross build for $arch that cannot run here: the man pages are not checked against the binary" >&2
 fi
 
 # --- The changelog's newest entry must be this version --------------------------------------
@@ -90,7 +94,12 @@ maintainer="${VIGIL_MAINTAINER:-$(dpkg-parsechangelog -l "$work/changelog" -S Ma
 # --- The tree -----------------------------------------------------------------------------------
 umask 022
 root="$work/root"
-install -d "$root/DEBIAN" "$root/usr/bin" "$root/etc/vigil" "$root/lib/systemd/system" \
+# The units go where the building release's own packages put theirs: /lib/systemd/system up to
+# bookworm; from trixie (dpkg 1.22) on, files of a package are under /usr only (the merged /usr,
+# DEP 17: lintian's aliased-location). /lib is a link to /usr/lib on both, so either path works.
+unitdir=lib/systemd/system
+if dpkg --compare-versions "$(dpkg-query -W -f '${Version}' dpkg)" ge 1.22; then unitdir=usr/lib/systemd/system; fi
+install -d "$root/DEBIAN" "$root/usr/bin" "$root/etc/vigil" "$root/$unitdir" \
     "$root/usr/share/man/man8" "$root/usr/share/man/man5" "$root/usr/share/doc/vigil"
 install -m 0755 "$binary" "$root/usr/bin/vigil"
 if [ -z "${STRIP:-}" ]; then
@@ -100,18 +109,18 @@ command -v "$STRIP" >/dev/null || fail "$STRIP is missing — install binutils f
 # As dh_strip does: no symbol table or notes in the installed binary.
 "$STRIP" --remove-section=.comment --remove-section=.note --strip-unneeded "$root/usr/bin/vigil"
 install -m 0644 "$repo/etc/vigil/vigil.conf" "$root/etc/vigil/vigil.conf"
-install -m 0644 "$here/vigil.service" "$root/lib/systemd/system/vigil.service"
+install -m 0644 "$here/vigil.service" "$root/$unitdir/vigil.service"
 # One agent per camera: vigil@NAME.service runs `vigil run --config /etc/vigil/NAME.conf`,
 # everything else as vigil.service (made from it, so the two never drift apart).
 sed -e 's|^# The Vigil agent as a system service (installed as /lib/systemd/system/vigil.service).|# One Vigil agent per camera (installed as /lib/systemd/system/vigil@.service): vigil@NAME\n# records with /etc/vigil/NAME.conf, which needs its own camera.name and storage.path.|' \
     -e 's|`systemctl edit vigil`|`systemctl edit vigil@NAME`|' \
     -e 's|^Description=Vigil motion-triggered video recorder$|Description=Vigil motion-triggered video recorder (camera %i)|' \
     -e 's|^ExecStart=/usr/bin/vigil run --config /etc/vigil/vigil.conf$|ExecStart=/usr/bin/vigil run --config /etc/vigil/%i.conf|' \
-    "$here/vigil.service" >"$root/lib/systemd/system/vigil@.service"
-grep -q '^ExecStart=/usr/bin/vigil run --config /etc/vigil/%i.conf$' "$root/lib/systemd/system/vigil@.service" \
-    && grep -q '(camera %i)$' "$root/lib/systemd/system/vigil@.service" \
+    "$here/vigil.service" >"$root/$unitdir/vigil@.service"
+grep -q '^ExecStart=/usr/bin/vigil run --config /etc/vigil/%i.conf$' "$root/$unitdir/vigil@.service" \
+    && grep -q '(camera %i)$' "$root/$unitdir/vigil@.service" \
     || fail "vigil@.service: vigil.service's ExecStart or Description changed — update the sed above"
-chmod 0644 "$root/lib/systemd/system/vigil@.service"
+chmod 0644 "$root/$unitdir/vigil@.service"
 gzip -9n <"$here/vigil.8" >"$root/usr/share/man/man8/vigil.8.gz"
 gzip -9n <"$here/vigil.conf.5" >"$root/usr/share/man/man5/vigil.conf.5.gz"
 install -m 0644 "$here/copyright" "$root/usr/share/doc/vigil/copyright"
