@@ -6,6 +6,7 @@
 #   make bench  measure the pipeline (prints a table, writes var/bench/bench.json)
 #   make compare-motion  Vigil's motion detector beside Motion 4.5.1 on real footage (prints a table)
 #   make deb    build the Debian package
+#   make deb-arm64  the Raspberry Pi package (trixie, arm64), cross-built with Debian trixie's Swift
 #   make lint   check the formatting (.swift-format), the layering rules of docs/ARCHITECTURE.md and
 #               what Swift 6.0 (Debian trixie's) cannot compile
 #   make format format the tree with the toolchain's swift format
@@ -89,6 +90,19 @@ DEB_BUILD = $(SWIFT) build -c release --static-swift-stdlib --product vigil --sc
 deb: deps check-swift
 	$(DEB_BUILD)
 	./packaging/build-deb.sh --out $(DEB_OUT) "$$($(DEB_BUILD) --show-bin-path)/vigil"
+
+# The Raspberry Pi package: vigil_VERSION_arm64.deb in $(DEB_OUT), for Raspberry Pi OS (trixie,
+# 64-bit) and Debian trixie arm64, cross-built with Debian trixie's own Swift (6.0.3) in a trixie
+# root that scripts/trixie/root.sh makes and keeps in ~/.cache/vigil-trixie (rebuilt when its
+# inputs change); packaged there, so Depends names trixie's packages. Needs root (sudo otherwise).
+# On a Pi with trixie's swiftlang installed, `make deb` makes the same package natively.
+# deb-trixie-amd64 makes the x86-64 one for trixie, in $(DEB_OUT)/trixie.
+.PHONY: deb-arm64 deb-trixie-amd64
+deb-arm64:
+	$(SUDO) ./scripts/trixie/build-deb.sh --out $(DEB_OUT) arm64
+
+deb-trixie-amd64:
+	$(SUDO) ./scripts/trixie/build-deb.sh --out $(DEB_OUT)/trixie amd64
 
 # Tests the package as a user gets it (needs root, uses sudo otherwise): lintian, then in a
 # fresh Debian bookworm made with debootstrap (cached in ~/.cache/vigil-test-deb): install
