@@ -104,6 +104,16 @@ deb-arm64:
 deb-trixie-amd64:
 	$(SUDO) ./scripts/trixie/build-deb.sh --out $(DEB_OUT)/trixie amd64
 
+# The Raspberry Pi package on arm64 trixie under qemu-user (needs root, uses sudo otherwise):
+# lintian, apt install, vigil check, vigil analyze and vigil run on the synthetic scene and the
+# real footage of the tests, compared with this machine's x86-64 build (the same scores, events
+# and clips), and the pure modules' unit tests built for aarch64 and run under qemu-user
+# (scripts/trixie/test-arm64.sh says what each step checks).
+.PHONY: test-arm64
+test-arm64: deb-arm64 build
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	$(SUDO) ./scripts/trixie/test-arm64.sh --deb-dir $(DEB_OUT) --x86 "$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/vigil"
+
 # Tests the package as a user gets it (needs root, uses sudo otherwise): lintian, then in a
 # fresh Debian bookworm made with debootstrap (cached in ~/.cache/vigil-test-deb): install
 # with apt, check, record as user vigil, upgrade keeping an edited conffile, purge.
