@@ -280,17 +280,36 @@ public final class Agent: @unchecked Sendable {
     /// settings in use are kept. What applies when is `ReloadPlan`'s to say.
     public func reload() {
         environment.notifier.reloading()
-        defer { environment.notifier.ready(status: "configuration reloaded") }
+        var status = "configuration reloaded"
+        defer { environment.notifier.ready(status: status) }
+        let inUse = current.withLock { $0 }
         let new: Settings
-        do { new = try Settings.load(path: configPath) } catch {
+        do throws(ConfigurationError) {
+            new = try Settings.load(path: configPath)
+            if let problem = ReloadPlan.refusal(of: new.values, running: inUse.values) {
+                throw ConfigurationError(file: configPath, line: nil, message: problem)
+            }
+        } catch {
             log.error(
                 "configuration not reloaded; the settings in use are kept", [("error", .string(error.description))])
+            status = "configuration not reloaded; the settings in use are kept"
             return
         }
         // What needs a restart stays as it began: the camera, the microphone, the encoder,
         // the storage directory.
         let applied = ReloadPlan.applicable(new, running: initial)
-        let plan = ReloadPlan(from: current.withLock { $0 }, to: new)
+        let plan = ReloadPlan(from: inUse, to: new)
+        // Retention decides what is deleted: never changed without a word.
+        for change in ReloadPlan.retentionChanges(from: inUse.storage, to: applied.storage) {
+            let fields: [(String, LogValue)] = [
+                ("setting", .string(change.setting)), ("old", .string(change.old)), ("new", .string(change.new)),
+            ]
+            if change.deletesMore {
+                log.warning("retention changed by the reload", fields + [("effect", .string("deletes more clips"))])
+            } else {
+                log.info("retention changed by the reload", fields + [("effect", .string("keeps more clips"))])
+            }
+        }
         if !plan.needsRestart.isEmpty {
             log.warning(
                 "these settings take effect after a restart (systemctl restart vigil); the ones in use are kept",

@@ -161,7 +161,7 @@ public enum TriggerSocket {
             var seconds = Double(TriggerSocket.defaultSeconds)
             if words.count == 2 {
                 guard let s = OutsideTrigger.seconds(words[1]) else {
-                    return "error: \"\(words[1])\" is not a number of seconds from 1 to 3600"
+                    return "error: \"\(words[1])\" is not \(OutsideTrigger.accepted)"
                 }
                 seconds = s
             }

@@ -250,7 +250,7 @@ public enum ConfigSchema {
             "the width snapshots are scaled down to (as shown upright), or 0 for the camera's own"),
         ConfigKey(
             "snapshot.live_interval", .number(0...3600), .number(0), unit: "seconds",
-            "replace storage.path/latest.jpg with the current picture this often (to aim the camera), or 0 for never"
+            "replace storage.path/latest.jpg with the current picture this often (to aim the camera): 1.0 to 3600.0, or 0 for never"
         ),
 
         // hooks

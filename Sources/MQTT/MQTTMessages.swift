@@ -227,7 +227,7 @@ public enum MQTTCommand: Sendable, Equatable {
                 }
                 return .failure(
                     MQTTCommandError(
-                        topic: topic, payload: text, expected: "ON, OFF or a number of seconds from 1 to 3600"))
+                        topic: topic, payload: text, expected: "ON, OFF or " + OutsideTrigger.accepted))
             }
         case messages.detectCommand:
             switch text.uppercased() {

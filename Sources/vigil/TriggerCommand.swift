@@ -26,7 +26,7 @@ enum TriggerCommand: Command {
         var seconds: Double?
         if let text = arguments.value("seconds") {
             guard let value = OutsideTrigger.seconds(text) else {
-                throw UsageError(message: "--seconds \(text) is not a number of seconds from 1 to 3600")
+                throw UsageError(message: "--seconds \(text): give \(OutsideTrigger.accepted)")
             }
             seconds = value
         }

@@ -192,6 +192,12 @@ func failure(_ text: String) -> ConfigurationError? {
                 "mqtt.tls_cert_file and mqtt.tls_key_file go together"
             ),
             ("mqtt = { qos = 3; };", 1, "mqtt.qos = 3 is out of range"),
+            // 19 synced rewrites of latest.jpg a second were accepted.
+            (
+                "snapshot = { live_interval = 0.0001; };", 1,
+                "snapshot.live_interval = 0.0001 is out of range — use 0 for no latest.jpg, or 1.0 to 3600.0 seconds"
+            ),
+            ("snapshot = {\n live_interval = 0.5; };", 2, "snapshot.live_interval = 0.5 is out of range"),
         ] as [(String, Int, String)])
     func malformedFilesAreReportedAtTheirLine(text: String, line: Int, message: String) {
         guard let error = failure(text) else {

@@ -131,7 +131,7 @@ import Testing
             }
             #expect(
                 error.description
-                    == "vigil/yard/record/set: \"\(refused)\" is no command — send ON, OFF or a number of seconds from 1 to 3600"
+                    == "vigil/yard/record/set: \"\(refused)\" is no command — send ON, OFF or plain decimal seconds from 1 to 3600 (such as 30 or 2.5)"
             )
         }
 
@@ -328,7 +328,7 @@ import Testing
         let ignored = agent.lines("MQTT command ignored").compactMap { logValue($0, "error") }
         #expect(
             ignored == [
-                "vigil/yard/record/set: \"soon\" is no command — send ON, OFF or a number of seconds from 1 to 3600",
+                "vigil/yard/record/set: \"soon\" is no command — send ON, OFF or plain decimal seconds from 1 to 3600 (such as 30 or 2.5)",
                 "vigil/yard/detect/set: \"maybe\" is no command — send ON or OFF",
             ], "\(agent.output)")
         #expect(agent.lines("MQTT command ignored").allSatisfy { logValue($0, "level") == "warning" })
