@@ -393,11 +393,12 @@ final class ClipWriter: @unchecked Sendable {
     }
 
     private func closeClip(_ closing: ClipClosing) {
-        guard let clip = open else {
+        guard var clip = open else {
             skipping = false
             return
         }
         open = nil
+        clip.info.cause = closing.cause  // an outside trigger taken while it was open
         stats.update { $0.recording = false }
         let summary: MovieSummary
         do {

@@ -296,6 +296,11 @@ final class Pipeline: @unchecked Sendable {
         }
         if let (seconds, by) = requests.record {
             outside.record(seconds: seconds, at: time, maxClip: eventLogic.settings.maxClip)
+            // Taken during an event: it lengthens it, and the clip open now is recorded on it.
+            if eventLogic.state != .idle {
+                cause = .external
+                recorder.outsideTriggerTaken()
+            }
             log.info(
                 "recording on an outside trigger",
                 [
@@ -464,7 +469,8 @@ final class Pipeline: @unchecked Sendable {
                     ("peak_score", .fixed(peak, 4)), ("parts", .int(parts)),
                 ])
             if let stream = streamInfo {
-                sinks.handle(.motionEnded(MotionEnded(end: stream.wallClock(at), peakScore: peak, parts: parts)))
+                sinks.handle(
+                    .motionEnded(MotionEnded(end: stream.wallClock(at), peakScore: peak, parts: parts, cause: cause)))
             }
         }
     }

@@ -42,7 +42,6 @@ public struct MQTTMessages: Sendable {
     let timeZone: any LocalTimeZone
     /// The event under way (from its first clip), and each open clip's event.
     private var event: Int?
-    private var cause = TriggerCause.motion
     private var clipEvents: [String: Int] = [:]
 
     public init(base: String, camera: String, timeZone: any LocalTimeZone) {
@@ -88,8 +87,7 @@ public struct MQTTMessages: Sendable {
     /// The messages `event` makes (none for the events the broker does not hear of).
     public mutating func messages(for event: AgentEvent) -> [MQTTMessage] {
         switch event {
-        case .motionStarted(let started):
-            cause = started.cause
+        case .motionStarted:
             return [MQTTMessage(topic: motion, text: "ON", retain: true)]
         case .clipStarted(let clip):
             clipEvents[clip.file] = clip.event
@@ -110,7 +108,7 @@ public struct MQTTMessages: Sendable {
                 json(
                     EventPayload(
                         type: "end", event: self.event, camera: camera, end: time(ended.end),
-                        peakScore: rounded(ended.peakScore), parts: ended.parts, trigger: cause.rawValue)),
+                        peakScore: rounded(ended.peakScore), parts: ended.parts, trigger: ended.cause.rawValue)),
             ]
         case .clipSaved(let saved):
             let r = saved.record
