@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import Logging
 import Media
+internal import POSIX
 import Recorder
 import Synchronization
 
@@ -48,6 +49,9 @@ public final class Agent: @unchecked Sendable {
         case storageCannotBeCreated
         /// Another agent records into the storage directory (exit 75); its pid when it said.
         case storageInUse(pid: Int32?)
+        /// Another agent on this machine records a camera of the same `camera.name` (exit 75):
+        /// they would share `vigil trigger`'s socket and the MQTT topics. Its pid when it said.
+        case cameraInUse(pid: Int32?)
         /// The file source turned out malformed part-way; the clips before are kept (exit 65).
         case sourceFailed
     }
@@ -64,6 +68,9 @@ public final class Agent: @unchecked Sendable {
     private let stats = Stats()
     private let stopping = Atomic<Bool>(false)
     private let graceStarted = Atomic<Bool>(false)
+    /// Since when the camera delivers no frames (missing at start, or lost); nil while it does.
+    /// `vigil trigger` is refused meanwhile.
+    private let cameraDownSince = Mutex<Date?>(nil)
     /// Set when the run has its threads and queues: what `stop` and `reload` act on.
     private let running = Mutex<Running?>(nil)
     /// How long a stop waits for the source to notice before ending the stream without it.
@@ -99,6 +106,33 @@ public final class Agent: @unchecked Sendable {
                 ("source", .string(settings.camera.device.description)),
                 ("storage", .string(settings.storage.path)),
             ])
+
+        // The camera's name on this machine, before anything else: a second agent with the
+        // same name would share the trigger socket and the MQTT topics.
+        var claimed: TriggerSocket.Claimed?
+        if let directories = environment.triggerDirectories {
+            let me = TriggerSocket.Holder(
+                pid: ProcessID.current, config: configPath, storage: settings.storage.path)
+            switch TriggerSocket.claim(camera: settings.camera.name, directories: directories, holder: me) {
+            case .claimed(let claim):
+                claimed = claim
+            case .inUse(let other, let lock):
+                log.error(
+                    "another agent on this machine records a camera of this name — give this one another camera.name (it names its trigger socket, MQTT topics and clips)",
+                    [
+                        ("camera_name", .string(settings.camera.name)),
+                        ("pid", .string(other.pid.map(String.init) ?? "unknown")),
+                        ("its_config", .string(other.config ?? "unknown")),
+                        ("its_storage", .string(other.storage ?? "unknown")),
+                        ("lock", .string(lock)),
+                    ])
+                return .cameraInUse(pid: other.pid)
+            case .nowhere(let problems):
+                log.warning(
+                    "`vigil trigger` will not reach this agent: no directory takes its socket",
+                    [("tried", .string(problems.joined(separator: "; ")))])
+            }
+        }
 
         // Storage, before anything records: made when missing, claimed (one agent per
         // directory), proven writable, then what an earlier run left open repaired and
@@ -150,6 +184,7 @@ public final class Agent: @unchecked Sendable {
             log.warning(
                 "camera unavailable; waiting for it",
                 [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
+            cameraDownSince.withLock { $0 = environment.wallNow() }
             opened = nil
         }
         let live = opened?.isLive ?? true
@@ -200,11 +235,12 @@ public final class Agent: @unchecked Sendable {
                 log.info("encoder chosen", fields)
             }
         }
-        let trigger = environment.triggerDirectories.flatMap {
-            TriggerSocket.Listener.open(camera: settings.camera.name, directories: $0, log: log)
-        }
+        let trigger = claimed.flatMap { TriggerSocket.Listener.open($0, log: log) }
         if let trigger {
-            trigger.start(environment.control, log: log)
+            let control = environment.control
+            trigger.start { [self] request in
+                TriggerSocket.answer(request, control: control, noCamera: noCamera, log: log)
+            }
             log.info("vigil running", [("trigger_socket", .string(trigger.path))])
         } else {
             log.info("vigil running")
@@ -215,6 +251,14 @@ public final class Agent: @unchecked Sendable {
         return finish(
             writerThread: writerThread, captureThread: captureThread, hooks: hooks,
             sourceError: sourceError.withLock { $0 })
+    }
+
+    /// Why the camera delivers nothing now, or nil while it delivers: what `vigil trigger` is
+    /// told instead of "ok".
+    private func noCamera() -> String? {
+        guard let since = cameraDownSince.withLock({ $0 }) else { return nil }
+        return
+            "\(initial.camera.device) is not delivering frames since \(ClipRecord.timestamp(since)) — the agent keeps trying it and records again once it is back"
     }
 
     /// Asks the agent to stop (from any thread): the open clip is finished, then `run` returns.
@@ -398,6 +442,7 @@ public final class Agent: @unchecked Sendable {
                 log.warning(
                     "camera lost; closing the clip and retrying",
                     [("source", .string(source.name)), ("error", .string(error.description))])
+                cameraDownSince.withLock { $0 = $0 ?? environment.wallNow() }
                 queue.push(.interrupted)
                 _ = retry.failed(at: environment.monotonicNow())
                 guard let back = reopen(&retry, firstTime: false) else { break }
@@ -437,6 +482,7 @@ public final class Agent: @unchecked Sendable {
             guard !stopping.load(ordering: .relaxed) else { return nil }
             do {
                 let source = try openSource().source
+                cameraDownSince.withLock { $0 = nil }
                 let back = retry.succeeded(at: environment.monotonicNow())
                 log.info(
                     firstTime ? "camera open" : "camera back",

@@ -204,6 +204,8 @@ public struct FileStatus: Hashable, Sendable {
     /// Its owner and group.
     public var owner: UInt32
     public var group: UInt32
+    /// Its permission bits (`0o750`), with set-id and sticky bits.
+    public var permissions: UInt32
 
     public var isDirectory: Bool { kind == .directory }
 
@@ -219,5 +221,6 @@ public struct FileStatus: Hashable, Sendable {
         modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         owner = info.st_uid
         group = info.st_gid
+        permissions = UInt32(info.st_mode) & 0o7777
     }
 }

@@ -43,7 +43,7 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
         ENODEV: "ENODEV", ENOTDIR: "ENOTDIR", EINVAL: "EINVAL", ENFILE: "ENFILE", EMFILE: "EMFILE",
         ENOTTY: "ENOTTY", ENOSPC: "ENOSPC", EPIPE: "EPIPE", ERANGE: "ERANGE", ESTRPIPE: "ESTRPIPE",
         ENOLINK: "ENOLINK", ETIMEDOUT: "ETIMEDOUT", ELOOP: "ELOOP", ENAMETOOLONG: "ENAMETOOLONG",
-        EOPNOTSUPP: "EOPNOTSUPP", ESHUTDOWN: "ESHUTDOWN",
+        EOPNOTSUPP: "EOPNOTSUPP", ESHUTDOWN: "ESHUTDOWN", ECONNREFUSED: "ECONNREFUSED", EADDRINUSE: "EADDRINUSE",
     ]
 }
 
@@ -52,4 +52,6 @@ public enum ProcessID {
     public static var current: Int32 { getpid() }
     /// True when the process runs as root (its effective user).
     public static var isRoot: Bool { geteuid() == 0 }
+    /// The user the process runs as (its effective user id).
+    public static var userID: UInt32 { geteuid() }
 }

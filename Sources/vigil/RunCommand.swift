@@ -22,7 +22,7 @@ enum RunCommand: Command {
 
         Exit status: 0 on a clean stop; 78 for an invalid configuration; 66 when the source
         cannot be opened; 73 when the storage directory cannot be created; 75 when another
-        agent records into it; 65 when a file source turns out to be malformed part-way (the
+        agent records into it, or another agent on this machine has the same camera.name; 65 when a file source turns out to be malformed part-way (the
         clips before are kept); 71 when the system refuses the agent a thread. A storage
         directory that is not there yet (a disk not mounted) or not writable is waited for.
         """
@@ -64,7 +64,7 @@ enum RunCommand: Command {
         case .stopped: return .success
         case .sourceCannotOpen: return .noInput
         case .storageCannotBeCreated: return .cannotCreate
-        case .storageInUse: return .temporaryFailure
+        case .storageInUse, .cameraInUse: return .temporaryFailure
         case .sourceFailed: return .dataError
         }
     }
