@@ -53,6 +53,44 @@ import Testing
         }
     }
 
+    /// A long camera name before the time, on a picture 39 characters wide: the whole text (41
+    /// characters) would lose the end of the time at the right edge. The name is cut short
+    /// instead, the time reads back whole from every frame checked, and the log says so once.
+    @Test func theTimeIsKeptWhenTheTextIsTooWide() throws {
+        let name = "frontdoorcamera-north-side-gate1"
+        let pattern = "{camera} %H:%M:%S"
+        let harness = try AgentHarness(
+            config: testConfig(extra: "overlay = { text = \"\(pattern)\"; scale = 1; };")
+                .replacingOccurrences(of: "name = \"yard\"", with: "name = \"\(name)\""),
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 6, objects: [crossing(2, 4)])) },
+            wallNow: { AgentOverlayTests.firstFrame })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let clips = harness.clipFiles
+        try #require(clips.count == 1, "\(clips)\n\(harness.output)")
+        let record = try #require(try harness.journal().first)
+        let path = harness.directory.file("clip.mov")
+        try Data(try #require(harness.storage.contents(clips[0]))).write(to: URL(fileURLWithPath: path))
+        let decoded = try runTool("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
+        #expect(decoded.stderr.isEmpty, "\(decoded.stderr)")
+        let size = 320 * 240
+        let frames = decoded.stdoutData.count / size
+        try #require(frames == record.frames, "decoded \(frames) frames, the journal says \(record.frames)")
+
+        let clipStart = try #require(record.triggerSourceSeconds) - (record.preRollSeconds ?? 0)
+        let font = try BitmapFont.load(path: BitmapFont.defaultPath)
+        let bytes = [UInt8](decoded.stdoutData)
+        let time = OverlayText(pattern: "%H:%M:%S", camera: "")
+        for i in [0, frames / 2, frames - 1] {
+            let captured = Self.firstFrame.addingTimeInterval(clipStart + Double(i) / 15)
+            let read = readText(
+                luma: Array(bytes[(i * size)..<((i + 1) * size)]), width: 320, height: 240, font: font,
+                position: .topLeft, scale: 1, length: 39, alphabet: "0123456789: -" + name)
+            #expect(read == String(name.prefix(30)) + " " + time.text(at: captured), "frame \(i) of \(frames)")
+        }
+        let said = harness.lines("overlay text too wide for the picture; shortened to keep the time (a shorter overlay.text, camera.name or overlay.scale fits)")
+        #expect(said.count == 1 && logValue(said[0], "characters_that_fit") == "39", "\(harness.output)")
+    }
+
     /// A scene where nothing moves, with the seconds ticking on the picture: no event.
     @Test func theTickingClockIsNoMotion() throws {
         let harness = try AgentHarness(
