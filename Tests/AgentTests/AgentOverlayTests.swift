@@ -87,7 +87,9 @@ import Testing
                 position: .topLeft, scale: 1, length: 39, alphabet: "0123456789: -" + name)
             #expect(read == String(name.prefix(30)) + " " + time.text(at: captured), "frame \(i) of \(frames)")
         }
-        let said = harness.lines("overlay text too wide for the picture; shortened to keep the time (a shorter overlay.text, camera.name or overlay.scale fits)")
+        let said = harness.lines(
+            "overlay text too wide for the picture; shortened to keep the time (a shorter overlay.text, camera.name or overlay.scale fits)"
+        )
         #expect(said.count == 1 && logValue(said[0], "characters_that_fit") == "39", "\(harness.output)")
     }
 
