@@ -35,18 +35,25 @@ import Testing
         }
     }
 
+    /// An agent on the test configuration reading `scene` through a `Cue` whose cues `cues`
+    /// makes for the agent's `AgentControl`.
+    static func cued(
+        _ scene: SyntheticScene, _ cues: @escaping @Sendable (AgentControl) -> [(Double, @Sendable () -> Void)]
+    ) throws -> AgentHarness {
+        let control = AgentControl()
+        return try AgentHarness(
+            config: testConfig(),
+            openSource: { _ throws(CaptureError) in
+                opened(Cue(try SyntheticSource(scene: scene), cues: cues(control)))
+            }, control: control)
+    }
+
     /// A quiet scene and `vigil trigger --seconds 2` at 4 s: one clip, marked external, from
     /// the pre-roll before the request to the post-roll after its two seconds.
     @Test func anOutsideTriggerRecordsAnEventMarkedExternal() throws {
-        let control = AgentControl()
-        let harness = try AgentHarness(
-            config: testConfig(),
-            openSource: { _ throws(CaptureError) in
-                opened(
-                    Cue(
-                        try SyntheticSource(scene: scene(seconds: 10, objects: [])),
-                        cues: [(4, { control.record(seconds: 2, by: "test") })]))
-            }, control: control)
+        let harness = try Self.cued(scene(seconds: 10, objects: [])) { control in
+            [(4, { control.record(seconds: 2, by: "test") })]
+        }
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
 
         let clips = harness.clipFiles
@@ -72,15 +79,9 @@ import Testing
     /// the journal, the `on_clip_saved` facts and the event's end say `external` (the README's
     /// promise), while the event's start, before the request, said `motion`.
     @Test func anOutsideTriggerDuringMotionMarksTheClipExternal() throws {
-        let control = AgentControl()
-        let harness = try AgentHarness(
-            config: testConfig(),
-            openSource: { _ throws(CaptureError) in
-                opened(
-                    Cue(
-                        try SyntheticSource(scene: scene(seconds: 14, objects: [crossing(2, 5)])),
-                        cues: [(3, { control.record(seconds: 6, by: "test") })]))
-            }, control: control)
+        let harness = try Self.cued(scene(seconds: 14, objects: [crossing(2, 5)])) { control in
+            [(3, { control.record(seconds: 6, by: "test") })]
+        }
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
 
         let journal = try harness.journal()

@@ -15,6 +15,24 @@ import Testing
     /// 1/15 s falls within 1/30 s of a second's tick.
     static let firstFrame = Date(timeIntervalSince1970: 1_796_472_000.5)
 
+    /// The luma of each frame of the run's one clip (320×240), decoded by ffmpeg, which must
+    /// say nothing and find as many frames as the journal; and the clip's start in the
+    /// source's seconds (frame i was captured that long plus i/15 s after the first frame).
+    static func theClipsFrames(_ harness: AgentHarness) throws -> (frames: [[UInt8]], clipStart: Double) {
+        let clips = harness.clipFiles
+        try #require(clips.count == 1, "\(clips)\n\(harness.output)")
+        let record = try #require(try harness.journal().first)
+        let path = harness.directory.file("clip.mov")
+        try Data(try #require(harness.storage.contents(clips[0]))).write(to: URL(fileURLWithPath: path))
+        let decoded = try runTool("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
+        #expect(decoded.stderr.isEmpty, "\(decoded.stderr)")
+        let size = 320 * 240
+        let bytes = [UInt8](decoded.stdoutData)
+        let frames = stride(from: 0, to: bytes.count - size + 1, by: size).map { Array(bytes[$0..<($0 + size)]) }
+        try #require(frames.count == record.frames, "decoded \(frames.count) frames, the journal says \(record.frames)")
+        return (frames, try #require(record.triggerSourceSeconds) - (record.preRollSeconds ?? 0))
+    }
+
     /// One object crossing: the clip's frames carry the capture time and the camera's name,
     /// read back frame by frame against the font's glyphs.
     @Test func theCaptureTimeReadsBackFromTheClip() throws {
@@ -24,32 +42,17 @@ import Testing
             openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 6, objects: [crossing(2, 4)])) },
             wallNow: { AgentOverlayTests.firstFrame })
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        let clips = harness.clipFiles
-        try #require(clips.count == 1, "\(clips)\n\(harness.output)")
         _ = try harness.expectCompletePlayableClips()
-        let record = try #require(try harness.journal().first)
-
-        let path = harness.directory.file("clip.mov")
-        try Data(try #require(harness.storage.contents(clips[0]))).write(to: URL(fileURLWithPath: path))
-        let decoded = try runTool("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
-        #expect(decoded.stderr.isEmpty, "\(decoded.stderr)")
-        let size = 320 * 240
-        let frames = decoded.stdoutData.count / size
-        try #require(frames == record.frames, "decoded \(frames) frames, the journal says \(record.frames)")
-
-        // Frame i of the clip was captured (start of the clip − first frame) + i/15 s after
-        // the first frame; the journal gives the clip's start in the source's seconds.
-        let clipStart = try #require(record.triggerSourceSeconds) - (record.preRollSeconds ?? 0)
+        let (frames, clipStart) = try Self.theClipsFrames(harness)
         let font = try BitmapFont.load(path: BitmapFont.defaultPath)
         let text = OverlayText(pattern: pattern, camera: "yard")
-        let bytes = [UInt8](decoded.stdoutData)
-        for i in [0, frames / 2, frames - 1] {
+        for i in [0, frames.count / 2, frames.count - 1] {
             let captured = Self.firstFrame.addingTimeInterval(clipStart + Double(i) / 15)
             let expected = text.text(at: captured)
             let read = readText(
-                luma: Array(bytes[(i * size)..<((i + 1) * size)]), width: 320, height: 240, font: font,
+                luma: frames[i], width: 320, height: 240, font: font,
                 position: .bottomRight, scale: 1, length: expected.count, alphabet: "0123456789: ayrd")
-            #expect(read == expected, "frame \(i) of \(frames)")
+            #expect(read == expected, "frame \(i) of \(frames.count)")
         }
     }
 
@@ -65,27 +68,16 @@ import Testing
             openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 6, objects: [crossing(2, 4)])) },
             wallNow: { AgentOverlayTests.firstFrame })
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        let clips = harness.clipFiles
-        try #require(clips.count == 1, "\(clips)\n\(harness.output)")
-        let record = try #require(try harness.journal().first)
-        let path = harness.directory.file("clip.mov")
-        try Data(try #require(harness.storage.contents(clips[0]))).write(to: URL(fileURLWithPath: path))
-        let decoded = try runTool("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
-        #expect(decoded.stderr.isEmpty, "\(decoded.stderr)")
-        let size = 320 * 240
-        let frames = decoded.stdoutData.count / size
-        try #require(frames == record.frames, "decoded \(frames) frames, the journal says \(record.frames)")
-
-        let clipStart = try #require(record.triggerSourceSeconds) - (record.preRollSeconds ?? 0)
+        _ = try harness.expectCompletePlayableClips()
+        let (frames, clipStart) = try Self.theClipsFrames(harness)
         let font = try BitmapFont.load(path: BitmapFont.defaultPath)
-        let bytes = [UInt8](decoded.stdoutData)
         let time = OverlayText(pattern: "%H:%M:%S", camera: "")
-        for i in [0, frames / 2, frames - 1] {
+        for i in [0, frames.count / 2, frames.count - 1] {
             let captured = Self.firstFrame.addingTimeInterval(clipStart + Double(i) / 15)
             let read = readText(
-                luma: Array(bytes[(i * size)..<((i + 1) * size)]), width: 320, height: 240, font: font,
-                position: .topLeft, scale: 1, length: 39, alphabet: "0123456789: -" + name)
-            #expect(read == String(name.prefix(30)) + " " + time.text(at: captured), "frame \(i) of \(frames)")
+                luma: frames[i], width: 320, height: 240, font: font, position: .topLeft, scale: 1, length: 39,
+                alphabet: "0123456789: -" + name)
+            #expect(read == String(name.prefix(30)) + " " + time.text(at: captured), "frame \(i) of \(frames.count)")
         }
         let said = harness.lines(
             "overlay text too wide for the picture; shortened to keep the time (a shorter overlay.text, camera.name or overlay.scale fits)"
