@@ -26,7 +26,8 @@ enum CheckCommand: Command {
     static let discussion = """
         Reads the configuration as `vigil run` would and prints every setting in effect, in
         the file's own syntax, marking the ones left at their default. Nothing is opened or
-        started. A problem is reported as FILE:LINE: what is wrong, with exit status 78.
+        started. A problem is reported as FILE:LINE: what is wrong, with exit status 78; so
+        is a file that sets nothing (empty, or only comments), taken for one cut short.
         """
     static let options = [configOption]
 
