@@ -15,10 +15,17 @@ import Testing
     /// 1/15 s falls within 1/30 s of a second's tick.
     static let firstFrame = Date(timeIntervalSince1970: 1_796_472_000.5)
 
-    /// The luma of each frame of the run's one clip (320×240), decoded by ffmpeg, which must
-    /// say nothing and find as many frames as the journal; and the clip's start in the
+    /// Runs the agent on `config` over a 6 s scene that one object crosses, its first frame at
+    /// `firstFrame`: the luma of each frame of its one clip (320×240), decoded by ffmpeg, which
+    /// must say nothing and find as many frames as the journal; the clip's start in the
     /// source's seconds (frame i was captured that long plus i/15 s after the first frame).
-    static func theClipsFrames(_ harness: AgentHarness) throws -> (frames: [[UInt8]], clipStart: Double) {
+    static func oneCrossing(config: String) throws -> (frames: [[UInt8]], clipStart: Double, harness: AgentHarness) {
+        let harness = try AgentHarness(
+            config: config,
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 6, objects: [crossing(2, 4)])) },
+            wallNow: { AgentOverlayTests.firstFrame })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        _ = try harness.expectCompletePlayableClips()
         let clips = harness.clipFiles
         try #require(clips.count == 1, "\(clips)\n\(harness.output)")
         let record = try #require(try harness.journal().first)
@@ -30,20 +37,15 @@ import Testing
         let bytes = [UInt8](decoded.stdoutData)
         let frames = stride(from: 0, to: bytes.count - size + 1, by: size).map { Array(bytes[$0..<($0 + size)]) }
         try #require(frames.count == record.frames, "decoded \(frames.count) frames, the journal says \(record.frames)")
-        return (frames, try #require(record.triggerSourceSeconds) - (record.preRollSeconds ?? 0))
+        return (frames, try #require(record.triggerSourceSeconds) - (record.preRollSeconds ?? 0), harness)
     }
 
     /// One object crossing: the clip's frames carry the capture time and the camera's name,
     /// read back frame by frame against the font's glyphs.
     @Test func theCaptureTimeReadsBackFromTheClip() throws {
         let pattern = "%H:%M:%S {camera}"
-        let harness = try AgentHarness(
-            config: testConfig(extra: "overlay = { text = \"\(pattern)\"; position = \"bottom-right\"; scale = 1; };"),
-            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 6, objects: [crossing(2, 4)])) },
-            wallNow: { AgentOverlayTests.firstFrame })
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        _ = try harness.expectCompletePlayableClips()
-        let (frames, clipStart) = try Self.theClipsFrames(harness)
+        let (frames, clipStart, _) = try Self.oneCrossing(
+            config: testConfig(extra: "overlay = { text = \"\(pattern)\"; position = \"bottom-right\"; scale = 1; };"))
         let font = try BitmapFont.load(path: BitmapFont.defaultPath)
         let text = OverlayText(pattern: pattern, camera: "yard")
         for i in [0, frames.count / 2, frames.count - 1] {
@@ -62,14 +64,9 @@ import Testing
     @Test func theTimeIsKeptWhenTheTextIsTooWide() throws {
         let name = "frontdoorcamera-north-side-gate1"
         let pattern = "{camera} %H:%M:%S"
-        let harness = try AgentHarness(
+        let (frames, clipStart, harness) = try Self.oneCrossing(
             config: testConfig(extra: "overlay = { text = \"\(pattern)\"; scale = 1; };")
-                .replacingOccurrences(of: "name = \"yard\"", with: "name = \"\(name)\""),
-            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 6, objects: [crossing(2, 4)])) },
-            wallNow: { AgentOverlayTests.firstFrame })
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        _ = try harness.expectCompletePlayableClips()
-        let (frames, clipStart) = try Self.theClipsFrames(harness)
+                .replacingOccurrences(of: "name = \"yard\"", with: "name = \"\(name)\""))
         let font = try BitmapFont.load(path: BitmapFont.defaultPath)
         let time = OverlayText(pattern: "%H:%M:%S", camera: "")
         for i in [0, frames.count / 2, frames.count - 1] {
