@@ -32,6 +32,9 @@ enum RunCommand: Command {
         guard arguments.positionals.isEmpty else {
             throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
         }
+        // First of all, before anything is made: a SIGTERM or SIGHUP that comes while the agent
+        // starts waits for the agent to take it (a clean stop, a reload) instead of ending it.
+        Signals.block()
         guard let (path, settings) = loadSettings(arguments) else { return .config }
         var environment = AgentEnvironment.system(encoders: X264EncoderFactory(settings: settings.encoder.x264))
         switch chooseEncoder(settings) {
