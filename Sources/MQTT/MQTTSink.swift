@@ -5,6 +5,7 @@ import FoundationEssentials
 internal import Glibc
 import Logging
 import Media
+internal import POSIX
 import Recorder
 import Synchronization
 
@@ -79,7 +80,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             ? HomeAssistantDiscovery(
                 prefix: settings.discoveryPrefix, camera: camera, version: version, topics: messages) : nil
         availability = messages.availability
-        clientID = settings.clientID(camera: camera)
+        clientID = settings.clientID(camera: camera, host: HostName.current)
         self.log = log.with(("component", "mqtt"))
         mosquitto_lib_init()
         guard let client = mosquitto_new(clientID, true, nil) else {
