@@ -396,6 +396,24 @@ import Testing
     }
 }
 
+/// The service's unit (and so `vigil@.service`, made from it) starts after the network is
+/// up when it comes up during the boot, so that the broker's name resolves at the first
+/// try — but only orders itself after it: recording never waits for the network.
+@Test func theServiceStartsAfterTheNetworkButNeverWaitsForIt() throws {
+    let unit = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("packaging/vigil.service")
+    let lines = try String(contentsOf: unit, encoding: .utf8).split(separator: "\n").map(String.init)
+    func targets(_ key: String) -> [String] {
+        lines.filter { $0.hasPrefix(key + "=") }.flatMap {
+            $0.dropFirst(key.count + 1).split(separator: " ").map(String.init)
+        }
+    }
+    #expect(targets("After").contains("network-online.target"), "\(targets("After"))")
+    for key in ["Wants", "Requires", "BindsTo", "Requisite"] {
+        #expect(!targets(key).contains("network-online.target"), "\(key)= pulls the network in")
+    }
+}
+
 /// The name service as one child process sees it (root only): its own `/etc/hosts` and
 /// `/etc/resolv.conf`, bind-mounted over the system's in a mount namespace of its own
 /// (`unshare --mount`). Its name server is on a loopback address of the test's: `stalled`,
