@@ -282,6 +282,10 @@ import Testing
 
         try publish(broker, "vigil/yard/detect/set", "ON")
         #expect(agent.waitFor("motion detection on"), "\(agent.output)")
+        // The state reaches the broker a moment after the line is logged.
+        #expect(
+            live.waitFor(timeout: 10) { $0.last { $0.topic == "vigil/yard/detect" }?.payload == "ON" },
+            "\(live.messages)")
         #expect(try retainedDetect() == "ON")
 
         // The second is recorded, as motion.

@@ -1,3 +1,4 @@
+import Capture
 import Foundation
 import Media
 import TestSupport
@@ -85,13 +86,8 @@ import Testing
     func aNameServerThatNeverAnswersDelaysNothing() throws {
         let dir = try TemporaryDirectory("vigil-mqtt")
         defer { dir.remove() }
-        let names = try NameService(dir, stalled: true)
-        let footage = try writeFootage(scene(seconds: 60, objects: [crossing(1, 3)]), to: dir.file("yard.y4m"))
-        let agent = try AgentProcess(
-            config: agents.config(dir, footage: footage, port: 1883, host: NameService.brokerName),
-            launcher: names.launcher)
-        defer { _ = agent.waitForExit(timeout: 1) }
-        #expect(names.waitForQuery(timeout: 30), "no lookup of the broker's name: \(agent.output)")
+        let (names, agent) = try agentLookingUpItsBroker(in: dir, objects: [crossing(1, 3)])
+        defer { _ = (names, agent.waitForExit(timeout: 1)) }
         #expect(agent.waitFor("msg=\"vigil running\"", timeout: 30) != nil, "\(agent.output)")
         #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
         #expect(logLines(agent.output, unreachable).isEmpty, "the lookup has not ended")
@@ -106,13 +102,8 @@ import Testing
     func aSIGHUPWhileMQTTIsSetUpReloads() throws {
         let dir = try TemporaryDirectory("vigil-mqtt")
         defer { dir.remove() }
-        let names = try NameService(dir, stalled: true)
-        let footage = try writeFootage(scene(seconds: 60, objects: []), to: dir.file("still.y4m"))
-        let agent = try AgentProcess(
-            config: agents.config(dir, footage: footage, port: 1883, host: NameService.brokerName),
-            launcher: names.launcher)
-        defer { _ = agent.waitForExit(timeout: 1) }
-        #expect(names.waitForQuery(timeout: 30), "no lookup of the broker's name: \(agent.output)")
+        let (names, agent) = try agentLookingUpItsBroker(in: dir, objects: [])
+        defer { _ = (names, agent.waitForExit(timeout: 1)) }
         agent.kill(SIGHUP)
         #expect(
             agent.waitFor("msg=\"configuration reloaded; it applies from the next clip\"", timeout: 30) != nil,
@@ -120,6 +111,20 @@ import Testing
         #expect(agent.isRunning, "\(agent.output)")
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 30) == 0, "\(agent.output)")
+    }
+
+    /// An agent on a minute of footage with `objects`, whose broker's name it looks up from a
+    /// name server that never answers: returned once its query has come.
+    func agentLookingUpItsBroker(
+        in dir: TemporaryDirectory, objects: [SceneObject]
+    ) throws -> (NameService, AgentProcess) {
+        let names = try NameService(dir, stalled: true)
+        let footage = try writeFootage(scene(seconds: 60, objects: objects), to: dir.file("yard.y4m"))
+        let agent = try AgentProcess(
+            config: agents.config(dir, footage: footage, port: 1883, host: NameService.brokerName),
+            launcher: names.launcher)
+        #expect(names.waitForQuery(timeout: 30), "no lookup of the broker's name: \(agent.output)")
+        return (names, agent)
     }
 
     // MARK: Two agents, one client id
@@ -195,8 +200,8 @@ import Testing
     // MARK: Home Assistant and commands in a loop
 
     /// Home Assistant saying `online` a thousand times: the configs go out again once or
-    /// twice, not a thousand times.
-    @Test func aBurstOfOnlinesBringsTheConfigsAtMostTwiceMore() throws {
+    /// twice (at most every 5 s), not a thousand times.
+    @Test func aBurstOfOnlinesBringsTheConfigsAFewTimesNotAThousand() throws {
         let dir = try TemporaryDirectory("vigil-ha")
         defer { dir.remove() }
         let broker = try Broker(dir)
@@ -207,9 +212,11 @@ import Testing
         #expect(live.waitFor(timeout: 30) { $0.count == 6 }, "\(agent.output)")
         try publish(broker, "homeassistant/status", lines: Array(repeating: "online", count: 1000))
         #expect(live.waitFor(timeout: 30) { $0.count >= 12 }, "\(live.messages.count)")
-        // The one held back is due 5 s after the last: then nothing more.
+        // The one held back is due 5 s after the last: then nothing more. (A burst is taken in
+        // well under 5 s: one more, at most, at once and one after. On a machine so busy that
+        // it took over 5 s, one more during it: 24.)
         sleep(8)
-        #expect(live.messages.count <= 18, "\(live.messages.count) configs")
+        #expect(live.messages.count <= 24, "\(live.messages.count) configs")
         #expect(agent.stop() == .stopped)
     }
 

@@ -14,19 +14,28 @@ import Testing
 struct MQTTDecisionTests {
     // MARK: BrokerRetry
 
+    /// `count` tries failing as `failure`, each when the one before said to try again, from
+    /// `now` on (which ends at the last one's next try): what each said.
+    func fail(
+        _ retry: inout BrokerRetry, _ failure: BrokerRetry.Failure, _ count: Int, from now: inout Double
+    ) -> (waits: [Double], said: [BrokerRetry.Say?]) {
+        var waits: [Double] = []
+        var said: [BrokerRetry.Say?] = []
+        for _ in 0..<count {
+            let decision = retry.failed(failure, at: now)
+            waits.append(decision.retryIn)
+            said.append(decision.say)
+            now += decision.retryIn
+        }
+        return (waits, said)
+    }
+
     /// A broker that is not there: tried after 1, 2, 4, then every 5 s however long it
     /// stays away, said once; the connection says how long it was down and how many tries.
     @Test func anUnreachableBrokerIsTriedEveryFewSecondsAndSaidOnce() {
         var retry = BrokerRetry()
         var now = 0.0
-        var waits: [Double] = []
-        var said: [BrokerRetry.Say?] = []
-        for _ in 0..<8 {
-            let decision = retry.failed(.unreachable, at: now)
-            waits.append(decision.retryIn)
-            said.append(decision.say)
-            now += decision.retryIn
-        }
+        let (waits, said) = fail(&retry, .unreachable, 8, from: &now)
         #expect(waits == [1, 2, 4, 5, 5, 5, 5, 5])
         #expect(said == [.outage(.unreachable)] + Array(repeating: nil, count: 7))
         let first = retry.connected(at: now)
@@ -49,14 +58,7 @@ struct MQTTDecisionTests {
         let unreachable = retry.failed(.unreachable, at: 0)
         #expect(unreachable == .init(retryIn: 1, say: .outage(.unreachable)))
         var now = 1.0
-        var waits: [Double] = []
-        var said: [BrokerRetry.Say?] = []
-        for _ in 0..<9 {
-            let decision = retry.failed(.refused, at: now)
-            waits.append(decision.retryIn)
-            said.append(decision.say)
-            now += decision.retryIn
-        }
+        let (waits, said) = fail(&retry, .refused, 9, from: &now)
         #expect(waits == [2, 4, 8, 16, 32, 60, 60, 60, 60])
         #expect(said == [.outage(.refused)] + Array(repeating: nil, count: 8))
     }
