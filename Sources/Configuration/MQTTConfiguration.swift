@@ -54,6 +54,7 @@ extension Settings.MQTT {
         return problem.line.map { "\(problem.file):\($0): warning: \(problem.message)" }
             ?? "\(problem.file): warning: \(problem.message)"
     }
+
     /// `<topic_prefix>/<camera>`: where every topic of this camera starts.
     public func base(camera: String) -> String { topicPrefix + "/" + camera }
 }
