@@ -15,7 +15,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev libturbojpeg0-dev zlib1g-dev
 # What the agent reads at run time: the console font the timestamp overlay draws with.
 RUN_DEPS := psf-unifont
-TEST_DEPS := console-setup-linux mosquitto mosquitto-clients ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
+TEST_DEPS := console-setup-linux mosquitto mosquitto-clients openssl ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
 SWIFT_FLAGS ?=
 
 .PHONY: all deps build release test test-faults soak run bench compare-motion deb test-deb clean check-swift lint format

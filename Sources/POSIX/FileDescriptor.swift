@@ -91,6 +91,9 @@ public struct FileDescriptor: ~Copyable, Sendable {
         public static let truncate = OpenOptions(rawValue: O_TRUNC)
         /// Every write goes to the end of the file.
         public static let append = OpenOptions(rawValue: O_APPEND)
+        /// Never wait in `open` or a read: a FIFO with no writer opens at once (and reads
+        /// nothing) instead of blocking until one comes.
+        public static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
     }
 }
 

@@ -36,6 +36,7 @@ enum CheckCommand: Command {
             throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
         }
         guard let (path, settings) = loadSettings(arguments) else { return .config }
+        if let warning = settings.mqtt.checkWarning { printError(warning) }
         printOut("# \(path): configuration OK\n" + settings.values.effectiveText)
         return .success
     }
