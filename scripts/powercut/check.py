@@ -398,7 +398,8 @@ def main(argv):
                          f" STATE {seeds[name]} {fs} IMAGE")
         for s in sorted(states, key=lambda s: statelist.state_order(s["id"])):
             what = failures.get(s["id"])
-            verdicts.append(f"{name} {s['id']} {'FAIL' if what else 'ok'} {outcome(s, decoded)}" + (" | " + " | ".join(what) if what else ""))
+            verdicts.append(f"{name} {s['id']} {'FAIL' if what else 'ok'} {outcome(s, decoded)}"
+                            + (" | " + " | ".join(" ".join(w.split()) for w in what) if what else ""))
         summary["recordings"][name] = {"fs": fs, "states": len(states), "failed": failed, "failures": failures, "notes": notes,
                                        "moved_aside": aside}
         if failed:

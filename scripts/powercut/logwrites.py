@@ -33,7 +33,7 @@ and BASE_IMAGE may be compressed with gzip or xz, as a run keeps them
 (scripts/powercut/fixtures/<recording>/log.xz, base.img.xz).) E.g., to look at a torn state
 of exFAT that the gate replays:
   scripts/powercut/logwrites.py build scripts/powercut/fixtures/exfat/log.xz \
-      scripts/powercut/fixtures/exfat/base.img.xz T64.0 14 exfat /tmp/state.img && fsck.exfat -n /tmp/state.img
+      scripts/powercut/fixtures/exfat/base.img.xz T317.2 14 exfat /tmp/state.img && fsck.exfat -n /tmp/state.img
 """
 import gzip
 import hashlib
