@@ -107,9 +107,10 @@ test-devices: deps check-swift
 # exFAT and f2fs are checked, repaired and started on, and every clip must decode and keep
 # every synced frame. test-powercut (CI) replays the states listed in
 # scripts/powercut/states.list from the recordings kept in scripts/powercut/fixtures/: the
-# same states on every run. test-powercut-explore records anew and draws new states (SEED=N
-# repeats the draw; run it with a few seeds before submitting a change to the writer, repair
-# or storage); powercut-record re-records the fixtures on purpose. About 10 minutes each.
+# same states on every run. test-powercut-explore records anew and draws new states (with
+# SEED=N, else a new seed, printed; run it with a few seeds before submitting a change to the
+# writer, repair or storage); powercut-record re-records the fixtures on purpose. Each takes
+# 15-20 minutes on a busy 2-core machine.
 .PHONY: test-powercut test-powercut-explore powercut-record
 test-powercut: deps check-swift
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/powercut/run.sh gate

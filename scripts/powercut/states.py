@@ -46,7 +46,6 @@ import lzma
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -197,10 +196,6 @@ def digests(log_path, base_path, state_ids, seed, fs, images=None):
     return out
 
 
-def fixture_file(recording, name):
-    return os.path.join(FIXTURES, recording, name)
-
-
 def prepare(out, filesystems=None):
     """The gate's plan: every listed state (of `filesystems`, when given), checked against its
     digest, and each recording's files in OUT/<recording>/ for the VM."""
@@ -256,11 +251,6 @@ def xz(src, dst):
     with logwrites.open_compressed(src) as f, lzma.open(dst + ".part", "wb", preset=9 | lzma.PRESET_EXTREME) as g:
         shutil.copyfileobj(f, g, 1 << 20)
     os.replace(dst + ".part", dst)
-
-
-def commit():
-    r = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return r.stdout.strip() or "unknown"
 
 
 def make_fixture(run_dir, name, fixture, how):
