@@ -240,7 +240,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
                 [("messages", .int(left))])
         }
         state.withLock { state in
-            sayBadCommands(state.badCommands.flush(at: nil), last: state.lastBadCommand)
+            sayBadCommands(&state, at: nil)
             state.stopping = true
         }
         stopAsked.signal()
@@ -309,7 +309,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     /// What the connection thread does next (with the state locked): and what is due meanwhile.
     private func nextStep(_ state: inout State, at now: Double) -> Step {
         if state.stopping { return .stop(connected: state.link == .connected) }
-        sayBadCommands(state.badCommands.flush(at: now), last: state.lastBadCommand)
+        sayBadCommands(&state, at: now)
         switch state.link {
         case .waiting(let until):
             guard now >= until else { return .sleep(until - now) }
@@ -551,9 +551,13 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         }
     }
 
-    /// The commands ignored and not said one by one, said as a count.
-    private func sayBadCommands(_ count: Int?, last: String) {
-        guard let count else { return }
+    /// The commands ignored and not said one by one, said as a count (`now` nil: at the stop,
+    /// whatever is left). Never inlined: Swift 6.3's optimiser crashes (an ownership error in
+    /// CopyPropagation) on the log call's closure borrowing the locked state's string.
+    @inline(never)
+    private func sayBadCommands(_ state: inout State, at now: Double?) {
+        guard let count = state.badCommands.flush(at: now) else { return }
+        let last = String(state.lastBadCommand)
         log.warning("MQTT commands ignored, not logged one by one", [("count", .int(count)), ("last", .string(last))])
     }
 
