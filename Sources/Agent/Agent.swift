@@ -117,6 +117,11 @@ public final class Agent: @unchecked Sendable {
                 "cannot create the storage directory — check storage.path and that this user may write there",
                 [("path", .string(settings.storage.path)), ("error", .string(reason))])
             return .storageCannotBeCreated
+        case .cannotClaim(let error):
+            log.error(
+                "cannot take the storage directory's lock — check that this user may write there",
+                [("path", .string(settings.storage.path)), ("error", .string(error.description))])
+            return .storageCannotBeCreated
         case .claimedElsewhere(let error):
             log.error(
                 "another agent records into this storage directory — stop it, or give this one another storage.path",

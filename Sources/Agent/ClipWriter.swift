@@ -105,6 +105,9 @@ final class ClipWriter: @unchecked Sendable {
         case unavailable(String)
         /// It cannot be made (permission denied, a file in the way): a person must act.
         case cannotCreate(String)
+        /// Its lock cannot be taken (permission denied, something not a file in its place): a
+        /// person must act.
+        case cannotClaim(ClaimError)
         /// Another agent records into it.
         case claimedElsewhere(ClaimError)
     }
@@ -116,17 +119,35 @@ final class ClipWriter: @unchecked Sendable {
     func bringUpStorage() -> StorageState {
         let storage = settings.storage
         do { try storage.createRoot() } catch {
-            return error.isMissing || error.isOutOfSpace
+            return error.isMissing || error.isOutOfSpace || error.isReadOnly
                 ? .unavailable(error.description) : .cannotCreate(error.description)
         }
         if claim == nil {
-            do { claim = try storage.claim() } catch { return .claimedElsewhere(error) }
+            // Only a lock another agent holds is another agent: a lock file that cannot be
+            // made on a read-only card is storage to wait for.
+            do { claim = try storage.claim() } catch {
+                switch error.cause {
+                case .held: return .claimedElsewhere(error)
+                case .unavailable: return .unavailable(error.description)
+                case .refused: return .cannotClaim(error)
+                }
+            }
         }
         do { try storage.probe() } catch { return .unavailable(error.description) }
         repairInterrupted()
         do {
             let rebuild = try EventsJournal(storage: settings.storage).rebuild(
                 from: ClipStore(storage: settings.storage, naming: settings.naming))
+            if let aside = rebuild.setAside {
+                // Clips are still the record: the journal starts again beside what was there.
+                log.error(
+                    "the events journal is not a regular file; moved aside, a new journal is written from the clips on disk",
+                    [
+                        ("path", .string(settings.storage.path(EventsJournal.name))),
+                        ("moved_to", .string(aside.movedTo.map(settings.storage.path) ?? "")),
+                        ("error", .string(aside.problem)),
+                    ])
+            }
             if rebuild.written {
                 log.warning(
                     "events journal rebuilt from the clips on disk",
@@ -167,7 +188,7 @@ final class ClipWriter: @unchecked Sendable {
             return true
         case .unavailable(let reason), .cannotCreate(let reason):
             storageUnavailable(reason)
-        case .claimedElsewhere(let error):
+        case .claimedElsewhere(let error), .cannotClaim(let error):
             storageUnavailable(error.description)
         }
         return false

@@ -58,6 +58,9 @@ public protocol ClipStorage: AnyObject, Sendable {
     func append(_ bytes: [UInt8], to relativePath: String) throws(FileError)
     /// Replaces a file's contents at once: written beside it, made durable, renamed over it.
     func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError)
+    /// Gives an entry (whatever it is; a link is renamed, not followed) another name in the same
+    /// directory, never over an existing one (`isAlreadyThere`), and makes the rename durable.
+    func rename(_ relativePath: String, to newRelativePath: String) throws(FileError)
     /// Claims the directory for this agent for as long as the claim lives: a second agent on
     /// the same directory is refused, naming the first.
     func claim() throws(ClaimError) -> any StorageClaim
@@ -73,18 +76,33 @@ extension ClipStorage {
 /// An agent's hold on a storage directory, for as long as the value lives.
 public protocol StorageClaim: AnyObject, Sendable {}
 
-/// A storage directory another agent records into (or whose lock cannot be taken).
+/// A storage directory another agent records into, or whose lock cannot be taken.
 public struct ClaimError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The lock file.
     public var path: String
     /// The process holding it, when it said.
     public var heldBy: Int32?
     public var reason: String
+    public var cause: Cause
 
-    public init(path: String, heldBy: Int32?, reason: String) {
+    /// Why the directory cannot be claimed.
+    public enum Cause: Sendable, Equatable {
+        /// Another agent holds the lock: it records into the directory.
+        case held
+        /// The lock file cannot be made or opened for now: the file system is read-only (a
+        /// card the kernel remounted after an error), the directory is gone (a disk pulled),
+        /// or the disk fails or is full. Waited for, as a directory not there yet is.
+        case unavailable
+        /// The lock file cannot be used until a person acts: permission denied, or something
+        /// other than a regular file has its name.
+        case refused
+    }
+
+    public init(path: String, heldBy: Int32?, reason: String, cause: Cause = .held) {
         self.path = path
         self.heldBy = heldBy
         self.reason = reason
+        self.cause = cause
     }
 
     public var description: String {

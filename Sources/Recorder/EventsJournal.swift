@@ -138,6 +138,9 @@ public struct ClipRecord: Codable, Equatable, Sendable {
 public struct EventsJournal: Sendable {
     /// The journal's name in the storage directory.
     public static let name = "events.jsonl"
+    /// Where something that is not a regular file but has the journal's name is moved (`-1`,
+    /// `-2`, … when taken), so that a new journal can be written.
+    public static let setAsideName = "events.jsonl.not-a-file"
     public let storage: any ClipStorage
 
     public init(storage: any ClipStorage) {

@@ -21,6 +21,16 @@ public struct JournalRebuild: Equatable, Sendable {
     public var unreadable: [UnreadableClip]
     /// True when the journal was rewritten.
     public var written: Bool
+    /// Something other than a regular file had the journal's name (a named pipe, a
+    /// directory): what was wrong, and where it was moved (nil when it was not: a rebuild that
+    /// does not write). The journal is then read as empty and a new one written.
+    public var setAside: SetAside?
+
+    public struct SetAside: Equatable, Sendable {
+        public var problem: String
+        /// Its new name in the storage directory.
+        public var movedTo: String?
+    }
 
     /// The records of the journal after the rebuild.
     public var records: [ClipRecord] { kept + added }
@@ -48,15 +58,24 @@ extension EventsJournal {
     /// Movies are only read. With `write`, the journal is replaced at once when anything
     /// changed (written beside it, then renamed), after checking that nobody appended to it
     /// meanwhile (the agent, when `vigil clips --rescan` runs beside it).
+    ///
+    /// Something other than a regular file with the journal's name (a named pipe, which would
+    /// block whoever opens it, a directory) is never opened: with `write` it is moved aside
+    /// (`EventsJournal.setAsideName`, renamed in place, nothing deleted) and a new journal
+    /// written; without, the journal is read as empty. `setAside` says which.
     @discardableResult
     public func rebuild(from store: ClipStore, write: Bool = true) throws(JournalError) -> JournalRebuild {
         var contents: [String: Result<MovieContents?, MovieRepairError>] = [:]
+        var setAside: JournalRebuild.SetAside?
         for _ in 0..<3 {
-            let before: [UInt8]
+            var before: [UInt8]
             do { before = try storage.read(Self.name) ?? [] } catch {
-                throw JournalError(description: error.description)
+                guard error.isNotRegularFile else { throw JournalError(description: error.description) }
+                setAside = JournalRebuild.SetAside(problem: error.description, movedTo: write ? try moveAside() : nil)
+                before = []
             }
-            let (rebuild, after) = try plan(from: before, store: store, contents: &contents)
+            var (rebuild, after) = try plan(from: before, store: store, contents: &contents)
+            rebuild.setAside = setAside
             guard write, after != before else { return rebuild }
             do {
                 guard try storage.read(Self.name) ?? [] == before else { continue }
@@ -64,12 +83,28 @@ extension EventsJournal {
             } catch {
                 throw JournalError(description: "\(error.description) — the journal was not rebuilt")
             }
-            var written = rebuild
-            written.written = true
-            return written
+            rebuild.written = true
+            return rebuild
         }
         throw JournalError(
             description: "\(path) kept changing while it was rebuilt (is the agent writing it?); try again")
+    }
+
+    /// Moves what has the journal's name aside, to the first free `setAsideName`; its new name.
+    private func moveAside() throws(JournalError) -> String {
+        for suffix in 0..<100 {
+            let name = Self.setAsideName + (suffix == 0 ? "" : "-\(suffix)")
+            do {
+                try storage.rename(Self.name, to: name)
+                return name
+            } catch {
+                guard error.isAlreadyThere else {
+                    throw JournalError(description: "\(error.description) — the journal cannot be written")
+                }
+            }
+        }
+        throw JournalError(
+            description: "cannot move \(path) aside: \(Self.setAsideName) to \(Self.setAsideName)-99 are taken")
     }
 
     /// What the rebuild of the journal's `bytes` is, and its bytes after it. `contents` keeps the

@@ -66,7 +66,7 @@ public final class DiskStorage: ClipStorage {
                         StoredFile(
                             relativePath: relative, size: Int64(clamping: status.size),
                             modified: Date(timeIntervalSince1970: status.modified)))
-                case .symbolicLink, .other:
+                case .symbolicLink, .namedPipe, .socket, .device, .other:
                     continue
                 }
             }
@@ -207,6 +207,29 @@ public final class DiskStorage: ClipStorage {
         }
     }
 
+    public func rename(_ relativePath: String, to newRelativePath: String) throws(FileError) {
+        let newName = String(newRelativePath.split(separator: "/").last ?? "")
+        guard newRelativePath.withoutLastPathComponent == relativePath.withoutLastPathComponent, !newName.isEmpty,
+            newName != ".", newName != ".."
+        else {
+            throw FileError(
+                path: path(relativePath), operation: "rename",
+                reason: "\(newRelativePath) is not a name in the same directory; refusing")
+        }
+        try inParent(of: relativePath, "rename") { directory, name throws(SystemError) in
+            _ = try directory.status(ofEntry: name)
+            // Never over something else: what has the new name stays as it is.
+            do throws(SystemError) {
+                _ = try directory.status(ofEntry: newName)
+                throw SystemError.alreadyThere
+            } catch {
+                guard error.isMissing else { throw error }
+            }
+            try directory.rename(named: name, to: newName)
+            try directory.synchronize()
+        }
+    }
+
     /// Claims the directory for this agent: its lock file (`.vigil.lock`) holds the lock and
     /// the pid for as long as the returned claim lives. A directory another agent records into
     /// is refused, naming that agent's pid.
@@ -227,8 +250,16 @@ public final class DiskStorage: ClipStorage {
             return DiskClaim(file: file)
         } catch let error as ClaimError {
             throw error
+        } catch let error as SystemError {
+            let problem =
+                error.code == SystemError.notARegularFile.code
+                ? FileError(path: path, notARegularFile: "open").reason : error.description
+            let cause: ClaimError.Cause =
+                error.isReadOnly || error.isMissing || error.isOutOfSpace || error.isInputOutput
+                ? .unavailable : .refused
+            throw ClaimError(path: path, heldBy: nil, reason: "cannot take its lock: \(problem)", cause: cause)
         } catch {
-            throw ClaimError(path: path, heldBy: nil, reason: "cannot take its lock: \(error)")
+            throw ClaimError(path: path, heldBy: nil, reason: "cannot take its lock: \(error)", cause: .refused)
         }
     }
 
@@ -295,7 +326,7 @@ public final class DiskStorage: ClipStorage {
                     reason: "it is not a directory (or a symbolic link to a file); refusing to follow it")
             }
             if error.code == SystemError.notARegularFile.code {
-                throw FileError(path: reached, operation: operation, reason: "it is not a regular file; refusing")
+                throw FileError(path: reached, notARegularFile: operation)
             }
             if error.alreadyExists {
                 throw FileError(
@@ -323,7 +354,19 @@ extension FileError {
         let reason = error.isOutOfSpace ? "no space left on the device" : error.text
         self.init(
             path: path, operation: operation, reason: reason, isOutOfSpace: error.isOutOfSpace,
-            isMissing: error.isMissing, isInUse: error.isLocked)
+            isMissing: error.isMissing, isInUse: error.isLocked, isReadOnly: error.isReadOnly)
+    }
+
+    /// `path` is not a regular file (`openFile` refused it, unopened): what it is, and the fix.
+    init(path: String, notARegularFile operation: String) {
+        let what =
+            switch (try? Paths.status(ofLink: path))?.kind {
+            case let kind? where kind != .regular && kind != .other: "it is \(kind.description), not a regular file"
+            default: "it is not a regular file"
+            }
+        self.init(
+            path: path, operation: operation, reason: what + "; refusing — move it out of the storage directory",
+            isNotRegularFile: true)
     }
 }
 

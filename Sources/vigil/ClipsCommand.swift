@@ -95,6 +95,12 @@ enum ClipsCommand: Command {
 
     /// What is wrong with the journal, and what the rescan did about it, on stderr.
     private static func report(_ rebuild: JournalRebuild, journal: String, rescan: Bool) {
+        if let aside = rebuild.setAside {
+            printError(
+                "vigil clips: \(aside.problem); "
+                    + (aside.movedTo.map { "moved to \(journal.withoutLastPathComponent)/\($0), a new journal written" }
+                        ?? "the clips on disk are listed; the agent moves it aside when it starts (so does --rescan)"))
+        }
         if let first = rebuild.damagedLines.first {
             printError(
                 "vigil clips: \(journal): \(rebuild.damagedLines.count) damaged line(s), first at line \(first); "

@@ -5,6 +5,10 @@ import Storage
 import TestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `vigil clips` on a storage directory whose journal a full disk damaged.
 @Suite struct ClipsCommandTests {
     /// Runs `vigil ARGUMENTS` with TZ=UTC.
@@ -86,5 +90,45 @@ import Testing
         let again = try clips("--config", config, "--json")
         #expect(again.status == 0 && again.stderr.isEmpty, "\(again.stderr)")
         #expect(again.stdout.split(separator: "\n").count == 3)
+    }
+
+    /// `events.jsonl` is a named pipe: `vigil clips` does not wait for ever opening it. It
+    /// says what it is and lists the clips on disk; `--rescan` moves it aside (renamed, never
+    /// deleted) and writes a journal in its place.
+    @Test func aJournalThatIsANamedPipeDoesNotHangTheListing() throws {
+        let dir = try TemporaryDirectory("vigil-clips")
+        defer { dir.remove() }
+        let storage = DiskStorage(root: dir.file("clips"))
+        try storage.createRoot()
+        let utc = TimeZone(identifier: "UTC")!
+        let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: utc)
+        let created = Date(timeIntervalSince1970: 1_796_036_645)  // 2026-11-30 11:04:05 UTC
+        let name = naming.relativePath(for: created)
+        try TestClips.write(name, into: storage, created: created)
+        let journal = dir.file("clips/events.jsonl")
+        #expect(mkfifo(journal, 0o644) == 0)
+        let config = dir.file("vigil.conf")
+        try "camera = { name = \"yard\"; };\nstorage = { path = \"\(dir.file("clips"))\"; };\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+        var environment = ProcessInfo.processInfo.environment
+        environment["TZ"] = "UTC"
+        // `timeout` kills a listing stuck opening the pipe (SIGTERM would not end that wait).
+        let listed = try runTool(
+            "timeout", ["-s", "KILL", "60", builtExecutable("vigil"), "clips", "--config", config],
+            environment: environment)
+        #expect(listed.status == 0, "\(listed.status): \(listed.stderr)")
+        #expect(
+            listed.stderr.contains("\(journal): it is a named pipe (FIFO), not a regular file; refusing")
+                && listed.stderr.contains("the clips on disk are listed"), "\(listed.stderr)")
+        #expect(listed.stdout.contains(name + "  (not in the journal)"), "\(listed.stdout)")
+
+        let rescanned = try runTool(
+            "timeout", ["-s", "KILL", "60", builtExecutable("vigil"), "clips", "--config", config, "--rescan"],
+            environment: environment)
+        #expect(rescanned.status == 0, "\(rescanned.status): \(rescanned.stderr)")
+        #expect(
+            rescanned.stderr.contains("moved to \(dir.file("clips/events.jsonl.not-a-file"))"), "\(rescanned.stderr)")
+        #expect(isNamedPipe(dir.file("clips/events.jsonl.not-a-file")))
+        #expect(try EventsJournal(directory: dir.file("clips")).records().records.map(\.file) == [name])
     }
 }

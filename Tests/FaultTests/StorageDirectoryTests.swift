@@ -4,6 +4,10 @@ import Recorder
 import TestSupport
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The storage directory as a careless admin leaves it: shared by two agents, not there yet
 /// (a USB disk not mounted), emptied under the agent's feet.
 @Suite(.serialized) struct StorageDirectoryTests {
@@ -117,5 +121,92 @@ import Testing
         #expect(try EventsJournal(directory: storage).records().records.map(\.file) == saved)
         #expect(movieFiles(in: storage) == saved)
         for name in saved { try expectPlayable(storage + "/" + name) }
+    }
+
+    /// The storage directory is on a file system mounted read-only at start (a card the
+    /// kernel remounted after an error, the lock file of an earlier run on it): the agent does
+    /// not take it for another agent's (exit 75, restarted by systemd every 10 s for ever) but
+    /// waits for it like a disk not mounted yet — said once, with the file system's own words
+    /// — and records once it is writable again.
+    @Test func aStorageDirectoryOnAReadOnlyFileSystemIsWaitedFor() throws {
+        let fs = try SmallFileSystem(megabytes: 32)
+        defer { fs.unmount() }
+        let dir = try TemporaryDirectory("vigil-faults-storage")
+        defer { dir.remove() }
+        let storage = fs.path + "/clips"
+        try FileManager.default.createDirectory(atPath: storage, withIntermediateDirectories: false)
+        #expect(FileManager.default.createFile(atPath: storage + "/.vigil.lock", contents: Data("4242\n".utf8)))
+        try fs.remount(readOnly: true)
+        let (feeder, agent) = try fedAgent(Self.twoEvents, in: dir, storage: storage)
+        try feeder.feed(until: 8)
+        let waiting = try #require(
+            agent.waitFor(
+                "msg=\"storage directory unavailable; clips wait for it — is the disk mounted and writable?\"",
+                timeout: 120), "\(agent.output)")
+        #expect(logValue(waiting, "error")?.contains("Read-only file system") == true, "\(waiting)")
+        #expect(agent.isRunning, "\(agent.output)")
+        try fs.remount(readOnly: false)
+        try #require(agent.waitFor("msg=\"storage directory back\"", timeout: 120) != nil, "\(agent.output)")
+        try feeder.feed(until: 24)
+        feeder.close()
+        #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
+        let output = agent.output
+
+        #expect(
+            logLines(
+                output,
+                "another agent records into this storage directory — stop it, or give this one another storage.path"
+            )
+            .isEmpty, "\(output)")
+        #expect(
+            logLines(output, "storage directory unavailable; clips wait for it — is the disk mounted and writable?")
+                .count
+                == 1, "\(output)")
+        let saved = logLines(output, "clip saved").compactMap { logValue($0, "file") }
+        #expect(!saved.isEmpty, "\(output)")
+        #expect(movieFiles(in: storage) == saved.sorted())
+        #expect(try EventsJournal(directory: storage).records().records.map(\.file) == saved)
+        for file in saved { try expectPlayable(storage + "/" + file) }
+        // The lock file the earlier run left holds this agent's pid now.
+        #expect((try? String(contentsOfFile: storage + "/.vigil.lock", encoding: .utf8)) == "\(agent.pid)\n")
+    }
+
+    /// `events.jsonl` is a named pipe (someone's idea of a live feed): the agent neither
+    /// blocks opening it (SIGTERM would not end that wait) nor stops recording. It moves it
+    /// aside (renamed, not deleted), says so once as an error naming what it was, and writes
+    /// a new journal; the clip is saved and journaled.
+    @Test func aJournalThatIsANamedPipeIsMovedAsideAndRecordingGoesOn() throws {
+        let dir = try TemporaryDirectory("vigil-faults-storage")
+        defer { dir.remove() }
+        let footage = try writeFootage(scene(seconds: 8, objects: [crossing(1, 5)]), to: dir.file("scene.y4m"))
+        let storage = dir.file("clips")
+        try FileManager.default.createDirectory(atPath: storage, withIntermediateDirectories: false)
+        #expect(mkfifo(storage + "/" + EventsJournal.name, 0o644) == 0)
+        let agent = try AgentProcess(config: writeConfig(dir.file("vigil.conf"), footage: footage, storage: storage))
+        let status = agent.waitForExit(timeout: 120)
+        if status == nil {
+            // Stuck opening the pipe: a writer that comes and goes lets it go.
+            let fd = open(storage + "/" + EventsJournal.name, O_WRONLY | O_NONBLOCK)
+            if fd >= 0 { close(fd) }
+        }
+        #expect(status == 0, "\(agent.output)")
+        let output = agent.output
+
+        let aside = storage + "/events.jsonl.not-a-file"
+        let moved = logLines(
+            output,
+            "the events journal is not a regular file; moved aside, a new journal is written from the clips on disk")
+        #expect(
+            moved.count == 1
+                && moved.allSatisfy {
+                    logValue($0, "level") == "error" && logValue($0, "moved_to") == aside
+                        && logValue($0, "error")?.contains("named pipe (FIFO)") == true
+                }, "\(output)")
+        #expect(isNamedPipe(aside))
+        let saved = logLines(output, "clip saved").compactMap { logValue($0, "file") }
+        #expect(saved.count == 1, "\(output)")
+        #expect(try EventsJournal(directory: storage).records().records.map(\.file) == saved)
+        #expect(logLines(output, "events journal not written").isEmpty, "\(output)")
+        for file in saved { try expectPlayable(storage + "/" + file) }
     }
 }
