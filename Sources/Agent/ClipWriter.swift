@@ -75,6 +75,10 @@ final class ClipWriter: @unchecked Sendable {
     private var snapshot: (picture: SnapshotPicture, quality: Int)?
     /// `latest.jpg` could not be written (said once until it can again).
     private var liveFailing = false
+    /// Set while `latest.jpg` waits for the disk to have room: whether that was said this time
+    /// (at most hourly: `liveWaitingSaid`).
+    private var liveWaiting: Bool?
+    private var liveWaitingSaid: Timestamp?
     /// Set when a clip could not be opened or failed: its commands are skipped until the next open.
     private var skipping = false
     private var disk = DiskFullPolicy()
@@ -134,6 +138,7 @@ final class ClipWriter: @unchecked Sendable {
             }
         }
         do { try storage.probe() } catch { return .unavailable(error.description) }
+        removeLeftovers()
         repairInterrupted()
         do {
             let rebuild = try EventsJournal(storage: settings.storage).rebuild(
@@ -154,6 +159,7 @@ final class ClipWriter: @unchecked Sendable {
                     [
                         ("added", .int(rebuild.added.count)), ("damaged_dropped", .int(rebuild.droppedDamaged)),
                         ("duplicates_dropped", .int(rebuild.droppedDuplicates)),
+                        ("marked_damaged", .int(rebuild.followed.count)),
                     ])
             }
         } catch {
@@ -362,14 +368,17 @@ final class ClipWriter: @unchecked Sendable {
         }
     }
 
-    /// A name from the pattern that no file has yet (clips started in the same second get -1, -2, ...).
+    /// A name from the pattern that no file has yet (clips started in the same second get -1, -2, ...),
+    /// nor a damaged clip moved aside under it.
     private func freeName(for date: Date) -> String {
         var suffix = 0
         while true {
             let relative = settings.naming.relativePath(for: date, suffix: suffix)
             // The last suffix the pattern check allowed for: if that is taken too, creating
             // it fails and the event is said to go unrecorded — nothing is overwritten.
-            if !settings.storage.exists(relative) || suffix == ClipPathLimits.maximumCollisionSuffix { return relative }
+            let taken =
+                settings.storage.exists(relative) || settings.storage.exists(ClipNaming.damagedPath(of: relative))
+            if !taken || suffix == ClipPathLimits.maximumCollisionSuffix { return relative }
             suffix += 1
         }
     }
@@ -490,37 +499,83 @@ final class ClipWriter: @unchecked Sendable {
         file: String, jpeg: [UInt8]
     )? {
         let file = ClipNaming.snapshotPath(of: clip.relativePath)
-        do {
-            let jpeg = try JPEGEncoder.encode(picture, quality: quality)
-            try clip.storage.replace(file, with: jpeg)
-            return (file, jpeg)
-        } catch {
-            log.warning(
-                "the clip is saved without its snapshot",
-                [("file", .string(file)), ("error", .string("\(error)"))])
-            return nil
+        let jpeg: [UInt8]
+        do { jpeg = try JPEGEncoder.encode(picture, quality: quality) } catch {
+            return withoutSnapshot(file, "\(error)")
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                try clip.storage.replace(file, with: jpeg)
+                return (file, jpeg)
+            } catch {
+                // The picture gets what its clip got: retention frees the oldest clips for
+                // it (never this one), then one more try.
+                guard error.isOutOfSpace, attempt == 1 else { return withoutSnapshot(file, error.description) }
+                sweep(fullDisk: Int64(jpeg.count) + ClipWriter.fullDiskHeadroom, protecting: clip.relativePath)
+            }
         }
     }
 
-    /// Replaces `latest.jpg` with the current picture (`snapshot.live_interval`).
+    /// The clip is saved without its picture: said, and nil.
+    private func withoutSnapshot(_ file: String, _ problem: String) -> (file: String, jpeg: [UInt8])? {
+        log.warning("the clip is saved without its snapshot", [("file", .string(file)), ("error", .string(problem))])
+        return nil
+    }
+
+    /// Replaces `latest.jpg` with the current picture (`snapshot.live_interval`), unless the
+    /// disk is short of space: a live picture never takes space a clip needs
+    /// (`DiskFullPolicy.livePictureFits`).
     private func writeLatest(_ picture: SnapshotPicture, quality: Int) {
         guard storageIsReady() else { return }
-        do {
-            try settings.storage.replace(
-                ClipNaming.latestPicture, with: try JPEGEncoder.encode(picture, quality: quality))
-            if liveFailing { log.info("latest.jpg written again") }
-            liveFailing = false
-        } catch {
-            if !liveFailing {
-                log.warning(
-                    "cannot write latest.jpg; trying again at the next interval",
-                    [
-                        ("path", .string(settings.storage.path(ClipNaming.latestPicture))),
-                        ("error", .string("\(error)")),
-                    ])
-            }
-            liveFailing = true
+        let storage = settings.storage
+        let jpeg: [UInt8]
+        do { jpeg = try JPEGEncoder.encode(picture, quality: quality) } catch {
+            liveFailed("\(error)")
+            return
         }
+        guard
+            disk.livePictureFits(
+                bytes: jpeg.count, free: try? storage.freeBytes(), minFree: settings.policy.minFree,
+                headroom: ClipWriter.fullDiskHeadroom)
+        else {
+            liveWaitsForSpace()
+            return
+        }
+        do { try storage.replace(ClipNaming.latestPicture, with: jpeg) } catch {
+            if error.isOutOfSpace { liveWaitsForSpace() } else { liveFailed(error.description) }
+            return
+        }
+        if liveFailing || liveWaiting == true { log.info("latest.jpg written again") }
+        liveFailing = false
+        liveWaiting = nil
+    }
+
+    /// `latest.jpg` could not be made or written: said once until it is written again.
+    private func liveFailed(_ problem: String) {
+        if !liveFailing {
+            log.warning(
+                "cannot write latest.jpg; trying again at the next interval",
+                [("path", .string(settings.storage.path(ClipNaming.latestPicture))), ("error", .string(problem))])
+        }
+        liveFailing = true
+    }
+
+    /// `latest.jpg` is not written for want of space: said when this begins (at most hourly).
+    private func liveWaitsForSpace() {
+        guard liveWaiting == nil else { return }
+        let now = monotonicNow()
+        let say = liveWaitingSaid.map { now - $0 >= DiskFullPolicy.lowSpaceRepeat } ?? true
+        liveWaiting = say
+        guard say else { return }
+        liveWaitingSaid = now
+        log.warning(
+            "latest.jpg is not replaced while the disk is short of space; clips come first",
+            [
+                ("path", .string(settings.storage.path(ClipNaming.latestPicture))),
+                ("min_free_mb", .int(settings.policy.minFree >> 20)),
+            ])
     }
 
     /// A clip given up after a write error becomes a normal movie of what reached the disk,
@@ -545,6 +600,9 @@ final class ClipWriter: @unchecked Sendable {
                     "cannot remove a clip given up with no video in it",
                     [("file", .string(relative)), ("error", .string(error.description))])
             }
+            return
+        } catch  where error.kind == .notRepairable {
+            moveAside(relative, in: storage, bytes: nil, problem: error.problem)
             return
         } catch {
             log.warning(
@@ -588,7 +646,8 @@ final class ClipWriter: @unchecked Sendable {
         let storage = settings.storage
         let store = ClipStore(storage: storage, naming: settings.naming)
         guard let clips = try? store.clips() else { return }
-        for clip in clips {
+        // A clip moved aside as damaged is never tried again.
+        for clip in clips where !ClipNaming.isDamaged(clip.relativePath) {
             let relative = clip.relativePath
             do {
                 // Nil for a complete clip: repair looks before it touches anything.
@@ -637,10 +696,51 @@ final class ClipWriter: @unchecked Sendable {
             } catch  where error.kind == .inUse {
                 log.warning(
                     "a clip is being written by another process; it is left as it is", [("file", .string(relative))])
+            } catch  where error.kind == .notRepairable {
+                moveAside(relative, in: storage, bytes: clip.size, problem: error.problem)
             } catch {
                 log.warning(
                     "cannot repair a clip; it is left as it is",
                     [("file", .string(relative)), ("error", .string(error.problem))])
+            }
+        }
+    }
+
+    /// A clip repair cannot read (no player opens it: a power cut and the fsck after it cut
+    /// its start away) is moved aside as `NAME.mov.damaged` in its directory: its bytes kept,
+    /// out of players' way, said once — the start that moves it — and never repaired again.
+    /// Retention counts it and deletes it like a clip; the journal's rebuild makes its line
+    /// follow it (or writes one marked damaged).
+    private func moveAside(_ relative: String, in storage: any ClipStorage, bytes: Int64?, problem: String) {
+        let damaged = ClipNaming.damagedPath(of: relative)
+        do {
+            try storage.rename(relative, to: damaged)
+            log.warning(
+                "a clip no player can open was moved aside; its bytes are kept",
+                [("file", .string(relative)), ("moved_to", .string(damaged))]
+                    + (bytes.map { [("bytes", .int($0))] } ?? []) + [("error", .string(problem))])
+        } catch {
+            log.warning(
+                "cannot repair a clip; it is left as it is",
+                [("file", .string(relative)), ("error", .string(problem)), ("move_error", .string(error.description))])
+        }
+    }
+
+    /// Removes what writes a kill interrupted left (`ClipStore.leftovers`: the new contents of
+    /// a picture, `latest.jpg` or the journal, never renamed over it), each said once.
+    private func removeLeftovers() {
+        let storage = settings.storage
+        guard let leftovers = try? ClipStore(storage: storage, naming: settings.naming).leftovers() else { return }
+        for file in leftovers {
+            do {
+                try storage.delete(file.relativePath)
+                log.info(
+                    "removed a file an interrupted write left",
+                    [("file", .string(file.relativePath)), ("bytes", .int(file.size))])
+            } catch {
+                log.warning(
+                    "cannot remove a file an interrupted write left",
+                    [("file", .string(file.relativePath)), ("error", .string(error.description))])
             }
         }
     }
@@ -651,16 +751,16 @@ final class ClipWriter: @unchecked Sendable {
 
     /// Retention: deletes what the policy says (never the open clip, never the newest saved),
     /// logs each deletion. `fullDisk` is the room a write that found the disk full needs.
-    func sweep(fullDisk need: Int64? = nil) {
+    func sweep(fullDisk need: Int64? = nil, protecting: String? = nil) {
         let storage = settings.storage
         let store = ClipStore(storage: storage, naming: settings.naming)
-        let protected: Set<String> = open.map { [$0.relativePath] } ?? []
+        let protected = Set([open?.relativePath, protecting].compactMap { $0 })
         let result = store.sweep(settings.policy, now: wallNow(), protected: protected, fullDisk: need)
         for d in result.deleted {
             log.info(
                 "clip deleted",
                 [
-                    ("file", .string(d.clip.relativePath)), ("bytes", .int(d.clip.size)),
+                    ("file", .string(d.clip.relativePath)), ("bytes", .int(d.clip.totalSize)),
                     ("reason", .string(d.reason.description)),
                 ])
         }

@@ -9,13 +9,24 @@ public struct StoredFile: Equatable, Sendable {
     public var size: Int64
     /// Last written: for a clip, the end of the recording (or of its repair).
     public var modified: Date
+    /// For a clip (`ClipStore.clips()`), the bytes of its picture beside it, which retention
+    /// counts and frees with it; 0 for other files, and a clip without one.
+    public var pictureSize: Int64 = 0
 
-    public init(relativePath: String, size: Int64, modified: Date) {
+    public init(relativePath: String, size: Int64, modified: Date, pictureSize: Int64 = 0) {
         self.relativePath = relativePath
         self.size = size
         self.modified = modified
+        self.pictureSize = pictureSize
     }
+
+    /// What it takes on the disk, with its picture.
+    public var totalSize: Int64 { size + pictureSize }
 }
+
+/// `ClipStorage.replace` writes the new contents beside the file, under its name with this
+/// appended, before it renames it over the file: what a crash can leave behind.
+public let replacementSuffix = ".new"
 
 /// The storage directory as the recorder and the agent use it: every effect they have on
 /// files — walking them, creating and opening movie files, deleting, appending to the events
@@ -56,7 +67,8 @@ public protocol ClipStorage: AnyObject, Sendable {
     /// Appends to a file (creating it) whole or not at all, starting on a fresh line when the
     /// file does not end in a newline, and makes the bytes durable.
     func append(_ bytes: [UInt8], to relativePath: String) throws(FileError)
-    /// Replaces a file's contents at once: written beside it, made durable, renamed over it.
+    /// Replaces a file's contents at once: written beside it (its name with
+    /// `replacementSuffix`), made durable, renamed over it.
     func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError)
     /// Gives an entry (whatever it is; a link is renamed, not followed) another name in the same
     /// directory, never over an existing one (`isAlreadyThere`), and makes the rename durable.

@@ -35,6 +35,9 @@ public struct ClipRecord: Codable, Equatable, Sendable {
     public var rebuilt: Bool?
     /// The event's picture beside the clip (`<clip>.jpg`), relative to the storage directory.
     public var snapshot: String?
+    /// True for a clip start-up repair could not read, moved aside as `NAME.mov.damaged`
+    /// (`file` is that name): its bytes are kept, but no player opens it.
+    public var damaged: Bool?
 
     enum CodingKeys: String, CodingKey {
         case file, camera, start, end
@@ -51,6 +54,7 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         case repaired
         case rebuilt
         case snapshot
+        case damaged
     }
 
     /// Lines written before `trigger` said what started the event held its time there: such a
@@ -81,13 +85,14 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         repaired = try c.decodeIfPresent(Bool.self, forKey: .repaired)
         rebuilt = try c.decodeIfPresent(Bool.self, forKey: .rebuilt)
         snapshot = try c.decodeIfPresent(String.self, forKey: .snapshot)
+        damaged = try c.decodeIfPresent(Bool.self, forKey: .damaged)
     }
 
     public init(
         file: String, camera: String, start: String, end: String, cause: TriggerCause?, triggerTime: String?,
         triggerSourceSeconds: Double?, preRollSeconds: Double?, durationSeconds: Double, frames: Int,
         audioFrames: Int, bytes: UInt64, peakScore: Double?, part: Int?, repaired: Bool? = nil, rebuilt: Bool? = nil,
-        snapshot: String? = nil
+        snapshot: String? = nil, damaged: Bool? = nil
     ) {
         self.file = file
         self.camera = camera
@@ -106,6 +111,7 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         self.repaired = repaired
         self.rebuilt = rebuilt
         self.snapshot = snapshot
+        self.damaged = damaged
     }
 
     /// Wall-clock times as the journal writes them: local time with its UTC offset, to the

@@ -34,7 +34,9 @@ public struct Deletion: Equatable, Sendable {
 /// - on a full disk (a write failed for want of space), while less than what is needed is free,
 ///   whatever `minFree` says: recording goes on at the cost of the oldest clips.
 ///
-/// Never the clip being written (`protected`), never the newest clip saved.
+/// A clip counts with its picture (`StoredFile.totalSize`), and a clip moved aside as damaged
+/// counts as a clip. Never the clip being written (`protected`), never the newest clip saved
+/// (a damaged one is never that clip: no player opens it).
 public struct RetentionPolicy: Equatable, Sendable {
     public var maxAgeDays: Int?
     public var maxSize: Int64?
@@ -62,14 +64,16 @@ public struct RetentionPolicy: Equatable, Sendable {
         var candidates = clips.filter { !protected.contains($0.relativePath) }
             .sorted { ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath) }
         // The newest clip saved stays, whatever the rules say: an event just recorded is kept.
-        if !candidates.isEmpty { candidates.removeLast() }
+        if let newest = candidates.lastIndex(where: { !ClipNaming.isDamaged($0.relativePath) }) {
+            candidates.remove(at: newest)
+        }
         var result: [Deletion] = []
-        var total = clips.reduce(0) { $0 + $1.size }
+        var total = clips.reduce(0) { $0 + $1.totalSize }
         var free = freeBytes
         func take(_ reason: DeletionReason) {
             let clip = candidates.removeFirst()
-            total -= clip.size
-            free += clip.size
+            total -= clip.totalSize
+            free += clip.totalSize
             result.append(Deletion(clip: clip, reason: reason))
         }
         if let days = maxAgeDays {
@@ -84,7 +88,7 @@ public struct RetentionPolicy: Equatable, Sendable {
         }
         var shortfall: Int64?
         if free < minFree {
-            if free + candidates.reduce(0, { $0 + $1.size }) >= minFree {
+            if free + candidates.reduce(0, { $0 + $1.totalSize }) >= minFree {
                 while free < minFree, !candidates.isEmpty { take(.freeSpaceBelow(bytes: minFree)) }
             } else {
                 shortfall = minFree - free
@@ -120,15 +124,40 @@ public struct ClipStore: Sendable {
         try clips(named: (try? journalFiles()) ?? [])
     }
 
-    /// The files of `clips()`, given the files the journal names.
+    /// The files of `clips()`, given the files the journal names, each with the size of its
+    /// picture.
     func clips(named: Set<String>) throws(FileError) -> [StoredFile] {
-        try storage.walk().filter { isOwn($0.relativePath, named: named) }.sorted { $0.relativePath < $1.relativePath }
+        let files = try storage.walk()
+        var sizes: [String: Int64] = [:]
+        for file in files where file.relativePath.hasSuffix(".jpg") { sizes[file.relativePath] = file.size }
+        return files.filter { isOwn($0.relativePath, named: named) }.map { clip in
+            var clip = clip
+            clip.pictureSize = sizes[ClipNaming.snapshotPath(of: clip.relativePath)] ?? 0
+            return clip
+        }.sorted { $0.relativePath < $1.relativePath }
+    }
+
+    /// What writes a kill interrupted left behind: the new contents of a clip's picture, of
+    /// `latest.jpg` or of the journal, written beside it (`replacementSuffix`) and never
+    /// renamed over it. Only for names that are the agent's: a clip's picture by the pattern
+    /// or the journal, whether the clip is still there or not.
+    public func leftovers() throws(FileError) -> [StoredFile] {
+        let named = (try? journalFiles()) ?? []
+        return try storage.walk().filter { file in
+            guard file.relativePath.hasSuffix(replacementSuffix) else { return false }
+            let replaced = String(file.relativePath.dropLast(replacementSuffix.count))
+            if replaced == EventsJournal.name || replaced == ClipNaming.latestPicture { return true }
+            guard replaced.hasSuffix(".jpg") else { return false }
+            let clip = String(replaced.dropLast(4)) + ".mov"
+            return isOwn(clip, named: named) || isOwn(ClipNaming.damagedPath(of: clip), named: named)
+        }.sorted { $0.relativePath < $1.relativePath }
     }
 
     /// Deletes one clip, after checking that it is one of this agent's (the storage checks
     /// again that it is a regular file, not a link).
     public func delete(_ clip: StoredFile) throws(FileError) {
-        let named = naming.matches(clip.relativePath) ? [] : try journalFiles()
+        let named =
+            naming.matches(ClipNaming.undamagedPath(of: clip.relativePath)) ? [] : try journalFiles()
         try delete(clip, named: named)
     }
 
@@ -145,14 +174,17 @@ public struct ClipStore: Sendable {
     }
 
     /// Whether `relativePath` is one of the agent's clips: a name of its pattern, or one the
-    /// journal names that is no hidden file (the storage's lock and probe files are); never
-    /// the journal or a file beside it, never a name leading out.
+    /// journal names that is no hidden file (the storage's lock and probe files are); or such
+    /// a clip moved aside as damaged (the journal may name it by either name); never the
+    /// journal or a file beside it, never a name leading out.
     private func isOwn(_ relativePath: String, named: Set<String>) -> Bool {
         let parts = relativePath.split(separator: "/")
         guard !parts.contains(".."), relativePath != EventsJournal.name,
             !relativePath.hasPrefix(EventsJournal.name + ".")
         else { return false }
-        return naming.matches(relativePath) || (named.contains(relativePath) && !parts.contains { $0.hasPrefix(".") })
+        let clip = ClipNaming.undamagedPath(of: relativePath)
+        return naming.matches(clip)
+            || ((named.contains(relativePath) || named.contains(clip)) && !parts.contains { $0.hasPrefix(".") })
     }
 
     /// The files the events journal names.

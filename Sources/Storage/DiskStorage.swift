@@ -181,11 +181,11 @@ public final class DiskStorage: ClipStorage {
         }
     }
 
-    /// Replaces the file at once: written beside it (`NAME.new`), synced, renamed over it, the
+    /// Replaces the file at once: written beside it (`NAME.new`, `replacementSuffix`), synced, renamed over it, the
     /// rename synced — a crash leaves the old file or the new one, never a mix.
     public func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError) {
         try inParent(of: relativePath, "replace") { directory, name throws(SystemError) in
-            let temporary = name + ".new"
+            let temporary = name + replacementSuffix
             try? directory.removeFile(named: temporary)  // left by a crash
             // The new file keeps the old one's owner: rewritten by root (`sudo vigil clips
             // --rescan`), the journal must stay the agent's to append to.
@@ -263,9 +263,13 @@ public final class DiskStorage: ClipStorage {
         }
     }
 
+    /// The probe's test file. One name, not one per process: a probe a kill interrupted is
+    /// removed by the next (the directory's claim keeps two agents from probing at once).
+    public static let probeName = ".vigil-probe"
+
     /// Proves the directory can be written: a test file made, written, synced and removed.
     public func probe() throws(FileError) {
-        let name = ".vigil-probe-\(ProcessID.current)"
+        let name = DiskStorage.probeName
         let path = self.path(name)
         var step = "open the storage directory"
         do {

@@ -92,6 +92,40 @@ import Testing
         try harness.expectCompletePlayableClips()
     }
 
+    /// The same disk filling up, with the live picture on: a clip's picture gets the space
+    /// its clip gets (retention frees the oldest clips for it too), so every clip is saved
+    /// with its picture; `latest.jpg`, replaceable, never takes space a clip needs — while
+    /// the disk is short it is not written, and that is said once, not once a picture.
+    @Test func everyClipKeepsItsPictureAndLatestJpgWaitsWhileTheDiskIsShort() throws {
+        let storage = MemoryStorage(capacity: 12 << 20)
+        let harness = try AgentHarness(
+            config: testConfig(extra: "snapshot = { live_interval = 0.5; };"), storage: storage,
+            openSource: { _ throws(CaptureError) in
+                try synthetic(Self.footage)
+            },
+            onEvent: { event in
+                if case .clipStarted(let clip) = event, clip.event == 4 { storage.fill() }
+            })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let output = harness.output
+        #expect(!harness.lines("clip deleted").isEmpty, "the disk never ran full:\n\(output)")
+
+        let saved = harness.events.clipsSaved
+        #expect(saved.count == Self.events, "\(output)")
+        #expect(saved.allSatisfy { $0.record.snapshot != nil }, "\(saved.map(\.record))")
+        #expect(harness.lines("the clip is saved without its snapshot").isEmpty, "\(output)")
+        for record in try harness.journal() {
+            let picture = try #require(record.snapshot, "\(record)")
+            #expect(storage.contents(picture)?.starts(with: [0xFF, 0xD8]) == true, "\(picture)")
+        }
+        // latest.jpg never failed for want of space: it waited, and said so once.
+        #expect(harness.lines("cannot write latest.jpg; trying again at the next interval").isEmpty, "\(output)")
+        let waiting = harness.lines("latest.jpg is not replaced while the disk is short of space; clips come first")
+        #expect(waiting.count == 1, "\(output)")
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
+        try harness.expectCompletePlayableClips()
+    }
+
     /// The disk has room for half a clip and nothing to delete: the first clip keeps what
     /// fitted (given up, and repaired into a complete movie), the full disk and the low space
     /// are said once each, and once the space comes back the next clips are whole.

@@ -28,6 +28,22 @@ import Testing
         #expect(policy.isFull)
     }
 
+    /// `latest.jpg` is written only with room to spare beyond `min_free_mb` (and at least the
+    /// headroom) for it and the picture it replaces, and never while a write waits for space.
+    @Test func theLivePictureNeverTakesSpaceAClipNeeds() {
+        var policy = DiskFullPolicy()
+        let mb: Int64 = 1 << 20
+        #expect(policy.livePictureFits(bytes: 100_000, free: 10 * mb, minFree: 5 * mb, headroom: mb))
+        #expect(policy.livePictureFits(bytes: 100_000, free: 5 * mb + 200_000, minFree: 5 * mb, headroom: mb))
+        #expect(!policy.livePictureFits(bytes: 100_000, free: 5 * mb + 199_999, minFree: 5 * mb, headroom: mb))
+        #expect(!policy.livePictureFits(bytes: 100_000, free: mb, minFree: 0, headroom: mb))
+        #expect(!policy.livePictureFits(bytes: 100_000, free: nil, minFree: 0, headroom: mb))
+        _ = policy.full(at: 10)
+        #expect(!policy.livePictureFits(bytes: 100_000, free: 100 * mb, minFree: 0, headroom: mb))
+        _ = policy.synced(at: .s(11))
+        #expect(policy.livePictureFits(bytes: 100_000, free: 100 * mb, minFree: 0, headroom: mb))
+    }
+
     @Test func aSecondLaterRetentionRunsAgain() {
         var policy = DiskFullPolicy()
         _ = policy.full(at: 10)

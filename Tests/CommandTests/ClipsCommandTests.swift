@@ -12,7 +12,9 @@ import Glibc
 /// `vigil clips` on a storage directory whose journal a full disk damaged.
 @Suite struct ClipsCommandTests {
     /// Runs `vigil ARGUMENTS` with TZ=UTC.
-    func clips(_ arguments: String...) throws -> ToolResult {
+    func clips(_ arguments: String...) throws -> ToolResult { try clips(arguments) }
+
+    func clips(_ arguments: [String]) throws -> ToolResult {
         var environment = ProcessInfo.processInfo.environment
         environment["TZ"] = "UTC"
         return try runTool(builtExecutable("vigil"), ["clips"] + arguments, environment: environment)
@@ -130,5 +132,48 @@ import Glibc
             rescanned.stderr.contains("moved to \(dir.file("clips/events.jsonl.not-a-file"))"), "\(rescanned.stderr)")
         #expect(isNamedPipe(dir.file("clips/events.jsonl.not-a-file")))
         #expect(try EventsJournal(directory: dir.file("clips")).records().records.map(\.file) == [name])
+    }
+
+    /// A clip the agent moved aside as damaged (`NAME.mov.damaged`, its line marked damaged,
+    /// or no line at all) is listed as damaged: it is on the disk and counted, but no player
+    /// opens it.
+    @Test func aDamagedClipIsListedAsDamaged() throws {
+        let dir = try TemporaryDirectory("vigil-clips")
+        defer { dir.remove() }
+        let storage = DiskStorage(root: dir.file("clips"))
+        try storage.createRoot()
+        let utc = TimeZone(identifier: "UTC")!
+        let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: utc)
+        let created = Date(timeIntervalSince1970: 1_796_036_645)  // 2026-11-30 11:04:05 UTC
+        let good = naming.relativePath(for: created)
+        let summary = try TestClips.write(good, into: storage, created: created)
+        let damaged = naming.relativePath(for: created.addingTimeInterval(3600)) + ".damaged"
+        #expect(FileManager.default.createFile(atPath: dir.file("clips/" + damaged), contents: Data(count: 5000)))
+        let scratch = MemoryStorage()
+        try EventsJournal(storage: scratch).append(
+            ClipRecord(
+                file: good, camera: "yard", start: ClipRecord.timestamp(created, timeZone: utc),
+                end: ClipRecord.timestamp(created.addingTimeInterval(summary.duration.seconds), timeZone: utc),
+                cause: .motion, triggerTime: ClipRecord.timestamp(created, timeZone: utc), triggerSourceSeconds: 1,
+                preRollSeconds: 0, durationSeconds: summary.duration.seconds, frames: summary.videoFrames,
+                audioFrames: summary.audioFrames, bytes: summary.bytes, peakScore: 0.25, part: 1))
+        #expect(
+            FileManager.default.createFile(
+                atPath: dir.file("clips/events.jsonl"), contents: Data(try #require(scratch.contents("events.jsonl")))))
+        let config = dir.file("vigil.conf")
+        try "camera = { name = \"yard\"; };\nstorage = { path = \"\(dir.file("clips"))\"; };\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+
+        for arguments in [["--config", config], ["--config", config, "--rescan"], ["--config", config]] {
+            let listed = try clips(arguments)
+            #expect(listed.status == 0, "\(arguments): \(listed.stderr)")
+            let rows = listed.stdout.split(separator: "\n").map(String.init)
+            try #require(rows.count == 4, "\(arguments): \(listed.stdout)\(listed.stderr)")
+            #expect(rows[1].hasSuffix(good), "\(rows)")
+            #expect(
+                rows[2].contains(" damaged ") && rows[2].contains(damaged + "  (damaged: no player opens it)"),
+                "\(rows)")
+            #expect(!listed.stderr.contains(damaged), "\(listed.stderr)")
+        }
     }
 }

@@ -10,6 +10,10 @@ import Media
 /// - The disk being full is said once, and its end once (the next fragment that is synced).
 /// - Free space below `min_free_mb` that deleting clips cannot make up is said (at most hourly
 ///   while it lasts), and its end once.
+/// - A clip's picture gets what its clip gets (retention, then one more try); `latest.jpg`,
+///   a live picture that the next one replaces, never takes space a clip needs
+///   (`livePictureFits`): while the disk is short it is not written, said once (at most
+///   hourly).
 public struct DiskFullPolicy: Sendable, Equatable {
     /// Video kept in memory while the disk is full, at most.
     public static let memoryLimit = 32 << 20
@@ -64,6 +68,16 @@ public struct DiskFullPolicy: Sendable, Equatable {
     /// time the disk is full, else the event goes unrecorded.
     public func createFailed(outOfSpace: Bool, attempt: Int) -> Bool {
         outOfSpace && attempt == 1
+    }
+
+    /// Whether `latest.jpg` (`bytes` of it) may be written now, with `free` bytes free (nil
+    /// when that could not be read) and `minFree` the space retention keeps free: not while
+    /// a write waits for space (`isFull`), nor when it and the picture it replaces (both are
+    /// on the disk until the rename) would take free space below `minFree`, or below
+    /// `headroom` whatever `minFree` says.
+    public func livePictureFits(bytes: Int, free: Int64?, minFree: Int64, headroom: Int64) -> Bool {
+        guard !isFull, let free else { return false }
+        return free - 2 * Int64(bytes) >= max(minFree, headroom)
     }
 
     /// What retention's measurement of free space means.
