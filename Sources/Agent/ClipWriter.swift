@@ -87,6 +87,10 @@ final class ClipWriter: @unchecked Sendable {
     private var claim: (any StorageClaim)?
     private var storageOutage = Retry(maximum: .init(seconds: 30))
     private var nextStorageTry: Timestamp?
+    /// The wall clock's steps, watched at each sweep, and what retention decided of each
+    /// clip's age across them.
+    private var clockWatch = ClockWatch()
+    private var retentionClock = RetentionClock()
 
     init(
         settings: WriterSettings, log: Logger, stats: Stats, events: any EventSink,
@@ -755,7 +759,20 @@ final class ClipWriter: @unchecked Sendable {
         let storage = settings.storage
         let store = ClipStore(storage: storage, naming: settings.naming)
         let protected = Set([open?.relativePath, protecting].compactMap { $0 })
-        let result = store.sweep(settings.policy, now: wallNow(), protected: protected, fullDisk: need)
+        let now = wallNow()
+        if let step = clockWatch.look(wall: now, monotonic: monotonicNow()) {
+            retentionClock.stepped(step)
+            log.info(
+                "the wall clock stepped forward; the clips before the step keep the age they had",
+                [("seconds", .seconds(step.seconds))])
+        }
+        let result = store.sweep(
+            settings.policy, now: now, protected: protected, fullDisk: need, clock: retentionClock)
+        retentionClock = result.clock
+        if result.stamped > 0 {
+            log.info(
+                "clips dated by a wrong clock are aged from when it was right", [("clips", .int(result.stamped))])
+        }
         for d in result.deleted {
             log.info(
                 "clip deleted",

@@ -12,12 +12,22 @@ public struct StoredFile: Equatable, Sendable {
     /// For a clip (`ClipStore.clips()`), the bytes of its picture beside it, which retention
     /// counts and frees with it; 0 for other files, and a clip without one.
     public var pictureSize: Int64 = 0
+    /// For a clip, when it was recorded as its journal line says (`start`); nil without a line.
+    public var recorded: Date?
+    /// For a clip, the date its journal line says it ages from (`aged_from`: its clock was
+    /// wrong), if any.
+    public var agedFrom: Date?
 
-    public init(relativePath: String, size: Int64, modified: Date, pictureSize: Int64 = 0) {
+    public init(
+        relativePath: String, size: Int64, modified: Date, pictureSize: Int64 = 0, recorded: Date? = nil,
+        agedFrom: Date? = nil
+    ) {
         self.relativePath = relativePath
         self.size = size
         self.modified = modified
         self.pictureSize = pictureSize
+        self.recorded = recorded
+        self.agedFrom = agedFrom
     }
 
     /// What it takes on the disk, with its picture.
