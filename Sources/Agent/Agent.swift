@@ -108,7 +108,8 @@ public final class Agent: @unchecked Sendable {
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
         let clipWriter = ClipWriter(
             settings: writerSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
-            monotonicNow: environment.monotonicNow, wallNow: environment.wallNow)
+            monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,
+            memoryLimit: environment.memoryForWaitingVideo)
         switch clipWriter.bringUpStorage() {
         case .ready:
             break

@@ -69,8 +69,23 @@ final class ClipWriter: @unchecked Sendable {
         var fragmentsSynced: Int
         /// False when the clip was opened before sound was known: it has no sound track.
         var hasAudio: Bool
+        /// Set while the clip is recorded in memory, its storage directory not there: its
+        /// file, which takes nothing until the directory is back. `relativePath` is then the
+        /// name it is meant to have.
+        var held: HeldMovieFile?
+        /// Its first frame's capture time and just after its last GOP.
+        var end: Timestamp?
     }
     private var open: OpenClip?
+    /// Parts this writer added to an event (a clip given up when its storage directory went
+    /// away goes on in memory as a new part): the pipeline's later parts of the event are
+    /// numbered after them.
+    private var partsAdded: (event: Int, count: Int)?
+    /// Set while the clips held in memory are written (no clip given up then starts another).
+    private var writingHeld = false
+    /// Clips that ended while the storage directory was not there, in memory until it is back,
+    /// oldest first, with how each ended and its picture.
+    private var waiting: [(clip: OpenClip, closing: ClipClosing, picture: (SnapshotPicture, Int)?)] = []
     /// The open clip's picture, for its close.
     private var snapshot: (picture: SnapshotPicture, quality: Int)?
     /// `latest.jpg` could not be written (said once until it can again).
@@ -81,7 +96,7 @@ final class ClipWriter: @unchecked Sendable {
     private var liveWaitingSaid: Timestamp?
     /// Set when a clip could not be opened or failed: its commands are skipped until the next open.
     private var skipping = false
-    private var disk = DiskFullPolicy()
+    private var disk: DiskFullPolicy
     /// The storage directory, claimed and proven writable; nil while it is unavailable (not
     /// there yet, read-only, removed), which is retried as `storageOutage` says.
     private var claim: (any StorageClaim)?
@@ -92,11 +107,15 @@ final class ClipWriter: @unchecked Sendable {
     private var clockWatch = ClockWatch()
     private var retentionClock = RetentionClock()
 
+    /// `memoryLimit`: the video kept in memory while the disk is full or not there, at most
+    /// (`DiskFullPolicy.limit`).
     init(
         settings: WriterSettings, log: Logger, stats: Stats, events: any EventSink,
-        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date
+        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
+        memoryLimit: Int = DiskFullPolicy.memoryLimit
     ) {
         self.settings = settings
+        disk = DiskFullPolicy(limit: memoryLimit)
         self.log = log.with(("component", "writer"))
         self.stats = stats
         self.events = events
@@ -194,7 +213,9 @@ final class ClipWriter: @unchecked Sendable {
                         ("path", .string(settings.storage.root)), ("down", .seconds(back?.down.seconds ?? 0)),
                         ("attempts", .int(back?.tries ?? 1)),
                     ])
+                disk.storageBack()
             }
+            writeHeldClips()
             return true
         case .unavailable(let reason), .cannotCreate(let reason):
             storageUnavailable(reason)
@@ -205,7 +226,9 @@ final class ClipWriter: @unchecked Sendable {
     }
 
     /// The storage directory cannot be used now: said once per outage, tried again as `Retry` says.
+    /// Its claim is let go: the directory may come back as another mount, to be claimed again.
     func storageUnavailable(_ reason: String) {
+        claim = nil
         let failure = storageOutage.failed(at: monotonicNow())
         nextStorageTry = monotonicNow() + failure.retryIn
         if failure.isFirst {
@@ -231,6 +254,7 @@ final class ClipWriter: @unchecked Sendable {
                     log.warning("writer stopped with a clip open; finishing it")
                     closeClip(ClipClosing(reason: .finished, peakScore: 0))
                 }
+                lastTryForHeldClips()
                 return
             }
         }
@@ -240,7 +264,9 @@ final class ClipWriter: @unchecked Sendable {
         switch item {
         case .stream(let info): stream = info
         case .reload(let new): settings = new
-        case .housekeeping: sweep()
+        case .housekeeping:
+            // Not while the directory is not there: retention would say so every minute.
+            if nextStorageTry == nil { sweep() }
         case .clip(let command): handle(command)
         case .snapshot(let picture, let quality): snapshot = (picture, quality)
         case .livePicture(let picture, let quality): writeLatest(picture, quality: quality)
@@ -249,10 +275,13 @@ final class ClipWriter: @unchecked Sendable {
 
     private func handle(_ command: ClipCommand) {
         switch command {
-        case .open(let info): openClip(info)
+        case .open(var info):
+            if let added = partsAdded, added.event == info.event { info.part += added.count }
+            openClip(info)
         case .video(let gop):
             guard let clip = open, !skipping else { return }
-            do { try clip.writer.append(gop) } catch { recover(from: error, during: "writing video") }
+            if clip.held != nil { return hold(gop, in: clip) }
+            do { try clip.writer.append(gop) } catch { recover(from: error, during: "writing video", gop: gop) }
             syncNewFragments()
         case .audio(let chunk):
             guard let clip = open, !skipping, clip.hasAudio else { return }
@@ -293,30 +322,22 @@ final class ClipWriter: @unchecked Sendable {
             ])
     }
 
-    private func openClip(_ info: ClipInfo) {
+    /// Opens a clip: on the disk, or in memory while the storage directory is not there.
+    /// `continuing`: the event's clip was given up when the directory went away, and it goes on
+    /// in this new part (its picture, to come, is kept).
+    private func openClip(_ info: ClipInfo, continuing: Bool = false) {
         if open != nil {
             log.warning("a clip opened while another was open; finishing the first")
             closeClip(ClipClosing(reason: .finished, peakScore: 0))
         }
         skipping = false
-        snapshot = nil  // one left by a clip that was never saved
+        if !continuing { snapshot = nil }  // one left by a clip that was never saved
         guard let stream else {
             log.error("clip not started: the stream is not described yet")
             skipping = true
             return
         }
-        guard storageIsReady() else {
-            log.error(
-                "clip not recorded: the storage directory is unavailable",
-                [
-                    ("event", .int(info.event)), ("part", .int(info.part)),
-                    ("trigger", .string(ClipRecord.timestamp(stream.wallClock(info.trigger)))),
-                    ("path", .string(settings.storage.root)),
-                ])
-            stats.update { $0.clipErrors += 1 }
-            skipping = true
-            return
-        }
+        guard storageIsReady() else { return openHeld(info, stream: stream) }
         let started = stream.wallClock(info.start)
         let trigger = stream.wallClock(info.trigger)
         let storage = settings.storage
@@ -363,6 +384,9 @@ final class ClipWriter: @unchecked Sendable {
                 sweep(fullDisk: ClipWriter.fullDiskHeadroom)
                 continue
             }
+            // The directory itself gone (a disk pulled, remounted read-only)? Then the clip
+            // waits in memory for it like any clip of the outage.
+            if !problem.outOfSpace, !bringUpOrWait() { return openHeld(info, stream: stream) }
             log.error(
                 "cannot start a clip; this event is not recorded",
                 [("file", .string(relative)), ("error", .string(problem.reason))])
@@ -370,6 +394,209 @@ final class ClipWriter: @unchecked Sendable {
             skipping = true
             return
         }
+    }
+
+    /// Opens a clip while the storage directory is not there: recorded in memory (the movie
+    /// writer keeps the GOPs its held file cannot take, as on a full disk) and written when
+    /// the directory is back — unless the video already waiting has reached the limit.
+    private func openHeld(_ info: ClipInfo, stream: StreamInfo) {
+        let trigger = ClipRecord.timestamp(stream.wallClock(info.trigger))
+        guard case .keep = disk.hold(0, beside: heldBytes) else {
+            log.error(
+                "clip not recorded: the storage directory is unavailable and the video waiting for it fills the memory it may take",
+                [
+                    ("event", .int(info.event)), ("part", .int(info.part)), ("trigger", .string(trigger)),
+                    ("path", .string(settings.storage.root)), ("memory_mb", .int(disk.limit >> 20)),
+                ])
+            stats.update { $0.clipErrors += 1 }
+            skipping = true
+            return
+        }
+        let started = stream.wallClock(info.start)
+        let relative = settings.naming.relativePath(for: started)
+        let file = HeldMovieFile(path: settings.storage.path(relative))
+        do {
+            let writer = try MovieWriter(
+                output: file, path: file.path,
+                description: MovieDescription(creationTime: started, video: stream.video, audio: stream.audio))
+            open = OpenClip(
+                writer: writer, info: info, relativePath: relative, storage: settings.storage, fragmentsSynced: 0,
+                hasAudio: stream.audio != nil, held: file)
+        } catch {
+            log.error(
+                "cannot start a clip; this event is not recorded",
+                [("event", .int(info.event)), ("error", .string(error.description))])
+            stats.update { $0.clipErrors += 1 }
+            skipping = true
+            return
+        }
+        stats.update { $0.recording = true }
+        log.warning(
+            "the storage directory is unavailable; the clip is kept in memory until it is back",
+            [
+                ("event", .int(info.event)), ("part", .int(info.part)), ("trigger", .string(trigger)),
+                ("path", .string(settings.storage.root)), ("memory_bytes", .int(heldBytes)),
+            ])
+    }
+
+    /// The video waiting in memory for the storage directory: the open clip's and the clips
+    /// that ended meanwhile.
+    private var heldBytes: Int {
+        waiting.reduce(0) { $0 + $1.clip.writer.bufferedBytes }
+            + (open.flatMap { $0.held == nil ? nil : $0.writer.bufferedBytes } ?? 0)
+    }
+
+    /// A GOP of a clip recorded in memory: kept while the memory allows; past the limit the
+    /// clip ends there (said once: what is dropped), and its event's other GOPs are dropped.
+    private func hold(_ gop: GOP, in clip: OpenClip) {
+        if case .full(let say) = disk.hold(gop.byteCount, beside: heldBytes) {
+            if say {
+                log.warning(
+                    "the video waiting for the storage directory fills the memory it may take; the rest of this event and the events until the directory is back are not recorded",
+                    [
+                        ("event", .int(clip.info.event)), ("part", .int(clip.info.part)),
+                        ("kept_seconds", .seconds(((clip.end ?? clip.info.start) - clip.info.start).seconds)),
+                        ("memory_mb", .int(disk.limit >> 20)), ("waiting", .int(waiting.count)),
+                    ])
+            }
+            if clip.end == nil {
+                // Nothing of it was kept: no clip.
+                open = nil
+                stats.update {
+                    $0.clipErrors += 1
+                    $0.recording = false
+                }
+            } else {
+                closeClip(ClipClosing(reason: .finished, peakScore: clip.info.score))
+            }
+            skipping = true
+            return
+        }
+        do { try clip.writer.append(gop) } catch {
+            // Its file takes nothing yet: the writer keeps the GOP (any other error drops it).
+            guard case .file = error else {
+                log.warning(
+                    "video not kept", [("event", .int(clip.info.event)), ("error", .string(error.description))])
+                return
+            }
+        }
+        open?.end = gop.end ?? gop.lastTime
+    }
+
+    /// The storage directory is back: the clips that waited in memory become files, oldest
+    /// first — those that ended are finished, journaled and said saved; the open one goes on
+    /// on the disk. A clip that cannot be made yet waits for the next time.
+    private func writeHeldClips() {
+        guard !waiting.isEmpty || open?.held != nil else { return }
+        writingHeld = true
+        defer { writingHeld = false }
+        // The clip being recorded now, set aside while those that ended are written.
+        let current = open, currentSnapshot = snapshot, currentSkipping = skipping
+        open = nil
+        while let (clip, closing, picture) = waiting.first {
+            let outcome = materialize(clip)
+            if case .notYet = outcome { break }
+            waiting.removeFirst()
+            guard case .written(let written) = outcome else { continue }
+            open = written
+            snapshot = picture
+            closeClip(closing)
+        }
+        open = current
+        snapshot = currentSnapshot
+        skipping = currentSkipping
+        guard waiting.isEmpty, let clip = open, clip.held != nil else { return }
+        switch materialize(clip) {
+        case .written(let written):
+            open = written
+            syncNewFragments()
+        case .gaveUp:
+            open = nil
+            skipping = true
+        case .notYet:
+            break
+        }
+    }
+
+    /// What became of a clip held in memory when its storage directory came back.
+    private enum Materialized {
+        /// Its file is on the disk with what waited (or as much as the disk took).
+        case written(OpenClip)
+        /// Given up as far as it reached the disk (a write error): said, and repaired.
+        case gaveUp
+        /// Its file cannot be made yet: it goes on waiting.
+        case notYet
+    }
+
+    /// Makes a clip held in memory a file on the disk: a free name, the file created (retention
+    /// first when the disk is full), what waited written into it as the disk-full policy says.
+    private func materialize(_ clip: OpenClip) -> Materialized {
+        guard let held = clip.held, let stream else { return .notYet }
+        let storage = settings.storage
+        let started = stream.wallClock(clip.info.start)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let relative = freeName(for: started)
+            do {
+                held.attach(try storage.createMovie(relative))
+            } catch {
+                if error.isAlreadyThere && attempt < 100 { continue }
+                if disk.createFailed(outOfSpace: error.isOutOfSpace, attempt: attempt) {
+                    sweep(fullDisk: Int64(clip.writer.bufferedBytes) + ClipWriter.fullDiskHeadroom)
+                    continue
+                }
+                log.warning(
+                    "a clip kept in memory cannot be written yet; it waits",
+                    [("event", .int(clip.info.event)), ("error", .string(error.description))])
+                if !error.isOutOfSpace { storageUnavailable(error.description) }
+                return .notYet
+            }
+            var written = clip
+            written.relativePath = relative
+            written.storage = storage
+            written.held = nil
+            log.info(
+                "clip written from memory; the storage directory is back",
+                [
+                    ("file", .string(relative)), ("event", .int(clip.info.event)), ("part", .int(clip.info.part)),
+                    ("bytes", .int(clip.writer.bufferedBytes)),
+                ])
+            events.handle(
+                .clipStarted(
+                    ClipStarted(
+                        file: relative, path: storage.path(relative), camera: settings.camera, event: clip.info.event,
+                        part: clip.info.part, trigger: stream.wallClock(clip.info.trigger),
+                        preRoll: clip.info.part == 1 ? (clip.info.trigger - clip.info.start).seconds : 0,
+                        score: clip.info.score, cause: clip.info.cause)))
+            do { try clip.writer.flush() } catch {
+                // A full disk, or the directory gone again: as for any clip being written.
+                open = written
+                recover(from: error, during: "writing video kept in memory")
+                defer { open = nil }
+                return open.map(Materialized.written) ?? .gaveUp
+            }
+            return .written(written)
+        }
+    }
+
+    /// The agent stops with clips in memory: the storage directory is tried once more; what
+    /// cannot be written is lost, each said as an error with its times.
+    private func lastTryForHeldClips() {
+        guard !waiting.isEmpty else { return }
+        _ = bringUpOrWait()
+        for (clip, _, _) in waiting {
+            let start = stream.map { ClipRecord.timestamp($0.wallClock(clip.info.start)) } ?? ""
+            let end = stream.map { ClipRecord.timestamp($0.wallClock(clip.end ?? clip.info.start)) } ?? ""
+            log.error(
+                "clip lost: the storage directory was still unavailable when the agent stopped",
+                [
+                    ("event", .int(clip.info.event)), ("part", .int(clip.info.part)), ("start", .string(start)),
+                    ("end", .string(end)), ("path", .string(settings.storage.root)),
+                ])
+            stats.update { $0.clipErrors += 1 }
+        }
+        waiting = []
     }
 
     /// A name from the pattern that no file has yet (clips started in the same second get -1, -2, ...),
@@ -390,7 +617,9 @@ final class ClipWriter: @unchecked Sendable {
     /// A write failed: what the disk-full policy says — retention and another try, the video
     /// kept in memory meanwhile, or the clip given up as far as it got (its complete
     /// fragments stay playable, and are repaired at once).
-    private func recover(from error: MovieWriterError, during what: String) {
+    /// `gop`: the GOP whose write failed, if any — where the event goes on when the directory
+    /// itself is gone.
+    private func recover(from error: MovieWriterError, during what: String, gop: GOP? = nil) {
         guard let clip = open else { return }
         let outOfSpace: Bool = if case .file(let f) = error { f.isOutOfSpace } else { false }
         var decision = disk.writeFailed(outOfSpace: outOfSpace, buffered: clip.writer.bufferedBytes, at: monotonicNow())
@@ -424,6 +653,17 @@ final class ClipWriter: @unchecked Sendable {
         }
         open = nil
         skipping = true
+        // The directory itself gone (a disk pulled, a card remounted read-only)? The event goes
+        // on in memory, as a new part from the GOP that did not reach the disk, until the
+        // directory is back.
+        if let gop, !outOfSpace, !writingHeld, !bringUpOrWait() {
+            var next = clip.info
+            next.part += 1
+            next.start = gop.start
+            partsAdded = (clip.info.event, (partsAdded?.event == clip.info.event ? partsAdded?.count ?? 0 : 0) + 1)
+            openClip(next, continuing: true)
+            if let held = open { hold(gop, in: held) }
+        }
     }
 
     private func closeClip(_ closing: ClipClosing) {
@@ -433,6 +673,25 @@ final class ClipWriter: @unchecked Sendable {
         }
         open = nil
         stats.update { $0.recording = false }
+        if clip.held != nil {
+            // No video kept (the memory was full): nothing to write.
+            guard clip.end != nil else {
+                snapshot = nil
+                return
+            }
+            // Finished when the storage directory is back, with its picture.
+            waiting.append((clip, closing, snapshot))
+            snapshot = nil
+            log.info(
+                "clip kept in memory until the storage directory is back",
+                [
+                    ("event", .int(clip.info.event)), ("part", .int(clip.info.part)),
+                    ("seconds", .seconds(((clip.end ?? clip.info.start) - clip.info.start).seconds)),
+                    ("bytes", .int(clip.writer.bufferedBytes)), ("waiting", .int(waiting.count)),
+                    ("memory_bytes", .int(heldBytes)),
+                ])
+            return
+        }
         let summary: MovieSummary
         do {
             summary = try clip.writer.close()

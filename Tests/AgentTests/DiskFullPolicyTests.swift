@@ -44,6 +44,23 @@ import Testing
         #expect(policy.livePictureFits(bytes: 100_000, free: 100 * mb, minFree: 0, headroom: mb))
     }
 
+    /// The video kept in memory while the storage directory is not there has the bound a
+    /// full disk's has (64 MB by default): past it nothing more is held until the directory is
+    /// back, which is said once.
+    @Test func videoWaitingForTheStorageIsBoundedLikeAFullDisksVideo() {
+        #expect(DiskFullPolicy().limit == 64 << 20)
+        var policy = DiskFullPolicy(limit: 1000)
+        #expect(policy.hold(400, beside: 0) == .keep)
+        #expect(policy.hold(600, beside: 400) == .keep)
+        #expect(policy.hold(1, beside: 1000) == .full(say: true))
+        #expect(policy.hold(0, beside: 0) == .full(say: false), "nothing until the directory is back")
+        policy.storageBack()
+        #expect(policy.hold(10, beside: 0) == .keep)
+        _ = policy.full(at: 10)
+        #expect(policy.full(at: 10.5, buffered: 999) == .keepWaiting(sayFull: false))
+        #expect(policy.full(at: 10.6, buffered: 1000) == .abandon)
+    }
+
     @Test func aSecondLaterRetentionRunsAgain() {
         var policy = DiskFullPolicy()
         _ = policy.full(at: 10)

@@ -52,8 +52,9 @@ import Glibc
     }
 
     /// The storage directory's parent is not there at start (a USB disk not mounted yet): the
-    /// agent does not make it, says once that it waits, leaves the event it cannot record
-    /// unrecorded (an error with its trigger), and records the next once the disk is there.
+    /// agent does not make it, says once that it waits, keeps the event that comes meanwhile
+    /// in memory, and writes it as a clip once the disk is there; the next event is recorded
+    /// as usual.
     @Test func aStorageDirectoryThatIsNotThereYetIsWaitedFor() throws {
         let dir = try TemporaryDirectory("vigil-faults-storage")
         defer { dir.remove() }
@@ -62,7 +63,7 @@ import Glibc
         let (feeder, agent) = try fedAgent(Self.twoEvents, in: dir, storage: storage)
         try feeder.feed(until: 8)
         try #require(
-            agent.waitFor("msg=\"clip not recorded: the storage directory is unavailable\"", timeout: 120) != nil,
+            agent.waitFor("msg=\"clip kept in memory until the storage directory is back\"", timeout: 120) != nil,
             "\(agent.output)")
         #expect(!FileManager.default.fileExists(atPath: disk), "the mount point was made")
         try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: false)
@@ -75,19 +76,53 @@ import Glibc
         let waiting = logLines(
             output, "storage directory unavailable; clips wait for it — is the disk mounted and writable?")
         #expect(waiting.count == 1 && waiting.allSatisfy { logValue($0, "level") == "warning" }, "\(output)")
-        let lost = logLines(output, "clip not recorded: the storage directory is unavailable")
-        #expect(
-            lost.count == 1
-                && lost.allSatisfy {
-                    logValue($0, "level") == "error" && logValue($0, "event") == "1" && logValue($0, "trigger") != nil
-                },
-            "\(output)")
-        let saved = logLines(output, "clip saved")
-        try #require(saved.count == 1, "\(output)")
-        let file = try #require(logValue(saved[0], "file"))
-        #expect(movieFiles(in: storage) == [file])
-        #expect(try EventsJournal(directory: storage).records().records.map(\.file) == [file])
-        try expectPlayable(storage + "/" + file)
+        let held = logLines(output, "the storage directory is unavailable; the clip is kept in memory until it is back")
+        #expect(held.count == 1 && held.allSatisfy { logValue($0, "event") == "1" }, "\(output)")
+        let fromMemory = logLines(output, "clip written from memory; the storage directory is back")
+        #expect(fromMemory.count == 1, "\(output)")
+        #expect(logLines(output, "clip not recorded").isEmpty, "\(output)")
+        let saved = logLines(output, "clip saved").compactMap { logValue($0, "file") }
+        try #require(saved.count == 2, "\(output)")
+        #expect(saved.first == fromMemory.first.flatMap { logValue($0, "file") })
+        #expect(movieFiles(in: storage) == saved.sorted())
+        #expect(try EventsJournal(directory: storage).records().records.map(\.file) == saved)
+        for file in saved { try expectPlayable(storage + "/" + file) }
+        #expect(!output.contains("level=error"), "\(output)")
+    }
+
+    /// A USB disk that goes away between events and comes back (here its mount point renamed
+    /// away and back): the event while it is gone is kept in memory and written when it is
+    /// back, so no event is lost; the directory is claimed again.
+    @Test func aDiskThatGoesAwayAndComesBackLosesNoEvent() throws {
+        let dir = try TemporaryDirectory("vigil-faults-storage")
+        defer { dir.remove() }
+        let disk = dir.file("usb")
+        try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: false)
+        let storage = disk + "/clips"
+        let footage = scene(seconds: 36, objects: [crossing(2, 5), crossing(14, 17), crossing(26, 29)])
+        let (feeder, agent) = try fedAgent(footage, in: dir, storage: storage)
+        try feeder.feed(until: 10)
+        try #require(agent.waitFor("msg=\"clip saved\"", timeout: 120) != nil, "\(agent.output)")
+        try FileManager.default.moveItem(atPath: disk, toPath: disk + ".away")
+        try feeder.feed(until: 22)
+        try #require(
+            agent.waitFor("msg=\"clip kept in memory until the storage directory is back\"", timeout: 120) != nil,
+            "\(agent.output)")
+        try FileManager.default.moveItem(atPath: disk + ".away", toPath: disk)
+        try #require(agent.waitFor("msg=\"storage directory back\"", timeout: 120) != nil, "\(agent.output)")
+        try feeder.feed(until: 36)
+        feeder.close()
+        #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
+        let output = agent.output
+
+        let saved = logLines(output, "clip saved").compactMap { logValue($0, "file") }
+        #expect(saved.count == 3, "\(output)")
+        #expect(logLines(output, "clip written from memory; the storage directory is back").count == 1, "\(output)")
+        #expect(movieFiles(in: storage) == saved.sorted())
+        #expect(try EventsJournal(directory: storage).records().records.map(\.file) == saved)
+        for file in saved { try expectPlayable(storage + "/" + file) }
+        #expect((try? String(contentsOfFile: storage + "/.vigil.lock", encoding: .utf8)) == "\(agent.pid)\n")
+        #expect(!output.contains("level=error"), "\(output)")
     }
 
     /// The clip's directory is removed while the clip is written: the clip is reported lost
@@ -162,8 +197,10 @@ import Glibc
             logLines(output, "storage directory unavailable; clips wait for it — is the disk mounted and writable?")
                 .count
                 == 1, "\(output)")
+        // The event while it was read-only was kept in memory and written once it was not.
         let saved = logLines(output, "clip saved").compactMap { logValue($0, "file") }
-        #expect(!saved.isEmpty, "\(output)")
+        #expect(saved.count == 2, "\(output)")
+        #expect(logLines(output, "clip not recorded").isEmpty, "\(output)")
         #expect(movieFiles(in: storage) == saved.sorted())
         #expect(try EventsJournal(directory: storage).records().records.map(\.file) == saved)
         for file in saved { try expectPlayable(storage + "/" + file) }
