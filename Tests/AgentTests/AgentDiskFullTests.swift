@@ -19,21 +19,28 @@ import Testing
     static let footage = scene(
         seconds: Double(events) * 10, width: 640, height: 480, objects: [crossing(2, 5)], period: 10)
 
-    /// When the fourth clip starts, another program takes every free byte: from then on
-    /// clips get only the space retention frees by deleting older ones (never the newest
-    /// saved one, so the older two pay for the next) — whatever `min_free_mb` says, 0 included.
-    @Test(arguments: [1, 0])
-    func aDiskThatFillsWhileRecordingIsClearedByRetentionAndRecordingGoesOn(minFreeMB: Int) throws {
+    /// The agent on `footage` with `config`, on a 12 MB disk whose every free byte another
+    /// program takes when the fourth clip starts.
+    static func fillingUp(config: String) throws -> (MemoryStorage, AgentHarness) {
         let storage = MemoryStorage(capacity: 12 << 20)
         let harness = try AgentHarness(
-            config: testConfig().replacingOccurrences(of: "min_free_mb = 1;", with: "min_free_mb = \(minFreeMB);"),
-            storage: storage,
+            config: config, storage: storage,
             openSource: { _ throws(CaptureError) in
                 try synthetic(Self.footage)
             },
             onEvent: { event in
                 if case .clipStarted(let clip) = event, clip.event == 4 { storage.fill() }
             })
+        return (storage, harness)
+    }
+
+    /// When the fourth clip starts, another program takes every free byte: from then on
+    /// clips get only the space retention frees by deleting older ones (never the newest
+    /// saved one, so the older two pay for the next) — whatever `min_free_mb` says, 0 included.
+    @Test(arguments: [1, 0])
+    func aDiskThatFillsWhileRecordingIsClearedByRetentionAndRecordingGoesOn(minFreeMB: Int) throws {
+        let (storage, harness) = try Self.fillingUp(
+            config: testConfig().replacingOccurrences(of: "min_free_mb = 1;", with: "min_free_mb = \(minFreeMB);"))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         let output = harness.output
         let lines = harness.logs.written
@@ -97,15 +104,7 @@ import Testing
     /// with its picture; `latest.jpg`, replaceable, never takes space a clip needs — while
     /// the disk is short it is not written, and that is said once, not once a picture.
     @Test func everyClipKeepsItsPictureAndLatestJpgWaitsWhileTheDiskIsShort() throws {
-        let storage = MemoryStorage(capacity: 12 << 20)
-        let harness = try AgentHarness(
-            config: testConfig(extra: "snapshot = { live_interval = 0.5; };"), storage: storage,
-            openSource: { _ throws(CaptureError) in
-                try synthetic(Self.footage)
-            },
-            onEvent: { event in
-                if case .clipStarted(let clip) = event, clip.event == 4 { storage.fill() }
-            })
+        let (storage, harness) = try Self.fillingUp(config: testConfig(extra: "snapshot = { live_interval = 0.5; };"))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         let output = harness.output
         #expect(!harness.lines("clip deleted").isEmpty, "the disk never ran full:\n\(output)")

@@ -9,6 +9,10 @@ import Testing
 
 /// What the agent does at start with what an earlier run left in the journal.
 @Suite(.serialized) struct AgentJournalTests {
+    /// The test configuration's names, in the agent's time zone.
+    static let naming = ClipNaming(
+        pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: SystemTimeZone())
+
     /// An earlier run left: a clip whose line a full disk tore (the next line glued to it), a
     /// clip whose line it never wrote (killed between the close and the line), and a clip
     /// written under an earlier file pattern and camera name, 40 days old, that the journal
@@ -18,8 +22,7 @@ import Testing
     @Test func theJournalIsRebuiltAtStartAndRetentionSeesEveryClipTheAgentWrote() throws {
         let storage = MemoryStorage()
         let now = Date()
-        let naming = ClipNaming(
-            pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: SystemTimeZone())
+        let naming = Self.naming
         let dates = (1...4).map { now.addingTimeInterval(-Double(5 - $0) * 3600) }
         let names = dates.map { naming.relativePath(for: $0) }
         let old = "cam/barn_20200101000000.mov"
@@ -83,8 +86,7 @@ import Testing
     @Test func aClipRepairCannotReadIsMovedAsideOnceAndItsLineFollowsIt() throws {
         let storage = MemoryStorage()
         let now = Date()
-        let naming = ClipNaming(
-            pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: SystemTimeZone())
+        let naming = Self.naming
         let dates = (1...3).map { now.addingTimeInterval(-Double(4 - $0) * 3600) }
         let names = dates.map { naming.relativePath(for: $0) }
         let saved = try TestClips.write(names[0], into: storage, created: dates[0])
@@ -158,8 +160,7 @@ import Testing
     @Test func whatAnInterruptedWriteLeftIsRemovedAtStart() throws {
         let storage = MemoryStorage()
         let now = Date()
-        let naming = ClipNaming(
-            pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: SystemTimeZone())
+        let naming = Self.naming
         let clip = naming.relativePath(for: now.addingTimeInterval(-3600))
         try TestClips.write(clip, into: storage, created: now.addingTimeInterval(-3600))
         let gone = naming.relativePath(for: now.addingTimeInterval(-86_400))

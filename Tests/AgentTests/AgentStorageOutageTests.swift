@@ -41,6 +41,19 @@ import Testing
     /// Three events, something crossing from 2 to 5 s, 12 to 15 s and 22 to 25 s.
     static let threeEvents = scene(seconds: 30, objects: [crossing(2, 5), crossing(12, 15), crossing(22, 25)])
 
+    /// What makes `storage` writable when the `n`th event ends.
+    static func writable(_ storage: MemoryStorage, afterEvent n: Int) -> @Sendable (AgentEvent) -> Void {
+        let ended = Mutex(0)
+        return { event in
+            guard case .motionEnded = event else { return }
+            let count = ended.withLock {
+                $0 += 1
+                return $0
+            }
+            if count == n { storage.writable = true }
+        }
+    }
+
     /// Every clip saved is a complete movie that plays, each event has one, and the journal
     /// has a line for each clip on disk.
     func expectEveryEventRecorded(_ harness: AgentHarness, events: Int) throws {
@@ -64,20 +77,10 @@ import Testing
     @Test func eventsWhileTheStorageIsUnavailableAreKeptInMemoryAndWrittenWhenItIsBack() throws {
         let storage = MemoryStorage()
         storage.writable = false
-        let ended = Mutex(0)
         let harness = try AgentHarness(
             config: testConfig(), storage: storage,
             openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
-            onEvent: { event in
-                if case .motionEnded = event,
-                    ended.withLock({
-                        $0 += 1
-                        return $0
-                    }) == 2
-                {
-                    storage.writable = true
-                }
-            })
+            onEvent: Self.writable(storage, afterEvent: 2))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         try expectEveryEventRecorded(harness, events: 3)
         #expect(harness.events.clipsSaved.count == 3, "\(harness.output)")
@@ -127,20 +130,10 @@ import Testing
     @Test func theVideoWaitingForTheStorageIsBoundedAndWhatIsDroppedIsSaid() throws {
         let storage = MemoryStorage()
         storage.writable = false
-        let ended = Mutex(0)
         let harness = try AgentHarness(
             config: testConfig(), storage: storage,
             openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
-            onEvent: { event in
-                if case .motionEnded = event,
-                    ended.withLock({
-                        $0 += 1
-                        return $0
-                    }) == 3
-                {
-                    storage.writable = true
-                }
-            }, memoryForWaitingVideo: 300_000)
+            onEvent: Self.writable(storage, afterEvent: 3), memoryForWaitingVideo: 300_000)
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         let full = harness.lines(
             "the video waiting for the storage directory fills the memory it may take; the rest of this event and the events until the directory is back are not recorded"

@@ -9,6 +9,30 @@ import Testing
 import Glibc
 #endif
 
+/// A storage directory for `vigil clips`, its clips named for camera `yard` in UTC, and a
+/// configuration that names it.
+struct ClipsDirectory {
+    static let utc = TimeZone(identifier: "UTC")!
+    /// 2026-11-30 11:04:05 UTC.
+    static let created = Date(timeIntervalSince1970: 1_796_036_645)
+    let dir: TemporaryDirectory
+    let storage: DiskStorage
+    let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: utc)
+    let config: String
+
+    init() throws {
+        dir = try TemporaryDirectory("vigil-clips")
+        storage = DiskStorage(root: dir.file("clips"))
+        try storage.createRoot()
+        config = dir.file("vigil.conf")
+        try "camera = { name = \"yard\"; };\nstorage = { path = \"\(dir.file("clips"))\"; };\n".write(
+            toFile: config, atomically: true, encoding: .utf8)
+    }
+
+    /// The events journal's path.
+    var journal: String { dir.file("clips/events.jsonl") }
+}
+
 /// `vigil clips` on a storage directory whose journal a full disk damaged.
 @Suite struct ClipsCommandTests {
     /// Runs `vigil ARGUMENTS` with TZ=UTC.
@@ -23,13 +47,11 @@ import Glibc
     /// Three clips; the second one's line torn and the third's glued to it. Without
     /// `--rescan` every clip is listed and the journal is left as it is; `--rescan` rebuilds it.
     @Test func listsEveryClipOnDiskEvenWhenTheJournalIsDamaged() throws {
-        let dir = try TemporaryDirectory("vigil-clips")
+        let fixture = try ClipsDirectory()
+        let (dir, storage, naming, utc, base) = (
+            fixture.dir, fixture.storage, fixture.naming, ClipsDirectory.utc, ClipsDirectory.created
+        )
         defer { dir.remove() }
-        let storage = DiskStorage(root: dir.file("clips"))
-        try storage.createRoot()
-        let utc = TimeZone(identifier: "UTC")!
-        let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: utc)
-        let base = Date(timeIntervalSince1970: 1_796_036_645)  // 2026-11-30 11:04:05 UTC
         var records: [ClipRecord] = []
         for i in 0..<3 {
             let created = base.addingTimeInterval(Double(i) * 3600)
@@ -50,11 +72,8 @@ import Glibc
         let lineEnds = whole.indices.filter { whole[$0] == 10 }
         let damaged = Array(
             whole[...lineEnds[0]] + whole[(lineEnds[0] + 1)..<(lineEnds[0] + 60)] + whole[(lineEnds[1] + 1)...])
-        let journal = dir.file("clips/events.jsonl")
+        let (journal, config) = (fixture.journal, fixture.config)
         #expect(FileManager.default.createFile(atPath: journal, contents: Data(damaged)))
-        let config = dir.file("vigil.conf")
-        try "camera = { name = \"yard\"; };\nstorage = { path = \"\(dir.file("clips"))\"; };\n".write(
-            toFile: config, atomically: true, encoding: .utf8)
 
         let listed = try clips("--config", config)
         #expect(listed.status == 0, "\(listed.stderr)")
@@ -98,20 +117,12 @@ import Glibc
     /// says what it is and lists the clips on disk; `--rescan` moves it aside (renamed, never
     /// deleted) and writes a journal in its place.
     @Test func aJournalThatIsANamedPipeDoesNotHangTheListing() throws {
-        let dir = try TemporaryDirectory("vigil-clips")
+        let fixture = try ClipsDirectory()
+        let (dir, journal, config) = (fixture.dir, fixture.journal, fixture.config)
         defer { dir.remove() }
-        let storage = DiskStorage(root: dir.file("clips"))
-        try storage.createRoot()
-        let utc = TimeZone(identifier: "UTC")!
-        let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: utc)
-        let created = Date(timeIntervalSince1970: 1_796_036_645)  // 2026-11-30 11:04:05 UTC
-        let name = naming.relativePath(for: created)
-        try TestClips.write(name, into: storage, created: created)
-        let journal = dir.file("clips/events.jsonl")
+        let name = fixture.naming.relativePath(for: ClipsDirectory.created)
+        try TestClips.write(name, into: fixture.storage, created: ClipsDirectory.created)
         #expect(mkfifo(journal, 0o644) == 0)
-        let config = dir.file("vigil.conf")
-        try "camera = { name = \"yard\"; };\nstorage = { path = \"\(dir.file("clips"))\"; };\n".write(
-            toFile: config, atomically: true, encoding: .utf8)
         var environment = ProcessInfo.processInfo.environment
         environment["TZ"] = "UTC"
         // `timeout` kills a listing stuck opening the pipe (SIGTERM would not end that wait).
@@ -138,13 +149,11 @@ import Glibc
     /// or no line at all) is listed as damaged: it is on the disk and counted, but no player
     /// opens it.
     @Test func aDamagedClipIsListedAsDamaged() throws {
-        let dir = try TemporaryDirectory("vigil-clips")
+        let fixture = try ClipsDirectory()
+        let (dir, storage, naming, utc, created) = (
+            fixture.dir, fixture.storage, fixture.naming, ClipsDirectory.utc, ClipsDirectory.created
+        )
         defer { dir.remove() }
-        let storage = DiskStorage(root: dir.file("clips"))
-        try storage.createRoot()
-        let utc = TimeZone(identifier: "UTC")!
-        let naming = ClipNaming(pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: utc)
-        let created = Date(timeIntervalSince1970: 1_796_036_645)  // 2026-11-30 11:04:05 UTC
         let good = naming.relativePath(for: created)
         let summary = try TestClips.write(good, into: storage, created: created)
         let damaged = naming.relativePath(for: created.addingTimeInterval(3600)) + ".damaged"
@@ -159,10 +168,8 @@ import Glibc
                 audioFrames: summary.audioFrames, bytes: summary.bytes, peakScore: 0.25, part: 1))
         #expect(
             FileManager.default.createFile(
-                atPath: dir.file("clips/events.jsonl"), contents: Data(try #require(scratch.contents("events.jsonl")))))
-        let config = dir.file("vigil.conf")
-        try "camera = { name = \"yard\"; };\nstorage = { path = \"\(dir.file("clips"))\"; };\n".write(
-            toFile: config, atomically: true, encoding: .utf8)
+                atPath: fixture.journal, contents: Data(try #require(scratch.contents("events.jsonl")))))
+        let config = fixture.config
 
         for arguments in [["--config", config], ["--config", config, "--rescan"], ["--config", config]] {
             let listed = try clips(arguments)
