@@ -142,7 +142,8 @@ public final class Agent: @unchecked Sendable {
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
         let clipWriter = ClipWriter(
             settings: writerSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
-            monotonicNow: environment.monotonicNow, wallNow: environment.wallNow)
+            monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,
+            memoryLimit: environment.memoryForWaitingVideo)
         switch clipWriter.bringUpStorage() {
         case .ready:
             break
@@ -150,6 +151,11 @@ public final class Agent: @unchecked Sendable {
             log.error(
                 "cannot create the storage directory — check storage.path and that this user may write there",
                 [("path", .string(settings.storage.path)), ("error", .string(reason))])
+            return .storageCannotBeCreated
+        case .cannotClaim(let error):
+            log.error(
+                "cannot take the storage directory's lock — check that this user may write there",
+                [("path", .string(settings.storage.path)), ("error", .string(error.description))])
             return .storageCannotBeCreated
         case .claimedElsewhere(let error):
             log.error(

@@ -196,7 +196,20 @@ extension FileDescriptor {
 /// What `fstat` or `lstat` reports of a file.
 public struct FileStatus: Hashable, Sendable {
     public enum Kind: Hashable, Sendable {
-        case regular, directory, symbolicLink, other
+        case regular, directory, symbolicLink, namedPipe, socket, device, other
+
+        /// What it is, in words for a message: "a named pipe (FIFO)".
+        public var description: String {
+            switch self {
+            case .regular: "a regular file"
+            case .directory: "a directory"
+            case .symbolicLink: "a symbolic link"
+            case .namedPipe: "a named pipe (FIFO)"
+            case .socket: "a socket"
+            case .device: "a device"
+            case .other: "something other than a file"
+            }
+        }
     }
 
     public var kind: Kind
@@ -218,6 +231,9 @@ public struct FileStatus: Hashable, Sendable {
             case S_IFREG: .regular
             case S_IFDIR: .directory
             case S_IFLNK: .symbolicLink
+            case S_IFIFO: .namedPipe
+            case S_IFSOCK: .socket
+            case S_IFCHR, S_IFBLK: .device
             default: .other
             }
         size = UInt64(max(info.st_size, 0))
