@@ -104,7 +104,7 @@ import Testing
     /// with its picture; `latest.jpg`, replaceable, never takes space a clip needs — while
     /// the disk is short it is not written, and that is said once, not once a picture.
     @Test func everyClipKeepsItsPictureAndLatestJpgWaitsWhileTheDiskIsShort() throws {
-        let (storage, harness) = try Self.fillingUp(config: testConfig(extra: "snapshot = { live_interval = 0.5; };"))
+        let (storage, harness) = try Self.fillingUp(config: testConfig(extra: "snapshot = { live_interval = 1.0; };"))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         let output = harness.output
         #expect(!harness.lines("clip deleted").isEmpty, "the disk never ran full:\n\(output)")
