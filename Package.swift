@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
         .target(
             name: "Configuration",
-            dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media", "Overlay"]),
+            dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media", "Overlay", "POSIX"]),
         // The storage directory on disk (Recorder's ClipStorage) and movie files, with POSIX calls.
         .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
         // Event snapshots: a downscaled copy of a 4:2:0 frame, encoded as JPEG with libturbojpeg.
@@ -56,7 +56,11 @@ let package = Package(
             ]
         ),
         // Events to an MQTT broker (libmosquitto), and Home Assistant: an `EventSink`.
-        .target(name: "MQTT", dependencies: ["Agent", "Configuration", "Logging", "Media", "Recorder", "CMosquitto"]),
+        .target(
+            name: "MQTT",
+            dependencies: [
+                "Agent", "Capture", "Configuration", "Logging", "Media", "POSIX", "Recorder", "CMosquitto",
+            ]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",

@@ -60,9 +60,10 @@ while read -r c; do
 done <"$work/commands"
 
 # --- vigil.conf.5 against vigil check and etc/vigil/vigil.conf -----------------------------
-# Every setting with its default, as `vigil check` prints an empty configuration:
+# Every setting with its default, as `vigil check` prints a configuration of empty groups
+# (a file that sets nothing at all is refused):
 #   section = {  /  name = value;  # default  /  };
-: >"$work/empty.conf"
+echo 'camera = { };' >"$work/empty.conf"
 "$vigil" check --config "$work/empty.conf" >"$work/check-out" 2>&1 || { cat "$work/check-out" >&2; echo "check-man-pages: vigil check failed on an empty configuration" >&2; exit 1; }
 awk '
     /^[a-z_]+ = \{$/ { section = $1; next }

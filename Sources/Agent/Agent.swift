@@ -4,6 +4,7 @@ import FoundationEssentials
 import Glibc
 import Logging
 import Media
+internal import POSIX
 import Recorder
 import Synchronization
 
@@ -48,6 +49,9 @@ public final class Agent: @unchecked Sendable {
         case storageCannotBeCreated
         /// Another agent records into the storage directory (exit 75); its pid when it said.
         case storageInUse(pid: Int32?)
+        /// Another agent on this machine records a camera of the same `camera.name` (exit 75):
+        /// they would share `vigil trigger`'s socket and the MQTT topics. Its pid when it said.
+        case cameraInUse(pid: Int32?)
         /// The file source turned out malformed part-way; the clips before are kept (exit 65).
         case sourceFailed
     }
@@ -64,6 +68,9 @@ public final class Agent: @unchecked Sendable {
     private let stats = Stats()
     private let stopping = Atomic<Bool>(false)
     private let graceStarted = Atomic<Bool>(false)
+    /// Since when the camera delivers no frames (missing at start, or lost); nil while it does.
+    /// `vigil trigger` is refused meanwhile.
+    private let cameraDownSince = Mutex<Date?>(nil)
     /// Set when the run has its threads and queues: what `stop` and `reload` act on.
     private let running = Mutex<Running?>(nil)
     /// How long a stop waits for the source to notice before ending the stream without it.
@@ -100,6 +107,33 @@ public final class Agent: @unchecked Sendable {
                 ("storage", .string(settings.storage.path)),
             ])
 
+        // The camera's name on this machine, before anything else: a second agent with the
+        // same name would share the trigger socket and the MQTT topics.
+        var claimed: TriggerSocket.Claimed?
+        if let directories = environment.triggerDirectories {
+            let me = TriggerSocket.Holder(
+                pid: ProcessID.current, config: configPath, storage: settings.storage.path)
+            switch TriggerSocket.claim(camera: settings.camera.name, directories: directories, holder: me) {
+            case .claimed(let claim):
+                claimed = claim
+            case .inUse(let other, let lock):
+                log.error(
+                    "another agent on this machine records a camera of this name — give this one another camera.name (it names its trigger socket, MQTT topics and clips)",
+                    [
+                        ("camera_name", .string(settings.camera.name)),
+                        ("pid", .string(other.pid.map(String.init) ?? "unknown")),
+                        ("its_config", .string(other.config ?? "unknown")),
+                        ("its_storage", .string(other.storage ?? "unknown")),
+                        ("lock", .string(lock)),
+                    ])
+                return .cameraInUse(pid: other.pid)
+            case .nowhere(let problems):
+                log.warning(
+                    "`vigil trigger` will not reach this agent: no directory takes its socket",
+                    [("tried", .string(problems.joined(separator: "; ")))])
+            }
+        }
+
         // Storage, before anything records: made when missing, claimed (one agent per
         // directory), proven writable, then what an earlier run left open repaired and
         // retention applied. A directory that is not there yet or not writable is waited for.
@@ -108,7 +142,8 @@ public final class Agent: @unchecked Sendable {
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
         let clipWriter = ClipWriter(
             settings: writerSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
-            monotonicNow: environment.monotonicNow, wallNow: environment.wallNow)
+            monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,
+            memoryLimit: environment.memoryForWaitingVideo)
         switch clipWriter.bringUpStorage() {
         case .ready:
             break
@@ -116,6 +151,11 @@ public final class Agent: @unchecked Sendable {
             log.error(
                 "cannot create the storage directory — check storage.path and that this user may write there",
                 [("path", .string(settings.storage.path)), ("error", .string(reason))])
+            return .storageCannotBeCreated
+        case .cannotClaim(let error):
+            log.error(
+                "cannot take the storage directory's lock — check that this user may write there",
+                [("path", .string(settings.storage.path)), ("error", .string(error.description))])
             return .storageCannotBeCreated
         case .claimedElsewhere(let error):
             log.error(
@@ -150,6 +190,7 @@ public final class Agent: @unchecked Sendable {
             log.warning(
                 "camera unavailable; waiting for it",
                 [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
+            cameraDownSince.withLock { $0 = environment.wallNow() }
             opened = nil
         }
         let live = opened?.isLive ?? true
@@ -200,11 +241,12 @@ public final class Agent: @unchecked Sendable {
                 log.info("encoder chosen", fields)
             }
         }
-        let trigger = environment.triggerDirectories.flatMap {
-            TriggerSocket.Listener.open(camera: settings.camera.name, directories: $0, log: log)
-        }
+        let trigger = claimed.flatMap { TriggerSocket.Listener.open($0, log: log) }
         if let trigger {
-            trigger.start(environment.control, log: log)
+            let control = environment.control
+            trigger.start { [self] request in
+                TriggerSocket.answer(request, control: control, noCamera: noCamera, log: log)
+            }
             log.info("vigil running", [("trigger_socket", .string(trigger.path))])
         } else {
             log.info("vigil running")
@@ -215,6 +257,14 @@ public final class Agent: @unchecked Sendable {
         return finish(
             writerThread: writerThread, captureThread: captureThread, hooks: hooks,
             sourceError: sourceError.withLock { $0 })
+    }
+
+    /// Why the camera delivers nothing now, or nil while it delivers: what `vigil trigger` is
+    /// told instead of "ok".
+    private func noCamera() -> String? {
+        guard let since = cameraDownSince.withLock({ $0 }) else { return nil }
+        return
+            "\(initial.camera.device) is not delivering frames since \(ClipRecord.timestamp(since)) — the agent keeps trying it and records again once it is back"
     }
 
     /// Asks the agent to stop (from any thread): the open clip is finished, then `run` returns.
@@ -280,17 +330,36 @@ public final class Agent: @unchecked Sendable {
     /// settings in use are kept. What applies when is `ReloadPlan`'s to say.
     public func reload() {
         environment.notifier.reloading()
-        defer { environment.notifier.ready(status: "configuration reloaded") }
+        var status = "configuration reloaded"
+        defer { environment.notifier.ready(status: status) }
+        let inUse = current.withLock { $0 }
         let new: Settings
-        do { new = try Settings.load(path: configPath) } catch {
+        do throws(ConfigurationError) {
+            new = try Settings.load(path: configPath)
+            if let problem = ReloadPlan.refusal(of: new.values, running: inUse.values) {
+                throw ConfigurationError(file: configPath, line: nil, message: problem)
+            }
+        } catch {
             log.error(
                 "configuration not reloaded; the settings in use are kept", [("error", .string(error.description))])
+            status = "configuration not reloaded; the settings in use are kept"
             return
         }
         // What needs a restart stays as it began: the camera, the microphone, the encoder,
         // the storage directory.
         let applied = ReloadPlan.applicable(new, running: initial)
-        let plan = ReloadPlan(from: current.withLock { $0 }, to: new)
+        let plan = ReloadPlan(from: inUse, to: new)
+        // Retention decides what is deleted: never changed without a word.
+        for change in ReloadPlan.retentionChanges(from: inUse.storage, to: applied.storage) {
+            let fields: [(String, LogValue)] = [
+                ("setting", .string(change.setting)), ("old", .string(change.old)), ("new", .string(change.new)),
+            ]
+            if change.deletesMore {
+                log.warning("retention changed by the reload", fields + [("effect", .string("deletes more clips"))])
+            } else {
+                log.info("retention changed by the reload", fields + [("effect", .string("keeps more clips"))])
+            }
+        }
         if !plan.needsRestart.isEmpty {
             log.warning(
                 "these settings take effect after a restart (systemctl restart vigil); the ones in use are kept",
@@ -379,6 +448,7 @@ public final class Agent: @unchecked Sendable {
                 log.warning(
                     "camera lost; closing the clip and retrying",
                     [("source", .string(source.name)), ("error", .string(error.description))])
+                cameraDownSince.withLock { $0 = $0 ?? environment.wallNow() }
                 queue.push(.interrupted)
                 _ = retry.failed(at: environment.monotonicNow())
                 guard let back = reopen(&retry, firstTime: false) else { break }
@@ -418,6 +488,7 @@ public final class Agent: @unchecked Sendable {
             guard !stopping.load(ordering: .relaxed) else { return nil }
             do {
                 let source = try openSource().source
+                cameraDownSince.withLock { $0 = nil }
                 let back = retry.succeeded(at: environment.monotonicNow())
                 log.info(
                     firstTime ? "camera open" : "camera back",

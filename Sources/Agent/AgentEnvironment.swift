@@ -25,6 +25,8 @@ public struct AgentEnvironment: Sendable {
     public var logSink: any LogSink
     /// Sinks beyond the events journal and the hooks, which the agent always has.
     public var sinks: [any EventSink] = []
+    /// Video the writer keeps in memory while the disk is full or not there, at most.
+    public var memoryForWaitingVideo = DiskFullPolicy.memoryLimit
     /// Where outside requests come in (`vigil trigger`, MQTT's command topics).
     public var control = AgentControl()
     /// Where `vigil trigger`'s socket may go (`TriggerSocket.directories`); nil: no socket.

@@ -69,26 +69,53 @@ final class ClipWriter: @unchecked Sendable {
         var fragmentsSynced: Int
         /// False when the clip was opened before sound was known: it has no sound track.
         var hasAudio: Bool
+        /// Set while the clip is recorded in memory, its storage directory not there: its
+        /// file, which takes nothing until the directory is back. `relativePath` is then the
+        /// name it is meant to have.
+        var held: HeldMovieFile?
+        /// Its first frame's capture time and just after its last GOP.
+        var end: Timestamp?
     }
     private var open: OpenClip?
+    /// Parts this writer added to an event (a clip given up when its storage directory went
+    /// away goes on in memory as a new part): the pipeline's later parts of the event are
+    /// numbered after them.
+    private var partsAdded: (event: Int, count: Int)?
+    /// Set while the clips held in memory are written (no clip given up then starts another).
+    private var writingHeld = false
+    /// Clips that ended while the storage directory was not there, in memory until it is back,
+    /// oldest first, with how each ended and its picture.
+    private var waiting: [(clip: OpenClip, closing: ClipClosing, picture: (SnapshotPicture, Int)?)] = []
     /// The open clip's picture, for its close.
     private var snapshot: (picture: SnapshotPicture, quality: Int)?
     /// `latest.jpg` could not be written (said once until it can again).
     private var liveFailing = false
+    /// Set while `latest.jpg` waits for the disk to have room: whether that was said this time
+    /// (at most hourly: `liveWaitingSaid`).
+    private var liveWaiting: Bool?
+    private var liveWaitingSaid: Timestamp?
     /// Set when a clip could not be opened or failed: its commands are skipped until the next open.
     private var skipping = false
-    private var disk = DiskFullPolicy()
+    private var disk: DiskFullPolicy
     /// The storage directory, claimed and proven writable; nil while it is unavailable (not
     /// there yet, read-only, removed), which is retried as `storageOutage` says.
     private var claim: (any StorageClaim)?
     private var storageOutage = Retry(maximum: .init(seconds: 30))
     private var nextStorageTry: Timestamp?
+    /// The wall clock's steps, watched at each sweep, and what retention decided of each
+    /// clip's age across them.
+    private var clockWatch = ClockWatch()
+    private var retentionClock = RetentionClock()
 
+    /// `memoryLimit`: the video kept in memory while the disk is full or not there, at most
+    /// (`DiskFullPolicy.limit`).
     init(
         settings: WriterSettings, log: Logger, stats: Stats, events: any EventSink,
-        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date
+        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
+        memoryLimit: Int = DiskFullPolicy.memoryLimit
     ) {
         self.settings = settings
+        disk = DiskFullPolicy(limit: memoryLimit)
         self.log = log.with(("component", "writer"))
         self.stats = stats
         self.events = events
@@ -105,6 +132,9 @@ final class ClipWriter: @unchecked Sendable {
         case unavailable(String)
         /// It cannot be made (permission denied, a file in the way): a person must act.
         case cannotCreate(String)
+        /// Its lock cannot be taken (permission denied, something not a file in its place): a
+        /// person must act.
+        case cannotClaim(ClaimError)
         /// Another agent records into it.
         case claimedElsewhere(ClaimError)
     }
@@ -116,23 +146,43 @@ final class ClipWriter: @unchecked Sendable {
     func bringUpStorage() -> StorageState {
         let storage = settings.storage
         do { try storage.createRoot() } catch {
-            return error.isMissing || error.isOutOfSpace
+            return error.isMissing || error.isOutOfSpace || error.isReadOnly
                 ? .unavailable(error.description) : .cannotCreate(error.description)
         }
         if claim == nil {
-            do { claim = try storage.claim() } catch { return .claimedElsewhere(error) }
+            // Only a lock another agent holds is another agent: a lock file that cannot be
+            // made on a read-only card is storage to wait for.
+            do { claim = try storage.claim() } catch {
+                switch error.cause {
+                case .held: return .claimedElsewhere(error)
+                case .unavailable: return .unavailable(error.description)
+                case .refused: return .cannotClaim(error)
+                }
+            }
         }
         do { try storage.probe() } catch { return .unavailable(error.description) }
+        removeLeftovers()
         repairInterrupted()
         do {
             let rebuild = try EventsJournal(storage: settings.storage).rebuild(
                 from: ClipStore(storage: settings.storage, naming: settings.naming))
+            if let aside = rebuild.setAside {
+                // Clips are still the record: the journal starts again beside what was there.
+                log.error(
+                    "the events journal is not a regular file; moved aside, a new journal is written from the clips on disk",
+                    [
+                        ("path", .string(settings.storage.path(EventsJournal.name))),
+                        ("moved_to", .string(aside.movedTo.map(settings.storage.path) ?? "")),
+                        ("error", .string(aside.problem)),
+                    ])
+            }
             if rebuild.written {
                 log.warning(
                     "events journal rebuilt from the clips on disk",
                     [
                         ("added", .int(rebuild.added.count)), ("damaged_dropped", .int(rebuild.droppedDamaged)),
                         ("duplicates_dropped", .int(rebuild.droppedDuplicates)),
+                        ("marked_damaged", .int(rebuild.followed.count)),
                     ])
             }
         } catch {
@@ -163,18 +213,22 @@ final class ClipWriter: @unchecked Sendable {
                         ("path", .string(settings.storage.root)), ("down", .seconds(back?.down.seconds ?? 0)),
                         ("attempts", .int(back?.tries ?? 1)),
                     ])
+                disk.storageBack()
             }
+            writeHeldClips()
             return true
         case .unavailable(let reason), .cannotCreate(let reason):
             storageUnavailable(reason)
-        case .claimedElsewhere(let error):
+        case .claimedElsewhere(let error), .cannotClaim(let error):
             storageUnavailable(error.description)
         }
         return false
     }
 
     /// The storage directory cannot be used now: said once per outage, tried again as `Retry` says.
+    /// Its claim is let go: the directory may come back as another mount, to be claimed again.
     func storageUnavailable(_ reason: String) {
+        claim = nil
         let failure = storageOutage.failed(at: monotonicNow())
         nextStorageTry = monotonicNow() + failure.retryIn
         if failure.isFirst {
@@ -200,6 +254,7 @@ final class ClipWriter: @unchecked Sendable {
                     log.warning("writer stopped with a clip open; finishing it")
                     closeClip(ClipClosing(reason: .finished, peakScore: 0))
                 }
+                lastTryForHeldClips()
                 return
             }
         }
@@ -209,7 +264,9 @@ final class ClipWriter: @unchecked Sendable {
         switch item {
         case .stream(let info): stream = info
         case .reload(let new): settings = new
-        case .housekeeping: sweep()
+        case .housekeeping:
+            // Not while the directory is not there: retention would say so every minute.
+            if nextStorageTry == nil { sweep() }
         case .clip(let command): handle(command)
         case .snapshot(let picture, let quality): snapshot = (picture, quality)
         case .livePicture(let picture, let quality): writeLatest(picture, quality: quality)
@@ -218,10 +275,13 @@ final class ClipWriter: @unchecked Sendable {
 
     private func handle(_ command: ClipCommand) {
         switch command {
-        case .open(let info): openClip(info)
+        case .open(var info):
+            if let added = partsAdded, added.event == info.event { info.part += added.count }
+            openClip(info)
         case .video(let gop):
             guard let clip = open, !skipping else { return }
-            do { try clip.writer.append(gop) } catch { recover(from: error, during: "writing video") }
+            if clip.held != nil { return hold(gop, in: clip) }
+            do { try clip.writer.append(gop) } catch { recover(from: error, during: "writing video", gop: gop) }
             syncNewFragments()
         case .audio(let chunk):
             guard let clip = open, !skipping, clip.hasAudio else { return }
@@ -262,30 +322,22 @@ final class ClipWriter: @unchecked Sendable {
             ])
     }
 
-    private func openClip(_ info: ClipInfo) {
+    /// Opens a clip: on the disk, or in memory while the storage directory is not there.
+    /// `continuing`: the event's clip was given up when the directory went away, and it goes on
+    /// in this new part (its picture, to come, is kept).
+    private func openClip(_ info: ClipInfo, continuing: Bool = false) {
         if open != nil {
             log.warning("a clip opened while another was open; finishing the first")
             closeClip(ClipClosing(reason: .finished, peakScore: 0))
         }
         skipping = false
-        snapshot = nil  // one left by a clip that was never saved
+        if !continuing { snapshot = nil }  // one left by a clip that was never saved
         guard let stream else {
             log.error("clip not started: the stream is not described yet")
             skipping = true
             return
         }
-        guard storageIsReady() else {
-            log.error(
-                "clip not recorded: the storage directory is unavailable",
-                [
-                    ("event", .int(info.event)), ("part", .int(info.part)),
-                    ("trigger", .string(ClipRecord.timestamp(stream.wallClock(info.trigger)))),
-                    ("path", .string(settings.storage.root)),
-                ])
-            stats.update { $0.clipErrors += 1 }
-            skipping = true
-            return
-        }
+        guard storageIsReady() else { return openHeld(info, stream: stream) }
         let started = stream.wallClock(info.start)
         let trigger = stream.wallClock(info.trigger)
         let storage = settings.storage
@@ -332,6 +384,9 @@ final class ClipWriter: @unchecked Sendable {
                 sweep(fullDisk: ClipWriter.fullDiskHeadroom)
                 continue
             }
+            // The directory itself gone (a disk pulled, remounted read-only)? Then the clip
+            // waits in memory for it like any clip of the outage.
+            if !problem.outOfSpace, !bringUpOrWait() { return openHeld(info, stream: stream) }
             log.error(
                 "cannot start a clip; this event is not recorded",
                 [("file", .string(relative)), ("error", .string(problem.reason))])
@@ -341,14 +396,220 @@ final class ClipWriter: @unchecked Sendable {
         }
     }
 
-    /// A name from the pattern that no file has yet (clips started in the same second get -1, -2, ...).
+    /// Opens a clip while the storage directory is not there: recorded in memory (the movie
+    /// writer keeps the GOPs its held file cannot take, as on a full disk) and written when
+    /// the directory is back — unless the video already waiting has reached the limit.
+    private func openHeld(_ info: ClipInfo, stream: StreamInfo) {
+        let trigger = ClipRecord.timestamp(stream.wallClock(info.trigger))
+        guard case .keep = disk.hold(0, beside: heldBytes) else {
+            log.error(
+                "clip not recorded: the storage directory is unavailable and the video waiting for it fills the memory it may take",
+                [
+                    ("event", .int(info.event)), ("part", .int(info.part)), ("trigger", .string(trigger)),
+                    ("path", .string(settings.storage.root)), ("memory_mb", .int(disk.limit >> 20)),
+                ])
+            stats.update { $0.clipErrors += 1 }
+            skipping = true
+            return
+        }
+        let started = stream.wallClock(info.start)
+        let relative = settings.naming.relativePath(for: started)
+        let file = HeldMovieFile(path: settings.storage.path(relative))
+        do {
+            let writer = try MovieWriter(
+                output: file, path: file.path,
+                description: MovieDescription(creationTime: started, video: stream.video, audio: stream.audio))
+            open = OpenClip(
+                writer: writer, info: info, relativePath: relative, storage: settings.storage, fragmentsSynced: 0,
+                hasAudio: stream.audio != nil, held: file)
+        } catch {
+            log.error(
+                "cannot start a clip; this event is not recorded",
+                [("event", .int(info.event)), ("error", .string(error.description))])
+            stats.update { $0.clipErrors += 1 }
+            skipping = true
+            return
+        }
+        stats.update { $0.recording = true }
+        log.warning(
+            "the storage directory is unavailable; the clip is kept in memory until it is back",
+            [
+                ("event", .int(info.event)), ("part", .int(info.part)), ("trigger", .string(trigger)),
+                ("path", .string(settings.storage.root)), ("memory_bytes", .int(heldBytes)),
+            ])
+    }
+
+    /// The video waiting in memory for the storage directory: the open clip's and the clips
+    /// that ended meanwhile.
+    private var heldBytes: Int {
+        waiting.reduce(0) { $0 + $1.clip.writer.bufferedBytes }
+            + (open.flatMap { $0.held == nil ? nil : $0.writer.bufferedBytes } ?? 0)
+    }
+
+    /// A GOP of a clip recorded in memory: kept while the memory allows; past the limit the
+    /// clip ends there (said once: what is dropped), and its event's other GOPs are dropped.
+    private func hold(_ gop: GOP, in clip: OpenClip) {
+        if case .full(let say) = disk.hold(gop.byteCount, beside: heldBytes) {
+            if say {
+                log.warning(
+                    "the video waiting for the storage directory fills the memory it may take; the rest of this event and the events until the directory is back are not recorded",
+                    [
+                        ("event", .int(clip.info.event)), ("part", .int(clip.info.part)),
+                        ("kept_seconds", .seconds(((clip.end ?? clip.info.start) - clip.info.start).seconds)),
+                        ("memory_mb", .int(disk.limit >> 20)), ("waiting", .int(waiting.count)),
+                    ])
+            }
+            if clip.end == nil {
+                // Nothing of it was kept: no clip.
+                open = nil
+                stats.update {
+                    $0.clipErrors += 1
+                    $0.recording = false
+                }
+            } else {
+                closeClip(ClipClosing(reason: .finished, peakScore: clip.info.score))
+            }
+            skipping = true
+            return
+        }
+        do { try clip.writer.append(gop) } catch {
+            // Its file takes nothing yet: the writer keeps the GOP (any other error drops it).
+            guard case .file = error else {
+                log.warning(
+                    "video not kept", [("event", .int(clip.info.event)), ("error", .string(error.description))])
+                return
+            }
+        }
+        open?.end = gop.end ?? gop.lastTime
+    }
+
+    /// The storage directory is back: the clips that waited in memory become files, oldest
+    /// first — those that ended are finished, journaled and said saved; the open one goes on
+    /// on the disk. A clip that cannot be made yet waits for the next time.
+    private func writeHeldClips() {
+        guard !waiting.isEmpty || open?.held != nil else { return }
+        writingHeld = true
+        defer { writingHeld = false }
+        // The clip being recorded now, set aside while those that ended are written.
+        let current = open, currentSnapshot = snapshot, currentSkipping = skipping
+        open = nil
+        while let (clip, closing, picture) = waiting.first {
+            let outcome = materialize(clip)
+            if case .notYet = outcome { break }
+            waiting.removeFirst()
+            guard case .written(let written) = outcome else { continue }
+            open = written
+            snapshot = picture
+            closeClip(closing)
+        }
+        open = current
+        snapshot = currentSnapshot
+        skipping = currentSkipping
+        guard waiting.isEmpty, let clip = open, clip.held != nil else { return }
+        switch materialize(clip) {
+        case .written(let written):
+            open = written
+            syncNewFragments()
+        case .gaveUp:
+            open = nil
+            skipping = true
+        case .notYet:
+            break
+        }
+    }
+
+    /// What became of a clip held in memory when its storage directory came back.
+    private enum Materialized {
+        /// Its file is on the disk with what waited (or as much as the disk took).
+        case written(OpenClip)
+        /// Given up as far as it reached the disk (a write error): said, and repaired.
+        case gaveUp
+        /// Its file cannot be made yet: it goes on waiting.
+        case notYet
+    }
+
+    /// Makes a clip held in memory a file on the disk: a free name, the file created (retention
+    /// first when the disk is full), what waited written into it as the disk-full policy says.
+    private func materialize(_ clip: OpenClip) -> Materialized {
+        guard let held = clip.held, let stream else { return .notYet }
+        let storage = settings.storage
+        let started = stream.wallClock(clip.info.start)
+        var attempt = 0
+        while true {
+            attempt += 1
+            let relative = freeName(for: started)
+            do {
+                held.attach(try storage.createMovie(relative))
+            } catch {
+                if error.isAlreadyThere && attempt < 100 { continue }
+                if disk.createFailed(outOfSpace: error.isOutOfSpace, attempt: attempt) {
+                    sweep(fullDisk: Int64(clip.writer.bufferedBytes) + ClipWriter.fullDiskHeadroom)
+                    continue
+                }
+                log.warning(
+                    "a clip kept in memory cannot be written yet; it waits",
+                    [("event", .int(clip.info.event)), ("error", .string(error.description))])
+                if !error.isOutOfSpace { storageUnavailable(error.description) }
+                return .notYet
+            }
+            var written = clip
+            written.relativePath = relative
+            written.storage = storage
+            written.held = nil
+            log.info(
+                "clip written from memory; the storage directory is back",
+                [
+                    ("file", .string(relative)), ("event", .int(clip.info.event)), ("part", .int(clip.info.part)),
+                    ("bytes", .int(clip.writer.bufferedBytes)),
+                ])
+            events.handle(
+                .clipStarted(
+                    ClipStarted(
+                        file: relative, path: storage.path(relative), camera: settings.camera, event: clip.info.event,
+                        part: clip.info.part, trigger: stream.wallClock(clip.info.trigger),
+                        preRoll: clip.info.part == 1 ? (clip.info.trigger - clip.info.start).seconds : 0,
+                        score: clip.info.score, cause: clip.info.cause)))
+            do { try clip.writer.flush() } catch {
+                // A full disk, or the directory gone again: as for any clip being written.
+                open = written
+                recover(from: error, during: "writing video kept in memory")
+                defer { open = nil }
+                return open.map(Materialized.written) ?? .gaveUp
+            }
+            return .written(written)
+        }
+    }
+
+    /// The agent stops with clips in memory: the storage directory is tried once more; what
+    /// cannot be written is lost, each said as an error with its times.
+    private func lastTryForHeldClips() {
+        guard !waiting.isEmpty else { return }
+        _ = bringUpOrWait()
+        for (clip, _, _) in waiting {
+            let start = stream.map { ClipRecord.timestamp($0.wallClock(clip.info.start)) } ?? ""
+            let end = stream.map { ClipRecord.timestamp($0.wallClock(clip.end ?? clip.info.start)) } ?? ""
+            log.error(
+                "clip lost: the storage directory was still unavailable when the agent stopped",
+                [
+                    ("event", .int(clip.info.event)), ("part", .int(clip.info.part)), ("start", .string(start)),
+                    ("end", .string(end)), ("path", .string(settings.storage.root)),
+                ])
+            stats.update { $0.clipErrors += 1 }
+        }
+        waiting = []
+    }
+
+    /// A name from the pattern that no file has yet (clips started in the same second get -1, -2, ...),
+    /// nor a damaged clip moved aside under it.
     private func freeName(for date: Date) -> String {
         var suffix = 0
         while true {
             let relative = settings.naming.relativePath(for: date, suffix: suffix)
             // The last suffix the pattern check allowed for: if that is taken too, creating
             // it fails and the event is said to go unrecorded — nothing is overwritten.
-            if !settings.storage.exists(relative) || suffix == ClipPathLimits.maximumCollisionSuffix { return relative }
+            let taken =
+                settings.storage.exists(relative) || settings.storage.exists(ClipNaming.damagedPath(of: relative))
+            if !taken || suffix == ClipPathLimits.maximumCollisionSuffix { return relative }
             suffix += 1
         }
     }
@@ -356,7 +617,9 @@ final class ClipWriter: @unchecked Sendable {
     /// A write failed: what the disk-full policy says — retention and another try, the video
     /// kept in memory meanwhile, or the clip given up as far as it got (its complete
     /// fragments stay playable, and are repaired at once).
-    private func recover(from error: MovieWriterError, during what: String) {
+    /// `gop`: the GOP whose write failed, if any — where the event goes on when the directory
+    /// itself is gone.
+    private func recover(from error: MovieWriterError, during what: String, gop: GOP? = nil) {
         guard let clip = open else { return }
         let outOfSpace: Bool = if case .file(let f) = error { f.isOutOfSpace } else { false }
         var decision = disk.writeFailed(outOfSpace: outOfSpace, buffered: clip.writer.bufferedBytes, at: monotonicNow())
@@ -390,15 +653,46 @@ final class ClipWriter: @unchecked Sendable {
         }
         open = nil
         skipping = true
+        // The directory itself gone (a disk pulled, a card remounted read-only)? The event goes
+        // on in memory, as a new part from the GOP that did not reach the disk, until the
+        // directory is back.
+        if let gop, !outOfSpace, !writingHeld, !bringUpOrWait() {
+            var next = clip.info
+            next.part += 1
+            next.start = gop.start
+            partsAdded = (clip.info.event, (partsAdded?.event == clip.info.event ? partsAdded?.count ?? 0 : 0) + 1)
+            openClip(next, continuing: true)
+            if let held = open { hold(gop, in: held) }
+        }
     }
 
     private func closeClip(_ closing: ClipClosing) {
-        guard let clip = open else {
+        guard var clip = open else {
             skipping = false
             return
         }
         open = nil
+        clip.info.cause = closing.cause  // an outside trigger taken while it was open
         stats.update { $0.recording = false }
+        if clip.held != nil {
+            // No video kept (the memory was full): nothing to write.
+            guard clip.end != nil else {
+                snapshot = nil
+                return
+            }
+            // Finished when the storage directory is back, with its picture.
+            waiting.append((clip, closing, snapshot))
+            snapshot = nil
+            log.info(
+                "clip kept in memory until the storage directory is back",
+                [
+                    ("event", .int(clip.info.event)), ("part", .int(clip.info.part)),
+                    ("seconds", .seconds(((clip.end ?? clip.info.start) - clip.info.start).seconds)),
+                    ("bytes", .int(clip.writer.bufferedBytes)), ("waiting", .int(waiting.count)),
+                    ("memory_bytes", .int(heldBytes)),
+                ])
+            return
+        }
         let summary: MovieSummary
         do {
             summary = try clip.writer.close()
@@ -469,37 +763,83 @@ final class ClipWriter: @unchecked Sendable {
         file: String, jpeg: [UInt8]
     )? {
         let file = ClipNaming.snapshotPath(of: clip.relativePath)
-        do {
-            let jpeg = try JPEGEncoder.encode(picture, quality: quality)
-            try clip.storage.replace(file, with: jpeg)
-            return (file, jpeg)
-        } catch {
-            log.warning(
-                "the clip is saved without its snapshot",
-                [("file", .string(file)), ("error", .string("\(error)"))])
-            return nil
+        let jpeg: [UInt8]
+        do { jpeg = try JPEGEncoder.encode(picture, quality: quality) } catch {
+            return withoutSnapshot(file, "\(error)")
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                try clip.storage.replace(file, with: jpeg)
+                return (file, jpeg)
+            } catch {
+                // The picture gets what its clip got: retention frees the oldest clips for
+                // it (never this one), then one more try.
+                guard error.isOutOfSpace, attempt == 1 else { return withoutSnapshot(file, error.description) }
+                sweep(fullDisk: Int64(jpeg.count) + ClipWriter.fullDiskHeadroom, protecting: clip.relativePath)
+            }
         }
     }
 
-    /// Replaces `latest.jpg` with the current picture (`snapshot.live_interval`).
+    /// The clip is saved without its picture: said, and nil.
+    private func withoutSnapshot(_ file: String, _ problem: String) -> (file: String, jpeg: [UInt8])? {
+        log.warning("the clip is saved without its snapshot", [("file", .string(file)), ("error", .string(problem))])
+        return nil
+    }
+
+    /// Replaces `latest.jpg` with the current picture (`snapshot.live_interval`), unless the
+    /// disk is short of space: a live picture never takes space a clip needs
+    /// (`DiskFullPolicy.livePictureFits`).
     private func writeLatest(_ picture: SnapshotPicture, quality: Int) {
         guard storageIsReady() else { return }
-        do {
-            try settings.storage.replace(
-                ClipNaming.latestPicture, with: try JPEGEncoder.encode(picture, quality: quality))
-            if liveFailing { log.info("latest.jpg written again") }
-            liveFailing = false
-        } catch {
-            if !liveFailing {
-                log.warning(
-                    "cannot write latest.jpg; trying again at the next interval",
-                    [
-                        ("path", .string(settings.storage.path(ClipNaming.latestPicture))),
-                        ("error", .string("\(error)")),
-                    ])
-            }
-            liveFailing = true
+        let storage = settings.storage
+        let jpeg: [UInt8]
+        do { jpeg = try JPEGEncoder.encode(picture, quality: quality) } catch {
+            liveFailed("\(error)")
+            return
         }
+        guard
+            disk.livePictureFits(
+                bytes: jpeg.count, free: try? storage.freeBytes(), minFree: settings.policy.minFree,
+                headroom: ClipWriter.fullDiskHeadroom)
+        else {
+            liveWaitsForSpace()
+            return
+        }
+        do { try storage.replace(ClipNaming.latestPicture, with: jpeg) } catch {
+            if error.isOutOfSpace { liveWaitsForSpace() } else { liveFailed(error.description) }
+            return
+        }
+        if liveFailing || liveWaiting == true { log.info("latest.jpg written again") }
+        liveFailing = false
+        liveWaiting = nil
+    }
+
+    /// `latest.jpg` could not be made or written: said once until it is written again.
+    private func liveFailed(_ problem: String) {
+        if !liveFailing {
+            log.warning(
+                "cannot write latest.jpg; trying again at the next interval",
+                [("path", .string(settings.storage.path(ClipNaming.latestPicture))), ("error", .string(problem))])
+        }
+        liveFailing = true
+    }
+
+    /// `latest.jpg` is not written for want of space: said when this begins (at most hourly).
+    private func liveWaitsForSpace() {
+        guard liveWaiting == nil else { return }
+        let now = monotonicNow()
+        let say = liveWaitingSaid.map { now - $0 >= DiskFullPolicy.lowSpaceRepeat } ?? true
+        liveWaiting = say
+        guard say else { return }
+        liveWaitingSaid = now
+        log.warning(
+            "latest.jpg is not replaced while the disk is short of space; clips come first",
+            [
+                ("path", .string(settings.storage.path(ClipNaming.latestPicture))),
+                ("min_free_mb", .int(settings.policy.minFree >> 20)),
+            ])
     }
 
     /// A clip given up after a write error becomes a normal movie of what reached the disk,
@@ -524,6 +864,9 @@ final class ClipWriter: @unchecked Sendable {
                     "cannot remove a clip given up with no video in it",
                     [("file", .string(relative)), ("error", .string(error.description))])
             }
+            return
+        } catch  where error.kind == .notRepairable {
+            moveAside(relative, in: storage, bytes: nil, problem: error.problem)
             return
         } catch {
             log.warning(
@@ -567,7 +910,8 @@ final class ClipWriter: @unchecked Sendable {
         let storage = settings.storage
         let store = ClipStore(storage: storage, naming: settings.naming)
         guard let clips = try? store.clips() else { return }
-        for clip in clips {
+        // A clip moved aside as damaged is never tried again.
+        for clip in clips where !ClipNaming.isDamaged(clip.relativePath) {
             let relative = clip.relativePath
             do {
                 // Nil for a complete clip: repair looks before it touches anything.
@@ -616,10 +960,51 @@ final class ClipWriter: @unchecked Sendable {
             } catch  where error.kind == .inUse {
                 log.warning(
                     "a clip is being written by another process; it is left as it is", [("file", .string(relative))])
+            } catch  where error.kind == .notRepairable {
+                moveAside(relative, in: storage, bytes: clip.size, problem: error.problem)
             } catch {
                 log.warning(
                     "cannot repair a clip; it is left as it is",
                     [("file", .string(relative)), ("error", .string(error.problem))])
+            }
+        }
+    }
+
+    /// A clip repair cannot read (no player opens it: a power cut and the fsck after it cut
+    /// its start away) is moved aside as `NAME.mov.damaged` in its directory: its bytes kept,
+    /// out of players' way, said once — the start that moves it — and never repaired again.
+    /// Retention counts it and deletes it like a clip; the journal's rebuild makes its line
+    /// follow it (or writes one marked damaged).
+    private func moveAside(_ relative: String, in storage: any ClipStorage, bytes: Int64?, problem: String) {
+        let damaged = ClipNaming.damagedPath(of: relative)
+        do {
+            try storage.rename(relative, to: damaged)
+            log.warning(
+                "a clip no player can open was moved aside; its bytes are kept",
+                [("file", .string(relative)), ("moved_to", .string(damaged))]
+                    + (bytes.map { [("bytes", .int($0))] } ?? []) + [("error", .string(problem))])
+        } catch {
+            log.warning(
+                "cannot repair a clip; it is left as it is",
+                [("file", .string(relative)), ("error", .string(problem)), ("move_error", .string(error.description))])
+        }
+    }
+
+    /// Removes what writes a kill interrupted left (`ClipStore.leftovers`: the new contents of
+    /// a picture, `latest.jpg` or the journal, never renamed over it), each said once.
+    private func removeLeftovers() {
+        let storage = settings.storage
+        guard let leftovers = try? ClipStore(storage: storage, naming: settings.naming).leftovers() else { return }
+        for file in leftovers {
+            do {
+                try storage.delete(file.relativePath)
+                log.info(
+                    "removed a file an interrupted write left",
+                    [("file", .string(file.relativePath)), ("bytes", .int(file.size))])
+            } catch {
+                log.warning(
+                    "cannot remove a file an interrupted write left",
+                    [("file", .string(file.relativePath)), ("error", .string(error.description))])
             }
         }
     }
@@ -630,16 +1015,29 @@ final class ClipWriter: @unchecked Sendable {
 
     /// Retention: deletes what the policy says (never the open clip, never the newest saved),
     /// logs each deletion. `fullDisk` is the room a write that found the disk full needs.
-    func sweep(fullDisk need: Int64? = nil) {
+    func sweep(fullDisk need: Int64? = nil, protecting: String? = nil) {
         let storage = settings.storage
         let store = ClipStore(storage: storage, naming: settings.naming)
-        let protected: Set<String> = open.map { [$0.relativePath] } ?? []
-        let result = store.sweep(settings.policy, now: wallNow(), protected: protected, fullDisk: need)
+        let protected = Set([open?.relativePath, protecting].compactMap { $0 })
+        let now = wallNow()
+        if let step = clockWatch.look(wall: now, monotonic: monotonicNow()) {
+            retentionClock.stepped(step)
+            log.info(
+                "the wall clock stepped forward; the clips before the step keep the age they had",
+                [("seconds", .seconds(step.seconds))])
+        }
+        let result = store.sweep(
+            settings.policy, now: now, protected: protected, fullDisk: need, clock: retentionClock)
+        retentionClock = result.clock
+        if result.stamped > 0 {
+            log.info(
+                "clips dated by a wrong clock are aged from when it was right", [("clips", .int(result.stamped))])
+        }
         for d in result.deleted {
             log.info(
                 "clip deleted",
                 [
-                    ("file", .string(d.clip.relativePath)), ("bytes", .int(d.clip.size)),
+                    ("file", .string(d.clip.relativePath)), ("bytes", .int(d.clip.totalSize)),
                     ("reason", .string(d.reason.description)),
                 ])
         }

@@ -53,6 +53,8 @@ public struct MotionEnded: Sendable, Equatable {
     public var peakScore: Double
     /// How many clips (`max_clip` parts) the event was written as.
     public var parts: Int
+    /// What started the event, or `.external` when an outside trigger was taken during it.
+    public var cause: TriggerCause = .motion
 }
 
 /// A clip file was opened.

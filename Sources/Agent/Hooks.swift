@@ -32,7 +32,10 @@ struct HookEvent: Sendable {
 /// Runs the user's hook programs (`hooks.on_event_start`, `hooks.on_clip_saved`) without a
 /// shell: the program gets the facts as arguments and as `VIGIL_*` environment variables, so
 /// no file name is ever interpolated into a command line. Each run is watched on its own
-/// thread and killed after the timeout; recording never waits for a hook. At most
+/// thread and killed after the timeout; recording never waits for a hook. A hook runs in a
+/// process group of its own, and the group goes with it: when the program exits, what it
+/// left running there (`sleep 100 &`) is sent SIGTERM, then SIGKILL `killGrace` later — a
+/// hook that starts work in the background must wait for it (`wait`), within its timeout. At most
 /// `maxRunningPerKind` hooks of each kind run at once; beyond that a run is skipped and
 /// logged. None outlives the agent: `drain` kills what is still running when it stops.
 final class HookRunner: Sendable {
@@ -149,8 +152,22 @@ final class HookRunner: Sendable {
             var status: Int32 = 0
             var killed: KillReason?
             while true {
-                // Nil: waitpid failed (ECHILD), and there is nothing left to wait for.
-                guard let r = (try? retryOnInterrupt { waitpid(pid, &status, WNOHANG) }), r != pid else { break }
+                // Ended? Asked without reaping it (WNOWAIT): until it is reaped its pid, and so its
+                // process group, cannot be anyone else's.
+                var info = siginfo_t()
+                guard (try? retryOnInterrupt { waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) }) != nil
+                else { break }  // ECHILD: nothing left to wait for
+                if info._sifields._sigchld.si_pid == pid {
+                    // What it left running in its group (`sleep 100 &`) ends with it, as it would
+                    // at its timeout: SIGTERM, SIGKILL `killGrace` later. Then it is reaped.
+                    if killed == nil {
+                        kill(-pid, SIGTERM)
+                        usleep(useconds_t(HookRunner.killGrace * 1_000_000))
+                        kill(-pid, SIGKILL)
+                    }
+                    _ = try? retryOnInterrupt { waitpid(pid, &status, 0) }
+                    break
+                }
                 if killed == nil {
                     if MonotonicClock.now().seconds - start > timeout {
                         killed = .timeout

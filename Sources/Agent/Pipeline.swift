@@ -62,6 +62,8 @@ final class Pipeline: @unchecked Sendable {
     /// The text drawn into each frame (`overlay.*`), made for the stream's picture height;
     /// nil when there is none.
     private var overlay: (drawer: TextOverlay, text: OverlayText)?
+    /// Whether the log said the overlay's text had to be shortened (once per run).
+    private var overlayShortenedSaid = false
     private let monotonicNow: @Sendable () -> Timestamp
     private var detector: MotionDetector
     private var eventLogic: EventStateMachine
@@ -224,7 +226,19 @@ final class Pipeline: @unchecked Sendable {
         // Drawn after detection has seen the frame, so a changing clock is never motion. The
         // pipeline is the frame's last reader before the encoder: nobody else sees the change.
         if let overlay, let stream = streamInfo {
-            overlay.drawer.draw(overlay.text.text(at: stream.wallClock(frame.timestamp)), into: frame)
+            let format = frame.format
+            let fit = overlay.drawer.charactersThatFit(pictureWidth: format.width, pictureHeight: format.height)
+            let (text, shortened) = overlay.text.text(at: stream.wallClock(frame.timestamp), fitting: fit)
+            if shortened && !overlayShortenedSaid {
+                overlayShortenedSaid = true
+                log.warning(
+                    "overlay text too wide for the picture; shortened to keep the time (a shorter overlay.text, camera.name or overlay.scale fits)",
+                    [
+                        ("pattern", .string(overlay.text.pattern)), ("characters_that_fit", .int(fit)),
+                        ("drawn", .string(text)),
+                    ])
+            }
+            overlay.drawer.draw(text, into: frame)
         }
         let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
         let t2 = monotonicNow()
@@ -296,6 +310,11 @@ final class Pipeline: @unchecked Sendable {
         }
         if let (seconds, by) = requests.record {
             outside.record(seconds: seconds, at: time, maxClip: eventLogic.settings.maxClip)
+            // Taken during an event: it lengthens it, and the clip open now is recorded on it.
+            if eventLogic.state != .idle {
+                cause = .external
+                recorder.outsideTriggerTaken()
+            }
             log.info(
                 "recording on an outside trigger",
                 [
@@ -464,7 +483,8 @@ final class Pipeline: @unchecked Sendable {
                     ("peak_score", .fixed(peak, 4)), ("parts", .int(parts)),
                 ])
             if let stream = streamInfo {
-                sinks.handle(.motionEnded(MotionEnded(end: stream.wallClock(at), peakScore: peak, parts: parts)))
+                sinks.handle(
+                    .motionEnded(MotionEnded(end: stream.wallClock(at), peakScore: peak, parts: parts, cause: cause)))
             }
         }
     }

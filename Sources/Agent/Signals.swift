@@ -4,8 +4,10 @@ import Glibc
 /// reloads the configuration.
 ///
 /// They are blocked in every thread (call `block()` before starting any) and taken by one
-/// thread with `sigwait`, so no handler runs at an arbitrary point of other code.
-enum Signals {
+/// thread with `sigwait`, so no handler runs at an arbitrary point of other code. `vigil run`
+/// blocks them first of all, before anything is made: one that comes while the agent starts
+/// waits for the agent to take it (a reload, a clean stop), instead of ending the process.
+public enum Signals {
     static let handled: [Int32] = [SIGTERM, SIGINT, SIGHUP]
 
     static func set() -> sigset_t {
@@ -16,7 +18,7 @@ enum Signals {
     }
 
     /// Blocks the signals in the calling thread, and so in every thread it starts later.
-    static func block() {
+    public static func block() {
         var s = set()
         pthread_sigmask(SIG_BLOCK, &s, nil)
     }

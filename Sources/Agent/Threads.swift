@@ -60,25 +60,27 @@ final class Condition: @unchecked Sendable {
 /// Something that happens once, that threads can wait for.
 ///
 /// `@unchecked Sendable`: `happened` is read and written only while holding `condition`.
-final class Event: @unchecked Sendable {
+public final class Event: @unchecked Sendable {
     private let condition = Condition()
     private var happened = false
 
-    func signal() {
+    public init() {}
+
+    public func signal() {
         condition.withLock {
             happened = true
             condition.broadcast()
         }
     }
 
-    func wait() {
+    public func wait() {
         condition.withLock {
             while !happened { condition.wait() }
         }
     }
 
     /// Waits at most `seconds`; false when it has not happened by then.
-    func wait(seconds: Double) -> Bool {
+    public func wait(seconds: Double) -> Bool {
         let deadline = MonotonicClock.now().seconds + seconds
         return condition.withLock {
             while !happened {
@@ -122,10 +124,10 @@ func startEssentialThread(_ name: String, _ body: @escaping @Sendable () -> Void
 }
 
 /// The system refused a new thread.
-struct ThreadStartError: Error, CustomStringConvertible {
+public struct ThreadStartError: Error, CustomStringConvertible {
     var name: String
     var code: Int32
-    var description: String {
+    public var description: String {
         "cannot start the \(name) thread: \(String(cString: strerror(code))) — is the service's task limit (TasksMax) or memory too low?"
     }
 }
@@ -149,7 +151,7 @@ private func nameThisThread(_ name: String) {
 }
 
 /// Starts a detached thread named `name`.
-func startDetachedThread(_ name: String, _ body: @escaping @Sendable () -> Void) throws(ThreadStartError) {
+public func startDetachedThread(_ name: String, _ body: @escaping @Sendable () -> Void) throws(ThreadStartError) {
     var attributes = pthread_attr_t()
     pthread_attr_init(&attributes)
     defer { pthread_attr_destroy(&attributes) }

@@ -1,32 +1,81 @@
 import FoundationEssentials
-import Glibc
 import Logging
 import Media
+internal import POSIX
+import Recorder
 import Synchronization
 
 /// `vigil trigger`'s way to the running agent: a Unix stream socket named after the camera,
 /// `<runtime directory>/<camera.name>.sock`, in the first of `TriggerSocket.directories` that
 /// the agent can use. A client writes one line — `record` or `record <seconds>` — and reads
-/// one back: `ok …` or `error …`.
+/// one back: `ok: …` (taken), `unavailable: …` (the agent cannot record now: no camera, or too
+/// many clients at once) or `error: …` (the request is wrong).
+///
+/// Beside the socket, `<camera.name>.lock`: the agent holds an exclusive lock on it for its
+/// life, taken before anything else at start, so a second agent with the same camera name on
+/// this machine — which would share the socket and the MQTT topics — is refused (exit 75),
+/// naming the first one's pid, configuration and storage. A socket left by an agent that is
+/// gone (its lock let go) is replaced.
 ///
 /// The socket is the agent's user's and group's (mode 0660): root, and members of the agent's
-/// group (`vigil` from the package), may trigger it.
+/// group (`vigil` from the package), may trigger it. A directory in a place anyone may write
+/// (the `/tmp/vigil-<uid>` fallback) is made with mode 0700 and used — by the agent and by
+/// `vigil trigger` — only while it is this user's and closed to everyone else: another local
+/// user could otherwise make it first and answer, or catch, the requests.
+///
+/// One thread serves every client at once (`LineServer`): each has `readDeadline` seconds to
+/// send its line, at most `maximumClients` are read at once (one more is answered
+/// `unavailable: busy` at once), and stopping does not wait for any of them.
 public enum TriggerSocket {
     /// Where the socket may be, in order: `$VIGIL_RUNTIME_DIR`, `/run/vigil` (the units'
-    /// `RuntimeDirectory`), `$XDG_RUNTIME_DIR/vigil`, `/tmp/vigil-<uid>`.
-    public static func directories(environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+    /// `RuntimeDirectory`), `$XDG_RUNTIME_DIR/vigil`, `<temporary>/vigil-<uid>`.
+    public static func directories(
+        environment: [String: String] = ProcessInfo.processInfo.environment, temporary: String = "/tmp"
+    ) -> [String] {
         if let dir = environment["VIGIL_RUNTIME_DIR"], !dir.isEmpty { return [dir] }
         var dirs = ["/run/vigil"]
         if let xdg = environment["XDG_RUNTIME_DIR"], !xdg.isEmpty { dirs.append(xdg + "/vigil") }
-        dirs.append("/tmp/vigil-\(getuid())")
+        dirs.append(temporary + "/vigil-\(ProcessID.userID)")
         return dirs
     }
 
     /// The socket's path in `directory`.
     public static func path(directory: String, camera: String) -> String { directory + "/" + camera + ".sock" }
 
+    /// The lock file's name: the camera's, beside its socket.
+    static func lockName(camera: String) -> String { camera + ".lock" }
+
     /// The longest request or reply.
     static let lineLimit = 256
+    /// Seconds a client has, from its connection, to send its whole line.
+    public static let readDeadline = 2.0
+    /// Clients read at once; one more is answered `unavailable: busy` at once.
+    public static let maximumClients = 16
+    /// How long `vigil trigger` records without `--seconds`.
+    public static let defaultSeconds = 10
+
+    /// Why `directory` must not be used, or nil: it lies in a directory anyone may write to
+    /// (`/tmp`), and it is not a directory of this user's closed to everyone else — someone
+    /// else could have made it to answer or catch the requests. Nil also when it is not there.
+    static func untrusted(_ directory: String) -> String? {
+        let parent = directory.withoutLastPathComponent.isEmpty ? "/" : directory.withoutLastPathComponent
+        guard let above = try? Paths.status(parent), above.permissions & 0o002 != 0 else { return nil }
+        guard let status = try? Paths.status(ofLink: directory) else { return nil }
+        let me = ProcessID.userID
+        if status.kind != .directory {
+            return
+                "\(directory) is not a directory (a link or a file someone put there) — remove it; the agent makes the directory itself, with mode 0700"
+        }
+        if status.owner != me {
+            return
+                "\(directory) belongs to user id \(status.owner), not to this user (\(me)), in \(parent), where anyone may make it — someone else could answer or catch the requests: remove it; the agent makes it itself, with mode 0700"
+        }
+        if status.permissions & 0o077 != 0 {
+            return
+                "\(directory) has mode \(String(status.permissions, radix: 8)), which lets other users in, in \(parent), where anyone may write — chmod 700 it, or remove it and let the agent make it"
+        }
+        return nil
+    }
 
     // MARK: The client
 
@@ -40,14 +89,14 @@ public enum TriggerSocket {
         var tried: [String] = []
         for directory in directories {
             let path = path(directory: directory, camera: camera)
-            guard access(path, F_OK) == 0 else { continue }
+            guard (try? Paths.status(ofLink: path)) != nil else { continue }
+            if let problem = untrusted(directory) {
+                throw ClientError(description: "not using \(path): \(problem)")
+            }
             tried.append(path)
-            let fd = streamSocket()
-            guard fd >= 0 else { throw ClientError(description: "cannot make a socket: \(errnoText())") }
-            defer { close(fd) }
-            guard connect(fd, path: path) else {
-                let error = errno
-                if error == EACCES || error == EPERM {
+            let socket: FileDescriptor
+            do { socket = try LocalSocket.connect(to: path, timeout: 5) } catch {
+                if error.isPermissionDenied {
                     throw ClientError(
                         description:
                             "\(path): permission denied — run vigil trigger as root or as a member of the agent's group (vigil)"
@@ -55,12 +104,11 @@ public enum TriggerSocket {
                 }
                 continue  // left by an agent that is gone
             }
-            setTimeout(fd, seconds: 5)
-            let line = "record" + (seconds.map { " " + String($0) } ?? "") + "\n"
-            guard send(fd, line) else {
-                throw ClientError(description: "\(path): the agent did not take the request: \(errnoText())")
+            let line = "record" + (seconds.map { " " + DecimalText.fixed($0, 3) } ?? "") + "\n"
+            do { try socket.send(line) } catch {
+                throw ClientError(description: "\(path): the agent did not take the request: \(error)")
             }
-            guard let reply = readLine(fd) else {
+            guard let reply = try? socket.receiveLine(limit: lineLimit) else {
                 throw ClientError(description: "\(path): the agent did not answer within 5 seconds")
             }
             return reply
@@ -74,165 +122,179 @@ public enum TriggerSocket {
 
     // MARK: The agent's side
 
-    /// The listening socket and its thread.
-    final class Listener: @unchecked Sendable {
-        // `@unchecked Sendable`: `fd` and `path` are set once; `stopping` is atomic.
+    /// Who holds a camera name's lock, as its lock file says.
+    public struct Holder: Sendable, Equatable {
+        public var pid: Int32?
+        public var config: String?
+        public var storage: String?
+
+        /// The lock file's text for this agent.
+        var text: String {
+            "pid=\(pid.map(String.init) ?? "")\nconfig=\(config ?? "")\nstorage=\(storage ?? "")\n"
+        }
+
+        init(pid: Int32?, config: String?, storage: String?) {
+            self.pid = pid
+            self.config = config
+            self.storage = storage
+        }
+
+        /// Reads a lock file's text; what it lacks stays nil.
+        init(parsing text: String) {
+            var fields: [String: String] = [:]
+            for line in text.split(separator: "\n") {
+                guard let equals = line.firstIndex(of: "=") else { continue }
+                let value = String(line[line.index(after: equals)...])
+                if !value.isEmpty { fields[String(line[..<equals])] = value }
+            }
+            self.init(pid: fields["pid"].flatMap { Int32($0) }, config: fields["config"], storage: fields["storage"])
+        }
+    }
+
+    /// What `claim` found.
+    enum Claim: Sendable {
+        /// This agent holds the camera name here; the socket goes beside the lock.
+        case claimed(Claimed)
+        /// Another agent on this machine records a camera of this name.
+        case inUse(Holder, lock: String)
+        /// No directory could take the lock: the agent runs without `vigil trigger`.
+        case nowhere(problems: [String])
+    }
+
+    /// The camera name's lock, held for the agent's life, and the directory of its socket.
+    final class Claimed: Sendable {
+        let directory: String
+        let camera: String
+        private let lock: LockFile
+
+        init(directory: String, camera: String, lock: LockFile) {
+            self.directory = directory
+            self.camera = camera
+            self.lock = lock
+        }
+
+        var lockPath: String { lock.path }
+    }
+
+    /// Claims `camera` for this agent on this machine: the lock beside the socket, in the first
+    /// of `directories` that takes it (made when missing: mode 0770, or 0700 where anyone may
+    /// write; one there that `untrusted` refuses is passed over).
+    static func claim(camera: String, directories: [String], holder: Holder) -> Claim {
+        var problems: [String] = []
+        for directory in directories {
+            let parent = directory.withoutLastPathComponent.isEmpty ? "/" : directory.withoutLastPathComponent
+            let shared = ((try? Paths.status(parent))?.permissions ?? 0) & 0o002 != 0
+            do { try Paths.makeDirectory(directory, permissions: shared ? 0o700 : 0o770) } catch {
+                if !error.alreadyExists {
+                    problems.append("\(directory): \(error)")
+                    continue
+                }
+            }
+            if let problem = untrusted(directory) {
+                problems.append(problem)
+                continue
+            }
+            guard path(directory: directory, camera: camera).utf8.count <= LocalSocket.longestPath else {
+                problems.append("\(path(directory: directory, camera: camera)): longer than a socket's name may be")
+                continue
+            }
+            do {
+                switch try LockFile.claim(lockName(camera: camera), in: directory, writing: holder.text) {
+                case .held(let lock):
+                    return .claimed(Claimed(directory: directory, camera: camera, lock: lock))
+                case .heldElsewhere(let text):
+                    return .inUse(Holder(parsing: text), lock: directory + "/" + lockName(camera: camera))
+                }
+            } catch {
+                problems.append("\(directory)/\(lockName(camera: camera)): \(error)")
+            }
+        }
+        return .nowhere(problems: problems)
+    }
+
+    /// The listening socket and the thread that serves it.
+    final class Listener: Sendable {
         let path: String
-        private let fd: Int32
-        private let stopping = Atomic<Bool>(false)
+        private let server: LineServer
         private let done = Event()
 
-        private init(path: String, fd: Int32) {
+        private init(path: String, server: LineServer) {
             self.path = path
-            self.fd = fd
+            self.server = server
         }
 
-        /// Binds the socket for `camera` in the first directory that takes it; nil (said in the
-        /// log) when none does or another agent already answers for this camera.
-        static func open(camera: String, directories: [String], log: Logger) -> Listener? {
-            var problems: [String] = []
-            for directory in directories {
-                if access(directory, F_OK) != 0 {
-                    guard mkdir(directory, 0o770) == 0 || errno == EEXIST else {
-                        problems.append("\(directory): \(errnoText())")
-                        continue
-                    }
-                }
-                let path = TriggerSocket.path(directory: directory, camera: camera)
-                guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
-                    problems.append("\(path): longer than a socket's name may be")
-                    continue
-                }
-                let fd = streamSocket()
-                guard fd >= 0 else { return nil }
-                // One left by an agent that is gone is replaced; one an agent answers on is not.
-                if access(path, F_OK) == 0 {
-                    let probe = streamSocket()
-                    let alive = probe >= 0 && connect(probe, path: path)
-                    if probe >= 0 { Glibc.close(probe) }
-                    if alive {
-                        Glibc.close(fd)
-                        log.warning(
-                            "another agent takes `vigil trigger` for this camera name; this one will not — give each camera its own camera.name",
-                            [("socket", .string(path))])
-                        return nil
-                    }
-                    unlink(path)
-                }
-                let old = umask(0o117)
-                let bound = bind(fd, path: path)
-                umask(old)
-                guard bound, listen(fd, 8) == 0 else {
-                    problems.append("\(path): \(errnoText())")
-                    Glibc.close(fd)
-                    continue
-                }
-                return Listener(path: path, fd: fd)
+        /// Binds the socket in the claimed directory, replacing one an agent that is gone left
+        /// (this agent holds the lock: no other answers there); nil, said in the log, when it
+        /// cannot.
+        static func open(_ claimed: Claimed, log: Logger) -> Listener? {
+            let path = TriggerSocket.path(directory: claimed.directory, camera: claimed.camera)
+            do {
+                if (try? Paths.status(ofLink: path)) != nil { try Paths.removeFile(path) }
+                let socket = try LocalSocket.listen(at: path, permissions: 0o660)
+                let server = try LineServer(
+                    listening: socket, maximumClients: TriggerSocket.maximumClients,
+                    readDeadline: TriggerSocket.readDeadline, lineLimit: TriggerSocket.lineLimit)
+                return Listener(path: path, server: server)
+            } catch {
+                log.warning(
+                    "`vigil trigger` will not reach this agent: its socket cannot be made",
+                    [("socket", .string(path)), ("error", .string(error.description))])
+                return nil
             }
-            log.warning(
-                "`vigil trigger` will not reach this agent: no directory takes its socket",
-                [("tried", .string(problems.joined(separator: "; ")))])
-            return nil
         }
 
-        /// Answers requests on a thread of its own until `close`.
-        func start(_ control: AgentControl, log: Logger) {
+        /// Answers requests on a thread of its own until `close`: `answer` makes each reply.
+        func start(_ answer: @escaping @Sendable (LineServer.Request) -> String) {
             _ = startThread("trigger") { [self] in
                 defer { done.signal() }
-                while !stopping.load(ordering: .relaxed) {
-                    var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                    guard poll(&poller, 1, 200) > 0 else { continue }
-                    let client = accept(fd, nil, nil)
-                    guard client >= 0 else { continue }
-                    _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-                    setTimeout(client, seconds: 2)
-                    let reply = answer(readLine(client), control: control, log: log)
-                    _ = send(client, reply + "\n")
-                    Glibc.close(client)
-                }
+                server.serve(answer)
             }
         }
 
-        private func answer(_ line: String?, control: AgentControl, log: Logger) -> String {
-            let words = (line ?? "").split(separator: " ")
-            guard words.first == "record", words.count <= 2 else {
-                return "error: unknown request \"\(line ?? "")\" — send \"record\" or \"record SECONDS\""
-            }
-            var seconds = Double(TriggerSocket.defaultSeconds)
-            if words.count == 2 {
-                guard let s = OutsideTrigger.seconds(words[1]) else {
-                    return "error: \"\(words[1])\" is not a number of seconds from 1 to 3600"
-                }
-                seconds = s
-            }
-            control.record(seconds: seconds, by: "vigil trigger")
-            return "ok: recording for \(DecimalText.fixed(seconds, 1)) s, then the post-roll"
-        }
-
-        /// Stops answering and removes the socket.
+        /// Stops answering (at once, whatever the clients do) and removes the socket.
         func close() {
-            stopping.store(true, ordering: .relaxed)
+            server.stop()
             done.wait()
-            unlink(path)
-            Glibc.close(fd)
+            try? Paths.removeFile(path)
         }
     }
 
-    /// How long `vigil trigger` records without `--seconds`.
-    public static let defaultSeconds = 10
-
-    // MARK: Socket calls
-
-    private static func withAddress<T>(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            let bytes = Array(path.utf8.prefix(raw.count - 1))
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
+    /// The reply to `request`: an outside recording asked of `control` — refused while
+    /// `noCamera` says why the camera delivers nothing — or what is wrong with the request.
+    /// Each refusal for want of a camera is logged.
+    static func answer(
+        _ request: LineServer.Request, control: AgentControl, noCamera: () -> String?, log: Logger
+    ) -> String {
+        let line: String
+        switch request {
+        case .line(let text): line = text
+        case .silent:
+            return
+                "error: no request line within \(DecimalText.fixed(readDeadline, 0)) s — send \"record\" or \"record SECONDS\" and a newline"
+        case .tooLong:
+            return "error: the request is longer than \(lineLimit) bytes — send \"record\" or \"record SECONDS\""
+        case .busy:
+            return
+                "unavailable: busy — \(maximumClients) requests are being read already; try again in a few seconds"
         }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        let words = line.split(separator: " ")
+        guard words.first == "record", words.count <= 2 else {
+            return "error: unknown request \"\(line)\" — send \"record\" or \"record SECONDS\""
         }
-    }
-
-    /// A Unix stream socket, closed on exec (a hook never inherits it); -1 when none can be made.
-    static func streamSocket() -> Int32 {
-        socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    }
-
-    static func connect(_ fd: Int32, path: String) -> Bool {
-        withAddress(path) { Glibc.connect(fd, $0, $1) == 0 }
-    }
-
-    static func bind(_ fd: Int32, path: String) -> Bool {
-        withAddress(path) { Glibc.bind(fd, $0, $1) == 0 }
-    }
-
-    static func setTimeout(_ fd: Int32, seconds: Int) {
-        var time = timeval(tv_sec: seconds, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &time, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    static func send(_ fd: Int32, _ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        return bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) == $0.count }
-    }
-
-    /// One line (without its newline), at most `lineLimit` bytes; nil on a timeout or nothing.
-    static func readLine(_ fd: Int32) -> String? {
-        var bytes: [UInt8] = []
-        var byte: UInt8 = 0
-        while bytes.count < lineLimit {
-            let n = recv(fd, &byte, 1, 0)
-            if n < 0 && errno == EINTR { continue }
-            guard n == 1 else { break }
-            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-            bytes.append(byte)
+        var seconds = Double(TriggerSocket.defaultSeconds)
+        if words.count == 2 {
+            guard let s = OutsideTrigger.seconds(words[1]) else {
+                return "error: \"\(words[1])\" is not \(OutsideTrigger.accepted)"
+            }
+            seconds = s
         }
-        return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
+        if let problem = noCamera() {
+            log.warning(
+                "outside trigger refused: no camera",
+                [("asked_by", .string("vigil trigger")), ("reason", .string(problem))])
+            return "unavailable: no camera: \(problem)"
+        }
+        control.record(seconds: seconds, by: "vigil trigger")
+        return "ok: recording for \(DecimalText.fixed(seconds, 1)) s, then the post-roll"
     }
-
-    static func errnoText() -> String { String(cString: strerror(errno)) }
 }

@@ -27,6 +27,8 @@ public struct ConfigValues: Sendable, Equatable {
     public let file: String
     private var values: [String: ConfigValue]
     private var lines: [String: Int]
+    /// The groups (sections) the file has, empty ones included.
+    public private(set) var groups: Set<String> = []
 
     /// Only the defaults.
     public init(defaultsFor file: String) {
@@ -34,6 +36,10 @@ public struct ConfigValues: Sendable, Equatable {
         self.values = [:]
         self.lines = [:]
     }
+
+    /// What a file that sets nothing is told: it is taken for one cut short, not for every default.
+    static let setsNothing =
+        "the file sets nothing (it is empty, or holds only comments) — a file cut short is not taken for every default: write its settings back (vigil.conf(5) lists them; at least camera and storage)"
 
     /// Reads and checks the configuration file at `path`.
     public static func load(path: String) throws(ConfigurationError) -> ConfigValues {
@@ -47,7 +53,11 @@ public struct ConfigValues: Sendable, Equatable {
         guard FileManager.default.isReadableFile(atPath: path) else {
             throw ConfigurationError(file: path, line: nil, message: "permission denied — can this user read it?")
         }
-        return try read(path: path, text: nil) { config in config_read_file(config, path) }
+        let values = try read(path: path, text: nil) { config in config_read_file(config, path) }
+        // An empty file would run on every default: keep clips 30 days, record the synthetic
+        // scene into /var/lib/vigil/clips. A save cut short leaves one; nobody means it.
+        guard !values.groups.isEmpty else { throw ConfigurationError(file: path, line: nil, message: setsNothing) }
+        return values
     }
 
     /// Reads and checks configuration text; `name` stands for the file in messages.
@@ -112,6 +122,7 @@ public struct ConfigValues: Sendable, Equatable {
                     file: file, line: sectionLine,
                     message: "'\(sectionName)' must be a group: \(sectionName) = { ... };")
             }
+            result.groups.insert(sectionName)
             for j in 0..<config_setting_length(section) {
                 guard let setting = config_setting_get_elem(section, UInt32(j)) else { continue }
                 let name = sectionName + "." + (CLibconfig_setting_name(setting).map { String(cString: $0) } ?? "?")

@@ -250,7 +250,7 @@ public enum ConfigSchema {
             "the width snapshots are scaled down to (as shown upright), or 0 for the camera's own"),
         ConfigKey(
             "snapshot.live_interval", .number(0...3600), .number(0), unit: "seconds",
-            "replace storage.path/latest.jpg with the current picture this often (to aim the camera), or 0 for never"
+            "replace storage.path/latest.jpg with the current picture this often (to aim the camera): 1.0 to 3600.0, or 0 for never"
         ),
 
         // hooks
@@ -274,7 +274,8 @@ public enum ConfigSchema {
         ConfigKey("mqtt.username", .text, .text(""), "the user name to log in with, or \"\" for none"),
         ConfigKey(
             "mqtt.password_file", .text, .text(""),
-            "a file holding the password (its first line), so that the secret is not in this file; \"\" for none"),
+            "a file holding the password (its first line), so that the secret is not in this file; \"\" for none (one that cannot be read leaves MQTT off, not the agent)"
+        ),
         ConfigKey(
             "mqtt.tls_ca_file", .text, .text(""),
             "TLS: the certificate authority that signed the broker's certificate (PEM); \"\" for no TLS"),
@@ -283,7 +284,8 @@ public enum ConfigSchema {
         ConfigKey(
             "mqtt.tls_insecure", .boolean, .boolean(false),
             "TLS: accept a broker certificate whose name does not match mqtt.host (testing only)"),
-        ConfigKey("mqtt.client_id", .text, .text(""), "the MQTT client id, or \"\" for vigil-<camera.name>"),
+        ConfigKey(
+            "mqtt.client_id", .text, .text(""), "the MQTT client id, or \"\" for vigil-<host name>-<camera.name>"),
         ConfigKey(
             "mqtt.topic_prefix", .text, .text("vigil"),
             "the first level of every topic: <topic_prefix>/<camera.name>/motion and so on"),

@@ -230,11 +230,21 @@ public struct Settings: Equatable, Sendable {
                 "snapshot.width",
                 "snapshot.width = \(snapshotWidth) is too small — use 16 pixels or more, or 0 for the camera's width")
         }
+        let liveInterval = v.number("snapshot.live_interval")
+        if liveInterval > 0 && liveInterval < Settings.shortestLiveInterval {
+            throw v.error(
+                "snapshot.live_interval",
+                "snapshot.live_interval = \(formatNumber(liveInterval)) is out of range — use 0 for no latest.jpg, or \(formatNumber(Settings.shortestLiveInterval)) to 3600.0 seconds (each update rewrites and syncs the file)"
+            )
+        }
         snapshot = Snapshot(
             enabled: v.boolean("snapshot.enabled"), quality: v.integer("snapshot.quality"), width: snapshotWidth,
             liveInterval: v.number("snapshot.live_interval"))
         mqtt = try Settings.mqtt(v, camera: camera.name, directory: directory)
     }
+
+    /// The shortest `snapshot.live_interval` but 0: each update rewrites and syncs `latest.jpg`.
+    public static let shortestLiveInterval = 1.0
 
     /// Why a clip file name pattern cannot be used, or nil when it can. `camera` is what
     /// `{camera}` becomes.

@@ -26,24 +26,29 @@ public struct MQTTMessage: Sendable, Equatable {
 /// | topic | payload | retained |
 /// |---|---|---|
 /// | `availability` | `online`, `offline` (also the last will) | yes |
-/// | `motion` | `ON` when an event starts, `OFF` when it ends | yes |
+/// | `motion` | `ON` when an event starts, `OFF` when it ends, and the state at each connection | yes |
 /// | `event` | one JSON object per phase: `start`, `end`, `saved`, `deleted` | no |
-/// | `stats` | the stats line's figures as JSON | no |
+/// | `stats` | the stats line's figures as JSON | yes |
 /// | `snapshot` | the JPEG of each saved clip's peak frame | yes |
 /// | `last_clip` | the newest saved clip, relative to `storage.path` | yes |
 /// | `detect` | `ON` or `OFF`: whether motion detection is on | yes |
 /// | `record/set`, `detect/set` | commands Vigil takes (`MQTTCommand`) | — |
 ///
+/// Everything a newcomer needs to show the camera's state is retained (Home Assistant, which
+/// subscribes again when it restarts, would otherwise show `unknown` until the next change);
+/// what happened once (`event`) is not.
+///
 /// A value with no I/O: the sink feeds it events and publishes what it returns. It keeps the
-/// number of the event under way, so that `end` and `saved` name it.
+/// number of the event under way, so that `end` and `saved` name it, and whether motion is on.
 public struct MQTTMessages: Sendable {
     public let base: String
     public let camera: String
     let timeZone: any LocalTimeZone
     /// The event under way (from its first clip), and each open clip's event.
     private var event: Int?
-    private var cause = TriggerCause.motion
     private var clipEvents: [String: Int] = [:]
+    /// Between an event's `motionStarted` and its `motionEnded`.
+    public private(set) var motionOn = false
 
     public init(base: String, camera: String, timeZone: any LocalTimeZone) {
         self.base = base
@@ -88,9 +93,9 @@ public struct MQTTMessages: Sendable {
     /// The messages `event` makes (none for the events the broker does not hear of).
     public mutating func messages(for event: AgentEvent) -> [MQTTMessage] {
         switch event {
-        case .motionStarted(let started):
-            cause = started.cause
-            return [MQTTMessage(topic: motion, text: "ON", retain: true)]
+        case .motionStarted:
+            motionOn = true
+            return [motionState]
         case .clipStarted(let clip):
             clipEvents[clip.file] = clip.event
             guard clip.part == 1 else { return [] }
@@ -105,12 +110,13 @@ public struct MQTTMessages: Sendable {
             ]
         case .motionEnded(let ended):
             defer { self.event = nil }
+            motionOn = false
             return [
-                MQTTMessage(topic: motion, text: "OFF", retain: true),
+                motionState,
                 json(
                     EventPayload(
                         type: "end", event: self.event, camera: camera, end: time(ended.end),
-                        peakScore: rounded(ended.peakScore), parts: ended.parts, trigger: cause.rawValue)),
+                        peakScore: rounded(ended.peakScore), parts: ended.parts, trigger: ended.cause.rawValue)),
             ]
         case .clipSaved(let saved):
             let r = saved.record
@@ -140,6 +146,13 @@ public struct MQTTMessages: Sendable {
     /// The retained state of the detection switch.
     public func state(detecting: Bool) -> MQTTMessage {
         MQTTMessage(topic: detect, text: detecting ? "ON" : "OFF", retain: true)
+    }
+
+    /// The retained state of `motion`: `ON` while an event is open, else `OFF`. Said at each
+    /// connection too, so that what an agent killed in the middle of an event left retained
+    /// does not stay, and a new broker knows it before the first event.
+    public var motionState: MQTTMessage {
+        MQTTMessage(topic: motion, text: motionOn ? "ON" : "OFF", retain: true)
     }
 
     /// The JSON of the `stats` topic.
@@ -179,7 +192,7 @@ public struct MQTTMessages: Sendable {
             droppedAtWriter: now.samplesDroppedAtWriter, clips: now.clipsWritten, clipErrors: now.clipErrors,
             recording: now.recording, score: rounded(now.lastScore), ringSeconds: rounded(now.ringSeconds),
             diskFreeMB: Int(now.diskFreeBytes >> 20))
-        return MQTTMessage(topic: stats, payload: Self.encode(payload), retain: false)
+        return MQTTMessage(topic: stats, payload: Self.encode(payload), retain: true)
     }
 
     /// Sorted keys, slashes as they are (topics and paths read as written).
@@ -227,7 +240,7 @@ public enum MQTTCommand: Sendable, Equatable {
                 }
                 return .failure(
                     MQTTCommandError(
-                        topic: topic, payload: text, expected: "ON, OFF or a number of seconds from 1 to 3600"))
+                        topic: topic, payload: text, expected: "ON, OFF or " + OutsideTrigger.accepted))
             }
         case messages.detectCommand:
             switch text.uppercased() {

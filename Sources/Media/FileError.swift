@@ -14,10 +14,15 @@ public struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
     public var isAlreadyThere: Bool
     /// Another process holds the file (a running agent writing the clip, or the storage directory).
     public var isInUse: Bool
+    /// The file system is mounted read-only (EROFS): waited for, like a disk not mounted yet.
+    public var isReadOnly: Bool
+    /// The name is something other than a regular file (a named pipe, a device, a directory):
+    /// refused without opening it.
+    public var isNotRegularFile: Bool
 
     public init(
         path: String, operation: String, reason: String, isOutOfSpace: Bool = false, isMissing: Bool = false,
-        isAlreadyThere: Bool = false, isInUse: Bool = false
+        isAlreadyThere: Bool = false, isInUse: Bool = false, isReadOnly: Bool = false, isNotRegularFile: Bool = false
     ) {
         self.path = path
         self.operation = operation
@@ -26,6 +31,8 @@ public struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
         self.isMissing = isMissing
         self.isAlreadyThere = isAlreadyThere
         self.isInUse = isInUse
+        self.isReadOnly = isReadOnly
+        self.isNotRegularFile = isNotRegularFile
     }
 
     public var description: String { "cannot \(operation) \(path): \(reason)" }

@@ -37,6 +37,31 @@ public struct OverlayText: Sendable {
         self.format = String(view).utf8CString.map { $0 }
     }
 
+    /// The text for `date` in at most `characters` characters, keeping the time: when the
+    /// whole text is longer, the camera's name is cut short to make room, then left out (with
+    /// the spaces around it), and when even that is too long only the time (`%H:%M:%S`) is
+    /// kept, cut at the end if it must be. `shortened` says whether it had to be.
+    public func text(at date: Date, fitting characters: Int) -> (text: String, shortened: Bool) {
+        let whole = text(at: date)
+        let overflow = whole.unicodeScalars.count - characters
+        guard overflow > 0 else { return (whole, false) }
+        let names = pattern.components(separatedBy: "{camera}").count - 1
+        if names > 0 {
+            let kept = camera.count - (overflow + names - 1) / names
+            if kept >= 1 {
+                let shorter = OverlayText(pattern: pattern, camera: String(camera.prefix(kept))).text(at: date)
+                if shorter.unicodeScalars.count <= characters { return (shorter, true) }
+            }
+            let nameless = pattern.replacing("{camera}", with: "").split(separator: " ").joined(separator: " ")
+            let without = OverlayText(pattern: nameless, camera: "").text(at: date)
+            if !without.isEmpty, without.unicodeScalars.count <= characters { return (without, true) }
+        }
+        let time = OverlayText(pattern: "%H:%M:%S", camera: "").text(at: date)
+        var view = String.UnicodeScalarView()
+        view.append(contentsOf: time.unicodeScalars.prefix(max(characters, 0)))
+        return (String(view), true)
+    }
+
     /// The text for the local time of the second `date` falls in.
     public func text(at date: Date) -> String {
         var seconds = time_t(date.timeIntervalSince1970.rounded(.down))

@@ -192,6 +192,13 @@ public final class TextOverlay {
             pictureHeight: height, rotation: rotation)
     }
 
+    /// How many characters fit across a stored frame of `width` × `height` as it is shown (the
+    /// box with its outline inside the picture; its margins give way first).
+    public func charactersThatFit(pictureWidth width: Int, pictureHeight height: Int) -> Int {
+        let shownWidth = rotation % 180 == 0 ? width : height
+        return max(0, (shownWidth / scale - 2) / font.width)
+    }
+
     /// Draws `text` into `frame`'s buffer, an NV12 or I420 frame (others are left alone), cut
     /// to the picture; an empty text draws nothing. The frame's buffer must not be shared with
     /// a reader yet (draw before handing the frame on).

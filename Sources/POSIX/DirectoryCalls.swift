@@ -17,13 +17,39 @@ extension FileDescriptor {
             adopting: try retryOnInterrupt { openat(rawValue, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) })
     }
 
-    /// Opens the file `name` in this directory, never through a symbolic link (ELOOP), always
-    /// close-on-exec; `.create` with `.exclusive` makes a new file or fails (EEXIST).
+    /// Opens the regular file `name` in this directory, never through a symbolic link (ELOOP),
+    /// always close-on-exec; `.create` with `.exclusive` makes a new file or fails (EEXIST).
+    ///
+    /// Anything that is not a regular file — a named pipe, a device, a socket, a directory —
+    /// is refused (`notARegularFile`) without waiting and without being opened when it can be
+    /// seen first: opening a named pipe that nobody writes waits for ever (and a signal does
+    /// not end the wait), and opening a device may act on it. What was there is looked at
+    /// first (`fstatat`); the open itself does not wait (`O_NONBLOCK`) in case something else
+    /// took the name meanwhile, and what it opened is checked again before it is used, in
+    /// the usual blocking mode.
     public func openFile(
         named name: String, _ access: AccessMode, options: OpenOptions = [], permissions: UInt32 = 0o666
     ) throws(SystemError) -> FileDescriptor {
-        let flags = access.rawValue | options.rawValue | O_NOFOLLOW | O_CLOEXEC
-        return FileDescriptor(adopting: try retryOnInterrupt { openat(rawValue, name, flags, permissions) })
+        do throws(SystemError) {
+            let kind = try status(ofEntry: name).kind
+            if kind != .regular && kind != .symbolicLink { throw SystemError.notARegularFile }
+        } catch {
+            if !error.isMissing { throw error }
+        }
+        let flags = access.rawValue | options.rawValue | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
+        let opened: Int32
+        do throws(SystemError) {
+            opened = try retryOnInterrupt { openat(rawValue, name, flags, permissions) }
+        } catch {
+            // A named pipe with no reader, opened to write without waiting, says ENXIO.
+            if error.code == ENXIO { throw SystemError.notARegularFile }
+            throw error
+        }
+        let file = FileDescriptor(adopting: opened)
+        guard try file.status().kind == .regular else { throw SystemError.notARegularFile }
+        let mode = try retryOnInterrupt { fcntl(file.rawValue, F_GETFL) }
+        try retryOnInterrupt { fcntl(file.rawValue, F_SETFL, mode & ~O_NONBLOCK) }
+        return file
     }
 
     /// Makes the directory `name` in this one; EEXIST when something has the name.

@@ -91,6 +91,9 @@ public struct FileDescriptor: ~Copyable, Sendable {
         public static let truncate = OpenOptions(rawValue: O_TRUNC)
         /// Every write goes to the end of the file.
         public static let append = OpenOptions(rawValue: O_APPEND)
+        /// Never wait in `open` or a read: a FIFO with no writer opens at once (and reads
+        /// nothing) instead of blocking until one comes.
+        public static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
     }
 }
 
@@ -193,7 +196,20 @@ extension FileDescriptor {
 /// What `fstat` or `lstat` reports of a file.
 public struct FileStatus: Hashable, Sendable {
     public enum Kind: Hashable, Sendable {
-        case regular, directory, symbolicLink, other
+        case regular, directory, symbolicLink, namedPipe, socket, device, other
+
+        /// What it is, in words for a message: "a named pipe (FIFO)".
+        public var description: String {
+            switch self {
+            case .regular: "a regular file"
+            case .directory: "a directory"
+            case .symbolicLink: "a symbolic link"
+            case .namedPipe: "a named pipe (FIFO)"
+            case .socket: "a socket"
+            case .device: "a device"
+            case .other: "something other than a file"
+            }
+        }
     }
 
     public var kind: Kind
@@ -204,6 +220,8 @@ public struct FileStatus: Hashable, Sendable {
     /// Its owner and group.
     public var owner: UInt32
     public var group: UInt32
+    /// Its permission bits (`0o750`), with set-id and sticky bits.
+    public var permissions: UInt32
 
     public var isDirectory: Bool { kind == .directory }
 
@@ -213,11 +231,15 @@ public struct FileStatus: Hashable, Sendable {
             case S_IFREG: .regular
             case S_IFDIR: .directory
             case S_IFLNK: .symbolicLink
+            case S_IFIFO: .namedPipe
+            case S_IFSOCK: .socket
+            case S_IFCHR, S_IFBLK: .device
             default: .other
             }
         size = UInt64(max(info.st_size, 0))
         modified = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         owner = info.st_uid
         group = info.st_gid
+        permissions = UInt32(info.st_mode) & 0o7777
     }
 }

@@ -27,6 +27,11 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     public var isOutOfSpace: Bool { code == ENOSPC || code == EDQUOT }
     /// No such file or directory (ENOENT).
     public var isMissing: Bool { code == ENOENT }
+    /// The file system is mounted read-only (EROFS): a card the kernel remounted after an
+    /// error, or a disk mounted so.
+    public var isReadOnly: Bool { code == EROFS }
+    /// The device failed (EIO): a disk going bad, or one pulled out while mounted.
+    public var isInputOutput: Bool { code == EIO }
     /// The user may not do it (EACCES or EPERM).
     public var isPermissionDenied: Bool { code == EACCES || code == EPERM }
     /// A path component is not a directory (ENOTDIR), as a link to a file is when opened as one.
@@ -36,6 +41,8 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let notARegularFile = SystemError(EISDIR)
     /// Something already has the name (EEXIST).
     public var alreadyExists: Bool { code == EEXIST }
+    /// What a caller throws when a name it must not replace is taken (EEXIST).
+    public static let alreadyThere = SystemError(EEXIST)
 
     private static let names: [Int32: String] = [
         EPERM: "EPERM", ENOENT: "ENOENT", EINTR: "EINTR", EIO: "EIO", ENXIO: "ENXIO", EBADF: "EBADF",
@@ -43,7 +50,8 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
         ENODEV: "ENODEV", ENOTDIR: "ENOTDIR", EINVAL: "EINVAL", ENFILE: "ENFILE", EMFILE: "EMFILE",
         ENOTTY: "ENOTTY", ENOSPC: "ENOSPC", EPIPE: "EPIPE", ERANGE: "ERANGE", ESTRPIPE: "ESTRPIPE",
         ENOLINK: "ENOLINK", ETIMEDOUT: "ETIMEDOUT", ELOOP: "ELOOP", ENAMETOOLONG: "ENAMETOOLONG",
-        EOPNOTSUPP: "EOPNOTSUPP", ESHUTDOWN: "ESHUTDOWN",
+        EOPNOTSUPP: "EOPNOTSUPP", ESHUTDOWN: "ESHUTDOWN", ECONNREFUSED: "ECONNREFUSED", EADDRINUSE: "EADDRINUSE",
+        EROFS: "EROFS",
     ]
 }
 
@@ -52,4 +60,6 @@ public enum ProcessID {
     public static var current: Int32 { getpid() }
     /// True when the process runs as root (its effective user).
     public static var isRoot: Bool { geteuid() == 0 }
+    /// The user the process runs as (its effective user id).
+    public static var userID: UInt32 { geteuid() }
 }

@@ -153,6 +153,9 @@ public enum MovieRepair {
                 throw MovieRepairError(
                     path: path, problem: "a running agent is writing it; left as it is", kind: .inUse)
             }
+            if error.isNotRegularFile {
+                throw MovieRepairError(path: path, problem: error.reason, kind: .notRepairable)
+            }
             throw MovieRepairError(
                 path: path, problem: "cannot open it \(purpose): \(error.reason)", kind: .inputOutput)
         }

@@ -82,9 +82,26 @@ extension Character {
 }
 
 extension ClipNaming {
-    /// A clip's picture (`snapshot.*`): beside it, its name with `.jpg` for `.mov`.
+    /// A clip's picture (`snapshot.*`): beside it, its name with `.jpg` for `.mov` (for a
+    /// damaged clip, its name before it was moved aside).
     public static func snapshotPath(of clip: String) -> String {
-        (clip.hasSuffix(".mov") ? String(clip.dropLast(4)) : clip) + ".jpg"
+        let clip = undamagedPath(of: clip)
+        return (clip.hasSuffix(".mov") ? String(clip.dropLast(4)) : clip) + ".jpg"
+    }
+
+    /// What is appended to the name of a clip start-up repair could not read, when it is moved
+    /// aside: its bytes are kept, out of players' way.
+    public static let damagedSuffix = ".damaged"
+
+    /// The name a clip gets when it is moved aside as damaged (`NAME.mov.damaged`).
+    public static func damagedPath(of clip: String) -> String { clip + damagedSuffix }
+
+    /// Whether `path` is a clip moved aside as damaged.
+    public static func isDamaged(_ path: String) -> Bool { path.hasSuffix(damagedSuffix) }
+
+    /// The clip's name before it was moved aside (`path` itself for any other file).
+    public static func undamagedPath(of path: String) -> String {
+        isDamaged(path) ? String(path.dropLast(damagedSuffix.count)) : path
     }
 
     /// The live picture in the storage directory (`snapshot.live_interval`).

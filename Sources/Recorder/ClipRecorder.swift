@@ -50,10 +50,14 @@ public struct ClipClosing: Sendable, Equatable {
     public var reason: Reason
     /// The highest motion score of the event so far.
     public var peakScore: Double
+    /// What the clip's record says recorded it: what started the event, or `.external` when an
+    /// outside trigger was taken while the clip was open (`ClipRecorder.outsideTriggerTaken`).
+    public var cause: TriggerCause
 
-    public init(reason: Reason, peakScore: Double) {
+    public init(reason: Reason, peakScore: Double, cause: TriggerCause = .motion) {
         self.reason = reason
         self.peakScore = peakScore
+        self.cause = cause
     }
 }
 
@@ -104,6 +108,21 @@ public struct ClipRecorder: Sendable {
     public var isRecording: Bool { openClip != nil }
 
     // MARK: Events
+
+    /// An outside trigger (`vigil trigger`, MQTT's `record/set`) was taken while an event is
+    /// open: it lengthens the event, and the clip open now — and the parts after it — are
+    /// recorded on it, so their records say `external`. A clip already closed keeps its cause.
+    public mutating func outsideTriggerTaken() {
+        switch state {
+        case .idle: break
+        case .waitingForKeyframe(var info):
+            info.cause = .external
+            state = .waitingForKeyframe(info)
+        case .recording(var info):
+            info.cause = .external
+            state = .recording(info)
+        }
+    }
 
     /// `cause`: what started the event, for a `start`.
     public mutating func handle(_ action: EventAction, cause: TriggerCause = .motion) -> [ClipCommand] {
@@ -177,7 +196,7 @@ public struct ClipRecorder: Sendable {
             if let end = pendingEnd, sample.pts > end {
                 commands = current.map { [.video($0)] } ?? []
                 commands += heldAudio.map(ClipCommand.audio)
-                commands.append(.close(ClipClosing(reason: .eventEnded, peakScore: peak)))
+                commands.append(.close(ClipClosing(reason: .eventEnded, peakScore: peak, cause: info.cause)))
                 state = .idle
                 pendingEnd = nil
                 pendingSplit = nil
@@ -192,7 +211,7 @@ public struct ClipRecorder: Sendable {
                     if let a { after.append(a) }
                 }
                 heldAudio = []
-                commands.append(.close(ClipClosing(reason: .split, peakScore: peak)))
+                commands.append(.close(ClipClosing(reason: .split, peakScore: peak, cause: info.cause)))
                 let next = ClipInfo(
                     event: info.event, part: split.part, start: sample.pts, trigger: info.trigger, score: info.score,
                     cause: info.cause)
@@ -241,7 +260,7 @@ public struct ClipRecorder: Sendable {
     private func closeNow(at time: Timestamp?, reason: ClipClosing.Reason) -> [ClipCommand] {
         var commands = ring.newestGOP.map { [ClipCommand.video($0.ended(at: time))] } ?? []
         commands += heldAudio.map(ClipCommand.audio)
-        commands.append(.close(ClipClosing(reason: reason, peakScore: peak)))
+        commands.append(.close(ClipClosing(reason: reason, peakScore: peak, cause: openClip?.cause ?? .motion)))
         return commands
     }
 }

@@ -9,13 +9,34 @@ public struct StoredFile: Equatable, Sendable {
     public var size: Int64
     /// Last written: for a clip, the end of the recording (or of its repair).
     public var modified: Date
+    /// For a clip (`ClipStore.clips()`), the bytes of its picture beside it, which retention
+    /// counts and frees with it; 0 for other files, and a clip without one.
+    public var pictureSize: Int64 = 0
+    /// For a clip, when it was recorded as its journal line says (`start`); nil without a line.
+    public var recorded: Date?
+    /// For a clip, the date its journal line says it ages from (`aged_from`: its clock was
+    /// wrong), if any.
+    public var agedFrom: Date?
 
-    public init(relativePath: String, size: Int64, modified: Date) {
+    public init(
+        relativePath: String, size: Int64, modified: Date, pictureSize: Int64 = 0, recorded: Date? = nil,
+        agedFrom: Date? = nil
+    ) {
         self.relativePath = relativePath
         self.size = size
         self.modified = modified
+        self.pictureSize = pictureSize
+        self.recorded = recorded
+        self.agedFrom = agedFrom
     }
+
+    /// What it takes on the disk, with its picture.
+    public var totalSize: Int64 { size + pictureSize }
 }
+
+/// `ClipStorage.replace` writes the new contents beside the file, under its name with this
+/// appended, before it renames it over the file: what a crash can leave behind.
+public let replacementSuffix = ".new"
 
 /// The storage directory as the recorder and the agent use it: every effect they have on
 /// files — walking them, creating and opening movie files, deleting, appending to the events
@@ -56,8 +77,12 @@ public protocol ClipStorage: AnyObject, Sendable {
     /// Appends to a file (creating it) whole or not at all, starting on a fresh line when the
     /// file does not end in a newline, and makes the bytes durable.
     func append(_ bytes: [UInt8], to relativePath: String) throws(FileError)
-    /// Replaces a file's contents at once: written beside it, made durable, renamed over it.
+    /// Replaces a file's contents at once: written beside it (its name with
+    /// `replacementSuffix`), made durable, renamed over it.
     func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError)
+    /// Gives an entry (whatever it is; a link is renamed, not followed) another name in the same
+    /// directory, never over an existing one (`isAlreadyThere`), and makes the rename durable.
+    func rename(_ relativePath: String, to newRelativePath: String) throws(FileError)
     /// Claims the directory for this agent for as long as the claim lives: a second agent on
     /// the same directory is refused, naming the first.
     func claim() throws(ClaimError) -> any StorageClaim
@@ -73,18 +98,33 @@ extension ClipStorage {
 /// An agent's hold on a storage directory, for as long as the value lives.
 public protocol StorageClaim: AnyObject, Sendable {}
 
-/// A storage directory another agent records into (or whose lock cannot be taken).
+/// A storage directory another agent records into, or whose lock cannot be taken.
 public struct ClaimError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The lock file.
     public var path: String
     /// The process holding it, when it said.
     public var heldBy: Int32?
     public var reason: String
+    public var cause: Cause
 
-    public init(path: String, heldBy: Int32?, reason: String) {
+    /// Why the directory cannot be claimed.
+    public enum Cause: Sendable, Equatable {
+        /// Another agent holds the lock: it records into the directory.
+        case held
+        /// The lock file cannot be made or opened for now: the file system is read-only (a
+        /// card the kernel remounted after an error), the directory is gone (a disk pulled),
+        /// or the disk fails or is full. Waited for, as a directory not there yet is.
+        case unavailable
+        /// The lock file cannot be used until a person acts: permission denied, or something
+        /// other than a regular file has its name.
+        case refused
+    }
+
+    public init(path: String, heldBy: Int32?, reason: String, cause: Cause = .held) {
         self.path = path
         self.heldBy = heldBy
         self.reason = reason
+        self.cause = cause
     }
 
     public var description: String {

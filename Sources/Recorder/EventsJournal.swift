@@ -35,6 +35,13 @@ public struct ClipRecord: Codable, Equatable, Sendable {
     public var rebuilt: Bool?
     /// The event's picture beside the clip (`<clip>.jpg`), relative to the storage directory.
     public var snapshot: String?
+    /// True for a clip start-up repair could not read, moved aside as `NAME.mov.damaged`
+    /// (`file` is that name): its bytes are kept, but no player opens it.
+    public var damaged: Bool?
+    /// When `start` was read from a wrong clock (before 2026, in the future, or before a step
+    /// of the clock the agent saw): the time retention ages the clip from instead
+    /// (`RetentionClock`).
+    public var agedFrom: String?
 
     enum CodingKeys: String, CodingKey {
         case file, camera, start, end
@@ -51,6 +58,8 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         case repaired
         case rebuilt
         case snapshot
+        case damaged
+        case agedFrom = "aged_from"
     }
 
     /// Lines written before `trigger` said what started the event held its time there: such a
@@ -81,13 +90,15 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         repaired = try c.decodeIfPresent(Bool.self, forKey: .repaired)
         rebuilt = try c.decodeIfPresent(Bool.self, forKey: .rebuilt)
         snapshot = try c.decodeIfPresent(String.self, forKey: .snapshot)
+        damaged = try c.decodeIfPresent(Bool.self, forKey: .damaged)
+        agedFrom = try c.decodeIfPresent(String.self, forKey: .agedFrom)
     }
 
     public init(
         file: String, camera: String, start: String, end: String, cause: TriggerCause?, triggerTime: String?,
         triggerSourceSeconds: Double?, preRollSeconds: Double?, durationSeconds: Double, frames: Int,
         audioFrames: Int, bytes: UInt64, peakScore: Double?, part: Int?, repaired: Bool? = nil, rebuilt: Bool? = nil,
-        snapshot: String? = nil
+        snapshot: String? = nil, damaged: Bool? = nil, agedFrom: String? = nil
     ) {
         self.file = file
         self.camera = camera
@@ -106,6 +117,8 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         self.repaired = repaired
         self.rebuilt = rebuilt
         self.snapshot = snapshot
+        self.damaged = damaged
+        self.agedFrom = agedFrom
     }
 
     /// Wall-clock times as the journal writes them: local time with its UTC offset, to the
@@ -127,6 +140,60 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         }
         return text
     }
+
+    /// The date a journal timestamp (`timestamp(_:timeZone:)`'s form: `2026-11-30T11:04:05.000Z`,
+    /// or with an offset such as `+01:00`; the fraction optional) stands for; nil for anything else.
+    public static func date(fromTimestamp text: String) -> Date? {
+        let bytes = Array(text.utf8)
+        func number(_ range: Range<Int>) -> Int? {
+            guard range.upperBound <= bytes.count else { return nil }
+            var value = 0
+            for byte in bytes[range] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        func byte(_ at: Int, _ ascii: Unicode.Scalar) -> Bool { at < bytes.count && bytes[at] == UInt8(ascii: ascii) }
+        guard let year = number(0..<4), byte(4, "-"), let month = number(5..<7), byte(7, "-"),
+            let day = number(8..<10), byte(10, "T"), let hour = number(11..<13), byte(13, ":"),
+            let minute = number(14..<16), byte(16, ":"), let second = number(17..<19),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        var position = 19
+        var fraction = 0.0
+        if byte(position, ".") {
+            var scale = 0.1
+            position += 1
+            while let digit = number(position..<(position + 1)) {
+                fraction += Double(digit) * scale
+                scale /= 10
+                position += 1
+            }
+        }
+        var offset = 0
+        if byte(position, "Z") {
+            position += 1
+        } else if byte(position, "+") || byte(position, "-") {
+            guard let hours = number((position + 1)..<(position + 3)), byte(position + 3, ":"),
+                let minutes = number((position + 4)..<(position + 6))
+            else { return nil }
+            offset = (hours * 3600 + minutes * 60) * (byte(position, "-") ? -1 : 1)
+            position += 6
+        } else {
+            return nil
+        }
+        guard position == bytes.count else { return nil }
+        // Days from 1970-01-01 of the proleptic Gregorian date (H. Hinnant's days_from_civil).
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset
+        return Date(timeIntervalSince1970: Double(seconds) + fraction)
+    }
 }
 
 /// `events.jsonl` in the storage directory: one JSON object per finished clip, appended and
@@ -138,6 +205,9 @@ public struct ClipRecord: Codable, Equatable, Sendable {
 public struct EventsJournal: Sendable {
     /// The journal's name in the storage directory.
     public static let name = "events.jsonl"
+    /// Where something that is not a regular file but has the journal's name is moved (`-1`,
+    /// `-2`, … when taken), so that a new journal can be written.
+    public static let setAsideName = "events.jsonl.not-a-file"
     public let storage: any ClipStorage
 
     public init(storage: any ClipStorage) {
@@ -191,6 +261,25 @@ public struct EventsJournal: Sendable {
             throw JournalError(description: "\(error.description) — the journal was not shortened")
         }
         return dropped
+    }
+
+    /// Writes into the lines of the clips `agedFrom` names the date retention ages each from
+    /// (`ClipRecord.agedFrom`, in `timeZone`'s local time); other lines stay as they are. The
+    /// file is replaced at once, as `prune` does. Returns how many lines changed.
+    @discardableResult
+    public func stamp(agedFrom: [String: Date], timeZone: any LocalTimeZone) throws(FileError) -> Int {
+        guard !agedFrom.isEmpty, let bytes = try storage.read(Self.name) else { return 0 }
+        var changed = 0
+        let text = JournalText(bytes).text { piece -> JournalText.Rewrite in
+            guard case .record(var record, _) = piece, let date = agedFrom[record.file] else { return .keep }
+            record.agedFrom = ClipRecord.timestamp(date, timeZone: timeZone)
+            guard let line = try? Self.line(record) else { return .keep }
+            changed += 1
+            return .replace(Array(line.dropLast()))
+        }
+        guard changed > 0 else { return 0 }
+        try storage.replace(Self.name, with: text)
+        return changed
     }
 
     /// Every record in the journal — also those in a damaged line, or glued to one — with the

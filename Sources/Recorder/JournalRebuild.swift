@@ -16,11 +16,23 @@ public struct JournalRebuild: Equatable, Sendable {
     public var droppedDamaged: Int
     /// Rebuilt lines dropped because their clip has the line the agent wrote too.
     public var droppedDuplicates: Int
+    /// Clips moved aside as damaged whose lines now name them (marked damaged).
+    public var followed: [String] = []
     /// Clips on disk left without a line, and why: a movie still being written or
     /// interrupted (repair finishes it), or a file that cannot be read.
     public var unreadable: [UnreadableClip]
     /// True when the journal was rewritten.
     public var written: Bool
+    /// Something other than a regular file had the journal's name (a named pipe, a
+    /// directory): what was wrong, and where it was moved (nil when it was not: a rebuild that
+    /// does not write). The journal is then read as empty and a new one written.
+    public var setAside: SetAside?
+
+    public struct SetAside: Equatable, Sendable {
+        public var problem: String
+        /// Its new name in the storage directory.
+        public var movedTo: String?
+    }
 
     /// The records of the journal after the rebuild.
     public var records: [ClipRecord] { kept + added }
@@ -38,7 +50,11 @@ extension EventsJournal {
     /// - every clip on disk without a line gets one, read from its movie (creation time,
     ///   duration, frames, audio frames, bytes) and marked rebuilt; what only the recording
     ///   knew (trigger, peak score, pre-roll, part) is left out, and the camera is the one its
-    ///   damaged line still names, or `store.naming`'s;
+    ///   damaged line still names, or `store.naming`'s; a clip moved aside as damaged
+    ///   (`NAME.mov.damaged`) is not read: its line says when its file was last written, its
+    ///   size, and that it is damaged;
+    /// - the line of a clip moved aside as damaged follows it: it names the new name, marked
+    ///   damaged, and keeps what the agent knew;
     /// - a damaged piece of a line is dropped once its clip has a line again (one naming no
     ///   clip, once every clip on disk has one), and a rebuilt line once its clip has the
     ///   line the agent wrote too;
@@ -48,15 +64,24 @@ extension EventsJournal {
     /// Movies are only read. With `write`, the journal is replaced at once when anything
     /// changed (written beside it, then renamed), after checking that nobody appended to it
     /// meanwhile (the agent, when `vigil clips --rescan` runs beside it).
+    ///
+    /// Something other than a regular file with the journal's name (a named pipe, which would
+    /// block whoever opens it, a directory) is never opened: with `write` it is moved aside
+    /// (`EventsJournal.setAsideName`, renamed in place, nothing deleted) and a new journal
+    /// written; without, the journal is read as empty. `setAside` says which.
     @discardableResult
     public func rebuild(from store: ClipStore, write: Bool = true) throws(JournalError) -> JournalRebuild {
         var contents: [String: Result<MovieContents?, MovieRepairError>] = [:]
+        var setAside: JournalRebuild.SetAside?
         for _ in 0..<3 {
-            let before: [UInt8]
+            var before: [UInt8]
             do { before = try storage.read(Self.name) ?? [] } catch {
-                throw JournalError(description: error.description)
+                guard error.isNotRegularFile else { throw JournalError(description: error.description) }
+                setAside = JournalRebuild.SetAside(problem: error.description, movedTo: write ? try moveAside() : nil)
+                before = []
             }
-            let (rebuild, after) = try plan(from: before, store: store, contents: &contents)
+            var (rebuild, after) = try plan(from: before, store: store, contents: &contents)
+            rebuild.setAside = setAside
             guard write, after != before else { return rebuild }
             do {
                 guard try storage.read(Self.name) ?? [] == before else { continue }
@@ -64,12 +89,28 @@ extension EventsJournal {
             } catch {
                 throw JournalError(description: "\(error.description) — the journal was not rebuilt")
             }
-            var written = rebuild
-            written.written = true
-            return written
+            rebuild.written = true
+            return rebuild
         }
         throw JournalError(
             description: "\(path) kept changing while it was rebuilt (is the agent writing it?); try again")
+    }
+
+    /// Moves what has the journal's name aside, to the first free `setAsideName`; its new name.
+    private func moveAside() throws(JournalError) -> String {
+        for suffix in 0..<100 {
+            let name = Self.setAsideName + (suffix == 0 ? "" : "-\(suffix)")
+            do {
+                try storage.rename(Self.name, to: name)
+                return name
+            } catch {
+                guard error.isAlreadyThere else {
+                    throw JournalError(description: "\(error.description) — the journal cannot be written")
+                }
+            }
+        }
+        throw JournalError(
+            description: "cannot move \(path) aside: \(Self.setAsideName) to \(Self.setAsideName)-99 are taken")
     }
 
     /// What the rebuild of the journal's `bytes` is, and its bytes after it. `contents` keeps the
@@ -94,10 +135,35 @@ extension EventsJournal {
             for clip in naming { damagedCameras[clip.file] = clip.camera ?? damagedCameras[clip.file] }
         }
 
+        // Clips moved aside as damaged whose lines still name them as they were.
+        var follow: [String: String] = [:]
+        for clip in clips where ClipNaming.isDamaged(clip.relativePath) && !lined.contains(clip.relativePath) {
+            let original = ClipNaming.undamagedPath(of: clip.relativePath)
+            if lined.contains(original) && !storage.exists(original) { follow[original] = clip.relativePath }
+        }
+        let following = Set(follow.values)
+
         var added: [(created: Date, record: ClipRecord)] = []
         var unreadable: [JournalRebuild.UnreadableClip] = []
-        for clip in clips where !lined.contains(clip.relativePath) {
+        for clip in clips where !lined.contains(clip.relativePath) && !following.contains(clip.relativePath) {
             let relative = clip.relativePath
+            if ClipNaming.isDamaged(relative) {
+                // No player opens it and repair could not: only what its file says.
+                let timeZone = store.naming.timeZone
+                let camera = damagedCameras[relative] ?? damagedCameras[ClipNaming.undamagedPath(of: relative)]
+                added.append(
+                    (
+                        clip.modified,
+                        ClipRecord(
+                            file: relative, camera: camera ?? store.naming.camera,
+                            start: ClipRecord.timestamp(clip.modified, timeZone: timeZone),
+                            end: ClipRecord.timestamp(clip.modified, timeZone: timeZone), cause: nil,
+                            triggerTime: nil, triggerSourceSeconds: nil, preRollSeconds: nil, durationSeconds: 0,
+                            frames: 0, audioFrames: 0, bytes: UInt64(clip.size), peakScore: nil, part: nil,
+                            rebuilt: true, damaged: true)
+                    ))
+                continue
+            }
             let read =
                 contents[relative]
                 ?? Result { () throws(MovieRepairError) in
@@ -133,20 +199,25 @@ extension EventsJournal {
         }
         added.sort { ($0.created, $0.record.file) < ($1.created, $1.record.file) }
 
-        let linedAfter = lined.union(added.map(\.record.file))
+        let linedAfter = lined.union(added.map(\.record.file)).union(following)
         let written = Set(records.filter { $0.rebuilt != true }.map(\.file))
         var kept: [ClipRecord] = []
         var droppedDamaged = 0
         var droppedDuplicates = 0
-        var after = text.text { piece in
+        var after = text.text { piece -> JournalText.Rewrite in
             switch piece {
-            case .record(let record, _):
+            case .record(var record, _):
                 if record.rebuilt == true, written.contains(record.file) {
                     droppedDuplicates += 1
-                    return false
+                    return .drop
+                }
+                if let damaged = follow[record.file], let line = try? Self.line(record.movedAside(to: damaged)) {
+                    record = record.movedAside(to: damaged)
+                    kept.append(record)
+                    return .replace(line.dropLast())
                 }
                 kept.append(record)
-                return true
+                return .keep
             case .damaged(_, let naming):
                 // Its clips have lines (or are gone); one naming none may be any clip's.
                 let beyondRecovery =
@@ -154,15 +225,26 @@ extension EventsJournal {
                     ? unreadable.isEmpty
                     : naming.allSatisfy { linedAfter.contains($0.file) || !storage.exists($0.file) }
                 if beyondRecovery { droppedDamaged += 1 }
-                return !beyondRecovery
+                return beyondRecovery ? .drop : .keep
             }
         }
         for (_, record) in added { after += try Self.line(record) }
         return (
             JournalRebuild(
                 kept: kept, added: added.map(\.record), damagedLines: text.damagedLines, droppedDamaged: droppedDamaged,
-                droppedDuplicates: droppedDuplicates, unreadable: unreadable, written: false),
+                droppedDuplicates: droppedDuplicates, followed: follow.values.sorted(), unreadable: unreadable,
+                written: false),
             after
         )
+    }
+}
+
+extension ClipRecord {
+    /// This line for its clip moved aside as damaged, as `file`.
+    func movedAside(to file: String) -> ClipRecord {
+        var record = self
+        record.file = file
+        record.damaged = true
+        return record
     }
 }

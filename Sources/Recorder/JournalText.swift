@@ -104,10 +104,28 @@ struct JournalText {
 
     /// The pieces `keep` says, each on a line of its own.
     func text(keeping keep: (Piece) -> Bool) -> [UInt8] {
+        text { keep($0) ? .keep : .drop }
+    }
+
+    /// What becomes of a piece when the journal is written again.
+    enum Rewrite {
+        case keep
+        case drop
+        /// The piece's bytes give way to these (a record's new line, without its newline).
+        case replace([UInt8])
+    }
+
+    /// The pieces as `rewrite` says, each on a line of its own.
+    func text(_ rewrite: (Piece) -> Rewrite) -> [UInt8] {
         var text: [UInt8] = []
-        for (_, piece) in pieces where keep(piece) {
-            switch piece {
-            case .record(_, let bytes), .damaged(let bytes, _): text += bytes
+        for (_, piece) in pieces {
+            switch rewrite(piece) {
+            case .drop: continue
+            case .replace(let bytes): text += bytes
+            case .keep:
+                switch piece {
+                case .record(_, let bytes), .damaged(let bytes, _): text += bytes
+                }
             }
             text.append(UInt8(ascii: "\n"))
         }

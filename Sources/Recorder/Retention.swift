@@ -26,7 +26,9 @@ public struct Deletion: Equatable, Sendable {
 
 /// Which clips to delete, oldest first:
 ///
-/// - clips older than `maxAgeDays`;
+/// - clips older than `maxAgeDays`, their age counted from when they were recorded as
+///   `RetentionClock` says (from the journal, and when the clock was wrong from when it was
+///   right; never while the clock reads a date before 2026);
 /// - while all clips take more than `maxSize`;
 /// - while the file system has less than `minFree` free — but only when deleting clips can
 ///   bring it there: when other data has taken the space, deleting every clip would lose the
@@ -34,7 +36,9 @@ public struct Deletion: Equatable, Sendable {
 /// - on a full disk (a write failed for want of space), while less than what is needed is free,
 ///   whatever `minFree` says: recording goes on at the cost of the oldest clips.
 ///
-/// Never the clip being written (`protected`), never the newest clip saved.
+/// A clip counts with its picture (`StoredFile.totalSize`), and a clip moved aside as damaged
+/// counts as a clip. Never the clip being written (`protected`), never the newest clip saved
+/// (a damaged one is never that clip: no player opens it).
 public struct RetentionPolicy: Equatable, Sendable {
     public var maxAgeDays: Int?
     public var maxSize: Int64?
@@ -52,29 +56,56 @@ public struct RetentionPolicy: Equatable, Sendable {
         /// Bytes still missing to `minFree` after the deletions, when clips could not make
         /// them up (other data took the space) and were kept; nil when free space is enough.
         public var shortfall: Int64?
+        /// The clock after the decision: what it decided about each clip's age, for the next.
+        public var clock = RetentionClock()
+        /// The clips whose journal lines should say another date they age from (`aged_from`).
+        public var agedFrom: [String: Date] = [:]
     }
 
     /// Deletions for `clips` on a file system with `freeBytes` free. `fullDisk` is the space a
-    /// write that failed for want of room needs (nil when no write is waiting).
+    /// write that failed for want of room needs (nil when no write is waiting). `clock` is
+    /// what the agent knows of its wall clock (steps it saw) and decided before.
     public func decide(
-        clips: [StoredFile], now: Date, freeBytes: Int64, protected: Set<String>, fullDisk need: Int64? = nil
+        clips: [StoredFile], now: Date, freeBytes: Int64, protected: Set<String>, fullDisk need: Int64? = nil,
+        clock: RetentionClock = RetentionClock()
     ) -> Decision {
-        var candidates = clips.filter { !protected.contains($0.relativePath) }
-            .sorted { ($0.modified, $0.relativePath) < ($1.modified, $1.relativePath) }
+        // Each clip's age, from when its clock says it was recorded: decided while the clock
+        // is plausible, and the dates that differ from the journal's written back.
+        var clock = clock
+        var agedFrom: [String: Date] = [:]
+        var ageFrom: [String: Date] = [:]
+        if RetentionClock.isPlausible(now) {
+            for clip in clips {
+                let from = clock.agedFrom(clip, now: now)
+                ageFrom[clip.relativePath] = from
+                if let journal = clip.agedFrom ?? clip.recorded, abs(from.timeIntervalSince(journal)) > 1 {
+                    agedFrom[clip.relativePath] = from
+                }
+            }
+            clock.keep(only: Set(clips.map(\.relativePath)))
+        }
+        // Oldest first by that date (the file's time while the clock is not plausible): a clip
+        // a wrong clock dated in the future is not the newest for ever.
+        let order = { (clip: StoredFile) in (ageFrom[clip.relativePath] ?? clip.modified, clip.relativePath) }
+        var candidates = clips.filter { !protected.contains($0.relativePath) }.sorted { order($0) < order($1) }
         // The newest clip saved stays, whatever the rules say: an event just recorded is kept.
-        if !candidates.isEmpty { candidates.removeLast() }
+        if let newest = candidates.lastIndex(where: { !ClipNaming.isDamaged($0.relativePath) }) {
+            candidates.remove(at: newest)
+        }
         var result: [Deletion] = []
-        var total = clips.reduce(0) { $0 + $1.size }
+        var total = clips.reduce(0) { $0 + $1.totalSize }
         var free = freeBytes
-        func take(_ reason: DeletionReason) {
-            let clip = candidates.removeFirst()
-            total -= clip.size
-            free += clip.size
+        func take(_ reason: DeletionReason, at index: Int = 0) {
+            let clip = candidates.remove(at: index)
+            total -= clip.totalSize
+            free += clip.totalSize
             result.append(Deletion(clip: clip, reason: reason))
         }
         if let days = maxAgeDays {
             let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
-            while let first = candidates.first, first.modified < cutoff { take(.olderThan(days: days)) }
+            while let old = candidates.firstIndex(where: { ageFrom[$0.relativePath].map { $0 < cutoff } ?? false }) {
+                take(.olderThan(days: days), at: old)
+            }
         }
         if let maxSize {
             while total > maxSize, !candidates.isEmpty { take(.storeLargerThan(bytes: maxSize)) }
@@ -84,13 +115,13 @@ public struct RetentionPolicy: Equatable, Sendable {
         }
         var shortfall: Int64?
         if free < minFree {
-            if free + candidates.reduce(0, { $0 + $1.size }) >= minFree {
+            if free + candidates.reduce(0, { $0 + $1.totalSize }) >= minFree {
                 while free < minFree, !candidates.isEmpty { take(.freeSpaceBelow(bytes: minFree)) }
             } else {
                 shortfall = minFree - free
             }
         }
-        return Decision(deletions: result, shortfall: shortfall)
+        return Decision(deletions: result, shortfall: shortfall, clock: clock, agedFrom: agedFrom)
     }
 
     /// The deletions alone (see `decide`).
@@ -117,18 +148,46 @@ public struct ClipStore: Sendable {
     /// journal names (also in a damaged line that still names it). When the journal cannot be
     /// read, the pattern's alone (`sweep` says why): those are the agent's in any case.
     public func clips() throws(FileError) -> [StoredFile] {
-        try clips(named: (try? journalFiles()) ?? [])
+        let journal = (try? journalIndex()) ?? JournalIndex()
+        return try clips(named: journal.files, dates: journal.dates)
     }
 
-    /// The files of `clips()`, given the files the journal names.
-    func clips(named: Set<String>) throws(FileError) -> [StoredFile] {
-        try storage.walk().filter { isOwn($0.relativePath, named: named) }.sorted { $0.relativePath < $1.relativePath }
+    /// The files of `clips()`, given the files the journal names, each with the size of its
+    /// picture and what the journal says of when it was recorded (`dates`).
+    func clips(named: Set<String>, dates: [String: JournalIndex.Dates] = [:]) throws(FileError) -> [StoredFile] {
+        let files = try storage.walk()
+        var sizes: [String: Int64] = [:]
+        for file in files where file.relativePath.hasSuffix(".jpg") { sizes[file.relativePath] = file.size }
+        return files.filter { isOwn($0.relativePath, named: named) }.map { clip in
+            var clip = clip
+            clip.pictureSize = sizes[ClipNaming.snapshotPath(of: clip.relativePath)] ?? 0
+            clip.recorded = dates[clip.relativePath]?.recorded
+            clip.agedFrom = dates[clip.relativePath]?.agedFrom
+            return clip
+        }.sorted { $0.relativePath < $1.relativePath }
+    }
+
+    /// What writes a kill interrupted left behind: the new contents of a clip's picture, of
+    /// `latest.jpg` or of the journal, written beside it (`replacementSuffix`) and never
+    /// renamed over it. Only for names that are the agent's: a clip's picture by the pattern
+    /// or the journal, whether the clip is still there or not.
+    public func leftovers() throws(FileError) -> [StoredFile] {
+        let named = (try? journalFiles()) ?? []
+        return try storage.walk().filter { file in
+            guard file.relativePath.hasSuffix(replacementSuffix) else { return false }
+            let replaced = String(file.relativePath.dropLast(replacementSuffix.count))
+            if replaced == EventsJournal.name || replaced == ClipNaming.latestPicture { return true }
+            guard replaced.hasSuffix(".jpg") else { return false }
+            let clip = String(replaced.dropLast(4)) + ".mov"
+            return isOwn(clip, named: named) || isOwn(ClipNaming.damagedPath(of: clip), named: named)
+        }.sorted { $0.relativePath < $1.relativePath }
     }
 
     /// Deletes one clip, after checking that it is one of this agent's (the storage checks
     /// again that it is a regular file, not a link).
     public func delete(_ clip: StoredFile) throws(FileError) {
-        let named = naming.matches(clip.relativePath) ? [] : try journalFiles()
+        let named =
+            naming.matches(ClipNaming.undamagedPath(of: clip.relativePath)) ? [] : try journalFiles()
         try delete(clip, named: named)
     }
 
@@ -145,19 +204,43 @@ public struct ClipStore: Sendable {
     }
 
     /// Whether `relativePath` is one of the agent's clips: a name of its pattern, or one the
-    /// journal names that is no hidden file (the storage's lock and probe files are); never
-    /// the journal or a file beside it, never a name leading out.
+    /// journal names that is no hidden file (the storage's lock and probe files are); or such
+    /// a clip moved aside as damaged (the journal may name it by either name); never the
+    /// journal or a file beside it, never a name leading out.
     private func isOwn(_ relativePath: String, named: Set<String>) -> Bool {
         let parts = relativePath.split(separator: "/")
         guard !parts.contains(".."), relativePath != EventsJournal.name,
             !relativePath.hasPrefix(EventsJournal.name + ".")
         else { return false }
-        return naming.matches(relativePath) || (named.contains(relativePath) && !parts.contains { $0.hasPrefix(".") })
+        let clip = ClipNaming.undamagedPath(of: relativePath)
+        return naming.matches(clip)
+            || ((named.contains(relativePath) || named.contains(clip)) && !parts.contains { $0.hasPrefix(".") })
     }
 
     /// The files the events journal names.
     private func journalFiles() throws(FileError) -> Set<String> {
         JournalText.files(in: try storage.read(EventsJournal.name) ?? [])
+    }
+
+    /// What the journal says of the clips: the files it names, and when each was recorded.
+    struct JournalIndex {
+        struct Dates {
+            var recorded: Date?
+            var agedFrom: Date?
+        }
+        var files: Set<String> = []
+        var dates: [String: Dates] = [:]
+    }
+
+    private func journalIndex() throws(FileError) -> JournalIndex {
+        let bytes = try storage.read(EventsJournal.name) ?? []
+        var index = JournalIndex(files: JournalText.files(in: bytes))
+        for record in JournalText(bytes).records {
+            index.dates[record.file] = JournalIndex.Dates(
+                recorded: ClipRecord.date(fromTimestamp: record.start),
+                agedFrom: record.agedFrom.flatMap(ClipRecord.date(fromTimestamp:)))
+        }
+        return index
     }
 
     /// What a sweep did.
@@ -168,6 +251,10 @@ public struct ClipStore: Sendable {
         public var freeBytes: Int64?
         /// Bytes still missing to `minFree`, clips kept (see `RetentionPolicy.decide`).
         public var shortfall: Int64?
+        /// The clock after the sweep, for the next (`RetentionPolicy.Decision.clock`).
+        public var clock = RetentionClock()
+        /// Journal lines given the date their clip ages from (`aged_from`).
+        public var stamped = 0
     }
 
     /// Applies `policy` now: what it deleted, the problems it met, and the free space then.
@@ -175,24 +262,39 @@ public struct ClipStore: Sendable {
     /// is one of the problems: the clips of the pattern are still deleted as the policy says
     /// (a full disk must always free space), the others the journal names are not.
     public func sweep(
-        _ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>, fullDisk need: Int64? = nil
+        _ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>, fullDisk need: Int64? = nil,
+        clock: RetentionClock = RetentionClock()
     ) -> Sweep {
-        var sweep = Sweep()
-        let named: Set<String>
-        do { named = try journalFiles() } catch {
+        var sweep = Sweep(clock: clock)
+        let journal: JournalIndex
+        do { journal = try journalIndex() } catch {
             sweep.errors.append(error)
-            named = []
+            journal = JournalIndex()
         }
+        let named = journal.files
         let clips: [StoredFile]
         let free: Int64
         do {
-            clips = try self.clips(named: named)
+            clips = try self.clips(named: named, dates: journal.dates)
             free = try storage.freeBytes()
         } catch {
             sweep.errors.append(error)
             return sweep
         }
-        let decision = policy.decide(clips: clips, now: now, freeBytes: free, protected: protected, fullDisk: need)
+        let decision = policy.decide(
+            clips: clips, now: now, freeBytes: free, protected: protected, fullDisk: need, clock: clock)
+        sweep.clock = decision.clock
+        // The dates clips age from, where the clock was wrong, go into their lines first: a
+        // restart must not forget them.
+        let deleted = Set(decision.deletions.map(\.clip.relativePath))
+        let stamps = decision.agedFrom.filter { !deleted.contains($0.key) }
+        if !stamps.isEmpty {
+            do {
+                sweep.stamped = try EventsJournal(storage: storage).stamp(agedFrom: stamps, timeZone: naming.timeZone)
+            } catch {
+                sweep.errors.append(error)
+            }
+        }
         for deletion in decision.deletions {
             do {
                 try delete(deletion.clip, named: named)

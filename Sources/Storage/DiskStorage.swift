@@ -66,7 +66,7 @@ public final class DiskStorage: ClipStorage {
                         StoredFile(
                             relativePath: relative, size: Int64(clamping: status.size),
                             modified: Date(timeIntervalSince1970: status.modified)))
-                case .symbolicLink, .other:
+                case .symbolicLink, .namedPipe, .socket, .device, .other:
                     continue
                 }
             }
@@ -181,11 +181,11 @@ public final class DiskStorage: ClipStorage {
         }
     }
 
-    /// Replaces the file at once: written beside it (`NAME.new`), synced, renamed over it, the
+    /// Replaces the file at once: written beside it (`NAME.new`, `replacementSuffix`), synced, renamed over it, the
     /// rename synced — a crash leaves the old file or the new one, never a mix.
     public func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError) {
         try inParent(of: relativePath, "replace") { directory, name throws(SystemError) in
-            let temporary = name + ".new"
+            let temporary = name + replacementSuffix
             try? directory.removeFile(named: temporary)  // left by a crash
             // The new file keeps the old one's owner: rewritten by root (`sudo vigil clips
             // --rescan`), the journal must stay the agent's to append to.
@@ -204,6 +204,29 @@ public final class DiskStorage: ClipStorage {
                 try? directory.removeFile(named: temporary)
                 throw error
             }
+        }
+    }
+
+    public func rename(_ relativePath: String, to newRelativePath: String) throws(FileError) {
+        let newName = String(newRelativePath.split(separator: "/").last ?? "")
+        guard newRelativePath.withoutLastPathComponent == relativePath.withoutLastPathComponent, !newName.isEmpty,
+            newName != ".", newName != ".."
+        else {
+            throw FileError(
+                path: path(relativePath), operation: "rename",
+                reason: "\(newRelativePath) is not a name in the same directory; refusing")
+        }
+        try inParent(of: relativePath, "rename") { directory, name throws(SystemError) in
+            _ = try directory.status(ofEntry: name)
+            // Never over something else: what has the new name stays as it is.
+            do throws(SystemError) {
+                _ = try directory.status(ofEntry: newName)
+                throw SystemError.alreadyThere
+            } catch {
+                guard error.isMissing else { throw error }
+            }
+            try directory.rename(named: name, to: newName)
+            try directory.synchronize()
         }
     }
 
@@ -227,14 +250,26 @@ public final class DiskStorage: ClipStorage {
             return DiskClaim(file: file)
         } catch let error as ClaimError {
             throw error
+        } catch let error as SystemError {
+            let problem =
+                error.code == SystemError.notARegularFile.code
+                ? FileError(path: path, notARegularFile: "open").reason : error.description
+            let cause: ClaimError.Cause =
+                error.isReadOnly || error.isMissing || error.isOutOfSpace || error.isInputOutput
+                ? .unavailable : .refused
+            throw ClaimError(path: path, heldBy: nil, reason: "cannot take its lock: \(problem)", cause: cause)
         } catch {
-            throw ClaimError(path: path, heldBy: nil, reason: "cannot take its lock: \(error)")
+            throw ClaimError(path: path, heldBy: nil, reason: "cannot take its lock: \(error)", cause: .refused)
         }
     }
 
+    /// The probe's test file. One name, not one per process: a probe a kill interrupted is
+    /// removed by the next (the directory's claim keeps two agents from probing at once).
+    public static let probeName = ".vigil-probe"
+
     /// Proves the directory can be written: a test file made, written, synced and removed.
     public func probe() throws(FileError) {
-        let name = ".vigil-probe-\(ProcessID.current)"
+        let name = DiskStorage.probeName
         let path = self.path(name)
         var step = "open the storage directory"
         do {
@@ -295,7 +330,7 @@ public final class DiskStorage: ClipStorage {
                     reason: "it is not a directory (or a symbolic link to a file); refusing to follow it")
             }
             if error.code == SystemError.notARegularFile.code {
-                throw FileError(path: reached, operation: operation, reason: "it is not a regular file; refusing")
+                throw FileError(path: reached, notARegularFile: operation)
             }
             if error.alreadyExists {
                 throw FileError(
@@ -323,7 +358,19 @@ extension FileError {
         let reason = error.isOutOfSpace ? "no space left on the device" : error.text
         self.init(
             path: path, operation: operation, reason: reason, isOutOfSpace: error.isOutOfSpace,
-            isMissing: error.isMissing, isInUse: error.isLocked)
+            isMissing: error.isMissing, isInUse: error.isLocked, isReadOnly: error.isReadOnly)
+    }
+
+    /// `path` is not a regular file (`openFile` refused it, unopened): what it is, and the fix.
+    init(path: String, notARegularFile operation: String) {
+        let what =
+            switch (try? Paths.status(ofLink: path))?.kind {
+            case let kind? where kind != .regular && kind != .other: "it is \(kind.description), not a regular file"
+            default: "it is not a regular file"
+            }
+        self.init(
+            path: path, operation: operation, reason: what + "; refusing — move it out of the storage directory",
+            isNotRegularFile: true)
     }
 }
 

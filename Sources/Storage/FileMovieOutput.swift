@@ -34,6 +34,10 @@ public final class FileMovieOutput: MovieFile {
     /// running agent is writing is refused (`isInUse`).
     public init(updating path: String) throws(FileError) {
         self.path = path
+        // A named pipe would block the open (or the first read) for ever; a device is not a movie.
+        if let kind = try? Paths.status(path).kind, kind != .regular {
+            throw FileError(path: path, notARegularFile: "open")
+        }
         do {
             let file = try FileDescriptor(opening: path, .readWrite)
             try FileMovieOutput.lock(file, path)

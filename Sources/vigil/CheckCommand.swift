@@ -26,7 +26,8 @@ enum CheckCommand: Command {
     static let discussion = """
         Reads the configuration as `vigil run` would and prints every setting in effect, in
         the file's own syntax, marking the ones left at their default. Nothing is opened or
-        started. A problem is reported as FILE:LINE: what is wrong, with exit status 78.
+        started. A problem is reported as FILE:LINE: what is wrong, with exit status 78; so
+        is a file that sets nothing (empty, or only comments), taken for one cut short.
         """
     static let options = [configOption]
 
@@ -35,6 +36,7 @@ enum CheckCommand: Command {
             throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
         }
         guard let (path, settings) = loadSettings(arguments) else { return .config }
+        if let warning = settings.mqtt.checkWarning { printError(warning) }
         printOut("# \(path): configuration OK\n" + settings.values.effectiveText)
         return .success
     }

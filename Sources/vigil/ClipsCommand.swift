@@ -12,7 +12,8 @@ enum ClipsCommand: Command {
     static let synopsis = "[--config FILE] [--json] [--rescan]"
     static let discussion = """
         Reads storage.path/events.jsonl and prints one line per clip: when it starts, how long
-        it is, the motion score, and its file (marked "deleted" once retention removed it).
+        it is, the motion score, and its file (marked "deleted" once retention removed it,
+        "damaged" for a clip the agent could not repair and moved aside as NAME.mov.damaged).
         A damaged line (a full disk can tear one) is said, and the lines in it and after it
         are still read. Clips on disk that have no line — the agent was stopped before it
         wrote it, or the line was lost — are listed too, from their movie files, marked
@@ -82,11 +83,14 @@ enum ClipsCommand: Command {
         for r in rebuild.records {
             let duration = DecimalText.fixed(r.durationSeconds, 1) + "s"
             let peak =
-                r.peakScore.map { DecimalText.fixed($0, 3) }
-                ?? (r.repaired == true ? "repaired" : (r.rebuilt == true ? "rebuilt" : "-"))
-            let mark =
+                r.damaged == true
+                ? "damaged"
+                : r.peakScore.map { DecimalText.fixed($0, 3) }
+                    ?? (r.repaired == true ? "repaired" : (r.rebuilt == true ? "rebuilt" : "-"))
+            var mark =
                 !storage.exists(r.file)
                 ? "  (deleted)" : (rescan || !rebuild.added.contains(r) ? "" : "  (not in the journal)")
+            if r.damaged == true, storage.exists(r.file) { mark = "  (damaged: no player opens it)" + mark }
             printOut(r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + r.file + mark)
         }
         printOut("\(rebuild.records.count) clip(s) in \(settings.storage.path)")
@@ -95,6 +99,12 @@ enum ClipsCommand: Command {
 
     /// What is wrong with the journal, and what the rescan did about it, on stderr.
     private static func report(_ rebuild: JournalRebuild, journal: String, rescan: Bool) {
+        if let aside = rebuild.setAside {
+            printError(
+                "vigil clips: \(aside.problem); "
+                    + (aside.movedTo.map { "moved to \(journal.withoutLastPathComponent)/\($0), a new journal written" }
+                        ?? "the clips on disk are listed; the agent moves it aside when it starts (so does --rescan)"))
+        }
         if let first = rebuild.damagedLines.first {
             printError(
                 "vigil clips: \(journal): \(rebuild.damagedLines.count) damaged line(s), first at line \(first); "

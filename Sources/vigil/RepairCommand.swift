@@ -1,4 +1,5 @@
 import QuickTime
+import Recorder
 import Storage
 
 /// `vigil repair FILE…`: finishes clips whose recording was interrupted.
@@ -15,7 +16,9 @@ enum RepairCommand: Command {
         complete is left as it is; a file repair does not understand is never changed.
         The agent does this by itself for its own clips when it starts.
 
-        A clip a running agent is writing is skipped (the agent finishes it itself).
+        A clip a running agent is writing is skipped (the agent finishes it itself). A clip
+        the agent could not repair when it started is moved aside as NAME.mov.damaged, its
+        bytes kept; repair says what it is and leaves it as it is.
 
         Exit status: 0 when every file was repaired or already complete; 66 when a file does
         not exist; 74 on a read or write error; 65 when a file is not a movie repair can
@@ -48,6 +51,11 @@ enum RepairCommand: Command {
                 if worst == .success { worst = .temporaryFailure }
             } catch {
                 printError("vigil repair: \(error.description)")
+                if ClipNaming.isDamaged(path), error.kind == .notRepairable {
+                    printError(
+                        "vigil repair: \(path): the agent could not repair this clip when it started and moved it aside; "
+                            + "no player opens it, its bytes are kept as they were (retention deletes it like a clip)")
+                }
                 let code: ExitCode =
                     switch error.kind {
                     case .noSuchFile: .noInput

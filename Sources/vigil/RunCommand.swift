@@ -22,7 +22,7 @@ enum RunCommand: Command {
 
         Exit status: 0 on a clean stop; 78 for an invalid configuration; 66 when the source
         cannot be opened; 73 when the storage directory cannot be created; 75 when another
-        agent records into it; 65 when a file source turns out to be malformed part-way (the
+        agent records into it, or another agent on this machine has the same camera.name; 65 when a file source turns out to be malformed part-way (the
         clips before are kept); 71 when the system refuses the agent a thread. A storage
         directory that is not there yet (a disk not mounted) or not writable is waited for.
         """
@@ -32,6 +32,9 @@ enum RunCommand: Command {
         guard arguments.positionals.isEmpty else {
             throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
         }
+        // First of all, before anything is made: a SIGTERM or SIGHUP that comes while the agent
+        // starts waits for the agent to take it (a clean stop, a reload) instead of ending it.
+        Signals.block()
         guard let (path, settings) = loadSettings(arguments) else { return .config }
         var environment = AgentEnvironment.system(encoders: X264EncoderFactory(settings: settings.encoder.x264))
         switch chooseEncoder(settings) {
@@ -46,25 +49,34 @@ enum RunCommand: Command {
             printError("vigil run: \(path): \(problem)")
             return .config
         }
+        // MQTT is an add-on: when it cannot run (a password file not there yet), the agent
+        // records without it and says so. Its connection is made in the background.
         if settings.mqtt.enabled {
             let log = Logger(
                 level: settings.log.level, sink: environment.logSink,
                 metadata: [("camera", .string(settings.camera.name))])
-            do {
-                environment.sinks.append(
-                    try MQTTSink(
-                        settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
-                        control: environment.control, version: version))
-            } catch {
-                printError("vigil run: \(path): \(error.description)")
-                return .config
+            if let problem = settings.mqtt.problem {
+                log.error(
+                    "MQTT off: a file it needs cannot be read; recording goes on without it — fix it, then restart",
+                    [("problem", .string(problem.description))])
+            } else {
+                do {
+                    environment.sinks.append(
+                        try MQTTSink(
+                            settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
+                            control: environment.control, version: version))
+                } catch {
+                    log.error(
+                        "MQTT off: the client cannot be made; recording goes on without it",
+                        [("error", .string(error.description))])
+                }
             }
         }
         switch Agent(configPath: path, settings: settings, version: version, environment: environment).run() {
         case .stopped: return .success
         case .sourceCannotOpen: return .noInput
         case .storageCannotBeCreated: return .cannotCreate
-        case .storageInUse: return .temporaryFailure
+        case .storageInUse, .cameraInUse: return .temporaryFailure
         case .sourceFailed: return .dataError
         }
     }

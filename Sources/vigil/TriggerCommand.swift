@@ -11,8 +11,12 @@ enum TriggerCommand: Command {
         pre-roll before: for a PIR sensor, a doorbell or a script. The events journal marks
         the clip "trigger": "external". The request goes through a Unix socket,
         /run/vigil/CAMERA.sock (or $VIGIL_RUNTIME_DIR/CAMERA.sock); root and members of the
-        agent's group may use it. Exit 0 when the agent took the request, 69 when no agent
-        answers, 65 when it refused it.
+        agent's group may use it. A directory under /tmp (the fallback when there is no
+        /run/vigil or $XDG_RUNTIME_DIR) is used only while it is this user's with mode 0700.
+
+        Exit 0 when the agent took the request; 69 when no agent answers, or it cannot record
+        now (its camera delivers no frames: the message says since when; or too many requests
+        at once); 65 when it refused the request itself.
         """
     static let options = [
         configOption,
@@ -26,7 +30,7 @@ enum TriggerCommand: Command {
         var seconds: Double?
         if let text = arguments.value("seconds") {
             guard let value = OutsideTrigger.seconds(text) else {
-                throw UsageError(message: "--seconds \(text) is not a number of seconds from 1 to 3600")
+                throw UsageError(message: "--seconds \(text): give \(OutsideTrigger.accepted)")
             }
             seconds = value
         }
@@ -34,6 +38,11 @@ enum TriggerCommand: Command {
         do {
             let reply = try TriggerSocket.request(
                 camera: settings.camera.name, seconds: seconds, directories: TriggerSocket.directories())
+            if reply.hasPrefix("unavailable:") {
+                printError(
+                    "vigil trigger: camera \(settings.camera.name): \(reply.dropFirst("unavailable:".count + 1))")
+                return .unavailable
+            }
             guard reply.hasPrefix("ok") else {
                 printError("vigil trigger: the agent refused: \(reply)")
                 return .dataError

@@ -35,18 +35,25 @@ import Testing
         }
     }
 
+    /// An agent on the test configuration reading `scene` through a `Cue` whose cues `cues`
+    /// makes for the agent's `AgentControl`.
+    static func cued(
+        _ scene: SyntheticScene, _ cues: @escaping @Sendable (AgentControl) -> [(Double, @Sendable () -> Void)]
+    ) throws -> AgentHarness {
+        let control = AgentControl()
+        return try AgentHarness(
+            config: testConfig(),
+            openSource: { _ throws(CaptureError) in
+                opened(Cue(try SyntheticSource(scene: scene), cues: cues(control)))
+            }, control: control)
+    }
+
     /// A quiet scene and `vigil trigger --seconds 2` at 4 s: one clip, marked external, from
     /// the pre-roll before the request to the post-roll after its two seconds.
     @Test func anOutsideTriggerRecordsAnEventMarkedExternal() throws {
-        let control = AgentControl()
-        let harness = try AgentHarness(
-            config: testConfig(),
-            openSource: { _ throws(CaptureError) in
-                opened(
-                    Cue(
-                        try SyntheticSource(scene: scene(seconds: 10, objects: [])),
-                        cues: [(4, { control.record(seconds: 2, by: "test") })]))
-            }, control: control)
+        let harness = try Self.cued(scene(seconds: 10, objects: [])) { control in
+            [(4, { control.record(seconds: 2, by: "test") })]
+        }
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
 
         let clips = harness.clipFiles
@@ -65,6 +72,32 @@ import Testing
         #expect(harness.lines("recording on an outside trigger").count == 1, "\(harness.output)")
         #expect(harness.lines("event started on an outside trigger").count == 1, "\(harness.output)")
         #expect(harness.errors.isEmpty, "\(harness.errors)")
+    }
+
+    /// An object crosses from 2 s to 5 s; `vigil trigger --seconds 6` at 3 s, during the
+    /// motion, lengthens the event to 9 s and its post-roll — and the clip is recorded on it:
+    /// the journal, the `on_clip_saved` facts and the event's end say `external` (the README's
+    /// promise), while the event's start, before the request, said `motion`.
+    @Test func anOutsideTriggerDuringMotionMarksTheClipExternal() throws {
+        let harness = try Self.cued(scene(seconds: 14, objects: [crossing(2, 5)])) { control in
+            [(3, { control.record(seconds: 6, by: "test") })]
+        }
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+
+        let journal = try harness.journal()
+        try #require(journal.count == 1, "\(journal)\n\(harness.output)")
+        #expect(journal[0].cause == .external, "\(journal[0])")
+        let trigger = try #require(journal[0].triggerSourceSeconds)
+        #expect(trigger > 1.5 && trigger < 3, "the event began with the motion: \(journal[0])")
+        // From the pre-roll before the motion (about 1 s) to the end of the 6 s asked at about
+        // 3 s and the 1 s post-roll: about 9 s; motion alone would have ended near 6 s.
+        #expect(journal[0].durationSeconds > 8, "\(journal[0])")
+        #expect(harness.events.clipsStarted.map(\.cause) == [.motion])
+        #expect(harness.events.clipsSaved.map { $0.record.cause } == [.external])
+        let ends = harness.events.all.compactMap { if case .motionEnded(let e) = $0 { e.cause } else { nil } }
+        #expect(ends == [.external])
+        #expect(harness.lines("recording on an outside trigger").count == 1)
+        try harness.expectCompletePlayableClips()
     }
 
     /// Detection off before an object crosses, on again before a second one: only the second

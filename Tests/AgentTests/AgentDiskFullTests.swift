@@ -19,21 +19,28 @@ import Testing
     static let footage = scene(
         seconds: Double(events) * 10, width: 640, height: 480, objects: [crossing(2, 5)], period: 10)
 
-    /// When the fourth clip starts, another program takes every free byte: from then on
-    /// clips get only the space retention frees by deleting older ones (never the newest
-    /// saved one, so the older two pay for the next) — whatever `min_free_mb` says, 0 included.
-    @Test(arguments: [1, 0])
-    func aDiskThatFillsWhileRecordingIsClearedByRetentionAndRecordingGoesOn(minFreeMB: Int) throws {
+    /// The agent on `footage` with `config`, on a 12 MB disk whose every free byte another
+    /// program takes when the fourth clip starts.
+    static func fillingUp(config: String) throws -> (MemoryStorage, AgentHarness) {
         let storage = MemoryStorage(capacity: 12 << 20)
         let harness = try AgentHarness(
-            config: testConfig().replacingOccurrences(of: "min_free_mb = 1;", with: "min_free_mb = \(minFreeMB);"),
-            storage: storage,
+            config: config, storage: storage,
             openSource: { _ throws(CaptureError) in
                 try synthetic(Self.footage)
             },
             onEvent: { event in
                 if case .clipStarted(let clip) = event, clip.event == 4 { storage.fill() }
             })
+        return (storage, harness)
+    }
+
+    /// When the fourth clip starts, another program takes every free byte: from then on
+    /// clips get only the space retention frees by deleting older ones (never the newest
+    /// saved one, so the older two pay for the next) — whatever `min_free_mb` says, 0 included.
+    @Test(arguments: [1, 0])
+    func aDiskThatFillsWhileRecordingIsClearedByRetentionAndRecordingGoesOn(minFreeMB: Int) throws {
+        let (storage, harness) = try Self.fillingUp(
+            config: testConfig().replacingOccurrences(of: "min_free_mb = 1;", with: "min_free_mb = \(minFreeMB);"))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         let output = harness.output
         let lines = harness.logs.written
@@ -89,6 +96,32 @@ import Testing
 
         // What is left is complete and plays.
         #expect(!left.isEmpty)
+        try harness.expectCompletePlayableClips()
+    }
+
+    /// The same disk filling up, with the live picture on: a clip's picture gets the space
+    /// its clip gets (retention frees the oldest clips for it too), so every clip is saved
+    /// with its picture; `latest.jpg`, replaceable, never takes space a clip needs — while
+    /// the disk is short it is not written, and that is said once, not once a picture.
+    @Test func everyClipKeepsItsPictureAndLatestJpgWaitsWhileTheDiskIsShort() throws {
+        let (storage, harness) = try Self.fillingUp(config: testConfig(extra: "snapshot = { live_interval = 1.0; };"))
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let output = harness.output
+        #expect(!harness.lines("clip deleted").isEmpty, "the disk never ran full:\n\(output)")
+
+        let saved = harness.events.clipsSaved
+        #expect(saved.count == Self.events, "\(output)")
+        #expect(saved.allSatisfy { $0.record.snapshot != nil }, "\(saved.map(\.record))")
+        #expect(harness.lines("the clip is saved without its snapshot").isEmpty, "\(output)")
+        for record in try harness.journal() {
+            let picture = try #require(record.snapshot, "\(record)")
+            #expect(storage.contents(picture)?.starts(with: [0xFF, 0xD8]) == true, "\(picture)")
+        }
+        // latest.jpg never failed for want of space: it waited, and said so once.
+        #expect(harness.lines("cannot write latest.jpg; trying again at the next interval").isEmpty, "\(output)")
+        let waiting = harness.lines("latest.jpg is not replaced while the disk is short of space; clips come first")
+        #expect(waiting.count == 1, "\(output)")
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
         try harness.expectCompletePlayableClips()
     }
 

@@ -44,7 +44,8 @@ final class AgentHarness: Sendable {
         onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in },
         sleep: @escaping @Sendable (Double) -> Void = { _ in },
         wallNow: @escaping @Sendable () -> Date = { Date() },
-        encoderChoice: EncoderChoice? = nil, control: AgentControl = AgentControl()
+        encoderChoice: EncoderChoice? = nil, control: AgentControl = AgentControl(),
+        memoryForWaitingVideo: Int = DiskFullPolicy.memoryLimit
     ) throws {
         directory = try TemporaryDirectory("vigil-agent-tests")
         configPath = directory.file("vigil.conf")
@@ -66,6 +67,7 @@ final class AgentHarness: Sendable {
             sleep: sleep)
         environment.encoderChoice = encoderChoice
         environment.control = control
+        environment.memoryForWaitingVideo = memoryForWaitingVideo
         agent = Agent(configPath: configPath, settings: settings, version: "test", environment: environment)
     }
 

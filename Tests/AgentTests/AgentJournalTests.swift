@@ -9,6 +9,10 @@ import Testing
 
 /// What the agent does at start with what an earlier run left in the journal.
 @Suite(.serialized) struct AgentJournalTests {
+    /// The test configuration's names, in the agent's time zone.
+    static let naming = ClipNaming(
+        pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: SystemTimeZone())
+
     /// An earlier run left: a clip whose line a full disk tore (the next line glued to it), a
     /// clip whose line it never wrote (killed between the close and the line), and a clip
     /// written under an earlier file pattern and camera name, 40 days old, that the journal
@@ -18,8 +22,7 @@ import Testing
     @Test func theJournalIsRebuiltAtStartAndRetentionSeesEveryClipTheAgentWrote() throws {
         let storage = MemoryStorage()
         let now = Date()
-        let naming = ClipNaming(
-            pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: SystemTimeZone())
+        let naming = Self.naming
         let dates = (1...4).map { now.addingTimeInterval(-Double(5 - $0) * 3600) }
         let names = dates.map { naming.relativePath(for: $0) }
         let old = "cam/barn_20200101000000.mov"
@@ -64,6 +67,127 @@ import Testing
         #expect(journal.unreadableLines.isEmpty)
         #expect(journal.records.map(\.file) == [names[0], names[2], names[1], names[3]])
         #expect(journal.records.map { $0.rebuilt == true } == [false, false, true, true])
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
+    }
+
+    /// The journal's line for `record`, as the agent writes it.
+    static func line(_ record: ClipRecord) throws -> [UInt8] {
+        let scratch = MemoryStorage()
+        try EventsJournal(storage: scratch).append(record)
+        return try #require(scratch.contents(EventsJournal.name))
+    }
+
+    /// A power cut (and the fsck after it) left two clips no player opens: their first 4 kB
+    /// are zeros, so they no longer start with `ftyp`. One was saved (its journal line is
+    /// there), the other was being recorded. At start each is moved aside as
+    /// `NAME.mov.damaged` with its bytes as they were, and said once; the saved one's line
+    /// follows it, the other gets a rebuilt line, both marked damaged. The next start neither
+    /// repairs them again nor says anything about them.
+    @Test func aClipRepairCannotReadIsMovedAsideOnceAndItsLineFollowsIt() throws {
+        let storage = MemoryStorage()
+        let now = Date()
+        let naming = Self.naming
+        let dates = (1...3).map { now.addingTimeInterval(-Double(4 - $0) * 3600) }
+        let names = dates.map { naming.relativePath(for: $0) }
+        let saved = try TestClips.write(names[0], into: storage, created: dates[0])
+        try TestClips.writeInterrupted(names[1], into: storage, created: dates[1])
+        let good = try TestClips.write(names[2], into: storage, created: dates[2])
+        var damaged: [[UInt8]] = []
+        for name in names.prefix(2) {
+            let bytes = try #require(storage.contents(name))
+            damaged.append([UInt8](repeating: 0, count: 4096) + bytes.dropFirst(4096))
+            storage.put(name, damaged.last!, modified: now.addingTimeInterval(-600))
+        }
+        var journal: [UInt8] = []
+        for (name, summary) in [(names[0], saved), (names[2], good)] {
+            journal += try Self.line(
+                ClipRecord(
+                    file: name, camera: "yard", start: "", end: "", cause: .motion, triggerTime: "",
+                    triggerSourceSeconds: 1, preRollSeconds: 1, durationSeconds: summary.duration.seconds,
+                    frames: summary.videoFrames, audioFrames: summary.audioFrames, bytes: summary.bytes,
+                    peakScore: 0.5, part: 1))
+        }
+        storage.put(EventsJournal.name, journal)
+
+        let first = try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
+        #expect(first.runToTheEnd() == .stopped, "\(first.output)")
+        let moved = first.lines("a clip no player can open was moved aside; its bytes are kept")
+        #expect(
+            moved.map { logValue($0, "file") } == names.prefix(2).map { Optional($0) }
+                && moved.map { logValue($0, "moved_to") } == names.prefix(2).map { Optional($0 + ".damaged") }
+                && moved.allSatisfy { logValue($0, "level") == "warning" && logValue($0, "error") != nil },
+            "\(first.output)")
+        #expect(first.lines("cannot repair a clip; it is left as it is").isEmpty, "\(first.output)")
+        for (name, bytes) in zip(names.prefix(2), damaged) {
+            #expect(!storage.exists(name), "\(name) is still there for players to choke on")
+            #expect(storage.contents(name + ".damaged") == bytes, "\(name).damaged does not keep its bytes")
+        }
+        #expect(storage.exists(names[2]))
+        let after = try #require(storage.contents(EventsJournal.name))
+        let records = try EventsJournal(storage: storage).records()
+        #expect(records.unreadableLines.isEmpty)
+        // The saved clip's line follows it (trigger and score kept); the other's is rebuilt.
+        #expect(
+            Set(records.records.map(\.file)) == [names[0] + ".damaged", names[1] + ".damaged", names[2]],
+            "\(String(decoding: after, as: UTF8.self))")
+        let lines = String(decoding: after, as: UTF8.self).split(separator: "\n")
+        let followed = try #require(lines.first { $0.contains("\"file\":\"\(names[0]).damaged\"") })
+        #expect(followed.contains("\"damaged\":true") && followed.contains("\"peak_score\":0.5"), "\(followed)")
+        let rebuilt = try #require(lines.first { $0.contains("\"file\":\"\(names[1]).damaged\"") })
+        #expect(
+            rebuilt.contains("\"damaged\":true") && rebuilt.contains("\"rebuilt\":true")
+                && rebuilt.contains("\"bytes\":\(damaged[1].count)"), "\(rebuilt)")
+        #expect(first.errors.isEmpty, "\(first.errors)")
+
+        let second = try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
+        #expect(second.runToTheEnd() == .stopped, "\(second.output)")
+        #expect(second.lines("a clip no player can open was moved aside; its bytes are kept").isEmpty)
+        #expect(second.lines("cannot repair a clip; it is left as it is").isEmpty, "\(second.output)")
+        #expect(second.lines("events journal rebuilt from the clips on disk").isEmpty, "\(second.output)")
+        #expect(second.warnings.isEmpty && second.errors.isEmpty, "\(second.output)")
+        #expect(storage.contents(EventsJournal.name) == after)
+    }
+
+    /// A kill left the temporary files of writes it interrupted: a clip's picture and
+    /// `latest.jpg` written beside them (`.jpg.new`), the journal's rewrite
+    /// (`events.jsonl.new`), and a journal a power cut filled with garbage. At start each
+    /// leftover is removed and said once, the journal rebuilt from the clips; files that are
+    /// not the agent's stay.
+    @Test func whatAnInterruptedWriteLeftIsRemovedAtStart() throws {
+        let storage = MemoryStorage()
+        let now = Date()
+        let naming = Self.naming
+        let clip = naming.relativePath(for: now.addingTimeInterval(-3600))
+        try TestClips.write(clip, into: storage, created: now.addingTimeInterval(-3600))
+        let gone = naming.relativePath(for: now.addingTimeInterval(-86_400))
+        let leftovers = [
+            ClipNaming.snapshotPath(of: clip) + ".new", ClipNaming.snapshotPath(of: gone) + ".new",
+            "latest.jpg.new", "events.jsonl.new",
+        ]
+        for name in leftovers { storage.put(name, [0xFF, 0xD8, 0xFF, 0xE0]) }
+        let strangers = [gone.withoutLastPathComponent + "/notes.jpg.new", "holiday.jpg.new", "latest.jpg.bak"]
+        for name in strangers { storage.put(name, [1, 2, 3]) }
+        storage.put(EventsJournal.name, [UInt8](repeating: 0, count: 4096) + (0..<512).map { UInt8($0 % 251) })
+
+        let harness = try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let removed = harness.lines("removed a file an interrupted write left")
+        #expect(
+            Set(removed.compactMap { logValue($0, "file") }) == Set(leftovers) && removed.count == leftovers.count,
+            "\(harness.output)")
+        #expect(removed.allSatisfy { logValue($0, "level") == "info" })
+        for name in leftovers { #expect(!storage.exists(name), "\(name) is left") }
+        for name in strangers { #expect(storage.exists(name), "\(name) is not the agent's") }
+        let rebuilt = harness.lines("events journal rebuilt from the clips on disk")
+        #expect(rebuilt.count == 1 && logValue(rebuilt[0], "damaged_dropped") != "0", "\(harness.output)")
+        let journal = try EventsJournal(storage: storage).records()
+        #expect(journal.unreadableLines.isEmpty && journal.records.map(\.file) == [clip])
         #expect(harness.errors.isEmpty, "\(harness.errors)")
     }
 }

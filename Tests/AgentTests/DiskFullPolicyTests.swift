@@ -28,6 +28,39 @@ import Testing
         #expect(policy.isFull)
     }
 
+    /// `latest.jpg` is written only with room to spare beyond `min_free_mb` (and at least the
+    /// headroom) for it and the picture it replaces, and never while a write waits for space.
+    @Test func theLivePictureNeverTakesSpaceAClipNeeds() {
+        var policy = DiskFullPolicy()
+        let mb: Int64 = 1 << 20
+        #expect(policy.livePictureFits(bytes: 100_000, free: 10 * mb, minFree: 5 * mb, headroom: mb))
+        #expect(policy.livePictureFits(bytes: 100_000, free: 5 * mb + 200_000, minFree: 5 * mb, headroom: mb))
+        #expect(!policy.livePictureFits(bytes: 100_000, free: 5 * mb + 199_999, minFree: 5 * mb, headroom: mb))
+        #expect(!policy.livePictureFits(bytes: 100_000, free: mb, minFree: 0, headroom: mb))
+        #expect(!policy.livePictureFits(bytes: 100_000, free: nil, minFree: 0, headroom: mb))
+        _ = policy.full(at: 10)
+        #expect(!policy.livePictureFits(bytes: 100_000, free: 100 * mb, minFree: 0, headroom: mb))
+        _ = policy.synced(at: .s(11))
+        #expect(policy.livePictureFits(bytes: 100_000, free: 100 * mb, minFree: 0, headroom: mb))
+    }
+
+    /// The video kept in memory while the storage directory is not there has the bound a
+    /// full disk's has (64 MB by default): past it nothing more is held until the directory is
+    /// back, which is said once.
+    @Test func videoWaitingForTheStorageIsBoundedLikeAFullDisksVideo() {
+        #expect(DiskFullPolicy().limit == 64 << 20)
+        var policy = DiskFullPolicy(limit: 1000)
+        #expect(policy.hold(400, beside: 0) == .keep)
+        #expect(policy.hold(600, beside: 400) == .keep)
+        #expect(policy.hold(1, beside: 1000) == .full(say: true))
+        #expect(policy.hold(0, beside: 0) == .full(say: false), "nothing until the directory is back")
+        policy.storageBack()
+        #expect(policy.hold(10, beside: 0) == .keep)
+        _ = policy.full(at: 10)
+        #expect(policy.full(at: 10.5, buffered: 999) == .keepWaiting(sayFull: false))
+        #expect(policy.full(at: 10.6, buffered: 1000) == .abandon)
+    }
+
     @Test func aSecondLaterRetentionRunsAgain() {
         var policy = DiskFullPolicy()
         _ = policy.full(at: 10)

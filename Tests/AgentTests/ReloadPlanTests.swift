@@ -130,4 +130,30 @@ import Testing
         #expect(Says(ReloadPlan(from: defaults, to: defaults)) == Says())
         #expect(!ReloadPlan(from: defaults, to: defaults).changesPipeline)
     }
+
+    /// Each retention setting a reload changes, old and new as the file writes them, and
+    /// whether the new value deletes clips the old one kept (0 is "no limit" for age and size).
+    @Test(
+        arguments: [
+            (["storage.max_age_days": "0"], ["storage.max_age_days": "30"], "storage.max_age_days", "0", "30", true),
+            (["storage.max_age_days": "30"], ["storage.max_age_days": "0"], "storage.max_age_days", "30", "0", false),
+            (["storage.max_age_days": "30"], ["storage.max_age_days": "7"], "storage.max_age_days", "30", "7", true),
+            (["storage.max_size_mb": "500"], ["storage.max_size_mb": "0"], "storage.max_size_mb", "500", "0", false),
+            (["storage.max_size_mb": "0"], ["storage.max_size_mb": "100"], "storage.max_size_mb", "0", "100", true),
+            (["storage.min_free_mb": "1"], ["storage.min_free_mb": "900"], "storage.min_free_mb", "1", "900", true),
+            (["storage.min_free_mb": "900"], ["storage.min_free_mb": "1"], "storage.min_free_mb", "900", "1", false),
+        ] as [([String: String], [String: String], String, String, String, Bool)])
+    func retentionChangesAreNamedWithTheirValues(
+        old: [String: String], new: [String: String], setting: String, was: String, now: String, deletesMore: Bool
+    ) throws {
+        let dir = try TemporaryDirectory("vigil-reload-plan")
+        defer { dir.remove() }
+        let before = try Self.settings(old, in: dir, name: "old.conf")
+        let after = try Self.settings(new, in: dir, name: "new.conf")
+        #expect(
+            ReloadPlan.retentionChanges(from: before.storage, to: after.storage) == [
+                ReloadPlan.RetentionChange(setting: setting, old: was, new: now, deletesMore: deletesMore)
+            ])
+        #expect(ReloadPlan.retentionChanges(from: before.storage, to: before.storage).isEmpty)
+    }
 }

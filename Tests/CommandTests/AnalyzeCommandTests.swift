@@ -52,7 +52,7 @@ import Testing
         let dir = try TemporaryDirectory("vigil-analyze")
         defer { dir.remove() }
         let config = dir.file("vigil.conf")
-        try "".write(toFile: config, atomically: true, encoding: .utf8)
+        try "motion = { threshold = 0.005; };\n".write(toFile: config, atomically: true, encoding: .utf8)
         let missing = try runTool(
             builtExecutable("vigil"), ["analyze", "--config", config, "--source", "file:" + dir.file("none.y4m")])
         #expect(missing.status == 66)

@@ -33,6 +33,24 @@ import Testing
         #expect(r.stdout.isEmpty)
     }
 
+    /// An empty file (or one of comments alone) is what a save cut short leaves: it would
+    /// run on every default (keeping clips 30 days, recording the synthetic scene), so both
+    /// `check` and `run` refuse it, and `run` before touching anything.
+    @Test(arguments: ["", "\n\n", "# the camera by the door\n// nothing yet\n"])
+    func anEmptyFileIsRefused(text: String) throws {
+        let dir = try TemporaryDirectory("vigil-check")
+        defer { dir.remove() }
+        let path = dir.file("vigil.conf")
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        for command in ["check", "run"] {
+            let r = try vigil(command, "--config", path)
+            #expect(r.status == 78, "vigil \(command): \(r.stderr)")
+            #expect(r.stderr.hasPrefix(path + ": the file sets nothing"), "vigil \(command): \(r.stderr)")
+            #expect(r.stdout.isEmpty)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == ["vigil.conf"])
+    }
+
     @Test func missingFileExits78() throws {
         let r = try vigil("check", "--config", "/nonexistent/vigil.conf")
         #expect(r.status == 78)

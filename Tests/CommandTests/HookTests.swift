@@ -50,6 +50,44 @@ import Testing
         #expect(logLines(agent.output, "vigil stopped").count == 1)
     }
 
+    /// A hook that starts `sleep 100 &` and exits at once: what it left running ends with it
+    /// (its process group is killed when it exits), while the agent goes on recording — it
+    /// does not linger until the agent stops, nor outlive it.
+    @Test func whatAHookLeavesRunningEndsWithIt() throws {
+        let dir = try TemporaryDirectory("vigil-hooks")
+        defer { dir.remove() }
+        let footage = try AgentTests.footage(
+            AgentTests.scene(seconds: 20, objects: [AgentTests.object(1, 3)]), in: dir)
+        let pids = dir.file("pids")
+        let hook = try writeScript("sleep 100 &\necho $! >> \(pids)\nexit 0\n", named: "background.sh", in: dir)
+        defer {
+            for pid in processIDs(inFile: pids) { kill(pid, SIGKILL) }
+        }
+        let config = try AgentTests.config(
+            dir, footage: footage, extra: "hooks = { on_event_start = \"\(hook)\"; timeout = 600.0; };", realtime: true)
+
+        let agent = try AgentProcess(config: config)
+        defer { agent.kill(SIGKILL) }
+        var leftover: [Int32] = []
+        let started = Date()
+        while leftover.isEmpty && Date().timeIntervalSince(started) < 120 && agent.isRunning {
+            leftover = processIDs(inFile: pids)
+            usleep(20_000)
+        }
+        let sleeper = try #require(leftover.first, "the hook did not run:\n\(agent.output)")
+        var gone = false
+        while !gone && Date().timeIntervalSince(started) < 120 && agent.isRunning {
+            gone =
+                !FileManager.default.fileExists(atPath: "/proc/\(sleeper)/stat")
+                || (try? String(contentsOfFile: "/proc/\(sleeper)/stat", encoding: .utf8))?.contains(") Z ") == true
+            if !gone { usleep(20_000) }
+        }
+        #expect(gone, "the hook's `sleep 100 &` outlived the hook, the agent still running:\n\(agent.output)")
+        #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
+        #expect(!FileManager.default.fileExists(atPath: "/proc/\(sleeper)/stat"), "it outlived the agent")
+        #expect(logLines(agent.output, "hook killed: the agent stopped").isEmpty, "\(agent.output)")
+    }
+
     /// Four `on_clip_saved` hooks that hang (the limit for that kind) do not keep the
     /// `on_event_start` hook of the next event from running; the fifth `on_clip_saved` is
     /// skipped, and the log says for which clip. The hung ones end with the agent.

@@ -65,6 +65,24 @@ func vigil(_ arguments: String...) throws -> ToolResult {
         #expect(r3.stdout.contains("\(clip): repaired"))
     }
 
+    /// A clip the agent moved aside as damaged: still not a movie repair can finish (exit
+    /// 65), and said to be what it is; its bytes stay as they are.
+    @Test func aDamagedClipIsSaidToBeOne() throws {
+        let dir = try TemporaryDirectory("vigil-cli")
+        defer { dir.remove() }
+        let path = dir.file("yard-20261130-110405.mov.damaged")
+        let bytes = Data(count: 4096) + Data("mdat and the rest of a clip".utf8)
+        #expect(FileManager.default.createFile(atPath: path, contents: bytes))
+        let r = try vigil("repair", path)
+        #expect(r.status == 65, "\(r.stderr)")
+        #expect(
+            r.stderr.contains(path)
+                && r.stderr.contains(
+                    "the agent could not repair this clip when it started and moved it aside; no player opens it, its bytes are kept as they were"
+                ), "\(r.stderr)")
+        #expect(FileManager.default.contents(atPath: path) == bytes)
+    }
+
     @Test func usageErrorsExit64() throws {
         #expect(try vigil("repair").status == 64)
         #expect(try vigil("repair", "--frobnicate", "x").status == 64)

@@ -90,10 +90,17 @@ final class FifoFeeder {
         source = try SyntheticSource(scene: scene)
     }
 
-    /// Opens the pipe for writing (waits for the reader) and writes the stream header.
-    func open() throws {
-        let fd = Glibc.open(path, O_WRONLY)
+    /// Opens the pipe for writing (waits for the reader, at most `timeout` seconds: an agent
+    /// that exits before it reads must fail the test, not hang it) and writes the stream header.
+    func open(timeout: Double = 120) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        var fd = Glibc.open(path, O_WRONLY | O_NONBLOCK)
+        while fd < 0 && errno == ENXIO && Date() < deadline {
+            usleep(10_000)
+            fd = Glibc.open(path, O_WRONLY | O_NONBLOCK)
+        }
         guard fd >= 0 else { throw ToolError.notFound("open \(path): \(String(cString: strerror(errno)))") }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         self.handle = handle
         let rate = scene.frameRate

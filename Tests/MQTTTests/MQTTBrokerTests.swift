@@ -6,15 +6,21 @@ import Testing
 
 /// A `mosquitto` broker of the test's own on a loopback port, with `settings` added to its
 /// configuration (anonymous clients by default); `persistence` keeps sessions and queued
-/// messages across `restart()` (saved every second).
+/// messages across `restart()` (saved every second). Not `running`: the port is chosen, and
+/// nothing listens there until `restart()`.
 final class Broker {
     let port: Int
     let directory: TemporaryDirectory
     private let mosquitto: String
     private let config: String
-    private var process: Process
+    private var process: Process?
+    /// What the broker logs (`log_dest stderr`): its connections, among others.
+    var log: String { (try? String(contentsOfFile: config + ".log", encoding: .utf8)) ?? "" }
 
-    init(_ directory: TemporaryDirectory, settings: String = "allow_anonymous true", persistence: Bool = false) throws {
+    init(
+        _ directory: TemporaryDirectory, settings: String = "allow_anonymous true", persistence: Bool = false,
+        running: Bool = true
+    ) throws {
         self.directory = directory
         guard
             let mosquitto = which("mosquitto")
@@ -34,6 +40,13 @@ final class Broker {
             let config = directory.file("broker-\(port).conf")
             try "listener \(port) 127.0.0.1\n\(keep)log_dest stderr\n\(user)\(settings)\n".write(
                 toFile: config, atomically: true, encoding: .utf8)
+            if !running {
+                guard !Self.accepts(port) else { continue }
+                self.port = port
+                self.config = config
+                process = nil
+                return
+            }
             if let process = try Self.start(mosquitto, config: config, port: port) {
                 self.port = port
                 self.config = config
@@ -49,15 +62,18 @@ final class Broker {
     /// SIGKILL: a child started from a test's thread may have SIGTERM blocked (the mask is
     /// inherited); with persistence, what it keeps was saved within the last second.
     func stop() {
-        guard process.isRunning else { return }
+        guard let process, process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }
 
     /// Freezes the broker (SIGSTOP): connections stay open, nothing is read or acknowledged.
-    func pause() { kill(process.processIdentifier, SIGSTOP) }
+    func pause() { process.map { _ = kill($0.processIdentifier, SIGSTOP) } }
 
-    /// Starts the broker again on the same port, after `stop()`.
+    /// Lets a paused broker go on (SIGCONT).
+    func resume() { process.map { _ = kill($0.processIdentifier, SIGCONT) } }
+
+    /// Starts the broker again on the same port, after `stop()` (or first, when not `running`).
     func restart() throws {
         stop()
         let deadline = Date().addingTimeInterval(10)
@@ -179,16 +195,22 @@ final class Subscriber {
 
 /// The agent's events on a real broker (`vigil run` as a child process).
 @Suite(.serialized) struct MQTTBrokerTests {
+    /// An agent's configuration: `footage` read in real time (or not), or the synthetic
+    /// scene with `footage` nil; the broker at `host`:`port`, with `mqtt` added to the section.
     func config(
-        _ dir: TemporaryDirectory, footage: String, port: Int, realtime: Bool = true, mqtt: String = ""
+        _ dir: TemporaryDirectory, footage: String?, port: Int, realtime: Bool = true, mqtt: String = "",
+        host: String = "127.0.0.1", camera: String = "yard", clips: String = "clips"
     ) throws -> String {
         let path = dir.file("vigil-\(UUID().uuidString).conf")
+        let device =
+            footage.map { "device = \"file:\($0)\"; realtime = \(realtime);" }
+            ?? "device = \"synthetic\"; width = 320; height = 240; fps = 10.0;"
         try """
-        camera = { device = "file:\(footage)"; name = "yard"; realtime = \(realtime); };
+        camera = { \(device) name = "\(camera)"; };
         recording = { pre_roll = 1.0; post_roll = 1.0; };
-        storage = { path = "\(dir.file("clips"))"; min_free_mb = 1; };
+        storage = { path = "\(dir.file(clips))"; min_free_mb = 1; };
         log = { stats_interval = 1; };
-        mqtt = { enabled = true; host = "127.0.0.1"; port = \(port); keepalive = 5; \(mqtt) };
+        mqtt = { enabled = true; host = "\(host)"; port = \(port); keepalive = 5; \(mqtt) };
         """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -215,7 +237,8 @@ final class Subscriber {
 
         func on(_ topic: String) -> [Subscriber.Message] { messages.filter { $0.topic == "vigil/yard/" + topic } }
         #expect(on("availability").map(\.payload) == ["online", "offline"])
-        #expect(on("motion").map(\.payload) == ["ON", "OFF", "ON", "OFF"])
+        // The state at the connection, then each event's.
+        #expect(on("motion").map(\.payload) == ["OFF", "ON", "OFF", "ON", "OFF"])
 
         // The event topic: start, end and saved for each event, in that order, naming its clip.
         let events = on("event").map { json($0.payload) }
@@ -251,15 +274,17 @@ final class Subscriber {
         #expect(stats.count >= 5, "\(stats.count) stats messages")
         #expect(stats.allSatisfy { ($0["frames"] as? Int ?? -1) >= 0 && $0["camera"] as? String == "yard" })
 
-        // What a newcomer gets: the retained state, the newest clip and the detection switch's
-        // state among it.
+        // What a newcomer gets: the retained state, the newest clip, the detection switch's
+        // state and the last stats among it.
         let later = try Subscriber(port: broker.port, topic: "vigil/#", in: dir)
-        #expect(later.waitFor(timeout: 5) { $0.count >= 5 })
+        #expect(later.waitFor(timeout: 5) { $0.count >= 6 })
         later.stop()
         #expect(later.messages.first { $0.topic == "vigil/yard/snapshot" }?.bytes == pictures.last?.bytes)
+        let lastStats = later.messages.first { $0.topic == "vigil/yard/stats" }
+        #expect(lastStats?.retained == true && lastStats?.payload == on("stats").last?.payload, "\(later.messages)")
         #expect(
             Set(
-                later.messages.filter { $0.topic != "vigil/yard/snapshot" }.map {
+                later.messages.filter { $0.topic != "vigil/yard/snapshot" && $0.topic != "vigil/yard/stats" }.map {
                     "\($0.topic)=\($0.payload) \($0.retained)"
                 })
                 == [
@@ -334,7 +359,7 @@ final class Subscriber {
         #expect(bad.waitForExit(timeout: 60) == 0, "\(bad.output)")
         let refused = logLines(bad.output, "MQTT broker refused the connection; trying again")
         #expect(refused.count == 1, "\(bad.output)")
-        #expect(refused.first.flatMap { logValue($0, "reason") }?.contains("not authorised") == true, "\(refused)")
+        #expect(refused.first.flatMap { logValue($0, "error") }?.contains("not authorised") == true, "\(refused)")
         #expect(logLines(bad.output, "clip saved").count == 1, "recording went on")
         #expect(
             logLines(bad.output, "MQTT messages not delivered: the broker was unreachable when the agent stopped")
@@ -435,6 +460,6 @@ final class Subscriber {
         let phases = events.map { "\($0["type"] ?? "?")\($0["event"] ?? "?")" }
         #expect(phases == ["start1", "end1", "saved1", "start2", "end2", "saved2"], "\(phases)")
         let motion = once(live.messages.filter { $0.topic == "vigil/yard/motion" }.map(\.payload))
-        #expect(motion == ["ON", "OFF", "ON", "OFF"], "\(motion)")
+        #expect(motion == ["OFF", "ON", "OFF", "ON", "OFF"], "\(motion)")
     }
 }

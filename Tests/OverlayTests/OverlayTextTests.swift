@@ -26,6 +26,24 @@ import Testing
         #expect(OverlayText(pattern: "100%% %y", camera: "").text(at: date) == "100% \(twoDigits((c.year ?? 0) % 100))")
     }
 
+    /// Too long for the picture, the text keeps the time: the camera's name is cut short, then
+    /// left out, then only the time is kept.
+    @Test func aTextTooLongKeepsTheTime() {
+        let c = local(date)
+        let time = "\(twoDigits(c.hour)):\(twoDigits(c.minute)):\(twoDigits(c.second))"
+        let day = "\(c.year ?? -1)-\(twoDigits(c.month))-\(twoDigits(c.day))"
+        let text = OverlayText(pattern: "{camera} %Y-%m-%d %H:%M:%S", camera: "backgarden")
+        #expect(text.text(at: date, fitting: 40) == ("backgarden \(day) \(time)", false))
+        #expect(text.text(at: date, fitting: 25) == ("backg \(day) \(time)", true))
+        #expect(text.text(at: date, fitting: 19) == ("\(day) \(time)", true))
+        #expect(text.text(at: date, fitting: 12) == (time, true))
+        #expect(text.text(at: date, fitting: 5) == (String(time.prefix(5)), true))
+        let twice = OverlayText(pattern: "{camera} %H:%M:%S {camera}", camera: "abcdef")
+        #expect(twice.text(at: date, fitting: 18) == ("abcd \(time) abcd", true))
+        let timeFirst = OverlayText(pattern: "%H:%M:%S", camera: "")
+        #expect(timeFirst.text(at: date, fitting: 4) == (String(time.prefix(4)), true))
+    }
+
     @Test func cameraNameIsSubstitutedAsItIs() {
         let c = local(date)
         #expect(OverlayText(pattern: "{camera} %Y", camera: "shed").text(at: date) == "shed \(c.year ?? -1)")

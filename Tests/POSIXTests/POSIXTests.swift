@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import POSIX
 import Synchronization
@@ -185,5 +186,103 @@ private let failingCloses = Atomic<Int>(0)
     @Test func descriptorsAreCloseOnExec() throws {
         let file = try FileDescriptor(opening: "/dev/null", .readOnly)
         #expect(fcntl(file.rawValue, F_GETFD) & FD_CLOEXEC != 0)
+    }
+}
+
+/// `LineServer`, the trigger socket's server: every client is read at once, so one that says
+/// nothing, or drips a byte at a time, holds up neither another client nor the stop.
+@Suite struct LineServerTests {
+    /// A connected client of the socket at `path`.
+    final class Client {
+        let fd: FileDescriptor
+        init(_ path: String) throws { fd = try LocalSocket.connect(to: path, timeout: 30) }
+        /// True when the server said something or let go (data or the end is waiting).
+        var heardFrom: Bool {
+            var entry = pollfd(fd: fd.rawValue, events: Int16(POLLIN), revents: 0)
+            return poll(&entry, 1, 0) > 0
+        }
+        func line() -> String? { try? fd.receiveLine(limit: 512) }
+    }
+
+    final class Running: Sendable {
+        let server: LineServer
+        let path: String
+        let requests = Mutex<[LineServer.Request]>([])
+        let returned = Atomic<Bool>(false)
+
+        init(deadline: Double, maximumClients: Int = 16) throws {
+            path = "/tmp/vigil-line-server-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+            server = try LineServer(
+                listening: try LocalSocket.listen(at: path, permissions: 0o600), maximumClients: maximumClients,
+                readDeadline: deadline, lineLimit: 16)
+            Thread.detachNewThread { [self] in
+                server.serve { request in
+                    requests.withLock { $0.append(request) }
+                    if case .line(let text) = request { return "ok \(text)" }
+                    return "no \(request)"
+                }
+                returned.store(true, ordering: .relaxed)
+            }
+        }
+
+        func stop() {
+            server.stop()
+            while !returned.load(ordering: .relaxed) { usleep(1000) }
+            unlink(path)
+        }
+    }
+
+    /// With a deadline far off (60 s), six silent clients and one that has sent half a line are
+    /// all still connected, unanswered, when a seventh's request is answered; so are they when
+    /// `stop` returns, and only then are they let go.
+    @Test func aRequestIsAnsweredWhileSilentClientsWait() throws {
+        let running = try Running(deadline: 60)
+        let silent = try (0..<6).map { _ in try Client(running.path) }
+        let slow = try Client(running.path)
+        try slow.fd.send("rec")
+        let doorbell = try Client(running.path)
+        try doorbell.fd.send("record 2\n")
+        #expect(doorbell.line() == "ok record 2")
+        #expect(!silent.contains { $0.heardFrom } && !slow.heardFrom, "answered before its deadline")
+        try slow.fd.send("ord 5\n")
+        #expect(slow.line() == "ok record 5")
+        #expect(!silent.contains { $0.heardFrom })
+        running.stop()
+        #expect(running.requests.withLock { $0 } == [.line("record 2"), .line("record 5")])
+        for client in silent { #expect(client.line() == nil, "let go when the server stops") }
+    }
+
+    /// A client past its deadline is answered `.silent`; a line over the limit `.tooLong`; a
+    /// client that shuts its side after a line without a newline has that line taken.
+    @Test func silentTooLongAndUnendedRequests() throws {
+        let hurried = try Running(deadline: 0.3)
+        defer { hurried.stop() }
+        let quiet = try Client(hurried.path)
+        #expect(quiet.line() == "no silent")
+        let running = try Running(deadline: 60)
+        defer { running.stop() }
+        let long = try Client(running.path)
+        try long.fd.send(String(repeating: "x", count: 40))
+        #expect(long.line() == "no tooLong")
+        let unended = try Client(running.path)
+        try unended.fd.send("record")
+        shutdown(unended.fd.rawValue, Int32(SHUT_WR))
+        #expect(unended.line() == "ok record")
+    }
+
+    /// One client more than `maximumClients` is answered `.busy` at once, while the others are
+    /// connected and unanswered; once one of them is done, a new client is read again.
+    @Test func oneClientTooManyIsToldBusyAtOnce() throws {
+        let running = try Running(deadline: 60, maximumClients: 3)
+        defer { running.stop() }
+        let first = try (0..<3).map { _ in try Client(running.path) }
+        let extra = try Client(running.path)
+        #expect(extra.line() == "no busy")
+        #expect(!first.contains { $0.heardFrom })
+        try first[0].fd.send("a\n")
+        #expect(first[0].line() == "ok a")
+        let next = try Client(running.path)
+        try next.fd.send("b\n")
+        #expect(next.line() == "ok b")
     }
 }

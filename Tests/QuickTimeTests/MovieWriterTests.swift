@@ -356,7 +356,9 @@ func sine(frames: Int, channels: Int, rate: Int, startFrame: Int, frequency: Dou
 
 @Suite struct FileMovieOutputTests {
     @Test func aFullDiskIsReportedAsOutOfSpace() throws {
-        let output = try FileMovieOutput(updating: "/dev/full")
+        // /dev/full answers every write with ENOSPC; `creating` opens it as it is (`updating`,
+        // repair's way in, refuses anything but a regular file).
+        let output = try FileMovieOutput(creating: "/dev/full")
         #expect(
             throws: FileError(
                 path: "/dev/full", operation: "write", reason: "no space left on the device", isOutOfSpace: true)
@@ -376,8 +378,20 @@ func sine(frames: Int, channels: Int, rate: Int, startFrame: Int, frequency: Dou
         }
         let dir = try TemporaryDirectory("vigil-file")
         defer { dir.remove() }
-        #expect(throws: FileError(path: dir.path, operation: "open", reason: "Is a directory")) {
-            _ = try FileMovieOutput(updating: dir.path)
+    }
+
+    /// Repair opens nothing but a regular file: a named pipe would block it for ever, and a
+    /// directory or a device is not a movie. The error says what the thing is and what to do.
+    @Test func repairOpensOnlyARegularFile() throws {
+        let dir = try TemporaryDirectory("vigil-file")
+        defer { dir.remove() }
+        let fifo = dir.file("clip.mov")
+        #expect(mkfifo(fifo, 0o600) == 0)
+        for (path, kind) in [(dir.path, "a directory"), ("/dev/full", "a device"), (fifo, "a named pipe (FIFO)")] {
+            let reason = "it is \(kind), not a regular file; refusing — move it out of the storage directory"
+            #expect(throws: FileError(path: path, operation: "open", reason: reason, isNotRegularFile: true)) {
+                _ = try FileMovieOutput(updating: path)
+            }
         }
     }
 

@@ -21,7 +21,7 @@ import Testing
     /// `audio` adds a 10 ms chunk per 10 ms of capture time (8 kHz mono), `audioLead` early.
     func run(
         frames: Int, gop: Int = 30, preRoll: Double = 3, actions: [Int: [EventAction]],
-        audio: Bool = false, finishAt: Timestamp? = nil
+        audio: Bool = false, finishAt: Timestamp? = nil, outsideTriggerAt: Int? = nil
     ) -> (clips: [Clip], stream: [EncodedSample]) {
         var recorder = ClipRecorder(preRoll: .init(seconds: preRoll), maxBytes: 1 << 30)
         var clips: [Clip] = []
@@ -51,6 +51,7 @@ import Testing
         for i in 0..<frames {
             frame = i
             let t = time(i)
+            if i == outsideTriggerAt { recorder.outsideTriggerTaken() }
             for action in actions[i] ?? [] { apply(recorder.handle(action)) }
             if let s = pending { apply(recorder.handle(s)) }
             let sample = EncodedSample(
@@ -127,6 +128,27 @@ import Testing
         // Concatenated, the parts are exactly the stream from the first keyframe to the end.
         #expect(clips.flatMap(\.video) == Array(stream[210...1499]))
         #expect(clips.allSatisfy { $0.info.event == 1 && $0.info.trigger == time(300) })
+    }
+
+    /// A motion event split at 20 s (part 2 opens at the keyframe of frame 600, which reaches
+    /// the recorder with frame 601). An outside trigger taken at frame 601, before that
+    /// keyframe, is taken while part 1 is open: both parts say `external`. Taken one frame
+    /// later, part 1 is closed and keeps `motion`; part 2 says `external`. Never taken: both
+    /// `motion`.
+    @Test(arguments: [
+        (Int?.none, [TriggerCause.motion, .motion]), (601, [.external, .external]), (602, [.motion, .external]),
+    ])
+    func anOutsideTriggerMarksTheClipOpenWhenItIsTaken(at frame: Int?, causes: [TriggerCause]) {
+        let (clips, _) = run(
+            frames: 900,
+            actions: [
+                300: [.start(trigger: time(300), confirmedAt: time(300), score: 0.05)],
+                600: [.split(at: time(600), part: 2)],
+                800: [.end(at: time(799), lastMotion: time(700), peakScore: 0.1, parts: 2)],
+            ], outsideTriggerAt: frame)
+        #expect(clips.map(\.info.part) == [1, 2])
+        #expect(clips.compactMap { $0.closing?.1.cause } == causes)
+        #expect(clips.map(\.info.cause) == [.motion, frame == 601 ? .external : .motion], "as each part opened")
     }
 
     @Test func motionBeforeAnyKeyframeWaitsForOne() {

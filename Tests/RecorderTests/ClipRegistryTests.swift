@@ -140,6 +140,9 @@ final class JournalReadHook: ClipStorage {
     func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError) {
         try inner.replace(relativePath, with: bytes)
     }
+    func rename(_ relativePath: String, to newRelativePath: String) throws(FileError) {
+        try inner.rename(relativePath, to: newRelativePath)
+    }
     func claim() throws(ClaimError) -> any StorageClaim { try inner.claim() }
     func probe() throws(FileError) { try inner.probe() }
 }

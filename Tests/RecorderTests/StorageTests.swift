@@ -100,6 +100,19 @@ import Testing
         }
     }
 
+    /// A clip moved aside as damaged is kept no longer than a clip: it is counted and goes
+    /// oldest first, but it is never the newest clip that stays whatever the rules say (a
+    /// power cut damages the newest clip; the event before it is the one to keep).
+    @Test func aDamagedClipIsCountedButNeverTheNewestKept() {
+        let clips = [
+            clip("a.mov", ageDays: 3, mb: 10), clip("b.mov", ageDays: 2, mb: 10),
+            clip("c.mov.damaged", ageDays: 1, mb: 10),
+        ]
+        let d = RetentionPolicy(maxAgeDays: nil, maxSize: 5 << 20, minFree: 0).deletions(
+            clips: clips, now: now, freeBytes: 1 << 40, protected: [])
+        #expect(d.map(\.clip.relativePath) == ["a.mov", "c.mov.damaged"])
+    }
+
     @Test func nothingToDoWhenWithinLimits() {
         let clips = [clip("a", ageDays: 2, mb: 10)]
         #expect(
@@ -173,6 +186,41 @@ import Testing
         #expect(swept.deleted.map(\.clip.relativePath) == [names[1]])
         #expect(!storage.exists(picture))
         #expect(storage.exists(ClipNaming.snapshotPath(of: names[2]) + ".kept") && storage.exists("latest.jpg"))
+    }
+
+    /// A clip's picture counts in `max_size_mb` with it: six 5 MB clips with 1 MB pictures
+    /// take 36 MB, over a 32 MB cap, so the oldest goes, and its picture with it; `latest.jpg`
+    /// is no clip's.
+    @Test func aClipsPictureCountsInTheStoreSize() throws {
+        let (storage, store, names) = store()
+        storage.capacity = 1 << 30
+        for name in names { storage.put(ClipNaming.snapshotPath(of: name), [UInt8](repeating: 0xFF, count: 1 << 20)) }
+        storage.put(ClipNaming.latestPicture, [UInt8](repeating: 0xFF, count: 4 << 20))
+        let swept = store.sweep(
+            RetentionPolicy(maxAgeDays: nil, maxSize: 32 << 20, minFree: 0), now: base, protected: [names[5]])
+        #expect(swept.errors.isEmpty)
+        #expect(swept.deleted.map(\.clip.relativePath) == [names[0]])
+        #expect(!storage.exists(ClipNaming.snapshotPath(of: names[0])))
+        #expect(names.dropFirst().allSatisfy { storage.exists($0) && storage.exists(ClipNaming.snapshotPath(of: $0)) })
+        #expect(storage.exists(ClipNaming.latestPicture))
+    }
+
+    /// A clip moved aside as damaged (`NAME.mov.damaged`) is one of the agent's: listed,
+    /// counted, deleted oldest first with its picture. One whose name is not of the pattern
+    /// (nor named by the journal) is not.
+    @Test func aDamagedClipIsTheAgentsToCountAndDelete() throws {
+        let (storage, store, names) = store()
+        let damaged = naming.relativePath(for: base.addingTimeInterval(-7200)) + ".damaged"
+        storage.put(damaged, [UInt8](repeating: 0, count: 5 << 20), modified: base.addingTimeInterval(-7200))
+        storage.put(ClipNaming.snapshotPath(of: damaged), [0xFF, 0xD8])
+        storage.put("2026-11-29/holiday.mov.damaged", [0], modified: base.addingTimeInterval(-86_400 * 400))
+        #expect(ClipNaming.snapshotPath(of: damaged) == String(damaged.dropLast(12)) + ".jpg")
+        #expect(try store.clips().map(\.relativePath) == ([damaged] + names).sorted())
+        let swept = store.sweep(
+            RetentionPolicy(maxAgeDays: nil, maxSize: 26 << 20, minFree: 0), now: base, protected: [names[5]])
+        #expect(swept.deleted.map(\.clip.relativePath) == [damaged, names[0]])
+        #expect(!storage.exists(ClipNaming.snapshotPath(of: damaged)))
+        #expect(storage.exists("2026-11-29/holiday.mov.damaged"))
     }
 
     @Test func refusesToDeleteWhatIsNotAClip() throws {

@@ -3,6 +3,7 @@ import Media
 import QuickTime
 import Recorder
 import Storage
+import Synchronization
 import TestSupport
 import Testing
 
@@ -201,5 +202,112 @@ import Glibc
         ) {
             try journal.append(record)
         }
+    }
+
+    /// Runs `body` on a thread of its own and waits at most `seconds` for it; nil when it did
+    /// not return (a call stuck in `open`). `unblock` then lets it go, so no thread is left
+    /// stuck behind the test.
+    func within<T: Sendable>(
+        _ seconds: Double, unblock: () -> Void, _ body: @escaping @Sendable () -> T
+    ) -> T? {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<T?>(nil)
+        Thread.detachNewThread {
+            let value = body()
+            result.withLock { $0 = value }
+            done.signal()
+        }
+        if done.wait(timeout: .now() + seconds) == .success { return result.withLock { $0 } }
+        for _ in 0..<300 {
+            unblock()
+            if done.wait(timeout: .now() + 0.1) == .success { break }
+        }
+        return nil
+    }
+
+    /// A named pipe with the journal's name, or a clip's, is refused at once, saying what it
+    /// is and what to do — never opened: opening one nobody writes waits for ever (SIGTERM
+    /// does not end the wait), and reading one waits for a writer.
+    @Test func aNamedPipeInTheStorageDirectoryIsRefusedWithoutWaiting() throws {
+        let dir = try TemporaryDirectory("vigil-fifo")
+        defer { dir.remove() }
+        let storage = DiskStorage(root: dir.path)
+        let clip = naming.relativePath(for: Date(timeIntervalSince1970: 1_796_000_000))
+        try FileManager.default.createDirectory(
+            atPath: dir.file(clip.withoutLastPathComponent), withIntermediateDirectories: true)
+        for name in [EventsJournal.name, clip] { #expect(mkfifo(dir.file(name), 0o644) == 0) }
+        // A writer that comes and goes lets a reader stuck in `open` return.
+        let unblock = {
+            for name in [EventsJournal.name, clip] {
+                let fd = open(dir.file(name), O_WRONLY | O_NONBLOCK)
+                if fd >= 0 { close(fd) }
+            }
+        }
+        let attempts: [(String, @Sendable () -> FileError?)] = [
+            ("read the journal", { Self.failure { () throws(FileError) in _ = try storage.read(EventsJournal.name) } }),
+            (
+                "append to the journal",
+                {
+                    Self.failure { () throws(FileError) in
+                        try storage.append(Array("{}\n".utf8), to: EventsJournal.name)
+                    }
+                }
+            ),
+            ("read a clip", { Self.failure { () throws(FileError) in _ = try storage.readMovie(clip) } }),
+            ("open a clip for repair", { Self.failure { () throws(FileError) in _ = try storage.openMovie(clip) } }),
+        ]
+        for (what, attempt) in attempts {
+            let error = within(30, unblock: unblock, attempt)
+            try #require(error != nil, "\(what): still waiting after 30 s")
+            let description = error??.description ?? "no error"
+            #expect(
+                description.contains("it is a named pipe (FIFO), not a regular file; refusing")
+                    && description.contains("move it out of the storage directory"),
+                "\(what): \(description)")
+        }
+        // The pipes are still there, untouched.
+        for name in [EventsJournal.name, clip] {
+            #expect(isNamedPipe(dir.file(name)))
+        }
+    }
+
+    /// The error `body` throws, or nil.
+    static func failure(_ body: () throws(FileError) -> Void) -> FileError? {
+        do { try body() } catch { return error }
+        return nil
+    }
+
+    /// Only a lock another agent holds is another agent: on a file system mounted read-only
+    /// the lock file cannot be opened to write, which is storage to wait for, and so is a
+    /// storage directory that cannot be made there.
+    @Test func aReadOnlyDirectoryIsUnavailableNotClaimedElsewhere() throws {
+        let fs = try SmallFileSystem(megabytes: 4)
+        defer { fs.unmount() }
+        let storage = DiskStorage(root: fs.path + "/clips")
+        try storage.createRoot()
+        do {
+            let first = try storage.claim()
+            do {
+                _ = try storage.claim()
+                Issue.record("claimed twice")
+            } catch {
+                #expect(error.cause == .held && error.heldBy == getpid(), "\(error)")
+            }
+            withExtendedLifetime(first) {}
+        }
+        try fs.remount(readOnly: true)
+        do {
+            _ = try storage.claim()
+            Issue.record("claimed on a read-only file system")
+        } catch {
+            #expect(error.cause == .unavailable && error.description.contains("Read-only file system"), "\(error)")
+        }
+        do {
+            try DiskStorage(root: fs.path + "/other").createRoot()
+            Issue.record("made a directory on a read-only file system")
+        } catch {
+            #expect(error.isReadOnly, "\(error)")
+        }
+        #expect(throws: FileError.self) { try storage.probe() }
     }
 }

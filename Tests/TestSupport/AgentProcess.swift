@@ -10,10 +10,13 @@ public final class AgentProcess: Sendable {
 
     /// Starts `vigil ARGUMENTS` with TZ=UTC, without the variables systemd would set, with a
     /// runtime directory of its own (no two test agents share a trigger socket), plus `environment`.
-    public init(_ arguments: [String], environment extra: [String: String] = [:]) throws {
+    /// `launcher`: a program and its arguments that end by running (exec) the command given
+    /// after them — `vigil ARGUMENTS` — in the same process (`unshare`, say).
+    public init(_ arguments: [String], environment extra: [String: String] = [:], launcher: [String] = []) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("vigil"))
-        process.arguments = arguments
+        let vigil = builtExecutable("vigil")
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? vigil)
+        process.arguments = launcher.isEmpty ? arguments : Array(launcher.dropFirst()) + [vigil] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["TZ"] = "UTC"
         for key in ["JOURNAL_STREAM", "NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID"] {
@@ -37,8 +40,8 @@ public final class AgentProcess: Sendable {
     }
 
     /// `vigil run --config CONFIG`.
-    public convenience init(config: String, environment: [String: String] = [:]) throws {
-        try self.init(["run", "--config", config], environment: environment)
+    public convenience init(config: String, environment: [String: String] = [:], launcher: [String] = []) throws {
+        try self.init(["run", "--config", config], environment: environment, launcher: launcher)
     }
 
     public var pid: Int32 { process.processIdentifier }

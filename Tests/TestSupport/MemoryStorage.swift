@@ -18,6 +18,9 @@ public final class MemoryStorage: ClipStorage, Sendable {
         var bytes: [UInt8]
         var modified: Date
         var isLink = false
+        /// What it is when it is neither a regular file nor a link ("a named pipe (FIFO)").
+        var special: String?
+        var isRegular: Bool { !isLink && special == nil }
     }
 
     struct State {
@@ -84,14 +87,30 @@ public final class MemoryStorage: ClipStorage, Sendable {
         state.withLock { $0.files[relativePath] = Entry(bytes: [], modified: $0.now, isLink: true) }
     }
 
+    /// Plants something that is not a regular file (a named pipe, a directory) with this name:
+    /// it is refused as on disk, never opened.
+    public func plantSpecial(_ relativePath: String, _ what: String = "a named pipe (FIFO)") {
+        state.withLock { $0.files[relativePath] = Entry(bytes: [], modified: $0.now, special: what) }
+    }
+
+    /// What the name is when it is not a regular file nor a link ("a named pipe (FIFO)").
+    public func special(_ relativePath: String) -> String? {
+        state.withLock { $0.files[relativePath]?.special }
+    }
+
     /// The bytes of a file, or nil.
     public func contents(_ relativePath: String) -> [UInt8]? {
-        state.withLock { $0.files[relativePath].flatMap { $0.isLink ? nil : $0.bytes } }
+        state.withLock { $0.files[relativePath].flatMap { $0.isRegular ? $0.bytes : nil } }
     }
 
     /// Every regular file's name, sorted.
     public var fileNames: [String] {
-        state.withLock { $0.files.filter { !$0.value.isLink }.keys.sorted() }
+        state.withLock { $0.files.filter { $0.value.isRegular }.keys.sorted() }
+    }
+
+    /// The time a file was last written.
+    public func modified(_ relativePath: String) -> Date? {
+        state.withLock { $0.files[relativePath]?.modified }
     }
 
     // MARK: ClipStorage
@@ -100,7 +119,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
 
     public func walk() throws(FileError) -> [StoredFile] {
         state.withLock { s in
-            s.files.filter { !$0.value.isLink }.map {
+            s.files.filter { $0.value.isRegular }.map {
                 StoredFile(relativePath: $0.key, size: Int64($0.value.bytes.count), modified: $0.value.modified)
             }
         }
@@ -120,10 +139,29 @@ public final class MemoryStorage: ClipStorage, Sendable {
             guard let entry = s.files[relativePath] else {
                 throw FileError(path: path, operation: "delete", reason: "No such file or directory", isMissing: true)
             }
-            guard !entry.isLink else {
-                throw FileError(path: path, operation: "delete", reason: "it is not a regular file; refusing")
+            guard entry.isRegular else {
+                throw FileError(
+                    path: path, operation: "delete", reason: "it is not a regular file; refusing",
+                    isNotRegularFile: entry.special != nil)
+            }
+            if !s.writable { throw FileError(path: path, operation: "delete", reason: "Read-only file system") }
+            s.files[relativePath] = nil
+        }
+    }
+
+    public func rename(_ relativePath: String, to newRelativePath: String) throws(FileError) {
+        let path = self.path(relativePath)
+        try state.withLock { s throws(FileError) in
+            guard let entry = s.files[relativePath] else {
+                throw FileError(path: path, operation: "rename", reason: "No such file or directory", isMissing: true)
+            }
+            if !s.writable { throw FileError(path: path, operation: "rename", reason: "Read-only file system") }
+            guard s.files[newRelativePath] == nil else {
+                throw FileError(
+                    path: path, operation: "rename", reason: "a file has that name already", isAlreadyThere: true)
             }
             s.files[relativePath] = nil
+            s.files[newRelativePath] = entry
         }
     }
 
@@ -141,6 +179,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     public func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        try refuseSpecial(relativePath, "open")
         guard contents(relativePath) != nil else {
             throw FileError(
                 path: path(relativePath), operation: "open", reason: "No such file or directory", isMissing: true)
@@ -153,6 +192,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     public func readMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        try refuseSpecial(relativePath, "open")
         guard contents(relativePath) != nil else {
             throw FileError(
                 path: path(relativePath), operation: "open", reason: "No such file or directory", isMissing: true)
@@ -166,6 +206,12 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     public func claim() throws(ClaimError) -> any StorageClaim {
+        // As on disk: the lock file cannot be made or opened to write on a read-only directory.
+        if !writable {
+            throw ClaimError(
+                path: path(".vigil.lock"), heldBy: nil, reason: "cannot take its lock: Read-only file system",
+                cause: .unavailable)
+        }
         let taken = state.withLock { s -> Bool in
             defer { s.claimed = true }
             return s.claimed
@@ -189,7 +235,18 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     public func read(_ relativePath: String) throws(FileError) -> [UInt8]? {
-        contents(relativePath)
+        try refuseSpecial(relativePath, "read")
+        return contents(relativePath)
+    }
+
+    /// A name that is not a regular file is refused, as `DiskStorage` refuses it (unopened).
+    private func refuseSpecial(_ relativePath: String, _ operation: String) throws(FileError) {
+        if let what = special(relativePath) {
+            throw FileError(
+                path: path(relativePath), operation: operation,
+                reason: "it is \(what), not a regular file; refusing — move it out of the storage directory",
+                isNotRegularFile: true)
+        }
     }
 
     public func append(_ bytes: [UInt8], to relativePath: String) throws(FileError) {
@@ -206,6 +263,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
     /// Changes a file's bytes unless that would take more than the disk has.
     func write(_ relativePath: String, operation: String, _ change: (inout [UInt8]) -> Void) throws(FileError) {
         let path = self.path(relativePath)
+        try refuseSpecial(relativePath, operation)
         try state.withLock { s throws(FileError) in
             if !s.writable { throw FileError(path: path, operation: operation, reason: "Read-only file system") }
             if s.files[relativePath]?.isLink == true {

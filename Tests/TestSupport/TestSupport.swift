@@ -215,4 +215,17 @@ public struct SmallFileSystem: Sendable {
         _ = try? runTool("umount", [path])
         try? FileManager.default.removeItem(atPath: path)
     }
+
+    /// Remounts it read-only (as the kernel does to a card after an error) or writable again.
+    /// Read-only fails (EBUSY) while a file on it is open to write.
+    public func remount(readOnly: Bool) throws {
+        let r = try runTool("mount", ["-o", readOnly ? "remount,ro" : "remount,rw", path])
+        guard r.status == 0 else { throw ToolError.failed("mount -o remount \(path)", r) }
+    }
+}
+
+/// Whether `path` itself (not followed) is a named pipe.
+public func isNamedPipe(_ path: String) -> Bool {
+    var info = stat()
+    return lstat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFIFO
 }

@@ -20,16 +20,24 @@ States (ids are stable for a given log and seed):
             FUA pieces always (CrashMonkey's model of a power cut before the next flush);
   END       every entry (what the disk held when the log was closed).
 
+Which flush points a run tests (`choose`) and which pieces a torn state keeps (`torn_choice`)
+are drawn from random.Random seeded with a string of the seed, the file system's name and
+the state: for one log, one seed and one name they are the same on every machine.
+
 Command line (to rebuild a state of a kept log on any machine):
   logwrites.py info LOG
   logwrites.py build LOG BASE_IMAGE STATE_ID SEED KEY OUT_IMAGE
 (KEY is the file system's name in the run, e.g. ext4-ordered: it is part of the seed; LOG
-and BASE_IMAGE may be gzipped, as a run keeps them: var/powercut/<time>/<fs>/log.gz and
-base.img.gz.) E.g., to look at a failing torn state of exFAT:
-  scripts/powercut/logwrites.py build var/powercut/T/exfat/log.gz var/powercut/T/exfat/base.img.gz \
-      T64.0 14 exfat /tmp/state.img && fsck.exfat -n /tmp/state.img
+and BASE_IMAGE may be compressed with gzip or xz, as a run keeps them
+(var/powercut/<time>/<fs>/log.gz, base.img.gz) and as the fixtures do
+(scripts/powercut/fixtures/<recording>/log.xz, base.img.xz).) E.g., to look at a torn state
+of exFAT that the gate replays:
+  scripts/powercut/logwrites.py build scripts/powercut/fixtures/exfat/log.xz \
+      scripts/powercut/fixtures/exfat/base.img.xz T317.2 14 exfat /tmp/state.img && fsck.exfat -n /tmp/state.img
 """
 import gzip
+import hashlib
+import lzma
 import os
 import random
 import shutil
@@ -112,6 +120,25 @@ class Log:
                 out.append((e.index, at, stop - at, log_at, bool(e.flags & FUA)))
                 at = stop
         return out
+
+
+def choose(log, seed, key, intervals):
+    """The flush points whose states a run tests: `intervals` of those followed by writes,
+    half of them (when there are so many) among the three before each point where the agent
+    said it opened or saved a clip (the intervals that hold the creation of files and
+    directories and the close's steps), the rest anywhere."""
+    flushes = log.flushes()
+    nonempty = [k for k in flushes if log.pieces_between(k + 1, next_flush(log, k))]
+    rng = random.Random(f"{seed}/{key}/choose")
+    near = []
+    for index, text in log.marks():
+        if text.startswith(("saved:", "opened:")):
+            before = [k for k in nonempty if k < index][-3:]
+            near.extend(k for k in before if k not in near)
+    chosen = set(rng.sample(near, min(len(near), intervals // 2)))
+    rest = [k for k in nonempty if k not in chosen]
+    chosen.update(rng.sample(rest, min(len(rest), intervals - len(chosen))))
+    return sorted(chosen)
 
 
 def next_flush(log, k):
@@ -200,19 +227,55 @@ def build(log, base, state_id, seed, key, out):
         image.close()
 
 
-def gunzipped(path, tmp):
-    if not path.endswith(".gz"):
+def sha256(path):
+    """The SHA-256 of a file's bytes, in hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            block = f.read(1 << 20)
+            if not block:
+                return h.hexdigest()
+            h.update(block)
+
+
+def open_compressed(path):
+    """A file kept with gzip (.gz), xz (.xz) or as it is, opened for reading its bytes."""
+    if path.endswith(".gz"):
+        return gzip.open(path, "rb")
+    if path.endswith(".xz"):
+        return lzma.open(path, "rb")
+    return open(path, "rb")
+
+
+def decompress(path, out):
+    """Writes the bytes of `path` (open_compressed) to `out`, leaving holes where a 64 KiB
+    block is zeros (an image of a small file system is mostly zeros)."""
+    zeros = bytes(1 << 16)
+    with open_compressed(path) as f, open(out, "wb") as g:
+        while True:
+            block = f.read(1 << 16)
+            if not block:
+                break
+            if block == zeros[: len(block)]:
+                g.seek(len(block), os.SEEK_CUR)
+            else:
+                g.write(block)
+        g.truncate()
+
+
+def uncompressed(path, tmp):
+    """`path` itself, or its bytes decompressed into the directory `tmp`."""
+    if not path.endswith((".gz", ".xz")):
         return path
     plain = os.path.join(tmp, os.path.basename(path)[:-3])
-    with gzip.open(path) as f, open(plain, "wb") as g:
-        shutil.copyfileobj(f, g, 1 << 20)
+    decompress(path, plain)
     return plain
 
 
 def main(argv):
     if len(argv) >= 2 and argv[0] == "info":
         with tempfile.TemporaryDirectory() as tmp:
-            log = Log(gunzipped(argv[1], tmp))
+            log = Log(uncompressed(argv[1], tmp))
             print(f"{len(log.entries)} entries, sector size {log.sectorsize}, {log.end} bytes, {len(log.flushes())} flushes")
             for e in log.entries:
                 if e.flags & (MARK | FLUSH | FUA) or "-v" in argv:
@@ -221,7 +284,7 @@ def main(argv):
     if len(argv) == 7 and argv[0] == "build":
         _, log_path, base, state_id, seed, key, out = argv
         with tempfile.TemporaryDirectory() as tmp:
-            log_path, base = gunzipped(log_path, tmp), gunzipped(base, tmp)
+            log_path, base = uncompressed(log_path, tmp), uncompressed(base, tmp)
             how = build(Log(log_path), base, state_id, seed, key, out)
         print(f"{out}: state {state_id} {how}")
         return 0

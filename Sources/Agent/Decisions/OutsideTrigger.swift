@@ -19,11 +19,20 @@ public struct OutsideTrigger: Sendable, Equatable {
     public static let longest = Timestamp.Duration(seconds: 3600)
 
     /// The seconds a request says (`vigil trigger --seconds`, its socket, MQTT's `record/set`):
-    /// a number from 1 to `longest`; nil for anything else.
+    /// plain decimal seconds (`30`, `2.5`) from 1 to `longest`; nil for anything else — no
+    /// sign, exponent, hexadecimal (`0x10`), `inf` or spaces, which `Double(_:)` would read.
     public static func seconds(_ text: some StringProtocol) -> Double? {
-        guard let seconds = Double(String(text)), seconds >= 1, seconds <= longest.seconds else { return nil }
+        let text = String(text)
+        let parts = text.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        let isDigits = { (part: Substring) in !part.isEmpty && part.allSatisfy { ("0"..."9").contains($0) } }
+        guard parts.allSatisfy(isDigits), let seconds = Double(text), seconds >= 1,
+            seconds <= longest.seconds
+        else { return nil }
         return seconds
     }
+
+    /// What `seconds(_:)` accepts, for messages.
+    public static let accepted = "plain decimal seconds from 1 to 3600 (such as 30 or 2.5)"
 
     /// Records from `time` for `seconds`, or up to `maxClip` when nil.
     public mutating func record(seconds: Double?, at time: Timestamp, maxClip: Timestamp.Duration) {

@@ -53,6 +53,53 @@ public struct ReloadPlan: Sendable, Equatable {
         return applied
     }
 
+    /// Why the file a reload read is not taken, or nil when it may be: it lacks the `camera`
+    /// or the `storage` group that the file in use has. Such a file is one cut short or
+    /// half-written, and its defaults would replace what the owner set — a `max_age_days = 0`
+    /// (keep forever) would become 30, and the next sweep delete every older clip. (A file that
+    /// sets nothing, or that does not parse, is refused before this.)
+    public static func refusal(of new: ConfigValues, running: ConfigValues) -> String? {
+        for group in ["camera", "storage"] where running.groups.contains(group) && !new.groups.contains(group) {
+            return
+                "the file has no \(group) group, which the one in use has — it looks cut short or half-written, and its defaults would replace the settings in use; put the \(group) group back and reload again"
+        }
+        return nil
+    }
+
+    /// A retention setting that a reload changes, with its values as the file writes them.
+    public struct RetentionChange: Sendable, Equatable {
+        public var setting: String
+        public var old: String
+        public var new: String
+        /// True when the new value deletes clips the old one kept (a shorter age, a smaller
+        /// size, more space to keep free, or a limit where there was none).
+        public var deletesMore: Bool
+    }
+
+    /// The retention settings (`storage.max_age_days`, `max_size_mb`, `min_free_mb`) that differ
+    /// between `old` and `new`, in that order.
+    public static func retentionChanges(from old: Settings.Storage, to new: Settings.Storage) -> [RetentionChange] {
+        var changes: [RetentionChange] = []
+        /// A limit where 0 (nil) means none: it deletes more when it appears or shrinks.
+        func limit<T: Comparable & BinaryInteger>(_ name: String, _ old: T?, _ new: T?, _ shown: (T) -> T) {
+            guard old != new else { return }
+            let deletesMore = new.map { new in old.map { new < $0 } ?? true } ?? false
+            changes.append(
+                RetentionChange(
+                    setting: name, old: old.map { String(shown($0)) } ?? "0", new: new.map { String(shown($0)) } ?? "0",
+                    deletesMore: deletesMore))
+        }
+        limit("storage.max_age_days", old.maxAgeDays, new.maxAgeDays) { $0 }
+        limit("storage.max_size_mb", old.maxSize, new.maxSize) { $0 >> 20 }
+        if old.minFree != new.minFree {
+            changes.append(
+                RetentionChange(
+                    setting: "storage.min_free_mb", old: String(old.minFree >> 20), new: String(new.minFree >> 20),
+                    deletesMore: new.minFree > old.minFree))
+        }
+        return changes
+    }
+
     /// True when the pipeline has something to swap between events.
     public var changesPipeline: Bool { detectionChanged || eventsChanged || preRollChanged }
 }

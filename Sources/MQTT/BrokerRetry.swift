@@ -1,0 +1,211 @@
+/// When the MQTT client tries the broker again, and what it says about it: a value without a
+/// clock or I/O (the connection thread passes the time, in seconds of the monotonic clock).
+///
+/// | what happened | next try | said |
+/// |---|---|---|
+/// | no connection made: refused, no route, no answer, a name that does not resolve (yet) | after 1 s, doubling to 5 s | the first failure of an outage |
+/// | the broker said no: a login refused, a certificate not trusted | after 1 s, doubling to 60 s | the first failure of that kind |
+/// | a connection lost | after 1 s, then as above | the loss |
+/// | a connection lost within 10 s of being made, the 3rd time in a row: another client with the same client id takes it over | after 60 s, doubling to 10 min | once, with the fix |
+/// | connected | — | the recovery: how long it was down, the tries (nothing during a take-over) |
+///
+/// So the broker is found within a few seconds of coming up however long it was away (a board
+/// that boots before the broker's after a power cut); a login that stays wrong costs a try a
+/// minute; and two agents that share a client id do not throw each other off every second.
+public struct BrokerRetry: Sendable, Equatable {
+    /// What went wrong.
+    public enum Failure: Sendable, Equatable {
+        /// No connection was made, or none was answered.
+        case unreachable
+        /// The broker (or TLS) said no.
+        case refused
+        /// A connection that was up went down.
+        case lost
+    }
+
+    /// What to say about a failure, at warning or error level.
+    public enum Say: Sendable, Equatable {
+        /// The first failure of an outage, or the first of another kind within it.
+        case outage(Failure)
+        /// The connection was lost right after it was made, `sessions` times in a row: another
+        /// client uses this client id (the broker drops the older one).
+        case takeOver(sessions: Int)
+    }
+
+    /// What to do after a failure.
+    public struct Decision: Sendable, Equatable {
+        /// Seconds until the next try.
+        public var retryIn: Double
+        /// What to log; nil: nothing (debug at most).
+        public var say: Say?
+    }
+
+    /// A connection made, and what to say about it.
+    public struct Recovery: Sendable, Equatable {
+        /// The first connection of the run.
+        public var first: Bool
+        /// Seconds from the first failure of the outage it ends; nil when nothing failed.
+        public var down: Double?
+        /// Tries it took, this one included.
+        public var tries: Int
+    }
+
+    public static let firstDelay = 1.0
+    public static let unreachableMaximum = 5.0
+    public static let refusedMaximum = 60.0
+    /// A session shorter than this, lost without our doing, counts towards a take-over.
+    public static let shortSession = 10.0
+    /// Short sessions in a row that mean a take-over.
+    public static let takeOverAfter = 3
+    public static let takeOverFirst = 60.0
+    public static let takeOverMaximum = 600.0
+
+    /// The wait before the last try; nil before any failure since the last long session.
+    private var delay: Double?
+    /// When the outage under way began; nil while connected (or before the first try).
+    private var outageSince: Double?
+    /// Failed tries in the outage under way.
+    private var failures = 0
+    /// The kind of failure last said in this outage.
+    private var said: Failure?
+    /// When the connection up now was made.
+    private var connectedAt: Double?
+    private var everConnected = false
+    /// Short sessions in a row.
+    public private(set) var shortSessions = 0
+    private var takeOverSaid = false
+
+    public init() {}
+
+    /// True while connections keep being taken over (`takeOverAfter` short sessions in a row).
+    public var isTakenOver: Bool { shortSessions >= Self.takeOverAfter }
+
+    /// A try failed, or the connection was lost, at `now`.
+    public mutating func failed(_ failure: Failure, at now: Double) -> Decision {
+        if failure == .lost {
+            let session = connectedAt.map { now - $0 } ?? 0
+            if session < Self.shortSession {
+                shortSessions += 1
+            } else {
+                shortSessions = 0
+                takeOverSaid = false
+                delay = nil
+            }
+        }
+        connectedAt = nil
+        if outageSince == nil {
+            outageSince = now
+            failures = 0
+            said = nil
+        }
+        failures += 1
+        let next: Double
+        if isTakenOver {
+            next =
+                delay.map { $0 >= Self.takeOverFirst ? min($0 * 2, Self.takeOverMaximum) : Self.takeOverFirst }
+                ?? Self.takeOverFirst
+        } else {
+            let maximum = failure == .refused ? Self.refusedMaximum : Self.unreachableMaximum
+            next = delay.map { min($0 * 2, maximum) } ?? Self.firstDelay
+        }
+        delay = next
+        var say: Say?
+        if isTakenOver {
+            if !takeOverSaid {
+                takeOverSaid = true
+                say = .takeOver(sessions: shortSessions)
+            }
+        } else if said != failure && !(failure == .unreachable && said == .lost) {
+            say = .outage(failure)
+        }
+        if let say, case .outage(let kind) = say { said = kind }
+        return Decision(retryIn: next, say: say)
+    }
+
+    /// A connection was made at `now`: what to say, or nil to say nothing (a take-over goes on).
+    public mutating func connected(at now: Double) -> Recovery? {
+        defer {
+            connectedAt = now
+            everConnected = true
+            outageSince = nil
+            failures = 0
+            said = nil
+        }
+        if everConnected && isTakenOver { return nil }
+        return Recovery(first: !everConnected, down: outageSince.map { now - $0 }, tries: failures + 1)
+    }
+}
+
+/// How often Home Assistant's discovery configs go out again when it asks for them (`online`
+/// on its status topic): at once when the last announcement is `interval` seconds old, else
+/// once when it is — a burst of requests makes at most one more announcement after it. A
+/// value without a clock.
+public struct AnnouncementPacing: Sendable, Equatable {
+    public static let interval = 5.0
+    private var last: Double?
+    private var pending = false
+
+    public init() {}
+
+    /// The configs went out at `now` (at a connection): what was asked before is answered.
+    public mutating func announced(at now: Double) {
+        last = now
+        pending = false
+    }
+
+    /// Home Assistant asked at `now`: whether to announce now (else it is held, for `due`).
+    public mutating func requested(at now: Double) -> Bool {
+        if let last, now - last < Self.interval {
+            pending = true
+            return false
+        }
+        announced(at: now)
+        return true
+    }
+
+    /// Whether the announcement held back is due at `now` (true once).
+    public mutating func due(at now: Double) -> Bool {
+        guard pending, let last, now - last >= Self.interval else { return false }
+        announced(at: now)
+        return true
+    }
+}
+
+/// A warning anyone can cause many times a second (a command that says nothing): said the
+/// first time, then counted; the count goes with the next one said, at most one every
+/// `interval` seconds, or alone once the interval is over (or at a stop). A value without a
+/// clock.
+public struct RepeatedWarning: Sendable, Equatable {
+    public let interval: Double
+    private var lastSaid: Double?
+    /// Occurrences since the last line, not said one by one.
+    public private(set) var unsaid = 0
+
+    public init(interval: Double) { self.interval = interval }
+
+    /// It happened again at `now`: nil to say nothing, else say it, with the number of earlier
+    /// ones that were not said (0 the first time).
+    public mutating func occurred(at now: Double) -> Int? {
+        if let lastSaid, now - lastSaid < interval {
+            unsaid += 1
+            return nil
+        }
+        defer {
+            lastSaid = now
+            unsaid = 0
+        }
+        return unsaid
+    }
+
+    /// The count not said yet, to say alone: once the interval since the last line is over,
+    /// or at once with `now` nil (a stop); nil when there is nothing to say.
+    public mutating func flush(at now: Double?) -> Int? {
+        guard unsaid > 0 else { return nil }
+        if let now, let lastSaid, now - lastSaid < interval { return nil }
+        defer {
+            unsaid = 0
+            if let now { lastSaid = now }
+        }
+        return unsaid
+    }
+}

@@ -1,0 +1,56 @@
+import Capture
+import Foundation
+import Media
+import Recorder
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import Agent
+
+/// Retention in the running agent when the wall clock is set while it records.
+@Suite(.serialized) struct AgentRetentionTests {
+    /// A board without a clock battery booted at its last shutdown time (fake-hwclock), 30
+    /// days behind, and records an event; then NTP sets the clock. With `max_age_days = 7`,
+    /// the clip recorded before the step is not deleted the moment the clock is set (nor by an
+    /// agent started again later): it ages from about when it was recorded, as its journal
+    /// line now says.
+    @Test func aClipRecordedBeforeTheClockWasSetIsNotDeletedByAge() throws {
+        let behind = Mutex(-30 * 86_400.0)
+        let storage = MemoryStorage()
+        let harness = try AgentHarness(
+            config: testConfig(storage: "max_age_days = 7;"), storage: storage,
+            openSource: { _ throws(CaptureError) in
+                try synthetic(scene(seconds: 24, objects: [crossing(2, 5), crossing(14, 17)]))
+            },
+            onEvent: { event in
+                // NTP sets the clock once the first clip is saved.
+                if case .clipSaved(let saved) = event, saved.record.part == 1, behind.withLock({ $0 }) != 0 {
+                    behind.withLock { $0 = 0 }
+                    storage.now = Date()
+                }
+            },
+            wallNow: { Date().addingTimeInterval(behind.withLock { $0 }) })
+        // Files are stamped by the same clock.
+        storage.now = Date().addingTimeInterval(-30 * 86_400)
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+
+        let saved = harness.events.clipsSaved.map(\.record.file)
+        try #require(saved.count == 2, "\(harness.output)")
+        #expect(harness.lines("clip deleted").isEmpty, "\(harness.output)")
+        #expect(harness.clipFiles == saved.sorted(), "\(harness.output)")
+        let lines = String(decoding: try #require(storage.contents(EventsJournal.name)), as: UTF8.self)
+            .split(separator: "\n")
+        #expect(
+            lines.first { $0.contains("\"file\":\"\(saved[0])\"") }?.contains("\"aged_from\":") == true, "\(lines)")
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
+
+        // Started again a moment later, with the clock right: the clips stay.
+        let again = try AgentHarness(
+            config: testConfig(storage: "max_age_days = 7;"), storage: storage,
+            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
+        #expect(again.runToTheEnd() == .stopped, "\(again.output)")
+        #expect(again.lines("clip deleted").isEmpty, "\(again.output)")
+        #expect(storage.fileNames.filter { $0.hasSuffix(".mov") } == saved.sorted())
+    }
+}

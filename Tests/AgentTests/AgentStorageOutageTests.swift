@@ -1,0 +1,160 @@
+import Capture
+import Configuration
+import Foundation
+import Media
+import Recorder
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import Agent
+
+/// The storage directory on a bad day, in process: read-only at start, gone while the agent
+/// records, back again.
+@Suite(.serialized) struct AgentStorageOutageTests {
+    /// A read-only storage directory at start (a card the kernel remounted after an error):
+    /// its lock file cannot be made, which is not another agent. The agent runs, waits for
+    /// the storage as for a disk not mounted yet (said once, with the file system's words),
+    /// and does not exit 75.
+    @Test func aReadOnlyStorageDirectoryAtStartIsWaitedForNotTakenForAnotherAgent() throws {
+        let storage = MemoryStorage()
+        storage.writable = false
+        let harness = try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in
+                try synthetic(scene(seconds: 4, objects: []))
+            })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let waiting = harness.lines(
+            "storage directory unavailable; clips wait for it — is the disk mounted and writable?")
+        #expect(
+            waiting.count == 1
+                && waiting.allSatisfy { logValue($0, "error")?.contains("Read-only file system") == true },
+            "\(harness.output)")
+        #expect(
+            harness.lines(
+                "another agent records into this storage directory — stop it, or give this one another storage.path"
+            ).isEmpty)
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
+    }
+
+    /// Three events, something crossing from 2 to 5 s, 12 to 15 s and 22 to 25 s.
+    static let threeEvents = scene(seconds: 30, objects: [crossing(2, 5), crossing(12, 15), crossing(22, 25)])
+
+    /// What makes `storage` writable when the `n`th event ends.
+    static func writable(_ storage: MemoryStorage, afterEvent n: Int) -> @Sendable (AgentEvent) -> Void {
+        let ended = Mutex(0)
+        return { event in
+            guard case .motionEnded = event else { return }
+            let count = ended.withLock {
+                $0 += 1
+                return $0
+            }
+            if count == n { storage.writable = true }
+        }
+    }
+
+    /// Every clip saved is a complete movie that plays, each event has one, and the journal
+    /// has a line for each clip on disk.
+    func expectEveryEventRecorded(_ harness: AgentHarness, events: Int) throws {
+        let saved = harness.events.clipsSaved
+        let started = harness.events.clipsStarted
+        #expect(Set(started.map(\.event)) == Set(1...events), "\(harness.output)")
+        #expect(Set(saved.map(\.record.file)) == Set(harness.clipFiles), "\(harness.output)")
+        #expect(Set(try harness.journal().map(\.file)) == Set(harness.clipFiles))
+        let frames = try harness.expectCompletePlayableClips()
+        #expect(frames.values.allSatisfy { $0 > 0 }, "\(frames)")
+        #expect(harness.lines("clip not recorded").isEmpty, "\(harness.output)")
+        #expect(
+            harness.lines("clip lost: the storage directory was still unavailable when the agent stopped").isEmpty,
+            "\(harness.output)")
+    }
+
+    /// The storage directory is read-only when the agent starts (a card remounted after an
+    /// error, a USB disk that is not back yet) and becomes writable after the second event:
+    /// the events meanwhile are recorded in memory and written as clips once it is back —
+    /// none is lost.
+    @Test func eventsWhileTheStorageIsUnavailableAreKeptInMemoryAndWrittenWhenItIsBack() throws {
+        let storage = MemoryStorage()
+        storage.writable = false
+        let harness = try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
+            onEvent: Self.writable(storage, afterEvent: 2))
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        try expectEveryEventRecorded(harness, events: 3)
+        #expect(harness.events.clipsSaved.count == 3, "\(harness.output)")
+        let held = harness.lines("the storage directory is unavailable; the clip is kept in memory until it is back")
+        #expect(!held.isEmpty && held.allSatisfy { logValue($0, "level") == "warning" }, "\(harness.output)")
+        #expect(harness.lines("clip written from memory; the storage directory is back").count == held.count)
+        #expect(
+            harness.lines("storage directory unavailable; clips wait for it — is the disk mounted and writable?").count
+                == 1, "\(harness.output)")
+        #expect(harness.lines("storage directory back").count == 1, "\(harness.output)")
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
+    }
+
+    /// The storage directory goes away while the first event's clip is written (a USB disk
+    /// pulled, re-mounted a moment later): that clip keeps what reached the disk, the event
+    /// goes on in memory as a second part, and the later events too; once the directory is
+    /// back every event has its clips.
+    @Test func aDiskThatGoesAwayMidClipLosesNoEvent() throws {
+        let storage = MemoryStorage()
+        let started = Mutex(0)
+        let harness = try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
+            onEvent: { event in
+                // Gone once the first clip's file is made; back when the third event starts.
+                if case .clipStarted(let clip) = event, clip.event == 1, clip.part == 1 { storage.writable = false }
+                if case .motionStarted = event,
+                    started.withLock({
+                        $0 += 1
+                        return $0
+                    }) == 3
+                {
+                    storage.writable = true
+                }
+            })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        try expectEveryEventRecorded(harness, events: 3)
+        let first = harness.events.clipsStarted.filter { $0.event == 1 }
+        #expect(first.map(\.part) == [1, 2], "\(harness.output)")
+        #expect(!harness.lines("clip written from memory; the storage directory is back").isEmpty, "\(harness.output)")
+    }
+
+    /// The video waiting for the storage directory is bounded (here 300 kB, half an event;
+    /// 64 MB by default): when it is reached the event's clip ends there, which is said once
+    /// with what is dropped, and the events after it are not recorded (each an error) until
+    /// the directory is back. What was kept is written then, a complete movie.
+    @Test func theVideoWaitingForTheStorageIsBoundedAndWhatIsDroppedIsSaid() throws {
+        let storage = MemoryStorage()
+        storage.writable = false
+        let harness = try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
+            onEvent: Self.writable(storage, afterEvent: 3), memoryForWaitingVideo: 300_000)
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let full = harness.lines(
+            "the video waiting for the storage directory fills the memory it may take; the rest of this event and the events until the directory is back are not recorded"
+        )
+        #expect(
+            full.count == 1
+                && full.allSatisfy {
+                    logValue($0, "level") == "warning" && logValue($0, "event") == "1"
+                        && (logValue($0, "kept_seconds").flatMap(Double.init) ?? 0) > 0
+                },
+            "\(harness.output)")
+        let refused = harness.lines(
+            "clip not recorded: the storage directory is unavailable and the video waiting for it fills the memory it may take"
+        )
+        #expect(refused.compactMap { logValue($0, "event") } == ["2", "3"], "\(harness.output)")
+        #expect(harness.errors.count == 2, "\(harness.errors)")
+        let saved = harness.events.clipsSaved
+        try #require(saved.count == 1, "\(harness.output)")
+        #expect(saved[0].record.frames > 0 && saved[0].record.frames < 75, "\(saved[0].record)")
+        #expect(harness.clipFiles == [saved[0].record.file])
+        let frames = try harness.expectCompletePlayableClips()
+        #expect(frames[saved[0].record.file] == saved[0].record.frames)
+    }
+}
