@@ -55,12 +55,11 @@ test_deps="$(make_list TEST_DEPS)"
     || fail "cannot read BUILD_DEPS, RUN_DEPS and TEST_DEPS from $repo/Makefile"
 # The build root: Debian's Swift; the tools of packaging/build-deb.sh for both architectures
 # (aarch64 binutils: its strip, and the objdump dpkg-shlibdeps runs on an arm64 binary); lintian;
-# openssl (the MQTT tests' certificates); libstdc++ (the static Swift runtime links it; swiftlang
-# does not depend on it); and each -dev package for arm64 too, with the C and C++ runtime the
+# libstdc++ (the static Swift runtime links it; swiftlang does not depend on it); and each -dev package for arm64 too, with the C and C++ runtime the
 # aarch64 link needs (crt files, libgcc, libstdc++) and libxml2, which the arm64 Foundation
 # that the unit tests link (FoundationXML) loads.
 arm64_dev="$(for p in $build_deps; do [ "$p" = pkg-config ] || printf '%s:arm64 ' "$p"; done)"
-build_packages="swiftlang libstdc++-14-dev dpkg-dev binutils binutils-aarch64-linux-gnu lintian openssl $build_deps $run_deps $test_deps $arm64_dev libc6-dev:arm64 libgcc-14-dev:arm64 libstdc++-14-dev:arm64 libxml2:arm64"
+build_packages="swiftlang libstdc++-14-dev dpkg-dev binutils binutils-aarch64-linux-gnu lintian $build_deps $run_deps $test_deps $arm64_dev libc6-dev:arm64 libgcc-14-dev:arm64 libstdc++-14-dev:arm64 libxml2:arm64"
 key_input="$(cat "$0"; echo "$build_packages")"
 key="$(printf '%s' "$key_input" | sha256sum | cut -c1-12)"
 root="$cache/$kind-$key"
