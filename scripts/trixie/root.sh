@@ -55,9 +55,9 @@ test_deps="$(make_list TEST_DEPS)"
     || fail "cannot read BUILD_DEPS, RUN_DEPS and TEST_DEPS from $repo/Makefile"
 # The build root: Debian's Swift; the tools of packaging/build-deb.sh for both architectures
 # (aarch64 binutils: its strip, and the objdump dpkg-shlibdeps runs on an arm64 binary); lintian;
-# libstdc++ (the static Swift runtime links it; swiftlang does not depend on it); and each -dev package for arm64 too, with the C and C++ runtime the
-# aarch64 link needs (crt files, libgcc, libstdc++) and libxml2, which the arm64 Foundation
-# that the unit tests link (FoundationXML) loads.
+# libstdc++ (the static Swift runtime links it; swiftlang does not depend on it); and each -dev
+# package for arm64 too, with the C and C++ runtime the aarch64 link needs (crt files, libgcc,
+# libstdc++) and libxml2, which the arm64 Foundation the unit tests link (FoundationXML) loads.
 arm64_dev="$(for p in $build_deps; do [ "$p" = pkg-config ] || printf '%s:arm64 ' "$p"; done)"
 build_packages="swiftlang libstdc++-14-dev dpkg-dev binutils binutils-aarch64-linux-gnu lintian $build_deps $run_deps $test_deps $arm64_dev libc6-dev:arm64 libgcc-14-dev:arm64 libstdc++-14-dev:arm64 libxml2:arm64"
 key_input="$(cat "$0"; echo "$build_packages")"
@@ -205,6 +205,12 @@ EOF
 fi
 
 if [ "$kind" = arm64 ]; then
+    # The package lists, read once here: apt-get update takes minutes under qemu-user, and
+    # test-arm64.sh installs into a copy of this root (it updates them only when an install
+    # with them fails).
+    started=$(date +%s)
+    in_new apt-get update -q >>"$log" 2>&1 || { tail -20 "$log" >&2; fail "apt-get update in the arm64 root failed (log above)"; }
+    note "package lists read in $(($(date +%s) - started)) s"
     rm -f "$new/etc/resolv.conf"
 fi
 mv "$new" "$root"

@@ -101,11 +101,15 @@ printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 0755 "$root/usr/sbin/policy-rc.d"
 cp "$deb" "$root/root/"
 arm=(--bind "$cache/archives:/var/cache/apt/archives" --bind "$out:/out")
-if ! { in_root "$root" "${arm[@]}" apt-get update -q \
-        && in_root "$root" "${arm[@]}" apt-get install -y -q --no-install-recommends "/root/$(basename "$deb")"; } \
-        </dev/null >"$work/install.log" 2>&1; then
-    tail -30 "$work/install.log" >&2
-    fail "apt-get install of the package failed in the arm64 root (log above)"
+# With the root's package lists first (apt-get update takes minutes under qemu); when they are
+# out of date (a dependency's version gone from the mirror), read anew and tried again.
+install() { in_root "$root" "${arm[@]}" apt-get install -y -q --no-install-recommends "/root/$(basename "$deb")"; }
+if ! install </dev/null >"$work/install.log" 2>&1; then
+    note "apt-get install with the cached package lists failed: reading them anew"
+    if ! { in_root "$root" "${arm[@]}" apt-get update -q && install; } </dev/null >>"$work/install.log" 2>&1; then
+        tail -30 "$work/install.log" >&2
+        fail "apt-get install of the package failed in the arm64 root (log above)"
+    fi
 fi
 [ "$(in_root "$root" dpkg-query -W -f '${Status} ${Version} ${Architecture}' vigil)" = "install ok installed $version arm64" ] \
     || fail "vigil $version arm64 is not installed after apt-get install"
