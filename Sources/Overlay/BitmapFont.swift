@@ -16,11 +16,13 @@ public struct BitmapFont: Sendable {
     /// GNU Unifont's 8×16 console font (Latin, Greek, Cyrillic, APL: 512 glyphs), from the
     /// psf-unifont package: 36 KB and no dependencies, unlike console-setup-linux's fonts.
     public static let defaultPath = "/usr/share/consolefonts/Unifont-APL8x16.psf.gz"
-    /// Largest font file accepted, uncompressed: 1 MiB. Console fonts take a few KiB (the
-    /// largest of console-setup-linux, 512 glyphs of 32×16 with their table, under 40 KiB).
+    /// Largest font file accepted, uncompressed: 1 MiB. Console fonts take a few KiB; the
+    /// largest of console-setup-linux (Debian trixie's, as on Raspberry Pi OS), 512 DejaVu glyphs
+    /// of 64×118 with their table, under 480 KiB.
     public static let maximumFileBytes = 1 << 20
-    /// Largest glyph width and height accepted.
-    public static let maximumGlyphSide = 64
+    /// Largest glyph width and height accepted: trixie's console-setup-linux has glyphs 118
+    /// pixels high.
+    public static let maximumGlyphSide = 128
 
     /// Which version of PSF a font was read from.
     public enum Format: String, Sendable {

@@ -115,6 +115,33 @@ import Testing
         #expect(ascii.glyph(for: "é") == ascii.glyph(for: "?"))
     }
 
+    /// The largest fonts of Debian trixie's console-setup-linux (which Raspberry Pi OS has too):
+    /// DejaVu at 64×118 pixels, PSF2 with 512 glyphs. A configuration naming one draws with it.
+    @Test func theLargestConsoleFontsLoad() throws {
+        let width = 64, height = 118, rowBytes = 8
+        var psf2: [UInt8] = []
+        for word: UInt32 in [0x864A_B572, 0, 32, 0, 512, UInt32(rowBytes * height), UInt32(height), UInt32(width)] {
+            psf2 += [UInt8(word & 0xFF), UInt8(word >> 8 & 0xFF), UInt8(word >> 16 & 0xFF), UInt8(word >> 24)]
+        }
+        // Glyph n has its pixel (n % 64, n / 8) set: the last column and the last rows are read.
+        for n in 0..<512 {
+            var glyph = [UInt8](repeating: 0, count: rowBytes * height)
+            let x = n % width, y = n / 8 % height
+            glyph[y * rowBytes + x / 8] = 0x80 >> UInt8(x % 8)
+            psf2 += glyph
+        }
+        let font = try BitmapFont.parse(psf2, path: "Uni3-DejaVu118x64.psf")
+        #expect(font.width == 64 && font.height == 118 && font.glyphCount == 512)
+        let last = font.glyph(for: "\u{7F}")  // 127: pixel (63, 15)
+        #expect(last.setCount == 1 && last.isSet(x: 63, y: 15))
+        // The last pixel of the last glyph: the bottom right corner.
+        var corner = Array(psf2.prefix(32))
+        corner += [UInt8](repeating: 0, count: 512 * rowBytes * height)
+        corner[corner.count - 1] = 1
+        let glyph = try BitmapFont.parse(corner, path: "corner.psf").glyph(at: 511)
+        #expect(glyph?.setCount == 1 && glyph?.isSet(x: 63, y: 117) == true)
+    }
+
     /// The default font cut at every kind of place: an error that names the file and says it
     /// is cut short, never a crash or a font.
     @Test func truncatedFontsAreRefused() throws {
@@ -214,7 +241,7 @@ import Testing
         header[28] = 200  // 200 pixels wide
         #expect(
             overlayError { _ = try BitmapFont.parse(header, path: "wide.psf") }
-                == .fontInvalid(path: "wide.psf", problem: "glyphs of 200×4 pixels (each side 1 to 64)"))
+                == .fontInvalid(path: "wide.psf", problem: "glyphs of 200×4 pixels (each side 1 to 128)"))
     }
 
     /// A missing font says so; the default one says which package to install.
