@@ -126,13 +126,14 @@ import Testing
     @Test func firstUnreadFrameFromTheDriverTimestamp() {
         let ts = Timestamp(seconds: 1000)
         let now = ts + .init(seconds: 0.003)
+        let twentyBefore = ts - Timestamp.Duration(seconds: 0.02)
         #expect(
-            AudioTimeline.firstUnreadFrame(timestamp: ts, available: 960, sampleRate: 48000, now: now) == ts
-                - .init(seconds: 0.02))
+            AudioTimeline.firstUnreadFrame(timestamp: ts, available: 960, sampleRate: 48000, now: now) == twentyBefore)
         // No timestamp (zero) or one on another clock: the read time stands in.
+        let tenBeforeNow = now - Timestamp.Duration(seconds: 0.01)
         #expect(
-            AudioTimeline.firstUnreadFrame(timestamp: .zero, available: 480, sampleRate: 48000, now: now) == now
-                - .init(seconds: 0.01))
+            AudioTimeline.firstUnreadFrame(timestamp: .zero, available: 480, sampleRate: 48000, now: now)
+                == tenBeforeNow)
         let wallClock = Timestamp(seconds: 1_700_000_000)
         #expect(AudioTimeline.firstUnreadFrame(timestamp: wallClock, available: 0, sampleRate: 48000, now: now) == now)
     }
