@@ -7,6 +7,8 @@
 #   make compare-motion  Vigil's motion detector beside Motion 4.5.1 on real footage (prints a table)
 #   make deb    build the Debian package
 #   make deb-arm64  the Raspberry Pi package (trixie, arm64), cross-built with Debian trixie's Swift
+#   make test-arm64  that package on arm64 under qemu-user, its results beside x86-64's
+#   make test-trixie  the whole suite with Debian trixie's Swift 6.0.3
 #   make lint   check the formatting (.swift-format), the layering rules of docs/ARCHITECTURE.md and
 #               what Swift 6.0 (Debian trixie's) cannot compile
 #   make format format the tree with the toolchain's swift format
@@ -113,6 +115,13 @@ deb-trixie-amd64:
 test-arm64: deb-arm64 build
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SUDO) ./scripts/trixie/test-arm64.sh --deb-dir $(DEB_OUT) --x86 "$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)/vigil"
+
+# The whole test suite with Debian trixie's Swift (6.0.3, the Raspberry Pi package's) in the
+# trixie build root of scripts/trixie/root.sh, with trixie's readers, broker and fonts: every
+# suite, then FaultTests one test at a time (needs root, uses sudo otherwise).
+.PHONY: test-trixie
+test-trixie:
+	$(SUDO) ./scripts/trixie/test-suite.sh
 
 # Tests the package as a user gets it (needs root, uses sudo otherwise): lintian, then in a
 # fresh Debian bookworm made with debootstrap (cached in ~/.cache/vigil-test-deb): install

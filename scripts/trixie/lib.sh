@@ -13,6 +13,9 @@ in_root() {
     unshare --mount --propagation private bash -c '
         set -e
         root="$1"; repo="$2"; count="$3"; shift 3
+        # The root a mount point of its own, so that unshare --mount works in it (the MQTT
+        # tests give the agent its own /etc/hosts that way).
+        mount --bind "$root" "$root"
         mount -t proc proc "$root/proc"
         mount -t sysfs sysfs "$root/sys"
         mount --rbind /dev "$root/dev"
