@@ -236,18 +236,14 @@ public final class DiskStorage: ClipStorage {
     public func claim() throws(ClaimError) -> any StorageClaim {
         let path = self.path(DiskStorage.lockName)
         do {
-            let directory = try FileDescriptor(openingDirectory: root)
-            let file = try directory.openFile(named: DiskStorage.lockName, .readWrite, options: [.create])
-            do { try file.lockExclusively() } catch {
-                guard error.isLocked else { throw error }
-                let holder = (try? file.read(count: 32, at: 0)).flatMap {
-                    Int32(String(decoding: $0, as: UTF8.self).trimmingNewline)
-                }
-                throw ClaimError(path: path, heldBy: holder, reason: "another agent records into \(root)")
+            switch try LockFile.claim(
+                DiskStorage.lockName, in: root, writing: "\(ProcessID.current)\n", permissions: 0o666)
+            {
+            case .held(let lock): return DiskClaim(lock: lock)
+            case .heldElsewhere(let contents):
+                throw ClaimError(
+                    path: path, heldBy: Int32(contents.trimmingNewline), reason: "another agent records into \(root)")
             }
-            try file.truncate(to: 0)
-            try file.writeAll(Array("\(ProcessID.current)\n".utf8), at: 0)
-            return DiskClaim(file: file)
         } catch let error as ClaimError {
             throw error
         } catch let error as SystemError {
@@ -343,8 +339,8 @@ public final class DiskStorage: ClipStorage {
 
 /// The agent's hold on a storage directory: the lock file, open and locked, until this goes.
 final class DiskClaim: StorageClaim {
-    let file: FileDescriptor
-    init(file: consuming FileDescriptor) { self.file = file }
+    let lock: LockFile
+    init(lock: LockFile) { self.lock = lock }
 }
 
 private extension String {

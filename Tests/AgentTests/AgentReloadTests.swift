@@ -66,7 +66,10 @@ import Testing
         #expect(logValue(changed.first ?? "", "setting") == "storage.max_age_days")
         #expect(logValue(changed.first ?? "", "old") == "0" && logValue(changed.first ?? "", "new") == "30")
         #expect(logValue(changed.first ?? "", "level") == "warning", "it deletes clips kept until now")
-        #expect(harness.waitUntil { !storage.fileNames.contains(old) }, "\(harness.output)")
-        #expect(harness.lines("clip deleted").contains { logValue($0, "file") == old })
+        // The line comes just after the file goes: wait for the line.
+        #expect(
+            harness.waitUntil { harness.lines("clip deleted").contains { logValue($0, "file") == old } },
+            "\(harness.output)")
+        #expect(!storage.fileNames.contains(old))
     }
 }
