@@ -49,16 +49,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-started=$(date +%s)
-step_started=$started
-step() {
-    local now; now=$(date +%s)
-    echo "test-deb: ($((now - step_started)) s) done" >&2
-    step_started=$now
-    echo "== $*" >&2
-}
-fail() { echo "test-deb: FAIL: $*" >&2; exit 1; }
-note() { echo "test-deb: $*" >&2; }
+steps_name=test-deb
+. "$repo/scripts/steps.sh"
 
 [ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot and mount do) — run it as root, or with sudo: sudo $command_line"
 [ -n "$binary" ] || fail "no binary given — usage: $0 [--deb-dir DIR] PATH/TO/vigil (make test-deb passes make deb's)"

@@ -10,7 +10,8 @@
 # Usage: scripts/trixie/build-deb.sh [--out DIR] arm64|amd64
 #   --out DIR  where the .deb goes, inside the repository (default dist/ for arm64,
 #              dist/trixie/ for amd64, apart from make deb's bookworm package)
-# The build directory is .build/trixie-ARCH (SwiftPM's, kept between runs).
+# It builds in a copy of the sources kept in the cache (lib.sh's build_tree), in .build/trixie-ARCH
+# there (SwiftPM's, kept between runs, whichever checkout asks): only what changed is rebuilt.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -39,7 +40,8 @@ esac
 
 started=$(date +%s)
 root="$("$here/root.sh" build)"
-scratch=/src/.build/trixie-$arch
+use_build_tree "$root"
+scratch=/build/.build/trixie-$arch
 release=(-c release --static-swift-stdlib --product vigil --scratch-path "$scratch"
     -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now)
 if [ "$arch" = arm64 ]; then
@@ -49,10 +51,10 @@ if [ "$arch" = arm64 ]; then
     export VIGIL_ROOT_ENV="PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig"
 fi
 echo "trixie-deb: building vigil for $arch with $(in_root "$root" swift --version 2>/dev/null | head -1)" >&2
-in_root "$root" sh -c 'cd /src && exec swift build "$@" >&2' sh "${release[@]}" \
+in_root "$root" --bind "$tree:/build" sh -c 'cd /build && exec swift build "$@" >&2' sh "${release[@]}" \
     || fail "swift build for $arch in the trixie root failed (above)"
-binary="$(in_root "$root" sh -c 'cd /src && exec swift build "$@" --show-bin-path' sh "${release[@]}")/vigil"
+binary="$(in_root "$root" --bind "$tree:/build" sh -c 'cd /build && exec swift build "$@" --show-bin-path' sh "${release[@]}")/vigil"
 echo "trixie-deb: built $binary in $(($(date +%s) - started)) s" >&2
-deb="$(in_root "$root" /src/packaging/build-deb.sh --out "$inside" "$binary")" \
+deb="$(in_root "$root" --bind "$tree:/build" /src/packaging/build-deb.sh --out "$inside" "$binary")" \
     || fail "packaging/build-deb.sh failed in the trixie root (above)"
 echo "$repo/${deb#/src/}"

@@ -14,11 +14,15 @@
 #                                  copy: the cached one must stay as debootstrap left it.
 #
 # Each root is kept in ~/.cache/vigil-trixie (VIGIL_TRIXIE_CACHE) under a key: the hash of this
-# script and of the package lists it installs (BUILD_DEPS, RUN_DEPS and TEST_DEPS of the Makefile).
-# When an input changes, the root is made anew (and the old one deleted); so is a root older than
-# 30 days (trixie's point releases). The downloaded packages are kept in the cache's archives/,
-# so making a root anew downloads only what changed. From nothing: about 6 minutes for the build
-# root, 4 for the arm64 root (its second stage runs emulated); a cached root is found at once.
+# script's commands (its comments aside) and of the package lists it installs (BUILD_DEPS,
+# RUN_DEPS and TEST_DEPS of the Makefile). When an input changes, the root is made anew and the
+# old one deleted. Age alone does not: a root made before one of trixie's point releases still
+# builds a package that installs on it (Depends names minimum versions), and making both anew
+# takes half an hour, which CI must not meet by surprise; delete the cache directory to start
+# from trixie as it is today. The downloaded packages are kept in the cache's archives/, so
+# making a root anew downloads only what changed. From nothing: about 6 minutes for the build
+# root, 4 for the arm64 root (its second stage runs emulated) on an idle machine; a cached root
+# is found at once.
 #
 # The arm64 root needs qemu-user-static (installed with apt-get when missing) registered with
 # binfmt_misc: it is mounted and qemu-aarch64 registered when they are not (until the next boot).
@@ -60,7 +64,7 @@ test_deps="$(make_list TEST_DEPS)"
 # libstdc++) and libxml2, which the arm64 Foundation the unit tests link (FoundationXML) loads.
 arm64_dev="$(for p in $build_deps; do [ "$p" = pkg-config ] || printf '%s:arm64 ' "$p"; done)"
 build_packages="swiftlang libstdc++-14-dev dpkg-dev binutils binutils-aarch64-linux-gnu lintian $build_deps $run_deps $test_deps $arm64_dev libc6-dev:arm64 libgcc-14-dev:arm64 libstdc++-14-dev:arm64 libxml2:arm64"
-key_input="$(cat "$0"; echo "$build_packages")"
+key_input="$(grep -v '^[[:space:]]*#' "$0"; echo "$build_packages")"
 key="$(printf '%s' "$key_input" | sha256sum | cut -c1-12)"
 root="$cache/$kind-$key"
 
@@ -68,10 +72,6 @@ root="$cache/$kind-$key"
 exec 9>"$cache/$kind.lock"
 flock 9
 
-if [ -d "$root" ] && [ -n "$(find "$root" -maxdepth 0 -mtime +30)" ]; then
-    note "$root is older than 30 days: making it anew"
-    rm -rf "$root"
-fi
 if [ -d "$root" ]; then
     echo "$root"
     exit 0

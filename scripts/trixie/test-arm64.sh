@@ -43,16 +43,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-started=$(date +%s)
-step_started=$started
-step() {
-    local now; now=$(date +%s)
-    echo "test-arm64: ($((now - step_started)) s) done" >&2
-    step_started=$now
-    echo "== $*" >&2
-}
-fail() { echo "test-arm64: FAIL: $*" >&2; exit 1; }
-note() { echo "test-arm64: $*" >&2; }
+steps_name=test-arm64
+. "$repo/scripts/steps.sh"
 
 [ "$(id -u)" = 0 ] || fail "needs root (chroot does) — run it as root, or with sudo"
 [ -n "$x86" ] && [ -x "$x86" ] || fail "give the x86-64 vigil to compare with: --x86 PATH (make test-arm64 builds it)"
@@ -226,19 +218,22 @@ note "recorded in $((t1 - t0)) s under qemu; the same clips as x86-64: $(wc -l <
 step "unit tests built for aarch64 (trixie's Swift) and run under qemu-user"
 # Optimised, with @testable imports allowed: a debug build runs these tests for over half an
 # hour under qemu-user, this one in about two minutes.
-tests=/src/.build/trixie-arm64-tests-release
+# In the copy of the sources kept in the cache (lib.sh's build_tree), whose build directory stays
+# between runs: only what changed is rebuilt, whichever checkout runs this.
+use_build_tree "$build"
+tests=/build/.build/trixie-arm64-tests-release
 swift_tests="swift build -c release --build-tests -Xswiftc -enable-testing --scratch-path $tests --swift-sdks-path /opt/swift-sdks --swift-sdk trixie-arm64"
 export VIGIL_ROOT_ENV="PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig"
 t0=$(date +%s)
-in_root "$build" sh -c "cd /src && exec $swift_tests" \
+in_root "$build" --bind "$tree:/build" sh -c "cd /build && exec $swift_tests" \
     >"$work/tests-build.log" 2>&1 || { tail -30 "$work/tests-build.log" >&2; fail "the tests do not build for aarch64 (log above)"; }
-bin="$(in_root "$build" sh -c "cd /src && exec $swift_tests --show-bin-path")"
+bin="$(in_root "$build" --bind "$tree:/build" sh -c "cd /build && exec $swift_tests --show-bin-path")"
 t1=$(date +%s)
 note "built in $((t1 - t0)) s"
 suites='^(MediaTests|QuickTimeTests|RecorderTests|MotionDetectionTests|ConfigurationTests|LoggingTests)\.'
 export VIGIL_ROOT_ENV="LD_LIBRARY_PATH=/opt/swift-arm64/usr/libexec/swift/lib/swift/linux"
 set +e
-in_root "$build" sh -c "cd /src && exec $bin/VigilPackageTests.xctest --testing-library swift-testing --filter '$suites'" \
+in_root "$build" --bind "$tree:/build" sh -c "cd /build && exec $bin/VigilPackageTests.xctest --testing-library swift-testing --filter '$suites'" \
     >"$work/tests.log" 2>&1
 status=$?
 set -e

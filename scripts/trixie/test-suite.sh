@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The whole test suite with Debian trixie's own Swift (swiftlang 6.0.3, the Swift of the Raspberry
 # Pi package) in the build root of scripts/trixie/root.sh (amd64): the sources and tests are
-# built there (debug, in .build/trixie-amd64-tests), then run as on this machine: every suite but
+# built there (debug, in the copy of the sources kept in the cache by lib.sh's build_tree, in its
+# .build/trixie-amd64-tests: only what changed is rebuilt), then run as on this machine: every suite but
 # FaultTests in parallel, then FaultTests one test at a time. Its readers (ffprobe, ffmpeg,
 # GStreamer, mediainfo), mosquitto, openssl and console fonts are trixie's. Needs root (chroot);
 # make test-trixie runs it.
-# Usage: scripts/trixie/test-suite.sh [--filter REGEX] [--skip-faults]
-#   --filter REGEX  run only the tests it matches (swift test --filter), FaultTests among them
+# Usage: scripts/trixie/test-suite.sh [--filter REGEX] [--skip-faults | --faults-only]
+#   --filter REGEX  run only the tests it matches (swift test --filter), in parallel: not for
+#                   FaultTests, which must run one at a time (use --faults-only)
 #   --skip-faults   leave FaultTests out
+#   --faults-only   FaultTests alone, one test at a time
 # Environment: VIGIL_TRIXIE_CACHE (see root.sh).
 set -euo pipefail
 
@@ -15,10 +18,12 @@ here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/lib.sh"
 filter=""
 faults=true
+others=true
 while [ $# -gt 0 ]; do
     case "$1" in
         --filter) filter="${2:?--filter needs a pattern}"; shift 2 ;;
         --skip-faults) faults=false; shift ;;
+        --faults-only) others=false; shift ;;
         -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
         *) echo "test-trixie: unknown argument $1 — see $0 --help" >&2; exit 64 ;;
     esac
@@ -29,8 +34,9 @@ note() { echo "test-trixie: $*" >&2; }
 
 started=$(date +%s)
 root="$("$here/root.sh" build)"
-scratch=/src/.build/trixie-amd64-tests
-swift() { in_root "$root" sh -c 'cd /src && exec swift "$@"' sh "$@"; }
+use_build_tree "$root"
+scratch=/build/.build/trixie-amd64-tests
+swift() { in_root "$root" --bind "$tree:/build" sh -c 'cd /build && exec swift "$@"' sh "$@"; }
 note "$(swift --version 2>/dev/null | head -1)"
 
 t0=$(date +%s)
@@ -64,7 +70,7 @@ run() {
 if [ -n "$filter" ]; then
     run "the tests matching $filter" --filter "$filter"
 else
-    run "the suite (without FaultTests)" --skip FaultTests
+    if $others; then run "the suite (without FaultTests)" --skip FaultTests; fi
     if $faults; then run "FaultTests" --no-parallel --filter FaultTests; fi
 fi
 note "passed in $(($(date +%s) - started)) s"
