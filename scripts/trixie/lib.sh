@@ -38,8 +38,8 @@ in_root() {
 # .build, dist and var) and prints its path. A file whose content is unchanged is left as it is,
 # with its inode and time, and one changed is written anew; so the SwiftPM build directories kept
 # in CACHE/tree/.build rebuild only what changed, whichever checkout runs them: a clean clone
-# (CI's) builds for aarch64 in a minute or two instead of half an hour. Callers hold
-# CACHE/tree.lock (flock) while they build there.
+# (CI's) builds for aarch64 in a minute or two instead of half an hour. Call it through
+# use_build_tree, which holds the tree's lock while the caller builds there.
 build_tree() {
     local tree="$1/tree"
     local repo

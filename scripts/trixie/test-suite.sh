@@ -2,8 +2,8 @@
 # The whole test suite with Debian trixie's own Swift (swiftlang 6.0.3, the Swift of the Raspberry
 # Pi package) in the build root of scripts/trixie/root.sh (amd64): the sources and tests are
 # built there (debug, in the copy of the sources kept in the cache by lib.sh's build_tree, in its
-# .build/trixie-amd64-tests: only what changed is rebuilt), then run as on this machine: every suite but
-# FaultTests in parallel, then FaultTests one test at a time. Its readers (ffprobe, ffmpeg,
+# .build/trixie-amd64-tests: only what changed is rebuilt), then run as on this machine: every
+# suite but FaultTests in parallel, then FaultTests one test at a time. Its readers (ffprobe, ffmpeg,
 # GStreamer, mediainfo), mosquitto, openssl and console fonts are trixie's. Needs root (chroot);
 # make test-trixie runs it.
 # Usage: scripts/trixie/test-suite.sh [--filter REGEX] [--skip-faults | --faults-only]
