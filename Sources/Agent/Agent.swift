@@ -1,10 +1,9 @@
 import Capture
 import Configuration
 import FoundationEssentials
-import Glibc
 import Logging
 import Media
-internal import POSIX
+import POSIX
 import Recorder
 import Synchronization
 
@@ -67,6 +66,11 @@ public final class Agent: @unchecked Sendable {
     private let log: Logger
     private let stats = Stats()
     private let stopping = Atomic<Bool>(false)
+    /// What waits between tries (a camera, a microphone) wait on: a stop ends them at once.
+    private let stopToken = StopToken()
+    /// What the housekeeping thread waits on: stopped with the agent, rung by a reload (the
+    /// stats interval may have changed).
+    private let housekeepingWake = StopToken()
     private let graceStarted = Atomic<Bool>(false)
     /// Since when the camera delivers no frames (missing at start, or lost); nil while it does.
     /// `vigil trigger` is refused meanwhile.
@@ -90,8 +94,7 @@ public final class Agent: @unchecked Sendable {
         initial = settings
         current = Mutex(settings)
         self.environment = environment
-        log = Logger(
-            level: settings.log.level, sink: environment.logSink, metadata: [("camera", .string(settings.camera.name))])
+        log = environment.log
     }
 
     /// Records until the source ends or `stop` is called (or, with `handlesSignals`, SIGTERM or
@@ -224,11 +227,11 @@ public final class Agent: @unchecked Sendable {
         endStreamIfSourceHangs()  // a stop that came before the threads were there
         if environment.handlesSignals {
             Signals.startWaiting { [self] signal in
-                if signal == SIGHUP { reload() } else { stop(because: Signals.name(signal)) }
+                if signal == .hangUp { reload() } else { stop(because: signal.name) }
             }
         }
         startHousekeeping(writer: writerQueue, sinks: sinks)
-        environment.notifier.ready(
+        environment.notifier?.ready(
             status: opened.map { "recording from \($0.source.name)" }
                 ?? "waiting for the camera \(settings.camera.device)")
         if let choice = environment.encoderChoice {
@@ -271,8 +274,10 @@ public final class Agent: @unchecked Sendable {
     /// `reason` is said in the log ("SIGTERM").
     public func stop(because reason: String) {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        stopToken.stop()
+        housekeepingWake.stop()
         log.info("stopping", [("signal", .string(reason))])
-        environment.notifier.stopping()
+        environment.notifier?.stopping()
         endStreamIfSourceHangs()
     }
 
@@ -301,7 +306,9 @@ public final class Agent: @unchecked Sendable {
         writerThread: JoinableThread, captureThread: JoinableThread, hooks: HookSink, sourceError: CaptureError?
     ) -> Outcome {
         // The source ended (a stop already told systemd it is stopping).
-        if !stopping.exchange(true, ordering: .relaxed) { environment.notifier.stopping() }
+        if !stopping.exchange(true, ordering: .relaxed) { environment.notifier?.stopping() }
+        stopToken.stop()
+        housekeepingWake.stop()
         // 3. The writer drains: the last clip is finished and journaled.
         writerThread.join()
         _ = captureThread.join(timeout: Agent.stopGrace)  // a source stuck in a read goes with the process
@@ -329,9 +336,9 @@ public final class Agent: @unchecked Sendable {
     /// Reloads the configuration file (from any thread); an invalid file is logged and the
     /// settings in use are kept. What applies when is `ReloadPlan`'s to say.
     public func reload() {
-        environment.notifier.reloading()
+        environment.notifier?.reloading()
         var status = "configuration reloaded"
-        defer { environment.notifier.ready(status: status) }
+        defer { environment.notifier?.ready(status: status) }
         let inUse = current.withLock { $0 }
         let new: Settings
         do throws(ConfigurationError) {
@@ -367,6 +374,7 @@ public final class Agent: @unchecked Sendable {
         }
         if plan.logChanged { log.level = applied.log.level }
         current.withLock { $0 = applied }
+        housekeepingWake.ring()
         guard let run = running.withLock({ $0 }) else { return }
         if plan.changesPipeline { run.pipeline.pendingReload.withLock { $0 = applied } }
         if plan.storageChanged {
@@ -507,13 +515,9 @@ public final class Agent: @unchecked Sendable {
         return nil
     }
 
-    /// Sleeps `seconds` in short steps, returning early when the agent stops.
+    /// Waits `seconds`, returning at once when the agent stops.
     private func sleepUnlessStopping(_ seconds: Double) {
-        var left = seconds
-        while left > 0 && !stopping.load(ordering: .relaxed) {
-            environment.sleep(min(left, 0.05))
-            left -= 0.05
-        }
+        environment.pause(seconds, stopToken)
     }
 
     /// The audio thread: microphone chunks into the pipeline's queue (never dropped: they are
@@ -574,32 +578,43 @@ public final class Agent: @unchecked Sendable {
             var lastSweep = lastStats
             var lastFrames = previous.framesIn
             var lastPing = lastStats
-            while !stopping.load(ordering: .relaxed) {
-                MonotonicClock.sleep(until: MonotonicClock.now() + .init(seconds: 0.25))
+            var wait = 0.0
+            // Woken when the next task is due, by a reload (the stats interval may have
+            // changed) and by the stop.
+            while !housekeepingWake.wait(seconds: wait) {
                 let now = environment.monotonicNow()
                 let current = stats.snapshot
-                if let interval = notifier.watchdogInterval, (now - lastPing).seconds >= interval {
+                let watchdogInterval = notifier?.watchdogInterval
+                if let interval = watchdogInterval, (now - lastPing).seconds >= interval {
                     // Only while the pipeline makes progress: a stall lets systemd restart us.
-                    if current.framesIn != lastFrames { notifier.watchdog() }
+                    if current.framesIn != lastFrames { notifier?.watchdog() }
                     lastFrames = current.framesIn
                     lastPing = now
                 }
-                if (now - lastSweep).seconds >= 60 {
+                if (now - lastSweep).seconds >= Agent.sweepInterval {
                     writer.push(.housekeeping, cost: 0)
                     lastSweep = now
                 }
-                if let statsInterval = self.current.withLock({ $0.log.statsInterval }),
-                    (now - lastStats).seconds >= Double(statsInterval)
-                {
+                let statsInterval = self.current.withLock({ $0.log.statsInterval }).map(Double.init)
+                if let statsInterval, (now - lastStats).seconds >= statsInterval {
                     let report = StatsReport(now: current, previous: previous, seconds: (now - lastStats).seconds)
                     log.info("stats", Stats.line(report))
                     sinks.handle(.stats(report))
                     previous = current
                     lastStats = now
                 }
+                let due = [
+                    watchdogInterval.map { (lastPing - now).seconds + $0 },
+                    (lastSweep - now).seconds + Agent.sweepInterval,
+                    statsInterval.map { (lastStats - now).seconds + $0 },
+                ]
+                wait = max(0.001, due.compactMap { $0 }.min() ?? Agent.sweepInterval)
             }
         }
     }
+
+    /// Retention is applied this often (and after each clip).
+    static let sweepInterval = 60.0
 }
 
 /// A value handed to exactly one other thread, which alone uses it from then on.

@@ -1,4 +1,3 @@
-import Analysis
 import Capture
 import Configuration
 import FoundationEssentials

@@ -61,10 +61,10 @@ final class AgentHarness: Sendable {
             openSource: openSource,
             openMicrophone: { audio, _ throws(CaptureError) in try openMicrophone(audio) },
             storage: { _ in storage },
-            logSink: logs, sinks: [events],
-            handlesSignals: false, notifier: SystemdNotifier(environment: [:]),
+            log: .agent(settings, sink: logs), sinks: [events],
+            handlesSignals: false,
             monotonicNow: { MonotonicClock.now() }, wallNow: wallNow,
-            sleep: sleep)
+            pause: { seconds, _ in sleep(seconds) })
         environment.encoderChoice = encoderChoice
         environment.control = control
         environment.memoryForWaitingVideo = memoryForWaitingVideo
@@ -158,19 +158,29 @@ final class AgentHarness: Sendable {
     /// decodes without a word; returns how many video frames each has, by name.
     @discardableResult
     func expectCompletePlayableClips(sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Int] {
-        var frames: [String: Int] = [:]
-        for file in clipFiles {
-            let state = try MovieRepair.inspect(
-                path: storage.path(file), opening: { _ throws(FileError) in try storage.openMovie(file) })
-            #expect(state == .complete, "\(file) is not a complete movie", sourceLocation: sourceLocation)
-            let path = directory.file(file.replacingOccurrences(of: "/", with: "_"))
-            try Data(try #require(storage.contents(file))).write(to: URL(fileURLWithPath: path))
-            let probe = try expectPlayable(path, "\(file):", sourceLocation: sourceLocation)
-            #expect(probe?.video?["codec_name"] == "h264", sourceLocation: sourceLocation)
-            frames[file] = probe?.video?["nb_read_packets"].flatMap { Int($0) }
-        }
-        return frames
+        try AgentTests.expectCompletePlayableClips(in: storage, scratch: directory, sourceLocation: sourceLocation)
     }
+}
+
+/// Every clip in `storage` must be a complete movie that ffprobe reads and ffmpeg decodes
+/// without a word (each is copied into `scratch` for them); returns how many video frames
+/// each has, by name.
+@discardableResult
+func expectCompletePlayableClips(
+    in storage: MemoryStorage, scratch: TemporaryDirectory, sourceLocation: SourceLocation = #_sourceLocation
+) throws -> [String: Int] {
+    var frames: [String: Int] = [:]
+    for file in storage.fileNames.filter({ $0.hasSuffix(".mov") }) {
+        let state = try MovieRepair.inspect(
+            path: storage.path(file), opening: { _ throws(FileError) in try storage.openMovie(file) })
+        #expect(state == .complete, "\(file) is not a complete movie", sourceLocation: sourceLocation)
+        let path = scratch.file(file.replacingOccurrences(of: "/", with: "_"))
+        try Data(try #require(storage.contents(file))).write(to: URL(fileURLWithPath: path))
+        let probe = try expectPlayable(path, "\(file):", sourceLocation: sourceLocation)
+        #expect(probe?.video?["codec_name"] == "h264", sourceLocation: sourceLocation)
+        frames[file] = probe?.video?["nb_read_packets"].flatMap { Int($0) }
+    }
+    return frames
 }
 
 /// An event sink that keeps every event, and lets a test act on one as it happens.

@@ -496,10 +496,9 @@ final class InProcessAgent: Sendable {
             openMicrophone: { _, _ throws(CaptureError) in
                 throw .cannotOpen(source: "microphone", reason: "none in these tests")
             },
-            storage: { _ in storage }, logSink: logs, handlesSignals: false,
-            notifier: SystemdNotifier(environment: [:]), monotonicNow: { MonotonicClock.now() },
-            wallNow: { Date() }, sleep: { _ in })
-        let log = Logger(level: settings.log.level, sink: logs, metadata: [("camera", .string(settings.camera.name))])
+            storage: { _ in storage }, log: .agent(settings, sink: logs), handlesSignals: false,
+            monotonicNow: { MonotonicClock.now() }, wallNow: { Date() }, pause: { _, _ in })
+        let log = environment.log
         environment.sinks.append(
             try MQTTSink(
                 settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
