@@ -55,26 +55,26 @@ public final class Agent: @unchecked Sendable {
         case sourceFailed
     }
 
-    private let configPath: String
-    private let version: String
+    let configPath: String
+    let version: String
     /// The settings the agent started with: camera, encoder and audio keep them until a
     /// restart. A reload reaches the pipeline, the writer and the sinks through their own channels.
-    private let initial: Settings
+    let initial: Settings
     /// The settings in effect (after reloads).
-    private let current: Mutex<Settings>
-    private let environment: AgentEnvironment
-    private let log: Logger
-    private let stats = Stats()
-    private let stopping = Atomic<Bool>(false)
+    let current: Mutex<Settings>
+    let environment: AgentEnvironment
+    let log: Logger
+    let stats = Stats()
+    let stopping = Atomic<Bool>(false)
     /// What waits between tries (a camera, a microphone) wait on: a stop ends them at once.
-    private let stopToken = StopToken()
+    let stopToken = StopToken()
     /// What the housekeeping thread waits on: stopped with the agent, rung by a reload (the
     /// stats interval may have changed).
-    private let housekeepingWake = StopToken()
-    private let graceStarted = Atomic<Bool>(false)
+    let housekeepingWake = StopToken()
+    let graceStarted = Atomic<Bool>(false)
     /// Since when the camera delivers no frames (missing at start, or lost); nil while it does.
     /// `vigil trigger` is refused meanwhile.
-    private let cameraDownSince = Mutex<Date?>(nil)
+    let cameraDownSince = Mutex<Date?>(nil)
     /// Set when the run has its threads and queues: what `stop` and `reload` act on.
     private let running = Mutex<Running?>(nil)
     /// How long a stop waits for the source to notice before ending the stream without it.
@@ -144,7 +144,7 @@ public final class Agent: @unchecked Sendable {
         let hooks = HookSink(settings.hooks, log: log)
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
         let clipWriter = ClipWriter(
-            settings: writerSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
+            settings: WriterSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
             monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,
             memoryLimit: environment.memoryForWaitingVideo)
         switch clipWriter.bringUpStorage() {
@@ -202,14 +202,14 @@ public final class Agent: @unchecked Sendable {
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
         let pipeline = Pipeline(
             settings: settings, encoders: environment.encoders, hardware: environment.encoderChoice, log: log,
-            stats: stats, writer: writerQueue, sinks: sinks, control: environment.control,
-            monotonicNow: environment.monotonicNow)
+            stats: stats, writerLoad: { writerQueue.load }, monotonicNow: environment.monotonicNow,
+            wallNow: environment.wallNow)
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         let sourceError = Mutex<CaptureError?>(nil)
         let pipelineDone = Event()
-        let wallNow = environment.wallNow
+        let control = environment.control
         startThread("pipeline") {
-            let error = pipeline.run(frames, wallClock: wallNow)
+            let error = pipeline.run(frames, control: control, writer: writerQueue, sinks: sinks)
             sourceError.withLock { $0 = error }
             // 2. The pipeline has drained: nothing more goes to the writer.
             writerQueue.close()
@@ -264,7 +264,7 @@ public final class Agent: @unchecked Sendable {
 
     /// Why the camera delivers nothing now, or nil while it delivers: what `vigil trigger` is
     /// told instead of "ok".
-    private func noCamera() -> String? {
+    func noCamera() -> String? {
         guard let since = cameraDownSince.withLock({ $0 }) else { return nil }
         return
             "\(initial.camera.device) is not delivering frames since \(ClipRecord.timestamp(since)) — the agent keeps trying it and records again once it is back"
@@ -284,7 +284,7 @@ public final class Agent: @unchecked Sendable {
     /// 1. Capture stops. A source stuck inside a read never sees the flag: after a grace period
     /// the stream is ended without it. Started once, by `stop` or by `run` when a stop came
     /// before the threads were there.
-    private func endStreamIfSourceHangs() {
+    func endStreamIfSourceHangs() {
         guard stopping.load(ordering: .relaxed), let run = running.withLock({ $0 }),
             !graceStarted.exchange(true, ordering: .relaxed)
         else { return }
@@ -302,7 +302,7 @@ public final class Agent: @unchecked Sendable {
     }
 
     /// Steps 3 to 5 of the stop (the pipeline has drained and closed the writer queue).
-    private func finish(
+    func finish(
         writerThread: JoinableThread, captureThread: JoinableThread, hooks: HookSink, sourceError: CaptureError?
     ) -> Outcome {
         // The source ended (a stop already told systemd it is stopping).
@@ -379,242 +379,12 @@ public final class Agent: @unchecked Sendable {
         if plan.changesPipeline { run.pipeline.pendingReload.withLock { $0 = applied } }
         if plan.storageChanged {
             run.writer.push(
-                .reload(writerSettings(applied, storage: environment.storage(applied.storage.path))), cost: 0)
+                .reload(WriterSettings(applied, storage: environment.storage(applied.storage.path))), cost: 0)
         }
         run.sinks.handle(.reloaded(applied))
         log.info("configuration reloaded; it applies from the next clip", [("config", .string(configPath))])
     }
 
-    private func writerSettings(_ s: Settings, storage: any ClipStorage) -> WriterSettings {
-        WriterSettings(
-            storage: storage, naming: ClipNaming(pattern: s.storage.filePattern, camera: s.camera.name),
-            policy: RetentionPolicy(
-                maxAgeDays: s.storage.maxAgeDays, maxSize: s.storage.maxSize, minFree: s.storage.minFree),
-            camera: s.camera.name)
-    }
-
-    // MARK: Capture
-
-    /// Opens the source, and says what a camera agreed to.
-    private func openSource() throws(CaptureError) -> OpenedSource {
-        let camera = initial.camera
-        let opened = try environment.openSource(camera)
-        if let got = opened.negotiation, case .device(let path) = camera.device {
-            let request = got.request
-            let requested = "\(request.width)x\(request.height)@\(DecimalText.rate(request.frameRate))"
-            log.info(
-                "camera negotiated",
-                [
-                    ("source", .string(path)), ("card", .string(got.device.card)),
-                    ("driver", .string(got.device.driver)),
-                    ("requested", .string(requested)),
-                    ("pixel_format", .string(got.fourcc.description)), ("converted", .bool(got.isEmulated)),
-                    ("size", .string("\(got.width)x\(got.height)")), ("stride", .int(got.bytesPerLine)),
-                    ("fps", .string(got.frameRate.map(DecimalText.rate) ?? "driver's own")),
-                    ("rate_settable", .bool(got.rateIsSettable)),
-                    ("buffers", .int(got.buffers)),
-                ])
-            if !got.matchesRequest {
-                log.warning(
-                    "the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)",
-                    [
-                        ("source", .string(path)), ("requested", .string(requested)),
-                        (
-                            "delivered",
-                            .string("\(got.width)x\(got.height)@\(got.frameRate.map(DecimalText.rate) ?? "?")")
-                        ),
-                    ])
-            }
-        }
-        return opened
-    }
-
-    /// The capture thread: frames into the queue until the source ends or the agent stops.
-    /// A live source never waits: when the pipeline is behind, the oldest queued frame is dropped.
-    /// A camera that fails is closed and reopened as `Retry` says; the open clip is closed meanwhile.
-    private func capture(_ first: (any FrameSource)?, into queue: WorkQueue<CaptureItem>, live: Bool) {
-        var retry = Retry(maximum: .init(seconds: 30))
-        if first == nil { _ = retry.failed(at: environment.monotonicNow()) }
-        guard var source = first ?? reopen(&retry, firstTime: true) else {
-            queue.push(.end(nil))
-            return
-        }
-        var lastSequence: UInt64?
-        // YUYV and 4:2:2 become 4:2:0 here, once, for both the detector and the encoder.
-        var converter = PlanarConverter(input: source.format)
-        let isCamera: Bool = if case .device = initial.camera.device { true } else { false }
-        while !stopping.load(ordering: .relaxed) {
-            let frame: VideoFrame?
-            do { frame = try source.nextFrame().map(converter.convert) } catch {
-                guard isCamera else {
-                    log.error(
-                        "reading the source failed",
-                        [("source", .string(source.name)), ("error", .string(error.description))])
-                    queue.push(.end(error))
-                    return
-                }
-                log.warning(
-                    "camera lost; closing the clip and retrying",
-                    [("source", .string(source.name)), ("error", .string(error.description))])
-                cameraDownSince.withLock { $0 = $0 ?? environment.wallNow() }
-                queue.push(.interrupted)
-                _ = retry.failed(at: environment.monotonicNow())
-                guard let back = reopen(&retry, firstTime: false) else { break }
-                source = back
-                converter = PlanarConverter(input: source.format)
-                lastSequence = nil
-                continue
-            }
-            guard let frame else {
-                log.info("end of source", [("source", .string(source.name))])
-                queue.push(.end(nil))
-                return
-            }
-            if let last = lastSequence, frame.sequence > last + 1 {
-                stats.update { $0.framesLostAtSource += Int(frame.sequence - last - 1) }
-            }
-            lastSequence = frame.sequence
-            if live {
-                if queue.count >= queue.capacity,
-                    queue.dropOldest(where: { if case .frame = $0 { true } else { false } }) != nil
-                {
-                    stats.update { $0.framesDroppedAtCapture += 1 }
-                }
-                queue.push(.frame(frame))
-            } else {
-                queue.pushWaiting(.frame(frame))
-            }
-        }
-        queue.push(.end(nil))
-    }
-
-    /// Reopens the camera as `retry` says (it was lost, or never there), logging its return
-    /// once; nil when the agent is stopping.
-    private func reopen(_ retry: inout Retry, firstTime: Bool) -> (any FrameSource)? {
-        while !stopping.load(ordering: .relaxed) {
-            sleepUnlessStopping(retry.delay.seconds)
-            guard !stopping.load(ordering: .relaxed) else { return nil }
-            do {
-                let source = try openSource().source
-                cameraDownSince.withLock { $0 = nil }
-                let back = retry.succeeded(at: environment.monotonicNow())
-                log.info(
-                    firstTime ? "camera open" : "camera back",
-                    [
-                        ("source", .string(source.name)), ("format", .string(source.format.description)),
-                        ("down", .seconds(back?.down.seconds ?? 0)), ("attempts", .int(back?.tries ?? 1)),
-                    ])
-                return source
-            } catch {
-                let failure = retry.failed(at: environment.monotonicNow())
-                log.debug(
-                    "camera still unavailable",
-                    [("error", .string(error.description)), ("retry_in", .seconds(failure.retryIn.seconds))])
-            }
-        }
-        return nil
-    }
-
-    /// Waits `seconds`, returning at once when the agent stops.
-    private func sleepUnlessStopping(_ seconds: Double) {
-        environment.pause(seconds, stopToken)
-    }
-
-    /// The audio thread: microphone chunks into the pipeline's queue (never dropped: they are
-    /// small). A microphone that cannot be opened or fails leaves clips with video only; it
-    /// is retried as `Retry` says, and each change is logged once.
-    private func captureAudio(into queue: WorkQueue<CaptureItem>) {
-        let audio = initial.audio
-        var retry = Retry(maximum: .init(seconds: 60))
-        while !stopping.load(ordering: .relaxed) {
-            let microphone: any AudioSource
-            do {
-                microphone = try environment.openMicrophone(audio, log)
-            } catch {
-                if retry.failed(at: environment.monotonicNow()).isFirst {
-                    log.warning(
-                        "microphone unavailable; recording video only",
-                        [("device", .string(audio.device)), ("error", .string(error.description))])
-                }
-                sleepUnlessStopping(retry.delay.seconds)
-                continue
-            }
-            let wasFailing = retry.succeeded(at: environment.monotonicNow()) != nil
-            log.info(
-                wasFailing ? "microphone back" : "microphone open",
-                [
-                    ("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
-                    ("channels", .int(microphone.channels)),
-                ])
-            // Overruns of microphones opened before, so the count only grows.
-            let overrunsBefore = stats.snapshot.audioOverruns
-            while !stopping.load(ordering: .relaxed) {
-                do {
-                    guard let chunk = try microphone.read() else { break }
-                    queue.push(.audio(chunk), cost: 0)
-                    let total = overrunsBefore + microphone.overruns
-                    stats.update { $0.audioOverruns = total }
-                } catch {
-                    log.warning(
-                        "microphone failed; recording video only until it is back",
-                        [("device", .string(microphone.name)), ("error", .string(error.description))])
-                    _ = retry.failed(at: environment.monotonicNow())
-                    sleepUnlessStopping(retry.delay.seconds)
-                    break
-                }
-            }
-        }
-    }
-
-    // MARK: Housekeeping
-
-    /// Every minute: retention; every stats interval: the stats line (and the `stats` event);
-    /// and the watchdog ping while frames keep coming.
-    private func startHousekeeping(writer: WorkQueue<WriterItem>, sinks: EventSinks) {
-        let notifier = environment.notifier
-        startThread("housekeeping") { [self] in
-            var previous = stats.snapshot
-            var lastStats = environment.monotonicNow()
-            var lastSweep = lastStats
-            var lastFrames = previous.framesIn
-            var lastPing = lastStats
-            var wait = 0.0
-            // Woken when the next task is due, by a reload (the stats interval may have
-            // changed) and by the stop.
-            while !housekeepingWake.wait(seconds: wait) {
-                let now = environment.monotonicNow()
-                let current = stats.snapshot
-                let watchdogInterval = notifier?.watchdogInterval
-                if let interval = watchdogInterval, (now - lastPing).seconds >= interval {
-                    // Only while the pipeline makes progress: a stall lets systemd restart us.
-                    if current.framesIn != lastFrames { notifier?.watchdog() }
-                    lastFrames = current.framesIn
-                    lastPing = now
-                }
-                if (now - lastSweep).seconds >= Agent.sweepInterval {
-                    writer.push(.housekeeping, cost: 0)
-                    lastSweep = now
-                }
-                let statsInterval = self.current.withLock({ $0.log.statsInterval }).map(Double.init)
-                if let statsInterval, (now - lastStats).seconds >= statsInterval {
-                    let report = StatsReport(now: current, previous: previous, seconds: (now - lastStats).seconds)
-                    log.info("stats", Stats.line(report))
-                    sinks.handle(.stats(report))
-                    previous = current
-                    lastStats = now
-                }
-                let due = [
-                    watchdogInterval.map { (lastPing - now).seconds + $0 },
-                    (lastSweep - now).seconds + Agent.sweepInterval,
-                    statsInterval.map { (lastStats - now).seconds + $0 },
-                ]
-                wait = max(0.001, due.compactMap { $0 }.min() ?? Agent.sweepInterval)
-            }
-        }
-    }
-
-    /// Retention is applied this often (and after each clip).
-    static let sweepInterval = 60.0
 }
 
 /// A value handed to exactly one other thread, which alone uses it from then on.
