@@ -376,7 +376,7 @@ public final class Agent: @unchecked Sendable {
         current.withLock { $0 = applied }
         housekeepingWake.ring()
         guard let run = running.withLock({ $0 }) else { return }
-        if plan.changesPipeline { run.pipeline.pendingReload.withLock { $0 = applied } }
+        if plan.changesPipeline { run.pipeline.reload(applied, plan: plan) }
         if plan.storageChanged {
             run.writer.push(
                 .reload(WriterSettings(applied, storage: environment.storage(applied.storage.path))), cost: 0)

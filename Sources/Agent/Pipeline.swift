@@ -39,8 +39,8 @@ enum PipelineInput: Sendable {
     case interrupted
     /// Nothing came for `seconds` (the stall timeout, `silenceTimeout`).
     case silence(seconds: Double)
-    /// A reloaded configuration: applied at the first frame with no event open.
-    case reload(Settings)
+    /// A reloaded configuration and what it changes: applied at the first frame with no event open.
+    case reload(Settings, plan: ReloadPlan)
     /// The source ended (or failed); or, with nil, the capture queue closed.
     case end(CaptureError?)
 }
@@ -81,8 +81,8 @@ final class Pipeline: @unchecked Sendable {
     /// This step's outputs so far, and their cost to the writer's queue.
     var outputs: [PipelineOutput] = []
     var outputCost = 0
-    /// A reload waiting for the first frame with no event open.
-    var reloadWaiting: Settings?
+    /// A reload waiting for the first frame with no event open, and what it changes.
+    var reloadWaiting: (settings: Settings, plan: ReloadPlan)?
     var outside = OutsideTrigger()
     var detecting = true
     /// What started the open event.
@@ -120,7 +120,15 @@ final class Pipeline: @unchecked Sendable {
     var streamInfo: StreamInfo?
     var audioFormat: AudioTrackFormat?
     /// A reloaded configuration from another thread, for `run` to step in.
-    let pendingReload = Mutex<Settings?>(nil)
+    private let pendingReload = Mutex<(settings: Settings, plan: ReloadPlan)?>(nil)
+
+    /// Hands the pipeline a reload (from any thread): `run` steps it in at the next frame; one
+    /// that comes before is merged with it.
+    func reload(_ settings: Settings, plan: ReloadPlan) {
+        pendingReload.withLock { waiting in
+            waiting = (settings, waiting.map { $0.plan.merging(plan) } ?? plan)
+        }
+    }
 
     static let writerBacklogLimit = 64 << 20
 
@@ -173,7 +181,7 @@ final class Pipeline: @unchecked Sendable {
                     defer { value = nil }
                     return value
                 }) {
-                    deliver(step(.reload(new)), writer: writer, sinks: sinks)
+                    deliver(step(.reload(new.settings, plan: new.plan)), writer: writer, sinks: sinks)
                 }
                 input = .frame(frame, requests: control.take())
             case .element(.audio(let chunk)): input = .audio(chunk)
@@ -250,8 +258,8 @@ final class Pipeline: @unchecked Sendable {
                 "the source delivered nothing", [("seconds", .seconds(seconds)), ("closing_clip", .bool(open))])
             stall.timedOut()
             interrupt()
-        case .reload(let new):
-            reloadWaiting = new
+        case .reload(let new, let plan):
+            reloadWaiting = (new, reloadWaiting.map { $0.plan.merging(plan) } ?? plan)
         case .end(let error):
             finish()
             outputs.append(.finished(error))
@@ -498,17 +506,15 @@ final class Pipeline: @unchecked Sendable {
 
     /// A reloaded configuration takes effect between events, as `ReloadPlan` says.
     func applyReloadIfIdle() {
-        guard isIdle, let new = reloadWaiting else { return }
+        guard isIdle, let (new, plan) = reloadWaiting else { return }
         reloadWaiting = nil
-        let plan = ReloadPlan(from: settings, to: new)
         if plan.detectionChanged { detector = MotionDetector(settings: new.motion, mask: new.motionMask) }
         if plan.eventsChanged { eventLogic = EventStateMachine(settings: EventSettings(new.recording)) }
         if plan.preRollChanged { recorder = Pipeline.clipRecorder(new, after: recorder) }
-        let overlayChanged = new.overlay != settings.overlay
         // What needs a restart comes as it began (the agent keeps the camera, the encoder and
         // its keyframe interval out of a reload).
         settings = new
-        if overlayChanged, let stream = streamInfo { makeOverlay(height: stream.video.height) }
+        if plan.overlayChanged, let stream = streamInfo { makeOverlay(height: stream.video.height) }
         log.info("reloaded settings in effect")
     }
 }
