@@ -9,30 +9,35 @@ import Synchronization
 
 /// The running agent: its threads, their start-up and their orderly stop.
 ///
-/// Threads and the queues between them (docs/ARCHITECTURE.md draws them):
+/// Threads and the queues between them (docs/ARCHITECTURE.md's table lists every thread):
 ///
 ///     capture ──frames──▶ WorkQueue<CaptureItem> ──▶ pipeline ──commands──▶ WorkQueue<WriterItem> ──▶ writer
-///     audio  ──chunks──▶        (3 frames live,                 (bounded by bytes:     (the disk)
+///     audio  ──chunks──▶        (3 frames live,      (Pipeline.step) (bounded by bytes:     (ClipWriter.step)
 ///                               8 from a file)                  64 MB, then GOPs
 ///                                                               are dropped)
 ///     housekeeping (stats, retention every minute, watchdog) ──▶ writer queue
-///     signals (SIGTERM/SIGINT stop, SIGHUP reload)
+///     signals (SIGTERM/SIGINT stop, SIGHUP reload), trigger (`vigil trigger`'s socket),
+///     stop (the grace for a stuck source), mqtt (MQTTSink's), hook (one per running hook)
 ///
 /// The stop, whether asked for (`stop`, SIGTERM, SIGINT) or because the source ended, is one
-/// sequence, `finish(...)`, in this order:
+/// sequence, in this order (docs/ARCHITECTURE.md repeats it):
 ///
-/// 1. **Capture stops.** The stop flag is set; the capture and audio threads leave their loops
-///    at the next frame or chunk, and capture queues `.end`. A source stuck in a read (a stalled
-///    pipe, a hung driver) is given `stopGrace`; then `.end` is queued without it.
+/// 1. **Capture stops.** The stop flag is set and the stop token stopped: the capture and audio
+///    threads leave their loops at the next frame or chunk (a wait between tries ends at once),
+///    and capture queues `.end`; housekeeping ends. A source stuck in a read (a stalled pipe, a
+///    hung driver) is given `stopGrace` (the stop thread); then `.end` is queued without it.
 /// 2. **The pipeline drains.** It takes what is queued, in order, flushes the encoder, ends an
 ///    open event (its post-roll cut short), sends the open clip's last GOP and its close, and
 ///    closes the writer queue.
-/// 3. **The writer drains.** It writes and syncs the last fragments, indexes the clip and hides
+/// 3. **The trigger socket closes.** `vigil trigger` is answered no more; the socket is removed.
+/// 4. **The writer drains.** It writes and syncs the last fragments, indexes the clip and hides
 ///    the fragments (`MovieFinish`), sends `clipSaved` (the journal line, the hook), and exits.
-/// 4. **Hooks get a moment.** Running hooks get up to `min(hooks.timeout + 1, 5)` seconds;
+/// 5. **Hooks get a moment.** Running hooks get up to `min(hooks.timeout + 1, 5)` seconds;
 ///    those still running are then killed (SIGTERM to the process group, SIGKILL half a second
 ///    later) and each is logged, so no hook outlives the agent.
-/// 5. **The last line.** "vigil stopped" with the totals; the outcome says how it ended.
+/// 6. **The sinks finish.** Each delivers what it still holds within a few seconds (MQTT: its
+///    queue, then "offline") and lets go.
+/// 7. **The last line.** "vigil stopped" with the totals; the outcome says how it ended.
 public final class Agent: @unchecked Sendable {
     // `@unchecked Sendable`: the threads share only `stopping` (atomic), `stats`, the queues,
     // the pipeline's reload slot and `settings` (behind a Mutex); everything else is set before
@@ -256,6 +261,7 @@ public final class Agent: @unchecked Sendable {
         }
 
         pipelineDone.wait()
+        // 3. The trigger socket closes.
         trigger?.close()
         return finish(
             writerThread: writerThread, captureThread: captureThread, hooks: hooks,
@@ -301,7 +307,7 @@ public final class Agent: @unchecked Sendable {
         }
     }
 
-    /// Steps 3 to 5 of the stop (the pipeline has drained and closed the writer queue).
+    /// Steps 4 to 7 of the stop (the pipeline has drained and closed the writer queue).
     func finish(
         writerThread: JoinableThread, captureThread: JoinableThread, hooks: HookSink, sourceError: CaptureError?
     ) -> Outcome {
@@ -309,14 +315,14 @@ public final class Agent: @unchecked Sendable {
         if !stopping.exchange(true, ordering: .relaxed) { environment.notifier?.stopping() }
         stopToken.stop()
         housekeepingWake.stop()
-        // 3. The writer drains: the last clip is finished and journaled.
+        // 4. The writer drains: the last clip is finished and journaled.
         writerThread.join()
         _ = captureThread.join(timeout: Agent.stopGrace)  // a source stuck in a read goes with the process
-        // 4. Hooks get a moment; those still running are killed.
+        // 5. Hooks get a moment; those still running are killed.
         hooks.runner.drain(seconds: min(current.withLock { $0.hooks.timeout } + 1, 5))
-        // 5. The sinks deliver what they still hold (MQTT: the queue, then "offline").
+        // 6. The sinks deliver what they still hold (MQTT: the queue, then "offline").
         running.withLock { $0?.sinks }?.finish()
-        // 6. The last line.
+        // 7. The last line.
         let counters = stats.snapshot
         log.info(
             "vigil stopped",
