@@ -8,10 +8,9 @@ public struct SystemTimeZone: LocalTimeZone {
     public init() {}
 
     public func localTime(_ date: Date) -> LocalTime {
-        let t = CalendarTime.local(secondsSince1970: date.timeIntervalSince1970)
-        return LocalTime(
-            year: t.year, month: t.month, day: t.day, hour: t.hour, minute: t.minute, second: t.second,
-            utcOffset: t.utcOffset)
+        CalendarTime.local(secondsSince1970: date.timeIntervalSince1970) {
+            LocalTime(year: $0, month: $1, day: $2, hour: $3, minute: $4, second: $5, utcOffset: $6)
+        }
     }
 }
 

@@ -2,41 +2,31 @@ internal import Glibc
 
 /// A moment as a calendar and a clock show it, from the C library (`localtime_r`, `gmtime_r`):
 /// local time follows `TZ` and /etc/localtime — FoundationEssentials alone would take every
-/// time zone for UTC.
-public struct CalendarTime: Sendable, Equatable {
-    public var year: Int
-    public var month: Int
-    public var day: Int
-    public var hour: Int
-    public var minute: Int
-    public var second: Int
-    /// Seconds east of UTC.
-    public var utcOffset: Int
-
+/// time zone for UTC. Each call hands the fields to `make` (year, month, day, hour, minute,
+/// second, and the offset from UTC in seconds east), so the caller builds its own value.
+public enum CalendarTime {
     /// `secondsSince1970` (whole seconds, rounded down) in the system's time zone.
-    public static func local(secondsSince1970: Double) -> CalendarTime {
+    public static func local<T>(
+        secondsSince1970: Double, _ make: (Int, Int, Int, Int, Int, Int, Int) -> T
+    ) -> T {
         var seconds = time_t(secondsSince1970.rounded(.down))
         var t = tm()
         localtime_r(&seconds, &t)
-        return CalendarTime(t)
+        return fields(t, make)
     }
 
     /// `secondsSince1970` (whole seconds, rounded down) in UTC.
-    public static func utc(secondsSince1970: Double) -> CalendarTime {
+    public static func utc<T>(secondsSince1970: Double, _ make: (Int, Int, Int, Int, Int, Int, Int) -> T) -> T {
         var seconds = time_t(secondsSince1970.rounded(.down))
         var t = tm()
         gmtime_r(&seconds, &t)
-        return CalendarTime(t)
+        return fields(t, make)
     }
 
-    private init(_ t: tm) {
-        year = Int(t.tm_year) + 1900
-        month = Int(t.tm_mon) + 1
-        day = Int(t.tm_mday)
-        hour = Int(t.tm_hour)
-        minute = Int(t.tm_min)
-        second = Int(t.tm_sec)
-        utcOffset = t.tm_gmtoff
+    private static func fields<T>(_ t: tm, _ make: (Int, Int, Int, Int, Int, Int, Int) -> T) -> T {
+        make(
+            Int(t.tm_year) + 1900, Int(t.tm_mon) + 1, Int(t.tm_mday), Int(t.tm_hour), Int(t.tm_min), Int(t.tm_sec),
+            t.tm_gmtoff)
     }
 }
 

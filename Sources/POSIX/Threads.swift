@@ -62,45 +62,22 @@ public final class Condition: @unchecked Sendable {
 }
 
 /// Something that happens once, that threads can wait for: a thread's end, the pipeline's
-/// drain, and the agent's stop token (what every wait between tries and every periodic task
-/// waits on, so that a stop ends those waits at once instead of at the next poll).
-///
-/// `@unchecked Sendable`: `happened` is read and written only while holding `condition`.
-public final class Event: @unchecked Sendable {
-    private let condition = Condition()
-    private var happened = false
+/// drain. A `StopToken` that is only ever stopped.
+public final class Event: Sendable {
+    private let token = StopToken()
 
     public init() {}
 
-    public func signal() {
-        condition.withLock {
-            happened = true
-            condition.broadcast()
-        }
-    }
+    public func signal() { token.stop() }
 
     /// Whether `signal` was called.
-    public var isSignalled: Bool { condition.withLock { happened } }
+    public var isSignalled: Bool { token.isStopped }
 
-    public func wait() {
-        condition.withLock {
-            while !happened { condition.wait() }
-        }
-    }
+    public func wait() { token.wait() }
 
     /// Waits at most `seconds`; false when it has not happened by then.
     @discardableResult
-    public func wait(seconds: Double) -> Bool {
-        let deadline = Condition.now() + seconds
-        return condition.withLock {
-            while !happened {
-                let remaining = deadline - Condition.now()
-                if remaining <= 0 { return false }
-                condition.wait(seconds: remaining)
-            }
-            return true
-        }
-    }
+    public func wait(seconds: Double) -> Bool { token.wait(seconds: seconds) }
 }
 
 /// Starts a named thread running `body`; `join()` waits for it to finish.
@@ -209,6 +186,13 @@ public final class StopToken: @unchecked Sendable {
         condition.withLock {
             rung = true
             condition.broadcast()
+        }
+    }
+
+    /// Waits until stopped; a ring does not end this wait.
+    public func wait() {
+        condition.withLock {
+            while !stopped { condition.wait() }
         }
     }
 

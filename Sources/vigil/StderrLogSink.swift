@@ -26,9 +26,10 @@ final class StderrLogSink: LogSink {
 
     static func timestamp() -> String {
         let now = WallClock.now()
-        let t = CalendarTime.utc(secondsSince1970: Double(now.seconds))
         let pad = DecimalText.zeroPadded
-        return "\(pad(t.year, 4))-\(pad(t.month, 2))-\(pad(t.day, 2))T"
-            + "\(pad(t.hour, 2)):\(pad(t.minute, 2)):\(pad(t.second, 2)).\(pad(now.nanoseconds / 1_000_000, 3))Z"
+        return CalendarTime.utc(secondsSince1970: Double(now.seconds)) { year, month, day, hour, minute, second, _ in
+            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T"
+                + "\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(now.nanoseconds / 1_000_000, 3))Z"
+        }
     }
 }
