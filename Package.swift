@@ -86,6 +86,13 @@ let package = Package(
         .target(
             name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder", "Capture", "Overlay"],
             path: "Tests/TestSupport"),
+        // The agent run in process with its threads, for AgentTests and MQTTTests.
+        .target(
+            name: "AgentTestSupport",
+            dependencies: [
+                "Agent", "Capture", "Configuration", "H264", "Logging", "Media", "QuickTime", "Recorder", "TestSupport",
+            ],
+            path: "Tests/AgentTestSupport"),
         .executableTarget(
             name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"],
             path: "Tests/Fixtures/MovieWriterChild"),
@@ -120,13 +127,14 @@ let package = Package(
             name: "AgentTests",
             dependencies: [
                 "Agent", "Media", "Capture", "Configuration", "H264", "Logging", "QuickTime", "Recorder", "TestSupport",
-                "Overlay", "POSIX",
+                "Overlay", "POSIX", "AgentTestSupport",
             ]),
         // Against a real `mosquitto` broker the tests start on a loopback port.
         .testTarget(
             name: "MQTTTests",
             dependencies: [
                 "MQTT", "Agent", "Configuration", "H264", "Media", "Capture", "Logging", "Recorder", "TestSupport",
+                "AgentTestSupport",
             ]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(
