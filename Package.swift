@@ -31,7 +31,9 @@ let package = Package(
         .target(name: "Analysis", dependencies: ["Media", "MotionDetection", "Recorder"]),
 
         // Adapters.
-        // System calls: errors, retrying interrupted calls, file descriptors that close themselves.
+        // The operating system at the edge: errors, retrying interrupted calls, file descriptors
+        // that close themselves, Unix sockets, threads and conditions, signals, sd_notify,
+        // posix_spawn, the system time zone.
         .target(name: "POSIX"),
         .target(name: "H264", dependencies: ["Media", "POSIX", "CX264", "CV4L2"]),
         .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
@@ -46,13 +48,14 @@ let package = Package(
         // read through zlib.
         .target(name: "Overlay", dependencies: ["Media", "CZlib"]),
 
-        // The agent: the pipeline, the clip writer and their decisions, the runtime (threads,
-        // queues, stop order, signals, sd_notify).
+        // The agent: the pipeline, the clip writer and their decisions, its threads, queues and
+        // stop order (on POSIX's threads, signals and sd_notify). It knows the disk only as
+        // Recorder's ClipStorage: `vigil run` passes it DiskStorage.
         .target(
             name: "Agent",
             dependencies: [
-                "Media", "POSIX", "QuickTime", "MotionDetection", "Analysis", "Recorder", "Capture", "Configuration",
-                "Logging", "Storage", "Snapshot", "Overlay",
+                "Media", "POSIX", "QuickTime", "MotionDetection", "Recorder", "Capture", "Configuration",
+                "Logging", "Snapshot", "Overlay",
             ]
         ),
         // Events to an MQTT broker (libmosquitto), and Home Assistant: an `EventSink`.
@@ -66,7 +69,7 @@ let package = Package(
             name: "vigil",
             dependencies: [
                 "Agent", "Analysis", "Media", "QuickTime", "Recorder", "H264", "Capture", "Configuration", "Storage",
-                "MQTT",
+                "MQTT", "POSIX", "Logging",
             ]
         ),
 
@@ -83,6 +86,13 @@ let package = Package(
         .target(
             name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder", "Capture", "Overlay"],
             path: "Tests/TestSupport"),
+        // The agent run in process with its threads, for AgentTests and MQTTTests.
+        .target(
+            name: "AgentTestSupport",
+            dependencies: [
+                "Agent", "Capture", "Configuration", "H264", "Logging", "Media", "QuickTime", "Recorder", "TestSupport",
+            ],
+            path: "Tests/AgentTestSupport"),
         .executableTarget(
             name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"],
             path: "Tests/Fixtures/MovieWriterChild"),
@@ -117,13 +127,14 @@ let package = Package(
             name: "AgentTests",
             dependencies: [
                 "Agent", "Media", "Capture", "Configuration", "H264", "Logging", "QuickTime", "Recorder", "TestSupport",
-                "Overlay",
+                "Overlay", "POSIX", "AgentTestSupport",
             ]),
         // Against a real `mosquitto` broker the tests start on a loopback port.
         .testTarget(
             name: "MQTTTests",
             dependencies: [
                 "MQTT", "Agent", "Configuration", "H264", "Media", "Capture", "Logging", "Recorder", "TestSupport",
+                "AgentTestSupport",
             ]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(

@@ -1,25 +1,87 @@
 #!/usr/bin/env bash
-# The layering rules of docs/ARCHITECTURE.md, checked on the sources:
+# The layering rules of docs/ARCHITECTURE.md, checked on the sources (every file of a module,
+# in its subfolders too):
 # - pure modules import no C module (Glibc, the C* system libraries) and no Foundation;
 # - adapters reach C only with `internal import`, so no C type can appear in a public signature;
-# - the agent imports no x264 type (it knows encoders through Media's VideoEncoder seam).
+# - the agent imports no x264 type (it knows encoders through Media's VideoEncoder seam), no
+#   Storage (it knows the disk as Recorder's ClipStorage) and no Analysis, and no Glibc (the
+#   operating system is POSIX's);
+# - the "may import" column of ARCHITECTURE.md's module table is Package.swift's dependencies,
+#   exactly (plus Glibc where a module calls the C library), and every module imports only
+#   what its row allows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
 fail() { echo "layering: $*" >&2; status=1; }
 
+# Every Swift file of a module, subfolders included.
+files() { find "Sources/$1" -name '*.swift' | sort; }
+# `grep -n` over every file of a module, each hit prefixed with its file.
+grep_module() {
+    local module=$1 pattern=$2
+    files "$module" | while IFS= read -r file; do
+        grep -nE "$pattern" "$file" | sed "s|^|$file:|" || true
+    done
+}
+
 for module in Media Logging QuickTime MotionDetection Recorder Analysis; do
     while IFS= read -r hit; do
         fail "$hit — the pure module $module imports C or Foundation"
-    done < <(grep -nE '^\s*(@_exported |internal |public )?import (Glibc|Foundation$|Foundation\b[^E]|C[A-Z][A-Za-z0-9]*|POSIX|Dispatch)' \
-        Sources/"$module"/*.swift || true)
+    done < <(grep_module "$module" \
+        '^\s*(@_exported |internal |public )?import (Glibc|Foundation$|Foundation\b[^E]|C[A-Z][A-Za-z0-9]*|POSIX|Dispatch)')
 done
 for module in POSIX H264 Capture Configuration Storage MQTT Snapshot Overlay; do
     while IFS= read -r hit; do
         fail "$hit — an adapter imports a C module without \`internal import\`"
-    done < <(grep -nE '^\s*(public )?import (Glibc|C[A-Z][A-Za-z0-9]*)$' Sources/"$module"/*.swift || true)
+    done < <(grep_module "$module" '^\s*(public )?import (Glibc|C[A-Z][A-Za-z0-9]*)$')
 done
 while IFS= read -r hit; do
-    fail "$hit — the agent imports an encoder backend"
-done < <(grep -rnE '^\s*(internal |public )?import (H264|CX264)$' Sources/Agent || true)
+    fail "$hit — the agent imports an encoder backend, the disk, the analysis or the C library"
+done < <(grep_module Agent '^\s*(internal |public )?import (H264|CX264|Storage|Analysis|Glibc)$')
+
+# Package.swift's targets as "name: dep dep …", one a line (comments dropped, calls joined).
+package_targets() {
+    sed 's|//.*||' Package.swift | tr '\n' ' ' |
+        grep -oE '\.(target|executableTarget)\(\s*name: "[^"]+"(\s*,\s*dependencies: \[[^]]*\])?' |
+        sed -E 's/^\.[a-zA-Z]+\(\s*name: "([^"]+)"(\s*,\s*dependencies: \[([^]]*)\])?/\1:\3/' |
+        sed -E 's/[",]/ /g; s/  +/ /g; s/ +$//'
+}
+# ARCHITECTURE.md's module table as "name: allowed allowed …" ("—" is nothing).
+table_rows() {
+    grep -E '^\| `[A-Za-z0-9-]+` \|' docs/ARCHITECTURE.md |
+        sed -E 's/^\| `([A-Za-z0-9-]+)` \|.*\| ([^|]*) \|$/\1:\2/' |
+        sed -E 's/—//; s/,/ /g; s/  +/ /g; s/ +$//'
+}
+sorted_words() { tr ' ' '\n' | { grep -v '^$' || true; } | sort -u | tr '\n' ' ' | sed 's/ $//'; }
+
+declare -A allowed
+while IFS= read -r row; do allowed[${row%%:*}]=${row#*:}; done < <(table_rows)
+while IFS= read -r target; do
+    name=${target%%:*}
+    [[ $name == TestSupport || $name == AgentTestSupport || $name == movie-writer-child || $name == y4m-feeder || $name == vigil-device-tests ]] &&
+        continue
+    if [[ -z ${allowed[$name]+set} ]]; then
+        fail "Package.swift's target $name has no row in docs/ARCHITECTURE.md's module table"
+        continue
+    fi
+    declared=$(echo "${target#*:}" | sorted_words)
+    listed=$(echo "${allowed[$name]}" | sed -E 's/(^| )Glibc( |$)/ /' | sorted_words)
+    if [[ $declared != "$listed" ]]; then
+        fail "$name may import \"$listed\" in docs/ARCHITECTURE.md but depends on \"$declared\" in Package.swift"
+    fi
+    # Every import of a project module or C module is one the row allows (system modules
+    # such as FoundationEssentials and Synchronization aside).
+    [[ -d Sources/$name ]] || continue
+    while IFS= read -r hit; do
+        imported=$(echo "$hit" | sed -E 's/.*import ([A-Za-z0-9_]+).*/\1/')
+        case $imported in
+            FoundationEssentials | Foundation | Synchronization | Dispatch | Testing | XCTest) continue ;;
+        esac
+        [[ " ${allowed[$name]} " == *" $imported "* ]] ||
+            fail "$hit — $name imports $imported, which its row in docs/ARCHITECTURE.md does not allow"
+    done < <(grep_module "$name" '^\s*(@_exported |internal |public )?import [A-Za-z0-9_]+')
+done < <(package_targets)
+for name in "${!allowed[@]}"; do
+    package_targets | grep -q "^$name:" || fail "docs/ARCHITECTURE.md's module table lists $name, which Package.swift has not"
+done
 exit $status

@@ -1,39 +1,43 @@
 import Capture
 import Configuration
 import FoundationEssentials
-import Glibc
 import Logging
 import Media
-internal import POSIX
+import POSIX
 import Recorder
 import Synchronization
 
 /// The running agent: its threads, their start-up and their orderly stop.
 ///
-/// Threads and the queues between them (docs/ARCHITECTURE.md draws them):
+/// Threads and the queues between them (docs/ARCHITECTURE.md's table lists every thread):
 ///
 ///     capture ──frames──▶ WorkQueue<CaptureItem> ──▶ pipeline ──commands──▶ WorkQueue<WriterItem> ──▶ writer
-///     audio  ──chunks──▶        (3 frames live,                 (bounded by bytes:     (the disk)
+///     audio  ──chunks──▶        (3 frames live,      (Pipeline.step) (bounded by bytes:     (ClipWriter.step)
 ///                               8 from a file)                  64 MB, then GOPs
 ///                                                               are dropped)
 ///     housekeeping (stats, retention every minute, watchdog) ──▶ writer queue
-///     signals (SIGTERM/SIGINT stop, SIGHUP reload)
+///     signals (SIGTERM/SIGINT stop, SIGHUP reload), trigger (`vigil trigger`'s socket),
+///     stop (the grace for a stuck source), mqtt (MQTTSink's), hook (one per running hook)
 ///
 /// The stop, whether asked for (`stop`, SIGTERM, SIGINT) or because the source ended, is one
-/// sequence, `finish(...)`, in this order:
+/// sequence, in this order (docs/ARCHITECTURE.md repeats it):
 ///
-/// 1. **Capture stops.** The stop flag is set; the capture and audio threads leave their loops
-///    at the next frame or chunk, and capture queues `.end`. A source stuck in a read (a stalled
-///    pipe, a hung driver) is given `stopGrace`; then `.end` is queued without it.
+/// 1. **Capture stops.** The stop flag is set and the stop token stopped: the capture and audio
+///    threads leave their loops at the next frame or chunk (a wait between tries ends at once),
+///    and capture queues `.end`; housekeeping ends. A source stuck in a read (a stalled pipe, a
+///    hung driver) is given `stopGrace` (the stop thread); then `.end` is queued without it.
 /// 2. **The pipeline drains.** It takes what is queued, in order, flushes the encoder, ends an
 ///    open event (its post-roll cut short), sends the open clip's last GOP and its close, and
 ///    closes the writer queue.
-/// 3. **The writer drains.** It writes and syncs the last fragments, indexes the clip and hides
+/// 3. **The trigger socket closes.** `vigil trigger` is answered no more; the socket is removed.
+/// 4. **The writer drains.** It writes and syncs the last fragments, indexes the clip and hides
 ///    the fragments (`MovieFinish`), sends `clipSaved` (the journal line, the hook), and exits.
-/// 4. **Hooks get a moment.** Running hooks get up to `min(hooks.timeout + 1, 5)` seconds;
+/// 5. **Hooks get a moment.** Running hooks get up to `min(hooks.timeout + 1, 5)` seconds;
 ///    those still running are then killed (SIGTERM to the process group, SIGKILL half a second
 ///    later) and each is logged, so no hook outlives the agent.
-/// 5. **The last line.** "vigil stopped" with the totals; the outcome says how it ended.
+/// 6. **The sinks finish.** Each delivers what it still holds within a few seconds (MQTT: its
+///    queue, then "offline") and lets go.
+/// 7. **The last line.** "vigil stopped" with the totals; the outcome says how it ended.
 public final class Agent: @unchecked Sendable {
     // `@unchecked Sendable`: the threads share only `stopping` (atomic), `stats`, the queues,
     // the pipeline's reload slot and `settings` (behind a Mutex); everything else is set before
@@ -56,21 +60,26 @@ public final class Agent: @unchecked Sendable {
         case sourceFailed
     }
 
-    private let configPath: String
-    private let version: String
+    let configPath: String
+    let version: String
     /// The settings the agent started with: camera, encoder and audio keep them until a
     /// restart. A reload reaches the pipeline, the writer and the sinks through their own channels.
-    private let initial: Settings
+    let initial: Settings
     /// The settings in effect (after reloads).
-    private let current: Mutex<Settings>
-    private let environment: AgentEnvironment
-    private let log: Logger
-    private let stats = Stats()
-    private let stopping = Atomic<Bool>(false)
-    private let graceStarted = Atomic<Bool>(false)
+    let current: Mutex<Settings>
+    let environment: AgentEnvironment
+    let log: Logger
+    let stats = Stats()
+    let stopping = Atomic<Bool>(false)
+    /// What waits between tries (a camera, a microphone) wait on: a stop ends them at once.
+    let stopToken = StopToken()
+    /// What the housekeeping thread waits on: stopped with the agent, rung by a reload (the
+    /// stats interval may have changed).
+    let housekeepingWake = StopToken()
+    let graceStarted = Atomic<Bool>(false)
     /// Since when the camera delivers no frames (missing at start, or lost); nil while it does.
     /// `vigil trigger` is refused meanwhile.
-    private let cameraDownSince = Mutex<Date?>(nil)
+    let cameraDownSince = Mutex<Date?>(nil)
     /// Set when the run has its threads and queues: what `stop` and `reload` act on.
     private let running = Mutex<Running?>(nil)
     /// How long a stop waits for the source to notice before ending the stream without it.
@@ -90,8 +99,7 @@ public final class Agent: @unchecked Sendable {
         initial = settings
         current = Mutex(settings)
         self.environment = environment
-        log = Logger(
-            level: settings.log.level, sink: environment.logSink, metadata: [("camera", .string(settings.camera.name))])
+        log = environment.log
     }
 
     /// Records until the source ends or `stop` is called (or, with `handlesSignals`, SIGTERM or
@@ -141,7 +149,7 @@ public final class Agent: @unchecked Sendable {
         let hooks = HookSink(settings.hooks, log: log)
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
         let clipWriter = ClipWriter(
-            settings: writerSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
+            settings: WriterSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
             monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,
             memoryLimit: environment.memoryForWaitingVideo)
         switch clipWriter.bringUpStorage() {
@@ -199,14 +207,14 @@ public final class Agent: @unchecked Sendable {
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
         let pipeline = Pipeline(
             settings: settings, encoders: environment.encoders, hardware: environment.encoderChoice, log: log,
-            stats: stats, writer: writerQueue, sinks: sinks, control: environment.control,
-            monotonicNow: environment.monotonicNow)
+            stats: stats, writerLoad: { writerQueue.load }, monotonicNow: environment.monotonicNow,
+            wallNow: environment.wallNow)
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         let sourceError = Mutex<CaptureError?>(nil)
         let pipelineDone = Event()
-        let wallNow = environment.wallNow
+        let control = environment.control
         startThread("pipeline") {
-            let error = pipeline.run(frames, wallClock: wallNow)
+            let error = pipeline.run(frames, control: control, writer: writerQueue, sinks: sinks)
             sourceError.withLock { $0 = error }
             // 2. The pipeline has drained: nothing more goes to the writer.
             writerQueue.close()
@@ -224,11 +232,11 @@ public final class Agent: @unchecked Sendable {
         endStreamIfSourceHangs()  // a stop that came before the threads were there
         if environment.handlesSignals {
             Signals.startWaiting { [self] signal in
-                if signal == SIGHUP { reload() } else { stop(because: Signals.name(signal)) }
+                if signal == .hangUp { reload() } else { stop(because: signal.name) }
             }
         }
         startHousekeeping(writer: writerQueue, sinks: sinks)
-        environment.notifier.ready(
+        environment.notifier?.ready(
             status: opened.map { "recording from \($0.source.name)" }
                 ?? "waiting for the camera \(settings.camera.device)")
         if let choice = environment.encoderChoice {
@@ -253,6 +261,7 @@ public final class Agent: @unchecked Sendable {
         }
 
         pipelineDone.wait()
+        // 3. The trigger socket closes.
         trigger?.close()
         return finish(
             writerThread: writerThread, captureThread: captureThread, hooks: hooks,
@@ -261,7 +270,7 @@ public final class Agent: @unchecked Sendable {
 
     /// Why the camera delivers nothing now, or nil while it delivers: what `vigil trigger` is
     /// told instead of "ok".
-    private func noCamera() -> String? {
+    func noCamera() -> String? {
         guard let since = cameraDownSince.withLock({ $0 }) else { return nil }
         return
             "\(initial.camera.device) is not delivering frames since \(ClipRecord.timestamp(since)) — the agent keeps trying it and records again once it is back"
@@ -271,15 +280,17 @@ public final class Agent: @unchecked Sendable {
     /// `reason` is said in the log ("SIGTERM").
     public func stop(because reason: String) {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        stopToken.stop()
+        housekeepingWake.stop()
         log.info("stopping", [("signal", .string(reason))])
-        environment.notifier.stopping()
+        environment.notifier?.stopping()
         endStreamIfSourceHangs()
     }
 
     /// 1. Capture stops. A source stuck inside a read never sees the flag: after a grace period
     /// the stream is ended without it. Started once, by `stop` or by `run` when a stop came
     /// before the threads were there.
-    private func endStreamIfSourceHangs() {
+    func endStreamIfSourceHangs() {
         guard stopping.load(ordering: .relaxed), let run = running.withLock({ $0 }),
             !graceStarted.exchange(true, ordering: .relaxed)
         else { return }
@@ -296,20 +307,22 @@ public final class Agent: @unchecked Sendable {
         }
     }
 
-    /// Steps 3 to 5 of the stop (the pipeline has drained and closed the writer queue).
-    private func finish(
+    /// Steps 4 to 7 of the stop (the pipeline has drained and closed the writer queue).
+    func finish(
         writerThread: JoinableThread, captureThread: JoinableThread, hooks: HookSink, sourceError: CaptureError?
     ) -> Outcome {
         // The source ended (a stop already told systemd it is stopping).
-        if !stopping.exchange(true, ordering: .relaxed) { environment.notifier.stopping() }
-        // 3. The writer drains: the last clip is finished and journaled.
+        if !stopping.exchange(true, ordering: .relaxed) { environment.notifier?.stopping() }
+        stopToken.stop()
+        housekeepingWake.stop()
+        // 4. The writer drains: the last clip is finished and journaled.
         writerThread.join()
         _ = captureThread.join(timeout: Agent.stopGrace)  // a source stuck in a read goes with the process
-        // 4. Hooks get a moment; those still running are killed.
+        // 5. Hooks get a moment; those still running are killed.
         hooks.runner.drain(seconds: min(current.withLock { $0.hooks.timeout } + 1, 5))
-        // 5. The sinks deliver what they still hold (MQTT: the queue, then "offline").
+        // 6. The sinks deliver what they still hold (MQTT: the queue, then "offline").
         running.withLock { $0?.sinks }?.finish()
-        // 6. The last line.
+        // 7. The last line.
         let counters = stats.snapshot
         log.info(
             "vigil stopped",
@@ -329,9 +342,9 @@ public final class Agent: @unchecked Sendable {
     /// Reloads the configuration file (from any thread); an invalid file is logged and the
     /// settings in use are kept. What applies when is `ReloadPlan`'s to say.
     public func reload() {
-        environment.notifier.reloading()
+        environment.notifier?.reloading()
         var status = "configuration reloaded"
-        defer { environment.notifier.ready(status: status) }
+        defer { environment.notifier?.ready(status: status) }
         let inUse = current.withLock { $0 }
         let new: Settings
         do throws(ConfigurationError) {
@@ -367,239 +380,17 @@ public final class Agent: @unchecked Sendable {
         }
         if plan.logChanged { log.level = applied.log.level }
         current.withLock { $0 = applied }
+        housekeepingWake.ring()
         guard let run = running.withLock({ $0 }) else { return }
-        if plan.changesPipeline { run.pipeline.pendingReload.withLock { $0 = applied } }
+        if plan.changesPipeline { run.pipeline.reload(applied, plan: plan) }
         if plan.storageChanged {
             run.writer.push(
-                .reload(writerSettings(applied, storage: environment.storage(applied.storage.path))), cost: 0)
+                .reload(WriterSettings(applied, storage: environment.storage(applied.storage.path))), cost: 0)
         }
         run.sinks.handle(.reloaded(applied))
         log.info("configuration reloaded; it applies from the next clip", [("config", .string(configPath))])
     }
 
-    private func writerSettings(_ s: Settings, storage: any ClipStorage) -> WriterSettings {
-        WriterSettings(
-            storage: storage, naming: ClipNaming(pattern: s.storage.filePattern, camera: s.camera.name),
-            policy: RetentionPolicy(
-                maxAgeDays: s.storage.maxAgeDays, maxSize: s.storage.maxSize, minFree: s.storage.minFree),
-            camera: s.camera.name)
-    }
-
-    // MARK: Capture
-
-    /// Opens the source, and says what a camera agreed to.
-    private func openSource() throws(CaptureError) -> OpenedSource {
-        let camera = initial.camera
-        let opened = try environment.openSource(camera)
-        if let got = opened.negotiation, case .device(let path) = camera.device {
-            let request = got.request
-            let requested = "\(request.width)x\(request.height)@\(DecimalText.rate(request.frameRate))"
-            log.info(
-                "camera negotiated",
-                [
-                    ("source", .string(path)), ("card", .string(got.device.card)),
-                    ("driver", .string(got.device.driver)),
-                    ("requested", .string(requested)),
-                    ("pixel_format", .string(got.fourcc.description)), ("converted", .bool(got.isEmulated)),
-                    ("size", .string("\(got.width)x\(got.height)")), ("stride", .int(got.bytesPerLine)),
-                    ("fps", .string(got.frameRate.map(DecimalText.rate) ?? "driver's own")),
-                    ("rate_settable", .bool(got.rateIsSettable)),
-                    ("buffers", .int(got.buffers)),
-                ])
-            if !got.matchesRequest {
-                log.warning(
-                    "the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)",
-                    [
-                        ("source", .string(path)), ("requested", .string(requested)),
-                        (
-                            "delivered",
-                            .string("\(got.width)x\(got.height)@\(got.frameRate.map(DecimalText.rate) ?? "?")")
-                        ),
-                    ])
-            }
-        }
-        return opened
-    }
-
-    /// The capture thread: frames into the queue until the source ends or the agent stops.
-    /// A live source never waits: when the pipeline is behind, the oldest queued frame is dropped.
-    /// A camera that fails is closed and reopened as `Retry` says; the open clip is closed meanwhile.
-    private func capture(_ first: (any FrameSource)?, into queue: WorkQueue<CaptureItem>, live: Bool) {
-        var retry = Retry(maximum: .init(seconds: 30))
-        if first == nil { _ = retry.failed(at: environment.monotonicNow()) }
-        guard var source = first ?? reopen(&retry, firstTime: true) else {
-            queue.push(.end(nil))
-            return
-        }
-        var lastSequence: UInt64?
-        // YUYV and 4:2:2 become 4:2:0 here, once, for both the detector and the encoder.
-        var converter = PlanarConverter(input: source.format)
-        let isCamera: Bool = if case .device = initial.camera.device { true } else { false }
-        while !stopping.load(ordering: .relaxed) {
-            let frame: VideoFrame?
-            do { frame = try source.nextFrame().map(converter.convert) } catch {
-                guard isCamera else {
-                    log.error(
-                        "reading the source failed",
-                        [("source", .string(source.name)), ("error", .string(error.description))])
-                    queue.push(.end(error))
-                    return
-                }
-                log.warning(
-                    "camera lost; closing the clip and retrying",
-                    [("source", .string(source.name)), ("error", .string(error.description))])
-                cameraDownSince.withLock { $0 = $0 ?? environment.wallNow() }
-                queue.push(.interrupted)
-                _ = retry.failed(at: environment.monotonicNow())
-                guard let back = reopen(&retry, firstTime: false) else { break }
-                source = back
-                converter = PlanarConverter(input: source.format)
-                lastSequence = nil
-                continue
-            }
-            guard let frame else {
-                log.info("end of source", [("source", .string(source.name))])
-                queue.push(.end(nil))
-                return
-            }
-            if let last = lastSequence, frame.sequence > last + 1 {
-                stats.update { $0.framesLostAtSource += Int(frame.sequence - last - 1) }
-            }
-            lastSequence = frame.sequence
-            if live {
-                if queue.count >= queue.capacity,
-                    queue.dropOldest(where: { if case .frame = $0 { true } else { false } }) != nil
-                {
-                    stats.update { $0.framesDroppedAtCapture += 1 }
-                }
-                queue.push(.frame(frame))
-            } else {
-                queue.pushWaiting(.frame(frame))
-            }
-        }
-        queue.push(.end(nil))
-    }
-
-    /// Reopens the camera as `retry` says (it was lost, or never there), logging its return
-    /// once; nil when the agent is stopping.
-    private func reopen(_ retry: inout Retry, firstTime: Bool) -> (any FrameSource)? {
-        while !stopping.load(ordering: .relaxed) {
-            sleepUnlessStopping(retry.delay.seconds)
-            guard !stopping.load(ordering: .relaxed) else { return nil }
-            do {
-                let source = try openSource().source
-                cameraDownSince.withLock { $0 = nil }
-                let back = retry.succeeded(at: environment.monotonicNow())
-                log.info(
-                    firstTime ? "camera open" : "camera back",
-                    [
-                        ("source", .string(source.name)), ("format", .string(source.format.description)),
-                        ("down", .seconds(back?.down.seconds ?? 0)), ("attempts", .int(back?.tries ?? 1)),
-                    ])
-                return source
-            } catch {
-                let failure = retry.failed(at: environment.monotonicNow())
-                log.debug(
-                    "camera still unavailable",
-                    [("error", .string(error.description)), ("retry_in", .seconds(failure.retryIn.seconds))])
-            }
-        }
-        return nil
-    }
-
-    /// Sleeps `seconds` in short steps, returning early when the agent stops.
-    private func sleepUnlessStopping(_ seconds: Double) {
-        var left = seconds
-        while left > 0 && !stopping.load(ordering: .relaxed) {
-            environment.sleep(min(left, 0.05))
-            left -= 0.05
-        }
-    }
-
-    /// The audio thread: microphone chunks into the pipeline's queue (never dropped: they are
-    /// small). A microphone that cannot be opened or fails leaves clips with video only; it
-    /// is retried as `Retry` says, and each change is logged once.
-    private func captureAudio(into queue: WorkQueue<CaptureItem>) {
-        let audio = initial.audio
-        var retry = Retry(maximum: .init(seconds: 60))
-        while !stopping.load(ordering: .relaxed) {
-            let microphone: any AudioSource
-            do {
-                microphone = try environment.openMicrophone(audio, log)
-            } catch {
-                if retry.failed(at: environment.monotonicNow()).isFirst {
-                    log.warning(
-                        "microphone unavailable; recording video only",
-                        [("device", .string(audio.device)), ("error", .string(error.description))])
-                }
-                sleepUnlessStopping(retry.delay.seconds)
-                continue
-            }
-            let wasFailing = retry.succeeded(at: environment.monotonicNow()) != nil
-            log.info(
-                wasFailing ? "microphone back" : "microphone open",
-                [
-                    ("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
-                    ("channels", .int(microphone.channels)),
-                ])
-            // Overruns of microphones opened before, so the count only grows.
-            let overrunsBefore = stats.snapshot.audioOverruns
-            while !stopping.load(ordering: .relaxed) {
-                do {
-                    guard let chunk = try microphone.read() else { break }
-                    queue.push(.audio(chunk), cost: 0)
-                    let total = overrunsBefore + microphone.overruns
-                    stats.update { $0.audioOverruns = total }
-                } catch {
-                    log.warning(
-                        "microphone failed; recording video only until it is back",
-                        [("device", .string(microphone.name)), ("error", .string(error.description))])
-                    _ = retry.failed(at: environment.monotonicNow())
-                    sleepUnlessStopping(retry.delay.seconds)
-                    break
-                }
-            }
-        }
-    }
-
-    // MARK: Housekeeping
-
-    /// Every minute: retention; every stats interval: the stats line (and the `stats` event);
-    /// and the watchdog ping while frames keep coming.
-    private func startHousekeeping(writer: WorkQueue<WriterItem>, sinks: EventSinks) {
-        let notifier = environment.notifier
-        startThread("housekeeping") { [self] in
-            var previous = stats.snapshot
-            var lastStats = environment.monotonicNow()
-            var lastSweep = lastStats
-            var lastFrames = previous.framesIn
-            var lastPing = lastStats
-            while !stopping.load(ordering: .relaxed) {
-                MonotonicClock.sleep(until: MonotonicClock.now() + .init(seconds: 0.25))
-                let now = environment.monotonicNow()
-                let current = stats.snapshot
-                if let interval = notifier.watchdogInterval, (now - lastPing).seconds >= interval {
-                    // Only while the pipeline makes progress: a stall lets systemd restart us.
-                    if current.framesIn != lastFrames { notifier.watchdog() }
-                    lastFrames = current.framesIn
-                    lastPing = now
-                }
-                if (now - lastSweep).seconds >= 60 {
-                    writer.push(.housekeeping, cost: 0)
-                    lastSweep = now
-                }
-                if let statsInterval = self.current.withLock({ $0.log.statsInterval }),
-                    (now - lastStats).seconds >= Double(statsInterval)
-                {
-                    let report = StatsReport(now: current, previous: previous, seconds: (now - lastStats).seconds)
-                    log.info("stats", Stats.line(report))
-                    sinks.handle(.stats(report))
-                    previous = current
-                    lastStats = now
-                }
-            }
-        }
-    }
 }
 
 /// A value handed to exactly one other thread, which alone uses it from then on.

@@ -3,12 +3,13 @@ import Configuration
 import FoundationEssentials
 import Logging
 import Media
+import POSIX
 import Recorder
-import Storage
 
-/// What the agent runs on: the devices, the disk, the clocks, where logs and events go. The
-/// system's (`system(encoders:)`) for `vigil run`; tests pass their own — a synthetic source
-/// read as fast as it goes, an in-memory disk that fills up on cue, a sleep that does not.
+/// What the agent runs on: the devices, the disk, the clocks, where logs and events go.
+/// `vigil run` (`RunCommand`, the one composition root) makes the machine's own; tests pass
+/// their own — a synthetic source read as fast as it goes, an in-memory disk that fills up on
+/// cue, a pause that does not wait.
 public struct AgentEnvironment: Sendable {
     /// Makes the encoder once the source's format is known (x264).
     public var encoders: any VideoEncoderFactory
@@ -21,8 +22,8 @@ public struct AgentEnvironment: Sendable {
     public var openMicrophone: @Sendable (Settings.Audio, Logger) throws(CaptureError) -> any AudioSource
     /// The storage directory at a path.
     public var storage: @Sendable (String) -> any ClipStorage
-    /// Where log lines go.
-    public var logSink: any LogSink
+    /// The agent's logger (`Logger.agent`): the one every part of it, and the sinks, write to.
+    public var log: Logger
     /// Sinks beyond the events journal and the hooks, which the agent always has.
     public var sinks: [any EventSink] = []
     /// Video the writer keeps in memory while the disk is full or not there, at most.
@@ -35,72 +36,44 @@ public struct AgentEnvironment: Sendable {
     /// and reloaded only by `stop` and `reload` (tests).
     public var handlesSignals: Bool
     /// systemd's notification socket (ready, watchdog, stopping), when there is one.
-    public var notifier: SystemdNotifier
+    public var notifier: SystemdNotifier?
     /// The monotonic clock capture timestamps are on, and the wall clock.
     public var monotonicNow: @Sendable () -> Timestamp
     public var wallNow: @Sendable () -> Date
-    /// Waits this many seconds (between tries to reopen a camera or a microphone); the agent
-    /// passes short waits and checks for a stop between them.
-    public var sleep: @Sendable (Double) -> Void
+    /// Waits this many seconds (between tries to reopen a camera or a microphone), or less:
+    /// until the token stops (the agent's stop).
+    public var pause: @Sendable (Double, StopToken) -> Void
 
     public init(
         encoders: any VideoEncoderFactory,
         openSource: @escaping @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource,
         openMicrophone: @escaping @Sendable (Settings.Audio, Logger) throws(CaptureError) -> any AudioSource,
-        storage: @escaping @Sendable (String) -> any ClipStorage, logSink: any LogSink, sinks: [any EventSink] = [],
-        triggerDirectories: [String]? = nil, handlesSignals: Bool, notifier: SystemdNotifier,
+        storage: @escaping @Sendable (String) -> any ClipStorage, log: Logger, sinks: [any EventSink] = [],
+        triggerDirectories: [String]? = nil, handlesSignals: Bool, notifier: SystemdNotifier? = nil,
         monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
-        sleep: @escaping @Sendable (Double) -> Void
+        pause: @escaping @Sendable (Double, StopToken) -> Void = { seconds, stop in stop.wait(seconds: seconds) }
     ) {
         self.encoders = encoders
         self.openSource = openSource
         self.openMicrophone = openMicrophone
         self.storage = storage
-        self.logSink = logSink
+        self.log = log
         self.sinks = sinks
         self.triggerDirectories = triggerDirectories
         self.handlesSignals = handlesSignals
         self.notifier = notifier
         self.monotonicNow = monotonicNow
         self.wallNow = wallNow
-        self.sleep = sleep
+        self.pause = pause
     }
+}
 
-    /// The machine's own: V4L2 cameras and ALSA microphones (or the synthetic ones), the disk,
-    /// stderr (the journal under systemd), sd_notify, signals.
-    public static func system(encoders: any VideoEncoderFactory) -> AgentEnvironment {
-        AgentEnvironment(
-            encoders: encoders,
-            openSource: { camera throws(CaptureError) in
-                try SourceOpener.open(
-                    camera.device, width: camera.width, height: camera.height, fps: camera.fps,
-                    purpose: .recording(realtime: camera.realtime))
-            },
-            openMicrophone: { audio, log throws(CaptureError) in
-                if audio.device == "synthetic" {
-                    return SyntheticAudioSource(sampleRate: audio.rate, channels: audio.channels)
-                }
-                let microphone = try ALSAMicrophone(
-                    device: audio.device, sampleRate: audio.rate, channels: audio.channels)
-                log.info(
-                    "microphone negotiated",
-                    [
-                        ("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
-                        ("requested_rate", .int(microphone.requestedRate)), ("channels", .int(microphone.channels)),
-                        ("period_frames", .int(microphone.periodFrames)),
-                        ("buffer_frames", .int(microphone.bufferFrames)),
-                        ("driver_timestamps", .bool(microphone.driverTimestamps)),
-                    ])
-                return microphone
-            },
-            storage: { DiskStorage(root: $0) },
-            logSink: StderrLogSink(),
-            triggerDirectories: TriggerSocket.directories(),
-            handlesSignals: true,
-            notifier: SystemdNotifier(),
-            monotonicNow: { MonotonicClock.now() },
-            wallNow: { Date() },
-            sleep: { MonotonicClock.sleep(until: MonotonicClock.now() + .init(seconds: $0)) })
+extension Logger {
+    /// The agent's logger: `log.level`, every line naming the camera. Made once, by the
+    /// composition root (or a test), and shared by the agent and its sinks, so a reload's
+    /// `log.level` reaches them all.
+    public static func agent(_ settings: Settings, sink: any LogSink) -> Logger {
+        Logger(level: settings.log.level, sink: sink, metadata: [("camera", .string(settings.camera.name))])
     }
 }
 

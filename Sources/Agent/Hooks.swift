@@ -1,9 +1,9 @@
 import Capture
 import Configuration
 import FoundationEssentials
-import Glibc
 import Logging
-internal import POSIX
+import Media
+import POSIX
 import Recorder
 import Synchronization
 
@@ -38,7 +38,7 @@ struct HookEvent: Sendable {
 /// hook that starts work in the background must wait for it (`wait`), within its timeout. At most
 /// `maxRunningPerKind` hooks of each kind run at once; beyond that a run is skipped and
 /// logged. None outlives the agent: `drain` kills what is still running when it stops.
-final class HookRunner: Sendable {
+final class HookRunner: @unchecked Sendable {
     let log: Logger
     private struct State {
         var running: [HookKind: Int] = [:]
@@ -46,7 +46,9 @@ final class HookRunner: Sendable {
         var stopping = false
         var total: Int { running.values.reduce(0, +) }
     }
-    private let state = Mutex(State())
+    /// `state`, and the broadcast each hook's end makes (for `drain`).
+    private let condition = Condition()
+    nonisolated(unsafe) private var state = State()
     private let timeoutSeconds: Mutex<Double>
     /// Hooks of one kind running at once; one more is skipped.
     static let maxRunningPerKind = 4
@@ -65,30 +67,43 @@ final class HookRunner: Sendable {
     }
 
     /// Hooks running now.
-    var runningCount: Int { state.withLock { $0.total } }
+    var runningCount: Int { condition.withLock { state.total } }
 
     /// Called when the agent stops. Waits for running hooks to finish, at most `seconds` (the
     /// watchers kill those past their own timeout meanwhile); then kills those still running —
     /// SIGTERM to each one's process group, SIGKILL `killGrace` later, each logged with its
     /// event — and waits until they are gone, so that no hook outlives the agent.
     func drain(seconds: Double) {
-        let deadline = MonotonicClock.now().seconds + seconds
-        while runningCount > 0 && MonotonicClock.now().seconds < deadline { usleep(20_000) }
+        waitForHooks(seconds: seconds)
         let left = runningCount
         guard left > 0 else { return }
         log.warning("hooks still running at exit", [("count", .int(left))])
         // Each watcher kills its own hook: it alone reaps the process, so the process group it
         // signals cannot be someone else's yet.
-        state.withLock { $0.stopping = true }
-        let killDeadline = MonotonicClock.now().seconds + HookRunner.killGrace + 2
-        while runningCount > 0 && MonotonicClock.now().seconds < killDeadline { usleep(10_000) }
+        condition.withLock {
+            state.stopping = true
+            condition.broadcast()
+        }
+        waitForHooks(seconds: HookRunner.killGrace + 2)
         let stuck = runningCount
         if stuck > 0 { log.error("hooks did not end after SIGKILL", [("count", .int(stuck))]) }
     }
 
+    /// Waits until no hook runs, at most `seconds`: woken by each hook's end.
+    private func waitForHooks(seconds: Double) {
+        let deadline = Condition.now() + seconds
+        condition.withLock {
+            while state.total > 0 {
+                let remaining = deadline - Condition.now()
+                if remaining <= 0 { return }
+                condition.wait(seconds: remaining)
+            }
+        }
+    }
+
     /// Starts `program` with `arguments` and the `VIGIL_*` variables in `facts`; returns at once.
     func run(_ program: String, for event: HookEvent, arguments: [String], facts: [(String, String)]) {
-        let admitted = state.withLock { state -> Bool in
+        let admitted = condition.withLock { () -> Bool in
             guard state.running[event.kind, default: 0] < HookRunner.maxRunningPerKind else { return false }
             state.running[event.kind, default: 0] += 1
             return true
@@ -119,8 +134,22 @@ final class HookRunner: Sendable {
         }
     }
 
+    /// SIGTERM to the hook's process group, SIGKILL `killGrace` later.
+    private static func killGroup(_ child: ChildProcess) {
+        child.signalGroup(.terminate)
+        pause(HookRunner.killGrace)
+        child.signalGroup(.kill)
+    }
+
+    private static func pause(_ seconds: Double) {
+        MonotonicClock.sleep(until: MonotonicClock.now() + Timestamp.Duration(seconds: seconds))
+    }
+
     private func finished(_ kind: HookKind) {
-        state.withLock { $0.running[kind, default: 0] -= 1 }
+        condition.withLock {
+            state.running[kind, default: 0] -= 1
+            condition.broadcast()
+        }
     }
 
     /// Why a watcher killed its hook.
@@ -137,10 +166,10 @@ final class HookRunner: Sendable {
         try startDetachedThread("hook") { [self] in
             defer { self.finished(event.kind) }
             let start = MonotonicClock.now().seconds
-            let pid: pid_t
-            switch spawn(program, argv, envp) {
-            case .success(let p): pid = p
-            case .failure(let error):
+            let child: ChildProcess
+            do throws(ChildProcess.SpawnError) {
+                child = try ChildProcess.spawn(program, arguments: argv, environment: envp)
+            } catch {
                 log.error(
                     "hook failed to start",
                     [
@@ -149,44 +178,34 @@ final class HookRunner: Sendable {
                     ])
                 return
             }
-            var status: Int32 = 0
+            var ending = ChildProcess.Ending.exited(0)
             var killed: KillReason?
             while true {
-                // Ended? Asked without reaping it (WNOWAIT): until it is reaped its pid, and so its
-                // process group, cannot be anyone else's.
-                var info = siginfo_t()
-                guard (try? retryOnInterrupt { waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) }) != nil
-                else { break }  // ECHILD: nothing left to wait for
-                if info._sifields._sigchld.si_pid == pid {
+                // Ended? Asked without reaping it: until it is reaped its process group cannot
+                // be anyone else's.
+                guard let ended = child.hasEnded() else { break }  // nothing left to wait for
+                if ended {
                     // What it left running in its group (`sleep 100 &`) ends with it, as it would
                     // at its timeout: SIGTERM, SIGKILL `killGrace` later. Then it is reaped.
-                    if killed == nil {
-                        kill(-pid, SIGTERM)
-                        usleep(useconds_t(HookRunner.killGrace * 1_000_000))
-                        kill(-pid, SIGKILL)
-                    }
-                    _ = try? retryOnInterrupt { waitpid(pid, &status, 0) }
+                    if killed == nil { Self.killGroup(child) }
+                    ending = child.reap()
                     break
                 }
                 if killed == nil {
                     if MonotonicClock.now().seconds - start > timeout {
                         killed = .timeout
-                    } else if state.withLock({ $0.stopping }) {
+                    } else if condition.withLock({ state.stopping }) {
                         killed = .agentStopping
                     }
                     if killed != nil {
                         // Not reaped until after SIGKILL, so the group is still this hook's.
-                        kill(-pid, SIGTERM)
-                        usleep(useconds_t(HookRunner.killGrace * 1_000_000))
-                        kill(-pid, SIGKILL)
+                        Self.killGroup(child)
                         continue
                     }
                 }
-                usleep(20_000)
+                Self.pause(0.02)
             }
             let elapsed = MonotonicClock.now().seconds - start
-            let exited = status & 0x7F == 0
-            let code = (status >> 8) & 0xFF
             switch killed {
             case .timeout:
                 log.warning(
@@ -196,12 +215,16 @@ final class HookRunner: Sendable {
                 log.warning(
                     "hook killed: the agent stopped",
                     [("hook", .string(program))] + event.fields + [("seconds", .seconds(elapsed))])
-            case nil where !exited || code != 0:
+            case nil where ending != .exited(0):
+                let (key, value): (String, Int32) =
+                    switch ending {
+                    case .exited(let code): ("status", code)
+                    case .signalled(let signal): ("signal", signal)
+                    }
                 log.warning(
                     "hook failed",
                     [("hook", .string(program))] + event.fields + [
-                        (exited ? "status" : "signal", .int(exited ? code : status & 0x7F)),
-                        ("seconds", .seconds(elapsed)),
+                        (key, .int(Int(value))), ("seconds", .seconds(elapsed)),
                     ])
             case nil:
                 log.debug(
@@ -259,44 +282,4 @@ final class HookSink: EventSink {
             break
         }
     }
-}
-
-struct SpawnError: Error, CustomStringConvertible {
-    var description: String
-}
-
-/// Starts `path` with `argv` and `envp` directly (no shell), in a process group of its own,
-/// with every signal unblocked and at its default action in the child — the agent blocks SIGTERM, SIGINT and SIGHUP in its own
-/// threads, and a hook must not inherit that. Standard input and output go to /dev/null.
-func spawn(_ path: String, _ argv: [String], _ envp: [String]) -> Result<pid_t, SpawnError> {
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    var all = sigset_t()
-    sigfillset(&all)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    posix_spawnattr_setsigdefault(&attributes, &all)
-    // Its own process group, so a timeout kills whatever the hook started too.
-    posix_spawnattr_setpgroup(&attributes, 0)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    for fd: Int32 in [0, 1, 2] {
-        posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
-    }
-    var cArgv: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-    var cEnvp: [UnsafeMutablePointer<CChar>?] = envp.map { strdup($0) } + [nil]
-    defer {
-        for p in cArgv { free(p) }
-        for p in cEnvp { free(p) }
-    }
-    var pid: pid_t = 0
-    let result = posix_spawn(&pid, path, &actions, &attributes, &cArgv, &cEnvp)
-    guard result == 0 else {
-        return .failure(SpawnError(description: "cannot run \(path): \(String(cString: strerror(result)))"))
-    }
-    return .success(pid)
 }

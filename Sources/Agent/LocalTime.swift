@@ -1,19 +1,16 @@
 import FoundationEssentials
-import Glibc
+import POSIX
 import Recorder
 
-/// Local time from the C library (`localtime_r`), which follows `TZ` and /etc/localtime.
-/// FoundationEssentials alone would take every time zone for UTC.
+/// Local time from the C library (`CalendarTime.local`: `localtime_r`), which follows `TZ` and
+/// /etc/localtime. FoundationEssentials alone would take every time zone for UTC.
 public struct SystemTimeZone: LocalTimeZone {
     public init() {}
 
     public func localTime(_ date: Date) -> LocalTime {
-        var seconds = time_t(date.timeIntervalSince1970.rounded(.down))
-        var t = tm()
-        localtime_r(&seconds, &t)
-        return LocalTime(
-            year: Int(t.tm_year) + 1900, month: Int(t.tm_mon) + 1, day: Int(t.tm_mday),
-            hour: Int(t.tm_hour), minute: Int(t.tm_min), second: Int(t.tm_sec), utcOffset: t.tm_gmtoff)
+        CalendarTime.local(secondsSince1970: date.timeIntervalSince1970) {
+            LocalTime(year: $0, month: $1, day: $2, hour: $3, minute: $4, second: $5, utcOffset: $6)
+        }
     }
 }
 

@@ -1,4 +1,3 @@
-import Analysis
 import Capture
 import Configuration
 import FoundationEssentials
@@ -30,70 +29,113 @@ enum CaptureItem: Sendable {
     case end(CaptureError?)
 }
 
-/// The processing thread: motion detection on each frame's luma, the event state machine,
-/// the encoder, and the pre-roll ring and clip logic — producing writer commands. It never
-/// waits on the disk: when the writer falls behind by more than `writerBacklogLimit` bytes,
-/// whole GOPs are dropped (counted), so clips stay decodable.
+/// What the pipeline takes, one at a time (`Pipeline.step`).
+enum PipelineInput: Sendable {
+    /// A frame, with what was asked from outside since the previous one (`AgentControl.take`).
+    case frame(VideoFrame, requests: AgentControl.Requests = AgentControl.Requests())
+    /// Sound from the microphone.
+    case audio(AudioChunk)
+    /// The camera went away: the open clip is closed.
+    case interrupted
+    /// Nothing came for `seconds` (the stall timeout, `silenceTimeout`).
+    case silence(seconds: Double)
+    /// A reloaded configuration and what it changes: applied at the first frame with no event open.
+    case reload(Settings, plan: ReloadPlan)
+    /// The source ended (or failed); or, with nil, the capture queue closed.
+    case end(CaptureError?)
+}
+
+/// What one step of the pipeline gives back, in order.
+enum PipelineOutput: Sendable {
+    /// For the writer's queue: `cost` bytes against its bound; `wake: false` for sound, which
+    /// waits in the writer until the next GOP.
+    case writer(WriterItem, cost: Int, wake: Bool)
+    /// For the event sinks.
+    case event(AgentEvent)
+    /// The stream is over: nothing more goes to the writer; the source's error, if it failed.
+    case finished(CaptureError?)
+}
+
+/// The pipeline, a step: motion detection on each frame's luma, the event state machine, the
+/// encoder, and the pre-roll ring and clip logic. `step` takes one input (a frame, sound, an
+/// interruption, silence, a reload, the end) and returns what it makes: writer commands and
+/// sink events. It never touches a queue or a thread, so a test drives it frame by frame;
+/// `run` is the pipeline thread, which only moves values between the capture queue, `step`
+/// and the writer queue. It never waits on the disk: when the writer falls behind by more than
+/// `writerBacklogLimit` bytes (`writerLoad`), whole GOPs are dropped (counted), so clips stay
+/// decodable.
 ///
 /// Its decisions are values it drives: `EventStateMachine` (when events start, split and
 /// end), `ClipRecorder` (which GOPs go to which clip), `StallWatch` (when a quiet source
 /// counts as stalled), `KeyframeSchedule` (when a keyframe is due) and `ReloadPlan` (what a
 /// reloaded configuration changes, applied between events).
 ///
-/// `@unchecked Sendable`: other threads touch only `pendingReload` (a Mutex); everything else
-/// belongs to the pipeline thread.
+/// `@unchecked Sendable`: other threads touch only `pendingReload` (a Mutex), which `run`
+/// turns into a `.reload` input; everything else belongs to the thread that steps it.
 final class Pipeline: @unchecked Sendable {
-    private var settings: Settings
-    private let log: Logger
-    private let stats: Stats
-    private let writer: WorkQueue<WriterItem>
-    private let sinks: any EventSink
-    /// Outside requests: record now, detection on or off.
-    private let control: AgentControl
-    private var outside = OutsideTrigger()
-    private var detecting = true
+    var settings: Settings
+    let log: Logger
+    let stats: Stats
+    /// The bytes the writer's queue holds now (before this step's outputs).
+    let writerLoad: @Sendable () -> Int
+    /// This step's outputs so far, and their cost to the writer's queue.
+    var outputs: [PipelineOutput] = []
+    var outputCost = 0
+    /// A reload waiting for the first frame with no event open, and what it changes.
+    var reloadWaiting: (settings: Settings, plan: ReloadPlan)?
+    var outside = OutsideTrigger()
+    var detecting = true
     /// What started the open event.
-    private var cause = TriggerCause.motion
+    var cause = TriggerCause.motion
     /// The open clip's picture so far: its frame with the highest score (`snapshot.*`), sent
     /// to the writer just before the clip's close.
-    private var peakPicture: (score: Double, picture: SnapshotPicture)?
+    var peakPicture: (score: Double, picture: SnapshotPicture)?
     /// When `latest.jpg` was last taken (`snapshot.live_interval`).
-    private var lastLive: Timestamp?
+    var lastLive: Timestamp?
     /// The text drawn into each frame (`overlay.*`), made for the stream's picture height;
     /// nil when there is none.
-    private var overlay: (drawer: TextOverlay, text: OverlayText)?
+    var overlay: (drawer: TextOverlay, text: OverlayText)?
     /// Whether the log said the overlay's text had to be shortened (once per run).
-    private var overlayShortenedSaid = false
-    private let monotonicNow: @Sendable () -> Timestamp
-    private var detector: MotionDetector
-    private var eventLogic: EventStateMachine
-    private var recorder: ClipRecorder
+    var overlayShortenedSaid = false
+    let monotonicNow: @Sendable () -> Timestamp
+    let wallNow: @Sendable () -> Date
+    var detector: MotionDetector
+    var eventLogic: EventStateMachine
+    var recorder: ClipRecorder
     /// Makes the encoder for each stream (after an interruption the format may differ).
-    private let encoders: any VideoEncoderFactory
+    let encoders: any VideoEncoderFactory
     /// The hardware encoder, tried first while it works (`EncoderFailures` says when it is given
     /// up), and whether it was asked for by name (`EncoderChoice.required`).
-    private let hardware: (any VideoEncoderFactory)?
-    private let hardwareRequired: Bool
-    private var hardwareFailures = EncoderFailures()
-    private var hardwareGivenUp = false
-    private var encoder: (any VideoEncoder)?
+    let hardware: (any VideoEncoderFactory)?
+    let hardwareRequired: Bool
+    var hardwareFailures = EncoderFailures()
+    var hardwareGivenUp = false
+    var encoder: (any VideoEncoder)?
     /// Where the stream's keyframes go, whichever encoder makes them.
-    private var keyframes: KeyframeSchedule
-    private var stall = StallWatch()
-    private var firstFrame: Timestamp?
-    private var droppingVideo = false
+    var keyframes: KeyframeSchedule
+    var stall = StallWatch()
+    var firstFrame: Timestamp?
+    var droppingVideo = false
     /// What the writer was last told about the stream, and the sound format once sound came.
-    private var streamInfo: StreamInfo?
-    private var audioFormat: AudioTrackFormat?
-    /// A reloaded configuration, applied between events.
-    let pendingReload = Mutex<Settings?>(nil)
+    var streamInfo: StreamInfo?
+    var audioFormat: AudioTrackFormat?
+    /// A reloaded configuration from another thread, for `run` to step in.
+    private let pendingReload = Mutex<(settings: Settings, plan: ReloadPlan)?>(nil)
+
+    /// Hands the pipeline a reload (from any thread): `run` steps it in at the next frame; one
+    /// that comes before is merged with it.
+    func reload(_ settings: Settings, plan: ReloadPlan) {
+        pendingReload.withLock { waiting in
+            waiting = (settings, waiting.map { $0.plan.merging(plan) } ?? plan)
+        }
+    }
 
     static let writerBacklogLimit = 64 << 20
 
     init(
         settings: Settings, encoders: any VideoEncoderFactory, hardware: EncoderChoice? = nil, log: Logger,
-        stats: Stats, writer: WorkQueue<WriterItem>, sinks: any EventSink, control: AgentControl = AgentControl(),
-        monotonicNow: @escaping @Sendable () -> Timestamp
+        stats: Stats, writerLoad: @escaping @Sendable () -> Int = { 0 },
+        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date
     ) {
         self.settings = settings
         self.encoders = encoders
@@ -102,10 +144,9 @@ final class Pipeline: @unchecked Sendable {
         keyframes = KeyframeSchedule(interval: .init(seconds: settings.encoder.keyframeInterval))
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
-        self.writer = writer
-        self.sinks = sinks
-        self.control = control
+        self.writerLoad = writerLoad
         self.monotonicNow = monotonicNow
+        self.wallNow = wallNow
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
         eventLogic = EventStateMachine(settings: EventSettings(settings.recording))
         recorder = Pipeline.clipRecorder(settings)
@@ -119,73 +160,124 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// True when no event is open (a reload may then replace the detection and event logic).
-    private var isIdle: Bool { eventLogic.state == .idle && !recorder.isRecording }
+    var isIdle: Bool { eventLogic.state == .idle && !recorder.isRecording }
 
-    func run(_ frames: WorkQueue<CaptureItem>, wallClock: @Sendable () -> Date) -> CaptureError? {
+    /// How long the pipeline waits for the source before it counts as stalled (`.silence`);
+    /// nil: for ever.
+    var silenceTimeout: Double? { stall.timeout(streaming: encoder != nil) }
+
+    /// The pipeline thread: capture items in, through `step`, outputs to the writer's queue
+    /// and the sinks, until the stream is over; the source's error, if it failed.
+    func run(
+        _ frames: WorkQueue<CaptureItem>, control: AgentControl, writer: WorkQueue<WriterItem>,
+        sinks: any EventSink
+    ) -> CaptureError? {
         while true {
-            let item: CaptureItem
-            let timeout = stall.timeout(streaming: encoder != nil)
+            let input: PipelineInput
+            let timeout = silenceTimeout
             switch frames.pop(waitingAtMost: timeout) {
-            case .element(let next): item = next
-            case .closed:
-                finish()
-                return nil
-            case .timedOut:
-                let open = recorder.isRecording || eventLogic.state != .idle
-                log.warning(
-                    "the source delivered nothing",
-                    [("seconds", .seconds(timeout ?? 0)), ("closing_clip", .bool(open))])
-                stall.timedOut()
-                interrupt()
-                continue
+            case .element(.frame(let frame)):
+                if let new = pendingReload.withLock({ value in
+                    defer { value = nil }
+                    return value
+                }) {
+                    deliver(step(.reload(new.settings, plan: new.plan)), writer: writer, sinks: sinks)
+                }
+                input = .frame(frame, requests: control.take())
+            case .element(.audio(let chunk)): input = .audio(chunk)
+            case .element(.interrupted): input = .interrupted
+            case .element(.end(let error)): input = .end(error)
+            case .timedOut: input = .silence(seconds: timeout ?? 0)
+            case .closed: input = .end(nil)
             }
-            if case .frame(let frame) = item {
-                switch stall.frame(at: frame.timestamp) {
-                case .next: break
-                case .afterStall: log.info("frames again")
-                case .jumped(let by):
-                    log.warning(
-                        "the frame times jumped; what was recorded ends before the jump and the stream starts afresh",
-                        [("seconds", .seconds(by.seconds)), ("closing_clip", .bool(!isIdle))])
-                    interrupt()
-                    _ = stall.frame(at: frame.timestamp)
-                }
-            }
-            switch item {
-            case .frame(let frame):
-                do { try process(frame, wallClock: wallClock) } catch {
-                    if case .deviceFailed = error, hardware != nil {
-                        hardwareFailed(error)
-                        continue
-                    }
-                    log.error("encoder failed; stopping", [("error", .string(error.description))])
-                    finish()
-                    return .readFailed(source: "encoder", frame: 0, reason: error.description)
-                }
-            case .audio(let chunk):
-                if audioFormat == nil, let info = streamInfo {
-                    audioFormat = AudioTrackFormat(sampleRate: chunk.sampleRate, channels: chunk.channels)
-                    var updated = info
-                    updated.audio = audioFormat
-                    streamInfo = updated
-                    writer.push(.stream(updated), cost: 0)
-                }
-                guard audioFormat != nil else { continue }  // before the first frame: no clip can hold it
-                send(recorder.handle(chunk))
-            case .interrupted:
-                interrupt()
-            case .end(let error):
-                finish()
-                return error
+            if case .finished(let error) = deliver(step(input), writer: writer, sinks: sinks) { return error }
+        }
+    }
+
+    enum Delivered {
+        case going
+        case finished(CaptureError?)
+    }
+
+    /// Hands outputs on; `.finished` when the stream is over.
+    @discardableResult
+    func deliver(
+        _ outputs: [PipelineOutput], writer: WorkQueue<WriterItem>, sinks: any EventSink
+    ) -> Delivered {
+        var delivered = Delivered.going
+        for output in outputs {
+            switch output {
+            case .writer(let item, let cost, let wake): writer.push(item, cost: cost, wake: wake)
+            case .event(let event): sinks.handle(event)
+            case .finished(let error): delivered = .finished(error)
             }
         }
+        return delivered
+    }
+
+    /// One input in, what it makes out.
+    func step(_ input: PipelineInput) -> [PipelineOutput] {
+        outputs = []
+        outputCost = 0
+        switch input {
+        case .frame(let frame, let requests):
+            switch stall.frame(at: frame.timestamp) {
+            case .next: break
+            case .afterStall: log.info("frames again")
+            case .jumped(let by):
+                log.warning(
+                    "the frame times jumped; what was recorded ends before the jump and the stream starts afresh",
+                    [("seconds", .seconds(by.seconds)), ("closing_clip", .bool(!isIdle))])
+                interrupt()
+                _ = stall.frame(at: frame.timestamp)
+            }
+            do { try process(frame, requests: requests) } catch {
+                if case .deviceFailed = error, hardware != nil {
+                    hardwareFailed(error)
+                    break
+                }
+                log.error("encoder failed; stopping", [("error", .string(error.description))])
+                finish()
+                outputs.append(.finished(.readFailed(source: "encoder", frame: 0, reason: error.description)))
+            }
+        case .audio(let chunk):
+            if audioFormat == nil, let info = streamInfo {
+                audioFormat = AudioTrackFormat(sampleRate: chunk.sampleRate, channels: chunk.channels)
+                var updated = info
+                updated.audio = audioFormat
+                streamInfo = updated
+                emit(.stream(updated))
+            }
+            // Before the first frame no clip can hold it.
+            if audioFormat != nil { send(recorder.handle(chunk)) }
+        case .interrupted:
+            interrupt()
+        case .silence(let seconds):
+            let open = recorder.isRecording || eventLogic.state != .idle
+            log.warning(
+                "the source delivered nothing", [("seconds", .seconds(seconds)), ("closing_clip", .bool(open))])
+            stall.timedOut()
+            interrupt()
+        case .reload(let new, let plan):
+            reloadWaiting = (new, reloadWaiting.map { $0.plan.merging(plan) } ?? plan)
+        case .end(let error):
+            finish()
+            outputs.append(.finished(error))
+        }
+        return outputs
+    }
+
+    /// Queues `item` for the writer.
+    func emit(_ item: WriterItem, cost: Int = 0, wake: Bool = true) {
+        outputs.append(.writer(item, cost: cost, wake: wake))
+        outputCost += cost
     }
 
     /// The stream broke off (a camera lost, a source stalled): closes the open clip; what was
     /// held belongs to the stream that ended, and the next one starts afresh — the detector
     /// too, or motion still going on when frames come again would carry the start of a run of
     /// motion from before the break, and the new event a trigger before its clip.
-    private func interrupt() {
+    func interrupt() {
         finish()
         outside.stop()  // asked of the stream that ended (its times may not go on in the next)
         stall.streamEnded()
@@ -194,11 +286,11 @@ final class Pipeline: @unchecked Sendable {
         recorder = Pipeline.clipRecorder(settings, after: recorder)
     }
 
-    private func process(_ frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {
-        if encoder == nil { try start(with: frame, wallClock: wallClock) }
+    func process(_ frame: VideoFrame, requests: AgentControl.Requests) throws(EncoderError) {
+        if encoder == nil { try start(with: frame) }
         applyReloadIfIdle()
 
-        takeRequests(at: frame.timestamp)
+        takeRequests(requests, at: frame.timestamp)
 
         let t0 = monotonicNow()
         let result = detector.process(frame.luma, at: frame.timestamp)
@@ -212,7 +304,7 @@ final class Pipeline: @unchecked Sendable {
                 time: frame.timestamp, motion: moving || held, score: result.score,
                 motionStart: moving ? result.motionStart : frame.timestamp))
         if actions.contains(where: { if case .start = $0 { true } else { false } }) {
-            followWallClock(wallClock)
+            followWallClock()
             cause = held ? .external : .motion
         }
         let wasRecording = recorder.isRecording
@@ -271,7 +363,7 @@ final class Pipeline: @unchecked Sendable {
     /// The snapshot of the open event (a copy of its highest-scoring frame so far, taken
     /// small), and now and then the live picture for `latest.jpg`. JPEG encoding and the file
     /// are the writer's.
-    private func takePictures(of frame: VideoFrame, score: Double) {
+    func takePictures(of frame: VideoFrame, score: Double) {
         let snapshot = settings.snapshot
         if snapshot.enabled, !isIdle, score > peakPicture?.score ?? -1 {
             if let picture = picture(of: frame) { peakPicture = (score, picture) }
@@ -281,12 +373,12 @@ final class Pipeline: @unchecked Sendable {
         {
             lastLive = frame.timestamp
             if let picture = picture(of: frame) {
-                writer.push(.livePicture(picture, quality: snapshot.quality), cost: 0)
+                emit(.livePicture(picture, quality: snapshot.quality))
             }
         }
     }
 
-    private func picture(of frame: VideoFrame) -> SnapshotPicture? {
+    func picture(of frame: VideoFrame) -> SnapshotPicture? {
         do {
             return try SnapshotPicture(
                 copying: frame, rotation: settings.camera.rotation, width: settings.snapshot.width)
@@ -297,12 +389,11 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// Takes what was asked from outside since the last frame.
-    private func takeRequests(at time: Timestamp) {
-        let requests = control.take()
+    func takeRequests(_ requests: AgentControl.Requests, at time: Timestamp) {
         if let (on, by) = requests.detection, on != detecting {
             detecting = on
             log.info(on ? "motion detection on" : "motion detection off", [("asked_by", .string(by))])
-            sinks.handle(.detection(on))
+            outputs.append(.event(.detection(on)))
         }
         if let by = requests.stopRecording, outside.until != nil {
             outside.stop()
@@ -324,140 +415,8 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
-    /// Creates the encoder for the source's negotiated format and tells the writer about the stream.
-    private func start(with frame: VideoFrame, wallClock: () -> Date) throws(EncoderError) {
-        let format = frame.format
-        let now = wallClock()
-        let captured = Pipeline.wallClockOfCapture(
-            frame.timestamp, now: now, monotonicNow: monotonicNow(),
-            monotonicTimestamps: Pipeline.hasMonotonicTimestamps(settings.camera.device))
-        let encoder = try makeEncoder(for: format)
-        self.encoder = encoder
-        makeOverlay(height: format.height)
-        keyframes = KeyframeSchedule(interval: keyframes.interval)
-        // After an interruption the origin stays that of the source's very first frame.
-        let origin =
-            streamInfo.map { ($0.firstFrame, $0.wallAtFirstFrame, $0.onMonotonicClock) }
-            ?? (frame.timestamp, captured ?? now, captured != nil)
-        if firstFrame == nil { firstFrame = frame.timestamp }
-        var aspect: PixelAspectRatio?
-        if let par = format.pixelAspectRatio, par.numerator != par.denominator, par.numerator > 0,
-            let h = UInt32(exactly: par.numerator), let v = UInt32(exactly: par.denominator)
-        {
-            aspect = PixelAspectRatio(horizontalSpacing: h, verticalSpacing: v)
-        }
-        let video = VideoTrackFormat(
-            width: format.width, height: format.height,
-            sequenceParameterSet: encoder.sequenceParameterSet, pictureParameterSet: encoder.pictureParameterSet,
-            rotation: Rotation(degrees: settings.camera.rotation) ?? .none, pixelAspectRatio: aspect,
-            color: format.height >= 720 ? .bt709 : .bt601)
-        let info = StreamInfo(
-            video: video, audio: audioFormat, firstFrame: origin.0, wallAtFirstFrame: origin.1,
-            onMonotonicClock: origin.2)
-        streamInfo = info
-        writer.push(.stream(info), cost: 0)
-        log.info(
-            "encoding",
-            [
-                ("width", .int(format.width)), ("height", .int(format.height)),
-                ("pixel_format", .string(format.pixelFormat.description)),
-            ]
-                + encoder.logDescription.map { ($0.name, .string($0.value)) } + [
-                    ("keyframe_interval", .seconds(keyframes.interval.seconds))
-                ])
-    }
-
-    /// The overlay for a picture `height` lines high (as stored: the text is drawn turned
-    /// against `camera.rotation`, so that it reads upright as shown), as `overlay.*` says (none when the font
-    /// cannot be read: said once, and recording goes on without it).
-    private func makeOverlay(height: Int) {
-        let o = settings.overlay
-        guard o.enabled else {
-            overlay = nil
-            return
-        }
-        do {
-            let drawer = try TextOverlay(
-                font: try BitmapFont.load(path: o.fontPath), position: o.position, scale: o.scale(forHeight: height),
-                rotation: settings.camera.rotation)
-            overlay = (drawer, OverlayText(pattern: o.text, camera: settings.camera.name))
-        } catch {
-            overlay = nil
-            log.error("no text on the picture: the overlay cannot be made", [("error", .string(error.description))])
-        }
-    }
-
-    /// The hardware encoder while it is used, x264 otherwise. A hardware encoder that cannot
-    /// open is given up for x264, with a warning — except for the first stream when it was
-    /// asked for by name (`encoder.backend = "v4l2"`): then the agent stops with the error.
-    private func makeEncoder(for format: VideoFormat) throws(EncoderError) -> any VideoEncoder {
-        if let hardware, !hardwareGivenUp {
-            do { return try hardware.makeEncoder(for: format) } catch {
-                if hardwareRequired && streamInfo == nil { throw error }
-                hardwareGivenUp = true
-                log.warning(
-                    "the hardware encoder cannot open for this stream; recording with x264 from now on",
-                    [("error", .string(error.description))])
-            }
-        }
-        return try encoders.makeEncoder(for: format)
-    }
-
-    /// The hardware encoder failed: the clip is closed, and the next frame opens the encoder
-    /// again — x264 once `EncoderFailures` gives the hardware one up.
-    private func hardwareFailed(_ error: EncoderError) {
-        let verdict = hardwareFailures.failed(at: monotonicNow())
-        log.error(
-            "the hardware encoder failed; the clip is closed and the encoder opened again",
-            [("error", .string(error.description)), ("failures_in_10_min", .int(hardwareFailures.recent.count))])
-        if encoder != nil { interrupt() }
-        encoder = nil
-        if verdict == .giveUp && !hardwareGivenUp {
-            hardwareGivenUp = true
-            log.error(
-                "the hardware encoder failed \(hardwareFailures.limit) times in 10 minutes; recording with x264 from now on"
-            )
-        }
-    }
-
-    /// Cameras and the synthetic scene stamp frames with the monotonic clock when they are
-    /// captured; a file's frames count from zero.
-    static func hasMonotonicTimestamps(_ source: SourceSpecifier) -> Bool {
-        if case .file = source { false } else { true }
-    }
-
-    /// The wall-clock time a frame stamped `timestamp` was captured, for a source on the
-    /// monotonic clock: `now` less how long ago it was captured (clip names, creation times and
-    /// trigger times then say when things happened, not when the pipeline got to them). Nil
-    /// for a file, or a timestamp that does not look like the monotonic clock (then `now` it is).
-    static func wallClockOfCapture(
-        _ timestamp: Timestamp, now: Date, monotonicNow: Timestamp, monotonicTimestamps: Bool
-    ) -> Date? {
-        let age = (monotonicNow - timestamp).seconds
-        guard monotonicTimestamps, age >= 0, age < 10 else { return nil }
-        return now.addingTimeInterval(-age)
-    }
-
-    /// How far the wall clock may drift from the stream's mapping before it is taken again.
-    static let wallClockTolerance = 1.0
-
-    /// Clip names and times map capture times to the wall clock as it read when the stream
-    /// began. When it has moved since (NTP stepped it: a board without a clock battery boots
-    /// with a stale time), the mapping is taken again before an event starts, and the writer
-    /// told — a stream on the monotonic clock only (a file's times are its own).
-    private func followWallClock(_ wallClock: () -> Date) {
-        guard let stream = streamInfo, stream.onMonotonicClock else { return }
-        let drift = wallClock().timeIntervalSince(stream.wallClock(monotonicNow()))
-        guard abs(drift) > Pipeline.wallClockTolerance else { return }
-        var moved = stream
-        moved.wallAtFirstFrame = stream.wallAtFirstFrame.addingTimeInterval(drift)
-        streamInfo = moved
-        writer.push(.stream(moved), cost: 0)
-        log.info("the wall clock moved; clip names and times follow it", [("seconds", .seconds(drift))])
-    }
-
     /// Logs an event action, and tells the sinks when motion starts or ends.
-    private func note(_ action: EventAction) {
+    func note(_ action: EventAction) {
         let origin = firstFrame ?? .zero
         switch action {
         case let .start(trigger, confirmedAt, score):
@@ -469,8 +428,9 @@ final class Pipeline: @unchecked Sendable {
                     ("score", .fixed(score, 4)),
                 ])
             if let stream = streamInfo {
-                sinks.handle(
-                    .motionStarted(MotionStarted(trigger: stream.wallClock(trigger), score: score, cause: cause)))
+                outputs.append(
+                    .event(
+                        .motionStarted(MotionStarted(trigger: stream.wallClock(trigger), score: score, cause: cause))))
             }
         case let .split(at, part):
             log.info(
@@ -483,19 +443,21 @@ final class Pipeline: @unchecked Sendable {
                     ("peak_score", .fixed(peak, 4)), ("parts", .int(parts)),
                 ])
             if let stream = streamInfo {
-                sinks.handle(
-                    .motionEnded(MotionEnded(end: stream.wallClock(at), peakScore: peak, parts: parts, cause: cause)))
+                outputs.append(
+                    .event(
+                        .motionEnded(
+                            MotionEnded(end: stream.wallClock(at), peakScore: peak, parts: parts, cause: cause))))
             }
         }
     }
 
     /// Hands commands to the writer; over the backlog limit, whole GOPs are dropped (counted
     /// per sample) until the writer catches up, so every GOP that is written is decodable.
-    private func send(_ commands: [ClipCommand]) {
+    func send(_ commands: [ClipCommand]) {
         for command in commands {
             switch command {
             case .video(let gop):
-                if writer.load > Pipeline.writerBacklogLimit {
+                if writerLoad() + outputCost > Pipeline.writerBacklogLimit {
                     if !droppingVideo { log.warning("the disk is falling behind; dropping video until it catches up") }
                     droppingVideo = true
                     stats.update { $0.samplesDroppedAtWriter += gop.count }
@@ -503,25 +465,25 @@ final class Pipeline: @unchecked Sendable {
                 }
                 if droppingVideo { log.info("the disk caught up; writing video again") }
                 droppingVideo = false
-                writer.push(.clip(command), cost: gop.byteCount)
+                emit(.clip(command), cost: gop.byteCount)
             case .audio(let chunk):
                 // Sound waits in the writer until the next GOP; it need not wake it.
-                writer.push(.clip(command), cost: chunk.data.count, wake: false)
+                emit(.clip(command), cost: chunk.data.count, wake: false)
             case .close:
                 // The clip's picture goes just before its close; the next part has its own.
                 if let (_, picture) = peakPicture {
-                    writer.push(.snapshot(picture, quality: settings.snapshot.quality), cost: 0)
+                    emit(.snapshot(picture, quality: settings.snapshot.quality))
                 }
                 peakPicture = nil
-                writer.push(.clip(command), cost: 0)
+                emit(.clip(command))
             case .open:
-                writer.push(.clip(command), cost: 0)
+                emit(.clip(command))
             }
         }
     }
 
     /// End of stream: flushes the encoder, ends an open event, closes its clip.
-    private func finish() {
+    func finish() {
         var commands: [ClipCommand] = []
         if let encoder {
             do {
@@ -543,22 +505,16 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// A reloaded configuration takes effect between events, as `ReloadPlan` says.
-    private func applyReloadIfIdle() {
-        guard isIdle,
-            let new = pendingReload.withLock({ value -> Settings? in
-                defer { value = nil }
-                return value
-            })
-        else { return }
-        let plan = ReloadPlan(from: settings, to: new)
+    func applyReloadIfIdle() {
+        guard isIdle, let (new, plan) = reloadWaiting else { return }
+        reloadWaiting = nil
         if plan.detectionChanged { detector = MotionDetector(settings: new.motion, mask: new.motionMask) }
         if plan.eventsChanged { eventLogic = EventStateMachine(settings: EventSettings(new.recording)) }
         if plan.preRollChanged { recorder = Pipeline.clipRecorder(new, after: recorder) }
-        let overlayChanged = new.overlay != settings.overlay
         // What needs a restart comes as it began (the agent keeps the camera, the encoder and
         // its keyframe interval out of a reload).
         settings = new
-        if overlayChanged, let stream = streamInfo { makeOverlay(height: stream.video.height) }
+        if plan.overlayChanged, let stream = streamInfo { makeOverlay(height: stream.video.height) }
         log.info("reloaded settings in effect")
     }
 }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Logging
 import Media
-internal import POSIX
+import POSIX
 import Recorder
 import Synchronization
 

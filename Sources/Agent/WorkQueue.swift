@@ -1,5 +1,6 @@
 import Capture
 import Media
+import POSIX
 
 /// A queue between two threads of the pipeline, with its bound and drop policy explicit:
 ///

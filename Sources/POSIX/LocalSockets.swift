@@ -192,9 +192,9 @@ public final class LineServer: @unchecked Sendable {
     /// Takes every waiting connection: read from, or answered `.busy` when the house is full.
     private func accept(into clients: inout [Client], _ answer: (Request) -> String) {
         while true {
-            let fd = Glibc.accept(listening.rawValue, nil, nil)
-            guard fd >= 0 else {
-                if errno == EINTR || errno == ECONNABORTED { continue }
+            let fd: Int32
+            do { fd = try retryOnInterrupt { Glibc.accept(listening.rawValue, nil, nil) } } catch {
+                if error.code == ECONNABORTED { continue }
                 return  // EAGAIN: no more waiting; EMFILE and the like: tried again at the next wake-up
             }
             let socket = FileDescriptor(adopting: fd)
@@ -221,10 +221,15 @@ public final class LineServer: @unchecked Sendable {
     private func read(_ client: Client) -> Reading {
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.recv(client.socket.rawValue, $0.baseAddress, $0.count, 0) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return errno == EAGAIN || errno == EWOULDBLOCK ? .waiting : .gone
+            let received = buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in
+                    try retryOnInterrupt { Glibc.recv(client.socket.rawValue, raw.baseAddress, raw.count, 0) }
+                }
+            }
+            let n: Int
+            switch received {
+            case .success(let count): n = count
+            case .failure(let error): return error.code == EAGAIN || error.code == EWOULDBLOCK ? .waiting : .gone
             }
             if n == 0 {
                 // The client shut its side: what it sent is its request.
@@ -254,9 +259,5 @@ public final class LineServer: @unchecked Sendable {
     }
 
     /// Seconds on the monotonic clock.
-    private static func now() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
-    }
+    private static func now() -> Double { Condition.now() }
 }

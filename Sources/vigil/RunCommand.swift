@@ -1,11 +1,18 @@
 import Agent
 import Capture
 import Configuration
+import FoundationEssentials
 import H264
 import Logging
 import MQTT
+import Media
+import POSIX
+import Recorder
+import Storage
 
-/// `vigil run [--config FILE]`: the agent.
+/// `vigil run [--config FILE]`: the agent, and the composition root: the one place that makes
+/// the machine's own environment (devices, disk, stderr, sd_notify, signals), the one logger,
+/// the encoders and the sinks, and hands them to the agent.
 enum RunCommand: Command {
     static let name = "run"
     static let abstract = "Run the recorder agent."
@@ -36,7 +43,8 @@ enum RunCommand: Command {
         // starts waits for the agent to take it (a clean stop, a reload) instead of ending it.
         Signals.block()
         guard let (path, settings) = loadSettings(arguments) else { return .config }
-        var environment = AgentEnvironment.system(encoders: X264EncoderFactory(settings: settings.encoder.x264))
+        let log = Logger.agent(settings, sink: StderrLogSink())
+        var environment = systemEnvironment(encoders: X264EncoderFactory(settings: settings.encoder.x264), log: log)
         switch chooseEncoder(settings) {
         case .x264(let reason, let warn):
             environment.encoderChoice = EncoderChoice(
@@ -52,9 +60,6 @@ enum RunCommand: Command {
         // MQTT is an add-on: when it cannot run (a password file not there yet), the agent
         // records without it and says so. Its connection is made in the background.
         if settings.mqtt.enabled {
-            let log = Logger(
-                level: settings.log.level, sink: environment.logSink,
-                metadata: [("camera", .string(settings.camera.name))])
             if let problem = settings.mqtt.problem {
                 log.error(
                     "MQTT off: a file it needs cannot be read; recording goes on without it — fix it, then restart",
@@ -79,6 +84,42 @@ enum RunCommand: Command {
         case .storageInUse, .cameraInUse: return .temporaryFailure
         case .sourceFailed: return .dataError
         }
+    }
+
+    /// The machine's own: V4L2 cameras and ALSA microphones (or the synthetic ones), the disk,
+    /// stderr (the journal under systemd), sd_notify, signals.
+    static func systemEnvironment(encoders: any VideoEncoderFactory, log: Logger) -> AgentEnvironment {
+        AgentEnvironment(
+            encoders: encoders,
+            openSource: { camera throws(CaptureError) in
+                try SourceOpener.open(
+                    camera.device, width: camera.width, height: camera.height, fps: camera.fps,
+                    purpose: .recording(realtime: camera.realtime))
+            },
+            openMicrophone: { audio, log throws(CaptureError) in
+                if audio.device == "synthetic" {
+                    return SyntheticAudioSource(sampleRate: audio.rate, channels: audio.channels)
+                }
+                let microphone = try ALSAMicrophone(
+                    device: audio.device, sampleRate: audio.rate, channels: audio.channels)
+                log.info(
+                    "microphone negotiated",
+                    [
+                        ("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
+                        ("requested_rate", .int(microphone.requestedRate)), ("channels", .int(microphone.channels)),
+                        ("period_frames", .int(microphone.periodFrames)),
+                        ("buffer_frames", .int(microphone.bufferFrames)),
+                        ("driver_timestamps", .bool(microphone.driverTimestamps)),
+                    ])
+                return microphone
+            },
+            storage: { DiskStorage(root: $0) },
+            log: log,
+            triggerDirectories: TriggerSocket.directories(),
+            handlesSignals: true,
+            notifier: SystemdNotifier(environment: ProcessInfo.processInfo.environment),
+            monotonicNow: { MonotonicClock.now() },
+            wallNow: { Date() })
     }
 }
 

@@ -1,3 +1,4 @@
+import AgentTestSupport
 import Capture
 import Foundation
 import Media
@@ -7,71 +8,40 @@ import Testing
 
 @testable import Agent
 
-/// Outside requests (`AgentControl`: `vigil trigger`, MQTT's command topics) reaching a
-/// running agent: an outside event recorded with its pre- and post-roll, and detection
-/// turned off and on again.
-@Suite(.serialized) struct AgentControlTests {
-    /// A source that does something when it hands out the frame at `at` seconds.
-    final class Cue: FrameSource {
-        let inner: SyntheticSource
-        var cues: [(at: Double, action: @Sendable () -> Void)]
-        private var index = 0
-
-        init(_ inner: SyntheticSource, cues: [(Double, @Sendable () -> Void)]) {
-            self.inner = inner
-            self.cues = cues.map { (at: $0.0, action: $0.1) }
-        }
-
-        var format: VideoFormat { inner.format }
-        var name: String { inner.name }
-
-        func nextFrame() throws(CaptureError) -> VideoFrame? {
-            let frame = try inner.nextFrame()
-            if let frame, let next = cues.first, frame.timestamp.seconds >= next.at {
-                cues.removeFirst()
-                next.action()
-            }
-            return frame
-        }
+/// Outside requests (`AgentControl`: `vigil trigger`, MQTT's command topics) as the pipeline
+/// takes them: with the frame after they were asked. Stepped frame by frame (`EmbeddedAgent`),
+/// so each request is taken at exactly the frame the test gives it to, and its effects are
+/// asserted on that frame's time: an outside event recorded with its pre- and post-roll, one
+/// that lengthens an event of motion, and detection turned off and on again.
+@Suite struct AgentControlTests {
+    /// The frame at `seconds` of a 15 fps scene (frame `seconds × 15`) gets `requests`; every
+    /// other frame none.
+    static func at(_ seconds: Double, _ requests: AgentControl.Requests) -> (VideoFrame) -> AgentControl.Requests {
+        { frame in frame.sequence == UInt64(seconds * 15) ? requests : AgentControl.Requests() }
     }
 
-    /// An agent on the test configuration reading `scene` through a `Cue` whose cues `cues`
-    /// makes for the agent's `AgentControl`.
-    static func cued(
-        _ scene: SyntheticScene, _ cues: @escaping @Sendable (AgentControl) -> [(Double, @Sendable () -> Void)]
-    ) throws -> AgentHarness {
-        let control = AgentControl()
-        return try AgentHarness(
-            config: testConfig(),
-            openSource: { _ throws(CaptureError) in
-                opened(Cue(try SyntheticSource(scene: scene), cues: cues(control)))
-            }, control: control)
-    }
-
-    /// A quiet scene and `vigil trigger --seconds 2` at 4 s: one clip, marked external, from
-    /// the pre-roll before the request to the post-roll after its two seconds.
+    /// A quiet scene and `vigil trigger --seconds 2` taken with the frame at 4 s: one clip,
+    /// marked external, triggered at exactly 4 s, from the pre-roll before it to the post-roll
+    /// after its two seconds.
     @Test func anOutsideTriggerRecordsAnEventMarkedExternal() throws {
-        let harness = try Self.cued(scene(seconds: 10, objects: [])) { control in
-            [(4, { control.record(seconds: 2, by: "test") })]
-        }
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let agent = try EmbeddedAgent()
+        try agent.run(try SyntheticSource(scene: scene(seconds: 10, objects: [])), asked: Self.at(4, .record(2)))
 
-        let clips = harness.clipFiles
-        try #require(clips.count == 1, "\(clips)\n\(harness.output)")
-        _ = try harness.expectCompletePlayableClips()
-        let record = try #require(try harness.journal().first)
+        let journal = try agent.journal()
+        try #require(journal.count == 1 && agent.clipFiles.count == 1, "\(journal) \(agent.clipFiles)")
+        let record = journal[0]
         #expect(record.cause == .external && record.triggerTime != nil, "\(record)")
-        // The pipeline takes the request at its next frame: one of the few (at most 8) queued
-        // between capture, which asked at 4 s, and the pipeline.
-        let trigger = try #require(record.triggerSourceSeconds)
-        #expect(trigger > 3.4 && trigger <= 4.01, "\(record)")
+        #expect(record.triggerSourceSeconds == 4, "taken at its frame: \(record)")
         #expect((record.preRollSeconds ?? 0) >= 1, "\(record)")
         // pre_roll 1 + 2 s asked + post_roll 1 (plus up to a GOP of pre-roll).
-        #expect(record.durationSeconds >= 3.9 && record.durationSeconds <= 5.1, "\(record)")
-        #expect(harness.events.clipsStarted.map(\.cause) == [.external])
-        #expect(harness.lines("recording on an outside trigger").count == 1, "\(harness.output)")
-        #expect(harness.lines("event started on an outside trigger").count == 1, "\(harness.output)")
-        #expect(harness.errors.isEmpty, "\(harness.errors)")
+        #expect(record.durationSeconds >= 4 && record.durationSeconds <= 5.1, "\(record)")
+        let started = agent.events.all.compactMap { if case .motionStarted(let m) = $0 { m } else { nil } }
+        #expect(started.map(\.cause) == [.external])
+        #expect(started.map(\.trigger) == [EmbeddedAgent.wallOrigin.addingTimeInterval(4)], "at its frame's time")
+        #expect(agent.events.clipsStarted.map(\.cause) == [.external])
+        #expect(agent.events.clipsSaved.map(\.record) == journal)
+        #expect(agent.errors.isEmpty, "\(agent.errors)")
+        try TemporaryDirectory.with("vigil-control") { try expectCompletePlayableClips(in: agent.storage, scratch: $0) }
     }
 
     /// An object crosses from 2 s to 5 s; `vigil trigger --seconds 6` at 3 s, during the
@@ -79,52 +49,44 @@ import Testing
     /// the journal, the `on_clip_saved` facts and the event's end say `external` (the README's
     /// promise), while the event's start, before the request, said `motion`.
     @Test func anOutsideTriggerDuringMotionMarksTheClipExternal() throws {
-        let harness = try Self.cued(scene(seconds: 14, objects: [crossing(2, 5)])) { control in
-            [(3, { control.record(seconds: 6, by: "test") })]
-        }
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let agent = try EmbeddedAgent()
+        try agent.run(
+            try SyntheticSource(scene: scene(seconds: 14, objects: [crossing(2, 5)])), asked: Self.at(3, .record(6)))
 
-        let journal = try harness.journal()
-        try #require(journal.count == 1, "\(journal)\n\(harness.output)")
+        let journal = try agent.journal()
+        try #require(journal.count == 1, "\(journal)")
         #expect(journal[0].cause == .external, "\(journal[0])")
         let trigger = try #require(journal[0].triggerSourceSeconds)
         #expect(trigger > 1.5 && trigger < 3, "the event began with the motion: \(journal[0])")
-        // From the pre-roll before the motion (about 1 s) to the end of the 6 s asked at about
-        // 3 s and the 1 s post-roll: about 9 s; motion alone would have ended near 6 s.
-        #expect(journal[0].durationSeconds > 8, "\(journal[0])")
-        #expect(harness.events.clipsStarted.map(\.cause) == [.motion])
-        #expect(harness.events.clipsSaved.map { $0.record.cause } == [.external])
-        let ends = harness.events.all.compactMap { if case .motionEnded(let e) = $0 { e.cause } else { nil } }
-        #expect(ends == [.external])
-        #expect(harness.lines("recording on an outside trigger").count == 1)
-        try harness.expectCompletePlayableClips()
+        // The 6 s asked at 3 s end at 9 s; then the 1 s post-roll: the event ends at 10 s.
+        let ends = agent.events.all.compactMap { if case .motionEnded(let e) = $0 { e } else { nil } }
+        #expect(ends.map(\.cause) == [.external])
+        #expect(ends.map(\.end) == [EmbeddedAgent.wallOrigin.addingTimeInterval(10)], "\(ends)")
+        #expect(agent.events.clipsStarted.map(\.cause) == [.motion])
+        #expect(agent.events.clipsSaved.map { $0.record.cause } == [.external])
+        try TemporaryDirectory.with("vigil-control") { try expectCompletePlayableClips(in: agent.storage, scratch: $0) }
     }
 
-    /// Detection off before an object crosses, on again before a second one: only the second
-    /// is recorded, marked motion; both switches reach the sinks.
+    /// Detection off at the first frame, before an object crosses, on again at 5.6 s before a
+    /// second one: only the second is recorded, marked motion; both switches reach the sinks
+    /// at their frames.
     @Test func detectionTurnedOffRecordsNoMotionUntilTurnedOn() throws {
-        let control = AgentControl()
-        let harness = try AgentHarness(
-            config: testConfig(),
-            openSource: { _ throws(CaptureError) in
-                opened(
-                    Cue(
-                        try SyntheticSource(scene: scene(seconds: 11, objects: [crossing(2, 4), crossing(7, 9)])),
-                        cues: [
-                            (0, { control.setDetection(false, by: "test") }),
-                            (5.5, { control.setDetection(true, by: "test") }),
-                        ]))
-            }, control: control)
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let agent = try EmbeddedAgent()
+        try agent.run(try SyntheticSource(scene: scene(seconds: 11, objects: [crossing(2, 4), crossing(7, 9)]))) {
+            frame in
+            switch frame.sequence {
+            case 0: .detection(false)
+            case 84: .detection(true)  // 5.6 s
+            default: AgentControl.Requests()
+            }
+        }
 
-        let journal = try harness.journal()
-        try #require(journal.count == 1, "\(journal)\n\(harness.output)")
+        let journal = try agent.journal()
+        try #require(journal.count == 1, "\(journal)")
         #expect(journal[0].cause == .motion)
         let trigger = try #require(journal[0].triggerSourceSeconds)
         #expect(trigger > 6.5 && trigger < 8, "only the second crossing: \(journal[0])")
-        let switches = harness.events.all.compactMap { if case .detection(let on) = $0 { on } else { nil } }
+        let switches = agent.events.all.compactMap { if case .detection(let on) = $0 { on } else { nil } }
         #expect(switches == [false, true])
-        #expect(control.detectionEnabled)
-        #expect(harness.lines("motion detection off").count == 1 && harness.lines("motion detection on").count == 1)
     }
 }

@@ -1,3 +1,4 @@
+import AgentTestSupport
 import Capture
 import Foundation
 import Media

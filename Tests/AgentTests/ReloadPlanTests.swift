@@ -55,24 +55,27 @@ import Testing
     struct Says: Equatable, CustomStringConvertible {
         var restart: [String] = []
         var log = false, detection = false, events = false, preRoll = false, storage = false
+        var overlay = false, snapshot = false
 
         init(
             restart: [String] = [], log: Bool = false, detection: Bool = false, events: Bool = false,
-            preRoll: Bool = false, storage: Bool = false
+            preRoll: Bool = false, storage: Bool = false, overlay: Bool = false, snapshot: Bool = false
         ) {
             (self.restart, self.log, self.detection, self.events, self.preRoll, self.storage) = (
                 restart, log, detection, events, preRoll, storage
             )
+            (self.overlay, self.snapshot) = (overlay, snapshot)
         }
 
         init(_ plan: ReloadPlan) {
             self.init(
                 restart: plan.needsRestart, log: plan.logChanged, detection: plan.detectionChanged,
-                events: plan.eventsChanged, preRoll: plan.preRollChanged, storage: plan.storageChanged)
+                events: plan.eventsChanged, preRoll: plan.preRollChanged, storage: plan.storageChanged,
+                overlay: plan.overlayChanged, snapshot: plan.snapshotChanged)
         }
 
         var description: String {
-            "restart \(restart) log \(log) detection \(detection) events \(events) pre-roll \(preRoll) storage \(storage)"
+            "restart \(restart) log \(log) detection \(detection) events \(events) pre-roll \(preRoll) storage \(storage) overlay \(overlay) snapshot \(snapshot)"
         }
     }
 
@@ -97,6 +100,11 @@ import Testing
             ]
         ),
         (Says(restart: ["storage.path"]), ["storage.path": "\"elsewhere\""]),
+        (
+            Says(overlay: true),
+            ["overlay.text": "\"%H:%M\"", "overlay.position": "\"bottom-right\"", "overlay.scale": "2"]
+        ),
+        (Says(snapshot: true), ["snapshot.enabled": "false", "snapshot.width": "320", "snapshot.live_interval": "5"]),
         (Says(restart: ["camera"]), ["camera.name": "\"porch\""]),
     ])
     func eachChangeAppliesWhenItCan(expected: Says, changes: [String: String]) throws {
@@ -114,14 +122,39 @@ import Testing
         #expect(Says(plan) == Says(restart: ["camera", "audio", "encoder", "storage.path"], log: true))
     }
 
-    /// The pipeline swaps something between events for detection, events and pre-roll changes,
-    /// and for nothing else.
+    /// The pipeline swaps something between events for detection, events, pre-roll, overlay and
+    /// snapshot changes, and for nothing else. (An overlay or snapshot change alone once never
+    /// reached the pipeline: the text and the pictures stayed as they were until a restart.)
     @Test(arguments: [
         (["motion.threshold": "0.01"], true), (["recording.post_roll": "5"], true), (["recording.pre_roll": "3"], true),
+        (["overlay.text": "\"%H:%M\""], true), (["snapshot.quality": "50"], true),
         (["storage.min_free_mb": "5"], false), (["log.level": "\"debug\""], false), (["camera.width": "640"], false),
     ])
     func changesPipeline(changes: [String: String], expected: Bool) throws {
         #expect(try Self.plan(changes).changesPipeline == expected)
+    }
+
+    /// `sections` names every section of `Settings` (its stored properties, the mask with
+    /// motion and the file's raw values aside), and each is sorted to when it applies.
+    @Test func everySectionOfTheSettingsIsPlanned() throws {
+        let defaults = try Settings.defaults()
+        let fields = Mirror(reflecting: defaults).children.compactMap(\.label)
+            .filter { $0 != "values" && $0 != "motionMask" }
+        let planned = ReloadPlan.sections.map(\.section)
+        #expect(
+            Set(fields).subtracting(planned).isEmpty, "not in ReloadPlan.sections: \(Set(fields).subtracting(planned))")
+        #expect(Set(planned).subtracting(fields + ["storage.path"]).isEmpty)
+        #expect(
+            ReloadPlan.sections.filter { $0.applies == .afterRestart }.map(\.section)
+                == ["camera", "audio", "encoder", "mqtt", "storage.path"])
+    }
+
+    /// Two reloads before the pipeline applied the first: what either changed is applied.
+    @Test func reloadsThatCameTogetherAreMerged() throws {
+        let first = try Self.plan(["motion.threshold": "0.01"])
+        let second = try Self.plan(["overlay.text": "\"%H:%M\"", "camera.width": "640"])
+        #expect(Says(first.merging(second)) == Says(restart: ["camera"], detection: true, overlay: true))
+        #expect(Says(second.merging(first)) == Says(restart: ["camera"], detection: true, overlay: true))
     }
 
     @Test func identicalSettingsChangeNothing() throws {

@@ -1,4 +1,5 @@
 import Glibc
+import POSIX
 import Synchronization
 import Testing
 

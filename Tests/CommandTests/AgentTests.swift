@@ -10,6 +10,11 @@ import Testing
 
 /// The agent, run as a user runs it: `vigil run --config FILE`, with a Y4M file made from the
 /// synthetic scene as the camera, so every event's true start and end are known.
+///
+/// End-to-end on purpose: these few run the real binary — its composition root (`RunCommand`:
+/// the disk, stderr, signals, exit codes), its files and its log as a user sees them. What
+/// the pipeline decides at each frame is tested by stepping it (AgentTests' `EmbeddedAgent`);
+/// the threads and the stop in process (`AgentHarness`).
 @Suite struct AgentTests {
     static let rate = Rational(15, 1)
     static let frameSeconds = 1.0 / 15

@@ -1,4 +1,5 @@
 import Agent
+import AgentTestSupport
 import Configuration
 import Foundation
 import H264
@@ -164,7 +165,7 @@ import Testing
         defer { dir.remove() }
         let broker = try Broker(dir)
         let live = try Subscriber(port: broker.port, topic: "#", in: dir)
-        let agent = try InProcessAgent(dir, port: broker.port, scene: scene(seconds: 60, objects: []))
+        let agent = try AgentHarness.mqtt(port: broker.port, scene: scene(seconds: 60, objects: []))
         agent.start()
         defer { _ = agent.stop() }
 
@@ -216,8 +217,8 @@ import Testing
         defer { dir.remove() }
         let broker = try Broker(dir)
         let live = try Subscriber(port: broker.port, topic: "#", in: dir)
-        let agent = try InProcessAgent(
-            dir, port: broker.port, scene: scene(seconds: 60, objects: []), mqtt: "discovery = false;")
+        let agent = try AgentHarness.mqtt(
+            port: broker.port, scene: scene(seconds: 60, objects: []), mqtt: "discovery = false;")
         agent.start()
         defer { _ = agent.stop() }
 
@@ -253,8 +254,8 @@ import Testing
         // Each crossing waits for the test: the scene stands still (a camera on a quiet yard)
         // at 1.5 s until detection is off, and at 5 s until it is on again.
         let gates = Gates()
-        let agent = try InProcessAgent(
-            dir, port: broker.port,
+        let agent = try AgentHarness.mqtt(
+            port: broker.port,
             scene: scene(seconds: 30, objects: [crossing(2.5, 4), crossing(6, 7.5)]), gates: gates, at: [1.5, 5])
         agent.start()
         defer { _ = agent.stop() }
@@ -315,7 +316,7 @@ import Testing
         // Left retained before the agent connects: no request now, said and ignored.
         try publish(broker, "vigil/yard/record/set", "ON", retain: true)
         let live = try Subscriber(port: broker.port, topic: "vigil/yard/#", in: dir)
-        let agent = try InProcessAgent(dir, port: broker.port, scene: scene(seconds: 60, objects: []))
+        let agent = try AgentHarness.mqtt(port: broker.port, scene: scene(seconds: 60, objects: []))
         agent.start()
         defer { _ = agent.stop() }
         #expect(live.waitFor(timeout: 30) { $0.contains { $0.topic == "vigil/yard/detect" } }, "\(agent.output)")
@@ -460,93 +461,30 @@ final class GatedScene: FrameSource {
     }
 }
 
-/// The agent in process as `vigil run` makes it with `mqtt.enabled`: an `MQTTSink` on the
-/// test's broker taking commands for the agent's `AgentControl`; the camera `yard` a
-/// synthetic scene in real time, clips in memory, log lines kept.
-final class InProcessAgent: Sendable {
-    let storage = MemoryStorage()
-    let logs = MemoryLogSink()
-    let agent: Agent
-    private let finished = DispatchSemaphore(value: 0)
-    private let outcome = Mutex<Agent.Outcome?>(nil)
-    private let state = Mutex((started: false, stopped: false))
-
-    /// `mqtt`: more of the `mqtt` section; `gates`, `at`: where the scene waits (`GatedScene`).
-    init(
-        _ dir: TemporaryDirectory, port: Int, scene: SyntheticScene, mqtt: String = "", gates: Gates = Gates(),
-        at: [Double] = []
-    ) throws {
-        let path = dir.file("vigil-\(UUID().uuidString).conf")
-        try """
-        camera = { device = "synthetic"; name = "yard"; width = 320; height = 240; fps = 15.0; };
-        encoder = { threads = 1; };
-        recording = { pre_roll = 1.0; post_roll = 1.0; max_clip = 60.0; };
-        storage = { path = "/memory/clips"; min_free_mb = 1; };
-        log = { level = "info"; stats_interval = 0; };
-        mqtt = { enabled = true; host = "127.0.0.1"; port = \(port); keepalive = 5; \(mqtt) };
-        """.write(toFile: path, atomically: true, encoding: .utf8)
-        let settings = try Settings.load(path: path)
-        storage.now = Date()
-        let storage = self.storage
-        var environment = AgentEnvironment(
-            encoders: X264EncoderFactory(settings: settings.encoder.x264),
+extension AgentHarness {
+    /// The agent in process as `vigil run` makes it with `mqtt.enabled`: an `MQTTSink` on the
+    /// test's broker at `port` taking commands for the agent's `AgentControl`; the camera `yard`
+    /// a synthetic scene in real time (`GatedScene`: it waits at `at` for `gates`), clips in
+    /// memory, log lines kept. `mqtt`: more of the `mqtt` section.
+    static func mqtt(
+        port: Int, scene: SyntheticScene, mqtt: String = "", gates: Gates = Gates(), at: [Double] = []
+    ) throws -> AgentHarness {
+        try AgentHarness(
+            config: testConfig(
+                extra: "mqtt = { enabled = true; host = \"127.0.0.1\"; port = \(port); keepalive = 5; \(mqtt) };"),
             openSource: { _ throws(CaptureError) in
                 OpenedSource(source: try GatedScene(scene, gates: gates, at: at), isLive: true, negotiation: nil)
             },
-            openMicrophone: { _, _ throws(CaptureError) in
-                throw .cannotOpen(source: "microphone", reason: "none in these tests")
-            },
-            storage: { _ in storage }, logSink: logs, handlesSignals: false,
-            notifier: SystemdNotifier(environment: [:]), monotonicNow: { MonotonicClock.now() },
-            wallNow: { Date() }, sleep: { _ in })
-        let log = Logger(level: settings.log.level, sink: logs, metadata: [("camera", .string(settings.camera.name))])
-        environment.sinks.append(
-            try MQTTSink(
-                settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
-                control: environment.control, version: "test"))
-        agent = Agent(configPath: path, settings: settings, version: "test", environment: environment)
+            sinks: { settings, control, log in
+                [
+                    try MQTTSink(
+                        settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
+                        control: control, version: "test")
+                ]
+            })
     }
 
-    /// Runs the agent on a thread of its own.
-    func start() {
-        state.withLock { $0.started = true }
-        let agent = self.agent
-        Thread.detachNewThread { [self] in
-            let result = agent.run()
-            outcome.withLock { $0 = result }
-            finished.signal()
-        }
-    }
-
-    /// Stops the agent (once) and waits for it: what `run()` returned, nil if it did not end
-    /// in time.
+    /// Stops the agent if it runs and waits for it: what `run()` returned (again on later calls).
     @discardableResult
-    func stop() -> Agent.Outcome? {
-        let (started, stopped) = state.withLock { state in
-            defer { state.stopped = true }
-            return (state.started, state.stopped)
-        }
-        guard started else { return nil }
-        if !stopped {
-            agent.stop(because: "the test ended")
-            guard finished.wait(timeout: .now() + 120) == .success else { return nil }
-        }
-        return outcome.withLock { $0 }
-    }
-
-    /// Waits for the `count`th log line with message `message`; false if it did not come.
-    func waitFor(_ message: String, count: Int = 1, timeout: Double = 60) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while lines(message).count < count {
-            if Date() > deadline { return false }
-            usleep(10_000)
-        }
-        return true
-    }
-
-    var output: String { logs.written.joined(separator: "\n") }
-    func lines(_ message: String) -> [String] { logLines(output, message) }
-    var errors: [String] { logs.written.filter { logValue($0, "level") == "error" } }
-    var clipFiles: [String] { storage.fileNames.filter { $0.hasSuffix(".mov") } }
-    func journal() throws -> [ClipRecord] { try EventsJournal(storage: storage).records().records }
+    func stop() -> Agent.Outcome? { stopAndWait() }
 }

@@ -1,3 +1,4 @@
+import AgentTestSupport
 import Capture
 import Foundation
 import Media
@@ -206,7 +207,7 @@ import Testing
         defer { dir.remove() }
         let broker = try Broker(dir)
         let live = try Subscriber(port: broker.port, topic: "homeassistant/+/+/+/config", in: dir)
-        let agent = try InProcessAgent(dir, port: broker.port, scene: scene(seconds: 120, objects: []))
+        let agent = try AgentHarness.mqtt(port: broker.port, scene: scene(seconds: 120, objects: []))
         agent.start()
         defer { _ = agent.stop() }
         #expect(live.waitFor(timeout: 30) { $0.count == 6 }, "\(agent.output)")
@@ -226,7 +227,7 @@ import Testing
         let dir = try TemporaryDirectory("vigil-ha")
         defer { dir.remove() }
         let broker = try Broker(dir)
-        let agent = try InProcessAgent(dir, port: broker.port, scene: scene(seconds: 120, objects: []))
+        let agent = try AgentHarness.mqtt(port: broker.port, scene: scene(seconds: 120, objects: []))
         agent.start()
         defer { _ = agent.stop() }
         #expect(agent.waitFor("MQTT connected"), "\(agent.output)")

@@ -5,12 +5,29 @@ import Configuration
 /// | settings | apply |
 /// |---|---|
 /// | `log.*`, `hooks.*` | at once (the next log line, the next hook run) |
-/// | `motion.*` (and the mask file), `recording.*` | between events: the pipeline swaps its detector, event logic and pre-roll ring only while no event is open, so a clip never mixes two configurations |
+/// | `motion.*` (and the mask file), `recording.*`, `overlay.*`, `snapshot.*` | between events: the pipeline swaps its detector, event logic, pre-roll ring, overlay and picture settings only while no event is open, so a clip never mixes two configurations |
 /// | `storage.*` but `path` | from the next clip: the writer finishes the open clip under the name, and with the journal line and hooks, it began with; clips named by an earlier pattern stay known through the journal |
 /// | `camera.*` (its `name` too), `encoder.*`, `audio.*`, `mqtt.*`, `storage.path` | after a restart (said in the log): the devices and the encoder are opened once, and the storage directory is claimed, checked and repaired once |
 ///
-/// A value computed from the settings before and after; no side effects.
+/// A value computed once per reload, from the settings before and after; no side effects.
+/// The agent acts on it, and hands it to the pipeline with the settings; reloads that come
+/// before the pipeline could apply one are merged (`merging`). `sections` lists every section
+/// of `Settings` with when it applies, and a test holds it to `Settings`.
 public struct ReloadPlan: Sendable, Equatable {
+    /// When a section's changes apply.
+    public enum Applies: Sendable, Equatable {
+        case atOnce, betweenEvents, fromTheNextClip, afterRestart
+    }
+
+    /// Every section of the settings (`storage.path` apart from the rest of `storage`), and
+    /// when a change to it applies.
+    public static let sections: [(section: String, applies: Applies)] = [
+        ("camera", .afterRestart), ("audio", .afterRestart), ("encoder", .afterRestart), ("mqtt", .afterRestart),
+        ("storage.path", .afterRestart), ("log", .atOnce), ("hooks", .atOnce), ("motion", .betweenEvents),
+        ("recording", .betweenEvents), ("overlay", .betweenEvents), ("snapshot", .betweenEvents),
+        ("storage", .fromTheNextClip),
+    ]
+
     /// Sections (or keys) whose changes wait for a restart, in the file's order.
     public var needsRestart: [String] = []
     public var logChanged = false
@@ -21,6 +38,10 @@ public struct ReloadPlan: Sendable, Equatable {
     /// Pre-roll or its memory bound changed: a new ring between events (the old one's
     /// contents were kept under the old bound).
     public var preRollChanged = false
+    /// `overlay.*` changed: the text drawn into the picture, between events.
+    public var overlayChanged = false
+    /// `snapshot.*` changed: the event's picture and `latest.jpg`, between events.
+    public var snapshotChanged = false
     /// Storage or hooks changed: the writer takes the storage from the next clip, the hooks
     /// sink the programs at once.
     public var storageChanged = false
@@ -38,8 +59,25 @@ public struct ReloadPlan: Sendable, Equatable {
         preRollChanged =
             new.recording.preRoll != old.recording.preRoll
             || new.recording.preRollMaxBytes != old.recording.preRollMaxBytes
+        overlayChanged = new.overlay != old.overlay
+        snapshotChanged = new.snapshot != old.snapshot
         storageChanged =
             ReloadPlan.applicable(new, running: old).storage != old.storage || new.hooks != old.hooks
+    }
+
+    /// This plan and a `later` one, for settings that went from this plan's start to the
+    /// later one's end without the pipeline applying the first: whatever either changed.
+    public func merging(_ later: ReloadPlan) -> ReloadPlan {
+        var merged = later
+        merged.needsRestart = needsRestart + later.needsRestart.filter { !needsRestart.contains($0) }
+        merged.logChanged = logChanged || later.logChanged
+        merged.detectionChanged = detectionChanged || later.detectionChanged
+        merged.eventsChanged = eventsChanged || later.eventsChanged
+        merged.preRollChanged = preRollChanged || later.preRollChanged
+        merged.overlayChanged = overlayChanged || later.overlayChanged
+        merged.snapshotChanged = snapshotChanged || later.snapshotChanged
+        merged.storageChanged = storageChanged || later.storageChanged
+        return merged
     }
 
     /// `new` with what waits for a restart kept as in `running`: what a reload applies.
@@ -101,5 +139,7 @@ public struct ReloadPlan: Sendable, Equatable {
     }
 
     /// True when the pipeline has something to swap between events.
-    public var changesPipeline: Bool { detectionChanged || eventsChanged || preRollChanged }
+    public var changesPipeline: Bool {
+        detectionChanged || eventsChanged || preRollChanged || overlayChanged || snapshotChanged
+    }
 }

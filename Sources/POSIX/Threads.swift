@@ -1,17 +1,14 @@
-import Capture
-import Glibc
-internal import POSIX
-import Storage
+internal import Glibc
 
 /// A mutex with a condition variable, whose timed waits run on the monotonic clock (a board
 /// without a clock battery may set its wall clock from the network long after booting).
 ///
 /// `@unchecked Sendable`: the pthread objects are made for use from several threads.
-final class Condition: @unchecked Sendable {
+public final class Condition: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
 
-    init() {
+    public init() {
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
         pthread_condattr_init(&attributes)
@@ -27,19 +24,19 @@ final class Condition: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
+    public func withLock<Result>(_ body: () throws -> Result) rethrows -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body()
     }
 
     /// Waits for a `broadcast` (or a spurious wake-up); call it holding the lock, in `withLock`.
-    func wait() {
+    public func wait() {
         pthread_cond_wait(condition, mutex)
     }
 
     /// Like `wait()`, giving up after `seconds`.
-    func wait(seconds: Double) {
+    public func wait(seconds: Double) {
         var deadline = timespec()
         clock_gettime(CLOCK_MONOTONIC, &deadline)
         let whole = seconds.rounded(.down)
@@ -52,53 +49,43 @@ final class Condition: @unchecked Sendable {
         pthread_cond_timedwait(condition, mutex, &deadline)
     }
 
-    func broadcast() {
+    public func broadcast() {
         pthread_cond_broadcast(condition)
+    }
+
+    /// Seconds on the monotonic clock, for deadlines of timed waits.
+    public static func now() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }
 
-/// Something that happens once, that threads can wait for.
-///
-/// `@unchecked Sendable`: `happened` is read and written only while holding `condition`.
-public final class Event: @unchecked Sendable {
-    private let condition = Condition()
-    private var happened = false
+/// Something that happens once, that threads can wait for: a thread's end, the pipeline's
+/// drain. A `StopToken` that is only ever stopped.
+public final class Event: Sendable {
+    private let token = StopToken()
 
     public init() {}
 
-    public func signal() {
-        condition.withLock {
-            happened = true
-            condition.broadcast()
-        }
-    }
+    public func signal() { token.stop() }
 
-    public func wait() {
-        condition.withLock {
-            while !happened { condition.wait() }
-        }
-    }
+    /// Whether `signal` was called.
+    public var isSignalled: Bool { token.isStopped }
+
+    public func wait() { token.wait() }
 
     /// Waits at most `seconds`; false when it has not happened by then.
-    public func wait(seconds: Double) -> Bool {
-        let deadline = MonotonicClock.now().seconds + seconds
-        return condition.withLock {
-            while !happened {
-                let remaining = deadline - MonotonicClock.now().seconds
-                if remaining <= 0 { return false }
-                condition.wait(seconds: remaining)
-            }
-            return true
-        }
-    }
+    @discardableResult
+    public func wait(seconds: Double) -> Bool { token.wait(seconds: seconds) }
 }
 
 /// Starts a named thread running `body`; `join()` waits for it to finish.
-final class JoinableThread: Sendable {
+public final class JoinableThread: Sendable {
     private let finished = Event()
-    func join() { finished.wait() }
+    public func join() { finished.wait() }
     /// Waits at most `seconds`; false when the thread is still running.
-    func join(timeout seconds: Double) -> Bool { finished.wait(seconds: seconds) }
+    public func join(timeout seconds: Double) -> Bool { finished.wait(seconds: seconds) }
     fileprivate func markFinished() { finished.signal() }
 }
 
@@ -106,7 +93,7 @@ final class JoinableThread: Sendable {
 /// refuses a thread (a task or memory limit reached), it says so and exits 71 (EX_OSERR)
 /// rather than trap.
 @discardableResult
-func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) -> JoinableThread {
+public func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) -> JoinableThread {
     let handle = JoinableThread()
     startEssentialThread(name) {
         body()
@@ -116,9 +103,9 @@ func startThread(_ name: String, _ body: @escaping @Sendable () -> Void) -> Join
 }
 
 /// `startDetachedThread` for a thread the agent cannot do without: on failure, a message and exit 71.
-func startEssentialThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
+public func startEssentialThread(_ name: String, _ body: @escaping @Sendable () -> Void) {
     do { try startDetachedThread(name, body) } catch {
-        writeAll("vigil: \(error.description)\n", to: 2)
+        _ = try? FileDescriptor(unowned: 2).writeAll("vigil: \(error.description)\n")
         exit(71)  // EX_OSERR
     }
 }
@@ -128,7 +115,7 @@ public struct ThreadStartError: Error, CustomStringConvertible {
     var name: String
     var code: Int32
     public var description: String {
-        "cannot start the \(name) thread: \(String(cString: strerror(code))) — is the service's task limit (TasksMax) or memory too low?"
+        "cannot start the \(name) thread: \(SystemError(code).text) — is the service's task limit (TasksMax) or memory too low?"
     }
 }
 
@@ -169,5 +156,58 @@ public func startDetachedThread(_ name: String, _ body: @escaping @Sendable () -
     if result != 0 {
         Unmanaged<ThreadStart>.fromOpaque(context).release()
         throw ThreadStartError(name: name, code: result)
+    }
+}
+
+/// What the agent's waiting threads wait on instead of polling a flag: `stop` ends every wait,
+/// now and later, at once; `ring` ends the waits in progress (or the next one) once, so a
+/// periodic task looks again at what it was waiting for (a reload changed its interval).
+///
+/// `@unchecked Sendable`: `stopped` and `rung` are read and written only while holding `condition`.
+public final class StopToken: @unchecked Sendable {
+    private let condition = Condition()
+    private var stopped = false
+    private var rung = false
+
+    public init() {}
+
+    /// For good: every wait returns true from now on.
+    public func stop() {
+        condition.withLock {
+            stopped = true
+            condition.broadcast()
+        }
+    }
+
+    public var isStopped: Bool { condition.withLock { stopped } }
+
+    /// Wakes the threads waiting now (or the next one to wait) once.
+    public func ring() {
+        condition.withLock {
+            rung = true
+            condition.broadcast()
+        }
+    }
+
+    /// Waits until stopped; a ring does not end this wait.
+    public func wait() {
+        condition.withLock {
+            while !stopped { condition.wait() }
+        }
+    }
+
+    /// Waits `seconds`, or less when stopped or rung; true when stopped.
+    @discardableResult
+    public func wait(seconds: Double) -> Bool {
+        let deadline = Condition.now() + seconds
+        return condition.withLock {
+            while !stopped && !rung {
+                let remaining = deadline - Condition.now()
+                if remaining <= 0 { break }
+                condition.wait(seconds: remaining)
+            }
+            rung = false
+            return stopped
+        }
     }
 }

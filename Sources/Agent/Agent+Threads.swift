@@ -1,0 +1,233 @@
+import Capture
+import Configuration
+import FoundationEssentials
+import Logging
+import Media
+import POSIX
+import Recorder
+
+/// The agent's threads that feed and tend the pipeline: capture, audio, housekeeping.
+extension Agent {
+    // MARK: Capture
+
+    /// Opens the source, and says what a camera agreed to.
+    func openSource() throws(CaptureError) -> OpenedSource {
+        let camera = initial.camera
+        let opened = try environment.openSource(camera)
+        if let got = opened.negotiation, case .device(let path) = camera.device {
+            let request = got.request
+            let requested = "\(request.width)x\(request.height)@\(DecimalText.rate(request.frameRate))"
+            log.info(
+                "camera negotiated",
+                [
+                    ("source", .string(path)), ("card", .string(got.device.card)),
+                    ("driver", .string(got.device.driver)),
+                    ("requested", .string(requested)),
+                    ("pixel_format", .string(got.fourcc.description)), ("converted", .bool(got.isEmulated)),
+                    ("size", .string("\(got.width)x\(got.height)")), ("stride", .int(got.bytesPerLine)),
+                    ("fps", .string(got.frameRate.map(DecimalText.rate) ?? "driver's own")),
+                    ("rate_settable", .bool(got.rateIsSettable)),
+                    ("buffers", .int(got.buffers)),
+                ])
+            if !got.matchesRequest {
+                log.warning(
+                    "the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)",
+                    [
+                        ("source", .string(path)), ("requested", .string(requested)),
+                        (
+                            "delivered",
+                            .string("\(got.width)x\(got.height)@\(got.frameRate.map(DecimalText.rate) ?? "?")")
+                        ),
+                    ])
+            }
+        }
+        return opened
+    }
+
+    /// The capture thread: frames into the queue until the source ends or the agent stops.
+    /// A live source never waits: when the pipeline is behind, the oldest queued frame is dropped.
+    /// A camera that fails is closed and reopened as `Retry` says; the open clip is closed meanwhile.
+    func capture(_ first: (any FrameSource)?, into queue: WorkQueue<CaptureItem>, live: Bool) {
+        var retry = Retry(maximum: .init(seconds: 30))
+        if first == nil { _ = retry.failed(at: environment.monotonicNow()) }
+        guard var source = first ?? reopen(&retry, firstTime: true) else {
+            queue.push(.end(nil))
+            return
+        }
+        var lastSequence: UInt64?
+        // YUYV and 4:2:2 become 4:2:0 here, once, for both the detector and the encoder.
+        var converter = PlanarConverter(input: source.format)
+        let isCamera: Bool = if case .device = initial.camera.device { true } else { false }
+        while !stopping.load(ordering: .relaxed) {
+            let frame: VideoFrame?
+            do { frame = try source.nextFrame().map(converter.convert) } catch {
+                guard isCamera else {
+                    log.error(
+                        "reading the source failed",
+                        [("source", .string(source.name)), ("error", .string(error.description))])
+                    queue.push(.end(error))
+                    return
+                }
+                log.warning(
+                    "camera lost; closing the clip and retrying",
+                    [("source", .string(source.name)), ("error", .string(error.description))])
+                cameraDownSince.withLock { $0 = $0 ?? environment.wallNow() }
+                queue.push(.interrupted)
+                _ = retry.failed(at: environment.monotonicNow())
+                guard let back = reopen(&retry, firstTime: false) else { break }
+                source = back
+                converter = PlanarConverter(input: source.format)
+                lastSequence = nil
+                continue
+            }
+            guard let frame else {
+                log.info("end of source", [("source", .string(source.name))])
+                queue.push(.end(nil))
+                return
+            }
+            if let last = lastSequence, frame.sequence > last + 1 {
+                stats.update { $0.framesLostAtSource += Int(frame.sequence - last - 1) }
+            }
+            lastSequence = frame.sequence
+            if live {
+                if queue.count >= queue.capacity,
+                    queue.dropOldest(where: { if case .frame = $0 { true } else { false } }) != nil
+                {
+                    stats.update { $0.framesDroppedAtCapture += 1 }
+                }
+                queue.push(.frame(frame))
+            } else {
+                queue.pushWaiting(.frame(frame))
+            }
+        }
+        queue.push(.end(nil))
+    }
+
+    /// Reopens the camera as `retry` says (it was lost, or never there), logging its return
+    /// once; nil when the agent is stopping.
+    func reopen(_ retry: inout Retry, firstTime: Bool) -> (any FrameSource)? {
+        while !stopping.load(ordering: .relaxed) {
+            sleepUnlessStopping(retry.delay.seconds)
+            guard !stopping.load(ordering: .relaxed) else { return nil }
+            do {
+                let source = try openSource().source
+                cameraDownSince.withLock { $0 = nil }
+                let back = retry.succeeded(at: environment.monotonicNow())
+                log.info(
+                    firstTime ? "camera open" : "camera back",
+                    [
+                        ("source", .string(source.name)), ("format", .string(source.format.description)),
+                        ("down", .seconds(back?.down.seconds ?? 0)), ("attempts", .int(back?.tries ?? 1)),
+                    ])
+                return source
+            } catch {
+                let failure = retry.failed(at: environment.monotonicNow())
+                log.debug(
+                    "camera still unavailable",
+                    [("error", .string(error.description)), ("retry_in", .seconds(failure.retryIn.seconds))])
+            }
+        }
+        return nil
+    }
+
+    /// Waits `seconds`, returning at once when the agent stops.
+    func sleepUnlessStopping(_ seconds: Double) {
+        environment.pause(seconds, stopToken)
+    }
+
+    /// The audio thread: microphone chunks into the pipeline's queue (never dropped: they are
+    /// small). A microphone that cannot be opened or fails leaves clips with video only; it
+    /// is retried as `Retry` says, and each change is logged once.
+    func captureAudio(into queue: WorkQueue<CaptureItem>) {
+        let audio = initial.audio
+        var retry = Retry(maximum: .init(seconds: 60))
+        while !stopping.load(ordering: .relaxed) {
+            let microphone: any AudioSource
+            do {
+                microphone = try environment.openMicrophone(audio, log)
+            } catch {
+                if retry.failed(at: environment.monotonicNow()).isFirst {
+                    log.warning(
+                        "microphone unavailable; recording video only",
+                        [("device", .string(audio.device)), ("error", .string(error.description))])
+                }
+                sleepUnlessStopping(retry.delay.seconds)
+                continue
+            }
+            let wasFailing = retry.succeeded(at: environment.monotonicNow()) != nil
+            log.info(
+                wasFailing ? "microphone back" : "microphone open",
+                [
+                    ("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
+                    ("channels", .int(microphone.channels)),
+                ])
+            // Overruns of microphones opened before, so the count only grows.
+            let overrunsBefore = stats.snapshot.audioOverruns
+            while !stopping.load(ordering: .relaxed) {
+                do {
+                    guard let chunk = try microphone.read() else { break }
+                    queue.push(.audio(chunk), cost: 0)
+                    let total = overrunsBefore + microphone.overruns
+                    stats.update { $0.audioOverruns = total }
+                } catch {
+                    log.warning(
+                        "microphone failed; recording video only until it is back",
+                        [("device", .string(microphone.name)), ("error", .string(error.description))])
+                    _ = retry.failed(at: environment.monotonicNow())
+                    sleepUnlessStopping(retry.delay.seconds)
+                    break
+                }
+            }
+        }
+    }
+
+    // MARK: Housekeeping
+
+    /// Every minute: retention; every stats interval: the stats line (and the `stats` event);
+    /// and the watchdog ping while frames keep coming.
+    func startHousekeeping(writer: WorkQueue<WriterItem>, sinks: EventSinks) {
+        let notifier = environment.notifier
+        startThread("housekeeping") { [self] in
+            var previous = stats.snapshot
+            var lastStats = environment.monotonicNow()
+            var lastSweep = lastStats
+            var lastFrames = previous.framesIn
+            var lastPing = lastStats
+            var wait = 0.0
+            // Woken when the next task is due, by a reload (the stats interval may have
+            // changed) and by the stop.
+            while !housekeepingWake.wait(seconds: wait) {
+                let now = environment.monotonicNow()
+                let current = stats.snapshot
+                let watchdogInterval = notifier?.watchdogInterval
+                if let interval = watchdogInterval, (now - lastPing).seconds >= interval {
+                    // Only while the pipeline makes progress: a stall lets systemd restart us.
+                    if current.framesIn != lastFrames { notifier?.watchdog() }
+                    lastFrames = current.framesIn
+                    lastPing = now
+                }
+                if (now - lastSweep).seconds >= Agent.sweepInterval {
+                    writer.push(.housekeeping, cost: 0)
+                    lastSweep = now
+                }
+                let statsInterval = self.current.withLock({ $0.log.statsInterval }).map(Double.init)
+                if let statsInterval, (now - lastStats).seconds >= statsInterval {
+                    let report = StatsReport(now: current, previous: previous, seconds: (now - lastStats).seconds)
+                    log.info("stats", Stats.line(report))
+                    sinks.handle(.stats(report))
+                    previous = current
+                    lastStats = now
+                }
+                let due = [
+                    watchdogInterval.map { (lastPing - now).seconds + $0 },
+                    (lastSweep - now).seconds + Agent.sweepInterval,
+                    statsInterval.map { (lastStats - now).seconds + $0 },
+                ]
+                wait = max(0.001, due.compactMap { $0 }.min() ?? Agent.sweepInterval)
+            }
+        }
+    }
+
+    /// Retention is applied this often (and after each clip).
+    static let sweepInterval = 60.0
+}
