@@ -157,11 +157,9 @@ public struct V4L2Error: Error, Hashable, Sendable, CustomStringConvertible {
 
     /// A call that failed with `code`; the problem is what `code` means for the call.
     public init(device: String, call: V4L2Call, code: Int32, role: V4L2Role) {
-        self.device = device
-        self.call = call
-        self.code = code
-        self.role = role
-        problem = call.meaning(of: code, device: device, role: role)
+        self.init(
+            device: device, call: call, code: code, role: role,
+            problem: call.meaning(of: code, device: device, role: role))
     }
 
     /// A call whose answer is the problem (the device is not what Vigil needs), or a failure
