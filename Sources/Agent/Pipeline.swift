@@ -349,7 +349,7 @@ final class Pipeline: @unchecked Sendable {
         let video = VideoTrackFormat(
             width: format.width, height: format.height,
             sequenceParameterSet: encoder.sequenceParameterSet, pictureParameterSet: encoder.pictureParameterSet,
-            rotation: Rotation(degrees: settings.camera.rotation) ?? .none, pixelAspectRatio: aspect,
+            rotation: settings.camera.rotation, pixelAspectRatio: aspect,
             color: format.height >= 720 ? .bt709 : .bt601)
         let info = StreamInfo(
             video: video, audio: audioFormat, firstFrame: origin.0, wallAtFirstFrame: origin.1,

@@ -79,7 +79,7 @@ func failure(_ text: String) -> ConfigurationError? {
             log = { level = "debug"; stats_interval = 0; };
             """, directory: "/srv/vigil")
         #expect(s.camera.device == .file(path: "/srv/vigil/footage/yard.y4m"))
-        #expect(s.camera.fps == 25 && s.camera.rotation == 270 && s.camera.realtime)
+        #expect(s.camera.fps == 25 && s.camera.rotation == .clockwise270 && s.camera.realtime)
         #expect(s.recording.preRoll == 3 && s.recording.postRoll == 2.5)
         #expect(s.storage.path == "/srv/vigil/clips")
         #expect(s.storage.maxSize == 100 << 20 && s.storage.maxAgeDays == nil)
