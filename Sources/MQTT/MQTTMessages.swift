@@ -66,7 +66,9 @@ public struct MQTTMessages: Sendable {
     public var recordCommand: String { base + "/record/set" }
     public var detectCommand: String { base + "/detect/set" }
 
-    /// The JSON of the `event` topic. Keys left out when not known.
+    /// The JSON of the `event` topic's `start`, `end` and `deleted` phases (`saved` is
+    /// `SavedPayload`), under the journal's keys where they say the same. Keys left out when
+    /// not known.
     public struct EventPayload: Codable, Equatable, Sendable {
         public var type: String
         public var event: Int?
@@ -74,19 +76,35 @@ public struct MQTTMessages: Sendable {
         public var clip: String?
         public var start: String?
         public var end: String?
-        public var durationSeconds: Double?
         public var prerollSeconds: Double?
         public var peakScore: Double?
         public var parts: Int?
         public var trigger: String?
-        /// The clip's picture, relative to `storage.path` (`saved`).
-        public var snapshot: String?
 
         enum CodingKeys: String, CodingKey {
-            case type, event, camera, clip, start, end, parts, trigger, snapshot
-            case durationSeconds = "duration_s"
+            case type, event, camera, clip, start, end, parts, trigger
             case prerollSeconds = "preroll_s"
             case peakScore = "peak_score"
+        }
+    }
+
+    /// The JSON of a `saved` event: the journal's line for the clip, every key as the journal
+    /// writes it (`ClipRecord`), with `type`, the `event` number and `clip` (the same as `file`,
+    /// as the other phases name it).
+    public struct SavedPayload: Encodable, Sendable {
+        public var event: Int?
+        public var record: ClipRecord
+
+        enum CodingKeys: String, CodingKey {
+            case type, event, clip
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            try record.encode(to: encoder)
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode("saved", forKey: .type)
+            try c.encodeIfPresent(event, forKey: .event)
+            try c.encode(record.file, forKey: .clip)
         }
     }
 
@@ -120,14 +138,8 @@ public struct MQTTMessages: Sendable {
             ]
         case .clipSaved(let saved):
             let r = saved.record
-            return [
-                json(
-                    EventPayload(
-                        type: "saved", event: clipEvents.removeValue(forKey: r.file), camera: r.camera, clip: r.file,
-                        start: r.start, end: r.end, durationSeconds: rounded(r.durationSeconds),
-                        prerollSeconds: r.preRollSeconds.map(rounded), peakScore: r.peakScore.map(rounded),
-                        parts: nil, trigger: r.cause?.rawValue, snapshot: r.snapshot))
-            ]
+            let payload = SavedPayload(event: clipEvents.removeValue(forKey: r.file), record: r)
+            return [MQTTMessage(topic: eventTopic, payload: Self.encode(payload), retain: false)]
                 + (saved.snapshotJPEG.map { [MQTTMessage(topic: snapshot, payload: $0, retain: true)] } ?? [])
                 + [MQTTMessage(topic: lastClip, text: r.file, retain: true)]
         case .clipsDeleted(let deleted):
