@@ -591,10 +591,11 @@ public final class Agent: @unchecked Sendable {
                 if let statsInterval = self.current.withLock({ $0.log.statsInterval }),
                     (now - lastStats).seconds >= Double(statsInterval)
                 {
-                    let report = StatsReport(now: current, previous: previous, seconds: (now - lastStats).seconds)
+                    let report = StatsReport(
+                        now: stats.closeInterval(), previous: previous, seconds: (now - lastStats).seconds)
                     log.info("stats", Stats.line(report))
                     sinks.handle(.stats(report))
-                    previous = current
+                    previous = report.now
                     lastStats = now
                 }
             }

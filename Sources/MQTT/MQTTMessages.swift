@@ -1,5 +1,6 @@
 import Agent
 import FoundationEssentials
+import Media
 import Recorder
 
 /// One message for the broker.
@@ -167,44 +168,36 @@ public struct MQTTMessages: Sendable {
         MQTTMessage(topic: motion, text: motionOn ? "ON" : "OFF", retain: true)
     }
 
-    /// The JSON of the `stats` topic.
+    /// The JSON of the `stats` topic: the camera, and the stats line's figures under its keys
+    /// (`StatsReport.figures`: `_total` since start, the others over the interval or now).
     struct StatsPayload: Encodable {
         var camera: String
-        var seconds: Double
-        var fps: Double
-        var frames: Int
-        var lostAtSource: Int
-        var droppedAtCapture: Int
-        var droppedAtWriter: Int
-        var clips: Int
-        var clipErrors: Int
-        var recording: Bool
-        var score: Double
-        var ringSeconds: Double
-        var diskFreeMB: Int
+        var figures: [StatsFigure]
 
-        enum CodingKeys: String, CodingKey {
-            case camera, seconds, fps, frames, clips, recording, score
-            case lostAtSource = "lost_at_source"
-            case droppedAtCapture = "dropped_at_capture"
-            case droppedAtWriter = "dropped_at_writer"
-            case clipErrors = "clip_errors"
-            case ringSeconds = "ring_s"
-            case diskFreeMB = "disk_free_mb"
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: Key.self)
+            try c.encode(camera, forKey: Key(stringValue: "camera"))
+            for figure in figures {
+                let key = Key(stringValue: figure.key)
+                switch figure.value {
+                case .int(let value): try c.encode(value, forKey: key)
+                case .number(let value, let places): try c.encode(value.rounded(toPlaces: places), forKey: key)
+                case .bool(let value): try c.encode(value, forKey: key)
+                }
+            }
         }
     }
 
     private func statsMessage(_ report: StatsReport) -> MQTTMessage {
-        let now = report.now, before = report.previous
-        let seconds = max(report.seconds, 1e-9)
-        let payload = StatsPayload(
-            camera: camera, seconds: rounded(report.seconds),
-            fps: rounded(Double(now.framesIn - before.framesIn) / seconds), frames: now.framesIn,
-            lostAtSource: now.framesLostAtSource, droppedAtCapture: now.framesDroppedAtCapture,
-            droppedAtWriter: now.samplesDroppedAtWriter, clips: now.clipsWritten, clipErrors: now.clipErrors,
-            recording: now.recording, score: rounded(now.lastScore), ringSeconds: rounded(now.ringSeconds),
-            diskFreeMB: Int(now.diskFreeBytes >> 20))
-        return MQTTMessage(topic: stats, payload: Self.encode(payload), retain: true)
+        MQTTMessage(
+            topic: stats, payload: Self.encode(StatsPayload(camera: camera, figures: report.figures)), retain: true)
     }
 
     /// Sorted keys, slashes as they are (topics and paths read as written).

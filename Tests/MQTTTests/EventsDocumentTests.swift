@@ -124,3 +124,64 @@ import Testing
         #expect(facts["duration_s"] == "12.5" && facts["duration"] == "12.5" && facts["peak_score"] == "0.0612")
     }
 }
+
+/// The stats line and MQTT's `stats` against docs/events.md: the same keys with the same
+/// meaning, `_total` for what counts since the start.
+@Suite struct StatsDocumentTests {
+    /// Two reports' worth of counters: 40 frames lost before, 42 now.
+    static func report() -> StatsReport {
+        var previous = Counters()
+        previous.framesIn = 1500
+        previous.framesLostAtSource = 40
+        previous.framesDroppedAtCapture = 7
+        previous.clipsWritten = 3
+        var now = previous
+        now.framesIn = 3000
+        now.framesEncoded = 1500
+        now.framesLostAtSource = 42
+        now.framesDroppedAtCapture = 10
+        now.clipsWritten = 4
+        now.clipErrors = 1
+        now.peakScore = 0.25
+        now.diskFreeBytes = 5 << 30
+        return StatsReport(now: now, previous: previous, seconds: 60)
+    }
+
+    static let heading = "## Stats: the log line and MQTT's `stats`"
+
+    @Test func theLogLineAndMQTTHaveTheDocumentedKeys() throws {
+        let report = Self.report()
+        let documented = try EventsDocumentTests.documented(Self.heading)
+        #expect(Stats.line(report).map(\.0) == documented)
+        var messages = MQTTMessages(base: "vigil/yard", camera: "yard", timeZone: TimeZone.gmt)
+        let sent = messages.messages(for: .stats(report))
+        let payload = try EventsDocumentTests.object(try #require(sent.first).payload)
+        #expect(try Set(payload.keys) == Set(documented + ["camera"]))
+        for figure in report.figures {
+            #expect((figure.kind == .total) == figure.key.hasSuffix("_total"), "\(figure.key)")
+        }
+    }
+
+    /// A plain name is the interval's figure in both outputs, `_total` the count since start.
+    @Test func theSameNameMeansTheSameInTheLogAndInMQTT() throws {
+        let report = Self.report()
+        let line = Dictionary(uniqueKeysWithValues: Stats.line(report).map { ($0.0, "\($0.1)") })
+        var messages = MQTTMessages(base: "vigil/yard", camera: "yard", timeZone: TimeZone.gmt)
+        let payload = try EventsDocumentTests.object(try #require(messages.messages(for: .stats(report)).first).payload)
+        #expect(line["lost_at_source"] == "2" && payload["lost_at_source"] as? Int == 2)
+        #expect(line["lost_at_source_total"] == "42" && payload["lost_at_source_total"] as? Int == 42)
+        #expect(line["dropped_at_capture"] == "3" && payload["dropped_at_capture"] as? Int == 3)
+        #expect(line["clips_total"] == "4" && payload["clips_total"] as? Int == 4)
+        #expect(line["frames_total"] == "3000" && payload["frames_total"] as? Int == 3000)
+        #expect(payload["fps_in"] as? Double == 25 && line["fps_in"] == "25.0")
+    }
+
+    /// `peak_score` is the interval's: the next line starts from nothing.
+    @Test func thePeakScoreIsTheIntervals() {
+        let stats = Stats()
+        stats.update { $0.peakScore = max($0.peakScore, 0.3) }
+        #expect(stats.closeInterval().peakScore == 0.3)
+        stats.update { $0.peakScore = max($0.peakScore, 0.1) }
+        #expect(stats.closeInterval().peakScore == 0.1)
+    }
+}
