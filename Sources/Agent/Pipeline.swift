@@ -368,17 +368,18 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// The overlay for a picture `height` lines high (as stored: the text is drawn turned
-    /// against `camera.rotation`, so that it reads upright as shown), as `overlay.*` says (none when the font
-    /// cannot be read: said once, and recording goes on without it).
+    /// against `camera.rotation`, so that it reads upright as shown), as `overlay.*` says, in
+    /// the font the settings read (none when it cannot be made: said once, and recording goes
+    /// on without it).
     private func makeOverlay(height: Int) {
         let o = settings.overlay
-        guard o.enabled else {
+        guard o.enabled, let font = o.font else {
             overlay = nil
             return
         }
         do {
             let drawer = try TextOverlay(
-                font: try BitmapFont.load(path: o.fontPath), position: o.position, scale: o.scale(forHeight: height),
+                font: font, position: o.position, scale: o.scale(forHeight: height),
                 rotation: settings.camera.rotation)
             overlay = (drawer, OverlayText(pattern: o.text, camera: settings.camera.name))
         } catch {

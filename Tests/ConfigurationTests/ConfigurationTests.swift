@@ -87,6 +87,16 @@ func failure(_ text: String) -> ConfigurationError? {
         #expect(s.log.level == .debug && s.log.statsInterval == nil)
     }
 
+    /// The overlay's font is read once, with the settings: the pipeline draws with this copy,
+    /// and a configuration without overlay text reads none.
+    @Test func theOverlayFontIsReadWithTheSettings() throws {
+        let drawn = try load("overlay = { text = \"%H:%M:%S\"; };")
+        let font = try #require(drawn.overlay.font)
+        #expect(font.path.hasSuffix("/Unifont-APL8x16.psf.gz") && font.width == 8 && font.height == 16)
+        #expect(font.glyphCount > 0)
+        #expect(try load("").overlay.font == nil)
+    }
+
     /// Each broken file gives its line and a message that names the setting and the fix.
     @Test(
         arguments: [
