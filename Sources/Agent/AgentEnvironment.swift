@@ -10,11 +10,9 @@ import Storage
 /// system's (`system(encoders:)`) for `vigil run`; tests pass their own — a synthetic source
 /// read as fast as it goes, an in-memory disk that fills up on cue, a sleep that does not.
 public struct AgentEnvironment: Sendable {
-    /// Makes the encoder once the source's format is known (x264).
-    public var encoders: any VideoEncoderFactory
-    /// The board's hardware encoder, tried before `encoders`, and what to log about the choice
-    /// (`encoder.backend`); nil for `encoders` alone, unannounced.
-    public var encoderChoice: EncoderChoice?
+    /// Make the encoder once the source's format is known: the hardware one first when there
+    /// is one, x264 otherwise and after it is given up (`encoder.backend`).
+    public var encoders: EncoderChoice
     /// Opens the source for recording.
     public var openSource: @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource
     /// Opens the microphone; `log` is for what it negotiated.
@@ -43,6 +41,7 @@ public struct AgentEnvironment: Sendable {
     /// passes short waits and checks for a stop between them.
     public var sleep: @Sendable (Double) -> Void
 
+    /// `encoders` records alone (x264), unannounced; set `self.encoders` for a hardware one.
     public init(
         encoders: any VideoEncoderFactory,
         openSource: @escaping @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource,
@@ -52,7 +51,7 @@ public struct AgentEnvironment: Sendable {
         monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
         sleep: @escaping @Sendable (Double) -> Void
     ) {
-        self.encoders = encoders
+        self.encoders = EncoderChoice(fallback: encoders)
         self.openSource = openSource
         self.openMicrophone = openMicrophone
         self.storage = storage
@@ -68,9 +67,9 @@ public struct AgentEnvironment: Sendable {
 
     /// The machine's own: V4L2 cameras and ALSA microphones (or the synthetic ones), the disk,
     /// stderr (the journal under systemd), sd_notify, signals.
-    public static func system(encoders: any VideoEncoderFactory) -> AgentEnvironment {
-        AgentEnvironment(
-            encoders: encoders,
+    public static func system(encoders: EncoderChoice) -> AgentEnvironment {
+        var environment = AgentEnvironment(
+            encoders: encoders.fallback,
             openSource: { camera throws(CaptureError) in
                 try SourceOpener.open(
                     camera.device, width: camera.width, height: camera.height, fps: camera.fps,
@@ -101,30 +100,7 @@ public struct AgentEnvironment: Sendable {
             monotonicNow: { MonotonicClock.now() },
             wallNow: { Date() },
             sleep: { MonotonicClock.sleep(until: MonotonicClock.now() + .init(seconds: $0)) })
-    }
-}
-
-/// Which encoder the agent records with: the hardware one first when there is one, `encoders`
-/// (x264) otherwise and after the hardware one is given up.
-public struct EncoderChoice: Sendable {
-    /// The hardware encoder; nil for x264 alone.
-    public var hardware: (any VideoEncoderFactory)?
-    /// It was asked for by name (`encoder.backend = "v4l2"`): when it cannot open for the
-    /// first stream, the agent stops with the error instead of recording with x264.
-    public var required: Bool
-    /// For the log line at start: the backend, why, and whether it is a warning (a hardware
-    /// encoder that could not take the stream).
-    public var backend: String
-    public var reason: String
-    public var warn: Bool
-
-    public init(
-        hardware: (any VideoEncoderFactory)?, required: Bool, backend: String, reason: String, warn: Bool = false
-    ) {
-        self.hardware = hardware
-        self.required = required
-        self.backend = backend
-        self.reason = reason
-        self.warn = warn
+        environment.encoders = encoders
+        return environment
     }
 }

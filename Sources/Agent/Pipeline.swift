@@ -68,12 +68,10 @@ final class Pipeline: @unchecked Sendable {
     private var detector: MotionDetector
     private var eventLogic: EventStateMachine
     private var recorder: ClipRecorder
-    /// Makes the encoder for each stream (after an interruption the format may differ).
-    private let encoders: any VideoEncoderFactory
-    /// The hardware encoder, tried first while it works (`EncoderFailures` says when it is given
-    /// up), and whether it was asked for by name (`EncoderChoice.required`).
-    private let hardware: (any VideoEncoderFactory)?
-    private let hardwareRequired: Bool
+    /// Make the encoder for each stream (after an interruption the format may differ): the
+    /// hardware one (`preferred`) while it works — `EncoderFailures` says when it is given up —
+    /// then x264 (`fallback`).
+    private let encoders: EncoderChoice
     private var hardwareFailures = EncoderFailures()
     private var hardwareGivenUp = false
     private var encoder: (any VideoEncoder)?
@@ -91,14 +89,12 @@ final class Pipeline: @unchecked Sendable {
     static let writerBacklogLimit = 64 << 20
 
     init(
-        settings: Settings, encoders: any VideoEncoderFactory, hardware: EncoderChoice? = nil, log: Logger,
+        settings: Settings, encoders: EncoderChoice, log: Logger,
         stats: Stats, writer: WorkQueue<WriterItem>, sinks: any EventSink, control: AgentControl = AgentControl(),
         monotonicNow: @escaping @Sendable () -> Timestamp
     ) {
         self.settings = settings
         self.encoders = encoders
-        self.hardware = hardware?.hardware
-        hardwareRequired = hardware?.required ?? false
         keyframes = KeyframeSchedule(interval: .init(seconds: settings.encoder.keyframeInterval))
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
@@ -154,7 +150,7 @@ final class Pipeline: @unchecked Sendable {
             switch item {
             case .frame(let frame):
                 do { try process(frame, wallClock: wallClock) } catch {
-                    if case .deviceFailed = error, hardware != nil {
+                    if case .deviceFailed = error, encoders.preferred != nil {
                         hardwareFailed(error)
                         continue
                     }
@@ -392,16 +388,16 @@ final class Pipeline: @unchecked Sendable {
     /// open is given up for x264, with a warning — except for the first stream when it was
     /// asked for by name (`encoder.backend = "v4l2"`): then the agent stops with the error.
     private func makeEncoder(for format: VideoFormat) throws(EncoderError) -> any VideoEncoder {
-        if let hardware, !hardwareGivenUp {
+        if let hardware = encoders.preferred, !hardwareGivenUp {
             do { return try hardware.makeEncoder(for: format) } catch {
-                if hardwareRequired && streamInfo == nil { throw error }
+                if encoders.required && streamInfo == nil { throw error }
                 hardwareGivenUp = true
                 log.warning(
                     "the hardware encoder cannot open for this stream; recording with x264 from now on",
                     [("error", .string(error.description))])
             }
         }
-        return try encoders.makeEncoder(for: format)
+        return try encoders.fallback.makeEncoder(for: format)
     }
 
     /// The hardware encoder failed: the clip is closed, and the next frame opens the encoder

@@ -36,19 +36,13 @@ enum RunCommand: Command {
         // starts waits for the agent to take it (a clean stop, a reload) instead of ending it.
         Signals.block()
         guard let (path, settings) = loadSettings(arguments) else { return .config }
-        var environment = AgentEnvironment.system(encoders: X264EncoderFactory(settings: settings.encoder.x264))
-        switch chooseEncoder(settings) {
-        case .x264(let reason, let warn):
-            environment.encoderChoice = EncoderChoice(
-                hardware: nil, required: false, backend: "x264", reason: reason, warn: warn)
-        case .hardware(let device, let name, let required, let reason):
-            environment.encoderChoice = EncoderChoice(
-                hardware: V4L2EncoderFactory(device: device, settings: settings.encoder.hardware), required: required,
-                backend: "v4l2", reason: "\(reason): \(device) (\(name))")
-        case .configurationError(let problem):
-            printError("vigil run: \(path): \(problem)")
+        let selection = chooseEncoder(settings)
+        guard let encoders = selection.choice(x264: settings.encoder.x264, hardware: settings.encoder.hardware)
+        else {
+            if case .configurationError(let problem) = selection { printError("vigil run: \(path): \(problem)") }
             return .config
         }
+        var environment = AgentEnvironment.system(encoders: encoders)
         // MQTT is an add-on: when it cannot run (a password file not there yet), the agent
         // records without it and says so. Its connection is made in the background.
         if settings.mqtt.enabled {

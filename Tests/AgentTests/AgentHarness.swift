@@ -44,7 +44,7 @@ final class AgentHarness: Sendable {
         onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in },
         sleep: @escaping @Sendable (Double) -> Void = { _ in },
         wallNow: @escaping @Sendable () -> Date = { Date() },
-        encoderChoice: EncoderChoice? = nil, control: AgentControl = AgentControl(),
+        encoders: EncoderChoice? = nil, control: AgentControl = AgentControl(),
         memoryForWaitingVideo: Int = DiskFullPolicy.memoryLimit
     ) throws {
         directory = try TemporaryDirectory("vigil-agent-tests")
@@ -65,7 +65,7 @@ final class AgentHarness: Sendable {
             handlesSignals: false, notifier: SystemdNotifier(environment: [:]),
             monotonicNow: { MonotonicClock.now() }, wallNow: wallNow,
             sleep: sleep)
-        environment.encoderChoice = encoderChoice
+        if let encoders { environment.encoders = encoders }
         environment.control = control
         environment.memoryForWaitingVideo = memoryForWaitingVideo
         agent = Agent(configPath: configPath, settings: settings, version: "test", environment: environment)
