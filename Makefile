@@ -31,13 +31,7 @@ check-swift:
 
 # Installs with apt-get only the packages that are missing.
 deps:
-	@missing=""; for p in $(BUILD_DEPS) $(RUN_DEPS) $(TEST_DEPS); do \
-	  dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || missing="$$missing $$p"; \
-	done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  $(SUDO) apt-get update -q && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
-	fi
+	@. ./scripts/apt-install.sh && apt_ensure "make deps" $(BUILD_DEPS) $(RUN_DEPS) $(TEST_DEPS)
 
 build: deps check-swift
 	$(SWIFT) build $(SWIFT_FLAGS)

@@ -2,7 +2,7 @@
 import PackageDescription
 
 // Pure-Swift modules (Media, QuickTime, MotionDetection, Analysis, Recorder) import no C module.
-// Adapters (POSIX, H264, Capture, Configuration, Storage, Snapshot, Overlay) reach C only through the C* system
+// Adapters (POSIX, V4L2, H264, Capture, Configuration, Storage, Snapshot, Overlay) reach C only through the C* system
 // libraries or Glibc, with `internal import`, so no C type can appear in a public signature.
 // Nothing the `vigil` product links imports Foundation: FoundationEssentials only, so the
 // binary carries neither ICU nor CoreFoundation.
@@ -35,8 +35,11 @@ let package = Package(
         // that close themselves, Unix sockets, threads and conditions, signals, sd_notify,
         // posix_spawn, the system time zone.
         .target(name: "POSIX"),
-        .target(name: "H264", dependencies: ["Media", "POSIX", "CX264", "CV4L2"]),
-        .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
+        // V4L2 devices, for the cameras and the hardware encoder alike: the node, its
+        // capabilities, its memory-mapped buffers, and what each call's errors mean.
+        .target(name: "V4L2", dependencies: ["Media", "POSIX", "CV4L2"]),
+        .target(name: "H264", dependencies: ["Media", "POSIX", "V4L2", "CX264", "CV4L2"]),
+        .target(name: "Capture", dependencies: ["Media", "POSIX", "V4L2", "CV4L2", "CALSA"]),
         .target(
             name: "Configuration",
             dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media", "Overlay", "POSIX"]),
@@ -101,8 +104,9 @@ let package = Package(
         .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Storage", "Media", "TestSupport"]),
         .testTarget(
-            name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
+            name: "H264Tests",
+            dependencies: ["H264", "V4L2", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "V4L2", "Media", "TestSupport"]),
         .testTarget(
             name: "MotionDetectionTests",
             dependencies: ["MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
@@ -147,7 +151,8 @@ let package = Package(
         // and snd-aloop drivers (scripts/vm), then checked on the host. An executable, not a test
         // target, so that `swift test` on a machine without those devices never runs it.
         .executableTarget(
-            name: "vigil-device-tests", dependencies: ["Capture", "H264", "Media", "CV4L2", "CALSA", "TestSupport"],
+            name: "vigil-device-tests",
+            dependencies: ["Capture", "H264", "V4L2", "Media", "CV4L2", "CALSA", "TestSupport"],
             path: "Tests/DeviceTests"),
     ],
     swiftLanguageModes: [.v6]

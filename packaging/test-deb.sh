@@ -32,6 +32,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=scripts/apt-install.sh
+. "$here/../scripts/apt-install.sh"
 repo="$(cd "$here/.." && pwd)"
 # The Debian release to install into: the build machine's own, which the package's
 # Depends were derived on (bookworm here).
@@ -67,10 +69,8 @@ for tool in lintian:lintian debootstrap:debootstrap ffprobe:ffmpeg systemd-analy
 done
 if [ -n "$missing" ]; then
     note "installing:$missing"
-    if ! { apt-get update -q && apt-get install -y -q --no-install-recommends $missing; } </dev/null >/tmp/vigil-test-deb-tools.log 2>&1; then
-        tail -20 /tmp/vigil-test-deb-tools.log >&2
-        fail "could not install$missing with apt-get (log above)"
-    fi
+    # shellcheck disable=SC2086 # one word per package
+    APT_LOG=/tmp/vigil-test-deb-tools.log apt_install $missing || fail "could not install$missing with apt-get (log above)"
     rm -f /tmp/vigil-test-deb-tools.log
 fi
 

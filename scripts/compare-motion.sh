@@ -88,6 +88,9 @@ DATA=usr/share/doc/opencv-doc/examples/data
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 
+# shellcheck source=scripts/apt-install.sh
+. "$(dirname "$0")/apt-install.sh"
+
 log() { printf '%s\n' "$*" >&2; }
 die() {
     log "compare-motion: $*"
@@ -102,10 +105,7 @@ done
 # --- Motion -------------------------------------------------------------------------------
 if ! command -v motion >/dev/null; then
     log "installing Motion: apt-get install motion"
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends motion >&2 ||
-        { $SUDO apt-get update -q >&2 &&
-            $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends motion >&2; } ||
-        die "apt-get install motion failed"
+    apt_install motion || die "apt-get install motion failed"
     # The package enables motion.service and, under systemd, starts it: a daemon on
     # /dev/video0 with ports 8080 and 8081 is not what was asked for.
     if [ -d /run/systemd/system ]; then

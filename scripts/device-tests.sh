@@ -35,12 +35,9 @@ vicodec=$(scripts/vm/build-vicodec.sh | tail -n 1)
 export VM_TIMEOUT=${VM_TIMEOUT:-1500}
 command="VIGIL_VICODEC_DIR='$vicodec' '$bin/vigil-device-tests' inside '$out' '$bin/vigil' $*"
 if [[ ${DEVICE_TESTS_STRESS:-0} == 1 ]]; then
-    if ! dpkg-query -W -f='${Status}\n' stress-ng 2>/dev/null | grep -q '^install ok installed'; then
-        sudo=""; [[ $(id -u) == 0 ]] || sudo=sudo
-        echo "device tests: installing stress-ng" >&2
-        $sudo apt-get update -q >&2
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends stress-ng </dev/null >&2
-    fi
+    # shellcheck source=scripts/apt-install.sh
+    . scripts/apt-install.sh
+    apt_ensure "device tests" stress-ng || { echo "device tests: could not install stress-ng" >&2; exit 1; }
     # The guest runs the host's binaries: stress-ng keeps both virtual CPUs busy until the
     # scenarios end (its timeout only guards against it outliving them).
     command="nice -n 10 stress-ng --cpu 2 --timeout 1800 --quiet & stress=\$!; $command; status=\$?; kill \$stress; wait \$stress; exit \$status"

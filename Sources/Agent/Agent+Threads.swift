@@ -212,10 +212,11 @@ extension Agent {
                 }
                 let statsInterval = self.current.withLock({ $0.log.statsInterval }).map(Double.init)
                 if let statsInterval, (now - lastStats).seconds >= statsInterval {
-                    let report = StatsReport(now: current, previous: previous, seconds: (now - lastStats).seconds)
+                    let report = StatsReport(
+                        now: stats.closeInterval(), previous: previous, seconds: (now - lastStats).seconds)
                     log.info("stats", Stats.line(report))
                     sinks.handle(.stats(report))
-                    previous = current
+                    previous = report.now
                     lastStats = now
                 }
                 let due = [

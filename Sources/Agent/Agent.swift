@@ -206,7 +206,7 @@ public final class Agent: @unchecked Sendable {
         let frames = WorkQueue<CaptureItem>(capacity: live ? 3 : 8)
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
         let pipeline = Pipeline(
-            settings: settings, encoders: environment.encoders, hardware: environment.encoderChoice, log: log,
+            settings: settings, encoders: environment.encoders, log: log,
             stats: stats, writerLoad: { writerQueue.load }, monotonicNow: environment.monotonicNow,
             wallNow: environment.wallNow)
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
@@ -239,7 +239,7 @@ public final class Agent: @unchecked Sendable {
         environment.notifier?.ready(
             status: opened.map { "recording from \($0.source.name)" }
                 ?? "waiting for the camera \(settings.camera.device)")
-        if let choice = environment.encoderChoice {
+        if let choice = environment.encoders.announcement {
             let fields: [(String, LogValue)] = [
                 ("backend", .string(choice.backend)), ("reason", .string(choice.reason)),
             ]

@@ -11,11 +11,9 @@ import Recorder
 /// their own — a synthetic source read as fast as it goes, an in-memory disk that fills up on
 /// cue, a pause that does not wait.
 public struct AgentEnvironment: Sendable {
-    /// Makes the encoder once the source's format is known (x264).
-    public var encoders: any VideoEncoderFactory
-    /// The board's hardware encoder, tried before `encoders`, and what to log about the choice
-    /// (`encoder.backend`); nil for `encoders` alone, unannounced.
-    public var encoderChoice: EncoderChoice?
+    /// Make the encoder once the source's format is known: the hardware one first when there
+    /// is one, x264 otherwise and after it is given up (`encoder.backend`).
+    public var encoders: EncoderChoice
     /// Opens the source for recording.
     public var openSource: @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource
     /// Opens the microphone; `log` is for what it negotiated.
@@ -44,6 +42,7 @@ public struct AgentEnvironment: Sendable {
     /// until the token stops (the agent's stop).
     public var pause: @Sendable (Double, StopToken) -> Void
 
+    /// `encoders` records alone (x264), unannounced; set `self.encoders` for a hardware one.
     public init(
         encoders: any VideoEncoderFactory,
         openSource: @escaping @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource,
@@ -53,7 +52,7 @@ public struct AgentEnvironment: Sendable {
         monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
         pause: @escaping @Sendable (Double, StopToken) -> Void = { seconds, stop in stop.wait(seconds: seconds) }
     ) {
-        self.encoders = encoders
+        self.encoders = EncoderChoice(fallback: encoders)
         self.openSource = openSource
         self.openMicrophone = openMicrophone
         self.storage = storage
@@ -74,30 +73,5 @@ extension Logger {
     /// `log.level` reaches them all.
     public static func agent(_ settings: Settings, sink: any LogSink) -> Logger {
         Logger(level: settings.log.level, sink: sink, metadata: [("camera", .string(settings.camera.name))])
-    }
-}
-
-/// Which encoder the agent records with: the hardware one first when there is one, `encoders`
-/// (x264) otherwise and after the hardware one is given up.
-public struct EncoderChoice: Sendable {
-    /// The hardware encoder; nil for x264 alone.
-    public var hardware: (any VideoEncoderFactory)?
-    /// It was asked for by name (`encoder.backend = "v4l2"`): when it cannot open for the
-    /// first stream, the agent stops with the error instead of recording with x264.
-    public var required: Bool
-    /// For the log line at start: the backend, why, and whether it is a warning (a hardware
-    /// encoder that could not take the stream).
-    public var backend: String
-    public var reason: String
-    public var warn: Bool
-
-    public init(
-        hardware: (any VideoEncoderFactory)?, required: Bool, backend: String, reason: String, warn: Bool = false
-    ) {
-        self.hardware = hardware
-        self.required = required
-        self.backend = backend
-        self.reason = reason
-        self.warn = warn
     }
 }

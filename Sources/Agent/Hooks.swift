@@ -252,34 +252,56 @@ final class HookSink: EventSink {
         switch event {
         case .clipStarted(let clip):
             guard clip.part == 1, let program = programs.withLock({ $0.onEventStart }) else { return }
-            let trigger = ClipRecord.timestamp(clip.trigger)
+            let (arguments, facts) = HookSink.eventStart(clip)
             runner.run(
                 program, for: HookEvent(kind: .eventStart, file: clip.file, camera: clip.camera),
-                arguments: [clip.path, clip.camera, trigger],
-                facts: [
-                    ("file", clip.path), ("camera", clip.camera), ("trigger", clip.cause.rawValue),
-                    ("trigger_time", trigger), ("score", String(clip.score)), ("part", String(clip.part)),
-                ])
+                arguments: arguments, facts: facts)
         case .clipSaved(let saved):
             guard saved.origin == .closed, let program = programs.withLock({ $0.onClipSaved }) else { return }
-            let r = saved.record
+            let (arguments, facts) = HookSink.clipSaved(saved)
             runner.run(
-                program, for: HookEvent(kind: .clipSaved, file: r.file, camera: r.camera),
-                arguments: [
-                    saved.path, r.camera, r.start, r.end, String(r.durationSeconds), String(r.frames), String(r.bytes),
-                ],
-                facts: [
-                    ("file", saved.path), ("camera", r.camera), ("start", r.start), ("end", r.end),
-                    ("trigger", r.cause?.rawValue ?? ""), ("trigger_time", r.triggerTime ?? ""),
-                    ("snapshot", r.snapshot.map { saved.storage.path($0) } ?? ""),
-                    ("duration", String(r.durationSeconds)), ("frames", String(r.frames)), ("bytes", String(r.bytes)),
-                    ("peak_score", String(r.peakScore ?? 0)), ("part", String(r.part ?? 1)),
-                ])
+                program, for: HookEvent(kind: .clipSaved, file: saved.record.file, camera: saved.record.camera),
+                arguments: arguments, facts: facts)
         case .reloaded(let settings):
             programs.withLock { $0 = settings.hooks }
             runner.timeout = settings.hooks.timeout
         case .motionStarted, .motionEnded, .clipsDeleted, .stats, .detection:
             break
         }
+    }
+}
+
+extension HookSink {
+    /// What `on_event_start` gets: the arguments, and the facts (each `VIGIL_<KEY>`) under the
+    /// journal's keys (docs/events.md). `score` is the old name of `peak_score`, kept for hooks
+    /// written before.
+    static func eventStart(_ clip: ClipStarted) -> (arguments: [String], facts: [(String, String)]) {
+        let trigger = ClipRecord.timestamp(clip.trigger)
+        return (
+            [clip.path, clip.camera, trigger],
+            [
+                ("file", clip.path), ("camera", clip.camera), ("trigger", clip.cause.rawValue),
+                ("trigger_time", trigger), ("preroll_s", String(clip.preRoll.rounded(toPlaces: 3))),
+                ("peak_score", String(clip.score)), ("part", String(clip.part)), ("score", String(clip.score)),
+            ]
+        )
+    }
+
+    /// What `on_clip_saved` gets: the arguments, and the facts — the journal line's every key
+    /// (docs/events.md), with `file` and `snapshot` as full paths. `duration` is the old name
+    /// of `duration_s`, kept for hooks written before.
+    static func clipSaved(_ saved: ClipSaved) -> (arguments: [String], facts: [(String, String)]) {
+        let r = saved.record
+        let facts = r.facts.map { key, value -> (String, String) in
+            switch key {
+            case "file": (key, saved.path)
+            case "snapshot": (key, r.snapshot.map { saved.storage.path($0) } ?? "")
+            default: (key, value)
+            }
+        }
+        return (
+            [saved.path, r.camera, r.start, r.end, String(r.durationSeconds), String(r.frames), String(r.bytes)],
+            facts + [("duration", String(r.durationSeconds))]
+        )
     }
 }

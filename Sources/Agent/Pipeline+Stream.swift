@@ -35,7 +35,7 @@ extension Pipeline {
         let video = VideoTrackFormat(
             width: format.width, height: format.height,
             sequenceParameterSet: encoder.sequenceParameterSet, pictureParameterSet: encoder.pictureParameterSet,
-            rotation: Rotation(degrees: settings.camera.rotation) ?? .none, pixelAspectRatio: aspect,
+            rotation: settings.camera.rotation, pixelAspectRatio: aspect,
             color: format.height >= 720 ? .bt709 : .bt601)
         let info = StreamInfo(
             video: video, audio: audioFormat, firstFrame: origin.0, wallAtFirstFrame: origin.1,
@@ -54,17 +54,18 @@ extension Pipeline {
     }
 
     /// The overlay for a picture `height` lines high (as stored: the text is drawn turned
-    /// against `camera.rotation`, so that it reads upright as shown), as `overlay.*` says (none when the font
-    /// cannot be read: said once, and recording goes on without it).
+    /// against `camera.rotation`, so that it reads upright as shown), as `overlay.*` says, in
+    /// the font the settings read (none when it cannot be made: said once, and recording goes
+    /// on without it).
     func makeOverlay(height: Int) {
         let o = settings.overlay
-        guard o.enabled else {
+        guard o.enabled, let font = o.font else {
             overlay = nil
             return
         }
         do {
             let drawer = try TextOverlay(
-                font: try BitmapFont.load(path: o.fontPath), position: o.position, scale: o.scale(forHeight: height),
+                font: font, position: o.position, scale: o.scale(forHeight: height),
                 rotation: settings.camera.rotation)
             overlay = (drawer, OverlayText(pattern: o.text, camera: settings.camera.name))
         } catch {
@@ -77,16 +78,16 @@ extension Pipeline {
     /// open is given up for x264, with a warning — except for the first stream when it was
     /// asked for by name (`encoder.backend = "v4l2"`): then the agent stops with the error.
     func makeEncoder(for format: VideoFormat) throws(EncoderError) -> any VideoEncoder {
-        if let hardware, !hardwareGivenUp {
+        if let hardware = encoders.preferred, !hardwareGivenUp {
             do { return try hardware.makeEncoder(for: format) } catch {
-                if hardwareRequired && streamInfo == nil { throw error }
+                if encoders.required && streamInfo == nil { throw error }
                 hardwareGivenUp = true
                 log.warning(
                     "the hardware encoder cannot open for this stream; recording with x264 from now on",
                     [("error", .string(error.description))])
             }
         }
-        return try encoders.makeEncoder(for: format)
+        return try encoders.fallback.makeEncoder(for: format)
     }
 
     /// The hardware encoder failed: the clip is closed, and the next frame opens the encoder

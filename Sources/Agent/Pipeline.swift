@@ -102,12 +102,10 @@ final class Pipeline: @unchecked Sendable {
     var detector: MotionDetector
     var eventLogic: EventStateMachine
     var recorder: ClipRecorder
-    /// Makes the encoder for each stream (after an interruption the format may differ).
-    let encoders: any VideoEncoderFactory
-    /// The hardware encoder, tried first while it works (`EncoderFailures` says when it is given
-    /// up), and whether it was asked for by name (`EncoderChoice.required`).
-    let hardware: (any VideoEncoderFactory)?
-    let hardwareRequired: Bool
+    /// Make the encoder for each stream (after an interruption the format may differ): the
+    /// hardware one (`preferred`) while it works — `EncoderFailures` says when it is given up —
+    /// then x264 (`fallback`).
+    let encoders: EncoderChoice
     var hardwareFailures = EncoderFailures()
     var hardwareGivenUp = false
     var encoder: (any VideoEncoder)?
@@ -133,14 +131,12 @@ final class Pipeline: @unchecked Sendable {
     static let writerBacklogLimit = 64 << 20
 
     init(
-        settings: Settings, encoders: any VideoEncoderFactory, hardware: EncoderChoice? = nil, log: Logger,
+        settings: Settings, encoders: EncoderChoice, log: Logger,
         stats: Stats, writerLoad: @escaping @Sendable () -> Int = { 0 },
         monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date
     ) {
         self.settings = settings
         self.encoders = encoders
-        self.hardware = hardware?.hardware
-        hardwareRequired = hardware?.required ?? false
         keyframes = KeyframeSchedule(interval: .init(seconds: settings.encoder.keyframeInterval))
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
@@ -232,7 +228,7 @@ final class Pipeline: @unchecked Sendable {
                 _ = stall.frame(at: frame.timestamp)
             }
             do { try process(frame, requests: requests) } catch {
-                if case .deviceFailed = error, hardware != nil {
+                if case .deviceFailed = error, encoders.preferred != nil {
                     hardwareFailed(error)
                     break
                 }

@@ -1,8 +1,9 @@
 import Logging
 import Synchronization
 
-/// Counters the pipeline threads update and the stats line reports. Totals since start; the
-/// stats line shows the change since the previous line.
+/// Counters the pipeline threads update and the stats line reports: totals since start, and
+/// the state now (`peakScore`: since the last stats line). The stats line shows both the
+/// change since the previous line and the totals (`StatsReport.figures`).
 public struct Counters: Sendable, Equatable {
     /// Frames the source delivered.
     public var framesIn = 0
@@ -19,6 +20,7 @@ public struct Counters: Sendable, Equatable {
     /// Seconds spent detecting motion.
     public var detectSeconds = 0.0
     public var lastScore = 0.0
+    /// The highest score since the last stats line (`Stats.closeInterval` starts it again).
     public var peakScore = 0.0
     public var ringSeconds = 0.0
     public var ringBytes = 0
@@ -41,30 +43,90 @@ final class Stats: Sendable {
 
     public var snapshot: Counters { counters.withLock { $0 } }
 
-    /// The stats line: rates over the report's seconds since its previous counters, and the state now.
+    /// The counters for a stats line, and the interval's peak score started again.
+    func closeInterval() -> Counters {
+        counters.withLock { counters in
+            defer { counters.peakScore = 0 }
+            return counters
+        }
+    }
+
+    /// The stats line: `StatsReport.figures`, as the log writes them.
     static func line(_ report: StatsReport) -> [(String, LogValue)] {
-        let (now, previous, seconds) = (report.now, report.previous, report.seconds)
+        report.figures.map { figure in
+            switch figure.value {
+            case .int(let value): (figure.key, .int(value))
+            case .number(let value, let places): (figure.key, .fixed(value, places))
+            case .bool(let value): (figure.key, .bool(value))
+            }
+        }
+    }
+}
+
+/// One figure of the stats line, and of MQTT's `stats` (the same keys, the same meaning).
+///
+/// The rule for its name: a key ending in `_total` counts since the agent started; any other
+/// counts over the line's interval (`seconds`), or says the state now (`score`, `ring_s`,
+/// `recording`, `disk_free_mb`). docs/events.md lists them.
+public struct StatsFigure: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        /// Over the interval since the previous line (a rate, a count, an average).
+        case interval
+        /// Since the agent started.
+        case total
+        /// As it is when the line is written.
+        case now
+    }
+    public enum Value: Sendable, Equatable {
+        case int(Int)
+        /// A number with `places` decimals.
+        case number(Double, places: Int)
+        case bool(Bool)
+    }
+    public var key: String
+    public var kind: Kind
+    public var value: Value
+}
+
+extension StatsReport {
+    /// The figures of the report, in the stats line's order.
+    public var figures: [StatsFigure] {
         let frames = now.framesIn - previous.framesIn
         let encoded = now.framesEncoded - previous.framesEncoded
         let encodeMs = encoded > 0 ? (now.encodeSeconds - previous.encodeSeconds) * 1000 / Double(encoded) : 0
         let detectMs = encoded > 0 ? (now.detectSeconds - previous.detectSeconds) * 1000 / Double(encoded) : 0
+        func interval(_ key: String, _ value: StatsFigure.Value) -> StatsFigure {
+            StatsFigure(key: key, kind: .interval, value: value)
+        }
+        func total(_ key: String, _ value: Int) -> StatsFigure {
+            StatsFigure(key: key + "_total", kind: .total, value: .int(value))
+        }
+        func state(_ key: String, _ value: StatsFigure.Value) -> StatsFigure {
+            StatsFigure(key: key, kind: .now, value: value)
+        }
         return [
-            ("fps_in", .fixed(seconds > 0 ? Double(frames) / seconds : 0, 1)),
-            ("fps_out", .fixed(seconds > 0 ? Double(encoded) / seconds : 0, 1)),
-            ("lost_at_source", .int(now.framesLostAtSource - previous.framesLostAtSource)),
-            ("dropped_at_capture", .int(now.framesDroppedAtCapture - previous.framesDroppedAtCapture)),
-            ("dropped_at_writer", .int(now.samplesDroppedAtWriter - previous.samplesDroppedAtWriter)),
-            ("encode_ms", .fixed(encodeMs, 2)),
-            ("detect_ms", .fixed(detectMs, 3)),
-            ("score", .fixed(now.lastScore, 4)),
-            ("peak_score", .fixed(now.peakScore, 4)),
-            ("ring_s", .fixed(now.ringSeconds, 1)),
-            ("ring_bytes", .int(now.ringBytes)),
-            ("recording", .bool(now.recording)),
-            ("audio_overruns", .int(now.audioOverruns - previous.audioOverruns)),
-            ("clips", .int(now.clipsWritten)),
-            ("clip_errors", .int(now.clipErrors)),
-            ("disk_free_mb", .int(now.diskFreeBytes >> 20)),
+            interval("seconds", .number(seconds, places: 1)),
+            interval("fps_in", .number(seconds > 0 ? Double(frames) / seconds : 0, places: 1)),
+            interval("fps_out", .number(seconds > 0 ? Double(encoded) / seconds : 0, places: 1)),
+            interval("lost_at_source", .int(now.framesLostAtSource - previous.framesLostAtSource)),
+            interval("dropped_at_capture", .int(now.framesDroppedAtCapture - previous.framesDroppedAtCapture)),
+            interval("dropped_at_writer", .int(now.samplesDroppedAtWriter - previous.samplesDroppedAtWriter)),
+            interval("audio_overruns", .int(now.audioOverruns - previous.audioOverruns)),
+            interval("encode_ms", .number(encodeMs, places: 2)),
+            interval("detect_ms", .number(detectMs, places: 3)),
+            interval("peak_score", .number(now.peakScore, places: 4)),
+            state("score", .number(now.lastScore, places: 4)),
+            state("ring_s", .number(now.ringSeconds, places: 1)),
+            state("ring_bytes", .int(now.ringBytes)),
+            state("recording", .bool(now.recording)),
+            state("disk_free_mb", .int(Int(now.diskFreeBytes >> 20))),
+            total("frames", now.framesIn),
+            total("lost_at_source", now.framesLostAtSource),
+            total("dropped_at_capture", now.framesDroppedAtCapture),
+            total("dropped_at_writer", now.samplesDroppedAtWriter),
+            total("audio_overruns", now.audioOverruns),
+            total("clips", now.clipsWritten),
+            total("clip_errors", now.clipErrors),
         ]
     }
 }

@@ -1,6 +1,7 @@
 internal import Glibc
+import V4L2
 
-/// A call into a device library — V4L2's ioctls, ALSA's snd_pcm_* — named for messages, with
+/// A call into a device library — ALSA's snd_pcm_* (V4L2 has its own, `V4L2Call`) — named for messages, with
 /// words for what each error number means for it.
 protocol DeviceCall: Hashable, Sendable {
     /// The call that opens the device.
@@ -31,17 +32,43 @@ struct DeviceFailure<Call: DeviceCall>: Error, Hashable, Sendable {
 
     /// The error for opening `device`: why, and what to do.
     func openError(_ device: String) -> CaptureError {
-        let reason =
-            call == .open
-            ? call.meaning(of: code, device: device)
-            : "\(call.action) failed: \(call.meaning(of: code, device: device))"
-        return .cannotOpen(source: device, reason: reason)
+        .failedOpening(
+            device, inOpen: call == .open, action: call.action, problem: call.meaning(of: code, device: device))
     }
 
     /// The error for a failure while streaming, at frame `frame` (0 for sound).
     func streamError(_ device: String, frame: Int) -> CaptureError {
-        let reason = "\(call.action) failed: \(call.meaning(of: code, device: device))"
-        return call.meansDeviceLost(code)
+        .failedStreaming(
+            device, frame: frame, lost: call.meansDeviceLost(code), action: call.action,
+            problem: call.meaning(of: code, device: device))
+    }
+}
+
+extension V4L2Error {
+    /// The error for opening the camera: why, and what to do.
+    func openError() -> CaptureError {
+        .failedOpening(device, inOpen: call == .open, action: call.action, problem: problem)
+    }
+
+    /// The error for a failure while streaming, at frame `frame`.
+    func streamError(frame: Int) -> CaptureError {
+        .failedStreaming(device, frame: frame, lost: meansDeviceLost, action: call.action, problem: problem)
+    }
+}
+
+extension CaptureError {
+    /// A device that failed to open: the problem alone when the open call failed, else what
+    /// was being done and the problem.
+    static func failedOpening(_ device: String, inOpen: Bool, action: String, problem: String) -> CaptureError {
+        .cannotOpen(source: device, reason: inOpen ? problem : "\(action) failed: \(problem)")
+    }
+
+    /// A device that failed while streaming: lost (open it again later) or one bad read.
+    static func failedStreaming(
+        _ device: String, frame: Int, lost: Bool, action: String, problem: String
+    ) -> CaptureError {
+        let reason = "\(action) failed: \(problem)"
+        return lost
             ? .deviceLost(source: device, reason: reason) : .readFailed(source: device, frame: frame, reason: reason)
     }
 }

@@ -1,6 +1,7 @@
 internal import CALSA
 internal import Glibc
 import Media
+import V4L2
 
 /// One V4L2 device node as `vigil probe` shows it.
 public struct CameraListing: Hashable, Sendable {
@@ -81,7 +82,7 @@ public enum DeviceProbe {
         var listing = CameraListing(path: path, links: links(to: path), identity: nil, formats: [])
         let device: V4L2Device
         do { device = try V4L2Device(path: path) } catch {
-            listing.problem = error.call.meaning(of: error.code, device: path)
+            listing.problem = error.problem
             return listing
         }
         do {
@@ -93,7 +94,7 @@ public enum DeviceProbe {
             }
             listing.formats = try device.formats()
         } catch {
-            listing.problem = "\(error.call.action) failed: \(error.call.meaning(of: error.code, device: path))"
+            listing.problem = "\(error.call.action) failed: \(error.problem)"
         }
         return listing
     }

@@ -3,6 +3,7 @@ internal import Glibc
 import Media
 internal import POSIX
 import Synchronization
+import V4L2
 
 /// What a camera agreed to, against what was asked.
 public struct CameraNegotiation: Hashable, Sendable, CustomStringConvertible {
@@ -81,7 +82,7 @@ public final class V4L2Camera: FrameSource {
     ) throws(CaptureError) {
         name = path
         let device: V4L2Device
-        do { device = try V4L2Device(path: path) } catch { throw error.openError(path) }
+        do { device = try V4L2Device(path: path) } catch { throw error.openError() }
         do {
             let identity = try device.identity()
             guard identity.capabilities.isCamera else {
@@ -140,7 +141,7 @@ public final class V4L2Camera: FrameSource {
                 )
             }
             let stream = try V4L2Stream(device: device, count: bufferCount)
-            guard let smallest = stream.buffers.map(\.length).min(), smallest >= format.bufferSize else {
+            guard let smallest = stream.buffers.mappings.map(\.length).min(), smallest >= format.bufferSize else {
                 throw CaptureError.unsupported(
                     source: path,
                     problem: "the driver's mapped buffers are smaller than \(format) needs (\(format.bufferSize) bytes)"
@@ -154,8 +155,8 @@ public final class V4L2Camera: FrameSource {
                 isEmulated: choice.isEmulated, width: Int(pix.width), height: Int(pix.height),
                 bytesPerLine: Int(pix.bytesperline), sizeImage: Int(pix.sizeimage), frameRate: format.frameRate,
                 rateIsSettable: settable, buffers: stream.buffers.count)
-        } catch let error as V4L2Failure {
-            throw error.openError(path)
+        } catch let error as V4L2Error {
+            throw error.openError()
         } catch let error as CaptureError {
             throw error
         } catch {
@@ -193,42 +194,40 @@ public final class V4L2Camera: FrameSource {
         let wait = delivered == 0 ? firstFrameTimeout : stallTimeout
         let deadline = MonotonicClock.now() + wait
         while true {
-            if let failure = stream.failure { throw failure.streamError(name, frame: delivered + 1) }
+            if let failure = stream.failure { throw failure.streamError(frame: delivered + 1) }
             // Poll first: libv4l2 prints a line on stderr for every DQBUF that finds nothing.
             try waitForFrame(stream, until: deadline, waited: wait)
-            var buffer = v4l2_buffer()
-            buffer.type = V4L2Device.captureType
-            buffer.memory = V4L2_MEMORY_MMAP.rawValue
+            let buffer: V4L2DequeuedBuffer
             do {
-                try stream.device.control(CV4L2_VIDIOC_DQBUF, &buffer, .dequeueBuffer)
+                // nil: taken by a conversion that failed (a corrupt JPEG): wait for the next.
+                guard let taken = try stream.buffers.dequeue() else { continue }
+                buffer = taken
             } catch {
-                guard error.code == EAGAIN else { throw error.streamError(name, frame: delivered + 1) }
-                continue  // taken by a conversion that failed (a corrupt JPEG): wait for the next
+                throw error.streamError(frame: delivered + 1)
             }
-            let index = Int(buffer.index)
-            guard index >= 0, index < stream.buffers.count,
-                let base = UnsafeMutablePointer<UInt8>(bitPattern: stream.buffers[index].address)
-            else {
+            let index = buffer.index
+            let mappings = stream.buffers.mappings
+            guard index >= 0, index < mappings.count, let base = mappings[index].base else {
                 throw CaptureError.readFailed(
                     source: name, frame: delivered + 1,
-                    reason:
-                        "the driver returned buffer \(index), which it never granted (\(stream.buffers.count) buffers)")
+                    reason: "the driver returned buffer \(index), which it never granted (\(mappings.count) buffers)")
             }
-            let short = buffer.bytesused != 0 && Int(buffer.bytesused) < format.bufferSize
-            if buffer.flags & UInt32(V4L2_BUF_FLAG_ERROR) != 0 || short {
+            let short = buffer.bytesUsed != 0 && buffer.bytesUsed < format.bufferSize
+            if buffer.flags.contains(.error) || short {
                 // Corrupt or short: back to the driver at once; the sequence gap counts it as lost.
                 corruptFrames += 1
                 stream.requeue(index)
                 continue
             }
             let stamped = BufferTimestamp.capture(
-                seconds: Int64(buffer.timestamp.tv_sec), microseconds: Int64(buffer.timestamp.tv_usec),
-                flags: buffer.flags, dequeuedAt: MonotonicClock.now())
+                seconds: buffer.seconds, microseconds: buffer.microseconds, flags: buffer.flags.rawValue,
+                dequeuedAt: MonotonicClock.now())
             let time = timeline?.place(stamped) ?? stamped
             let (number, _) = sequence.count(buffer.sequence)
             let owner = stream
             let bytes = FrameBuffer(
-                borrowing: base, count: stream.buffers[index].length, release: { owner.requeue(index) })
+                borrowing: base.assumingMemoryBound(to: UInt8.self), count: mappings[index].length,
+                release: { owner.requeue(index) })
             delivered += 1
             return VideoFrame(format: format, buffer: bytes, timestamp: time, sequence: number)
         }
@@ -242,41 +241,32 @@ public final class V4L2Camera: FrameSource {
         while true {
             // A buffer the driver refused back (on the thread that released its frame) starves
             // the stream: that failure is the reason, not the stall it causes.
-            if let failure = stream.failure { throw failure.streamError(name, frame: delivered + 1) }
+            if let failure = stream.failure { throw failure.streamError(frame: delivered + 1) }
             let remaining = deadline - MonotonicClock.now()
             guard remaining > .zero else { throw CaptureError.stalled(source: name, seconds: waited.seconds) }
-            var entry = pollfd(fd: stream.device.fd.rawValue, events: Int16(POLLIN), revents: 0)
             let milliseconds = Int32(clamping: (remaining.nanoseconds + 999_999) / 1_000_000)
-            let ready: Int32
-            do { ready = try retryOnInterrupt { poll(&entry, 1, milliseconds) } } catch {
-                throw V4L2Failure(call: .poll, code: error.code).streamError(name, frame: delivered + 1)
+            let events: PollEvents
+            do { events = try stream.device.poll(.readable, milliseconds: milliseconds) } catch {
+                throw error.streamError(frame: delivered + 1)
             }
-            if ready > 0 && entry.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 {
+            if !events.isDisjoint(with: [.error, .hangUp, .invalid]) {
                 // A vanished node answers POLLERR|POLLHUP; vb2 answers POLLERR when the queue broke.
                 throw CaptureError.deviceLost(
                     source: name,
                     reason:
-                        "\(V4L2Call.poll.action) failed: the driver reported an error on the stream (\(V4L2Camera.pollFlags(entry.revents))) — was the camera unplugged?"
+                        "\(V4L2Call.poll.action) failed: the driver reported an error on the stream (\(events)) — was the camera unplugged?"
                 )
             }
-            if ready > 0 && entry.revents & Int16(POLLIN) != 0 { return }
+            if events.contains(.readable) { return }
         }
-    }
-
-    static func pollFlags(_ revents: Int16) -> String {
-        var names: [String] = []
-        if revents & Int16(POLLERR) != 0 { names.append("POLLERR") }
-        if revents & Int16(POLLHUP) != 0 { names.append("POLLHUP") }
-        if revents & Int16(POLLNVAL) != 0 { names.append("POLLNVAL") }
-        return names.joined(separator: "|")
     }
 
     /// S_FMT with the choice, then G_FMT: the driver may change size and stride.
     private static func setFormat(
         _ device: V4L2Device, _ choice: CameraFormatChoice, bytesPerLine: Int?
-    ) throws(V4L2Failure) -> v4l2_pix_format {
+    ) throws(V4L2Error) -> v4l2_pix_format {
         var format = v4l2_format()
-        format.type = V4L2Device.captureType
+        format.type = V4L2Queue.capture.bufferType
         format.fmt.pix.width = UInt32(clamping: choice.width)
         format.fmt.pix.height = UInt32(clamping: choice.height)
         format.fmt.pix.pixelformat = choice.fourcc.littleEndianValue
@@ -284,7 +274,7 @@ public final class V4L2Camera: FrameSource {
         format.fmt.pix.bytesperline = UInt32(clamping: bytesPerLine ?? 0)
         try device.control(CV4L2_VIDIOC_S_FMT, &format, .setFormat)
         var current = v4l2_format()
-        current.type = V4L2Device.captureType
+        current.type = V4L2Queue.capture.bufferType
         try device.control(CV4L2_VIDIOC_G_FMT, &current, .getFormat)
         return current.fmt.pix
     }
@@ -304,9 +294,9 @@ public final class V4L2Camera: FrameSource {
     /// S_PARM when the driver takes a rate; returns the rate it reports afterwards.
     private static func setRate(
         _ device: V4L2Device, interval: Rational
-    ) throws(V4L2Failure) -> (Rational?, settable: Bool) {
+    ) throws(V4L2Error) -> (Rational?, settable: Bool) {
         var parm = v4l2_streamparm()
-        parm.type = V4L2Device.captureType
+        parm.type = V4L2Queue.capture.bufferType
         do { try device.control(CV4L2_VIDIOC_G_PARM, &parm, .getParameters) } catch {
             if error.code == EINVAL || error.code == ENOTTY { return (nil, false) }  // no rate control at all
             throw error
@@ -320,7 +310,7 @@ public final class V4L2Camera: FrameSource {
                 guard error.code == EINVAL || error.code == ENOTTY else { throw error }
             }
             parm = v4l2_streamparm()
-            parm.type = V4L2Device.captureType
+            parm.type = V4L2Queue.capture.bufferType
             try device.control(CV4L2_VIDIOC_G_PARM, &parm, .getParameters)
         }
         let t = parm.parm.capture.timeperframe
@@ -332,7 +322,7 @@ public final class V4L2Camera: FrameSource {
     /// V4L2's `pixelaspect` is height over width of a pixel: a 59:54 (wide) PAL pixel is 54/59.
     private static func pixelAspect(_ device: V4L2Device) -> Rational? {
         var crop = v4l2_cropcap()
-        crop.type = V4L2Device.captureType
+        crop.type = V4L2Queue.capture.bufferType
         // Optional: most webcams have none.
         do { try device.control(CV4L2_VIDIOC_CROPCAP, &crop, .cropCapabilities) } catch { return nil }
         let a = crop.pixelaspect
@@ -341,89 +331,44 @@ public final class V4L2Camera: FrameSource {
     }
 }
 
-/// A camera's memory-mapped buffers and its stream state. Unmapped in `deinit`, which runs
-/// after the camera is gone *and* the last frame using a buffer has been dropped; it holds
-/// the device, so the descriptor closes after the buffers are unmapped.
+/// A camera's stream: its memory-mapped buffers (`V4L2Buffers`, unmapped once the camera is
+/// gone *and* the last frame using a buffer has been dropped) and whether it is running.
 ///
-/// Sendable: the buffer addresses never change after `init`; the stream state is behind a Mutex.
+/// Sendable: the buffers never change after `init`; the stream state is behind a Mutex.
 final class V4L2Stream: Sendable {
-    struct Mapping: Sendable {
-        let address: UInt
-        let length: Int
-    }
-    let device: V4L2Device
-    let buffers: [Mapping]
+    let buffers: V4L2Buffers
+    var device: V4L2Device { buffers.device }
     private struct State {
         var streaming = false
-        var failure: V4L2Failure?
+        var failure: V4L2Error?
     }
     private let state = Mutex(State())
 
-    /// REQBUFS `count` (the driver may grant another number), QUERYBUF and mmap each.
+    /// `count` buffers on the capture queue (the driver may grant another number), at least 2.
     init(device: V4L2Device, count: Int) throws(CaptureError) {
-        self.device = device
-        var request = v4l2_requestbuffers()
-        request.count = UInt32(clamping: count)
-        request.type = V4L2Device.captureType
-        request.memory = V4L2_MEMORY_MMAP.rawValue
-        do { try device.control(CV4L2_VIDIOC_REQBUFS, &request, .requestBuffers) } catch {
-            throw error.openError(device.path)
+        do { buffers = try V4L2Buffers(device: device, queue: .capture, count: count) } catch {
+            throw error.openError()
         }
-        guard request.count >= 2 else {
+        guard buffers.count >= 2 else {
             throw CaptureError.unsupported(
                 source: device.path,
-                problem: "the driver granted \(request.count) capture buffer(s); streaming needs at least 2")
-        }
-        var mapped: [Mapping] = []
-        for index in 0..<request.count {
-            var buffer = v4l2_buffer()
-            buffer.index = index
-            buffer.type = V4L2Device.captureType
-            buffer.memory = V4L2_MEMORY_MMAP.rawValue
-            let failure: V4L2Failure
-            do {
-                try device.control(CV4L2_VIDIOC_QUERYBUF, &buffer, .queryBuffer)
-                let length = Int(buffer.length)
-                if let pointer = CV4L2_mmap(length, device.fd.rawValue, Int64(buffer.m.offset)) {
-                    mapped.append(Mapping(address: UInt(bitPattern: pointer), length: length))
-                    continue
-                }
-                failure = V4L2Failure(call: .mapBuffer, code: errno)
-            } catch {
-                failure = error
-            }
-            V4L2Stream.unmap(mapped)
-            throw failure.openError(device.path)
-        }
-        buffers = mapped
-    }
-
-    deinit {
-        V4L2Stream.unmap(buffers)
-    }
-
-    private static func unmap(_ mappings: [Mapping]) {
-        for m in mappings {
-            guard let pointer = UnsafeMutableRawPointer(bitPattern: m.address) else { continue }
-            // munmap fails only for an address that is not mapped; there is nothing else to undo.
-            if CV4L2_munmap(pointer, m.length) != 0 { continue }
+                problem: "the driver granted \(buffers.count) capture buffer(s); streaming needs at least 2")
         }
     }
 
     /// Queues every buffer and starts streaming.
     func start() throws(CaptureError) {
-        let failure: V4L2Failure? = state.withLock { state -> V4L2Failure? in
-            do throws(V4L2Failure) {
-                for index in buffers.indices { try queue(index) }
-                var type = Int32(V4L2Device.captureType)
-                try device.control(CV4L2_VIDIOC_STREAMON, &type, .streamOn)
+        let failure: V4L2Error? = state.withLock { state -> V4L2Error? in
+            do throws(V4L2Error) {
+                for index in buffers.mappings.indices { try buffers.queue(index) }
+                try buffers.streamOn()
                 state.streaming = true
                 return nil
             } catch {
                 return error
             }
         }
-        if let failure { throw failure.openError(device.path) }
+        if let failure { throw failure.openError() }
     }
 
     /// Stops streaming; frames still out keep their bytes (the mapping stays until `deinit`).
@@ -431,9 +376,8 @@ final class V4L2Stream: Sendable {
         state.withLock { state in
             guard state.streaming else { return }
             state.streaming = false
-            var type = Int32(V4L2Device.captureType)
             // Fails only when the device is already gone, which stops the stream anyway.
-            do throws(V4L2Failure) { try device.control(CV4L2_VIDIOC_STREAMOFF, &type, .streamOff) } catch {
+            do throws(V4L2Error) { try buffers.streamOff() } catch {
                 state.failure = state.failure ?? error
             }
         }
@@ -443,18 +387,10 @@ final class V4L2Stream: Sendable {
     func requeue(_ index: Int) {
         state.withLock { state in
             guard state.streaming, state.failure == nil else { return }
-            do throws(V4L2Failure) { try queue(index) } catch { state.failure = error }
+            do throws(V4L2Error) { try buffers.queue(index) } catch { state.failure = error }
         }
     }
 
     /// The first failure while streaming (a QBUF that failed on another thread).
-    var failure: V4L2Failure? { state.withLock { $0.failure } }
-
-    private func queue(_ index: Int) throws(V4L2Failure) {
-        var buffer = v4l2_buffer()
-        buffer.index = UInt32(index)
-        buffer.type = V4L2Device.captureType
-        buffer.memory = V4L2_MEMORY_MMAP.rawValue
-        try device.control(CV4L2_VIDIOC_QBUF, &buffer, .queueBuffer)
-    }
+    var failure: V4L2Error? { state.withLock { $0.failure } }
 }

@@ -160,9 +160,6 @@ public struct ConfigValues: Sendable, Equatable {
             guard v >= Int64(range.lowerBound), v <= Int64(range.upperBound) else {
                 throw fail("\(name) = \(v) is out of range — use \(key.accepted)")
             }
-            if name == "camera.rotation", ![0, 90, 180, 270].contains(v) {
-                throw fail("camera.rotation = \(v) is not a right angle — use 0, 90, 180 or 270")
-            }
             return .integer(Int(v))
         case .number(let range):
             guard isInteger || type == CONFIG_TYPE_FLOAT else {

@@ -1,4 +1,5 @@
 import H264
+import Media
 import Overlay
 
 /// Every setting Vigil reads from its configuration file: name, type, range, default, unit
@@ -89,7 +90,8 @@ public enum ConfigSchema {
             "the frame rate to ask the camera for"),
         ConfigKey(
             "camera.rotation", .integer(0...270), .integer(0), unit: "degrees clockwise",
-            "how the picture is turned when played (0, 90, 180 or 270); written into the clip, the pixels are not touched"
+            "how the picture is turned when played (" + Rotation.accepted
+                + "); written into the clip, the pixels are not touched"
         ),
         ConfigKey(
             "camera.realtime", .boolean, .boolean(false),

@@ -9,8 +9,9 @@ extension Settings {
         public var position: OverlayPosition
         /// Font pixels per picture pixel; 0 for one per 360 lines of picture (`scale(forHeight:)`).
         public var scale: Int
-        /// The console font, checked when the settings were loaded.
-        public var fontPath: String
+        /// The console font (`BitmapFont.defaultPath`), read once, when the settings were loaded;
+        /// nil when nothing is drawn.
+        public var font: BitmapFont?
 
         /// Whether anything is drawn.
         public var enabled: Bool { !text.isEmpty }
@@ -32,13 +33,12 @@ extension Settings {
         if text.contains(where: { $0.isNewline }) {
             throw v.error("overlay.text", "overlay.text holds a line break — the overlay is one line of text")
         }
-        let overlay = Overlay(
-            text: text, position: try choice("overlay.position", v), scale: v.integer("overlay.scale"),
-            fontPath: BitmapFont.defaultPath)
-        // The font is read once here, so a missing package is a configuration error, not a
-        // surprise at the first frame.
+        var overlay = Overlay(
+            text: text, position: try choice("overlay.position", v), scale: v.integer("overlay.scale"), font: nil)
+        // The font is read once, here, so a missing package is a configuration error, not a
+        // surprise at the first frame; the pipeline draws with this copy.
         if overlay.enabled {
-            do { _ = try BitmapFont.load(path: overlay.fontPath) } catch {
+            do { overlay.font = try BitmapFont.load(path: BitmapFont.defaultPath) } catch {
                 throw v.error("overlay.text", "overlay.text needs a console font: \(error.description)")
             }
         }

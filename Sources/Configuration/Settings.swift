@@ -20,7 +20,8 @@ public struct Settings: Equatable, Sendable {
         public var width: Int
         public var height: Int
         public var fps: Double
-        public var rotation: Int
+        /// How a player turns the picture (`camera.rotation`, parsed once here).
+        public var rotation: Rotation
         public var realtime: Bool
     }
 
@@ -123,9 +124,13 @@ public struct Settings: Equatable, Sendable {
         for key in ["camera.width", "camera.height"] where v.integer(key) % 2 != 0 {
             throw v.error(key, "\(key) = \(v.integer(key)) is odd — H.264 in 4:2:0 needs an even size")
         }
+        let degrees = v.integer("camera.rotation")
+        guard let rotation = Rotation(degrees: degrees) else {
+            throw v.error("camera.rotation", Rotation.problem(degrees: degrees, setting: "camera.rotation"))
+        }
         camera = Camera(
             device: device, name: name, width: v.integer("camera.width"), height: v.integer("camera.height"),
-            fps: v.number("camera.fps"), rotation: v.integer("camera.rotation"), realtime: v.boolean("camera.realtime"))
+            fps: v.number("camera.fps"), rotation: rotation, realtime: v.boolean("camera.realtime"))
 
         let audioDevice = v.text("audio.device")
         guard !audioDevice.isEmpty else {

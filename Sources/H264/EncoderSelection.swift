@@ -70,6 +70,26 @@ public enum EncoderSelection: Equatable, Sendable {
     }
 }
 
+extension EncoderSelection {
+    /// The encoders this selection records with: the hardware encoder first (when one was
+    /// chosen), x264 as the fallback, and what the agent says about it; nil for a
+    /// configuration error.
+    public func choice(x264: EncoderSettings, hardware: HardwareEncoderSettings) -> EncoderChoice? {
+        let fallback = X264EncoderFactory(settings: x264)
+        switch self {
+        case .x264(let reason, let warn):
+            return EncoderChoice(
+                fallback: fallback, announcement: .init(backend: "x264", reason: reason, warn: warn))
+        case .hardware(let device, let name, let required, let reason):
+            return EncoderChoice(
+                preferred: V4L2EncoderFactory(device: device, settings: hardware), fallback: fallback,
+                required: required, announcement: .init(backend: "v4l2", reason: "\(reason): \(device) (\(name))"))
+        case .configurationError:
+            return nil
+        }
+    }
+}
+
 /// Makes `V4L2Encoder`s on one device with the same settings, for each stream's format.
 public struct V4L2EncoderFactory: VideoEncoderFactory {
     public let device: String

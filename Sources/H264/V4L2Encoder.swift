@@ -1,17 +1,18 @@
 import Media
+import V4L2
 
 /// What `V4L2Encoder` needs of a memory-to-memory session: `M2MSession`, or a test's stand-in.
 public protocol EncodingSession: AnyObject {
     var path: String { get }
     var identity: (driver: String, card: String) { get }
     /// Sets a control; false when the device does not have it.
-    @discardableResult func setControl(_ id: UInt32, _ value: Int32, _ name: String) throws(M2MError) -> Bool
+    @discardableResult func setControl(_ id: UInt32, _ value: Int32, _ name: String) throws(V4L2Error) -> Bool
     /// Queues a frame; returns the coded buffers ready so far.
-    func encode(_ frame: VideoFrame) throws(M2MError) -> [M2MCodedBuffer]
+    func encode(_ frame: VideoFrame) throws(V4L2Error) -> [M2MCodedBuffer]
     /// Ends the stream; returns the coded buffers still held.
-    func drain() throws(M2MError) -> [M2MCodedBuffer]
+    func drain() throws(V4L2Error) -> [M2MCodedBuffer]
     /// After `drain`: takes frames again.
-    func restart() throws(M2MError)
+    func restart() throws(V4L2Error)
 }
 
 extension M2MSession: EncodingSession {}

@@ -1,5 +1,6 @@
 import Agent
 import FoundationEssentials
+import Media
 import Recorder
 
 /// One message for the broker.
@@ -66,7 +67,9 @@ public struct MQTTMessages: Sendable {
     public var recordCommand: String { base + "/record/set" }
     public var detectCommand: String { base + "/detect/set" }
 
-    /// The JSON of the `event` topic. Keys left out when not known.
+    /// The JSON of the `event` topic's `start`, `end` and `deleted` phases (`saved` is
+    /// `SavedPayload`), under the journal's keys where they say the same. Keys left out when
+    /// not known.
     public struct EventPayload: Codable, Equatable, Sendable {
         public var type: String
         public var event: Int?
@@ -74,19 +77,35 @@ public struct MQTTMessages: Sendable {
         public var clip: String?
         public var start: String?
         public var end: String?
-        public var durationSeconds: Double?
         public var prerollSeconds: Double?
         public var peakScore: Double?
         public var parts: Int?
         public var trigger: String?
-        /// The clip's picture, relative to `storage.path` (`saved`).
-        public var snapshot: String?
 
         enum CodingKeys: String, CodingKey {
-            case type, event, camera, clip, start, end, parts, trigger, snapshot
-            case durationSeconds = "duration_s"
+            case type, event, camera, clip, start, end, parts, trigger
             case prerollSeconds = "preroll_s"
             case peakScore = "peak_score"
+        }
+    }
+
+    /// The JSON of a `saved` event: the journal's line for the clip, every key as the journal
+    /// writes it (`ClipRecord`), with `type`, the `event` number and `clip` (the same as `file`,
+    /// as the other phases name it).
+    public struct SavedPayload: Encodable, Sendable {
+        public var event: Int?
+        public var record: ClipRecord
+
+        enum CodingKeys: String, CodingKey {
+            case type, event, clip
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            try record.encode(to: encoder)
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode("saved", forKey: .type)
+            try c.encodeIfPresent(event, forKey: .event)
+            try c.encode(record.file, forKey: .clip)
         }
     }
 
@@ -120,14 +139,8 @@ public struct MQTTMessages: Sendable {
             ]
         case .clipSaved(let saved):
             let r = saved.record
-            return [
-                json(
-                    EventPayload(
-                        type: "saved", event: clipEvents.removeValue(forKey: r.file), camera: r.camera, clip: r.file,
-                        start: r.start, end: r.end, durationSeconds: rounded(r.durationSeconds),
-                        prerollSeconds: r.preRollSeconds.map(rounded), peakScore: r.peakScore.map(rounded),
-                        parts: nil, trigger: r.cause?.rawValue, snapshot: r.snapshot))
-            ]
+            let payload = SavedPayload(event: clipEvents.removeValue(forKey: r.file), record: r)
+            return [MQTTMessage(topic: eventTopic, payload: Self.encode(payload), retain: false)]
                 + (saved.snapshotJPEG.map { [MQTTMessage(topic: snapshot, payload: $0, retain: true)] } ?? [])
                 + [MQTTMessage(topic: lastClip, text: r.file, retain: true)]
         case .clipsDeleted(let deleted):
@@ -155,44 +168,36 @@ public struct MQTTMessages: Sendable {
         MQTTMessage(topic: motion, text: motionOn ? "ON" : "OFF", retain: true)
     }
 
-    /// The JSON of the `stats` topic.
+    /// The JSON of the `stats` topic: the camera, and the stats line's figures under its keys
+    /// (`StatsReport.figures`: `_total` since start, the others over the interval or now).
     struct StatsPayload: Encodable {
         var camera: String
-        var seconds: Double
-        var fps: Double
-        var frames: Int
-        var lostAtSource: Int
-        var droppedAtCapture: Int
-        var droppedAtWriter: Int
-        var clips: Int
-        var clipErrors: Int
-        var recording: Bool
-        var score: Double
-        var ringSeconds: Double
-        var diskFreeMB: Int
+        var figures: [StatsFigure]
 
-        enum CodingKeys: String, CodingKey {
-            case camera, seconds, fps, frames, clips, recording, score
-            case lostAtSource = "lost_at_source"
-            case droppedAtCapture = "dropped_at_capture"
-            case droppedAtWriter = "dropped_at_writer"
-            case clipErrors = "clip_errors"
-            case ringSeconds = "ring_s"
-            case diskFreeMB = "disk_free_mb"
+        struct Key: CodingKey {
+            var stringValue: String
+            var intValue: Int? { nil }
+            init(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: Key.self)
+            try c.encode(camera, forKey: Key(stringValue: "camera"))
+            for figure in figures {
+                let key = Key(stringValue: figure.key)
+                switch figure.value {
+                case .int(let value): try c.encode(value, forKey: key)
+                case .number(let value, let places): try c.encode(value.rounded(toPlaces: places), forKey: key)
+                case .bool(let value): try c.encode(value, forKey: key)
+                }
+            }
         }
     }
 
     private func statsMessage(_ report: StatsReport) -> MQTTMessage {
-        let now = report.now, before = report.previous
-        let seconds = max(report.seconds, 1e-9)
-        let payload = StatsPayload(
-            camera: camera, seconds: rounded(report.seconds),
-            fps: rounded(Double(now.framesIn - before.framesIn) / seconds), frames: now.framesIn,
-            lostAtSource: now.framesLostAtSource, droppedAtCapture: now.framesDroppedAtCapture,
-            droppedAtWriter: now.samplesDroppedAtWriter, clips: now.clipsWritten, clipErrors: now.clipErrors,
-            recording: now.recording, score: rounded(now.lastScore), ringSeconds: rounded(now.ringSeconds),
-            diskFreeMB: Int(now.diskFreeBytes >> 20))
-        return MQTTMessage(topic: stats, payload: Self.encode(payload), retain: true)
+        MQTTMessage(
+            topic: stats, payload: Self.encode(StatsPayload(camera: camera, figures: report.figures)), retain: true)
     }
 
     /// Sorted keys, slashes as they are (topics and paths read as written).

@@ -41,6 +41,47 @@ public protocol VideoEncoderFactory: Sendable {
     func makeEncoder(for format: VideoFormat) throws(EncoderError) -> any VideoEncoder
 }
 
+/// The encoders a run records with, as one value (`EncoderSelection` in H264 makes it from
+/// `encoder.*` and the devices found): the preferred factory (the board's hardware encoder),
+/// tried first while it works, and the fallback (x264) it gives way to — when it cannot open
+/// for a stream, or keeps failing (`EncoderFailures`) — with what the agent says about the
+/// choice when it starts.
+public struct EncoderChoice: Sendable {
+    /// What to log about the choice: the backend, why, and whether it is a warning (a hardware
+    /// encoder that could not take the stream).
+    public struct Announcement: Sendable, Equatable {
+        public var backend: String
+        public var reason: String
+        public var warn: Bool
+
+        public init(backend: String, reason: String, warn: Bool = false) {
+            self.backend = backend
+            self.reason = reason
+            self.warn = warn
+        }
+    }
+
+    /// The hardware encoder; nil for the fallback alone.
+    public var preferred: (any VideoEncoderFactory)?
+    /// x264: what records when there is no preferred encoder, or once it is given up.
+    public var fallback: any VideoEncoderFactory
+    /// The preferred encoder was asked for by name (`encoder.backend = "v4l2"`): when it
+    /// cannot open for the first stream, the agent stops with the error instead of falling back.
+    public var required: Bool
+    /// Said once when the agent starts; nil: nothing said.
+    public var announcement: Announcement?
+
+    public init(
+        preferred: (any VideoEncoderFactory)? = nil, fallback: any VideoEncoderFactory, required: Bool = false,
+        announcement: Announcement? = nil
+    ) {
+        self.preferred = preferred
+        self.fallback = fallback
+        self.required = required
+        self.announcement = announcement
+    }
+}
+
 /// Why an encoder could not open or encode; any backend's.
 public enum EncoderError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The picture cannot be encoded as given (size, pixel format).

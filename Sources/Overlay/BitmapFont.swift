@@ -12,7 +12,7 @@
 /// characters; the table's multi-character sequences are skipped). Without one, the glyph index
 /// of an ASCII character is its code point. A character the font has no glyph for is drawn as
 /// its `?`, or blank when it has none.
-public struct BitmapFont: Sendable {
+public struct BitmapFont: Sendable, Equatable {
     /// GNU Unifont's 8×16 console font (Latin, Greek, Cyrillic, APL: 512 glyphs), from the
     /// psf-unifont package: 36 KB and no dependencies, unlike console-setup-linux's fonts.
     public static let defaultPath = "/usr/share/consolefonts/Unifont-APL8x16.psf.gz"

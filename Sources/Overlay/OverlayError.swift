@@ -11,8 +11,6 @@ public enum OverlayError: Error, Equatable, Sendable, CustomStringConvertible {
     case fontInvalid(path: String, problem: String)
     /// A text scale outside `TextOverlay.scales`.
     case scaleOutOfRange(Int)
-    /// A rotation other than 0, 90, 180 or 270 degrees clockwise.
-    case rotationInvalid(Int)
 
     public var description: String {
         switch self {
@@ -26,8 +24,6 @@ public enum OverlayError: Error, Equatable, Sendable, CustomStringConvertible {
             "\(path) is not a usable PSF console font: \(problem); choose one of /usr/share/consolefonts/*.psf.gz"
         case .scaleOutOfRange(let scale):
             "an overlay scale of \(scale): it must be \(TextOverlay.scales.lowerBound) to \(TextOverlay.scales.upperBound) (each font pixel drawn as scale × scale pixels)"
-        case .rotationInvalid(let degrees):
-            "an overlay rotation of \(degrees)°: it must be 0, 90, 180 or 270 degrees clockwise (camera.rotation, as the player turns the picture)"
         }
     }
 }

@@ -40,28 +40,24 @@ public struct TextBox: Equatable, Sendable {
     /// scale, width and height exchanged at 90 and 270.
     public var cellWidth: Int
     public var cellHeight: Int
-    /// Degrees clockwise the frame is turned to be shown: 0, 90, 180 or 270. The cells follow
-    /// one another rightwards in the frame at 0, upwards at 90, leftwards at 180 and downwards
-    /// at 270 — left to right, as shown.
-    public var rotation: Int
+    /// How the frame is turned, clockwise, to be shown. The cells follow one another rightwards
+    /// in the frame at 0, upwards at 90, leftwards at 180 and downwards at 270 — left to right,
+    /// as shown.
+    public var rotation: Rotation
 
     /// The box of `characters` characters of `font` at `scale`, in `position`, for a stored
     /// frame of `pictureWidth` × `pictureHeight` shown turned `rotation` degrees clockwise.
     /// A scale outside `TextOverlay.scales` is taken as the nearest one, the count of characters
-    /// as at most 2²⁴ (far more than any picture shows), and the rotation modulo 360 (−90 is
-    /// 270), as 0 unless that is a quarter turn.
+    /// as at most 2²⁴ (far more than any picture shows).
     public init(
         characters: Int, font: BitmapFont, scale: Int, position: OverlayPosition, pictureWidth: Int,
-        pictureHeight: Int, rotation: Int = 0
+        pictureHeight: Int, rotation: Rotation = .none
     ) {
         let scale = min(max(scale, TextOverlay.scales.lowerBound), TextOverlay.scales.upperBound)
         let characters = min(max(characters, 0), 1 << 24)
-        let turn = ((rotation % 360) + 360) % 360
-        let rotation = TextOverlay.rotations.contains(turn) ? turn : 0
         let margin = TextOverlay.marginPerScale * scale
         // The layout as shown.
-        let shownWidth = rotation % 180 == 0 ? pictureWidth : pictureHeight
-        let shownHeight = rotation % 180 == 0 ? pictureHeight : pictureWidth
+        let (shownWidth, shownHeight) = rotation.shown(width: pictureWidth, height: pictureHeight)
         let boxWidth = (characters * font.width + 2) * scale
         let boxHeight = (font.height + 2) * scale
         let left = position == .topLeft || position == .bottomLeft
@@ -83,17 +79,17 @@ public struct TextBox: Equatable, Sendable {
     }
 
     /// The rectangle of the stored frame (`frame`'s size, before the turn) that is shown as the
-    /// rectangle at `x`, `y`, `width` × `height` once the frame is turned `rotation` degrees
-    /// clockwise (0, 90, 180 or 270). Shown pixel (X, Y) comes from stored pixel (Y, H−1−X) at
+    /// rectangle at `x`, `y`, `width` × `height` once the frame is turned by `rotation`
+    /// clockwise. Shown pixel (X, Y) comes from stored pixel (Y, H−1−X) at
     /// 90, (W−1−X, H−1−Y) at 180 and (W−1−Y, X) at 270.
     static func stored(
-        x: Int, y: Int, width: Int, height: Int, rotation: Int, frame: (width: Int, height: Int)
+        x: Int, y: Int, width: Int, height: Int, rotation: Rotation, frame: (width: Int, height: Int)
     ) -> (x: Int, y: Int, width: Int, height: Int) {
         switch rotation {
-        case 90: (y, frame.height - x - width, height, width)
-        case 180: (frame.width - x - width, frame.height - y - height, width, height)
-        case 270: (frame.width - y - height, x, height, width)
-        default: (x, y, width, height)
+        case .clockwise90: (y, frame.height - x - width, height, width)
+        case .clockwise180: (frame.width - x - width, frame.height - y - height, width, height)
+        case .clockwise270: (frame.width - y - height, x, height, width)
+        case .none: (x, y, width, height)
         }
     }
 }
@@ -134,18 +130,15 @@ public final class TextOverlay {
     public static let outlineLuma: UInt8 = 16
     /// Chroma of the box: no colour.
     public static let neutralChroma: UInt8 = 128
-    /// The rotations accepted, in degrees clockwise: a player turns the stored frames by this
-    /// much to show them (the movie's matrix, from `camera.rotation`).
-    public static let rotations = [0, 90, 180, 270]
-
     /// Pixels between the text's box and the picture's edges, a scale step: 8, so 16 at scale 2.
     public static let marginPerScale = 8
 
     public let font: BitmapFont
     public let position: OverlayPosition
     public let scale: Int
-    /// Degrees clockwise the frames are turned to be shown: 0, 90, 180 or 270.
-    public let rotation: Int
+    /// How the frames are turned, clockwise, to be shown (the movie's matrix, from
+    /// `camera.rotation`).
+    public let rotation: Rotation
 
     /// Pixels between the text's box and the edges of its corner (`marginPerScale` × `scale`).
     public var margin: Int { TextOverlay.marginPerScale * scale }
@@ -174,10 +167,11 @@ public final class TextOverlay {
     public private(set) var rasterisations = 0
 
     /// An overlay in `font` at `scale` (1 to 8) in the `position` corner of frames shown turned
-    /// `rotation` degrees clockwise (0, 90, 180 or 270; the camera's `camera.rotation`).
-    public init(font: BitmapFont, position: OverlayPosition, scale: Int, rotation: Int = 0) throws(OverlayError) {
+    /// by `rotation` (the camera's `camera.rotation`).
+    public init(
+        font: BitmapFont, position: OverlayPosition, scale: Int, rotation: Rotation = .none
+    ) throws(OverlayError) {
         guard TextOverlay.scales.contains(scale) else { throw .scaleOutOfRange(scale) }
-        guard TextOverlay.rotations.contains(rotation) else { throw .rotationInvalid(rotation) }
         self.font = font
         self.position = position
         self.scale = scale
@@ -195,7 +189,7 @@ public final class TextOverlay {
     /// How many characters fit across a stored frame of `width` × `height` as it is shown (the
     /// box with its outline inside the picture; its margins give way first).
     public func charactersThatFit(pictureWidth width: Int, pictureHeight height: Int) -> Int {
-        let shownWidth = rotation % 180 == 0 ? width : height
+        let shownWidth = rotation.shown(width: width, height: height).width
         return max(0, (shownWidth / scale - 2) / font.width)
     }
 
@@ -206,9 +200,7 @@ public final class TextOverlay {
         let format = frame.format
         guard format.pixelFormat == .nv12 || format.pixelFormat == .i420, !text.isEmpty else { return }
         // The picture as shown: the frame turned clockwise by `rotation`.
-        let sideways = rotation % 180 != 0
-        let shownWidth = sideways ? format.height : format.width
-        let shownHeight = sideways ? format.width : format.height
+        let (shownWidth, shownHeight) = rotation.shown(width: format.width, height: format.height)
         let mask = self.mask(for: text, shownWidth: shownWidth)
         // The mask where it lies in the frame: as shown, it starts at the box's corner.
         let shown = TextBox(
@@ -330,36 +322,14 @@ public final class TextOverlay {
                 }
             }
         }
-        let turned = rotation % 180 == 0 ? (width: width, height: height) : (width: height, height: width)
+        // Turned counter-clockwise: the player's clockwise turn makes it upright again.
+        let back = rotation.inverse
+        let turned = back.shown(width: width, height: height)
         return Mask(
             text: text, shownWidth: shownWidth, characters: scalars.count, shownMaskWidth: width,
             shownMaskHeight: height,
             width: turned.width, height: turned.height,
-            keep: TextOverlay.turn(keep, width: width, height: height, counterClockwise: rotation),
-            value: TextOverlay.turn(value, width: width, height: height, counterClockwise: rotation))
-    }
-
-    /// `pixels`, `width` × `height` row by row, turned counter-clockwise by `degrees` (0, 90,
-    /// 180 or 270): the picture that, turned clockwise by as much, is `pixels` again. At 90 and
-    /// 270 the result is `height` wide and `width` tall.
-    static func turn(_ pixels: [UInt8], width: Int, height: Int, counterClockwise degrees: Int) -> [UInt8] {
-        guard degrees != 0 else { return pixels }
-        var out = [UInt8](repeating: 0, count: pixels.count)
-        // Stored pixel (x, y) of the result is shown, after the clockwise turn, at (X, Y) of
-        // `pixels` (TextBox.stored's mapping, on the mask's own size).
-        let outWidth = degrees == 180 ? width : height
-        let outHeight = degrees == 180 ? height : width
-        for y in 0..<outHeight {
-            for x in 0..<outWidth {
-                let source: Int
-                switch degrees {
-                case 90: source = x * width + (width - 1 - y)
-                case 180: source = (height - 1 - y) * width + (width - 1 - x)
-                default: source = (height - 1 - x) * width + y
-                }
-                out[y * outWidth + x] = pixels[source]
-            }
-        }
-        return out
+            keep: back.turned(keep, width: width, height: height),
+            value: back.turned(value, width: width, height: height))
     }
 }

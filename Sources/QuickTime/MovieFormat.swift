@@ -1,20 +1,6 @@
 import FoundationEssentials
 import Media
 
-/// Clockwise rotation a player applies when it shows the video track.
-/// The pixels are never touched: the rotation is the track header's transform matrix.
-public enum Rotation: Int, Sendable, CaseIterable {
-    case none = 0
-    case clockwise90 = 90
-    case clockwise180 = 180
-    case clockwise270 = 270
-
-    /// `degrees` clockwise, or nil unless it is 0, 90, 180 or 270.
-    public init?(degrees: Int) { self.init(rawValue: degrees) }
-
-    public var degrees: Int { rawValue }
-}
-
 /// The shape of one pixel as horizontal : vertical spacing (`pasp`).
 public struct PixelAspectRatio: Hashable, Sendable {
     public var horizontalSpacing: UInt32

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Media
 
 /// What the `moov` says about one track apart from its samples: identity, kind, time scale,
 /// presentation (size, matrix, volume), the sample description, and when the track starts.
@@ -28,7 +29,8 @@ struct TrackHeader: Equatable {
     /// The 16.16 fixed-point form of a size in pixels.
     static func fixed(_ pixels: Double) -> UInt32 { UInt32(clamping: Int64((pixels * 65536).rounded())) }
 
-    /// The transform for a clockwise rotation of a picture `width`×`height` (16.16) in size (FORMATS.md).
+    /// The transform for a clockwise rotation (the movie keeps `Rotation` as its track matrix;
+    /// the pixels are never touched) of a picture `width`×`height` (16.16) in size (FORMATS.md).
     static func matrix(for rotation: Rotation, width: UInt32, height: UInt32) -> [Int32] {
         let one: Int32 = 0x0001_0000
         let w = Int32(clamping: width)

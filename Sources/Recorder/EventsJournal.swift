@@ -43,7 +43,9 @@ public struct ClipRecord: Codable, Equatable, Sendable {
     /// (`RetentionClock`).
     public var agedFrom: String?
 
-    enum CodingKeys: String, CodingKey {
+    /// The journal's keys: the names of a saved clip's fields everywhere (the journal, MQTT's
+    /// `saved` event, the hooks' `VIGIL_*` facts; docs/events.md lists them).
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case file, camera, start, end
         case cause = "trigger"
         case triggerTime = "trigger_time"
@@ -119,6 +121,40 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         self.snapshot = snapshot
         self.damaged = damaged
         self.agedFrom = agedFrom
+    }
+
+    /// Every key a journal line may have, in the order docs/events.md lists them.
+    public static var keys: [String] { CodingKeys.allCases.map(\.stringValue) }
+
+    /// The record as text under the journal's keys, every key, "" for what is not known: the
+    /// hooks' facts (`VIGIL_<KEY>`). Numbers as the journal writes them, flags as `true` (or "").
+    public var facts: [(key: String, value: String)] {
+        CodingKeys.allCases.map { ($0.stringValue, text(of: $0)) }
+    }
+
+    private func text(of key: CodingKeys) -> String {
+        func flag(_ value: Bool?) -> String { value == true ? "true" : "" }
+        switch key {
+        case .file: return file
+        case .camera: return camera
+        case .start: return start
+        case .end: return end
+        case .cause: return cause?.rawValue ?? ""
+        case .triggerTime: return triggerTime ?? ""
+        case .triggerSourceSeconds: return triggerSourceSeconds.map { String($0) } ?? ""
+        case .preRollSeconds: return preRollSeconds.map { String($0) } ?? ""
+        case .durationSeconds: return String(durationSeconds)
+        case .frames: return String(frames)
+        case .audioFrames: return String(audioFrames)
+        case .bytes: return String(bytes)
+        case .peakScore: return peakScore.map { String($0) } ?? ""
+        case .part: return part.map { String($0) } ?? ""
+        case .repaired: return flag(repaired)
+        case .rebuilt: return flag(rebuilt)
+        case .snapshot: return snapshot ?? ""
+        case .damaged: return flag(damaged)
+        case .agedFrom: return agedFrom ?? ""
+        }
     }
 
     /// Wall-clock times as the journal writes them: local time with its UTC offset, to the

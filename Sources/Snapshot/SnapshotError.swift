@@ -5,8 +5,6 @@ import Media
 public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The frame is not 4:2:0 (NV12 or I420), the only layouts a snapshot is copied from.
     case unsupportedPixelFormat(PixelFormat)
-    /// A rotation other than 0, 90, 180 or 270 degrees clockwise.
-    case invalidRotation(Int)
     /// A requested width other than 0 (full size) or `SnapshotPicture.minimumWidth` to
     /// `VideoFormat.maximumDimension`.
     case invalidWidth(Int)
@@ -24,8 +22,6 @@ public enum SnapshotError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .unsupportedPixelFormat(let format):
             "cannot take a snapshot of a \(format) frame: snapshots are copied from NV12 or I420 frames; convert the frame to 4:2:0 first (PlanarConverter)"
-        case .invalidRotation(let degrees):
-            "cannot take a snapshot rotated by \(degrees)°: the rotation must be 0, 90, 180 or 270 degrees clockwise; set camera.rotation to one of those"
         case .invalidWidth(let width):
             "cannot take a snapshot \(width) pixels wide: the width must be 0 (the camera's size) or \(SnapshotPicture.minimumWidth) to \(VideoFormat.maximumDimension); set the snapshot width in that range"
         case .frameTooSmall(let width, let height):

@@ -21,8 +21,8 @@ public struct SnapshotPicture: Sendable {
     public let width: Int
     /// Height of the upright picture (of the JPEG), in pixels; even.
     public let height: Int
-    /// Degrees clockwise the stored planes are turned by when encoded: 0, 90, 180 or 270.
-    public let rotation: Int
+    /// How the stored planes are turned when encoded (the camera's `camera.rotation`).
+    public let rotation: Rotation
     /// Capture time of the frame the picture was copied from.
     public let timestamp: Timestamp
 
@@ -37,29 +37,25 @@ public struct SnapshotPicture: Sendable {
     ///
     /// - Parameters:
     ///   - frame: an NV12 or I420 frame (any strides); other formats are refused.
-    ///   - rotation: degrees clockwise the frame is turned by to be upright (the camera's
-    ///     `camera.rotation`): 0, 90, 180 or 270.
+    ///   - rotation: how the frame is turned to be upright (the camera's `camera.rotation`).
     ///   - width: the width of the upright picture wanted, or 0 for the frame's own size. A
     ///     picture is never scaled up (a wider request gives the frame's size), keeps the
     ///     frame's aspect ratio (the height is rounded to the nearest even number), and has
     ///     even sides (an odd side loses its last pixel's worth).
-    /// - Throws: `SnapshotError.unsupportedPixelFormat`, `.invalidRotation`, `.invalidWidth`
+    /// - Throws: `SnapshotError.unsupportedPixelFormat`, `.invalidWidth`
     ///   (not 0 nor `minimumWidth` to `VideoFormat.maximumDimension`), `.frameTooSmall` (a side
     ///   under 2 pixels).
-    public init(copying frame: VideoFrame, rotation: Int, width: Int) throws(SnapshotError) {
+    public init(copying frame: VideoFrame, rotation: Rotation, width: Int) throws(SnapshotError) {
         let format = frame.format
         guard format.pixelFormat == .nv12 || format.pixelFormat == .i420 else {
             throw .unsupportedPixelFormat(format.pixelFormat)
         }
-        guard [0, 90, 180, 270].contains(rotation) else { throw .invalidRotation(rotation) }
         guard width == 0 || (SnapshotPicture.minimumWidth...VideoFormat.maximumDimension).contains(width) else {
             throw .invalidWidth(width)
         }
         let size = try SnapshotPicture.size(
             frameWidth: format.width, frameHeight: format.height, rotation: rotation, width: width)
-        let turned = rotation % 180 != 0
-        let storedWidth = turned ? size.height : size.width
-        let storedHeight = turned ? size.width : size.height
+        let (storedWidth, storedHeight) = rotation.shown(width: size.width, height: size.height)
 
         let lumaCount = storedWidth * storedHeight
         let chromaCount = (storedWidth / 2) * (storedHeight / 2)
@@ -101,11 +97,9 @@ public struct SnapshotPicture: Sendable {
     /// `rotation`, `width` wide (0: as wide as the upright frame): never wider than the frame,
     /// the frame's aspect ratio, even sides of at least 2.
     static func size(
-        frameWidth: Int, frameHeight: Int, rotation: Int, width: Int
+        frameWidth: Int, frameHeight: Int, rotation: Rotation, width: Int
     ) throws(SnapshotError) -> (width: Int, height: Int) {
-        let turned = rotation % 180 != 0
-        let uprightWidth = turned ? frameHeight : frameWidth
-        let uprightHeight = turned ? frameWidth : frameHeight
+        let (uprightWidth, uprightHeight) = rotation.shown(width: frameWidth, height: frameHeight)
         guard uprightWidth >= 2, uprightHeight >= 2 else {
             throw .frameTooSmall(width: frameWidth, height: frameHeight)
         }
@@ -120,7 +114,7 @@ public struct SnapshotPicture: Sendable {
     /// The planes turned upright, I420 and tightly packed (`width`×`height` luma, then U, V):
     /// the stored planes themselves when there is no rotation.
     func uprightSamples() -> [UInt8] {
-        guard rotation != 0 else { return samples }
+        guard rotation != .none else { return samples }
         let lumaCount = storedWidth * storedHeight
         let chromaCount = (storedWidth / 2) * (storedHeight / 2)
         let planes = [
@@ -133,8 +127,8 @@ public struct SnapshotPicture: Sendable {
             samples.withUnsafeBufferPointer { stored in
                 guard let source = stored.baseAddress else { return }
                 for plane in planes {
-                    Rotation.turn(
-                        source + plane.offset, width: plane.width, height: plane.height, by: rotation,
+                    rotation.turn(
+                        source + plane.offset, width: plane.width, height: plane.height,
                         into: destination + plane.offset)
                 }
             }
@@ -223,36 +217,6 @@ struct BoxScaler {
             destination.update(from: row, count: count)
         } else {
             for x in 0..<count { destination[x] = row[x &* step] }
-        }
-    }
-}
-
-/// Turning a tightly packed plane by a right angle clockwise.
-enum Rotation {
-    /// Writes the `width`×`height` plane at `source`, turned `degrees` clockwise (90, 180 or
-    /// 270), into `destination`: `height`×`width` for 90 and 270, `width`×`height` for 180.
-    /// Reads in row order; the writes go down the columns of the turned plane.
-    static func turn(
-        _ source: UnsafePointer<UInt8>, width: Int, height: Int, by degrees: Int,
-        into destination: UnsafeMutablePointer<UInt8>
-    ) {
-        for y in 0..<height {
-            let row = source + y * width
-            switch degrees {
-            case 90:
-                // Source (x, y) lands at (height − 1 − y, x) of a plane `height` wide.
-                let column = destination + (height - 1 - y)
-                for x in 0..<width { column[x * height] = row[x] }
-            case 180:
-                let mirrored = destination + (height - 1 - y) * width + (width - 1)
-                for x in 0..<width { mirrored[-x] = row[x] }
-            case 270:
-                // Source (x, y) lands at (y, width − 1 − x) of a plane `height` wide.
-                let column = destination + (width - 1) * height + y
-                for x in 0..<width { column[-x * height] = row[x] }
-            default:
-                (destination + y * width).update(from: row, count: width)
-            }
         }
     }
 }

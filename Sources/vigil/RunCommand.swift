@@ -44,19 +44,13 @@ enum RunCommand: Command {
         Signals.block()
         guard let (path, settings) = loadSettings(arguments) else { return .config }
         let log = Logger.agent(settings, sink: StderrLogSink())
-        var environment = systemEnvironment(encoders: X264EncoderFactory(settings: settings.encoder.x264), log: log)
-        switch chooseEncoder(settings) {
-        case .x264(let reason, let warn):
-            environment.encoderChoice = EncoderChoice(
-                hardware: nil, required: false, backend: "x264", reason: reason, warn: warn)
-        case .hardware(let device, let name, let required, let reason):
-            environment.encoderChoice = EncoderChoice(
-                hardware: V4L2EncoderFactory(device: device, settings: settings.encoder.hardware), required: required,
-                backend: "v4l2", reason: "\(reason): \(device) (\(name))")
-        case .configurationError(let problem):
-            printError("vigil run: \(path): \(problem)")
+        let selection = chooseEncoder(settings)
+        guard let encoders = selection.choice(x264: settings.encoder.x264, hardware: settings.encoder.hardware)
+        else {
+            if case .configurationError(let problem) = selection { printError("vigil run: \(path): \(problem)") }
             return .config
         }
+        var environment = systemEnvironment(encoders: encoders, log: log)
         // MQTT is an add-on: when it cannot run (a password file not there yet), the agent
         // records without it and says so. Its connection is made in the background.
         if settings.mqtt.enabled {
@@ -88,9 +82,9 @@ enum RunCommand: Command {
 
     /// The machine's own: V4L2 cameras and ALSA microphones (or the synthetic ones), the disk,
     /// stderr (the journal under systemd), sd_notify, signals.
-    static func systemEnvironment(encoders: any VideoEncoderFactory, log: Logger) -> AgentEnvironment {
-        AgentEnvironment(
-            encoders: encoders,
+    static func systemEnvironment(encoders: EncoderChoice, log: Logger) -> AgentEnvironment {
+        var environment = AgentEnvironment(
+            encoders: encoders.fallback,
             openSource: { camera throws(CaptureError) in
                 try SourceOpener.open(
                     camera.device, width: camera.width, height: camera.height, fps: camera.fps,
@@ -120,6 +114,8 @@ enum RunCommand: Command {
             notifier: SystemdNotifier(environment: ProcessInfo.processInfo.environment),
             monotonicNow: { MonotonicClock.now() },
             wallNow: { Date() })
+        environment.encoders = encoders
+        return environment
     }
 }
 

@@ -46,7 +46,7 @@ public final class AgentHarness: Sendable {
         onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in },
         sleep: @escaping @Sendable (Double) -> Void = { _ in },
         wallNow: @escaping @Sendable () -> Date = { Date() },
-        encoderChoice: EncoderChoice? = nil, control: AgentControl = AgentControl(),
+        encoders: EncoderChoice? = nil, control: AgentControl = AgentControl(),
         memoryForWaitingVideo: Int = DiskFullPolicy.memoryLimit,
         sinks: (Settings, AgentControl, Logger) throws -> [any EventSink] = { _, _, _ in [] }
     ) throws {
@@ -68,7 +68,7 @@ public final class AgentHarness: Sendable {
             handlesSignals: false,
             monotonicNow: { MonotonicClock.now() }, wallNow: wallNow,
             pause: { seconds, _ in sleep(seconds) })
-        environment.encoderChoice = encoderChoice
+        if let encoders { environment.encoders = encoders }
         environment.control = control
         environment.memoryForWaitingVideo = memoryForWaitingVideo
         environment.sinks += try sinks(settings, control, environment.log)

@@ -65,7 +65,9 @@ private let deterministicX264 = EncoderSettings(
     ) throws -> AgentHarness {
         try AgentHarness(
             config: testConfig(), openSource: { _ throws(CaptureError) in try synthetic(scene) },
-            encoderChoice: EncoderChoice(hardware: hardware, required: required, backend: "v4l2", reason: "a test"))
+            encoders: EncoderChoice(
+                preferred: hardware, fallback: X264EncoderFactory(settings: deterministicX264), required: required,
+                announcement: .init(backend: "v4l2", reason: "a test")))
     }
 
     /// A hardware encoder that hangs: each time the clip is closed (every frame before the

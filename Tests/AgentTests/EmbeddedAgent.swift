@@ -53,7 +53,8 @@ final class EmbeddedAgent {
             settings: WriterSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
             monotonicNow: monotonicNow, wallNow: wallNow)
         pipeline = Pipeline(
-            settings: settings, encoders: X264EncoderFactory(settings: settings.encoder.x264), log: log, stats: stats,
+            settings: settings, encoders: EncoderChoice(fallback: X264EncoderFactory(settings: settings.encoder.x264)),
+            log: log, stats: stats,
             monotonicNow: monotonicNow, wallNow: wallNow)
         guard case .ready = writer.bringUpStorage() else { throw EmbeddedError.storageNotReady }
     }

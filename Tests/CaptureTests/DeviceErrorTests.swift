@@ -2,6 +2,7 @@ import Capture
 import Glibc
 import Media
 import Testing
+import V4L2
 
 /// Each errno gets a meaning per call, and the message says what to do.
 @Suite struct DeviceErrorTests {

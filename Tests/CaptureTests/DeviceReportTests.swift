@@ -3,6 +3,7 @@ import Foundation
 import Media
 import TestSupport
 import Testing
+import V4L2
 
 /// What `vigil probe` prints, from enumerations given as values.
 @Suite struct DeviceReportTests {

@@ -79,12 +79,22 @@ func failure(_ text: String) -> ConfigurationError? {
             log = { level = "debug"; stats_interval = 0; };
             """, directory: "/srv/vigil")
         #expect(s.camera.device == .file(path: "/srv/vigil/footage/yard.y4m"))
-        #expect(s.camera.fps == 25 && s.camera.rotation == 270 && s.camera.realtime)
+        #expect(s.camera.fps == 25 && s.camera.rotation == .clockwise270 && s.camera.realtime)
         #expect(s.recording.preRoll == 3 && s.recording.postRoll == 2.5)
         #expect(s.storage.path == "/srv/vigil/clips")
         #expect(s.storage.maxSize == 100 << 20 && s.storage.maxAgeDays == nil)
         #expect(s.encoder.x264.tune == [] && s.encoder.x264.rateCap == .vbv(maxBitrateKbps: 2000, bufferKbit: 2000))
         #expect(s.log.level == .debug && s.log.statsInterval == nil)
+    }
+
+    /// The overlay's font is read once, with the settings: the pipeline draws with this copy,
+    /// and a configuration without overlay text reads none.
+    @Test func theOverlayFontIsReadWithTheSettings() throws {
+        let drawn = try load("overlay = { text = \"%H:%M:%S\"; };")
+        let font = try #require(drawn.overlay.font)
+        #expect(font.path.hasSuffix("/Unifont-APL8x16.psf.gz") && font.width == 8 && font.height == 16)
+        #expect(font.glyphCount > 0)
+        #expect(try load("").overlay.font == nil)
     }
 
     /// Each broken file gives its line and a message that names the setting and the fix.

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import H264
 import Media
+import V4L2
 
 /// The V4L2 memory-to-memory session layer (`M2MSession`, which the hardware H.264 backend
 /// runs on) against a real kernel's stateful encoder: `vicodec`, the kernel's virtual codec,
@@ -252,7 +253,7 @@ enum CodecScenarios {
             let unbind = "/sys/bus/platform/drivers/vicodec/unbind", bind = "/sys/bus/platform/drivers/vicodec/bind"
             do {
                 try "vicodec.0".write(toFile: unbind, atomically: false, encoding: .utf8)
-                var failure: M2MError?
+                var failure: V4L2Error?
                 do {
                     for f in small.dropFirst(6) { _ = try live.encode(f) }
                     _ = try live.drain()

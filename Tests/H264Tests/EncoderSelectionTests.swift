@@ -24,6 +24,30 @@ import Testing
         EncoderSelection.choose(backend: backend, device: device, devices: devices, width: size.0, height: size.1)
     }
 
+    /// The selection as the one value the agent records with: the hardware factory first and
+    /// x264 behind it, or x264 alone; what the agent says about it; nothing for an error.
+    @Test func theChoiceIsOneValueWithX264Behind() throws {
+        let x264 = EncoderSettings(
+            preset: .ultrafast, tune: [.zerolatency], profile: .high, crf: 23, rateCap: .uncapped, threads: 1)
+        let hardware = HardwareEncoderSettings(bitrateKbps: 4000, profile: .high, keyframeInterval: 1)
+        let required = try #require(choose(.v4l2, in: [Self.pi]).choice(x264: x264, hardware: hardware))
+        let preferred = try #require(required.preferred as? V4L2EncoderFactory)
+        #expect(preferred.device == "/dev/video11" && preferred.settings == hardware && required.required)
+        #expect((required.fallback as? X264EncoderFactory)?.settings == x264)
+        #expect(required.announcement?.backend == "v4l2" && required.announcement?.warn == false)
+        #expect(required.announcement?.reason.hasSuffix(": /dev/video11 (bcm2835-codec-encode)") == true)
+
+        let auto = try #require(choose(.auto, in: [Self.pi]).choice(x264: x264, hardware: hardware))
+        #expect(auto.preferred != nil && !auto.required)
+
+        let tooLarge = try #require(
+            choose(.auto, in: [Self.pi], (3840, 2160)).choice(x264: x264, hardware: hardware))
+        #expect(tooLarge.preferred == nil && (tooLarge.fallback as? X264EncoderFactory)?.settings == x264)
+        #expect(tooLarge.announcement?.backend == "x264" && tooLarge.announcement?.warn == true)
+
+        #expect(choose(.v4l2, in: [Self.vicodec]).choice(x264: x264, hardware: hardware) == nil)
+    }
+
     @Test func autoTakesTheFirstH264EncoderAndOtherwiseX264() {
         guard case .hardware("/dev/video11", _, false, _) = choose(.auto, in: [Self.vicodec, Self.pi]) else {
             Issue.record("the Pi's encoder was not chosen")

@@ -5,6 +5,7 @@ import QuickTime
 import Storage
 import TestSupport
 import Testing
+import V4L2
 
 @testable import H264
 
@@ -42,22 +43,23 @@ final class ByteStreamSession: EncodingSession {
         x264 = try X264Encoder(format: format, settings: deterministic, byteStream: true, repeatHeaders: true)
     }
 
-    func setControl(_ id: UInt32, _ value: Int32, _ name: String) throws(M2MError) -> Bool {
+    func setControl(_ id: UInt32, _ value: Int32, _ name: String) throws(V4L2Error) -> Bool {
         guard !missing.contains(id) else { return false }
         controls[id] = value
         if id == M2MSession.Control.forceKeyFrame { forceNext = true }
         return true
     }
 
-    func encode(_ frame: VideoFrame) throws(M2MError) -> [M2MCodedBuffer] {
+    func encode(_ frame: VideoFrame) throws(V4L2Error) -> [M2MCodedBuffer] {
         frames += 1
         if let hangAfter, frames > hangAfter {
-            throw M2MError(
-                path, "poll", code: ETIMEDOUT, problem: "the encoder returned nothing for 2000 ms; it is hung")
+            throw V4L2Error(
+                device: path, call: .poll, code: ETIMEDOUT, role: .encoder,
+                problem: "the encoder returned nothing for 2000 ms; it is hung")
         }
         let samples: [EncodedSample]
         do { samples = try x264.encode(frame, keyframe: forceNext) } catch {
-            throw M2MError(path, "VIDIOC_QBUF", code: EIO, problem: error.description)
+            throw V4L2Error(device: path, call: .queueBuffer, code: EIO, role: .encoder, problem: error.description)
         }
         forceNext = false
         if let silentAfter, frames > silentAfter { return [] }
@@ -67,22 +69,22 @@ final class ByteStreamSession: EncodingSession {
         return Array(held.prefix(ready))
     }
 
-    func drain() throws(M2MError) -> [M2MCodedBuffer] {
+    func drain() throws(V4L2Error) -> [M2MCodedBuffer] {
         drains += 1
         var samples: [EncodedSample] = []
         do { samples = try x264.flush() } catch {
-            throw M2MError(path, "VIDIOC_ENCODER_CMD", code: EIO, problem: error.description)
+            throw V4L2Error(device: path, call: .encoderCommand, code: EIO, role: .encoder, problem: error.description)
         }
         defer { held = [] }
         return held + samples.flatMap(buffers)
     }
 
-    func restart() throws(M2MError) {
+    func restart() throws(V4L2Error) {
         restarts += 1
         do {
             x264 = try X264Encoder(format: format, settings: deterministic, byteStream: true, repeatHeaders: true)
         } catch {
-            throw M2MError(path, "VIDIOC_STREAMON", code: EIO, problem: error.description)
+            throw V4L2Error(device: path, call: .streamOn, code: EIO, role: .encoder, problem: error.description)
         }
     }
 

@@ -272,7 +272,7 @@ final class Subscriber {
         // Stats, once a second of wall clock: the figures as numbers.
         let stats = on("stats").map { json($0.payload) }
         #expect(stats.count >= 5, "\(stats.count) stats messages")
-        #expect(stats.allSatisfy { ($0["frames"] as? Int ?? -1) >= 0 && $0["camera"] as? String == "yard" })
+        #expect(stats.allSatisfy { ($0["frames_total"] as? Int ?? -1) >= 0 && $0["camera"] as? String == "yard" })
 
         // What a newcomer gets: the retained state, the newest clip, the detection switch's
         // state and the last stats among it.

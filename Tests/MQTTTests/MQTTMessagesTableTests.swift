@@ -11,7 +11,8 @@ import Testing
 /// What each agent event becomes on the broker, as a table: one event of motion from its start
 /// to its clip's deletion, then a stats interval and the detection switch, each event with
 /// the messages `MQTTMessages.messages(for:)` must return — topic, retained or not, payload
-/// (the event JSON decoded by its Swift names, so a renamed key changes `EventPayload` only).
+/// (the `start`, `end` and `deleted` JSON decoded by its Swift names, so a renamed key changes
+/// `EventPayload` only; `saved`, the journal's line, as its keys and values).
 /// No broker: the broker tests (MQTTBrokerTests, MQTTBadDayTests) are for the transport.
 @Suite struct MQTTMessagesTableTests {
     /// A message as the table writes it: its topic under `vigil/yard`, whether it is
@@ -20,6 +21,8 @@ import Testing
     enum Payload: Equatable {
         case text(String)
         case event(MQTTMessages.EventPayload)
+        /// A `saved` event: its JSON object with sorted keys.
+        case saved(String)
         case bytes([UInt8])
         /// A JSON object whose `camera` is this.
         case jsonObject(camera: String)
@@ -42,6 +45,11 @@ import Testing
             let topic = String(message.topic.dropFirst("vigil/yard/".count))
             let payload: Payload =
                 if topic == "event",
+                    let object = try? JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any],
+                    object["type"] as? String == "saved"
+                {
+                    MQTTMessagesTableTests.saved(object)
+                } else if topic == "event",
                     let event = try? JSONDecoder().decode(MQTTMessages.EventPayload.self, from: Data(message.payload))
                 {
                     .event(event)
@@ -68,14 +76,19 @@ import Testing
 
     static func event(
         _ type: String, event: Int? = nil, clip: String? = nil, start: String? = nil, end: String? = nil,
-        duration: Double? = nil, preRoll: Double? = nil, peak: Double? = nil, parts: Int? = nil,
-        trigger: String? = nil, snapshot: String? = nil
+        preRoll: Double? = nil, peak: Double? = nil, parts: Int? = nil, trigger: String? = nil
     ) -> Payload {
         .event(
             MQTTMessages.EventPayload(
                 type: type, event: event, camera: "yard", clip: clip, start: start, end: end,
-                durationSeconds: duration, prerollSeconds: preRoll, peakScore: peak, parts: parts, trigger: trigger,
-                snapshot: snapshot))
+                prerollSeconds: preRoll, peakScore: peak, parts: parts, trigger: trigger))
+    }
+
+    /// A `saved` event's JSON object, as the table compares it: sorted keys, so their order
+    /// does not matter.
+    static func saved(_ object: [String: Any]) -> Payload {
+        let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        return .saved(data.map { String(decoding: $0, as: UTF8.self) } ?? "not JSON")
     }
 
     /// The events, in the order an agent sends them, each with what it must become.
@@ -118,9 +131,13 @@ import Testing
                 [
                     Row(
                         "event", retain: false,
-                        event(
-                            "saved", event: 7, clip: clip, start: time(1), end: time(13.5), duration: 12.5, preRoll: 2,
-                            peak: 0.123, trigger: "motion", snapshot: "2026-12-01/yard-20261201-100001.jpg")),
+                        saved([
+                            "type": "saved", "event": 7, "clip": clip, "file": clip, "camera": "yard",
+                            "start": time(1), "end": time(13.5), "trigger": "motion", "trigger_time": time(3),
+                            "trigger_source_s": 3, "preroll_s": 2, "duration_s": 12.5, "frames": 188,
+                            "audio_frames": 0, "bytes": 512_000, "peak_score": 0.123_456_7, "part": 1,
+                            "snapshot": "2026-12-01/yard-20261201-100001.jpg",
+                        ])),
                     Row("snapshot", retain: true, .bytes([0xFF, 0xD8, 0xFF, 0xD9])),
                     Row("last_clip", retain: true, .text(clip)),
                 ]
@@ -177,7 +194,11 @@ import Testing
                 == [
                     Row(
                         "event", retain: false,
-                        Self.event("saved", clip: "a.mov", start: Self.time(0), end: Self.time(4), duration: 4)),
+                        Self.saved([
+                            "type": "saved", "clip": "a.mov", "file": "a.mov", "camera": "yard", "start": Self.time(0),
+                            "end": Self.time(4), "duration_s": 4, "frames": 60, "audio_frames": 0, "bytes": 1,
+                            "repaired": true,
+                        ])),
                     Row("last_clip", retain: true, .text("a.mov")),
                 ].map(\.description))
         #expect(messages.messages(for: .reloaded(try Settings.defaults())).isEmpty)

@@ -30,7 +30,7 @@ import Testing
         let text = "2026-12-02 13:45:07"
         let alphabet = "0123456789-: "
         let font = try defaultFont()
-        let overlay = try TextOverlay(font: font, position: position, scale: scale, rotation: rotation.degrees)
+        let overlay = try TextOverlay(font: font, position: position, scale: scale, rotation: rotation)
         let box = overlay.box(characters: text.count, pictureWidth: width, pictureHeight: height)
         // A bright checkered object behind half of the text, along it (the box is in the stored
         // frame: the text runs across it, or up it at 90°).

@@ -29,9 +29,9 @@ import Testing
     /// upright, in its corner, with the margins from the shown edges; only the box changed;
     /// the chroma under it is neutral.
     @Test(
-        arguments: TextOverlay.rotations,
+        arguments: Rotation.allCases,
         [(PixelFormat.nv12, 320, 240, 352), (.i420, 240, 320, 256), (.nv12, 161, 121, 176), (.i420, 121, 161, 130)])
-    func readsUprightWhenShown(rotation: Int, frameSize: (PixelFormat, Int, Int, Int)) throws {
+    func readsUprightWhenShown(rotation: Rotation, frameSize: (PixelFormat, Int, Int, Int)) throws {
         let (pixelFormat, width, height, stride) = frameSize
         let font = try defaultFont()
         #expect(font.width == 8 && font.height == 16)
@@ -49,11 +49,11 @@ import Testing
                 let counts = checkDrawing(before: before, after: frame, box: box)
                 #expect(counts.glyph > characters * 10 * scale * scale)
 
-                let shown = turnedClockwise(packedLuma(frame), width: width, height: height, by: rotation)
+                let shown = turnedClockwise(packedLuma(frame), width: width, height: height, by: rotation.degrees)
                 let read = readText(
                     luma: shown.pixels, width: shown.width, height: shown.height, font: font, position: position,
                     scale: scale, length: characters, alphabet: clockAlphabet)
-                #expect(read == text, "\(position) at \(rotation)° in \(width)×\(height)")
+                #expect(read == text, "\(position) at \(rotation.degrees)° in \(width)×\(height)")
 
                 // The box, turned as the frame is, is where the layout puts it in the shown
                 // picture; everything drawn lies in it.
@@ -64,7 +64,7 @@ import Testing
                 for y in max(box.y, 0)..<min(box.y + box.height, height) {
                     for x in max(box.x, 0)..<min(box.x + box.width, width) { inBox[y * width + x] = 1 }
                 }
-                let shownInBox = turnedClockwise(inBox, width: width, height: height, by: rotation).pixels
+                let shownInBox = turnedClockwise(inBox, width: width, height: height, by: rotation.degrees).pixels
                 var drawnOutside = 0
                 var boxMismatches = 0
                 for y in 0..<shown.height {
@@ -76,12 +76,13 @@ import Testing
                         if !inside && shown.pixels[y * shown.width + x] != 120 { drawnOutside += 1 }
                     }
                 }
-                #expect(boxMismatches == 0, "\(position) at \(rotation)°: the box turned is not the shown layout")
+                #expect(
+                    boxMismatches == 0, "\(position) at \(rotation.degrees)°: the box turned is not the shown layout")
                 #expect(drawnOutside == 0)
 
                 // Unturned, the frame does not read as the text (the test would notice a
                 // rotation ignored).
-                if rotation != 0 {
+                if rotation != .none {
                     let stored = readText(
                         luma: packedLuma(frame), width: width, height: height, font: font, position: position,
                         scale: scale, length: characters, alphabet: clockAlphabet)
@@ -94,12 +95,12 @@ import Testing
     /// Text longer than the shown picture is wide starts at the shown left edge and is cut at
     /// the shown right, whichever edge of the stored frame that is; nothing past the frame is
     /// written. And pictures smaller than the box, at every rotation.
-    @Test(arguments: TextOverlay.rotations)
-    func clippingAsShown(rotation: Int) throws {
+    @Test(arguments: Rotation.allCases)
+    func clippingAsShown(rotation: Rotation) throws {
         let font = try defaultFont()
         let text = "2026-12-02 13:45:07 a camera with a very long name"
         // Shown 160 × 120.
-        let (width, height) = rotation % 180 == 0 ? (160, 120) : (120, 160)
+        let (width, height) = rotation.isSideways ? (120, 160) : (160, 120)
         for position in OverlayPosition.allCases {
             let overlay = try TextOverlay(font: font, position: position, scale: 2, rotation: rotation)
             let frame = try flatFrame(width: width, height: height, bytesPerLine: width + 32)
@@ -107,13 +108,13 @@ import Testing
             overlay.draw(text, into: frame)
             let box = overlay.box(characters: text.unicodeScalars.count, pictureWidth: width, pictureHeight: height)
             checkDrawing(before: before, after: frame, box: box)
-            let shown = turnedClockwise(packedLuma(frame), width: width, height: height, by: rotation)
+            let shown = turnedClockwise(packedLuma(frame), width: width, height: height, by: rotation.degrees)
             #expect(shown.width == 160 && shown.height == 120)
             // Cells wholly inside: the ninth ends at 2 + 9·16 = 146; the tenth is cut at 160.
             let read = readText(
                 luma: shown.pixels, width: 160, height: 120, font: font, position: position, scale: 2, length: 12,
                 alphabet: clockAlphabet)
-            #expect(read == "2026-12-0???", "\(position) at \(rotation)°")
+            #expect(read == "2026-12-0???", "\(position) at \(rotation.degrees)°")
         }
         for (width, height) in [(64, 20), (20, 64), (2, 2), (1, 1), (3, 1)] {
             for position in OverlayPosition.allCases {
@@ -129,7 +130,7 @@ import Testing
 
     /// The mask is turned once per text: a frame of another size shown as wide needs no new one.
     @Test func maskIsCachedPerTextAndShownWidth() throws {
-        let overlay = try TextOverlay(font: try defaultFont(), position: .bottomRight, scale: 2, rotation: 90)
+        let overlay = try TextOverlay(font: try defaultFont(), position: .bottomRight, scale: 2, rotation: .clockwise90)
         let first = try flatFrame(width: 320, height: 240)
         let second = try flatFrame(width: 320, height: 240)
         overlay.draw("13:45:07", into: first)
@@ -143,29 +144,21 @@ import Testing
         #expect(overlay.rasterisations == 2)
     }
 
-    /// Only quarter turns; the box's own arithmetic takes any number without trapping.
-    @Test func rotationIsChecked() throws {
+    /// Only quarter turns are rotations; the box follows the one it is given.
+    @Test func rotationIsAQuarterTurn() throws {
         let font = try defaultFont()
-        for rotation in [-90, 45, 360, 1, 271, .max, .min] {
-            #expect(
-                overlayError { _ = try TextOverlay(font: font, position: .topLeft, scale: 1, rotation: rotation) }
-                    == .rotationInvalid(rotation))
+        for degrees in [-90, 45, 360, 1, 271, .max, .min] {
+            #expect(Rotation(degrees: degrees) == nil, "\(degrees)")
         }
-        #expect(
-            OverlayError.rotationInvalid(45).description
-                == "an overlay rotation of 45°: it must be 0, 90, 180 or 270 degrees clockwise (camera.rotation, as the player turns the picture)"
-        )
-        #expect(try TextOverlay(font: font, position: .topLeft, scale: 1).rotation == 0)
-        func box(_ rotation: Int) -> TextBox {
+        #expect(Rotation.allCases.map(\.degrees) == [0, 90, 180, 270])
+        #expect(try TextOverlay(font: font, position: .topLeft, scale: 1).rotation == .none)
+        func box(_ rotation: Rotation) -> TextBox {
             TextBox(
                 characters: 5, font: font, scale: 1, position: .topLeft, pictureWidth: 320, pictureHeight: 240,
                 rotation: rotation)
         }
-        #expect(box(-90) == box(270))
-        #expect(box(450) == box(90))
-        #expect(box(45) == box(0) && box(.max) == box(0) && box(.min).rotation % 90 == 0)
         // Top-left as shown at 90 is the stored frame's bottom-left; the text runs upwards.
-        let turned = box(90)
+        let turned = box(.clockwise90)
         #expect(turned.x == 8 && turned.width == 18 && turned.height == 42 && turned.y == 240 - 8 - 42)
         #expect(turned.cellWidth == 16 && turned.cellHeight == 8)
         #expect(turned.textX == 9 && turned.textY == 240 - 8 - 1 - 8)

@@ -22,8 +22,9 @@ import Testing
         (1280, 720, 0, 101, 100, 56),  // even sides, the height rounded to the nearest even
     ])
     func uprightSize(
-        frameWidth: Int, frameHeight: Int, rotation: Int, width: Int, expectedWidth: Int, expectedHeight: Int
+        frameWidth: Int, frameHeight: Int, degrees: Int, width: Int, expectedWidth: Int, expectedHeight: Int
     ) throws {
+        let rotation = try #require(Rotation(degrees: degrees))
         let frame = try TestFrame.make(width: frameWidth, height: frameHeight, format: .nv12)
         let picture = try SnapshotPicture(copying: frame, rotation: rotation, width: width)
         #expect(picture.width == expectedWidth && picture.height == expectedHeight)
@@ -34,11 +35,11 @@ import Testing
 
     /// The bright square lands where the upright picture puts it, at full size and scaled down,
     /// from NV12 and I420 frames with padded strides: its region is bright, the rest dark.
-    @Test(arguments: [PixelFormat.nv12, .i420], [0, 90, 180, 270])
-    func squareLandsWhereTheUprightPicturePutsIt(format: PixelFormat, rotation: Int) throws {
+    @Test(arguments: [PixelFormat.nv12, .i420], Rotation.allCases)
+    func squareLandsWhereTheUprightPicturePutsIt(format: PixelFormat, rotation: Rotation) throws {
         for scale in [1, 2] {
             let frame = try TestFrame.make(width: 320, height: 240, format: format)
-            let uprightWidth = rotation % 180 == 0 ? 320 : 240
+            let uprightWidth = rotation.isSideways ? 240 : 320
             let picture = try SnapshotPicture(
                 copying: frame, rotation: rotation, width: scale == 1 ? 0 : uprightWidth / scale)
             let decoded = try Decoded(JPEGEncoder.encode(picture, quality: 90), pixelFormat: "gray")
@@ -46,8 +47,9 @@ import Testing
             #expect(decoded.width == uprightWidth / scale)
             let inside = decoded.mean(of: square.inset(by: 4 / scale), channel: 0)
             let outside = decoded.mean(outside: square.inset(by: -4 / scale), channel: 0)
-            #expect(inside > 160, "\(format) rotated \(rotation)° at 1/\(scale): the square's region is \(inside)")
-            #expect(outside < 60, "\(format) rotated \(rotation)° at 1/\(scale): the background is \(outside)")
+            #expect(
+                inside > 160, "\(format) rotated \(rotation.degrees)° at 1/\(scale): the square's region is \(inside)")
+            #expect(outside < 60, "\(format) rotated \(rotation.degrees)° at 1/\(scale): the background is \(outside)")
         }
     }
 
@@ -56,9 +58,9 @@ import Testing
     @Test(arguments: [PixelFormat.nv12, .i420])
     func chromaComesThrough(format: PixelFormat) throws {
         let frame = try TestFrame.make(width: 320, height: 240, format: format)
-        let picture = try SnapshotPicture(copying: frame, rotation: 90, width: 120)
+        let picture = try SnapshotPicture(copying: frame, rotation: .clockwise90, width: 120)
         let decoded = try Decoded(JPEGEncoder.encode(picture, quality: 90), pixelFormat: "rgb24")
-        let square = TestFrame.uprightSquare(rotation: 90).scaled(down: 2).inset(by: 3)
+        let square = TestFrame.uprightSquare(rotation: .clockwise90).scaled(down: 2).inset(by: 3)
         let colour = (0..<3).map { decoded.mean(of: square, channel: $0) }
         let grey = (0..<3).map { decoded.mean(outside: square.inset(by: -6), channel: $0) }
         // Y 180, Cb 100, Cr 160 is about (225, 167, 130) in RGB (full-range BT.601, as JFIF).
@@ -75,7 +77,7 @@ import Testing
     @Test(arguments: [PixelFormat.nv12, .i420])
     func downscalingAverages(format: PixelFormat) throws {
         let frame = try TestFrame.make(width: 64, height: 64, format: format, paint: .checker)
-        let picture = try SnapshotPicture(copying: frame, rotation: 0, width: 32)
+        let picture = try SnapshotPicture(copying: frame, rotation: .none, width: 32)
         #expect(picture.width == 32 && picture.height == 32)
         let luma = picture.samples.prefix(32 * 32)
         #expect(luma.allSatisfy { $0 == 128 }, "luma \(Set(luma).sorted())")
@@ -87,9 +89,9 @@ import Testing
     @Test func nv12AndI420GiveTheSamePicture() throws {
         for width in [0, 160, 100] {
             let nv12 = try SnapshotPicture(
-                copying: TestFrame.make(width: 320, height: 240, format: .nv12), rotation: 0, width: width)
+                copying: TestFrame.make(width: 320, height: 240, format: .nv12), rotation: .none, width: width)
             let i420 = try SnapshotPicture(
-                copying: TestFrame.make(width: 320, height: 240, format: .i420), rotation: 0, width: width)
+                copying: TestFrame.make(width: 320, height: 240, format: .i420), rotation: .none, width: width)
             let firstDifference = nv12.samples.indices.first {
                 $0 < i420.samples.count && nv12.samples[$0] != i420.samples[$0]
             }
@@ -100,7 +102,7 @@ import Testing
 
     @Test func qualityOutOfRangeIsRefusedNamingTheRange() throws {
         let picture = try SnapshotPicture(
-            copying: TestFrame.make(width: 64, height: 48, format: .i420), rotation: 0, width: 0)
+            copying: TestFrame.make(width: 64, height: 48, format: .i420), rotation: .none, width: 0)
         for quality in [0, 101, -5] {
             let error = expectError(SnapshotError.self) { try JPEGEncoder.encode(picture, quality: quality) }
             #expect(error == .invalidQuality(quality))
@@ -113,35 +115,28 @@ import Testing
         }
     }
 
-    /// YUYV and I422 frames are refused with a message naming the format and the fix; so are
-    /// a rotation that is not a right angle and a width out of range.
+    /// YUYV and I422 frames are refused with a message naming the format and the fix; so is a
+    /// width out of range. (A rotation is a `Rotation`: only right angles can be asked for.)
     @Test func badInputIsRefusedWithoutACrash() throws {
         for format in [PixelFormat.yuyv, .i422] {
             let frame = try TestFrame.make(width: 64, height: 48, format: format)
             let error = expectError(SnapshotError.self) {
-                try SnapshotPicture(copying: frame, rotation: 0, width: 0)
+                try SnapshotPicture(copying: frame, rotation: .none, width: 0)
             }
             #expect(error == .unsupportedPixelFormat(format))
             let text = error.map(String.init(describing:)) ?? ""
             #expect(text.contains("\(format)") && text.contains("NV12 or I420"), "\(text)")
         }
         let frame = try TestFrame.make(width: 64, height: 48, format: .nv12)
-        for rotation in [45, -90, 360] {
-            let error = expectError(SnapshotError.self) {
-                try SnapshotPicture(copying: frame, rotation: rotation, width: 0)
-            }
-            #expect(error == .invalidRotation(rotation))
-            #expect(error.map(String.init(describing:))?.contains("0, 90, 180 or 270") == true)
-        }
         for width in [-2, 1, 15, 8194] {
             let error = expectError(SnapshotError.self) {
-                try SnapshotPicture(copying: frame, rotation: 0, width: width)
+                try SnapshotPicture(copying: frame, rotation: .none, width: width)
             }
             #expect(error == .invalidWidth(width))
             #expect(error.map(String.init(describing:))?.contains("16 to 8192") == true)
         }
         let tiny = try TestFrame.make(width: 1, height: 1, format: .i420)
-        let error = expectError(SnapshotError.self) { try SnapshotPicture(copying: tiny, rotation: 0, width: 0) }
+        let error = expectError(SnapshotError.self) { try SnapshotPicture(copying: tiny, rotation: .none, width: 0) }
         #expect(error == .frameTooSmall(width: 1, height: 1))
     }
 }
@@ -180,8 +175,8 @@ enum TestFrame {
 
     /// Where the square lies in the upright 320×240 (or 240×320) picture: worked out by hand,
     /// not by the code under test.
-    static func uprightSquare(rotation: Int) -> Region {
-        switch rotation {
+    static func uprightSquare(rotation: Rotation) -> Region {
+        switch rotation.degrees {
         case 90: Region(x: 128..<192, y: 32..<96)  // x' = 239 − y, y' = x
         case 180: Region(x: 224..<288, y: 128..<192)  // x' = 319 − x, y' = 239 − y
         case 270: Region(x: 48..<112, y: 224..<288)  // x' = y, y' = 319 − x

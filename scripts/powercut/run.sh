@@ -62,16 +62,10 @@ start=$(date +%s)
 sudo=""; [[ $(id -u) == 0 ]] || sudo=sudo
 
 # The file systems' tools run in the VM from this machine's root; xz keeps the fixtures.
-missing=""
-for p in dmsetup e2fsprogs dosfstools exfatprogs f2fs-tools ffmpeg python3 xz-utils; do
-    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
-done
-if [[ -n $missing ]]; then
-    echo "power-cut suite: installing$missing"
-    $sudo apt-get update -q
-    # shellcheck disable=SC2086
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing </dev/null
-fi
+# shellcheck source=scripts/apt-install.sh
+. scripts/apt-install.sh
+apt_ensure "power-cut suite" dmsetup e2fsprogs dosfstools exfatprogs f2fs-tools ffmpeg python3 xz-utils ||
+    { echo "power-cut suite: could not install its tools" >&2; exit 1; }
 
 # The suite's own tests (the list, the digests, the verdicts): seconds, before the VM. The
 # committed list's are left out when it is being made anew.

@@ -31,6 +31,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=scripts/apt-install.sh
+. "$here/../apt-install.sh"
 repo="$(cd "$here/../.." && pwd)"
 suite=trixie
 mirror="${VIGIL_TRIXIE_MIRROR:-http://deb.debian.org/debian}"
@@ -86,8 +88,8 @@ command -v debootstrap >/dev/null || missing="$missing debootstrap"
     || missing="$missing debian-archive-keyring"
 if [ -n "$missing" ]; then
     note "installing:$missing"
-    { apt-get update -q && apt-get install -y -q --no-install-recommends $missing; } </dev/null >"$cache/tools.log" 2>&1 \
-        || { tail -20 "$cache/tools.log" >&2; fail "could not install$missing with apt-get (log above)"; }
+    # shellcheck disable=SC2086 # one word per package
+    APT_LOG="$cache/tools.log" apt_install $missing || fail "could not install$missing with apt-get (log above)"
 fi
 if [ "$kind" = arm64 ]; then
     "$here/binfmt.sh" >&2

@@ -55,6 +55,9 @@ cache=${VIGIL_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vigil-vm}
 jobs=${VICODEC_JOBS:-1}
 sudo=""; [[ $(id -u) == 0 ]] || sudo=sudo
 
+# shellcheck source=scripts/apt-install.sh
+. "$(dirname "$0")/../apt-install.sh"
+
 fail() { echo "build-vicodec: $*" >&2; exit 1; }
 say() { echo "build-vicodec: $*" >&2; }
 
@@ -112,16 +115,7 @@ build() ( # in a subshell: its lock, scratch directory and trap end with it
     download "$common" "$kbuild=$pkgver" "linux-source-$series=$pkgver" ||
         fail "cannot download $common $kbuild=$pkgver linux-source-$series=$pkgver"
 
-    missing=""
-    for p in "$gcc" make kmod xz-utils; do
-        dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
-    done
-    if [[ -n $missing ]]; then
-        say "installing$missing"
-        $sudo apt-get update -q >&2
-        # shellcheck disable=SC2086
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing </dev/null >&2
-    fi
+    apt_ensure build-vicodec "$gcc" make kmod xz-utils || fail "could not install $gcc, make, kmod and xz-utils"
 
     # -------------------------------------------------------------- headers and sources
     root=$work/root
@@ -200,11 +194,7 @@ EOF
 # encoded frames and one LAST flag, decodes the stream back through the stateful decoder and
 # checks that 8 frames come back, the last one of the shade sent.
 check_in_vm() {
-    dpkg-query -W -f='${Status}\n' v4l-utils 2>/dev/null | grep -q '^install ok installed' || {
-        say "installing v4l-utils"
-        $sudo apt-get update -q >&2
-        $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends v4l-utils </dev/null >&2
-    }
+    apt_ensure build-vicodec v4l-utils || fail "could not install v4l-utils"
     local share status
     share=$(mktemp -d /tmp/vicodec-check.XXXXXX)
     # shellcheck disable=SC2016 # expanded in the VM

@@ -48,17 +48,9 @@ exec 9>"$cache/.lock"
 flock 9 # one VM image build at a time; released before the VM starts
 
 # ------------------------------------------------------------------ host packages
-packages="qemu-system-x86 busybox-static cpio kmod xz-utils"
-missing=""
-for p in $packages; do
-    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed' || missing="$missing $p"
-done
-if [[ -n $missing ]]; then
-    say "installing$missing"
-    $sudo apt-get update -q >&2
-    # shellcheck disable=SC2086
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing </dev/null >&2
-fi
+# shellcheck source=scripts/apt-install.sh
+. "$(dirname "$0")/../apt-install.sh"
+apt_ensure run-vm qemu-system-x86 busybox-static cpio kmod xz-utils || fail "could not install the VM's host packages"
 
 # ------------------------------------------------------------------ kernel
 kpkg=${VM_KERNEL_PKG:-}

@@ -1,0 +1,187 @@
+import Configuration
+import Foundation
+import Media
+import TestSupport
+import Testing
+
+@testable import Agent
+@testable import MQTT
+@testable import Recorder
+
+/// docs/events.md against the code: every key each output sends is in the document, and
+/// every key the document lists is sent. A saved clip's keys are the journal's in all three
+/// outputs, with the same values.
+@Suite struct EventsDocumentTests {
+    /// The keys of the first table after the heading `heading` in docs/events.md.
+    static func documented(_ heading: String) throws -> [String] {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("docs/events.md"), encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let start = try #require(lines.firstIndex(of: heading), "docs/events.md has no heading \(heading)")
+        var keys: [String] = []
+        for line in lines[(start + 1)...] {
+            if line.hasPrefix("#") { break }
+            guard line.hasPrefix("| `") else {
+                if !keys.isEmpty { break }
+                continue
+            }
+            let cell = line.dropFirst(3).prefix { $0 != "`" }
+            keys.append(String(cell))
+        }
+        #expect(!keys.isEmpty, "no table under \(heading)")
+        return keys
+    }
+
+    static let journalHeading = "## The journal: `events.jsonl`"
+
+    /// A record with every field known.
+    static let record = ClipRecord(
+        file: "2026-12-03/yard-20261203-101500.mov", camera: "yard", start: "2026-12-03T10:15:00.000+01:00",
+        end: "2026-12-03T10:15:12.500+01:00", cause: .motion, triggerTime: "2026-12-03T10:15:04.000+01:00",
+        triggerSourceSeconds: 64.25, preRollSeconds: 4, durationSeconds: 12.5, frames: 375, audioFrames: 600_000,
+        bytes: 1_234_567, peakScore: 0.0612, part: 1, repaired: true, rebuilt: true,
+        snapshot: "2026-12-03/yard-20261203-101500.jpg", damaged: true, agedFrom: "2026-12-03T10:15:00.000+01:00")
+
+    static func object(_ bytes: [UInt8]) throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+    }
+
+    @Test func theJournalLineHasTheDocumentedKeys() throws {
+        let line = try JSONEncoder().encode(Self.record)
+        let keys = Set(try Self.object(Array(line)).keys)
+        #expect(try keys == Set(Self.documented(Self.journalHeading)))
+        #expect(Set(ClipRecord.keys) == keys)
+    }
+
+    @Test func mqttSendsTheDocumentedKeysAndTheJournalsValues() throws {
+        let storage = MemoryStorage()
+        var messages = MQTTMessages(base: "vigil/yard", camera: "yard", timeZone: TimeZone.gmt)
+        func payload(_ event: AgentEvent) throws -> [String: Any] {
+            let sent = messages.messages(for: event).filter { $0.topic == "vigil/yard/event" }
+            try #require(sent.count == 1, "\(event)")
+            return try Self.object(sent[0].payload)
+        }
+        let trigger = Date(timeIntervalSince1970: 1_796_000_000)
+        let start = try payload(
+            .clipStarted(
+                ClipStarted(
+                    file: Self.record.file, path: storage.path(Self.record.file), camera: "yard", event: 1, part: 1,
+                    trigger: trigger, preRoll: 4, score: 0.05, cause: .motion)))
+        #expect(try Set(start.keys) == Set(Self.documented("### `event`: `start`")))
+        let end = try payload(
+            .motionEnded(MotionEnded(end: trigger.addingTimeInterval(10), peakScore: 0.0612, parts: 1)))
+        #expect(try Set(end.keys) == Set(Self.documented("### `event`: `end`")))
+        let saved = try payload(
+            .clipSaved(
+                ClipSaved(
+                    record: Self.record, path: storage.path(Self.record.file), origin: .closed, storage: storage)))
+        let extra = try Self.documented("### `event`: `saved`")
+        #expect(try Set(saved.keys) == Set(extra + Self.documented(Self.journalHeading)))
+        // The journal's values, under the journal's keys.
+        let line = try Self.object(Array(try JSONEncoder().encode(Self.record)))
+        for (key, value) in line {
+            #expect((saved[key] as? NSObject) == (value as? NSObject), "saved.\(key)")
+        }
+        #expect(saved["clip"] as? String == Self.record.file && saved["type"] as? String == "saved")
+        let deleted = try payload(
+            .clipsDeleted(
+                ClipsDeleted(
+                    deletions: [
+                        Deletion(
+                            clip: StoredFile(relativePath: Self.record.file, size: 1, modified: trigger),
+                            reason: .olderThan(days: 30))
+                    ], storage: storage)))
+        #expect(try Set(deleted.keys) == Set(Self.documented("### `event`: `deleted`")))
+    }
+
+    @Test func theHooksGetTheDocumentedFactsUnderTheJournalsKeys() throws {
+        let storage = MemoryStorage()
+        let started = HookSink.eventStart(
+            ClipStarted(
+                file: Self.record.file, path: storage.path(Self.record.file), camera: "yard", event: 1, part: 1,
+                trigger: Date(timeIntervalSince1970: 1_796_000_000), preRoll: 4, score: 0.05, cause: .motion))
+        #expect(
+            try Set(started.facts.map(\.0) + ["event"]) == Set(Self.documented("### `on_event_start`")))
+        #expect(started.arguments.count == 3)
+
+        let saved = HookSink.clipSaved(
+            ClipSaved(record: Self.record, path: storage.path(Self.record.file), origin: .closed, storage: storage))
+        let keys = saved.facts.map(\.0)
+        #expect(Set(keys).count == keys.count, "a fact given twice: \(keys)")
+        #expect(
+            try Set(keys + ["event"])
+                == Set(Self.documented(Self.journalHeading) + (Self.documented("### `on_clip_saved`"))))
+        // The journal's values, but `file` and `snapshot` as full paths.
+        let facts = Dictionary(uniqueKeysWithValues: saved.facts)
+        for (key, value) in Self.record.facts {
+            switch key {
+            case "file": #expect(facts[key] == storage.path(Self.record.file))
+            case "snapshot": #expect(facts[key] == storage.path(Self.record.snapshot ?? ""))
+            default: #expect(facts[key] == value, "\(key)")
+            }
+        }
+        #expect(facts["duration_s"] == "12.5" && facts["duration"] == "12.5" && facts["peak_score"] == "0.0612")
+    }
+}
+
+/// The stats line and MQTT's `stats` against docs/events.md: the same keys with the same
+/// meaning, `_total` for what counts since the start.
+@Suite struct StatsDocumentTests {
+    /// Two reports' worth of counters: 40 frames lost before, 42 now.
+    static func report() -> StatsReport {
+        var previous = Counters()
+        previous.framesIn = 1500
+        previous.framesLostAtSource = 40
+        previous.framesDroppedAtCapture = 7
+        previous.clipsWritten = 3
+        var now = previous
+        now.framesIn = 3000
+        now.framesEncoded = 1500
+        now.framesLostAtSource = 42
+        now.framesDroppedAtCapture = 10
+        now.clipsWritten = 4
+        now.clipErrors = 1
+        now.peakScore = 0.25
+        now.diskFreeBytes = 5 << 30
+        return StatsReport(now: now, previous: previous, seconds: 60)
+    }
+
+    static let heading = "## Stats: the log line and MQTT's `stats`"
+
+    @Test func theLogLineAndMQTTHaveTheDocumentedKeys() throws {
+        let report = Self.report()
+        let documented = try EventsDocumentTests.documented(Self.heading)
+        #expect(Stats.line(report).map(\.0) == documented)
+        var messages = MQTTMessages(base: "vigil/yard", camera: "yard", timeZone: TimeZone.gmt)
+        let sent = messages.messages(for: .stats(report))
+        let payload = try EventsDocumentTests.object(try #require(sent.first).payload)
+        #expect(try Set(payload.keys) == Set(documented + ["camera"]))
+        for figure in report.figures {
+            #expect((figure.kind == .total) == figure.key.hasSuffix("_total"), "\(figure.key)")
+        }
+    }
+
+    /// A plain name is the interval's figure in both outputs, `_total` the count since start.
+    @Test func theSameNameMeansTheSameInTheLogAndInMQTT() throws {
+        let report = Self.report()
+        let line = Dictionary(uniqueKeysWithValues: Stats.line(report).map { ($0.0, "\($0.1)") })
+        var messages = MQTTMessages(base: "vigil/yard", camera: "yard", timeZone: TimeZone.gmt)
+        let payload = try EventsDocumentTests.object(try #require(messages.messages(for: .stats(report)).first).payload)
+        #expect(line["lost_at_source"] == "2" && payload["lost_at_source"] as? Int == 2)
+        #expect(line["lost_at_source_total"] == "42" && payload["lost_at_source_total"] as? Int == 42)
+        #expect(line["dropped_at_capture"] == "3" && payload["dropped_at_capture"] as? Int == 3)
+        #expect(line["clips_total"] == "4" && payload["clips_total"] as? Int == 4)
+        #expect(line["frames_total"] == "3000" && payload["frames_total"] as? Int == 3000)
+        #expect(payload["fps_in"] as? Double == 25 && line["fps_in"] == "25.0")
+    }
+
+    /// `peak_score` is the interval's: the next line starts from nothing.
+    @Test func thePeakScoreIsTheIntervals() {
+        let stats = Stats()
+        stats.update { $0.peakScore = max($0.peakScore, 0.3) }
+        #expect(stats.closeInterval().peakScore == 0.3)
+        stats.update { $0.peakScore = max($0.peakScore, 0.1) }
+        #expect(stats.closeInterval().peakScore == 0.1)
+    }
+}
