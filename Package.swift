@@ -9,7 +9,10 @@ import PackageDescription
 let package = Package(
     name: "Vigil",
     products: [
-        .executable(name: "vigil", targets: ["vigil"])
+        .executable(name: "vigil", targets: ["vigil"]),
+        // The libcamera plugin (package vigil-libcamera), dlopened by `vigil`, which does not link
+        // libcamera: libcamera's ABI changes with every release.
+        .library(name: "vigil-libcamera", type: .dynamic, targets: ["VigilLibcamera"]),
     ],
     targets: [
         // C libraries from Debian, found through pkg-config.
@@ -20,6 +23,10 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // libcamera (C++), for the plugin only.
+        .systemLibrary(name: "CLibcamera", pkgConfig: "libcamera", providers: [.apt(["libcamera-dev"])]),
+        // The plugin's C ABI (a header, and dlopen): what Capture sees of libcamera.
+        .systemLibrary(name: "CLibcameraPlugin"),
 
         // Pure Swift.
         .target(name: "Logging", dependencies: ["Media"]),
@@ -34,7 +41,9 @@ let package = Package(
         // System calls: errors, retrying interrupted calls, file descriptors that close themselves.
         .target(name: "POSIX"),
         .target(name: "H264", dependencies: ["Media", "POSIX", "CX264", "CV4L2"]),
-        .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA"]),
+        .target(name: "Capture", dependencies: ["Media", "POSIX", "CV4L2", "CALSA", "CLibcameraPlugin"]),
+        // libvigil-libcamera.so: libcamera's cameras behind the C table of CLibcameraPlugin.
+        .target(name: "VigilLibcamera", dependencies: ["CLibcamera"]),
         .target(
             name: "Configuration",
             dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media", "Overlay", "POSIX"]),
@@ -139,5 +148,6 @@ let package = Package(
             name: "vigil-device-tests", dependencies: ["Capture", "H264", "Media", "CV4L2", "CALSA", "TestSupport"],
             path: "Tests/DeviceTests"),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )

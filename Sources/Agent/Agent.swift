@@ -181,7 +181,7 @@ public final class Agent: @unchecked Sendable {
                 [("source", .string(source.source.name)), ("format", .string(source.source.format.description))])
             opened = source
         } catch {
-            guard case .device = settings.camera.device else {
+            guard settings.camera.device.isCamera else {
                 log.error(
                     "cannot open the source",
                     [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
@@ -434,7 +434,7 @@ public final class Agent: @unchecked Sendable {
         var lastSequence: UInt64?
         // YUYV and 4:2:2 become 4:2:0 here, once, for both the detector and the encoder.
         var converter = PlanarConverter(input: source.format)
-        let isCamera: Bool = if case .device = initial.camera.device { true } else { false }
+        let isCamera = initial.camera.device.isCamera
         while !stopping.load(ordering: .relaxed) {
             let frame: VideoFrame?
             do { frame = try source.nextFrame().map(converter.convert) } catch {
