@@ -101,7 +101,7 @@ let package = Package(
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Storage", "Media", "TestSupport"]),
         .testTarget(
             name: "H264Tests", dependencies: ["H264", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "TestSupport"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Media", "POSIX", "TestSupport"]),
         .testTarget(
             name: "MotionDetectionTests",
             dependencies: ["MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
