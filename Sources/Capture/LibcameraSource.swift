@@ -125,17 +125,23 @@ public final class LibcameraSource: FrameSource {
         stream.started()
         self.stream = stream
         self.plan = plan
+        // A camera without FrameDurationLimits (vimc) runs at its own rate, which it does not
+        // state: frames keep their own timestamps, as a V4L2 camera's do at the driver's rate.
+        let settable = started.frame_duration_ns > 0
         let copied: String?
+        var format: VideoFormat
         switch plan {
-        case .direct(let format, _):
-            self.format = format
+        case .direct(let layout, _):
+            format = layout
             pool = nil
             copied = nil
-        case .copy(_, let format, let reason):
-            self.format = format
-            pool = FramePool(bufferSize: format.bufferSize, maximumIdle: 4)
+        case .copy(_, let layout, let reason):
+            format = layout
+            pool = FramePool(bufferSize: layout.bufferSize, maximumIdle: 4)
             copied = reason
         }
+        if !settable { format.frameRate = nil }
+        self.format = format
         negotiation = LibcameraNegotiation(
             camera: cameraID, pixelFormat: pixelName, width: Int(configured.width), height: Int(configured.height),
             stride: Int(configured.stride), buffers: buffers.count,
@@ -144,7 +150,7 @@ public final class LibcameraSource: FrameSource {
         let interval = Timestamp.Duration(nanoseconds: 5 * duration)
         self.stallTimeout = stallTimeout ?? max(Timestamp.Duration(seconds: 2), interval)
         firstFrameTimeout = max(self.stallTimeout, Timestamp.Duration(seconds: 5))
-        timeline = FrameTimeline(rate: rate)
+        timeline = settable ? FrameTimeline(rate: rate) : nil
     }
 
     deinit {
@@ -204,7 +210,7 @@ public final class LibcameraSource: FrameSource {
                 let owner = stream
                 let mapping = stream.mappings[index][0]
                 bytes = FrameBuffer(borrowing: mapping.base, count: mapping.length, release: { owner.requeue(index) })
-            case .copy(let source, let format, _):
+            case .copy(let source, _, _):
                 // A pool is made with every copy plan.
                 bytes = pool!.take()
                 LibcameraLayout.copy(
