@@ -445,6 +445,13 @@ public final class Agent: @unchecked Sendable {
                     queue.push(.end(error))
                     return
                 }
+                if case .needsRestart = error {
+                    log.error(
+                        "camera lost for this process; closing the clip and stopping so that the service restarts vigil",
+                        [("source", .string(source.name)), ("error", .string(error.description))])
+                    queue.push(.end(error))
+                    return
+                }
                 log.warning(
                     "camera lost; closing the clip and retrying",
                     [("source", .string(source.name)), ("error", .string(error.description))])

@@ -103,6 +103,9 @@ public enum CaptureError: Error, Equatable, CustomStringConvertible {
     case deviceLost(source: String, reason: String)
     /// A running device delivered nothing for `seconds`.
     case stalled(source: String, seconds: Double)
+    /// The device cannot be opened again by this process, only by a new one (a libcamera
+    /// camera that vanished while streaming): the agent stops so that its service restarts it.
+    case needsRestart(source: String, reason: String)
 
     public var description: String {
         switch self {
@@ -122,6 +125,8 @@ public enum CaptureError: Error, Equatable, CustomStringConvertible {
             "\(source): the file ends inside frame \(frame) (\(read) of \(expected) bytes); it was cut short — the frames before it are usable"
         case .deviceLost(let source, let reason):
             "\(source) stopped working: \(reason)"
+        case .needsRestart(let source, let reason):
+            "\(source): \(reason)"
         case .stalled(let source, let seconds):
             "\(source) delivered nothing for \(DecimalText.fixed(seconds, 1)) s — the device stalled (driver or firmware hang, or a loose cable)"
         }

@@ -98,7 +98,8 @@ public enum LibcameraLayout {
             layouts = first.enumerated().map { index, plane in
                 let extent = pixel.planeExtent(index, width: width, height: height)
                 let planeStride = index == 0 || pixel == .nv12 ? stride : stride / 2
-                return PlaneLayout(offset: plane.offset, stride: planeStride, bytesPerRow: extent.bytesPerRow, rows: extent.rows)
+                return PlaneLayout(
+                    offset: plane.offset, stride: planeStride, bytesPerRow: extent.bytesPerRow, rows: extent.rows)
             }
         } else if first.count == 1 {
             // One plane described for the whole frame: the planes follow one another in it.

@@ -90,7 +90,9 @@ public enum LibcameraProbe {
         var infos = [vigil_lc_camera_info](repeating: vigil_lc_camera_info(), count: capacity)
         var count: UInt32 = 0
         var error = vigil_lc_error()
-        let status = infos.withUnsafeMutableBufferPointer { plugin.list($0.baseAddress, UInt32(capacity), &count, &error) }
+        let status = infos.withUnsafeMutableBufferPointer {
+            plugin.list($0.baseAddress, UInt32(capacity), &count, &error)
+        }
         guard status == 0 else { return .failure(.libcamera(LibcameraCallError(error).message)) }
         return .success(infos.prefix(min(Int(count), capacity)).map(listing))
     }
@@ -157,12 +159,15 @@ extension DeviceReport {
             out +=
                 "    \(format.name.padded(to: 9)) \(format.minimum.width)x\(format.minimum.height) to \(format.maximum.width)x\(format.maximum.height)\(format.isConverted ? " (converted)" : "")\n"
             if !format.sizes.isEmpty {
-                out += "              sizes: " + format.sizes.map { "\($0.width)x\($0.height)" }.joined(separator: " ") + "\n"
+                out +=
+                    "              sizes: " + format.sizes.map { "\($0.width)x\($0.height)" }.joined(separator: " ")
+                    + "\n"
             }
         }
         let others = camera.formats.filter { !$0.isUsable }.map(\.name)
         if !others.isEmpty { out += "  other formats (not used): \(others.joined(separator: ", "))\n" }
-        out += camera.hasFrameRateControl ? "" : "  frame rate: the camera's own (it has no FrameDurationLimits control)\n"
+        out +=
+            camera.hasFrameRateControl ? "" : "  frame rate: the camera's own (it has no FrameDurationLimits control)\n"
         out += "  paste into the configuration:\n"
         out += "    camera = {\n"
         out += "      device = \"\(first ? "libcamera" : "libcamera:" + camera.id)\";\n"

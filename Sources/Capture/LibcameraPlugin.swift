@@ -1,4 +1,5 @@
 internal import CLibcameraPlugin
+internal import Glibc
 import Media
 internal import POSIX
 
@@ -41,7 +42,9 @@ final class LibcameraPlugin: @unchecked Sendable {
     let libcameraVersion: String
     // The table's functions (vigil_libcamera.h says what each does).
     typealias Error = UnsafeMutablePointer<vigil_lc_error>?
-    let list: @convention(c) (UnsafeMutablePointer<vigil_lc_camera_info>?, UInt32, UnsafeMutablePointer<UInt32>?, Error) -> Int32
+    let list:
+        @convention(c) (UnsafeMutablePointer<vigil_lc_camera_info>?, UInt32, UnsafeMutablePointer<UInt32>?, Error) ->
+            Int32
     let open: @convention(c) (UnsafePointer<CChar>?, Error) -> OpaquePointer?
     let cameraID: @convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?
     let configure:
@@ -85,9 +88,9 @@ final class LibcameraPlugin: @unchecked Sendable {
             paths.append(String(executable[..<slash]) + "/" + fileName)
         }
         #if arch(x86_64)
-            paths.append("/usr/lib/x86_64-linux-gnu/vigil/" + fileName)
+        paths.append("/usr/lib/x86_64-linux-gnu/vigil/" + fileName)
         #elseif arch(arm64)
-            paths.append("/usr/lib/aarch64-linux-gnu/vigil/" + fileName)
+        paths.append("/usr/lib/aarch64-linux-gnu/vigil/" + fileName)
         #endif
         paths.append("/usr/lib/vigil/" + fileName)
         return paths
@@ -158,13 +161,18 @@ struct LibcameraCallError: Error, Sendable {
 
     /// ENODEV, ENXIO, EIO, ESHUTDOWN, as for V4L2: the camera went away or broke.
     var meansCameraLost: Bool { V4L2Call.deviceGone(code) }
+    /// ENOTRECOVERABLE: libcamera cannot be used again in this process (a camera vanished
+    /// without libcamera noticing); only a new process can open the camera.
+    var needsRestart: Bool { code == ENOTRECOVERABLE }
 }
 
 /// The `count` first elements of a C array imported as a tuple.
 func elements<Tuple, Element>(of tuple: Tuple, as: Element.Type, count: Int) -> [Element] {
     withUnsafeBytes(of: tuple) { raw in
         let capacity = raw.count / MemoryLayout<Element>.stride
-        return (0..<min(count, capacity)).map { raw.load(fromByteOffset: $0 * MemoryLayout<Element>.stride, as: Element.self) }
+        return (0..<min(count, capacity)).map {
+            raw.load(fromByteOffset: $0 * MemoryLayout<Element>.stride, as: Element.self)
+        }
     }
 }
 

@@ -158,7 +158,8 @@ public final class LibcameraSource: FrameSource {
     }
 
     static func openError(_ source: String, _ error: LibcameraCallError) -> CaptureError {
-        .cannotOpen(source: source, reason: error.message)
+        error.needsRestart
+            ? .needsRestart(source: source, reason: error.message) : .cannotOpen(source: source, reason: error.message)
     }
 
     public func nextFrame() throws(CaptureError) -> VideoFrame? {
@@ -191,7 +192,9 @@ public final class LibcameraSource: FrameSource {
             guard index >= 0, index < stream.mappings.count else {
                 throw CaptureError.readFailed(
                     source: name, frame: delivered + 1,
-                    reason: "the camera completed buffer \(index), which it never granted (\(stream.mappings.count) buffers)")
+                    reason:
+                        "the camera completed buffer \(index), which it never granted (\(stream.mappings.count) buffers)"
+                )
             }
             if frame.status == UInt32(VIGIL_LC_FRAME_CANCELLED) { continue }
             if frame.status != UInt32(VIGIL_LC_FRAME_OK) {
@@ -224,7 +227,8 @@ public final class LibcameraSource: FrameSource {
     }
 
     private func streamError(_ error: LibcameraCallError) -> CaptureError {
-        error.meansCameraLost
+        if error.needsRestart { return .needsRestart(source: name, reason: error.message) }
+        return error.meansCameraLost
             ? .deviceLost(source: name, reason: error.message)
             : .readFailed(source: name, frame: delivered + 1, reason: error.message)
     }

@@ -8,6 +8,9 @@
 
 #include <libcamera/libcamera.h>
 
+#include <dirent.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -35,38 +38,58 @@ void fail(vigil_lc_error *error, int32_t code, const std::string &message)
     std::snprintf(error->message, sizeof(error->message), "%s", message.c_str());
 }
 
+std::string builtVersion()
+{
+    return std::to_string(LIBCAMERA_VERSION_MAJOR) + "." + std::to_string(LIBCAMERA_VERSION_MINOR) + "." +
+           std::to_string(LIBCAMERA_VERSION_PATCH);
+}
+
 void copyText(char *to, size_t size, const std::string &text)
 {
     std::snprintf(to, size, "%s", text.c_str());
 }
 
-// The process's camera manager, shared by every open camera and listing.
+// The process's camera manager, shared by every open camera and listing. A plain pointer: it is
+// deleted when its last user is done, never by the process's exit (which may come while a camera
+// still runs, and libcamera aborts when a running camera's manager is destroyed).
 std::mutex managerLock;
-std::unique_ptr<CameraManager> manager;
+CameraManager *manager = nullptr;
 int managerUsers = 0;
+// Set once a camera vanished while it streamed and libcamera was not told (see
+// heldDeviceVanished): that camera can be neither stopped nor freed, nor its manager, and the
+// manager would abort when the camera came back under the same id. libcamera cannot be used
+// again in this process.
+bool poisoned = false;
+std::string poisonedBy;
 
 CameraManager *takeManager(vigil_lc_error *error)
 {
     std::lock_guard<std::mutex> hold(managerLock);
+    if (poisoned) {
+        fail(error, ENOTRECOVERABLE, poisonedBy);
+        return nullptr;
+    }
     if (!manager) {
-        auto fresh = std::make_unique<CameraManager>();
+        auto *fresh = new CameraManager;
         int rc = fresh->start();
         if (rc < 0) {
+            delete fresh;
             fail(error, -rc, "libcamera's camera manager did not start (" + std::string(std::strerror(-rc)) + ")");
             return nullptr;
         }
-        manager = std::move(fresh);
+        manager = fresh;
     }
     managerUsers++;
-    return manager.get();
+    return manager;
 }
 
 void dropManager()
 {
     std::lock_guard<std::mutex> hold(managerLock);
-    if (--managerUsers == 0) {
+    if (--managerUsers == 0 && !poisoned) {
         manager->stop();
-        manager.reset();
+        delete manager;
+        manager = nullptr;
     }
 }
 
@@ -112,6 +135,35 @@ void describeFormats(Camera &camera, vigil_lc_camera_info &info)
     }
 }
 
+// Whether a camera device node this process holds open has been removed (its /proc/self/fd link
+// then ends in " (deleted)"). libcamera 0.0.3 does not always tell a camera it was disconnected
+// when its media device goes (the enumerator logs the removal, the camera never hears of it),
+// and stopping such a camera aborts the process; this is how the plugin knows.
+bool heldDeviceVanished()
+{
+    DIR *fds = opendir("/proc/self/fd");
+    if (!fds)
+        return false;
+    bool vanished = false;
+    while (dirent *entry = readdir(fds)) {
+        char path[64], target[256];
+        std::snprintf(path, sizeof(path), "/proc/self/fd/%s", entry->d_name);
+        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        if (n <= 0)
+            continue;
+        target[n] = 0;
+        std::string link(target);
+        bool camera = link.rfind("/dev/media", 0) == 0 || link.rfind("/dev/video", 0) == 0 ||
+                      link.rfind("/dev/v4l-subdev", 0) == 0;
+        if (camera && link.size() > 10 && link.compare(link.size() - 10, 10, " (deleted)") == 0) {
+            vanished = true;
+            break;
+        }
+    }
+    closedir(fds);
+    return vanished;
+}
+
 } // namespace
 
 struct vigil_lc_camera {
@@ -122,17 +174,21 @@ struct vigil_lc_camera {
     Stream *stream = nullptr;
     bool acquired = false;
     bool running = false;
+    // Its device vanished while it ran: libcamera must not be asked to stop or release it.
+    bool abandoned = false;
 
     std::mutex lock;
     std::condition_variable ready;
     std::deque<Request *> completed;
     bool disconnected = false;
+    std::chrono::steady_clock::time_point lastCompletion = std::chrono::steady_clock::now();
 
     void complete(Request *request)
     {
         {
             std::lock_guard<std::mutex> hold(lock);
             completed.push_back(request);
+            lastCompletion = std::chrono::steady_clock::now();
         }
         ready.notify_one();
     }
@@ -154,21 +210,25 @@ int32_t listCameras(vigil_lc_camera_info *cameras, uint32_t capacity, uint32_t *
     CameraManager *cm = takeManager(error);
     if (!cm)
         return -1;
-    auto all = cm->cameras();
-    *count = static_cast<uint32_t>(all.size());
-    for (uint32_t i = 0; i < all.size() && i < capacity; i++) {
-        Camera &camera = *all[i];
-        vigil_lc_camera_info &info = cameras[i];
-        std::memset(&info, 0, sizeof(info));
-        copyText(info.id, sizeof(info.id), camera.id());
-        const ControlList &properties = camera.properties();
-        auto model = properties.get(properties::Model);
-        copyText(info.model, sizeof(info.model), model ? *model : "");
-        auto location = properties.get(properties::Location);
-        info.location = location ? *location : -1;
-        info.has_autofocus = camera.controls().count(&controls::AfMode) ? 1 : 0;
-        info.has_frame_rate = camera.controls().count(&controls::FrameDurationLimits) ? 1 : 0;
-        describeFormats(camera, info);
+    {
+        // Every reference to a camera must be gone before the manager stops: it deletes the
+        // media devices the cameras hold.
+        auto all = cm->cameras();
+        *count = static_cast<uint32_t>(all.size());
+        for (uint32_t i = 0; i < all.size() && i < capacity; i++) {
+            Camera &camera = *all[i];
+            vigil_lc_camera_info &info = cameras[i];
+            std::memset(&info, 0, sizeof(info));
+            copyText(info.id, sizeof(info.id), camera.id());
+            const ControlList &properties = camera.properties();
+            auto model = properties.get(properties::Model);
+            copyText(info.model, sizeof(info.model), model ? *model : "");
+            auto location = properties.get(properties::Location);
+            info.location = location ? *location : -1;
+            info.has_autofocus = camera.controls().count(&controls::AfMode) ? 1 : 0;
+            info.has_frame_rate = camera.controls().count(&controls::FrameDurationLimits) ? 1 : 0;
+            describeFormats(camera, info);
+        }
     }
     dropManager();
     return 0;
@@ -189,6 +249,7 @@ vigil_lc_camera *openCamera(const char *id, vigil_lc_error *error)
         fail(error, -rc,
              rc == -EBUSY ? "camera " + camera->id() + " is in use by another program (another vigil, rpicam-apps, a libcamera app)"
                           : "acquiring camera " + camera->id() + " failed (" + std::strerror(-rc) + ")");
+        camera.reset();
         dropManager();
         return nullptr;
     }
@@ -326,6 +387,20 @@ int32_t dequeue(vigil_lc_camera *handle, int32_t timeoutMs, vigil_lc_frame *fram
                 fail(error, ENODEV, "camera " + handle->camera->id() + " was disconnected");
                 return -1;
             }
+            if (std::chrono::steady_clock::now() - handle->lastCompletion > std::chrono::seconds(1) &&
+                heldDeviceVanished()) {
+                handle->abandoned = true;
+                std::string message = "camera " + handle->camera->id() +
+                                      " vanished while streaming, and libcamera " + builtVersion() +
+                                      " cannot stop or reopen a camera it was not told had gone: vigil must be restarted to use it again";
+                {
+                    std::lock_guard<std::mutex> holdManager(managerLock);
+                    poisoned = true;
+                    poisonedBy = message;
+                }
+                fail(error, ENOTRECOVERABLE, message);
+                return -1;
+            }
             return 0;
         }
         request = handle->completed.front();
@@ -379,9 +454,18 @@ void stop(vigil_lc_camera *handle)
         if (!handle->running)
             return;
         handle->running = false;
+        // A camera whose device went away unannounced cannot be stopped: libcamera 0.0.3
+        // asserts that every queued request came back, and a vanished device returns none
+        // (the process aborts).
+        if (!handle->disconnected && !handle->abandoned && heldDeviceVanished()) {
+            handle->abandoned = true;
+            std::lock_guard<std::mutex> holdManager(managerLock);
+            poisoned = true;
+            poisonedBy = "camera " + handle->camera->id() + " vanished while streaming: vigil must be restarted to use it again";
+        }
     }
-    // Cancels the requests still queued; their completions arrive before stop returns.
-    handle->camera->stop();
+    if (!handle->abandoned)
+        handle->camera->stop();  // cancels the queued requests; they complete before it returns
     std::lock_guard<std::mutex> hold(handle->lock);
     handle->completed.clear();
 }
@@ -389,22 +473,22 @@ void stop(vigil_lc_camera *handle)
 void closeCamera(vigil_lc_camera *handle)
 {
     stop(handle);
+    if (handle->abandoned) {
+        // Freeing any of it would reach the vanished camera's pipeline (whose threads still
+        // run): it is left as it is, for the rest of the process.
+        dropManager();
+        return;
+    }
     handle->camera->requestCompleted.disconnect(handle);
     handle->camera->disconnected.disconnect(handle);
     handle->requests.clear();
     handle->allocator.reset();
     handle->config.reset();
-    if (handle->acquired)
+    if (handle->acquired && !handle->abandoned)
         handle->camera->release();
     handle->camera.reset();
     delete handle;
     dropManager();
-}
-
-std::string builtVersion()
-{
-    return std::to_string(LIBCAMERA_VERSION_MAJOR) + "." + std::to_string(LIBCAMERA_VERSION_MINOR) + "." +
-           std::to_string(LIBCAMERA_VERSION_PATCH);
 }
 
 } // namespace

@@ -1,8 +1,9 @@
-@testable import Capture
 import Media
 import POSIX
 import TestSupport
 import Testing
+
+@testable import Capture
 
 @Suite struct LibcameraSpecifierTests {
     @Test func namesTheFirstCameraOrOneByItsID() throws {
@@ -11,7 +12,8 @@ import Testing
         #expect(try SourceSpecifier(parsing: "libcamera:" + id) == .libcamera(camera: id))
         // vimc's id has colons and a dot in it: everything after the first "libcamera:" is the id.
         #expect(
-            try SourceSpecifier(parsing: "libcamera:platform/vimc.0 Sensor B") == .libcamera(camera: "platform/vimc.0 Sensor B"))
+            try SourceSpecifier(parsing: "libcamera:platform/vimc.0 Sensor B")
+                == .libcamera(camera: "platform/vimc.0 Sensor B"))
         #expect(SourceSpecifier.libcamera(camera: nil).description == "libcamera")
         #expect(SourceSpecifier.libcamera(camera: id).description == "libcamera:" + id)
         #expect(SourceSpecifier.libcamera(camera: nil).isCamera && SourceSpecifier.device(path: "/dev/video0").isCamera)
@@ -55,10 +57,12 @@ import Testing
     @Test func paddedI420KeepsItsStrides() throws {
         let y = 1296 * 720
         let c = 648 * 360
-        let buffers = [[
-            Plane(descriptor: 9, offset: 0, length: y), Plane(descriptor: 9, offset: y, length: c),
-            Plane(descriptor: 9, offset: y + c, length: c),
-        ]]
+        let buffers = [
+            [
+                Plane(descriptor: 9, offset: 0, length: y), Plane(descriptor: 9, offset: y, length: c),
+                Plane(descriptor: 9, offset: y + c, length: c),
+            ]
+        ]
         let plan = try LibcameraLayout.plan(
             source: .yuv(.i420), width: 1280, height: 720, stride: 1296, buffers: buffers, frameRate: nil)
         guard case .direct(let format, _) = plan else {
@@ -82,9 +86,11 @@ import Testing
     }
 
     @Test func planesInSeparateBuffersAreCopied() throws {
-        let buffers = [[
-            Plane(descriptor: 3, offset: 0, length: 640 * 480), Plane(descriptor: 4, offset: 0, length: 640 * 240),
-        ]]
+        let buffers = [
+            [
+                Plane(descriptor: 3, offset: 0, length: 640 * 480), Plane(descriptor: 4, offset: 0, length: 640 * 240),
+            ]
+        ]
         let plan = try LibcameraLayout.plan(
             source: .yuv(.nv12), width: 640, height: 480, stride: 640, buffers: buffers, frameRate: nil)
         guard case .copy(let source, let format, let reason) = plan else {
@@ -233,7 +239,9 @@ import Testing
     /// A shared object that is not the plugin (no entry symbol) is refused with the linker's words.
     @Test func aLibraryThatIsNotThePluginIsRefused() throws {
         let libc = try #require(
-            ["/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6"].first(where: { fileExists(atPath: $0) }))
+            ["/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6"].first(where: {
+                fileExists(atPath: $0)
+            }))
         let error = expectError(LibcameraPluginError.self) { try LibcameraPlugin.load(candidates: [libc]) }
         guard case .unloadable(let path, let reason)? = error else {
             Issue.record("expected unloadable, got \(String(describing: error))")
@@ -255,4 +263,3 @@ import Testing
         }
     }
 }
-

@@ -113,7 +113,10 @@ func failure(_ text: String) -> ConfigurationError? {
             ("camera = { realtime = 1; };", 1, "camera.realtime must be true or false, not a whole number"),
             ("camera = { device = \"video0\"; };", 1, "camera.device = \"video0\" is not a device"),
             ("camera = { device = \"file:\"; };", 1, "camera.device = \"file:\" is not a device"),
-            ("camera = { device = \"libcamera:\"; };", 1, "camera.device = \"libcamera:\" is not a device — use a device path such as \"/dev/video0\", \"libcamera\""),
+            (
+                "camera = { device = \"libcamera:\"; };", 1,
+                "camera.device = \"libcamera:\" is not a device — use a device path such as \"/dev/video0\", \"libcamera\""
+            ),
             ("camera = { name = \"front door\"; };", 1, "camera.name = \"front door\" cannot go into file names"),
             ("camera = { name = 7; };", 1, "camera.name must be a string in double quotes, not a whole number"),
             ("cammera = { width = 640; };", 1, "unknown section 'cammera' — did you mean 'camera'?"),

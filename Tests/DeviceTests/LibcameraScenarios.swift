@@ -7,6 +7,10 @@ import TestSupport
 /// The libcamera source against a real kernel camera: vimc through libcamera's vimc pipeline,
 /// the vigil-libcamera plugin built beside the binaries under test.
 enum LibcameraScenarios {
+    /// libcamera 0.0.3's vimc pipeline makes widths and heights that are multiples of 6 (its
+    /// scaler triples the sensor's size, which must be even): 648x480 exactly, 640x480 as 636x480.
+    static let width = 648, height = 480
+
     /// vimc has no frame rate control: its streamer thread makes a frame, then sleeps a 60th of
     /// a second, so frames come no faster than 60 a second (slower under emulation).
     static let vimcRate = "60/1"
@@ -21,10 +25,11 @@ enum LibcameraScenarios {
         }
         listing(r, vigil: vigil)
         direct(r)
-        unbind(r)
         memory(r)
         var clips = agent(r, vigil: vigil, out: out)
         clips += libcamerify(r, vigil: vigil, out: out)
+        // Last: after it, libcamera cannot be used in this process.
+        unbind(r)
         return clips
     }
 
@@ -43,7 +48,8 @@ enum LibcameraScenarios {
         r.check(!cam.isEmpty && cam == ours, "cam -l and vigil probe list the same cameras", "\(cam) vs \(ours)")
         r.check(
             section.contains("BGR888") || section.contains("RGB888"),
-            "vigil probe lists vimc's formats (RGB, converted)", section.split(separator: "\n").prefix(6).joined(separator: " | "))
+            "vigil probe lists vimc's formats (RGB, converted)",
+            section.split(separator: "\n").prefix(6).joined(separator: " | "))
         let one = (try? Child.run(vigil, ["probe", "libcamera:" + Vimc.cameraID]))
         r.check(
             one?.status == 0 && one?.stdout.contains("device = \"libcamera\";") == true,
@@ -54,11 +60,12 @@ enum LibcameraScenarios {
     static func direct(_ r: Report) {
         do {
             let opened = MonotonicClock.now()
-            let camera = try LibcameraSource(camera: nil, request: CameraRequest(width: 640, height: 480, fps: 30))
-            r.figure("640x480 at 30 asked: \(camera.negotiation)")
+            let camera = try LibcameraSource(
+                camera: nil, request: CameraRequest(width: width, height: height, fps: 30))
+            r.figure("\(width)x\(height) at 30 asked: \(camera.negotiation)")
             r.check(
-                camera.format.width == 640 && camera.format.height == 480 && camera.format.pixelFormat == .i420,
-                "640x480 is delivered as I420", "\(camera.format)")
+                camera.format.width == width && camera.format.height == height && camera.format.pixelFormat == .i420,
+                "\(width)x\(height) is delivered as I420", "\(camera.format)")
             try Vimc.setPattern(.white)
             var frames = try takeFrames(camera, count: 90)
             let first = frames.first!, last = frames.last!
@@ -82,30 +89,37 @@ enum LibcameraScenarios {
             frames = try takeFrames(camera, count: 30)
             let black = frames.suffix(10).map(\.luma).reduce(0, +) / 10
             r.figure("mean luma: white pattern \(fixed(white, 1)), black \(fixed(black, 1))")
-            r.check(white > 200 && black < 40, "the picture is the sensor's (RGB converted to I420)")
+            r.check(
+                white > black + 80, "the picture is the sensor's: its white and black patterns (RGB converted to I420)")
             try Vimc.setPattern(.colorbar75)
         } catch {
-            r.fail("640x480: \(error)")
+            r.fail("\(width)x\(height): \(error)")
         }
         do {
-            let camera = try LibcameraSource(camera: Vimc.cameraID, request: CameraRequest(width: 643, height: 481, fps: 30))
+            let camera = try LibcameraSource(
+                camera: Vimc.cameraID, request: CameraRequest(width: 640, height: 480, fps: 30))
             let frames = try takeFrames(camera, count: 10)
-            r.figure("643x481 asked: \(camera.negotiation)")
+            r.figure("640x480 asked: \(camera.negotiation)")
             r.check(
-                (camera.format.width, camera.format.height) != (643, 481) && camera.format.width == camera.negotiation.width
+                (camera.format.width, camera.format.height) != (640, 480)
+                    && camera.format.width == camera.negotiation.width
                     && camera.format.height == camera.negotiation.height && frames.count == 10,
                 "a size vimc cannot make is rounded, and frames come at the rounded size",
                 "\(camera.format.width)x\(camera.format.height)")
         } catch {
-            r.fail("643x481: \(error)")
+            r.fail("640x480: \(error)")
         }
     }
 
-    /// vimc unbound while streaming: the source says the camera is gone; opening fails while it is;
-    /// bound again, it opens and streams.
+    /// vimc unbound while streaming. libcamera 0.0.3's vimc pipeline (like the Raspberry Pi's)
+    /// does not tell its camera that the device went: the source sees the camera's nodes gone,
+    /// says so, and leaves libcamera alone (stopping the camera would abort the process); only a
+    /// new process can open the camera again (the agent exits for its service to restart it: see
+    /// `agent`).
     static func unbind(_ r: Report) {
         do {
-            let camera = try LibcameraSource(camera: nil, request: CameraRequest(width: 640, height: 480, fps: 30))
+            let camera = try LibcameraSource(
+                camera: nil, request: CameraRequest(width: width, height: height, fps: 30))
             _ = try takeFrames(camera, count: 5)
             let pulled = MonotonicClock.now()
             try Vimc.unbind()
@@ -113,26 +127,30 @@ enum LibcameraScenarios {
                 _ = try takeFrames(camera, count: 500)
                 r.fail("frames went on after vimc was unbound")
             } catch {
-                r.figure("unbound while streaming: \(error) (after \(fixed((MonotonicClock.now() - pulled).seconds, 2)) s)")
-                let lost: Bool
-                switch error {
-                case .deviceLost, .stalled: lost = true
-                default: lost = false
+                r.figure(
+                    "unbound while streaming: \(error) (after \(fixed((MonotonicClock.now() - pulled).seconds, 2)) s)")
+                if case .needsRestart = error {
+                    r.check(
+                        error.description.contains("vigil must be restarted"),
+                        "unbinding while streaming ends the stream, saying a restart is needed, without aborting")
+                } else {
+                    r.fail("unbinding threw \(error)")
                 }
-                r.check(lost, "unbinding while streaming ends the stream as a lost camera (the agent retries)")
             }
             try Vimc.waitForCamera(present: false)
             do {
-                _ = try LibcameraSource(camera: nil, request: CameraRequest(width: 640, height: 480, fps: 30))
-                r.fail("the camera opened while unbound")
+                _ = try LibcameraSource(camera: nil, request: CameraRequest(width: width, height: height, fps: 30))
+                r.fail("libcamera opened a camera again in the same process")
             } catch {
-                r.figure("opening while unbound: \(error)")
-                r.check(error.description.contains("libcamera finds no camera"), "opening while unbound says there is no camera")
+                r.figure("opening again in the same process: \(error)")
+                if case .needsRestart = error {
+                    r.check(true, "the same process then refuses libcamera cameras and says why")
+                } else {
+                    r.fail("opening again threw \(error)")
+                }
             }
-            try Vimc.bind()
-            try Vimc.waitForCamera(present: true)
-            let back = try LibcameraSource(camera: nil, request: CameraRequest(width: 640, height: 480, fps: 30))
-            r.check(try takeFrames(back, count: 10).count == 10, "bound again, the camera opens and streams")
+            // vimc stays unbound: bound again, the camera would come back into this process's
+            // camera manager under the id it still holds, and libcamera aborts on that.
         } catch {
             r.fail("unbind: \(error)")
         }
@@ -143,7 +161,8 @@ enum LibcameraScenarios {
         let count = Int(ProcessInfo.processInfo.environment["VIGIL_LIBCAMERA_FRAMES"] ?? "") ?? 10_000
         do {
             let camera = try LibcameraSource(camera: nil, request: CameraRequest(width: 320, height: 240, fps: 30))
-            _ = try takeFrames(camera, count: 300)
+            // Pools and libcamera's own allocations settle in the first frames.
+            _ = try takeFrames(camera, count: 1000)
             let before = residentBytes()
             let start = MonotonicClock.now()
             var taken = 0
@@ -156,15 +175,17 @@ enum LibcameraScenarios {
                 "\(taken) frames of 320x240 in \(fixed((MonotonicClock.now() - start).seconds, 1)) s; resident \(before >> 10) KiB before, \(after >> 10) KiB after"
             )
             r.check(
-                taken == count && after - before < 2 << 20, "\(count) frames with the resident memory flat (under 2 MiB more)",
+                taken == count && after - before < 2 << 20,
+                "\(count) frames with the resident memory flat (under 2 MiB more)",
                 "\((after - before) >> 10) KiB more")
         } catch {
             r.fail("memory: \(error)")
         }
     }
 
-    /// `vigil run` on `camera.device = "libcamera"`: clips, then vimc unbound while recording and
-    /// bound again, then stopped and started again.
+    /// `vigil run` on `camera.device = "libcamera"`: a clip, then vimc unbound while recording
+    /// (the agent saves the clip and exits for its service to restart it), restarted while the
+    /// camera is away, bound again (recording resumes), then stopped and started again.
     static func agent(_ r: Report, vigil: String, out: String) -> [ClipExpectation] {
         let dir = out + "/libcamera", storage = dir + "/clips"
         var expected: [ClipExpectation] = []
@@ -172,36 +193,46 @@ enum LibcameraScenarios {
             try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let configPath = dir + "/vigil.conf"
             try AgentScenarios.config(
-                camera: "libcamera", width: 640, height: 480, fps: 30, audio: nil, storage: storage, preRoll: 1,
+                camera: "libcamera", width: width, height: height, fps: 30, audio: nil, storage: storage, preRoll: 1,
                 postRoll: 2
             )
             .write(toFile: configPath, atomically: true, encoding: .utf8)
             let agent = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent.log")
             r.check(agent.waitFor("vigil running", timeout: 30), "vigil run starts on camera.device = \"libcamera\"")
             for line in agent.entries("source open") { r.figure(line) }
-            var flicker = PatternFlicker()
-            r.check(agent.waitFor("clip started", timeout: AgentScenarios.eventTimeout), "motion starts a clip")
-            Thread.sleep(forTimeInterval: 1)
+            // Clips are started with `vigil trigger`: vimc's patterns change the whole picture at
+            // once, which the detector takes for a light switched on, not motion.
+            r.check(
+                trigger(vigil, config: configPath, seconds: 60)
+                    && agent.waitFor("clip started", timeout: AgentScenarios.eventTimeout),
+                "vigil trigger starts a clip")
+            Thread.sleep(forTimeInterval: 2)
             try Vimc.unbind()
+            let lostMessage =
+                "camera lost for this process; closing the clip and stopping so that the service restarts vigil"
             r.check(
-                agent.waitFor("camera lost; closing the clip and retrying", timeout: AgentScenarios.eventTimeout),
-                "vimc unbound while recording: the agent says the camera is lost and retries")
+                agent.waitFor(lostMessage, timeout: AgentScenarios.eventTimeout),
+                "vimc unbound while recording: the agent says the camera is lost and that it stops for a restart")
             r.check(agent.waitFor("clip saved", timeout: AgentScenarios.eventTimeout), "and saves the open clip")
-            flicker.stop()
-            for line in agent.entries("camera lost; closing the clip and retrying") { r.figure(line) }
-            Thread.sleep(forTimeInterval: 3)  // retries meanwhile
+            for line in agent.entries(lostMessage) { r.figure(line) }
+            for _ in 0..<300 where agent.isRunning { usleep(100_000) }  // it exits by itself
+            let status = agent.stop(timeout: 30)
+            r.check(status == 65, "it exits 65 (its service restarts it)", "\(status.map(String.init) ?? "killed")")
+            // As systemd does (Restart=on-failure): started again while the camera is away.
+            let restarted = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent-restarted.log")
+            r.check(
+                restarted.waitFor("camera unavailable; waiting for it", timeout: 30),
+                "restarted while vimc is unbound, the agent waits for the camera")
             try Vimc.bind()
-            r.check(agent.waitFor("camera back", timeout: 60), "bound again: the camera is back")
-            flicker = PatternFlicker()
+            r.check(restarted.waitFor("camera open", timeout: 60), "bound again: the camera opens")
             r.check(
-                agent.waitFor("clip started", count: 2, timeout: AgentScenarios.eventTimeout),
-                "recording resumes: motion starts a new clip")
-            Thread.sleep(forTimeInterval: 1.5)
-            flicker.stop()
+                trigger(vigil, config: configPath, seconds: 2)
+                    && restarted.waitFor("clip started", timeout: AgentScenarios.eventTimeout),
+                "recording resumes: vigil trigger starts a new clip")
             r.check(
-                agent.waitFor("clip saved", count: 2, timeout: AgentScenarios.eventTimeout), "the clip is saved")
-            let status = agent.stop()
-            r.check(status == 0, "SIGTERM stops the agent with status 0", "\(status.map(String.init) ?? "killed")")
+                restarted.waitFor("clip saved", timeout: AgentScenarios.eventTimeout), "the clip is saved")
+            let stopped = restarted.stop()
+            r.check(stopped == 0, "SIGTERM stops the agent with status 0", "\(stopped.map(String.init) ?? "killed")")
             // Started again: the camera was let go.
             let again = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent-again.log")
             r.check(
@@ -210,10 +241,12 @@ enum LibcameraScenarios {
                 "stopped and started again, the agent opens the camera at once")
             let second = again.stop()
             r.check(second == 0, "and stops with status 0", "\(second.map(String.init) ?? "killed")")
-            for clip in AgentScenarios.savedClips(agent, storage: storage) {
+            for clip in AgentScenarios.savedClips(agent, storage: storage)
+                + AgentScenarios.savedClips(restarted, storage: storage)
+            {
                 expected.append(
                     ClipExpectation(
-                        file: clip.file, scenario: "libcamera", width: 640, height: 480, frameRate: vimcRate,
+                        file: clip.file, scenario: "libcamera", width: width, height: height, frameRate: vimcRate,
                         audio: false, changeAfterOnset: nil))
             }
             r.check(expected.count >= 2, "a clip before the unbind and one after", "\(expected.count)")
@@ -232,19 +265,22 @@ enum LibcameraScenarios {
             let node = try Vimc.captureNode()
             let configPath = dir + "/vigil.conf"
             try AgentScenarios.config(
-                camera: node, width: 640, height: 480, fps: 30, audio: nil, storage: storage, preRoll: 1, postRoll: 2
+                camera: node, width: width, height: height, fps: 30, audio: nil, storage: storage, preRoll: 1,
+                postRoll: 2
             )
             .write(toFile: configPath, atomically: true, encoding: .utf8)
             let agent = try AgentProcess(
                 vigil: vigil, config: configPath, logPath: dir + "/agent.log", wrapper: ["/usr/bin/libcamerify"])
             let running = agent.waitFor("vigil running", timeout: 30)
             for line in agent.entries("camera negotiated") + agent.entries("cannot open the source") { r.figure(line) }
-            r.check(running, "libcamerify vigil run opens \(node) through libcamera", agent.lines.suffix(3).joined(separator: " | "))
+            r.check(
+                running, "libcamerify vigil run opens \(node) through libcamera",
+                agent.lines.suffix(3).joined(separator: " | "))
             if running {
-                let flicker = PatternFlicker()
-                r.check(agent.waitFor("clip started", timeout: AgentScenarios.eventTimeout), "motion starts a clip")
-                Thread.sleep(forTimeInterval: 1.5)
-                flicker.stop()
+                r.check(
+                    trigger(vigil, config: configPath, seconds: 2)
+                        && agent.waitFor("clip started", timeout: AgentScenarios.eventTimeout),
+                    "vigil trigger starts a clip")
                 r.check(agent.waitFor("clip saved", timeout: AgentScenarios.eventTimeout), "the clip is saved")
             }
             let status = agent.stop()
@@ -252,13 +288,18 @@ enum LibcameraScenarios {
             for clip in AgentScenarios.savedClips(agent, storage: storage) {
                 expected.append(
                     ClipExpectation(
-                        file: clip.file, scenario: "libcamerify", width: 640, height: 480, frameRate: vimcRate,
+                        file: clip.file, scenario: "libcamerify", width: width, height: height, frameRate: vimcRate,
                         audio: false, changeAfterOnset: nil))
             }
         } catch {
             r.fail("libcamerify: \(error)")
         }
         return expected
+    }
+
+    /// `vigil trigger --seconds N` on the agent of `config`: whether it took the request.
+    static func trigger(_ vigil: String, config: String, seconds: Int) -> Bool {
+        (try? Child.run(vigil, ["trigger", "--config", config, "--seconds", String(seconds)]))?.status == 0
     }
 
     /// Takes `count` frames, dropping each at once.

@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Synchronization
 
 /// The kernel's virtual media controller driver (vimc, built out of tree by
 /// scripts/vm/build-vimc.sh), as libcamera sees it: one camera, "platform/vimc.0 Sensor B",
@@ -84,30 +83,5 @@ enum Vimc {
         do { try text.write(toFile: path, atomically: false, encoding: .utf8) } catch {
             throw Vivid.Failure(description: "writing \(text) to \(path): \(error)")
         }
-    }
-}
-
-/// Switches the sensor's pattern between black and white every `interval` seconds on a thread
-/// of its own until stopped: motion, for the detector.
-final class PatternFlicker: Sendable {
-    private let running = Atomic<Bool>(true)
-
-    init(interval: Double = 0.4) {
-        let worker = Thread { [self] in
-            var white = false
-            while running.load(ordering: .relaxed) {
-                white.toggle()
-                try? Vimc.setPattern(white ? .white : .black)
-                Thread.sleep(forTimeInterval: interval)
-            }
-        }
-        worker.start()
-    }
-
-    /// Stops flickering and leaves the colour bars (a still picture).
-    func stop() {
-        running.store(false, ordering: .relaxed)
-        Thread.sleep(forTimeInterval: 0.6)
-        try? Vimc.setPattern(.colorbar75)
     }
 }
