@@ -68,7 +68,19 @@ exported="$(objdump -T "$plugin" | awk '$2 == "g" && $4 == ".text" {print $NF}')
 umask 022
 root="$work/root"
 libdir="usr/lib/$multiarch/vigil"
-install -d "$root/DEBIAN" "$root/$libdir" "$root/usr/share/doc/vigil-libcamera"
+# The service's sandbox lets vigil reach cameras and sound cards only: libcamera also needs the
+# media controller and the DMA heaps it allocates frames from. A drop-in for each unit (in the
+# directory the main package puts them, as build-deb.sh chooses it).
+unitdir=lib/systemd/system
+if dpkg --compare-versions "$(dpkg-query -W -f '${Version}' dpkg)" ge 1.22; then unitdir=usr/lib/systemd/system; fi
+install -d "$root/DEBIAN" "$root/$libdir" "$root/usr/share/doc/vigil-libcamera" \
+    "$root/$unitdir/vigil.service.d" "$root/$unitdir/vigil@.service.d"
+for unit in vigil.service vigil@.service; do
+    printf '%s\n' "# Installed by vigil-libcamera: libcamera reaches a camera through the media controller" \
+        "# and allocates its frames from the DMA heaps." "[Service]" "DeviceAllow=char-media rw" \
+        "DeviceAllow=char-dma_heap rw" >"$root/$unitdir/$unit.d/libcamera.conf"
+    chmod 0644 "$root/$unitdir/$unit.d/libcamera.conf"
+done
 install -m 0644 "$plugin" "$root/$libdir/libvigil-libcamera.so"
 strip --remove-section=.comment --remove-section=.note --strip-unneeded "$root/$libdir/libvigil-libcamera.so"
 install -m 0644 "$here/copyright" "$root/usr/share/doc/vigil-libcamera/copyright"
