@@ -56,23 +56,19 @@ enum Vimc {
     static func bind() throws(Vivid.Failure) { try write(platformDevice, to: driverDirectory + "/bind") }
 
     /// The sensor subdevice, whose "Test Pattern" control makes the picture.
-    static func sensorNode() throws(Vivid.Failure) -> String {
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/video4linux")) ?? []
-        where entry.hasPrefix("v4l-subdev") {
-            let name = (try? String(contentsOfFile: "/sys/class/video4linux/\(entry)/name", encoding: .utf8)) ?? ""
-            if name.trimmingCharacters(in: .whitespacesAndNewlines) == "Sensor B" { return "/dev/" + entry }
-        }
-        throw Vivid.Failure(description: "vimc's Sensor B subdevice is not there")
-    }
+    static func sensorNode() throws(Vivid.Failure) -> String { try node("v4l-subdev", named: "Sensor B") }
 
     /// The capture node libcamera streams from (what `libcamerify` maps a V4L2 open onto).
-    static func captureNode() throws(Vivid.Failure) -> String {
+    static func captureNode() throws(Vivid.Failure) -> String { try node("video", named: "RGB/YUV Capture") }
+
+    /// The /dev node of vimc's entity `name` (its /sys/class/video4linux/PREFIXn/name).
+    static func node(_ prefix: String, named name: String) throws(Vivid.Failure) -> String {
         for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/sys/class/video4linux")) ?? []
-        where entry.hasPrefix("video") {
-            let name = (try? String(contentsOfFile: "/sys/class/video4linux/\(entry)/name", encoding: .utf8)) ?? ""
-            if name.trimmingCharacters(in: .whitespacesAndNewlines) == "RGB/YUV Capture" { return "/dev/" + entry }
+        where entry.hasPrefix(prefix) {
+            let text = (try? String(contentsOfFile: "/sys/class/video4linux/\(entry)/name", encoding: .utf8)) ?? ""
+            if text.trimmingCharacters(in: .whitespacesAndNewlines) == name { return "/dev/" + entry }
         }
-        throw Vivid.Failure(description: "vimc's RGB/YUV Capture node is not there")
+        throw Vivid.Failure(description: "vimc's \(name) node is not there")
     }
 
     static func setPattern(_ pattern: Vivid.Pattern) throws(Vivid.Failure) {
