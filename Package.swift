@@ -13,6 +13,8 @@ let package = Package(
         // The libcamera plugin (package vigil-libcamera), dlopened by `vigil`, which does not link
         // libcamera: libcamera's ABI changes with every release.
         .library(name: "vigil-libcamera", type: .dynamic, targets: ["VigilLibcamera"]),
+        // A stand-in for it with memfd buffers, for CaptureTests' LibcameraSource tests.
+        .library(name: "vigil-libcamera-fake", type: .dynamic, targets: ["FakeLibcamera"]),
     ],
     targets: [
         // C libraries from Debian, found through pkg-config.
@@ -95,6 +97,7 @@ let package = Package(
         .executableTarget(
             name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"],
             path: "Tests/Fixtures/MovieWriterChild"),
+        .target(name: "FakeLibcamera", path: "Tests/Fixtures/FakeLibcamera"),
         .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),

@@ -64,12 +64,22 @@ public final class LibcameraSource: FrameSource {
     private var delivered = 0
 
     /// Opens camera `id` (nil: the first libcamera lists) and starts it.
-    public init(
+    public convenience init(
         camera id: String?, request: CameraRequest, bufferCount: Int = 6, stallTimeout: Timestamp.Duration? = nil
+    ) throws(CaptureError) {
+        try self.init(
+            camera: id, request: request, bufferCount: bufferCount, stallTimeout: stallTimeout,
+            plugin: LibcameraPlugin.shared)
+    }
+
+    /// The same through `loaded` (tests pass a stand-in plugin).
+    init(
+        camera id: String?, request: CameraRequest, bufferCount: Int, stallTimeout: Timestamp.Duration?,
+        plugin loaded: Result<LibcameraPlugin, LibcameraPluginError>
     ) throws(CaptureError) {
         let label = SourceSpecifier.libcamera(camera: id).description
         let plugin: LibcameraPlugin
-        switch LibcameraPlugin.shared {
+        switch loaded {
         case .success(let loaded): plugin = loaded
         case .failure(let error): throw CaptureError.cannotOpen(source: label, reason: error.description)
         }

@@ -263,3 +263,75 @@ import Testing
         }
     }
 }
+
+/// LibcameraSource over the stand-in plugin of Tests/Fixtures/FakeLibcamera (NV12 in memfd
+/// buffers; each frame's luma is its sequence number).
+@Suite struct LibcameraSourceTests {
+    func open(_ id: String) throws -> LibcameraSource {
+        let executable = try #require(executablePath())
+        let directory = String(executable[..<(executable.lastIndex(of: "/") ?? executable.endIndex)])
+        let fake = Result { () throws(LibcameraPluginError) in
+            try LibcameraPlugin.load(candidates: [directory + "/libvigil-libcamera-fake.so"])
+        }
+        return try LibcameraSource(
+            camera: id, request: CameraRequest(width: 320, height: 240, fps: 100), bufferCount: 3,
+            stallTimeout: .init(seconds: 5), plugin: fake)
+    }
+
+    /// The Pi's ISP puts both planes in one buffer: a frame is that buffer, and the buffer goes
+    /// back to the camera when the frame is dropped.
+    @Test func framesAreTheCamerasOwnBuffers() throws {
+        let camera = try open("one-buffer")
+        #expect(camera.name == "libcamera:one-buffer")
+        #expect(camera.negotiation.copied == nil)
+        #expect(camera.format.pixelFormat == .nv12 && camera.format.planes.map(\.offset) == [0, 320 * 240])
+        let before = MonotonicClock.now()
+        var held = try (0..<3).map { _ in try #require(try camera.nextFrame()) }
+        let after = MonotonicClock.now()
+        #expect(held.map(\.sequence) == [0, 1, 2])
+        #expect(held.map { $0.luma.row(0)[0] } == [0, 1, 2])
+        // Stamped on the monotonic clock, in order, while they were taken (a grid tick of 10 ms
+        // may put one up to a quarter of a tick later).
+        #expect(zip(held, held.dropFirst()).allSatisfy { $0.timestamp < $1.timestamp })
+        #expect(
+            held.allSatisfy { $0.timestamp >= before && $0.timestamp <= after + .init(seconds: 0.01) })
+        // All three buffers are held: the next frame comes only in the one dropped first.
+        let first = UInt(bitPattern: held[0].buffer.base)
+        held.removeFirst()
+        let next = try #require(try camera.nextFrame())
+        #expect(UInt(bitPattern: next.buffer.base) == first)
+        #expect(next.sequence == 3 && next.luma.row(0)[0] == 3)
+        #expect(camera.lostFrames == 0)
+    }
+
+    /// Planes in buffers of their own are copied, so frames can be held longer than the
+    /// camera has buffers.
+    @Test func planesInSeparateBuffersAreCopied() throws {
+        let camera = try open("split-planes")
+        #expect(camera.negotiation.copied == "the planes lie in separate buffers")
+        let held = try (0..<8).map { _ in try #require(try camera.nextFrame()) }
+        #expect(held.map { $0.luma.row(0)[0] } == (0..<8).map { UInt8($0) })
+        let tight = try VideoFormat(width: 320, height: 240, pixelFormat: .nv12, frameRate: Rational(100, 1))
+        #expect(held.allSatisfy { $0.format == tight })
+    }
+
+    /// An unplugged camera ends the stream as a lost device: the agent closes the clip and retries.
+    @Test func anUnpluggedCameraIsLost() throws {
+        let camera = try open("gone-after-2")
+        _ = try camera.nextFrame()
+        _ = try camera.nextFrame()
+        let error = expectError(CaptureError.self) { _ = try camera.nextFrame() }
+        #expect(error == .deviceLost(source: "libcamera:gone-after-2", reason: "the fake camera was unplugged"))
+        // And it stays so: the stream is closed.
+        let again = expectError(CaptureError.self) { _ = try camera.nextFrame() }
+        guard case .deviceLost? = again else {
+            Issue.record("expected deviceLost, got \(String(describing: again))")
+            return
+        }
+    }
+
+    @Test func anUnknownCameraCannotBeOpened() {
+        let error = expectError(CaptureError.self) { _ = try open("no-such") }
+        #expect(error == .cannotOpen(source: "libcamera:no-such", reason: "the fake has no such camera"))
+    }
+}
