@@ -32,6 +32,8 @@ struct vigil_lc_camera {
     uint32_t queued;
     uint32_t sequence;
     int running;
+    int64_t duration;  // ns between frames (FrameDurationLimits, else 10 ms)
+    int64_t due;       // CLOCK_MONOTONIC time of the next frame
 };
 
 static void fail(vigil_lc_error *error, int code, const char *message) {
@@ -132,9 +134,17 @@ static int32_t configure(vigil_lc_camera *camera, uint32_t width, uint32_t heigh
     return 0;
 }
 
+static int64_t now(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int32_t start(vigil_lc_camera *camera, int64_t duration, vigil_lc_started *started, vigil_lc_error *error) {
     (void)error;
     started->frame_duration_ns = duration;
+    camera->duration = duration > 0 ? duration : 10000000;
+    camera->due = now(CLOCK_MONOTONIC);
     started->autofocus = 0;
     pthread_mutex_lock(&camera->lock);
     for (uint32_t i = 0; i < camera->count; i++) camera->queue[i] = i;
@@ -142,12 +152,6 @@ static int32_t start(vigil_lc_camera *camera, int64_t duration, vigil_lc_started
     camera->running = 1;
     pthread_mutex_unlock(&camera->lock);
     return 0;
-}
-
-static int64_t now(clockid_t clock) {
-    struct timespec ts;
-    clock_gettime(clock, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int32_t dequeue(vigil_lc_camera *camera, int32_t timeout_ms, vigil_lc_frame *frame, vigil_lc_error *error) {
@@ -175,9 +179,13 @@ static int32_t dequeue(vigil_lc_camera *camera, int32_t timeout_ms, vigil_lc_fra
     uint32_t index = camera->queue[0];
     memmove(camera->queue, camera->queue + 1, --camera->queued * sizeof(uint32_t));
     uint32_t sequence = camera->sequence++;
+    int64_t due = camera->due;
+    camera->due += camera->duration;
     pthread_mutex_unlock(&camera->lock);
-    // A frame every 10 ms of the camera's clock.
-    usleep(10000);
+    // A frame every frame duration of the camera's clock.
+    struct timespec at = {(time_t)(due / 1000000000), (long)(due % 1000000000)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR) {
+    }
     memset(camera->maps[index][0], (int)(sequence & 0xff), (size_t)camera->width * camera->height);
     memset(frame, 0, sizeof(*frame));
     frame->buffer = index;
