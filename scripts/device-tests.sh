@@ -38,7 +38,7 @@ vicodec=$(scripts/vm/build-vicodec.sh | tail -n 1)
 vimc=$(scripts/vm/build-vimc.sh | tail -n 1)
 # The codec and libcamera scenarios' 10,000 frames take minutes each under emulation: more than
 # run-vm.sh's default.
-export VM_TIMEOUT=${VM_TIMEOUT:-2400}
+export VM_TIMEOUT=${VM_TIMEOUT:-3000}
 command="VIGIL_VICODEC_DIR='$vicodec' VIGIL_VIMC_DIR='$vimc' '$bin/vigil-device-tests' inside '$out' '$bin/vigil' $*"
 if [[ ${DEVICE_TESTS_STRESS:-0} == 1 ]]; then
     if ! dpkg-query -W -f='${Status}\n' stress-ng 2>/dev/null | grep -q '^install ok installed'; then
