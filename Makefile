@@ -6,6 +6,8 @@
 #   make bench  measure the pipeline (prints a table, writes var/bench/bench.json)
 #   make compare-motion  Vigil's motion detector beside Motion 4.5.1 on real footage (prints a table)
 #   make deb    build the Debian package
+#   make deb-libcamera  the vigil-libcamera package (Raspberry Pi camera modules), built against this
+#               system's libcamera with its C++ compiler (no Swift needed)
 #   make deb-arm64  the Raspberry Pi package (trixie, arm64), cross-built with Debian trixie's Swift
 #   make test-arm64  that package on arm64 under qemu-user, its results beside x86-64's
 #   make test-trixie  the whole suite with Debian trixie's Swift 6.0.3
@@ -16,10 +18,13 @@
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Libraries the build links, and the tools the tests use as independent readers.
-BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev libturbojpeg0-dev zlib1g-dev
+BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev libturbojpeg0-dev zlib1g-dev libcamera-dev
 # What the agent reads at run time: the console font the timestamp overlay draws with.
 RUN_DEPS := psf-unifont
 TEST_DEPS := console-setup-linux mosquitto mosquitto-clients openssl ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
+# The device VM's libcamera scenario runs libcamera's own tools and compatibility layer, and udev
+# (libcamera finds cameras through it), from this machine's root.
+TEST_DEPS += libcamera-tools libcamera-ipa libcamera-v4l2 udev
 SWIFT_FLAGS ?=
 
 .PHONY: all deps build release test test-faults soak run bench compare-motion deb test-deb clean check-swift lint format
@@ -86,6 +91,13 @@ DEB_BUILD = $(SWIFT) build -c release --static-swift-stdlib --product vigil --sc
 deb: deps check-swift
 	$(DEB_BUILD)
 	./packaging/build-deb.sh --out $(DEB_OUT) "$$($(DEB_BUILD) --show-bin-path)/vigil"
+
+# The libcamera plugin's package, vigil-libcamera_VERSION_ARCH.deb in $(DEB_OUT), for this system:
+# libcamera's ABI changes with every release, so build it where it will run (on the Pi, against
+# Raspberry Pi OS's libcamera): it needs g++, pkg-config, libcamera-dev and dpkg-dev, not Swift.
+.PHONY: deb-libcamera
+deb-libcamera:
+	./packaging/build-deb-libcamera.sh --out $(DEB_OUT)
 
 # The Raspberry Pi package: vigil_VERSION_arm64.deb in $(DEB_OUT), for Raspberry Pi OS (trixie,
 # 64-bit) and Debian trixie arm64, cross-built with Debian trixie's own Swift (6.0.3) in a trixie

@@ -9,7 +9,12 @@ import PackageDescription
 let package = Package(
     name: "Vigil",
     products: [
-        .executable(name: "vigil", targets: ["vigil"])
+        .executable(name: "vigil", targets: ["vigil"]),
+        // The libcamera plugin (package vigil-libcamera), dlopened by `vigil`, which does not link
+        // libcamera: libcamera's ABI changes with every release.
+        .library(name: "vigil-libcamera", type: .dynamic, targets: ["VigilLibcamera"]),
+        // A stand-in for it with memfd buffers, for CaptureTests' LibcameraSource tests.
+        .library(name: "vigil-libcamera-fake", type: .dynamic, targets: ["FakeLibcamera"]),
     ],
     targets: [
         // C libraries from Debian, found through pkg-config.
@@ -20,6 +25,10 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // libcamera (C++), for the plugin only.
+        .systemLibrary(name: "CLibcamera", pkgConfig: "libcamera", providers: [.apt(["libcamera-dev"])]),
+        // The plugin's C ABI (a header, and dlopen): what Capture sees of libcamera.
+        .systemLibrary(name: "CLibcameraPlugin"),
 
         // Pure Swift.
         .target(name: "Logging", dependencies: ["Media"]),
@@ -39,7 +48,9 @@ let package = Package(
         // capabilities, its memory-mapped buffers, and what each call's errors mean.
         .target(name: "V4L2", dependencies: ["Media", "POSIX", "CV4L2"]),
         .target(name: "H264", dependencies: ["Media", "POSIX", "V4L2", "CX264", "CV4L2"]),
-        .target(name: "Capture", dependencies: ["Media", "POSIX", "V4L2", "CV4L2", "CALSA"]),
+        .target(name: "Capture", dependencies: ["Media", "POSIX", "V4L2", "CV4L2", "CALSA", "CLibcameraPlugin"]),
+        // libvigil-libcamera.so: libcamera's cameras behind the C table of CLibcameraPlugin.
+        .target(name: "VigilLibcamera", dependencies: ["CLibcamera"]),
         .target(
             name: "Configuration",
             dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media", "Overlay", "POSIX"]),
@@ -99,6 +110,7 @@ let package = Package(
         .executableTarget(
             name: "movie-writer-child", dependencies: ["Media", "QuickTime", "Recorder", "TestSupport"],
             path: "Tests/Fixtures/MovieWriterChild"),
+        .target(name: "FakeLibcamera", path: "Tests/Fixtures/FakeLibcamera"),
         .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
         .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
@@ -106,7 +118,7 @@ let package = Package(
         .testTarget(
             name: "H264Tests",
             dependencies: ["H264", "V4L2", "Media", "QuickTime", "Storage", "Capture", "TestSupport"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "V4L2", "Media", "TestSupport"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "V4L2", "Media", "POSIX", "TestSupport"]),
         .testTarget(
             name: "MotionDetectionTests",
             dependencies: ["MotionDetection", "Media", "Capture", "Configuration", "TestSupport"]),
@@ -155,5 +167,6 @@ let package = Package(
             dependencies: ["Capture", "H264", "V4L2", "Media", "CV4L2", "CALSA", "TestSupport"],
             path: "Tests/DeviceTests"),
     ],
-    swiftLanguageModes: [.v6]
+    swiftLanguageModes: [.v6],
+    cxxLanguageStandard: .cxx17
 )

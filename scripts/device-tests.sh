@@ -2,7 +2,8 @@
 # `make test-devices`: Vigil against real kernel drivers. Builds vigil and the device tests,
 # boots Debian's kernel under qemu with vivid (V4L2) and snd-aloop (ALSA) loaded
 # (scripts/vm/run-vm.sh), and vicodec for the hardware encoder's session layer
-# (scripts/vm/build-vicodec.sh), runs the scenarios there (Tests/DeviceTests), then checks the
+# (scripts/vm/build-vicodec.sh), and vimc under libcamera for the libcamera source
+# (scripts/vm/build-vimc.sh), runs the scenarios there (Tests/DeviceTests), then checks the
 # clips they recorded on this machine with ffprobe and ffmpeg.
 #
 # Usage: scripts/device-tests.sh [SCENARIO...]   (default: all; see Tests/DeviceTests/main.swift)
@@ -21,6 +22,8 @@ start=$(date +%s)
 # Release builds: under emulation a debug build is too slow to keep up with the camera.
 "$swift" build -c release --product vigil "${flags[@]}"
 "$swift" build -c release --product vigil-device-tests "${flags[@]}"
+# The libcamera plugin, beside them: the libcamera scenario's source and agent load it from there.
+"$swift" build -c release --product vigil-libcamera "${flags[@]}"
 bin=$("$swift" build -c release --show-bin-path "${flags[@]}")
 
 out=$(pwd)/var/device-tests/$(date +%Y%m%d-%H%M%S)
@@ -31,9 +34,12 @@ echo "device tests: results in $out"
 # The codec scenario's vicodec and v4l2-mem2mem, built for the VM's kernel (Debian builds
 # neither) once, and cached beside it; the VM loads them from here.
 vicodec=$(scripts/vm/build-vicodec.sh | tail -n 1)
-# The codec scenario's 10,000 frames take minutes under emulation: more than run-vm.sh's default.
-export VM_TIMEOUT=${VM_TIMEOUT:-1500}
-command="VIGIL_VICODEC_DIR='$vicodec' '$bin/vigil-device-tests' inside '$out' '$bin/vigil' $*"
+# The libcamera scenario's vimc (scripts/vm/build-vimc.sh), likewise.
+vimc=$(scripts/vm/build-vimc.sh | tail -n 1)
+# The codec and libcamera scenarios' 10,000 frames take minutes each under emulation: more than
+# run-vm.sh's default.
+export VM_TIMEOUT=${VM_TIMEOUT:-3000}
+command="VIGIL_VICODEC_DIR='$vicodec' VIGIL_VIMC_DIR='$vimc' '$bin/vigil-device-tests' inside '$out' '$bin/vigil' $*"
 if [[ ${DEVICE_TESTS_STRESS:-0} == 1 ]]; then
     # shellcheck source=scripts/apt-install.sh
     . scripts/apt-install.sh

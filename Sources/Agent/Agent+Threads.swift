@@ -57,13 +57,20 @@ extension Agent {
         var lastSequence: UInt64?
         // YUYV and 4:2:2 become 4:2:0 here, once, for both the detector and the encoder.
         var converter = PlanarConverter(input: source.format)
-        let isCamera: Bool = if case .device = initial.camera.device { true } else { false }
+        let isCamera = initial.camera.device.isCamera
         while !stopping.load(ordering: .relaxed) {
             let frame: VideoFrame?
             do { frame = try source.nextFrame().map(converter.convert) } catch {
                 guard isCamera else {
                     log.error(
                         "reading the source failed",
+                        [("source", .string(source.name)), ("error", .string(error.description))])
+                    queue.push(.end(error))
+                    return
+                }
+                if case .needsRestart = error {
+                    log.error(
+                        "camera lost for this process; closing the clip and stopping so that the service restarts vigil",
                         [("source", .string(source.name)), ("error", .string(error.description))])
                     queue.push(.end(error))
                     return

@@ -189,7 +189,7 @@ public final class Agent: @unchecked Sendable {
                 [("source", .string(source.source.name)), ("format", .string(source.source.format.description))])
             opened = source
         } catch {
-            guard case .device = settings.camera.device else {
+            guard settings.camera.device.isCamera else {
                 log.error(
                     "cannot open the source",
                     [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])

@@ -220,8 +220,8 @@ public enum DeviceReport {
             out += "Cameras (V4L2)\n"
             if cameras.isEmpty {
                 out +=
-                    "\n  none found (no /dev/video* node) — is the camera plugged in? A Raspberry Pi camera module is reached\n"
-                out += "  through libcamera: run `libcamerify vigil probe`.\n"
+                    "\n  none found (no /dev/video* node) — is the camera plugged in? A Raspberry Pi camera module is listed\n"
+                out += "  under libcamera.\n"
             }
             for camera in cameras { out += "\n" + render(camera, request: request) }
         }

@@ -25,12 +25,35 @@ public enum SourceSpecifier: Hashable, Sendable, CustomStringConvertible {
     case file(path: String)
     /// A V4L2 device node (`/dev/video0`, `/dev/v4l/by-id/...`).
     case device(path: String)
+    /// A camera reached through libcamera (`libcamera`: the first; `libcamera:ID`: the one
+    /// `cam -l` names ID), through the vigil-libcamera plugin.
+    case libcamera(camera: String?)
+
+    /// A camera (V4L2 or libcamera): one that fails is waited for and opened again.
+    public var isCamera: Bool {
+        switch self {
+        case .device, .libcamera: true
+        case .synthetic, .file: false
+        }
+    }
 
     /// Parses a source's name (the configuration's camera device, `vigil analyze --source`):
-    /// `synthetic`, `file:PATH.y4m`, or a device path.
+    /// `synthetic`, `file:PATH.y4m`, a device path, `libcamera` or `libcamera:ID`.
     public init(parsing text: String) throws(CaptureError) {
         if text == "synthetic" {
             self = .synthetic
+        } else if text == "libcamera" {
+            self = .libcamera(camera: nil)
+        } else if text.hasPrefix("libcamera:") {
+            let id = String(text.dropFirst(10))
+            guard !id.isEmpty else {
+                throw .invalidSettings(
+                    setting: "source",
+                    problem:
+                        "'libcamera:' needs a camera id after it, as `cam -l` or `vigil probe` names it, or use 'libcamera' for the first camera"
+                )
+            }
+            self = .libcamera(camera: id)
         } else if text.hasPrefix("file:") {
             let path = String(text.dropFirst(5))
             guard !path.isEmpty else {
@@ -44,7 +67,8 @@ public enum SourceSpecifier: Hashable, Sendable, CustomStringConvertible {
             throw .invalidSettings(
                 setting: "source",
                 problem:
-                    "'\(text)' is not a source: use a device path such as /dev/video0, 'synthetic', or file:PATH.y4m")
+                    "'\(text)' is not a source: use a device path such as /dev/video0, 'libcamera' (a Raspberry Pi camera module), 'synthetic', or file:PATH.y4m"
+            )
         }
     }
 
@@ -53,6 +77,7 @@ public enum SourceSpecifier: Hashable, Sendable, CustomStringConvertible {
         case .synthetic: "synthetic"
         case .file(let path): "file:" + path
         case .device(let path): path
+        case .libcamera(let camera): camera.map { "libcamera:" + $0 } ?? "libcamera"
         }
     }
 }
@@ -78,6 +103,9 @@ public enum CaptureError: Error, Equatable, CustomStringConvertible {
     case deviceLost(source: String, reason: String)
     /// A running device delivered nothing for `seconds`.
     case stalled(source: String, seconds: Double)
+    /// The device cannot be opened again by this process, only by a new one (a libcamera
+    /// camera that vanished while streaming): the agent stops so that its service restarts it.
+    case needsRestart(source: String, reason: String)
 
     public var description: String {
         switch self {
@@ -97,6 +125,8 @@ public enum CaptureError: Error, Equatable, CustomStringConvertible {
             "\(source): the file ends inside frame \(frame) (\(read) of \(expected) bytes); it was cut short — the frames before it are usable"
         case .deviceLost(let source, let reason):
             "\(source) stopped working: \(reason)"
+        case .needsRestart(let source, let reason):
+            "\(source): \(reason)"
         case .stalled(let source, let seconds):
             "\(source) delivered nothing for \(DecimalText.fixed(seconds, 1)) s — the device stalled (driver or firmware hang, or a loose cable)"
         }

@@ -56,6 +56,9 @@ public enum SourceOpener {
         case .device(let path):
             let camera = try V4L2Camera(path: path, request: CameraRequest(width: width, height: height, fps: fps))
             return OpenedSource(source: camera, isLive: true, negotiation: camera.negotiation)
+        case .libcamera(let id):
+            let camera = try LibcameraSource(camera: id, request: CameraRequest(width: width, height: height, fps: fps))
+            return OpenedSource(source: camera, isLive: true, negotiation: nil)
         }
     }
 }

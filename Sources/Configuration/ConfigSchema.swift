@@ -74,7 +74,7 @@ public enum ConfigSchema {
         // camera
         ConfigKey(
             "camera.device", .text, .text("synthetic"),
-            "the camera: a V4L2 device (/dev/video0, or /dev/v4l/by-id/... to survive replugging), \"synthetic\" for the built-in test scene, or \"file:PATH.y4m\" to replay recorded footage"
+            "the camera: a V4L2 device (/dev/video0, or /dev/v4l/by-id/... to survive replugging), \"libcamera\" for the first camera libcamera finds (a Raspberry Pi camera module; needs the vigil-libcamera package) or \"libcamera:ID\" for the one `vigil probe` names ID, \"synthetic\" for the built-in test scene, or \"file:PATH.y4m\" to replay recorded footage"
         ),
         ConfigKey(
             "camera.name", .text, .text("camera"),

@@ -110,7 +110,7 @@ public struct Settings: Equatable, Sendable {
         do { device = try SourceSpecifier(parsing: deviceText) } catch {
             throw v.error(
                 "camera.device",
-                "camera.device = \"\(deviceText)\" is not a device — use a device path such as \"/dev/video0\", \"synthetic\", or \"file:PATH.y4m\""
+                "camera.device = \"\(deviceText)\" is not a device — use a device path such as \"/dev/video0\", \"libcamera\" (a Raspberry Pi camera module; \"libcamera:ID\" for another, as `vigil probe` names it), \"synthetic\", or \"file:PATH.y4m\""
             )
         }
         if case .file(let path) = device { device = .file(path: resolve(path, against: directory)) }

@@ -133,13 +133,17 @@ public enum V4L2Call: String, Hashable, Sendable, CaseIterable {
         }
     }
 
-    /// Whether `errno` from this call means the device itself went away or broke (reopen it
-    /// later) rather than a setting that cannot work: unplugged (ENODEV, ENXIO), an I/O error
-    /// or shut down, whatever the call. A streaming call also ends the stream on EPIPE or
-    /// EINVAL (the driver stopped it).
-    public func meansDeviceLost(_ code: Int32) -> Bool {
+    /// Whether `errno` means the device itself went away or broke (reopen it later) rather
+    /// than a setting that cannot work, whatever the call: unplugged (ENODEV, ENXIO), an I/O
+    /// error or shut down. (libcamera's plugin reports a lost camera with the same codes.)
+    public static func deviceGone(_ code: Int32) -> Bool {
         code == ENODEV || code == ENXIO || code == EIO || code == ESHUTDOWN
-            || ((code == EPIPE || code == EINVAL) && (self == .dequeueBuffer || self == .queueBuffer))
+    }
+
+    /// Whether `errno` from this call means the device went away or broke (`deviceGone`); a
+    /// streaming call also ends the stream on EPIPE or EINVAL (the driver stopped it).
+    public func meansDeviceLost(_ code: Int32) -> Bool {
+        Self.deviceGone(code) || ((code == EPIPE || code == EINVAL) && (self == .dequeueBuffer || self == .queueBuffer))
     }
 }
 

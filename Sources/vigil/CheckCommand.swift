@@ -1,3 +1,4 @@
+import Capture
 import Configuration
 
 /// The configuration file used when `--config` is not given.
@@ -37,6 +38,9 @@ enum CheckCommand: Command {
         }
         guard let (path, settings) = loadSettings(arguments) else { return .config }
         if let warning = settings.mqtt.checkWarning { printError(warning) }
+        if case .libcamera = settings.camera.device, let problem = LibcameraAvailability.problem() {
+            printError("warning: \(problem); vigil run exits 69 until then")
+        }
         printOut("# \(path): configuration OK\n" + settings.values.effectiveText)
         return .success
     }

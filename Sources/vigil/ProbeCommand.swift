@@ -12,16 +12,19 @@ enum ProbeCommand: Command {
         every hardware encoder (V4L2 memory-to-memory device): what it takes and writes, its
         size limits, the controls Vigil sets, and whether encoder.backend = "auto" would use it
         for --size.
-        DEVICE is a camera node (/dev/video0, /dev/v4l/by-id/...) or an ALSA device name
+        Cameras libcamera finds (a Raspberry Pi camera module) are listed too, with the formats
+        and sizes of their video stream, when the vigil-libcamera package is installed.
+        DEVICE is a camera node (/dev/video0, /dev/v4l/by-id/...), "libcamera" (the first
+        libcamera camera) or "libcamera:ID", or an ALSA device name
         (hw:1,0, plughw:CARD=Device,DEV=0): only that one is shown. "synthetic" and
         "file:PATH.y4m" are opened as vigil run would open them, and their format is shown.
 
         Each device ends with a camera = { ... } or audio = { ... } block to paste into the
         configuration: for a camera, the mode Vigil would pick for --size and --fps (default
-        1280x720 at 30, the configuration's defaults). A Raspberry Pi camera module is reached
-        through libcamera's compatibility layer: run `libcamerify vigil probe`.
+        1280x720 at 30, the configuration's defaults).
 
-        Exit status: 0; 66 when DEVICE cannot be opened or is not a camera or microphone.
+        Exit status: 0; 66 when DEVICE cannot be opened or is not a camera or microphone; 69
+        when DEVICE is a libcamera camera and the vigil-libcamera package is not installed.
         """
     static let options = [
         OptionSpec(name: "size", valueName: "WxH", help: "the picture size to suggest a mode for (default 1280x720)"),
@@ -55,9 +58,14 @@ enum ProbeCommand: Command {
             let paths = DeviceProbe.cameraPaths()
             let cameras = paths.map(DeviceProbe.camera(at:))
             emit(
-                DeviceReport.render(cameras: cameras, microphones: DeviceProbe.microphones(), request: request) + "\n"
+                DeviceReport.render(cameras: cameras, microphones: nil, request: request) + "\n"
+                    + DeviceReport.render(libcamera: LibcameraProbe.cameras(), request: request) + "\n"
+                    + DeviceReport.render(cameras: nil, microphones: DeviceProbe.microphones(), request: request) + "\n"
                     + renderEncoders(M2MSession.devices(among: paths), width: width, height: height))
             return .success
+        }
+        if device == "libcamera" || device.hasPrefix("libcamera:") {
+            return probeLibcamera(device, request: request)
         }
         if device == "synthetic" || device.hasPrefix("file:") {
             do {
@@ -84,6 +92,35 @@ enum ProbeCommand: Command {
         let microphone = DeviceProbe.microphone(named: device)
         emit(DeviceReport.render(cameras: nil, microphones: [microphone], request: request))
         return microphone.problem == nil ? .success : .noInput
+    }
+}
+
+/// `vigil probe libcamera[:ID]`: that camera (the first for `libcamera`), or why it cannot be
+/// listed (exit 66; 69 when the plugin is missing).
+private func probeLibcamera(_ device: String, request: CameraRequest) -> ExitCode {
+    let wanted: String?
+    do {
+        guard case .libcamera(let id) = try SourceSpecifier(parsing: device) else { return .usage }
+        wanted = id
+    } catch {
+        printError("vigil probe: \(error.description)")
+        return .usage
+    }
+    switch LibcameraProbe.cameras() {
+    case .failure(let failure):
+        printError("vigil probe: \(failure)")
+        if case .plugin = failure { return .unavailable }
+        return .noInput
+    case .success(let cameras):
+        guard let camera = wanted.map({ id in cameras.first { $0.id == id } }) ?? cameras.first else {
+            let known = cameras.map(\.id).joined(separator: ", ")
+            printError(
+                "vigil probe: libcamera has no camera \(wanted.map { "'\($0)'" } ?? "at all")\(known.isEmpty ? "" : " (it has \(known))")"
+            )
+            return .noInput
+        }
+        emit(DeviceReport.render(camera, first: camera.id == cameras.first?.id, request: request))
+        return .success
     }
 }
 

@@ -28,7 +28,8 @@ enum RunCommand: Command {
         agent exits once the file has been read and its last clip closed.
 
         Exit status: 0 on a clean stop; 78 for an invalid configuration; 66 when the source
-        cannot be opened; 73 when the storage directory cannot be created; 75 when another
+        cannot be opened; 69 when camera.device is a libcamera camera and the vigil-libcamera
+        package is missing or of another version; 73 when the storage directory cannot be created; 75 when another
         agent records into it, or another agent on this machine has the same camera.name; 65 when a file source turns out to be malformed part-way (the
         clips before are kept); 71 when the system refuses the agent a thread. A storage
         directory that is not there yet (a disk not mounted) or not writable is waited for.
@@ -43,6 +44,11 @@ enum RunCommand: Command {
         // starts waits for the agent to take it (a clean stop, a reload) instead of ending it.
         Signals.block()
         guard let (path, settings) = loadSettings(arguments) else { return .config }
+        // A libcamera camera without its plugin cannot come back by waiting: say what to install.
+        if case .libcamera = settings.camera.device, let problem = LibcameraAvailability.problem() {
+            printError("vigil run: \(path): \(problem)")
+            return .unavailable
+        }
         let log = Logger.agent(settings, sink: StderrLogSink())
         let selection = chooseEncoder(settings)
         guard let encoders = selection.choice(x264: settings.encoder.x264, hardware: settings.encoder.hardware)

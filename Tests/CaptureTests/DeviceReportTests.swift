@@ -132,7 +132,7 @@ import V4L2
         let text = DeviceReport.render(
             cameras: [], microphones: [], request: CameraRequest(width: 1280, height: 720, fps: 30))
         #expect(text.contains("Cameras (V4L2)\n\n  none found (no /dev/video* node)"))
-        #expect(text.contains("libcamerify vigil probe"))
+        #expect(text.contains("A Raspberry Pi camera module is listed\n  under libcamera."))
         #expect(text.contains("Microphones (ALSA capture devices)\n\n  none found"))
     }
 

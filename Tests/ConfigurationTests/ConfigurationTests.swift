@@ -79,6 +79,11 @@ func failure(_ text: String) -> ConfigurationError? {
             log = { level = "debug"; stats_interval = 0; };
             """, directory: "/srv/vigil")
         #expect(s.camera.device == .file(path: "/srv/vigil/footage/yard.y4m"))
+        // A libcamera camera, the first or by the id `cam -l` gives (not a path to resolve).
+        #expect(try load("camera = { device = \"libcamera\"; };").camera.device == .libcamera(camera: nil))
+        #expect(
+            try load("camera = { device = \"libcamera:/base/soc/i2c0mux/i2c@1/imx708@1a\"; };").camera.device
+                == .libcamera(camera: "/base/soc/i2c0mux/i2c@1/imx708@1a"))
         #expect(s.camera.fps == 25 && s.camera.rotation == .clockwise270 && s.camera.realtime)
         #expect(s.recording.preRoll == 3 && s.recording.postRoll == 2.5)
         #expect(s.storage.path == "/srv/vigil/clips")
@@ -118,6 +123,10 @@ func failure(_ text: String) -> ConfigurationError? {
             ("camera = { realtime = 1; };", 1, "camera.realtime must be true or false, not a whole number"),
             ("camera = { device = \"video0\"; };", 1, "camera.device = \"video0\" is not a device"),
             ("camera = { device = \"file:\"; };", 1, "camera.device = \"file:\" is not a device"),
+            (
+                "camera = { device = \"libcamera:\"; };", 1,
+                "camera.device = \"libcamera:\" is not a device — use a device path such as \"/dev/video0\", \"libcamera\""
+            ),
             ("camera = { name = \"front door\"; };", 1, "camera.name = \"front door\" cannot go into file names"),
             ("camera = { name = 7; };", 1, "camera.name must be a string in double quotes, not a whole number"),
             ("cammera = { width = 640; };", 1, "unknown section 'cammera' — did you mean 'camera'?"),

@@ -12,10 +12,11 @@ final class AgentProcess {
 
     /// Runs at a lower priority than vivid's kernel thread: the VM has two emulated CPUs, and a
     /// starved vivid stamps its frames late and unevenly, which a real camera does not.
-    init(vigil: String, config: String, logPath: String) throws(Child.Failure) {
+    /// `wrapper` runs it (`libcamerify`).
+    init(vigil: String, config: String, logPath: String, wrapper: [String] = []) throws(Child.Failure) {
         self.logPath = logPath
         child = try Child.spawn(
-            "/usr/bin/nice", ["-n", "10", vigil, "run", "--config", config], stdout: logPath,
+            "/usr/bin/nice", ["-n", "10"] + wrapper + [vigil, "run", "--config", config], stdout: logPath,
             stderr: logPath + ".stderr")
     }
 

@@ -33,6 +33,7 @@ struct Context {
         case .recover: expectations.clips += AgentScenarios.recover(r, vigil: vigil, out: out)
         case .hd: expectations.clips += AgentScenarios.hd(r, vigil: vigil, out: out)
         case .codec: CodecScenarios.run(r, vigil: vigil, out: out)
+        case .libcamera: expectations.clips += LibcameraScenarios.run(r, vigil: vigil, out: out)
         }
     }
 

@@ -15,7 +15,7 @@ let usage = """
     """
 
 enum Scenario: String, CaseIterable {
-    case probe, negotiation, strides, lost, unplug, latency, audio, record, hd, recover, codec
+    case probe, negotiation, strides, lost, unplug, latency, audio, record, hd, recover, codec, libcamera
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())

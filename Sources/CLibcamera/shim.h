@@ -1,0 +1,3 @@
+// libcamera's C++ headers, for the vigil-libcamera plugin (Sources/VigilLibcamera) only: nothing
+// the vigil binary links includes them.
+#include <libcamera/libcamera.h>

@@ -1,0 +1,1 @@
+// The fake exports one C symbol, declared in Sources/CLibcameraPlugin/vigil_libcamera.h.
