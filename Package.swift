@@ -6,14 +6,15 @@ import PackageDescription
 // libraries or Glibc, with `internal import`, so no C type can appear in a public signature.
 // Nothing the `vigil` product links imports Foundation: FoundationEssentials only, so the
 // binary carries neither ICU nor CoreFoundation.
+// VIGIL_NO_LIBCAMERA_PLUGIN=1 leaves the libcamera plugin out of the package: the aarch64 test
+// build of `make test-arm64` is cross-compiled in a root that has libcamera-dev for amd64 only.
+let libcameraPlugin = Context.environment["VIGIL_NO_LIBCAMERA_PLUGIN"] == nil
+
 let package = Package(
     name: "Vigil",
     products: [
         .executable(name: "vigil", targets: ["vigil"]),
-        // The libcamera plugin (package vigil-libcamera), dlopened by `vigil`, which does not link
-        // libcamera: libcamera's ABI changes with every release.
-        .library(name: "vigil-libcamera", type: .dynamic, targets: ["VigilLibcamera"]),
-        // A stand-in for it with memfd buffers, for CaptureTests' LibcameraSource tests.
+        // A stand-in for the libcamera plugin, with memfd buffers: CaptureTests' LibcameraSource tests.
         .library(name: "vigil-libcamera-fake", type: .dynamic, targets: ["FakeLibcamera"]),
     ],
     targets: [
@@ -49,8 +50,6 @@ let package = Package(
         .target(name: "V4L2", dependencies: ["Media", "POSIX", "CV4L2"]),
         .target(name: "H264", dependencies: ["Media", "POSIX", "V4L2", "CX264", "CV4L2"]),
         .target(name: "Capture", dependencies: ["Media", "POSIX", "V4L2", "CV4L2", "CALSA", "CLibcameraPlugin"]),
-        // libvigil-libcamera.so: libcamera's cameras behind the C table of CLibcameraPlugin.
-        .target(name: "VigilLibcamera", dependencies: ["CLibcamera"]),
         .target(
             name: "Configuration",
             dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media", "Overlay", "POSIX"]),
@@ -170,3 +169,11 @@ let package = Package(
     swiftLanguageModes: [.v6],
     cxxLanguageStandard: .cxx17
 )
+
+if libcameraPlugin {
+    // The libcamera plugin (package vigil-libcamera), dlopened by `vigil`, which does not link
+    // libcamera: libcamera's ABI changes with every release. libvigil-libcamera.so: libcamera's
+    // cameras behind the C table of CLibcameraPlugin.
+    package.products.append(.library(name: "vigil-libcamera", type: .dynamic, targets: ["VigilLibcamera"]))
+    package.targets.append(.target(name: "VigilLibcamera", dependencies: ["CLibcamera"]))
+}

@@ -64,7 +64,7 @@ version="$("$binary" --version | sed -n 's/^vigil //p')"
 echo "== tools" >&2
 export DEBIAN_FRONTEND=noninteractive
 missing=""
-for tool in lintian:lintian debootstrap:debootstrap ffprobe:ffmpeg systemd-analyze:systemd systemd-nspawn:systemd-container dpkg-shlibdeps:dpkg-dev; do
+for tool in lintian:lintian debootstrap:debootstrap ffprobe:ffmpeg systemd-analyze:systemd systemd-nspawn:systemd-container dpkg-shlibdeps:dpkg-dev c++:g++; do
     command -v "${tool%%:*}" >/dev/null || missing="$missing ${tool#*:}"
 done
 if [ -n "$missing" ]; then
@@ -482,6 +482,32 @@ leftovers="$(find "$root/etc/vigil" -name '*.dpkg-*')"
 in_root vigil check | grep '^  stats_interval = 30;$' >/dev/null || fail "vigil check does not see the edited stats_interval after the upgrade"
 grep -q 'restart vigil.service' "$root/run/systemctl.log" || fail "the upgrade did not restart the service (systemctl calls: $(tr '\n' ';' <"$root/run/systemctl.log"))"
 [ ${#clips[@]} -le "$(find "$root/var/lib/vigil/clips" -name '*.mov' | wc -l)" ] || fail "the upgrade lost clips"
+
+# --- The libcamera plugin: a package of its own, beside vigil and gone again ----------------------
+step "vigil-libcamera beside vigil, then purged"
+case "$(dpkg-deb -f "$deb_new" Depends)" in *libcamera*) fail "vigil itself depends on libcamera: $(dpkg-deb -f "$deb_new" Depends)" ;; esac
+deb_plugin="$("$here/build-deb-libcamera.sh" --out "$work/debs" --version "$version")" || fail "build-deb-libcamera.sh failed (above)"
+cp "$deb_plugin" "$root/tmp/"
+note "$(basename "$deb_plugin"): Depends $(dpkg-deb -f "$deb_plugin" Depends)"
+if ! in_root apt-get install -y -q --no-install-recommends "/tmp/$(basename "$deb_plugin")" </dev/null >"$work/plugin.log" 2>&1; then
+    cat "$work/plugin.log" >&2
+    fail "apt-get install of the vigil-libcamera package failed"
+fi
+# The plugin loads (built against this system's libcamera) and finds no camera in the root.
+in_root vigil probe >"$work/probe.out" 2>&1 || true
+grep -A2 '^Cameras (libcamera)' "$work/probe.out" | grep -q 'none found' \
+    || fail "vigil probe with vigil-libcamera installed does not say it found no libcamera camera: $(grep -A3 '^Cameras (libcamera)' "$work/probe.out")"
+for unit in vigil.service vigil@.service; do
+    find "$root/lib/systemd/system/$unit.d" "$root/usr/lib/systemd/system/$unit.d" -name libcamera.conf 2>/dev/null | grep -q . \
+        || fail "vigil-libcamera did not install the $unit drop-in that lets the service reach the media controller"
+done
+in_root apt-get purge -y -q --autoremove vigil-libcamera </dev/null >"$work/plugin-purge.log" 2>&1 \
+    || { cat "$work/plugin-purge.log" >&2; fail "apt-get purge vigil-libcamera failed"; }
+[ "$(in_root dpkg-query -W -f '${Status}' vigil)" = "install ok installed" ] || fail "purging vigil-libcamera removed vigil"
+in_root vigil probe >"$work/probe.out" 2>&1 || true
+grep -A2 '^Cameras (libcamera)' "$work/probe.out" | grep -q 'vigil-libcamera package is not installed' \
+    || fail "vigil probe after purging vigil-libcamera does not say the package is missing: $(grep -A3 '^Cameras (libcamera)' "$work/probe.out")"
+rm -f "$root/tmp/$(basename "$deb_plugin")"
 
 # --- Remove, then purge ----------------------------------------------------------------------------------
 step "remove keeps configuration and clips"

@@ -41,7 +41,37 @@ extension Agent {
                     ])
             }
         }
+        if let got = opened.libcameraNegotiation {
+            logNegotiated(got, camera: camera)
+        }
         return opened
+    }
+
+    /// Says what a libcamera camera agreed to, and warns when that is not what was asked.
+    private func logNegotiated(_ got: LibcameraNegotiation, camera: Settings.Camera) {
+        let requested = "\(camera.width)x\(camera.height)@\(DecimalText.short(camera.fps, 2))"
+        let delivered = got.frameDuration.map { 1e9 / Double($0.nanoseconds) }
+        let fps = delivered.map { DecimalText.short($0, 2) }
+        log.info(
+            "camera negotiated",
+            [
+                ("source", .string(camera.device.description)), ("camera", .string(got.camera)),
+                ("requested", .string(requested)), ("pixel_format", .string(got.pixelFormat)),
+                ("size", .string("\(got.width)x\(got.height)")), ("stride", .int(got.stride)),
+                ("fps", .string(fps ?? "camera's own")), ("autofocus", .bool(got.autofocus)),
+                ("copied", .string(got.copied ?? "no")), ("buffers", .int(got.buffers)),
+                ("libcamera", .string(got.libcameraVersion)),
+            ])
+        // A camera without FrameDurationLimits runs at its own rate, as the line above says.
+        let rateMatches = delivered.map { abs($0 - camera.fps) < 0.01 } ?? true
+        if got.width != camera.width || got.height != camera.height || !rateMatches {
+            log.warning(
+                "the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)",
+                [
+                    ("source", .string(camera.device.description)), ("requested", .string(requested)),
+                    ("delivered", .string("\(got.width)x\(got.height)@\(fps ?? "?")")),
+                ])
+        }
     }
 
     /// The capture thread: frames into the queue until the source ends or the agent stops.

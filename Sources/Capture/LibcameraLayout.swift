@@ -149,7 +149,10 @@ public enum LibcameraLayout {
             return age >= -window.nanoseconds / 100 && age <= window.nanoseconds
         }
         if recent(monotonicNow) { return stamp }
-        if recent(boottimeNow) { return stamp - (boottimeNow - monotonicNow) }
+        // On the boot-time clock: moved onto the monotonic one. (Two statements: Swift 6.0
+        // cannot type `stamp - (a - b)`.)
+        let bootOffset: Timestamp.Duration = boottimeNow - monotonicNow
+        if recent(boottimeNow) { return stamp - bootOffset }
         return monotonicNow
     }
 

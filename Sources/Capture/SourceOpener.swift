@@ -8,6 +8,8 @@ public struct OpenedSource {
     public var isLive: Bool
     /// What a camera agreed to, for the log; nil for other sources.
     public var negotiation: CameraNegotiation?
+    /// What a libcamera camera agreed to, for the log.
+    public var libcameraNegotiation: LibcameraNegotiation? = nil
 }
 
 /// The one way a source is opened.
@@ -58,7 +60,8 @@ public enum SourceOpener {
             return OpenedSource(source: camera, isLive: true, negotiation: camera.negotiation)
         case .libcamera(let id):
             let camera = try LibcameraSource(camera: id, request: CameraRequest(width: width, height: height, fps: fps))
-            return OpenedSource(source: camera, isLive: true, negotiation: nil)
+            return OpenedSource(
+                source: camera, isLive: true, negotiation: nil, libcameraNegotiation: camera.negotiation)
         }
     }
 }

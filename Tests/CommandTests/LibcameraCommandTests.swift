@@ -83,6 +83,13 @@ import Testing
         #expect(
             logValue(open, "source") == "libcamera:one-buffer" && logValue(open, "format") == "NV12 320×240 @ 30/1 fps",
             "\(open)")
+        // What it agreed to, said once, as for a V4L2 camera: what was asked, so no warning.
+        let negotiated = try #require(agent.outputLines.first { $0.contains("msg=\"camera negotiated\"") })
+        #expect(
+            logValue(negotiated, "camera") == "one-buffer" && logValue(negotiated, "pixel_format") == "NV12"
+                && logValue(negotiated, "size") == "320x240" && logValue(negotiated, "fps") == "30",
+            "\(negotiated)")
+        #expect(!agent.output.contains("does not offer the requested size or rate"), "\(agent.output)")
         Thread.sleep(forTimeInterval: 2)  // some pre-roll in the ring
         let trigger = try Self.run(
             ["trigger", "--config", config, "--seconds", "2"],

@@ -64,7 +64,11 @@ test_deps="$(make_list TEST_DEPS)"
 # libstdc++ (the static Swift runtime links it; swiftlang does not depend on it); and each -dev
 # package for arm64 too, with the C and C++ runtime the aarch64 link needs (crt files, libgcc,
 # libstdc++) and libxml2, which the arm64 Foundation the unit tests link (FoundationXML) loads.
-arm64_dev="$(for p in $build_deps; do [ "$p" = pkg-config ] || printf '%s:arm64 ' "$p"; done)"
+# libcamera-dev is not among them: it cannot be installed for two architectures at once, and
+# only the libcamera plugin (not cross-built: VIGIL_NO_LIBCAMERA_PLUGIN) needs it.
+arm64_dev="$(for p in $build_deps; do
+    case $p in pkg-config | libcamera-dev) ;; *) printf '%s:arm64 ' "$p" ;; esac
+done)"
 build_packages="swiftlang libstdc++-14-dev dpkg-dev binutils binutils-aarch64-linux-gnu lintian $build_deps $run_deps $test_deps $arm64_dev libc6-dev:arm64 libgcc-14-dev:arm64 libstdc++-14-dev:arm64 libxml2:arm64"
 key_input="$(grep -v '^[[:space:]]*#' "$0"; echo "$build_packages")"
 key="$(printf '%s' "$key_input" | sha256sum | cut -c1-12)"
