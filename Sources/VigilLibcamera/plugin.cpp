@@ -146,9 +146,9 @@ bool heldDeviceVanished()
         return false;
     bool vanished = false;
     while (dirent *entry = readdir(fds)) {
-        char path[64], target[256];
-        std::snprintf(path, sizeof(path), "/proc/self/fd/%s", entry->d_name);
-        ssize_t n = readlink(path, target, sizeof(target) - 1);
+        std::string path = std::string("/proc/self/fd/") + entry->d_name;
+        char target[256];
+        ssize_t n = readlink(path.c_str(), target, sizeof(target) - 1);
         if (n <= 0)
             continue;
         target[n] = 0;

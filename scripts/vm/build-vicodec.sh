@@ -42,16 +42,11 @@
 # vanish and the next VIDIOC_QBUF fail with ENODEV.
 set -euo pipefail
 
-check=0
-case ${1:-} in
-    "") ;;
-    --check) check=1 ;;
-    *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
-esac
 name=vicodec
 jobs=${VICODEC_JOBS:-1}
+usage=2,15
 # shellcheck source=scripts/vm/module-build.sh
-. "$(dirname "$0")/module-build.sh"
+. "$(dirname "$0")/module-build.sh" "$@"
 
 out=$cache/vicodec-${kver}_$pkgver
 cached() { [[ -e $out/.complete && -f $out/vicodec.ko && -f $out/v4l2-mem2mem.ko ]]; }

@@ -37,16 +37,11 @@
 # the process; binding it again makes the nodes, and the camera, again.
 set -euo pipefail
 
-check=0
-case ${1:-} in
-    "") ;;
-    --check) check=1 ;;
-    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
-esac
 name=vimc
 jobs=${VIMC_JOBS:-1}
+usage=2,16
 # shellcheck source=scripts/vm/module-build.sh
-. "$(dirname "$0")/module-build.sh"
+. "$(dirname "$0")/module-build.sh" "$@"
 
 out=$cache/vimc-${kver}_$pkgver
 cached() { [[ -e $out/.complete && -f $out/vimc.ko ]]; }

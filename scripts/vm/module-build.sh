@@ -6,14 +6,22 @@
 # kernel. gcc-N (the compiler the kernel was built with), make, kmod and xz-utils are installed
 # with apt-get when missing.
 #
-# The script that sources it sets `name` (for messages and its lock) and `jobs` (make -j); it
-# then has `cache`, `kpkg`, `kver`, `pkgver`, `sudo`, `fail` and `say`, sets `out` and
-# `cached`, and calls `module_build` and `module_check_in_vm` below.
+# The script that sources it sets `name` (for messages and its lock), `jobs` (make -j) and
+# `usage` (the sed range of its header to print for a wrong argument), and sources it with its
+# own arguments; it then has `check` (1 for --check), `cache`, `kpkg`, `kver`, `pkgver`,
+# `sudo`, `fail` and `say`, sets `out` and `cached`, and calls `module_build` and
+# `module_check_in_vm` below.
 #
 # Environment: VIGIL_VM_CACHE (as run-vm.sh: ${XDG_CACHE_HOME:-$HOME/.cache}/vigil-vm),
 # VM_KERNEL_PKG (as run-vm.sh; default: $cache/kernel-package, else what linux-image-amd64
 # depends on), VM_TIMEOUT (module_check_in_vm: 300 s).
 
+check=0
+case ${1:-} in
+    "") ;;
+    --check) check=1 ;;
+    *) sed -n "${usage}p" "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+esac
 cache=${VIGIL_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vigil-vm}
 sudo=""; [[ $(id -u) == 0 ]] || sudo=sudo
 
