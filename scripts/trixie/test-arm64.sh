@@ -214,7 +214,37 @@ for clip in "${clips[@]}"; do
 done
 note "recorded in $((t1 - t0)) s under qemu; the same clips as x86-64: $(wc -l <"$work/events-x86")"
 
-# --- 5. Unit tests for aarch64 -----------------------------------------------------------------------
+# --- 5. libcamera: the arm64 binary without the plugin, the plugin against trixie's libcamera -------
+step "camera.device = libcamera on arm64 without vigil-libcamera"
+# The package works without libcamera: probe says what to install, run stops with exit 69 and
+# the same words, as on x86-64 (CommandTests.LibcameraCommandTests).
+in_root "$root" "${arm[@]}" vigil probe >"$work/probe.out" 2>&1 || true
+grep -A2 '^Cameras (libcamera)' "$work/probe.out" | grep -q 'vigil-libcamera package is not installed' \
+    || fail "vigil probe on arm64 does not say vigil-libcamera is missing: $(grep -A3 '^Cameras (libcamera)' "$work/probe.out")"
+sed 's/device = "file:[^"]*"/device = "libcamera"/' "$out/arm64.conf" >"$out/libcamera.conf"
+chmod 0644 "$out/libcamera.conf"
+set +e
+in_root "$root" "${arm[@]}" vigil run --config /out/libcamera.conf >"$work/run-libcamera.log" 2>&1
+status=$?
+set -e
+[ $status = 69 ] && grep -q 'needs the vigil-libcamera package' "$work/run-libcamera.log" \
+    || fail "vigil run with camera.device = libcamera and no plugin exited $status on arm64, not 69 naming vigil-libcamera: $(head -3 "$work/run-libcamera.log")"
+note "probe names the missing package; run exits 69: $(head -1 "$work/run-libcamera.log")"
+
+step "the libcamera plugin built against trixie's libcamera (the build root, x86-64)"
+# libcamera's API moves between releases: the plugin must still compile against the newer one
+# (trixie's) as against bookworm's. (On a Raspberry Pi it is built against Raspberry Pi OS's
+# libcamera with make deb-libcamera, as the README says.)
+mkdir -p "$out/plugin"
+chmod 0777 "$out/plugin"
+in_root "$build" --bind "$out/plugin:/plugin" env CXX=/usr/libexec/swift/bin/clang++ \
+    /src/packaging/build-deb-libcamera.sh --out /plugin >"$work/plugin.out" 2>"$work/plugin.log" \
+    || { tail -30 "$work/plugin.log" >&2; fail "the libcamera plugin does not build against trixie's libcamera (log above)"; }
+plugin_deb="$out/plugin/$(basename "$(cat "$work/plugin.out")")"
+[ -f "$plugin_deb" ] || fail "build-deb-libcamera.sh printed $(cat "$work/plugin.out"), which is not there"
+note "$(basename "$plugin_deb"): Depends $(dpkg-deb -f "$plugin_deb" Depends)"
+
+# --- 6. Unit tests for aarch64 -----------------------------------------------------------------------
 step "unit tests built for aarch64 (trixie's Swift) and run under qemu-user"
 # Optimised, with @testable imports allowed: a debug build runs these tests for over half an
 # hour under qemu-user, this one in about two minutes.
