@@ -15,6 +15,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=packaging/deb-lib.sh
+. "$here/deb-lib.sh"
 repo="$(cd "$here/.." && pwd)"
 out="$repo/dist"
 version=""
@@ -97,7 +99,7 @@ shlibs="$(cd "$work/shlibs" && dpkg-shlibdeps -O -e"$root/$libdir/libvigil-libca
 depends="$(echo "$shlibs" | sed -n 's/^shlibs:Depends=//p')"
 echo "$depends" | grep -q 'libcamera' || fail "dpkg-shlibdeps names no libcamera package: $depends"
 
-installed_size="$(find "$root" -path "$root/DEBIAN" -prune -o \( -type f -printf '%s\n' -o -type d -printf '1024\n' \) | awk '{k += int(($1 + 1023) / 1024)} END {print k}')"
+installed_size="$(deb_installed_size "$root")"
 cat >"$root/DEBIAN/control" <<EOF
 Package: vigil-libcamera
 Source: vigil
@@ -116,11 +118,8 @@ Description: libcamera cameras for Vigil (Raspberry Pi camera modules)
  Built against libcamera $libcamera: libcamera's ABI changes with each
  release, so this package goes with that libcamera only.
 EOF
-(cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\n' | LC_ALL=C sort | xargs md5sum) >"$root/DEBIAN/md5sums"
-chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
-mkdir -p "$out"
 deb="$out/vigil-libcamera_${version}_${arch}.deb"
-dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+deb_pack "$root" "$deb"
 echo "build-deb-libcamera: $deb ($(du -k "$deb" | cut -f1) KiB), built against libcamera $libcamera" >&2
 echo "build-deb-libcamera: Depends: $(dpkg-deb -f "$deb" Depends)" >&2
 echo "$deb"

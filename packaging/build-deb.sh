@@ -16,6 +16,8 @@
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
+# shellcheck source=packaging/deb-lib.sh
+. "$here/deb-lib.sh"
 repo="$(cd "$here/.." && pwd)"
 out="$repo/dist"
 version=""
@@ -145,16 +147,13 @@ depends="$(echo "$shlibs" | sed -n 's/^shlibs:Depends=//p')"
 
 # --- Control file, checksums, package ---------------------------------------------------------
 # Installed-Size in KiB, as dpkg-gencontrol counts it: each file rounded up, plus one per directory.
-installed_size="$(find "$root" -path "$root/DEBIAN" -prune -o \( -type f -printf '%s\n' -o -type d -printf '1024\n' \) | awk '{k += int(($1 + 1023) / 1024)} END {print k}')"
+installed_size="$(deb_installed_size "$root")"
 sed -e "s|@VERSION@|$version|" -e "s|@ARCH@|$arch|" -e "s|@MAINTAINER@|$maintainer|" \
     -e "s|@INSTALLED_SIZE@|$installed_size|" -e "s|@SHLIBS_DEPENDS@|$depends|" \
     "$here/control.in" >"$root/DEBIAN/control"
 grep -q '@[A-Z_]*@' "$root/DEBIAN/control" && fail "control.in has a placeholder this script does not fill: $(grep -o '@[A-Z_]*@' "$root/DEBIAN/control" | head -1)"
-(cd "$root" && find . -path ./DEBIAN -prune -o -type f -printf '%P\n' | LC_ALL=C sort | xargs md5sum) >"$root/DEBIAN/md5sums"
-chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/md5sums"
-mkdir -p "$out"
 deb="$out/vigil_${version}_${arch}.deb"
-dpkg-deb --root-owner-group -Zxz --build "$root" "$deb" >/dev/null
+deb_pack "$root" "$deb"
 echo "build-deb: $deb ($(du -k "$deb" | cut -f1) KiB; installed $installed_size KiB)" >&2
 echo "build-deb: Depends: $(dpkg-deb -f "$deb" Depends)" >&2
 echo "$deb"

@@ -56,7 +56,7 @@ public final class LibcameraSource: FrameSource {
     public let stallTimeout: Timestamp.Duration
     public let firstFrameTimeout: Timestamp.Duration
 
-    private var stream: LibcameraStream?
+    var stream: LibcameraStream?
     private let plan: LibcameraLayout.Plan
     private let pool: FramePool?
     private var sequence = SequenceCounter()
@@ -173,19 +173,10 @@ public final class LibcameraSource: FrameSource {
     }
 
     public func nextFrame() throws(CaptureError) -> VideoFrame? {
-        guard let stream else {
-            throw CaptureError.deviceLost(source: name, reason: "the stream already failed; open the camera again")
-        }
-        do {
-            return try nextFrame(from: stream)
-        } catch {
-            stream.stop()
-            self.stream = nil
-            throw error
-        }
+        try nextFrameEndingTheStreamOnFailure()
     }
 
-    private func nextFrame(from stream: LibcameraStream) throws(CaptureError) -> VideoFrame {
+    func nextFrame(from stream: LibcameraStream) throws(CaptureError) -> VideoFrame {
         let wait = delivered == 0 ? firstFrameTimeout : stallTimeout
         let deadline = MonotonicClock.now() + wait
         while true {
@@ -258,7 +249,7 @@ enum BootClock {
 ///
 /// `@unchecked Sendable`: the handle and mappings never change after `map`; the plugin's calls
 /// on a camera are safe from any thread; the stream state is behind a Mutex.
-final class LibcameraStream: @unchecked Sendable {
+final class LibcameraStream: CameraStream, @unchecked Sendable {
     let plugin: LibcameraPlugin
     let handle: OpaquePointer
     /// Per buffer, one mapping per distinct dmabuf (a direct plan has exactly one).

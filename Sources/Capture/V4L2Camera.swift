@@ -70,7 +70,7 @@ public final class V4L2Camera: FrameSource {
 
     /// Nil once streaming failed: the device then closes as soon as the last frame still out
     /// is dropped, even while this object lives on (a replugged camera gets its node back).
-    private var stream: V4L2Stream?
+    var stream: V4L2Stream?
     private var sequence = SequenceCounter()
     private var timeline: FrameTimeline?
     private var delivered = 0
@@ -177,20 +177,10 @@ public final class V4L2Camera: FrameSource {
     }
 
     public func nextFrame() throws(CaptureError) -> VideoFrame? {
-        guard let stream else {
-            throw CaptureError.deviceLost(source: name, reason: "the stream already failed; open the camera again")
-        }
-        do {
-            return try nextFrame(from: stream)
-        } catch {
-            // Every failure ends this stream: stop it and let go of the device.
-            stream.stop()
-            self.stream = nil
-            throw error
-        }
+        try nextFrameEndingTheStreamOnFailure()
     }
 
-    private func nextFrame(from stream: V4L2Stream) throws(CaptureError) -> VideoFrame {
+    func nextFrame(from stream: V4L2Stream) throws(CaptureError) -> VideoFrame {
         let wait = delivered == 0 ? firstFrameTimeout : stallTimeout
         let deadline = MonotonicClock.now() + wait
         while true {
@@ -335,7 +325,7 @@ public final class V4L2Camera: FrameSource {
 /// gone *and* the last frame using a buffer has been dropped) and whether it is running.
 ///
 /// Sendable: the buffers never change after `init`; the stream state is behind a Mutex.
-final class V4L2Stream: Sendable {
+final class V4L2Stream: CameraStream, Sendable {
     let buffers: V4L2Buffers
     var device: V4L2Device { buffers.device }
     private struct State {
