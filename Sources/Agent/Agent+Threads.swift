@@ -30,15 +30,9 @@ extension Agent {
                     ("buffers", .int(got.buffers)),
                 ])
             if !got.matchesRequest {
-                log.warning(
-                    "the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)",
-                    [
-                        ("source", .string(path)), ("requested", .string(requested)),
-                        (
-                            "delivered",
-                            .string("\(got.width)x\(got.height)@\(got.frameRate.map(DecimalText.rate) ?? "?")")
-                        ),
-                    ])
+                warnNotAsked(
+                    source: path, requested: requested,
+                    delivered: "\(got.width)x\(got.height)@\(got.frameRate.map(DecimalText.rate) ?? "?")")
             }
         }
         if let got = opened.libcameraNegotiation {
@@ -65,13 +59,18 @@ extension Agent {
         // A camera without FrameDurationLimits runs at its own rate, as the line above says.
         let rateMatches = delivered.map { abs($0 - camera.fps) < 0.01 } ?? true
         if got.width != camera.width || got.height != camera.height || !rateMatches {
-            log.warning(
-                "the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)",
-                [
-                    ("source", .string(camera.device.description)), ("requested", .string(requested)),
-                    ("delivered", .string("\(got.width)x\(got.height)@\(fps ?? "?")")),
-                ])
+            warnNotAsked(
+                source: camera.device.description, requested: requested,
+                delivered: "\(got.width)x\(got.height)@\(fps ?? "?")")
         }
+    }
+
+    /// The one warning for a camera, V4L2 or libcamera, that gives another size or rate than
+    /// `camera.*` asks.
+    private func warnNotAsked(source: String, requested: String, delivered: String) {
+        log.warning(
+            "the camera does not offer the requested size or rate; clips use what it delivers (`vigil probe` lists its modes)",
+            [("source", .string(source)), ("requested", .string(requested)), ("delivered", .string(delivered))])
     }
 
     /// The capture thread: frames into the queue until the source ends or the agent stops.
