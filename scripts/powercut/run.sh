@@ -85,7 +85,7 @@ fi
 out=${POWERCUT_OUT:-$(pwd)/var/powercut/$(date +%Y%m%d-%H%M%S)-$mode}
 mkdir -p "$out"
 out=$(realpath "$out")
-commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+commit=${VIGIL_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
 built=$(date +%s)
 if [[ $mode == gate ]]; then
     # shellcheck disable=SC2086

@@ -34,35 +34,7 @@ in_root() {
         bash "$root" "$repo" "${#binds[@]}" "${binds[@]}" "$@"
 }
 
-# build_tree CACHE: brings CACHE/tree up to date with the repository's files (all but .git,
-# .build, dist and var) and prints its path. A file whose content is unchanged is left as it is,
-# with its inode and time, and one changed is written anew; so the SwiftPM build directories kept
-# in CACHE/tree/.build rebuild only what changed, whichever checkout runs them: a clean clone
-# (CI's) builds for aarch64 in a minute or two instead of half an hour. Call it through
-# use_build_tree, which holds the tree's lock while the caller builds there.
-build_tree() {
-    local tree="$1/tree"
-    local repo
-    repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-    mkdir -p "$tree"
-    local listed="$1/tree.files"
-    (cd "$repo" && find . \( -path ./.git -o -path ./.build -o -path ./dist -o -path ./var \) -prune \
-        -o -type f -print | sed 's|^\./||' | LC_ALL=C sort) >"$listed"
-    local file
-    while IFS= read -r file; do
-        if ! cmp -s "$repo/$file" "$tree/$file"; then
-            mkdir -p "$(dirname "$tree/$file")"
-            cp "$repo/$file" "$tree/$file.new"
-            mv -f "$tree/$file.new" "$tree/$file"
-        fi
-        chmod --reference="$repo/$file" "$tree/$file"
-    done <"$listed"
-    # What the repository no longer has goes (the build directories stay).
-    (cd "$tree" && find . -path ./.build -prune -o -type f -print | sed 's|^\./||' | LC_ALL=C sort) \
-        | LC_ALL=C comm -23 - "$listed" | while IFS= read -r file; do rm -f "$tree/$file"; done
-    find "$tree" -mindepth 1 -depth -type d -empty -not -path "$tree/.build" -not -path "$tree/.build/*" -delete
-    echo "$tree"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/../build-tree.sh"
 
 # use_build_tree ROOT: takes the lock of the build tree beside ROOT (on file descriptor 8, held
 # until the script ends) and brings the tree up to date (build_tree); sets tree to its path.
@@ -71,5 +43,5 @@ use_build_tree() {
     cache="$(dirname "$1")"
     exec 8>"$cache/tree.lock"
     flock 8
-    tree="$(build_tree "$cache")"
+    tree="$(build_tree "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)" "$cache")"
 }
