@@ -76,10 +76,10 @@ extension Agent {
     /// The capture thread: frames into the queue until the source ends or the agent stops.
     /// A live source never waits: when the pipeline is behind, the oldest queued frame is dropped.
     /// A camera that fails is closed and reopened as `Retry` says; the open clip is closed meanwhile.
-    func capture(_ first: (any FrameSource)?, into queue: WorkQueue<CaptureItem>, live: Bool) {
+    func capture(_ first: (any FrameSource)?, into queue: WorkQueue<CaptureItem>, live: Bool, sinks: EventSinks) {
         var retry = Retry(maximum: .init(seconds: 30))
         if first == nil { _ = retry.failed(at: environment.monotonicNow()) }
-        guard var source = first ?? reopen(&retry, firstTime: true) else {
+        guard var source = first ?? reopen(&retry, firstTime: true, sinks: sinks) else {
             queue.push(.end(nil))
             return
         }
@@ -97,27 +97,23 @@ extension Agent {
                     queue.push(.end(error))
                     return
                 }
-                if case .needsRestart = error {
-                    log.error(
-                        "camera lost for this process; closing the clip and stopping so that the service restarts vigil",
-                        [("source", .string(source.name)), ("error", .string(error.description))])
+                let restart = if case .needsRestart = error { true } else { false }
+                notify(.cameraLost(source: source.name, error: error.description, restart: restart), sinks)
+                if restart {
                     queue.push(.end(error))
                     return
                 }
-                log.warning(
-                    "camera lost; closing the clip and retrying",
-                    [("source", .string(source.name)), ("error", .string(error.description))])
                 cameraDownSince.withLock { $0 = $0 ?? environment.wallNow() }
                 queue.push(.interrupted)
                 _ = retry.failed(at: environment.monotonicNow())
-                guard let back = reopen(&retry, firstTime: false) else { break }
+                guard let back = reopen(&retry, firstTime: false, sinks: sinks) else { break }
                 source = back
                 converter = PlanarConverter(input: source.format)
                 lastSequence = nil
                 continue
             }
             guard let frame else {
-                log.info("end of source", [("source", .string(source.name))])
+                notify(.endOfSource(source: source.name), sinks)
                 queue.push(.end(nil))
                 return
             }
@@ -141,7 +137,7 @@ extension Agent {
 
     /// Reopens the camera as `retry` says (it was lost, or never there), logging its return
     /// once; nil when the agent is stopping.
-    func reopen(_ retry: inout Retry, firstTime: Bool) -> (any FrameSource)? {
+    func reopen(_ retry: inout Retry, firstTime: Bool, sinks: EventSinks) -> (any FrameSource)? {
         while !stopping.load(ordering: .relaxed) {
             sleepUnlessStopping(retry.delay.seconds)
             guard !stopping.load(ordering: .relaxed) else { return nil }
@@ -149,12 +145,14 @@ extension Agent {
                 let source = try openSource().source
                 cameraDownSince.withLock { $0 = nil }
                 let back = retry.succeeded(at: environment.monotonicNow())
-                log.info(
-                    firstTime ? "camera open" : "camera back",
-                    [
-                        ("source", .string(source.name)), ("format", .string(source.format.description)),
-                        ("down", .seconds(back?.down.seconds ?? 0)), ("attempts", .int(back?.tries ?? 1)),
-                    ])
+                let name = source.name
+                let format = source.format.description
+                let attempts = back?.tries ?? 1
+                notify(
+                    firstTime
+                        ? .cameraOpen(source: name, format: format, attempts: attempts)
+                        : .cameraBack(source: name, format: format, down: back?.down.seconds ?? 0, attempts: attempts),
+                    sinks)
                 return source
             } catch {
                 let failure = retry.failed(at: environment.monotonicNow())
@@ -166,6 +164,12 @@ extension Agent {
         return nil
     }
 
+    /// Logs `notice` and hands it to the sinks.
+    func notify(_ notice: Notice, _ sinks: EventSinks) {
+        notice.log(to: log)
+        sinks.handle(.notice(notice))
+    }
+
     /// Waits `seconds`, returning at once when the agent stops.
     func sleepUnlessStopping(_ seconds: Double) {
         environment.pause(seconds, stopToken)
@@ -174,7 +178,7 @@ extension Agent {
     /// The audio thread: microphone chunks into the pipeline's queue (never dropped: they are
     /// small). A microphone that cannot be opened or fails leaves clips with video only; it
     /// is retried as `Retry` says, and each change is logged once.
-    func captureAudio(into queue: WorkQueue<CaptureItem>) {
+    func captureAudio(into queue: WorkQueue<CaptureItem>, sinks: EventSinks) {
         let audio = initial.audio
         var retry = Retry(maximum: .init(seconds: 60))
         while !stopping.load(ordering: .relaxed) {
@@ -183,20 +187,17 @@ extension Agent {
                 microphone = try environment.openMicrophone(audio, log)
             } catch {
                 if retry.failed(at: environment.monotonicNow()).isFirst {
-                    log.warning(
-                        "microphone unavailable; recording video only",
-                        [("device", .string(audio.device)), ("error", .string(error.description))])
+                    notify(.microphoneUnavailable(device: audio.device, error: error.description), sinks)
                 }
                 sleepUnlessStopping(retry.delay.seconds)
                 continue
             }
             let wasFailing = retry.succeeded(at: environment.monotonicNow()) != nil
-            log.info(
-                wasFailing ? "microphone back" : "microphone open",
-                [
-                    ("device", .string(microphone.name)), ("rate", .int(microphone.sampleRate)),
-                    ("channels", .int(microphone.channels)),
-                ])
+            notify(
+                .microphoneOpen(
+                    device: microphone.name, rate: microphone.sampleRate, channels: microphone.channels,
+                    back: wasFailing),
+                sinks)
             // Overruns of microphones opened before, so the count only grows.
             let overrunsBefore = stats.snapshot.audioOverruns
             while !stopping.load(ordering: .relaxed) {
@@ -206,9 +207,7 @@ extension Agent {
                     let total = overrunsBefore + microphone.overruns
                     stats.update { $0.audioOverruns = total }
                 } catch {
-                    log.warning(
-                        "microphone failed; recording video only until it is back",
-                        [("device", .string(microphone.name)), ("error", .string(error.description))])
+                    notify(.microphoneFailed(device: microphone.name, error: error.description), sinks)
                     _ = retry.failed(at: environment.monotonicNow())
                     sleepUnlessStopping(retry.delay.seconds)
                     break

@@ -195,9 +195,7 @@ public final class Agent: @unchecked Sendable {
                     [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
                 return .sourceCannotOpen
             }
-            log.warning(
-                "camera unavailable; waiting for it",
-                [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
+            notify(.cameraUnavailable(source: settings.camera.device.description, error: error.description), sinks)
             cameraDownSince.withLock { $0 = environment.wallNow() }
             opened = nil
         }
@@ -221,9 +219,11 @@ public final class Agent: @unchecked Sendable {
             pipelineDone.signal()
         }
         let handedOver = HandOver(opened?.source)
-        let captureThread = startThread("capture") { [self] in capture(handedOver.value, into: frames, live: live) }
+        let captureThread = startThread("capture") { [self] in
+            capture(handedOver.value, into: frames, live: live, sinks: sinks)
+        }
         if settings.audio.enabled {
-            startThread("audio") { [self] in captureAudio(into: frames) }
+            startThread("audio") { [self] in captureAudio(into: frames, sinks: sinks) }
         }
         running.withLock {
             $0 = Running(
@@ -240,14 +240,7 @@ public final class Agent: @unchecked Sendable {
             status: opened.map { "recording from \($0.source.name)" }
                 ?? "waiting for the camera \(settings.camera.device)")
         if let choice = environment.encoders.announcement {
-            let fields: [(String, LogValue)] = [
-                ("backend", .string(choice.backend)), ("reason", .string(choice.reason)),
-            ]
-            if choice.warn {
-                log.warning("encoder chosen: the hardware encoder cannot take this stream", fields)
-            } else {
-                log.info("encoder chosen", fields)
-            }
+            notify(.encoderChosen(backend: choice.backend, reason: choice.reason, unsuitable: choice.warn), sinks)
         }
         let trigger = claimed.flatMap { TriggerSocket.Listener.open($0, log: log) }
         if let trigger {
@@ -323,20 +316,18 @@ public final class Agent: @unchecked Sendable {
         // 6. The sinks deliver what they still hold (MQTT: the queue, then "offline").
         running.withLock { $0?.sinks }?.finish()
         // 7. The last line.
-        let counters = stats.snapshot
-        log.info(
-            "vigil stopped",
-            [
-                ("frames", .int(counters.framesIn)), ("lost_at_source", .int(counters.framesLostAtSource)),
-                ("dropped_at_capture", .int(counters.framesDroppedAtCapture)),
-                ("dropped_at_writer", .int(counters.samplesDroppedAtWriter)),
-                ("clips", .int(counters.clipsWritten)), ("clip_errors", .int(counters.clipErrors)),
-            ])
+        log.info("vigil stopped", Stats.logged(stats.snapshot.totals))
         if let sourceError {
             log.error("the source failed", [("error", .string(sourceError.description))])
             return .sourceFailed
         }
         return .stopped
+    }
+
+    /// Logs `notice` and hands it to the sinks of the run (a reload's, from any thread).
+    private func notify(_ notice: Notice) {
+        notice.log(to: log)
+        running.withLock { $0?.sinks }?.handle(.notice(notice))
     }
 
     /// Reloads the configuration file (from any thread); an invalid file is logged and the
@@ -353,8 +344,7 @@ public final class Agent: @unchecked Sendable {
                 throw ConfigurationError(file: configPath, line: nil, message: problem)
             }
         } catch {
-            log.error(
-                "configuration not reloaded; the settings in use are kept", [("error", .string(error.description))])
+            notify(.reloadRefused(error: error.description))
             status = "configuration not reloaded; the settings in use are kept"
             return
         }
@@ -364,20 +354,11 @@ public final class Agent: @unchecked Sendable {
         let plan = ReloadPlan(from: inUse, to: new)
         // Retention decides what is deleted: never changed without a word.
         for change in ReloadPlan.retentionChanges(from: inUse.storage, to: applied.storage) {
-            let fields: [(String, LogValue)] = [
-                ("setting", .string(change.setting)), ("old", .string(change.old)), ("new", .string(change.new)),
-            ]
-            if change.deletesMore {
-                log.warning("retention changed by the reload", fields + [("effect", .string("deletes more clips"))])
-            } else {
-                log.info("retention changed by the reload", fields + [("effect", .string("keeps more clips"))])
-            }
+            notify(
+                .retentionChanged(
+                    setting: change.setting, old: change.old, new: change.new, deletesMore: change.deletesMore))
         }
-        if !plan.needsRestart.isEmpty {
-            log.warning(
-                "these settings take effect after a restart (systemctl restart vigil); the ones in use are kept",
-                [("changed", .string(plan.needsRestart.joined(separator: ",")))])
-        }
+        if !plan.needsRestart.isEmpty { notify(.restartNeeded(changed: plan.needsRestart)) }
         if plan.logChanged { log.level = applied.log.level }
         current.withLock { $0 = applied }
         housekeepingWake.ring()

@@ -35,9 +35,7 @@ extension ClipWriter {
         switch decision {
         case .sweepAndRetry(let sayFull), .keepWaiting(let sayFull):
             if sayFull {
-                log.warning(
-                    "disk full while \(what); running retention, keeping the video in memory until there is room",
-                    [("file", .string(clip.relativePath))])
+                notify(.diskFull(file: clip.relativePath, during: what))
             }
         case .abandon: break
         }
@@ -106,9 +104,7 @@ extension ClipWriter {
         do {
             summary = try clip.writer.close()
         } catch {
-            log.error(
-                "clip could not be finished; repairing what is on disk",
-                [("file", .string(clip.relativePath)), ("error", .string(error.description))])
+            notify(.clipUnfinished(file: clip.relativePath, error: error.description))
             clip.writer.abandon()
             stats.update { $0.clipErrors += 1 }
             repairAbandoned(clip, peakScore: closing.peakScore)
@@ -144,22 +140,17 @@ extension ClipWriter {
         events.handle(
             .clipSaved(
                 ClipSaved(
-                    record: record, path: clip.storage.path(clip.relativePath), origin: .closed, storage: clip.storage,
-                    snapshotJPEG: picture?.jpeg))
+                    record: record, path: clip.storage.path(clip.relativePath), origin: .closed,
+                    reason: closing.reason, storage: clip.storage, snapshotJPEG: picture?.jpeg))
         )
         log.info(
             "clip saved",
             [
-                ("file", .string(clip.relativePath)), ("duration", .seconds(summary.duration.seconds)),
+                ("file", .string(clip.relativePath)), ("duration_s", .seconds(summary.duration.seconds)),
                 ("frames", .int(summary.videoFrames)),
                 ("bytes", .int(summary.bytes)), ("peak_score", .fixed(closing.peakScore, 4)),
                 ("part", .int(clip.info.part)),
-                (
-                    "reason",
-                    .string(
-                        closing.reason == .split
-                            ? "max_clip" : (closing.reason == .eventEnded ? "post_roll over" : "stopped"))
-                ),
+                ("reason", .string(closing.reason.said)),
             ])
         sweep()
     }
@@ -193,7 +184,7 @@ extension ClipWriter {
 
     /// The clip is saved without its picture: said, and nil.
     func withoutSnapshot(_ file: String, _ problem: String) -> (file: String, jpeg: [UInt8])? {
-        log.warning("the clip is saved without its snapshot", [("file", .string(file)), ("error", .string(problem))])
+        notify(.snapshotNotSaved(file: file, error: problem))
         return nil
     }
 
@@ -228,9 +219,7 @@ extension ClipWriter {
     /// `latest.jpg` could not be made or written: said once until it is written again.
     func liveFailed(_ problem: String) {
         if !liveFailing {
-            log.warning(
-                "cannot write latest.jpg; trying again at the next interval",
-                [("path", .string(settings.storage.path(ClipNaming.latestPicture))), ("error", .string(problem))])
+            notify(.latestPictureFailed(path: settings.storage.path(ClipNaming.latestPicture), error: problem))
         }
         liveFailing = true
     }
@@ -243,11 +232,8 @@ extension ClipWriter {
         liveWaiting = say
         guard say else { return }
         liveWaitingSaid = now
-        log.warning(
-            "latest.jpg is not replaced while the disk is short of space; clips come first",
-            [
-                ("path", .string(settings.storage.path(ClipNaming.latestPicture))),
-                ("min_free_mb", .int(settings.policy.minFree >> 20)),
-            ])
+        notify(
+            .latestPictureWaitsForSpace(
+                path: settings.storage.path(ClipNaming.latestPicture), minFreeMB: Int(settings.policy.minFree >> 20)))
     }
 }

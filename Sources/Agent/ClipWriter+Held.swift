@@ -14,12 +14,10 @@ extension ClipWriter {
     func openHeld(_ info: ClipInfo, stream: StreamInfo) {
         let trigger = ClipRecord.timestamp(stream.wallClock(info.trigger))
         guard case .keep = disk.hold(0, beside: heldBytes) else {
-            log.error(
-                "clip not recorded: the storage directory is unavailable and the video waiting for it fills the memory it may take",
-                [
-                    ("event", .int(info.event)), ("part", .int(info.part)), ("trigger", .string(trigger)),
-                    ("path", .string(settings.storage.root)), ("memory_mb", .int(disk.limit >> 20)),
-                ])
+            notify(
+                .clipNotRecorded(
+                    event: info.event, part: info.part, trigger: trigger, path: settings.storage.root,
+                    memoryMB: disk.limit >> 20))
             stats.update { $0.clipErrors += 1 }
             skipping = true
             return
@@ -43,12 +41,10 @@ extension ClipWriter {
             return
         }
         stats.update { $0.recording = true }
-        log.warning(
-            "the storage directory is unavailable; the clip is kept in memory until it is back",
-            [
-                ("event", .int(info.event)), ("part", .int(info.part)), ("trigger", .string(trigger)),
-                ("path", .string(settings.storage.root)), ("memory_bytes", .int(heldBytes)),
-            ])
+        notify(
+            .clipHeld(
+                event: info.event, part: info.part, trigger: trigger, path: settings.storage.root,
+                memoryBytes: heldBytes))
     }
 
     /// The video waiting in memory for the storage directory: the open clip's and the clips
@@ -63,13 +59,11 @@ extension ClipWriter {
     func hold(_ gop: GOP, in clip: OpenClip) {
         if case .full(let say) = disk.hold(gop.byteCount, beside: heldBytes) {
             if say {
-                log.warning(
-                    "the video waiting for the storage directory fills the memory it may take; the rest of this event and the events until the directory is back are not recorded",
-                    [
-                        ("event", .int(clip.info.event)), ("part", .int(clip.info.part)),
-                        ("kept_seconds", .seconds(((clip.end ?? clip.info.start) - clip.info.start).seconds)),
-                        ("memory_mb", .int(disk.limit >> 20)), ("waiting", .int(waiting.count)),
-                    ])
+                notify(
+                    .heldVideoFull(
+                        event: clip.info.event, part: clip.info.part,
+                        keptSeconds: ((clip.end ?? clip.info.start) - clip.info.start).seconds,
+                        memoryMB: disk.limit >> 20, waiting: waiting.count))
             }
             if clip.end == nil {
                 // Nothing of it was kept: no clip.
@@ -168,12 +162,9 @@ extension ClipWriter {
             written.relativePath = relative
             written.storage = storage
             written.held = nil
-            log.info(
-                "clip written from memory; the storage directory is back",
-                [
-                    ("file", .string(relative)), ("event", .int(clip.info.event)), ("part", .int(clip.info.part)),
-                    ("bytes", .int(clip.writer.bufferedBytes)),
-                ])
+            notify(
+                .clipWrittenFromMemory(
+                    file: relative, event: clip.info.event, part: clip.info.part, bytes: clip.writer.bufferedBytes))
             events.handle(
                 .clipStarted(
                     ClipStarted(
@@ -200,12 +191,9 @@ extension ClipWriter {
         for (clip, _, _) in waiting {
             let start = stream.map { ClipRecord.timestamp($0.wallClock(clip.info.start)) } ?? ""
             let end = stream.map { ClipRecord.timestamp($0.wallClock(clip.end ?? clip.info.start)) } ?? ""
-            log.error(
-                "clip lost: the storage directory was still unavailable when the agent stopped",
-                [
-                    ("event", .int(clip.info.event)), ("part", .int(clip.info.part)), ("start", .string(start)),
-                    ("end", .string(end)), ("path", .string(settings.storage.root)),
-                ])
+            notify(
+                .clipLostWithTheStorage(
+                    event: clip.info.event, part: clip.info.part, start: start, end: end, path: settings.storage.root))
             stats.update { $0.clipErrors += 1 }
         }
         waiting = []

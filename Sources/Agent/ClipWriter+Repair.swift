@@ -44,7 +44,7 @@ extension ClipWriter {
                 of: clip, start: clip.info.start, duration: report.videoDuration, frames: report.videoFrames,
                 audioFrames: report.audioFrames, bytes: report.bytes, peakScore: peakScore)
         else { return }
-        log.info("clip repaired", [("file", .string(relative)), ("frames", .int(report.videoFrames))])
+        notify(.clipRepaired(file: relative, frames: report.videoFrames))
         events.handle(
             .clipSaved(ClipSaved(record: record, path: storage.path(relative), origin: .abandoned, storage: storage)))
     }
@@ -128,9 +128,7 @@ extension ClipWriter {
             } catch  where error.kind == .notRepairable {
                 moveAside(relative, in: storage, bytes: clip.size, problem: error.problem)
             } catch {
-                log.warning(
-                    "cannot repair a clip; it is left as it is",
-                    [("file", .string(relative)), ("error", .string(error.problem))])
+                notify(.clipNotRepaired(file: relative, error: error.problem, moveError: nil))
             }
         }
     }
@@ -144,14 +142,9 @@ extension ClipWriter {
         let damaged = ClipNaming.damagedPath(of: relative)
         do {
             try storage.rename(relative, to: damaged)
-            log.warning(
-                "a clip no player can open was moved aside; its bytes are kept",
-                [("file", .string(relative)), ("moved_to", .string(damaged))]
-                    + (bytes.map { [("bytes", .int($0))] } ?? []) + [("error", .string(problem))])
+            notify(.clipMovedAside(file: relative, movedTo: damaged, bytes: bytes, error: problem))
         } catch {
-            log.warning(
-                "cannot repair a clip; it is left as it is",
-                [("file", .string(relative)), ("error", .string(problem)), ("move_error", .string(error.description))])
+            notify(.clipNotRepaired(file: relative, error: problem, moveError: error.description))
         }
     }
 
@@ -163,9 +156,7 @@ extension ClipWriter {
         for file in leftovers {
             do {
                 try storage.delete(file.relativePath)
-                log.info(
-                    "removed a file an interrupted write left",
-                    [("file", .string(file.relativePath)), ("bytes", .int(file.size))])
+                notify(.leftoverRemoved(file: file.relativePath, bytes: file.size))
             } catch {
                 log.warning(
                     "cannot remove a file an interrupted write left",
@@ -216,13 +207,10 @@ extension ClipWriter {
             free: free, minFree: settings.policy.minFree, shortfall: result.shortfall, at: monotonicNow())
         {
         case .low(let shortfall)?:
-            log.warning(
-                "disk space low and deleting clips would not make it up; the clips are kept — free space on this file system or lower storage.min_free_mb",
-                [
-                    ("path", .string(storage.root)), ("free_mb", .int(free >> 20)),
-                    ("min_free_mb", .int(settings.policy.minFree >> 20)),
-                    ("short_mb", .int((shortfall + (1 << 20) - 1) >> 20)),
-                ])
+            notify(
+                .diskLow(
+                    path: storage.root, freeMB: Int(free >> 20), minFreeMB: Int(settings.policy.minFree >> 20),
+                    shortMB: Int((shortfall + (1 << 20) - 1) >> 20)))
         case .recovered?:
             log.info("disk space above min_free_mb again", [("free_mb", .int(free >> 20))])
         case nil:

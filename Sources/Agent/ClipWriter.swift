@@ -194,13 +194,10 @@ final class ClipWriter: @unchecked Sendable {
                     ])
             }
             if rebuild.written {
-                log.warning(
-                    "events journal rebuilt from the clips on disk",
-                    [
-                        ("added", .int(rebuild.added.count)), ("damaged_dropped", .int(rebuild.droppedDamaged)),
-                        ("duplicates_dropped", .int(rebuild.droppedDuplicates)),
-                        ("marked_damaged", .int(rebuild.followed.count)),
-                    ])
+                notify(
+                    .journalRebuilt(
+                        added: rebuild.added.count, damagedDropped: rebuild.droppedDamaged,
+                        duplicatesDropped: rebuild.droppedDuplicates, markedDamaged: rebuild.followed.count))
             }
         } catch {
             log.warning("events journal not rebuilt", [("error", .string(error.description))])
@@ -224,12 +221,9 @@ final class ClipWriter: @unchecked Sendable {
             if nextStorageTry != nil {
                 nextStorageTry = nil
                 let back = storageOutage.succeeded(at: monotonicNow())
-                log.info(
-                    "storage directory back",
-                    [
-                        ("path", .string(settings.storage.root)), ("down", .seconds(back?.down.seconds ?? 0)),
-                        ("attempts", .int(back?.tries ?? 1)),
-                    ])
+                notify(
+                    .storageBack(
+                        path: settings.storage.root, down: back?.down.seconds ?? 0, attempts: back?.tries ?? 1))
                 disk.storageBack()
             }
             writeHeldClips()
@@ -249,14 +243,18 @@ final class ClipWriter: @unchecked Sendable {
         let failure = storageOutage.failed(at: monotonicNow())
         nextStorageTry = monotonicNow() + failure.retryIn
         if failure.isFirst {
-            log.warning(
-                "storage directory unavailable; clips wait for it — is the disk mounted and writable?",
-                [("path", .string(settings.storage.root)), ("error", .string(reason))])
+            notify(.storageUnavailable(path: settings.storage.root, error: reason))
         } else {
             log.debug(
                 "storage directory still unavailable",
                 [("error", .string(reason)), ("retry_in", .seconds(failure.retryIn.seconds))])
         }
+    }
+
+    /// Logs `notice` and hands it to the sinks.
+    func notify(_ notice: Notice) {
+        notice.log(to: log)
+        events.handle(.notice(notice))
     }
 
     /// The writer thread: items from the queue into `step`, a `.tick` when the storage is due
@@ -346,7 +344,7 @@ final class ClipWriter: @unchecked Sendable {
         }
         open?.fragmentsSynced = clip.writer.fragmentsWritten
         if disk.synced(at: monotonicNow()) != nil {
-            log.info("disk space again; the clip goes on", [("file", .string(clip.relativePath))])
+            notify(.diskSpaceAgain(file: clip.relativePath))
         }
         // What is durable now, and how long after the motion began (the benchmark's latency).
         log.debug(

@@ -35,6 +35,8 @@ public enum AgentEvent: Sendable {
     case reloaded(Settings)
     /// Motion detection was turned on or off (`AgentControl`).
     case detection(Bool)
+    /// A device, the stream or the configuration changed as `Notice` says (also logged).
+    case notice(Notice)
 }
 
 /// An event began: motion confirmed.
@@ -87,6 +89,8 @@ public struct ClipSaved: Sendable {
 
     /// The journal's line for it.
     public var record: ClipRecord
+    /// Why it was closed (`origin` `.closed`; nil for a clip finished by repair).
+    public var reason: ClipClosing.Reason? = nil
     /// The clip's file as people know it.
     public var path: String
     public var origin: Origin
@@ -94,6 +98,18 @@ public struct ClipSaved: Sendable {
     public var storage: any ClipStorage
     /// The picture of its peak frame (`record.snapshot`), as written beside it.
     public var snapshotJPEG: [UInt8]? = nil
+
+    public init(
+        record: ClipRecord, path: String, origin: Origin, reason: ClipClosing.Reason? = nil,
+        storage: any ClipStorage, snapshotJPEG: [UInt8]? = nil
+    ) {
+        self.record = record
+        self.path = path
+        self.origin = origin
+        self.reason = reason
+        self.storage = storage
+        self.snapshotJPEG = snapshotJPEG
+    }
 }
 
 /// Clips retention deleted in one sweep.

@@ -42,15 +42,11 @@ extension Pipeline {
             onMonotonicClock: origin.2)
         streamInfo = info
         emit(.stream(info))
-        log.info(
-            "encoding",
-            [
-                ("width", .int(format.width)), ("height", .int(format.height)),
-                ("pixel_format", .string(format.pixelFormat.description)),
-            ]
-                + encoder.logDescription.map { ($0.name, .string($0.value)) } + [
-                    ("keyframe_interval", .seconds(keyframes.interval.seconds))
-                ])
+        notify(
+            .encoding(
+                width: format.width, height: format.height, pixelFormat: format.pixelFormat.description,
+                encoder: encoder.logDescription.map { Notice.Fact($0.name, $0.value) },
+                keyframeInterval: keyframes.interval.seconds))
     }
 
     /// The overlay for a picture `height` lines high (as stored: the text is drawn turned
@@ -82,9 +78,7 @@ extension Pipeline {
             do { return try hardware.makeEncoder(for: format) } catch {
                 if encoders.required && streamInfo == nil { throw error }
                 hardwareGivenUp = true
-                log.warning(
-                    "the hardware encoder cannot open for this stream; recording with x264 from now on",
-                    [("error", .string(error.description))])
+                notify(.hardwareEncoderCannotOpen(error: error.description))
             }
         }
         return try encoders.fallback.makeEncoder(for: format)
@@ -94,16 +88,12 @@ extension Pipeline {
     /// again — x264 once `EncoderFailures` gives the hardware one up.
     func hardwareFailed(_ error: EncoderError) {
         let verdict = hardwareFailures.failed(at: monotonicNow())
-        log.error(
-            "the hardware encoder failed; the clip is closed and the encoder opened again",
-            [("error", .string(error.description)), ("failures_in_10_min", .int(hardwareFailures.recent.count))])
+        notify(.hardwareEncoderFailed(error: error.description, failuresIn10Minutes: hardwareFailures.recent.count))
         if encoder != nil { interrupt() }
         encoder = nil
         if verdict == .giveUp && !hardwareGivenUp {
             hardwareGivenUp = true
-            log.error(
-                "the hardware encoder failed \(hardwareFailures.limit) times in 10 minutes; recording with x264 from now on"
-            )
+            notify(.hardwareEncoderGivenUp(failures: hardwareFailures.limit))
         }
     }
 
@@ -140,6 +130,6 @@ extension Pipeline {
         moved.wallAtFirstFrame = stream.wallAtFirstFrame.addingTimeInterval(drift)
         streamInfo = moved
         emit(.stream(moved))
-        log.info("the wall clock moved; clip names and times follow it", [("seconds", .seconds(drift))])
+        notify(.wallClockMoved(seconds: drift))
     }
 }

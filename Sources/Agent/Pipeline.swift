@@ -219,11 +219,9 @@ final class Pipeline: @unchecked Sendable {
         case .frame(let frame, let requests):
             switch stall.frame(at: frame.timestamp) {
             case .next: break
-            case .afterStall: log.info("frames again")
+            case .afterStall: notify(.framesAgain)
             case .jumped(let by):
-                log.warning(
-                    "the frame times jumped; what was recorded ends before the jump and the stream starts afresh",
-                    [("seconds", .seconds(by.seconds)), ("closing_clip", .bool(!isIdle))])
+                notify(.frameTimesJumped(seconds: by.seconds, closingClip: !isIdle))
                 interrupt()
                 _ = stall.frame(at: frame.timestamp)
             }
@@ -232,7 +230,7 @@ final class Pipeline: @unchecked Sendable {
                     hardwareFailed(error)
                     break
                 }
-                log.error("encoder failed; stopping", [("error", .string(error.description))])
+                notify(.encoderFailed(error: error.description))
                 finish()
                 outputs.append(.finished(.readFailed(source: "encoder", frame: 0, reason: error.description)))
             }
@@ -250,8 +248,7 @@ final class Pipeline: @unchecked Sendable {
             interrupt()
         case .silence(let seconds):
             let open = recorder.isRecording || eventLogic.state != .idle
-            log.warning(
-                "the source delivered nothing", [("seconds", .seconds(seconds)), ("closing_clip", .bool(open))])
+            notify(.sourceStalled(seconds: seconds, closingClip: open))
             stall.timedOut()
             interrupt()
         case .reload(let new, let plan):
@@ -261,6 +258,12 @@ final class Pipeline: @unchecked Sendable {
             outputs.append(.finished(error))
         }
         return outputs
+    }
+
+    /// Logs `notice`, and returns it for the sinks.
+    func notify(_ notice: Notice) {
+        notice.log(to: log)
+        outputs.append(.event(.notice(notice)))
     }
 
     /// Queues `item` for the writer.
@@ -319,12 +322,7 @@ final class Pipeline: @unchecked Sendable {
             let (text, shortened) = overlay.text.text(at: stream.wallClock(frame.timestamp), fitting: fit)
             if shortened && !overlayShortenedSaid {
                 overlayShortenedSaid = true
-                log.warning(
-                    "overlay text too wide for the picture; shortened to keep the time (a shorter overlay.text, camera.name or overlay.scale fits)",
-                    [
-                        ("pattern", .string(overlay.text.pattern)), ("characters_that_fit", .int(fit)),
-                        ("drawn", .string(text)),
-                    ])
+                notify(.overlayShortened(pattern: overlay.text.pattern, charactersThatFit: fit, drawn: text))
             }
             overlay.drawer.draw(text, into: frame)
         }

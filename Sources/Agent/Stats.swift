@@ -52,8 +52,11 @@ final class Stats: Sendable {
     }
 
     /// The stats line: `StatsReport.figures`, as the log writes them.
-    static func line(_ report: StatsReport) -> [(String, LogValue)] {
-        report.figures.map { figure in
+    static func line(_ report: StatsReport) -> [(String, LogValue)] { logged(report.figures) }
+
+    /// `figures` as the log writes them.
+    static func logged(_ figures: [StatsFigure]) -> [(String, LogValue)] {
+        figures.map { figure in
             switch figure.value {
             case .int(let value): (figure.key, .int(value))
             case .number(let value, let places): (figure.key, .fixed(value, places))
@@ -98,9 +101,6 @@ extension StatsReport {
         func interval(_ key: String, _ value: StatsFigure.Value) -> StatsFigure {
             StatsFigure(key: key, kind: .interval, value: value)
         }
-        func total(_ key: String, _ value: Int) -> StatsFigure {
-            StatsFigure(key: key + "_total", kind: .total, value: .int(value))
-        }
         func state(_ key: String, _ value: StatsFigure.Value) -> StatsFigure {
             StatsFigure(key: key, kind: .now, value: value)
         }
@@ -120,13 +120,25 @@ extension StatsReport {
             state("ring_bytes", .int(now.ringBytes)),
             state("recording", .bool(now.recording)),
             state("disk_free_mb", .int(Int(now.diskFreeBytes >> 20))),
-            total("frames", now.framesIn),
-            total("lost_at_source", now.framesLostAtSource),
-            total("dropped_at_capture", now.framesDroppedAtCapture),
-            total("dropped_at_writer", now.samplesDroppedAtWriter),
-            total("audio_overruns", now.audioOverruns),
-            total("clips", now.clipsWritten),
-            total("clip_errors", now.clipErrors),
+        ] + now.totals
+    }
+}
+
+extension Counters {
+    /// The figures that count since the agent started (`_total`): the end of each stats line,
+    /// and the whole of the "vigil stopped" line.
+    public var totals: [StatsFigure] {
+        func total(_ key: String, _ value: Int) -> StatsFigure {
+            StatsFigure(key: key + "_total", kind: .total, value: .int(value))
+        }
+        return [
+            total("frames", framesIn),
+            total("lost_at_source", framesLostAtSource),
+            total("dropped_at_capture", framesDroppedAtCapture),
+            total("dropped_at_writer", samplesDroppedAtWriter),
+            total("audio_overruns", audioOverruns),
+            total("clips", clipsWritten),
+            total("clip_errors", clipErrors),
         ]
     }
 }

@@ -72,7 +72,7 @@ public protocol LogSink: Sendable {
 }
 
 /// Structured logging in the shape of swift-log: a constant message, the data in metadata,
-/// rendered as logfmt (`level=info msg="clip saved" file=... duration=12.000`). Messages and
+/// rendered as logfmt (`level=info msg="clip saved" file=... duration_s=12.000`). Messages and
 /// metadata are built only when the level is enabled, so a per-frame trace costs nothing
 /// when off. Libraries take a `Logger`; only the executable decides where lines go.
 public struct Logger: Sendable {
@@ -173,8 +173,12 @@ final class LevelBox: Sendable {
 
 /// Collects lines in memory (tests).
 public final class MemoryLogSink: LogSink {
-    private let lines = Mutex<[String]>([])
+    private let lines = Mutex<[(level: LogLevel, line: String)]>([])
     public init() {}
-    public func write(_ line: String, level: LogLevel) { lines.withLock { $0.append(line) } }
-    public var written: [String] { lines.withLock { $0 } }
+    public func write(_ line: String, level: LogLevel) { lines.withLock { $0.append((level, line)) } }
+    public var written: [String] { lines.withLock { $0.map(\.line) } }
+    /// The lines written at `level`, by the level the logger gave them (not read from the text).
+    public func written(at level: LogLevel) -> [String] {
+        lines.withLock { $0.filter { $0.level == level }.map(\.line) }
+    }
 }

@@ -151,7 +151,7 @@ public struct MQTTMessages: Sendable {
             return [statsMessage(report)]
         case .detection(let on):
             return [state(detecting: on)]
-        case .reloaded:
+        case .reloaded, .notice:
             return []
         }
     }

@@ -45,6 +45,15 @@ public struct ClipClosing: Sendable, Equatable {
         case split
         /// The stream ended or the agent is stopping.
         case finished
+
+        /// As the log's "clip saved" says it.
+        public var said: String {
+            switch self {
+            case .eventEnded: "post_roll over"
+            case .split: "max_clip"
+            case .finished: "stopped"
+            }
+        }
     }
 
     public var reason: Reason

@@ -207,9 +207,10 @@ func agentRealtime(_ vigil: String, width: Int, height: Int, seconds: Double, in
     }
     let ringBytes = lines.compactMap { logValue($0, "ring_bytes").flatMap(Int.init) }.max() ?? 0
     return RealtimeFigures(
-        peakRSS: r.peakRSS, peakRingBytes: ringBytes, framesIn: number("frames"),
-        dropped: number("lost_at_source") + number("dropped_at_capture") + number("dropped_at_writer"),
-        firstFragment: first, triggerFragment: trigger, clips: number("clips"))
+        peakRSS: r.peakRSS, peakRingBytes: ringBytes, framesIn: number("frames_total"),
+        dropped: number("lost_at_source_total") + number("dropped_at_capture_total")
+            + number("dropped_at_writer_total"),
+        firstFragment: first, triggerFragment: trigger, clips: number("clips_total"))
 }
 
 func median(_ values: [Double]) -> Double {

@@ -138,6 +138,12 @@ public final class AgentHarness: Sendable {
         waitUntil(timeout: timeout) { lines(message).count >= count }
     }
 
+    /// Waits until `count` clips were saved (the `clipSaved` events); false if they were not.
+    @discardableResult
+    public func waitForClips(_ count: Int = 1, timeout: Double = AgentHarness.patience) -> Bool {
+        waitUntil(timeout: timeout) { events.clipsSaved.count >= count }
+    }
+
     // MARK: What happened
 
     /// Every log line so far.
@@ -147,8 +153,8 @@ public final class AgentHarness: Sendable {
     public func lines(_ message: String) -> [String] { logLines(output, message) }
 
     /// The log lines at error level.
-    public var errors: [String] { logs.written.filter { logValue($0, "level") == "error" } }
-    public var warnings: [String] { logs.written.filter { logValue($0, "level") == "warning" } }
+    public var errors: [String] { logs.written(at: .error) }
+    public var warnings: [String] { logs.written(at: .warning) }
 
     /// The clips in the storage, sorted.
     public var clipFiles: [String] { storage.fileNames.filter { $0.hasSuffix(".mov") } }
@@ -211,6 +217,8 @@ public final class EventRecorder: EventSink {
 
     public var clipsStarted: [ClipStarted] { all.compactMap { if case .clipStarted(let c) = $0 { c } else { nil } } }
     public var clipsSaved: [ClipSaved] { all.compactMap { if case .clipSaved(let c) = $0 { c } else { nil } } }
+    /// What the agent said about its devices, stream and configuration, in order.
+    public var notices: [Notice] { all.compactMap { if case .notice(let n) = $0 { n } else { nil } } }
     public var deletions: [Deletion] {
         all.flatMap { event -> [Deletion] in if case .clipsDeleted(let d) = event { d.deletions } else { [] } }
     }
@@ -218,7 +226,7 @@ public final class EventRecorder: EventSink {
 
 extension AgentEvent {
     public enum Kind: Equatable, Sendable {
-        case motionStarted, motionEnded, clipStarted, clipSaved, clipsDeleted, stats, reloaded, detection
+        case motionStarted, motionEnded, clipStarted, clipSaved, clipsDeleted, stats, reloaded, detection, notice
     }
 
     public var kind: Kind {
@@ -231,6 +239,7 @@ extension AgentEvent {
         case .stats: .stats
         case .reloaded: .reloaded
         case .detection: .detection
+        case .notice: .notice
         }
     }
 }
@@ -269,4 +278,75 @@ public final class DeviceScript<Device>: Sendable {
         }
         return try open(n)
     }
+}
+
+extension Notice {
+    /// What a notice is about, without its fields: what a test lists in order.
+    public enum Kind: Equatable, Sendable, CaseIterable {
+        case cameraOpen, cameraBack, cameraUnavailable, cameraLost, endOfSource, sourceStalled, framesAgain
+        case frameTimesJumped, wallClockMoved, microphoneOpen, microphoneBack, microphoneUnavailable
+        case microphoneFailed, reloadRefused, retentionChanged, restartNeeded, encoderChosen, encoding
+        case hardwareEncoderCannotOpen, hardwareEncoderFailed, hardwareEncoderGivenUp, encoderFailed
+        case storageUnavailable, storageBack, clipHeld, heldVideoFull, clipNotRecorded, clipWrittenFromMemory
+        case clipLostWithTheStorage, journalRebuilt, diskFull, diskSpaceAgain, diskLow, snapshotNotSaved
+        case latestPictureFailed, latestPictureWaitsForSpace, clipUnfinished, clipRepaired, clipMovedAside
+        case clipNotRepaired, leftoverRemoved, overlayShortened
+    }
+
+    public var kind: Kind {
+        switch self {
+        case .cameraOpen: .cameraOpen
+        case .cameraBack: .cameraBack
+        case .cameraUnavailable: .cameraUnavailable
+        case .cameraLost: .cameraLost
+        case .endOfSource: .endOfSource
+        case .sourceStalled: .sourceStalled
+        case .framesAgain: .framesAgain
+        case .frameTimesJumped: .frameTimesJumped
+        case .wallClockMoved: .wallClockMoved
+        case .microphoneOpen(_, _, _, let back): back ? .microphoneBack : .microphoneOpen
+        case .microphoneUnavailable: .microphoneUnavailable
+        case .microphoneFailed: .microphoneFailed
+        case .reloadRefused: .reloadRefused
+        case .retentionChanged: .retentionChanged
+        case .restartNeeded: .restartNeeded
+        case .encoderChosen: .encoderChosen
+        case .encoding: .encoding
+        case .hardwareEncoderCannotOpen: .hardwareEncoderCannotOpen
+        case .hardwareEncoderFailed: .hardwareEncoderFailed
+        case .hardwareEncoderGivenUp: .hardwareEncoderGivenUp
+        case .encoderFailed: .encoderFailed
+        case .storageUnavailable: .storageUnavailable
+        case .storageBack: .storageBack
+        case .clipHeld: .clipHeld
+        case .heldVideoFull: .heldVideoFull
+        case .clipNotRecorded: .clipNotRecorded
+        case .clipWrittenFromMemory: .clipWrittenFromMemory
+        case .clipLostWithTheStorage: .clipLostWithTheStorage
+        case .journalRebuilt: .journalRebuilt
+        case .diskFull: .diskFull
+        case .diskSpaceAgain: .diskSpaceAgain
+        case .diskLow: .diskLow
+        case .snapshotNotSaved: .snapshotNotSaved
+        case .latestPictureFailed: .latestPictureFailed
+        case .latestPictureWaitsForSpace: .latestPictureWaitsForSpace
+        case .clipUnfinished: .clipUnfinished
+        case .clipRepaired: .clipRepaired
+        case .clipMovedAside: .clipMovedAside
+        case .clipNotRepaired: .clipNotRepaired
+        case .leftoverRemoved: .leftoverRemoved
+        case .overlayShortened: .overlayShortened
+        }
+    }
+
+    /// The value of the log line's field `key`, as the line writes it.
+    public func field(_ key: String) -> String? { line.fields.first { $0.0 == key }?.1.description }
+}
+
+extension EventRecorder {
+    /// The notices but `encoding` (one for each stream): what changed, in order.
+    public var changes: [Notice] { notices.filter { $0.kind != .encoding } }
+
+    /// The notices of kind `kind`, in order.
+    public func notices(_ kind: Notice.Kind) -> [Notice] { notices.filter { $0.kind == kind } }
 }

@@ -44,31 +44,21 @@ import Testing
             config: testConfig().replacingOccurrences(of: "min_free_mb = 1;", with: "min_free_mb = \(minFreeMB);"))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         let output = harness.output
-        let lines = harness.logs.written
 
         // The disk ran full while a clip was being written: said once per outage, and its
         // end once — never once per GOP.
-        let said = lines.compactMap { line -> String? in
-            switch logValue(line, "msg") {
-            case "disk full while writing video; running retention, keeping the video in memory until there is room":
-                "full"
-            case "disk space again; the clip goes on": "again"
-            default: nil
-            }
-        }
-        #expect(said.first == "full", "the disk never ran full:\n\(output)")
-        #expect(said == Array(repeating: ["full", "again"], count: said.count / 2).flatMap { $0 }, "\(said)")
-        #expect(lines.filter { $0.contains("disk full while") }.allSatisfy { logValue($0, "level") == "warning" })
-
-        // Retention made room by deleting older clips, said each, sent each to the sinks, and
-        // took their lines out of the journal.
-        let deleted = harness.lines("clip deleted")
+        let said = harness.events.notices.filter { [.diskFull, .diskSpaceAgain].contains($0.kind) }
+        #expect(said.first?.kind == .diskFull, "the disk never ran full:\n\(output)")
         #expect(
-            !deleted.isEmpty
-                && deleted.allSatisfy { ["the disk was full", "less than 1 MB free"].contains(logValue($0, "reason")) },
-            "\(deleted)")
+            said.map(\.kind) == Array(repeating: [.diskFull, .diskSpaceAgain], count: said.count / 2).flatMap { $0 },
+            "\(said)")
+        let full = said.filter { $0.kind == .diskFull }
+        #expect(full.allSatisfy { $0.level == .warning && $0.line.message.hasPrefix("disk full while writing video;") })
+
+        // Retention made room by deleting older clips, sent each to the sinks (and the log),
+        // and took their lines out of the journal.
         let deletions = harness.events.deletions
-        #expect(deletions.map(\.clip.relativePath) == deleted.compactMap { logValue($0, "file") })
+        #expect(!deletions.isEmpty, "\(output)")
         #expect(deletions.allSatisfy { $0.reason == .diskFull || $0.reason == .freeSpaceBelow(bytes: 1 << 20) })
         // The newest clip saved was never among them: each deletion is older than a clip kept.
         #expect(deletions.contains { $0.reason == .diskFull }, "a full disk frees space by deleting the oldest clips")
@@ -81,17 +71,12 @@ import Testing
 
         // Recording went on: clips were saved after space was freed, one per event, each as
         // a whole (every frame of its event), and nothing was lost or given up.
-        let firstDeletion = try #require(lines.firstIndex { logValue($0, "msg") == "clip deleted" })
-        #expect(
-            lines[firstDeletion...].contains { logValue($0, "msg") == "clip saved" },
-            "no clip was saved after space was freed:\n\(output)")
-        let saved = harness.lines("clip saved")
-        #expect(
-            saved.count == Self.events && harness.events.clipsSaved.count == Self.events,
-            "\(saved.count) clips saved for \(Self.events) events:\n\(output)")
-        #expect(
-            Set(saved.compactMap { logValue($0, "frames") }).count == 1,
-            "every event's clip has the same frames: \(saved)")
+        let kinds = harness.events.kinds
+        let firstDeletion = try #require(kinds.firstIndex(of: .clipsDeleted))
+        #expect(kinds[firstDeletion...].contains(.clipSaved), "no clip was saved after space was freed:\n\(output)")
+        let saved = harness.events.clipsSaved.map(\.record)
+        #expect(saved.count == Self.events, "\(saved.count) clips saved for \(Self.events) events:\n\(output)")
+        #expect(Set(saved.map(\.frames)).count == 1, "every event's clip has the same frames: \(saved)")
         #expect(harness.events.clipsSaved.allSatisfy { $0.origin == .closed })
         #expect(harness.errors.isEmpty, "\(harness.errors)")
 
@@ -108,20 +93,19 @@ import Testing
         let (storage, harness) = try Self.fillingUp(config: testConfig(extra: "snapshot = { live_interval = 1.0; };"))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         let output = harness.output
-        #expect(!harness.lines("clip deleted").isEmpty, "the disk never ran full:\n\(output)")
+        #expect(!harness.events.deletions.isEmpty, "the disk never ran full:\n\(output)")
 
         let saved = harness.events.clipsSaved
         #expect(saved.count == Self.events, "\(output)")
         #expect(saved.allSatisfy { $0.record.snapshot != nil }, "\(saved.map(\.record))")
-        #expect(harness.lines("the clip is saved without its snapshot").isEmpty, "\(output)")
+        #expect(harness.events.notices(.snapshotNotSaved).isEmpty, "\(output)")
         for record in try harness.journal() {
             let picture = try #require(record.snapshot, "\(record)")
             #expect(storage.contents(picture)?.starts(with: [0xFF, 0xD8]) == true, "\(picture)")
         }
         // latest.jpg never failed for want of space: it waited, and said so once.
-        #expect(harness.lines("cannot write latest.jpg; trying again at the next interval").isEmpty, "\(output)")
-        let waiting = harness.lines("latest.jpg is not replaced while the disk is short of space; clips come first")
-        #expect(waiting.count == 1, "\(output)")
+        #expect(harness.events.notices(.latestPictureFailed).isEmpty, "\(output)")
+        #expect(harness.events.notices(.latestPictureWaitsForSpace).count == 1, "\(output)")
         #expect(harness.errors.isEmpty, "\(harness.errors)")
         try harness.expectCompletePlayableClips()
     }
@@ -143,20 +127,16 @@ import Testing
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
 
         #expect(
-            harness.lines(
-                "disk full while writing video; running retention, keeping the video in memory until there is room"
-            ).count == 1,
-            "\(harness.output)")
-        #expect(
-            harness.lines(
-                "disk space low and deleting clips would not make it up; the clips are kept — free space on this file system or lower storage.min_free_mb"
-            ).count == 1, "\(harness.output)")
-        #expect(harness.lines("clip deleted").isEmpty)
+            harness.events.notices(.diskFull).map { $0.line.message.hasPrefix("disk full while writing video;") } == [
+                true
+            ], "\(harness.output)")
+        #expect(harness.events.notices(.diskLow).count == 1, "\(harness.output)")
+        #expect(harness.events.deletions.isEmpty)
         // The first clip kept what fitted; the two after it are whole.
         let saved = harness.events.clipsSaved
         try #require(saved.count == 3, "\(harness.output)")
         #expect(saved.map(\.origin) == [.abandoned, .closed, .closed])
-        #expect(harness.lines("clip repaired").map { logValue($0, "file") } == [saved[0].record.file])
+        #expect(harness.events.notices(.clipRepaired).map { $0.field("file") } == [saved[0].record.file])
         #expect(saved[0].record.frames > 0 && saved[0].record.frames < saved[1].record.frames, "\(saved.map(\.record))")
         #expect(saved[1].record.frames == saved[2].record.frames)
         // Every clip is in the journal, the first with what it kept, and each is complete.
@@ -165,7 +145,8 @@ import Testing
         #expect(saved.allSatisfy { frames[$0.record.file] == $0.record.frames })
         // Giving a clip up needs a person; nothing else does.
         #expect(
-            harness.errors.map { logValue($0, "msg") } == ["clip could not be finished; repairing what is on disk"],
+            harness.errors.count == 1
+                && harness.events.notices.filter { $0.level == .error }.map(\.kind) == [.clipUnfinished],
             "\(harness.errors)")
     }
 }

@@ -78,16 +78,14 @@ private let deterministicX264 = EncoderSettings(
         let harness = try agent(hardware, scene: scene(seconds: 16, objects: [crossing(0.5, 15)]))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
 
-        let failed = harness.lines("the hardware encoder failed; the clip is closed and the encoder opened again")
-        #expect(failed.count == 3 && failed.allSatisfy { logValue($0, "level") == "error" }, "\(harness.output)")
-        #expect(failed.map { logValue($0, "failures_in_10_min") } == ["1", "2", "3"])
-        let givenUp = harness.lines(
-            "the hardware encoder failed 3 times in 10 minutes; recording with x264 from now on")
-        #expect(givenUp.count == 1, "\(harness.output)")
+        let failed = harness.events.notices(.hardwareEncoderFailed)
+        #expect(failed.count == 3 && failed.allSatisfy { $0.level == .error }, "\(harness.output)")
+        #expect(failed.map { $0.field("failures_in_10_min") } == ["1", "2", "3"])
+        #expect(harness.events.notices(.hardwareEncoderGivenUp) == [.hardwareEncoderGivenUp(failures: 3)])
         #expect(hardware.encodersOpened == 3)
-        let encoders = harness.lines("encoding").compactMap { logValue($0, "encoder") }
+        let encoders = harness.events.notices(.encoding).compactMap { $0.field("encoder") }
         #expect(encoders == ["test-hardware", "test-hardware", "test-hardware", "x264"], "\(encoders)")
-        #expect(harness.lines("encoder chosen").first.flatMap { logValue($0, "backend") } == "v4l2")
+        #expect(harness.events.notices(.encoderChosen).first?.field("backend") == "v4l2")
 
         // A clip for each stretch the hardware encoder recorded, and one from x264 after.
         let saved = harness.events.clipsSaved.map(\.record)
@@ -101,9 +99,9 @@ private let deterministicX264 = EncoderSettings(
         let hardware = FlakyHardwareEncoders(refuse: true)
         let harness = try agent(hardware, scene: scene(seconds: 5, objects: [crossing(0.5, 3)]))
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        let warned = harness.lines("the hardware encoder cannot open for this stream; recording with x264 from now on")
-        #expect(warned.count == 1 && warned.allSatisfy { logValue($0, "error")?.contains("out of memory") == true })
-        #expect(harness.lines("encoding").compactMap { logValue($0, "encoder") } == ["x264"])
+        let warned = harness.events.notices(.hardwareEncoderCannotOpen)
+        #expect(warned.count == 1 && warned.allSatisfy { $0.field("error")?.contains("out of memory") == true })
+        #expect(harness.events.notices(.encoding).compactMap { $0.field("encoder") } == ["x264"])
         #expect(harness.events.clipsSaved.count == 1)
         try harness.expectCompletePlayableClips()
     }
@@ -114,8 +112,8 @@ private let deterministicX264 = EncoderSettings(
         let harness = try agent(
             FlakyHardwareEncoders(refuse: true), required: true, scene: scene(seconds: 5, objects: [crossing(0.5, 3)]))
         #expect(harness.runToTheEnd() == .sourceFailed, "\(harness.output)")
-        let stopped = harness.lines("encoder failed; stopping")
-        #expect(stopped.count == 1 && stopped.allSatisfy { logValue($0, "error")?.contains("VIDIOC_REQBUFS") == true })
+        let stopped = harness.events.notices(.encoderFailed)
+        #expect(stopped.count == 1 && stopped.allSatisfy { $0.field("error")?.contains("VIDIOC_REQBUFS") == true })
         #expect(harness.clipFiles.isEmpty)
     }
 }

@@ -77,10 +77,8 @@ import Testing
                 alphabet: "0123456789: -" + name)
             #expect(read == String(name.prefix(30)) + " " + time.text(at: captured), "frame \(i) of \(frames.count)")
         }
-        let said = harness.lines(
-            "overlay text too wide for the picture; shortened to keep the time (a shorter overlay.text, camera.name or overlay.scale fits)"
-        )
-        #expect(said.count == 1 && logValue(said[0], "characters_that_fit") == "39", "\(harness.output)")
+        let said = harness.events.notices(.overlayShortened)
+        #expect(said.count == 1 && said.first?.field("characters_that_fit") == "39", "\(harness.output)")
     }
 
     /// A scene where nothing moves, with the seconds ticking on the picture: no event.

@@ -34,42 +34,40 @@ import Testing
             openSource: { _ throws(CaptureError) in try synthetic(AgentRunTests.endless(period: 5)) })
         harness.start()
         defer { _ = harness.stopAndWait() }
-        let refused = "configuration not reloaded; the settings in use are kept"
-        try #require(harness.waitFor("clip saved"), "\(harness.output)")
+        try #require(harness.waitForClips(), "\(harness.output)")
         #expect(storage.fileNames.contains(old), "kept at start: max_age_days = 0")
 
         // An empty file (a save cut short, an editor that truncated it first).
         try harness.rewriteConfig("")
         harness.agent.reload()
-        #expect(harness.lines(refused).count == 1, "\(harness.output)")
-        #expect(logValue(harness.lines(refused).first ?? "", "error")?.contains("sets nothing") == true)
-        let savedBefore = harness.lines("clip saved").count
-        try #require(harness.waitFor("clip saved", count: savedBefore + 1), "\(harness.output)")
+        let refused = { harness.events.notices(.reloadRefused).compactMap { $0.field("error") } }
+        #expect(refused().count == 1, "\(harness.output)")
+        #expect(refused().first?.contains("sets nothing") == true, "\(refused())")
+        let savedBefore = harness.events.clipsSaved.count
+        try #require(harness.waitForClips(savedBefore + 1), "\(harness.output)")
         #expect(storage.fileNames.contains(old), "an empty file must not bring max_age_days back to 30")
 
         // Half-written: the camera and recording groups are there, storage is not.
         let cut = String(keepForever[..<(keepForever.range(of: "storage = {")!.lowerBound)])
         try harness.rewriteConfig(cut)
         harness.agent.reload()
-        #expect(harness.lines(refused).count == 2, "\(harness.output)")
-        #expect(logValue(harness.lines(refused).last ?? "", "error")?.contains("no storage group") == true)
-        let savedAfterCut = harness.lines("clip saved").count
-        try #require(harness.waitFor("clip saved", count: savedAfterCut + 1), "\(harness.output)")
+        #expect(refused().count == 2, "\(harness.output)")
+        #expect(refused().last?.contains("no storage group") == true, "\(refused())")
+        let savedAfterCut = harness.events.clipsSaved.count
+        try #require(harness.waitForClips(savedAfterCut + 1), "\(harness.output)")
         #expect(storage.fileNames.contains(old))
-        #expect(harness.lines("configuration reloaded; it applies from the next clip").isEmpty)
         #expect(harness.events.count(.reloaded) == 0)
 
         // Asked for: applied, and said with the old and the new value.
         try harness.rewriteConfig(testConfig(storage: "max_age_days = 30;"))
         harness.agent.reload()
-        let changed = harness.lines("retention changed by the reload")
-        #expect(changed.count == 1, "\(harness.output)")
-        #expect(logValue(changed.first ?? "", "setting") == "storage.max_age_days")
-        #expect(logValue(changed.first ?? "", "old") == "0" && logValue(changed.first ?? "", "new") == "30")
-        #expect(logValue(changed.first ?? "", "level") == "warning", "it deletes clips kept until now")
-        // The line comes just after the file goes: wait for the line.
+        let changed = harness.events.notices(.retentionChanged)
         #expect(
-            harness.waitUntil { harness.lines("clip deleted").contains { logValue($0, "file") == old } },
+            changed == [.retentionChanged(setting: "storage.max_age_days", old: "0", new: "30", deletesMore: true)],
+            "\(harness.output)")
+        #expect(changed.first?.level == .warning, "it deletes clips kept until now")
+        #expect(
+            harness.waitUntil { harness.events.deletions.contains { $0.clip.relativePath == old } },
             "\(harness.output)")
         #expect(!storage.fileNames.contains(old))
     }

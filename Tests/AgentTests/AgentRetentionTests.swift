@@ -38,7 +38,7 @@ import Testing
 
         let saved = harness.events.clipsSaved.map(\.record.file)
         try #require(saved.count == 2, "\(harness.output)")
-        #expect(harness.lines("clip deleted").isEmpty, "\(harness.output)")
+        #expect(harness.events.deletions.isEmpty, "\(harness.output)")
         #expect(harness.clipFiles == saved.sorted(), "\(harness.output)")
         let lines = String(decoding: try #require(storage.contents(EventsJournal.name)), as: UTF8.self)
             .split(separator: "\n")
@@ -51,7 +51,7 @@ import Testing
             config: testConfig(storage: "max_age_days = 7;"), storage: storage,
             openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
         #expect(again.runToTheEnd() == .stopped, "\(again.output)")
-        #expect(again.lines("clip deleted").isEmpty, "\(again.output)")
+        #expect(again.events.deletions.isEmpty, "\(again.output)")
         #expect(storage.fileNames.filter { $0.hasSuffix(".mov") } == saved.sorted())
     }
 }

@@ -89,13 +89,11 @@ import Testing
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         #expect(script.calls == 4)
 
-        let lost = harness.lines("camera lost; closing the clip and retrying")
-        let back = harness.lines("camera back")
-        #expect(lost.count == 1 && lost.allSatisfy { logValue($0, "level") == "warning" }, "\(harness.output)")
-        #expect(back.count == 1 && back.allSatisfy { logValue($0, "attempts") == "3" }, "\(back)")
-        let lines = harness.logs.written
-        #expect((lines.firstIndex { lost.contains($0) } ?? .max) < (lines.firstIndex { back.contains($0) } ?? -1))
-        #expect(harness.lines("camera unavailable; waiting for it").isEmpty)
+        // Said once each, in that order: lost (a warning: it retries), back after 3 tries.
+        let said = harness.events.changes
+        #expect(said.map(\.kind) == [.cameraLost, .cameraBack, .endOfSource], "\(said)")
+        #expect(said.first?.level == .warning && said.first?.field("source") == Self.camera, "\(said)")
+        #expect(harness.events.notices(.cameraBack).map { $0.field("attempts") } == ["3"])
 
         // The clip open at the loss was closed there (3 s in, not at the event's end), and
         // the event after the camera came back has its own clip.
@@ -105,7 +103,7 @@ import Testing
         #expect((saved[1].triggerSourceSeconds ?? 0) >= 100, "\(saved[1])")
         #expect(harness.events.clipsStarted.allSatisfy { $0.preRoll >= 0 }, "\(harness.events.clipsStarted)")
         #expect(harness.events.clipsStarted.map(\.event) == [1, 2], "event numbers go on after the loss")
-        #expect(harness.lines("clip saved").map { logValue($0, "reason") } == ["stopped", "post_roll over"])
+        #expect(harness.events.clipsSaved.map(\.reason) == [.finished, .eventEnded])
         #expect(harness.events.clipsSaved.allSatisfy { $0.origin == .closed })
         #expect(try harness.journal().map(\.file) == saved.map(\.file))
         #expect(harness.clipFiles.count == 2)
@@ -123,12 +121,11 @@ import Testing
         let harness = try Self.agent(reading: script)
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         #expect(script.calls == 3)
-        let waiting = harness.lines("camera unavailable; waiting for it")
-        #expect(waiting.count == 1 && waiting.allSatisfy { logValue($0, "level") == "warning" }, "\(harness.output)")
-        let open = harness.lines("camera open")
-        #expect(open.count == 1 && open.allSatisfy { logValue($0, "attempts") == "2" }, "\(open)")
-        #expect(harness.lines("camera back").isEmpty)
-        #expect(harness.lines("vigil stopped").allSatisfy { (logValue($0, "frames").flatMap { Int($0) } ?? 0) > 0 })
+        let said = harness.events.changes
+        #expect(said.map(\.kind) == [.cameraUnavailable, .cameraOpen, .endOfSource], "\(said)")
+        #expect(said.first?.level == .warning, "\(said)")
+        #expect(harness.events.notices(.cameraOpen).map { $0.field("attempts") } == ["2"], "\(said)")
+        #expect(harness.agent.stats.snapshot.framesIn > 0)
         try harness.expectCompletePlayableClips()
         #expect(harness.errors.isEmpty, "\(harness.errors)")
     }
@@ -148,22 +145,23 @@ import Testing
         let harness = try Self.agent(reading: script)
         harness.start()
         defer { _ = harness.stopAndWait() }
-        try #require(harness.waitFor("the source delivered nothing"), "\(harness.output)")
-        let stall = harness.lines("the source delivered nothing")
+        try #require(harness.waitUntil { !harness.events.notices(.sourceStalled).isEmpty }, "\(harness.output)")
         #expect(
-            stall.allSatisfy { logValue($0, "closing_clip") == "true" && logValue($0, "level") == "warning" },
-            "\(stall)")
-        #expect(stall.allSatisfy { logValue($0, "seconds") == "5.000" }, "\(stall)")
-        try #require(harness.waitFor("clip saved"), "the clip open at the stall was not closed:\n\(harness.output)")
-        #expect(harness.lines("frames again").isEmpty)
+            harness.events.notices(.sourceStalled) == [.sourceStalled(seconds: 5, closingClip: true)],
+            "\(harness.events.notices)")
+        #expect(harness.events.notices(.sourceStalled).allSatisfy { $0.level == .warning })
+        try #require(
+            harness.waitUntil { !harness.events.clipsSaved.isEmpty },
+            "the clip open at the stall was not closed:\n\(harness.output)")
+        #expect(harness.events.notices(.framesAgain).isEmpty)
         resume.signal()
         #expect(harness.waitForOutcome() == .stopped, "\(harness.output)")
 
         #expect(
-            harness.lines("the source delivered nothing").count == 1 && harness.lines("frames again").count == 1,
-            "\(harness.output)")
-        let reasons = harness.lines("clip saved").map { logValue($0, "reason") }
-        #expect(reasons.count == 2 && reasons.first == "stopped", "\(harness.output)")
+            harness.events.changes.map(\.kind) == [.sourceStalled, .framesAgain, .endOfSource],
+            "\(harness.events.notices)")
+        let reasons = harness.events.clipsSaved.map(\.reason)
+        #expect(reasons.count == 2 && reasons.first == .finished, "\(harness.output)")
         #expect(script.calls == 1, "a stall is not a lost camera: it is not reopened")
         let saved = harness.events.clipsSaved.map(\.record)
         #expect(saved.count == 2 && (saved.last?.triggerSourceSeconds ?? 0) >= 3, "\(saved)")
@@ -184,15 +182,12 @@ import Testing
         let harness = try Self.agent(reading: script)
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
 
-        let jumped = harness.lines(
-            "the frame times jumped; what was recorded ends before the jump and the stream starts afresh")
-        #expect(
-            jumped.count == 1
-                && jumped.allSatisfy {
-                    logValue($0, "level") == "warning" && logValue($0, "closing_clip") == "true"
-                        && logValue($0, "seconds").flatMap(Double.init).map { abs($0 - 20.067) < 0.01 } == true
-                },
-            "\(harness.output)")
+        let jumped = harness.events.notices(.frameTimesJumped)
+        guard jumped.count == 1, case .frameTimesJumped(let seconds, let closingClip) = jumped[0] else {
+            Issue.record("\(harness.events.notices)")
+            return
+        }
+        #expect(jumped[0].level == .warning && closingClip && abs(seconds - 20.067) < 0.01, "\(jumped)")
         let saved = harness.events.clipsSaved.map(\.record)
         try #require(saved.count == 2, "\(harness.output)")
         // The first clip ends with the last frame before the leap: 3 s of frames (0 … 2.933 s).
@@ -243,11 +238,12 @@ import Testing
             wallNow: { Date().addingTimeInterval(step.withLock { $0 }) })
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
 
-        let moved = harness.lines("the wall clock moved; clip names and times follow it")
-        #expect(
-            moved.count == 1
-                && moved.allSatisfy { logValue($0, "seconds").flatMap(Double.init).map { abs($0 - 3600) < 2 } == true },
-            "\(harness.output)")
+        let moved = harness.events.notices(.wallClockMoved)
+        guard moved.count == 1, case .wallClockMoved(let seconds) = moved[0] else {
+            Issue.record("\(harness.events.notices)")
+            return
+        }
+        #expect(abs(seconds - 3600) < 2, "\(moved)")
         let started = harness.events.clipsStarted
         try #require(started.count == 2, "\(harness.output)")
         let apart = started[1].trigger.timeIntervalSince(started[0].trigger)
@@ -291,13 +287,10 @@ import Testing
         let tries = waited.withLock { $0.atTries }
         let waits = zip(tries.dropFirst(), tries).prefix(5).map { (($0 - $1) * 100).rounded() / 100 }
         #expect(waits == [1, 2, 1, 2, 4], "seconds waited before each try")
-        let unavailable = harness.lines("microphone unavailable; recording video only")
-        let failed = harness.lines("microphone failed; recording video only until it is back")
-        #expect(unavailable.count == 1 && failed.count == 1, "\(harness.output)")
-        #expect((unavailable + failed).allSatisfy { logValue($0, "level") == "warning" })
-        #expect(
-            harness.lines("microphone back").count == 1 && harness.lines("microphone open").isEmpty, "\(harness.output)"
-        )
+        // Each change said once: unavailable, back (opened after failing), failed.
+        let said = harness.events.changes.filter { $0.kind != .endOfSource }
+        #expect(said.map(\.kind) == [.microphoneUnavailable, .microphoneBack, .microphoneFailed], "\(said)")
+        #expect(said.filter { $0.kind != .microphoneBack }.allSatisfy { $0.level == .warning }, "\(said)")
         #expect(harness.errors.isEmpty, "\(harness.errors)")
     }
 }

@@ -26,16 +26,11 @@ import Testing
                 try synthetic(scene(seconds: 4, objects: []))
             })
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        let waiting = harness.lines(
-            "storage directory unavailable; clips wait for it — is the disk mounted and writable?")
+        let waiting = harness.events.notices(.storageUnavailable)
         #expect(
-            waiting.count == 1
-                && waiting.allSatisfy { logValue($0, "error")?.contains("Read-only file system") == true },
+            waiting.count == 1 && waiting.allSatisfy { $0.field("error")?.contains("Read-only file system") == true },
             "\(harness.output)")
-        #expect(
-            harness.lines(
-                "another agent records into this storage directory — stop it, or give this one another storage.path"
-            ).isEmpty)
+        // Not taken for another agent's directory: that would be an error, and stop the agent.
         #expect(harness.errors.isEmpty, "\(harness.errors)")
     }
 
@@ -65,10 +60,8 @@ import Testing
         #expect(Set(try harness.journal().map(\.file)) == Set(harness.clipFiles))
         let frames = try harness.expectCompletePlayableClips()
         #expect(frames.values.allSatisfy { $0 > 0 }, "\(frames)")
-        #expect(harness.lines("clip not recorded").isEmpty, "\(harness.output)")
-        #expect(
-            harness.lines("clip lost: the storage directory was still unavailable when the agent stopped").isEmpty,
-            "\(harness.output)")
+        let lost = harness.events.notices.filter { [.clipNotRecorded, .clipLostWithTheStorage].contains($0.kind) }
+        #expect(lost.isEmpty, "\(lost)")
     }
 
     /// The storage directory is read-only when the agent starts (a card remounted after an
@@ -85,13 +78,11 @@ import Testing
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         try expectEveryEventRecorded(harness, events: 3)
         #expect(harness.events.clipsSaved.count == 3, "\(harness.output)")
-        let held = harness.lines("the storage directory is unavailable; the clip is kept in memory until it is back")
-        #expect(!held.isEmpty && held.allSatisfy { logValue($0, "level") == "warning" }, "\(harness.output)")
-        #expect(harness.lines("clip written from memory; the storage directory is back").count == held.count)
-        #expect(
-            harness.lines("storage directory unavailable; clips wait for it — is the disk mounted and writable?").count
-                == 1, "\(harness.output)")
-        #expect(harness.lines("storage directory back").count == 1, "\(harness.output)")
+        let held = harness.events.notices(.clipHeld)
+        #expect(!held.isEmpty && held.allSatisfy { $0.level == .warning }, "\(harness.output)")
+        #expect(harness.events.notices(.clipWrittenFromMemory).count == held.count)
+        #expect(harness.events.notices(.storageUnavailable).count == 1, "\(harness.output)")
+        #expect(harness.events.notices(.storageBack).count == 1, "\(harness.output)")
         #expect(harness.errors.isEmpty, "\(harness.errors)")
     }
 
@@ -121,7 +112,7 @@ import Testing
         try expectEveryEventRecorded(harness, events: 3)
         let first = harness.events.clipsStarted.filter { $0.event == 1 }
         #expect(first.map(\.part) == [1, 2], "\(harness.output)")
-        #expect(!harness.lines("clip written from memory; the storage directory is back").isEmpty, "\(harness.output)")
+        #expect(!harness.events.notices(.clipWrittenFromMemory).isEmpty, "\(harness.output)")
     }
 
     /// The video waiting for the storage directory is bounded (here 300 kB, half an event;
@@ -136,21 +127,15 @@ import Testing
             openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
             onEvent: Self.writable(storage, afterEvent: 3), memoryForWaitingVideo: 300_000)
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        let full = harness.lines(
-            "the video waiting for the storage directory fills the memory it may take; the rest of this event and the events until the directory is back are not recorded"
-        )
-        #expect(
-            full.count == 1
-                && full.allSatisfy {
-                    logValue($0, "level") == "warning" && logValue($0, "event") == "1"
-                        && (logValue($0, "kept_seconds").flatMap(Double.init) ?? 0) > 0
-                },
-            "\(harness.output)")
-        let refused = harness.lines(
-            "clip not recorded: the storage directory is unavailable and the video waiting for it fills the memory it may take"
-        )
-        #expect(refused.compactMap { logValue($0, "event") } == ["2", "3"], "\(harness.output)")
-        #expect(harness.errors.count == 2, "\(harness.errors)")
+        let full = harness.events.notices(.heldVideoFull)
+        guard full.count == 1, case .heldVideoFull(let event, _, let keptSeconds, _, _) = full[0] else {
+            Issue.record("\(harness.events.notices)")
+            return
+        }
+        #expect(full[0].level == .warning && event == 1 && keptSeconds > 0, "\(full)")
+        let refused = harness.events.notices(.clipNotRecorded)
+        #expect(refused.compactMap { $0.field("event") } == ["2", "3"], "\(harness.output)")
+        #expect(refused.allSatisfy { $0.level == .error } && harness.errors.count == 2, "\(harness.errors)")
         let saved = harness.events.clipsSaved
         try #require(saved.count == 1, "\(harness.output)")
         #expect(saved[0].record.frames > 0 && saved[0].record.frames < 75, "\(saved[0].record)")

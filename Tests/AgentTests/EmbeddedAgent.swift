@@ -89,7 +89,7 @@ final class EmbeddedAgent {
     /// The events journal's records.
     func journal() throws -> [ClipRecord] { try EventsJournal(storage: storage).records().records }
 
-    var errors: [String] { logs.written.filter { logValue($0, "level") == "error" } }
+    var errors: [String] { logs.written(at: .error) }
 }
 
 extension AgentControl.Requests {

@@ -73,7 +73,7 @@ import Testing
         let saved = logLines(output, "clip saved")
         let deleted = logLines(output, "clip deleted")
         let stopped = logLines(output, "vigil stopped").last ?? ""
-        let frames = Int(logValue(stopped, "frames") ?? "") ?? 0
+        let frames = Int(logValue(stopped, "frames_total") ?? "") ?? 0
         #expect(frames == Int(seconds * 30), "\(stopped)")
         // Two events in every 10 s of camera time.
         #expect(saved.count >= Int(seconds / 10) * 2, "\(saved.count) clips in \(seconds) s")

@@ -45,7 +45,7 @@ import Testing
         #expect(Set(records.map(\.file)) == Set(movieFiles(in: storage)))
         for file in movieFiles(in: storage) { try expectPlayable(storage + "/" + file) }
         print(
-            "stopped for 7 s: \(records.count) clips, events \(events), pre-rolls \(records.map { $0.preRollSeconds ?? 0 }), dropped at capture: \(logLines(output, "vigil stopped").first.flatMap { logValue($0, "dropped_at_capture") } ?? "?")"
+            "stopped for 7 s: \(records.count) clips, events \(events), pre-rolls \(records.map { $0.preRollSeconds ?? 0 }), dropped at capture: \(logLines(output, "vigil stopped").first.flatMap { logValue($0, "dropped_at_capture_total") } ?? "?")"
         )
     }
 }

@@ -1,3 +1,4 @@
+import AgentTestSupport
 import Configuration
 import Foundation
 import Media
@@ -183,5 +184,63 @@ import Testing
         #expect(stats.closeInterval().peakScore == 0.3)
         stats.update { $0.peakScore = max($0.peakScore, 0.1) }
         #expect(stats.closeInterval().peakScore == 0.1)
+    }
+
+    /// One notice of each kind.
+    static let notices: [Notice] = [
+        .cameraOpen(source: "/dev/video0", format: "YUYV 640x480", attempts: 2),
+        .cameraBack(source: "/dev/video0", format: "YUYV 640x480", down: 12, attempts: 4),
+        .cameraUnavailable(source: "/dev/video0", error: "No such file or directory"),
+        .cameraLost(source: "/dev/video0", error: "No such device", restart: false),
+        .endOfSource(source: "scene"), .sourceStalled(seconds: 5, closingClip: true), .framesAgain,
+        .frameTimesJumped(seconds: 20, closingClip: false), .wallClockMoved(seconds: 3600),
+        .microphoneOpen(device: "hw:1", rate: 48000, channels: 1, back: false),
+        .microphoneOpen(device: "hw:1", rate: 48000, channels: 1, back: true),
+        .microphoneUnavailable(device: "hw:1", error: "No such device"),
+        .microphoneFailed(device: "hw:1", error: "No such device"), .reloadRefused(error: "line 3: syntax error"),
+        .retentionChanged(setting: "storage.max_age_days", old: "0", new: "30", deletesMore: true),
+        .restartNeeded(changed: ["camera"]), .encoderChosen(backend: "x264", reason: "no hardware", unsuitable: false),
+        .encoding(
+            width: 640, height: 480, pixelFormat: "I420", encoder: [.init("encoder", "x264")], keyframeInterval: 1),
+        .hardwareEncoderCannotOpen(error: "out of memory"),
+        .hardwareEncoderFailed(error: "timeout", failuresIn10Minutes: 1), .hardwareEncoderGivenUp(failures: 3),
+        .encoderFailed(error: "VIDIOC_REQBUFS"),
+        .storageUnavailable(path: "/srv/clips", error: "Read-only file system"),
+        .storageBack(path: "/srv/clips", down: 30, attempts: 3),
+        .clipHeld(event: 1, part: 1, trigger: "t", path: "/srv/clips", memoryBytes: 0),
+        .heldVideoFull(event: 1, part: 1, keptSeconds: 4, memoryMB: 64, waiting: 0),
+        .clipNotRecorded(event: 2, part: 1, trigger: "t", path: "/srv/clips", memoryMB: 64),
+        .clipWrittenFromMemory(file: "a.mov", event: 1, part: 1, bytes: 1000),
+        .clipLostWithTheStorage(event: 1, part: 1, start: "s", end: "e", path: "/srv/clips"),
+        .journalRebuilt(added: 1, damagedDropped: 0, duplicatesDropped: 0, markedDamaged: 0),
+        .diskFull(file: "a.mov", during: "writing video"), .diskSpaceAgain(file: "a.mov"),
+        .diskLow(path: "/srv/clips", freeMB: 10, minFreeMB: 100, shortMB: 90),
+        .snapshotNotSaved(file: "a.jpg", error: "e"), .latestPictureFailed(path: "latest.jpg", error: "e"),
+        .latestPictureWaitsForSpace(path: "latest.jpg", minFreeMB: 100), .clipUnfinished(file: "a.mov", error: "e"),
+        .clipRepaired(file: "a.mov", frames: 10),
+        .clipMovedAside(file: "a.mov", movedTo: "a.mov.damaged", bytes: 10, error: "e"),
+        .clipNotRepaired(file: "a.mov", error: "e", moveError: nil),
+        .leftoverRemoved(file: "latest.jpg.new", bytes: 10),
+        .overlayShortened(pattern: "{camera} %F %T", charactersThatFit: 39, drawn: "yard"),
+    ]
+
+    /// docs/events.md lists every notice, in `Notice`'s order, with its level and the start of
+    /// its message.
+    @Test func theNoticesAreTheDocumentedOnes() throws {
+        #expect(Set(Self.notices.map(\.kind)) == Set(Notice.Kind.allCases), "a notice kind has no sample here")
+        let heading = "## Notices: what the agent says as things change"
+        #expect(try EventsDocumentTests.documented(heading) == Notice.Kind.allCases.map { "\($0)" })
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("docs/events.md"), encoding: .utf8)
+        for notice in Self.notices {
+            let row = try #require(
+                text.split(separator: "\n").first { $0.hasPrefix("| `\(notice.kind)` |") }, "\(notice.kind)")
+            let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(cells.count == 3, "\(row)")
+            #expect(cells.dropFirst().first?.hasPrefix(notice.level.description) == true, "\(notice.kind): \(row)")
+            let start = notice.line.message.prefix(16)
+            #expect(cells.last?.contains(start) == true, "\(notice.kind): \(row) does not say \"\(start)\"")
+        }
     }
 }
