@@ -14,7 +14,11 @@ extension Agent {
     func openSource() throws(CaptureError) -> OpenedSource {
         let camera = initial.camera
         let opened = try environment.openSource(camera)
-        if let got = opened.negotiation, case .device(let path) = camera.device {
+        switch opened.negotiation {
+        case .none:
+            break
+        case .v4l2(let got):
+            let path = camera.device.description
             let request = got.request
             let requested = "\(request.width)x\(request.height)@\(DecimalText.rate(request.frameRate))"
             log.info(
@@ -34,8 +38,7 @@ extension Agent {
                     source: path, requested: requested,
                     delivered: "\(got.width)x\(got.height)@\(got.frameRate.map(DecimalText.rate) ?? "?")")
             }
-        }
-        if let got = opened.libcameraNegotiation {
+        case .libcamera(let got):
             logNegotiated(got, camera: camera)
         }
         return opened

@@ -6,10 +6,24 @@ public struct OpenedSource {
     /// Frames come as the world makes them (a camera, the synthetic scene, a file paced in real
     /// time): a consumer that falls behind loses frames rather than slowing the source down.
     public var isLive: Bool
-    /// What a camera agreed to, for the log; nil for other sources.
-    public var negotiation: CameraNegotiation?
-    /// What a libcamera camera agreed to, for the log.
-    public var libcameraNegotiation: LibcameraNegotiation? = nil
+    /// What a camera agreed to, for the log; `.none` for other sources.
+    public var negotiation: Negotiation = .none
+
+    /// What the camera and the driver settled on.
+    public enum Negotiation {
+        /// Not a camera (the synthetic scene, a file).
+        case none
+        /// A V4L2 camera.
+        case v4l2(CameraNegotiation)
+        /// A libcamera camera.
+        case libcamera(LibcameraNegotiation)
+    }
+
+    public init(source: any FrameSource, isLive: Bool, negotiation: Negotiation = .none) {
+        self.source = source
+        self.isLive = isLive
+        self.negotiation = negotiation
+    }
 }
 
 /// The one way a source is opened.
@@ -49,19 +63,16 @@ public enum SourceOpener {
                     duration: .init(seconds: analysisSyntheticSeconds))
                 live = false
             }
-            return OpenedSource(
-                source: try SyntheticSource(scene: scene, realtime: live), isLive: live, negotiation: nil)
+            return OpenedSource(source: try SyntheticSource(scene: scene, realtime: live), isLive: live)
         case .file(let path):
             let realtime = purpose == .recording(realtime: true)
-            return OpenedSource(
-                source: try Y4MSource(path: path, realtime: realtime), isLive: realtime, negotiation: nil)
+            return OpenedSource(source: try Y4MSource(path: path, realtime: realtime), isLive: realtime)
         case .device(let path):
             let camera = try V4L2Camera(path: path, request: CameraRequest(width: width, height: height, fps: fps))
-            return OpenedSource(source: camera, isLive: true, negotiation: camera.negotiation)
+            return OpenedSource(source: camera, isLive: true, negotiation: .v4l2(camera.negotiation))
         case .libcamera(let id):
             let camera = try LibcameraSource(camera: id, request: CameraRequest(width: width, height: height, fps: fps))
-            return OpenedSource(
-                source: camera, isLive: true, negotiation: nil, libcameraNegotiation: camera.negotiation)
+            return OpenedSource(source: camera, isLive: true, negotiation: .libcamera(camera.negotiation))
         }
     }
 }

@@ -473,7 +473,7 @@ extension AgentHarness {
             config: testConfig(
                 extra: "mqtt = { enabled = true; host = \"127.0.0.1\"; port = \(port); keepalive = 5; \(mqtt) };"),
             openSource: { _ throws(CaptureError) in
-                OpenedSource(source: try GatedScene(scene, gates: gates, at: at), isLive: true, negotiation: nil)
+                OpenedSource(source: try GatedScene(scene, gates: gates, at: at), isLive: true)
             },
             sinks: { settings, control, log in
                 [
