@@ -18,16 +18,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=packaging/deb-lib.sh
 . "$here/deb-lib.sh"
 repo="$(cd "$here/.." && pwd)"
-out="$repo/dist"
-version=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --out) out="${2:?--out needs a directory}"; shift 2 ;;
-        --version) version="${2:?--version needs a version}"; shift 2 ;;
-        -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
-        *) echo "build-deb-libcamera: unknown argument $1 — see $0 --help" >&2; exit 64 ;;
-    esac
-done
+deb_options build-deb-libcamera "$@"
+[ "${#deb_operands[@]}" = 0 ] || { echo "build-deb-libcamera: unknown argument ${deb_operands[0]} — see $0 --help" >&2; exit 64; }
 fail() { echo "build-deb-libcamera: $*" >&2; exit 1; }
 cxx="${CXX:-c++}"
 for tool in "$cxx" pkg-config dpkg-deb dpkg-shlibdeps dpkg-parsechangelog dpkg-architecture objdump strip gzip md5sum; do
@@ -44,16 +36,10 @@ libcamera="$(pkg-config --modversion libcamera)"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cp "$here/changelog" "$work/changelog"
 changelog_version="$(dpkg-parsechangelog -l "$here/changelog" -S Version)"
-if [ "$version" != "$changelog_version" ]; then
-    maintainer_line="$(sed -n '0,/^ -- /s/^ -- \(.*\)  .*$/\1/p' "$here/changelog")"
-    { printf 'vigil (%s) UNRELEASED; urgency=medium\n\n  * Test build numbered %s.\n\n -- %s  %s\n\n' \
-        "$version" "$version" "$maintainer_line" "$(date -R)"
-      cat "$here/changelog"; } >"$work/changelog"
-fi
-export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(dpkg-parsechangelog -l "$work/changelog" -S Timestamp)}"
-maintainer="${VIGIL_MAINTAINER:-$(dpkg-parsechangelog -l "$work/changelog" -S Maintainer)}"
+test_entry=""
+[ "$version" = "$changelog_version" ] || test_entry="Test build numbered $version."
+deb_changelog "$version" "$test_entry" "$work"
 
 # --- The plugin -----------------------------------------------------------------------------------
 # Only the entry point is exported; full RELRO; only the libraries it calls are linked.
@@ -72,9 +58,8 @@ root="$work/root"
 libdir="usr/lib/$multiarch/vigil"
 # The service's sandbox lets vigil reach cameras and sound cards only: libcamera also needs the
 # media controller and the DMA heaps it allocates frames from. A drop-in for each unit (in the
-# directory the main package puts them, as build-deb.sh chooses it).
-unitdir=lib/systemd/system
-if dpkg --compare-versions "$(dpkg-query -W -f '${Version}' dpkg)" ge 1.22; then unitdir=usr/lib/systemd/system; fi
+# directory the main package puts them).
+unitdir="$(deb_unitdir)"
 install -d "$root/DEBIAN" "$root/$libdir" "$root/usr/share/doc/vigil-libcamera" \
     "$root/$unitdir/vigil.service.d" "$root/$unitdir/vigil@.service.d"
 for unit in vigil.service vigil@.service; do
@@ -90,13 +75,8 @@ gzip -9n <"$work/changelog" >"$root/usr/share/doc/vigil-libcamera/changelog.gz"
 chmod 0644 "$root/usr/share/doc/vigil-libcamera/changelog.gz"
 
 # --- Depends: the libcamera it was built against, and this very vigil -------------------------
-mkdir -p "$work/shlibs/debian"
-printf 'Source: vigil\n\nPackage: vigil-libcamera\nArchitecture: any\n' >"$work/shlibs/debian/control"
-shlibs="$(cd "$work/shlibs" && dpkg-shlibdeps -O -e"$root/$libdir/libvigil-libcamera.so" 2>"$work/shlibdeps.err")" || {
-    cat "$work/shlibdeps.err" >&2
-    fail "dpkg-shlibdeps could not find the packages of the libraries the plugin links"
-}
-depends="$(echo "$shlibs" | sed -n 's/^shlibs:Depends=//p')"
+depends="$(deb_shlibdeps vigil-libcamera "$root/$libdir/libvigil-libcamera.so" "$arch" "$work")" \
+    || fail "dpkg-shlibdeps could not find the packages of the libraries the plugin links"
 echo "$depends" | grep -q 'libcamera' || fail "dpkg-shlibdeps names no libcamera package: $depends"
 
 installed_size="$(deb_installed_size "$root")"

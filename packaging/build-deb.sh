@@ -19,19 +19,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=packaging/deb-lib.sh
 . "$here/deb-lib.sh"
 repo="$(cd "$here/.." && pwd)"
-out="$repo/dist"
-version=""
-binary=""
-while [ $# -gt 0 ]; do
-    case "$1" in
-        --out) out="${2:?--out needs a directory}"; shift 2 ;;
-        --version) version="${2:?--version needs a version}"; shift 2 ;;
-        -h|--help) awk 'NR > 1 && /^#/ {sub(/^# ?/, ""); print; next} NR > 1 {exit}' "$0"; exit 0 ;;
-        -*) echo "build-deb: unknown option $1 — see $0 --help" >&2; exit 64 ;;
-        *) [ -z "$binary" ] || { echo "build-deb: give one binary, not '$binary' and '$1'" >&2; exit 64; }
-           binary="$1"; shift ;;
-    esac
-done
+deb_options build-deb "$@"
+[ "${#deb_operands[@]}" -le 1 ] || { echo "build-deb: give one binary, not '${deb_operands[0]}' and '${deb_operands[1]}'" >&2; exit 64; }
+binary="${deb_operands[0]:-}"
 fail() { echo "build-deb: $*" >&2; exit 1; }
 [ -n "$binary" ] || fail "no binary given — usage: $0 [--out DIR] [--version V] PATH/TO/vigil (make deb passes the release build's)"
 [ -x "$binary" ] || fail "$binary is not an executable — build it with: swift build -c release --static-swift-stdlib"
@@ -79,28 +69,20 @@ fi
 changelog_version="$(dpkg-parsechangelog -l "$here/changelog" -S Version)"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cp "$here/changelog" "$work/changelog"
+test_entry=""
 if [ "$version" != "$binary_version" ]; then
     # A test build numbered apart from the program: say so in its own changelog entry.
-    maintainer_line="$(sed -n '0,/^ -- /s/^ -- \(.*\)  .*$/\1/p' "$here/changelog")"
-    { printf 'vigil (%s) UNRELEASED; urgency=medium\n\n  * Test build of vigil %s, numbered %s.\n\n -- %s  %s\n\n' \
-        "$version" "$binary_version" "$version" "$maintainer_line" "$(date -R)"
-      cat "$here/changelog"; } >"$work/changelog"
+    test_entry="Test build of vigil $binary_version, numbered $version."
 elif [ "$changelog_version" != "$version" ]; then
     fail "packaging/changelog's newest entry is $changelog_version but the binary is vigil $version — add an entry for $version at the top of packaging/changelog (dch -c packaging/changelog -v $version, or by hand)"
 fi
-# Dates inside the package come from the changelog, so the same input builds the same .deb.
-export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(dpkg-parsechangelog -l "$work/changelog" -S Timestamp)}"
-maintainer="${VIGIL_MAINTAINER:-$(dpkg-parsechangelog -l "$work/changelog" -S Maintainer)}"
+deb_changelog "$version" "$test_entry" "$work"
 
 # --- The tree -----------------------------------------------------------------------------------
 umask 022
 root="$work/root"
-# The units go where the building release's own packages put theirs: /lib/systemd/system up to
-# bookworm; from trixie (dpkg 1.22) on, files of a package are under /usr only (the merged /usr,
-# DEP 17: lintian's aliased-location). /lib is a link to /usr/lib on both, so either path works.
-unitdir=lib/systemd/system
-if dpkg --compare-versions "$(dpkg-query -W -f '${Version}' dpkg)" ge 1.22; then unitdir=usr/lib/systemd/system; fi
+# The units go where the building release's own packages put theirs (deb_unitdir).
+unitdir="$(deb_unitdir)"
 install -d "$root/DEBIAN" "$root/usr/bin" "$root/etc/vigil" "$root/$unitdir" \
     "$root/usr/share/man/man8" "$root/usr/share/man/man5" "$root/usr/share/doc/vigil"
 install -m 0755 "$binary" "$root/usr/bin/vigil"
@@ -135,15 +117,9 @@ for script in postinst prerm postrm; do
 done
 
 # --- Depends: the packages of the libraries the binary links ------------------------------
-# dpkg-shlibdeps wants a source package around the binary: give it a minimal one.
-mkdir -p "$work/shlibs/debian"
-printf 'Source: vigil\n\nPackage: vigil\nArchitecture: any\n' >"$work/shlibs/debian/control"
-shlibs="$(cd "$work/shlibs" && DEB_HOST_ARCH="$arch" dpkg-shlibdeps -O -e"$root/usr/bin/vigil" 2>"$work/shlibdeps.err")" || {
-    cat "$work/shlibdeps.err" >&2
-    fail "dpkg-shlibdeps could not find the packages of the libraries $binary links ($(echo $needed)) — install the runtime and -dev packages of each (make deps does, for this machine's architecture)"
-}
-depends="$(echo "$shlibs" | sed -n 's/^shlibs:Depends=//p')"
-[ -n "$depends" ] || fail "dpkg-shlibdeps found no dependencies for $binary: $shlibs"
+depends="$(deb_shlibdeps vigil "$root/usr/bin/vigil" "$arch" "$work")" \
+    || fail "dpkg-shlibdeps could not find the packages of the libraries $binary links ($(echo $needed)) — install the runtime and -dev packages of each (make deps does, for this machine's architecture)"
+[ -n "$depends" ] || fail "dpkg-shlibdeps found no dependencies for $binary"
 
 # --- Control file, checksums, package ---------------------------------------------------------
 # Installed-Size in KiB, as dpkg-gencontrol counts it: each file rounded up, plus one per directory.

@@ -25,15 +25,16 @@ extension V4L2Device {
     /// The sizes of one format, each with its rates; empty when the driver does not list them.
     func sizes(of fourcc: FourCC) throws(V4L2Error) -> [FrameSizeDescription] {
         var result: [FrameSizeDescription] = []
-        for index in 0..<V4L2Device.enumerationLimit {
-            var size = v4l2_frmsizeenum()
-            size.index = index
-            size.pixel_format = fourcc.littleEndianValue
-            do { try control(CV4L2_VIDIOC_ENUM_FRAMESIZES, &size, .enumerateSizes) } catch {
-                // EINVAL ends the list; ENOTTY: the driver does not list sizes.
-                if error.code == EINVAL || error.code == ENOTTY { break }
-                throw error
+        // ENOTTY: the driver does not list sizes.
+        try enumerate(
+            CV4L2_VIDIOC_ENUM_FRAMESIZES, .enumerateSizes, unlistedIsEmpty: true,
+            entry: { index in
+                var size = v4l2_frmsizeenum()
+                size.index = index
+                size.pixel_format = fourcc.littleEndianValue
+                return size
             }
+        ) { (size) throws(V4L2Error) in
             switch size.type {
             case V4L2_FRMSIZE_TYPE_DISCRETE.rawValue:
                 let w = Int(size.discrete.width), h = Int(size.discrete.height)
@@ -41,6 +42,7 @@ extension V4L2Device {
                     FrameSizeDescription(
                         size: .discrete(width: w, height: h), intervals: try intervals(of: fourcc, width: w, height: h))
                 )
+                return true
             default:
                 // Stepwise or continuous: one entry, the whole range (continuous has step 1).
                 let s = size.stepwise
@@ -51,7 +53,7 @@ extension V4L2Device {
                     FrameSizeDescription(
                         size: range,
                         intervals: try intervals(of: fourcc, width: Int(s.max_width), height: Int(s.max_height))))
-                return result
+                return false
             }
         }
         return result
@@ -60,36 +62,42 @@ extension V4L2Device {
     /// The frame intervals of one format at one size.
     func intervals(of fourcc: FourCC, width: Int, height: Int) throws(V4L2Error) -> FrameIntervals {
         var list: [Rational] = []
-        for index in 0..<V4L2Device.enumerationLimit {
-            var interval = v4l2_frmivalenum()
-            interval.index = index
-            interval.pixel_format = fourcc.littleEndianValue
-            interval.width = UInt32(clamping: width)
-            interval.height = UInt32(clamping: height)
-            do { try control(CV4L2_VIDIOC_ENUM_FRAMEINTERVALS, &interval, .enumerateIntervals) } catch {
-                if error.code == EINVAL || error.code == ENOTTY { break }
-                throw error
+        // Stepwise or continuous intervals come as one entry, the whole range.
+        var range: FrameIntervals?
+        try enumerate(
+            CV4L2_VIDIOC_ENUM_FRAMEINTERVALS, .enumerateIntervals, unlistedIsEmpty: true,
+            entry: { index in
+                var interval = v4l2_frmivalenum()
+                interval.index = index
+                interval.pixel_format = fourcc.littleEndianValue
+                interval.width = UInt32(clamping: width)
+                interval.height = UInt32(clamping: height)
+                return interval
             }
+        ) { interval in
             switch interval.type {
             case V4L2_FRMIVAL_TYPE_DISCRETE.rawValue:
                 let d = interval.discrete
                 if d.numerator > 0 && d.denominator > 0 {
                     list.append(Rational(Int64(d.numerator), Int64(d.denominator)))
                 }
+                return true
             default:
                 let s = interval.stepwise
                 guard s.min.numerator > 0, s.min.denominator > 0, s.max.numerator > 0, s.max.denominator > 0 else {
-                    return .unknown
+                    range = .unknown
+                    return false
                 }
                 let step =
                     s.step.numerator > 0 && s.step.denominator > 0
                     ? Rational(Int64(s.step.numerator), Int64(s.step.denominator)) : Rational(0, 1)
-                return .stepwise(
+                range = .stepwise(
                     shortest: Rational(Int64(s.min.numerator), Int64(s.min.denominator)),
                     longest: Rational(Int64(s.max.numerator), Int64(s.max.denominator)),
                     step: interval.type == V4L2_FRMIVAL_TYPE_CONTINUOUS.rawValue ? Rational(0, 1) : step)
+                return false
             }
         }
-        return list.isEmpty ? .unknown : .discrete(list)
+        return range ?? (list.isEmpty ? .unknown : .discrete(list))
     }
 }

@@ -244,28 +244,25 @@ public enum DeviceReport {
             return out + "  \(problem)\n"
         }
         let usable = camera.formats.filter(\.isUsable)
-        if usable.isEmpty {
-            out += "  no format Vigil can record from (NV12, YU12, YUYV, 422P, or MJPEG through libv4l2)\n"
-        } else {
-            out += "  formats Vigil records from (\(preferenceNote)):\n"
-        }
+        out += formatsHeading(
+            anyUsable: !usable.isEmpty, usable: "NV12, YU12, YUYV, 422P, or MJPEG through libv4l2",
+            order: preferenceNote)
         for format in usable {
             out +=
                 "    \(format.fourcc.description.padded(to: 5)) \(format.name)\(format.isEmulated ? " (converted by libv4l2)" : "")\n"
             if format.sizes.isEmpty { out += "          sizes and rates not listed by the driver\n" }
             for size in format.sizes { out += "          " + describe(size) + "\n" }
         }
-        let others = camera.formats.filter { !$0.isUsable }.map(\.fourcc.description)
-        if !others.isEmpty { out += "  other formats (not used): \(others.joined(separator: ", "))\n" }
+        out += otherFormats(camera.formats.filter { !$0.isUsable }.map(\.fourcc.description))
         if let choice = CameraFormatChooser.choose(from: camera.formats, for: request) {
             out +=
                 "  paste into the configuration (the closest to \(request.width)x\(request.height) at \(DecimalText.rate(request.frameRate)) fps: \(choice)):\n"
-            out += "    camera = {\n"
-            out += "      device = \"\(camera.configurationName)\";\n"
-            out += "      width = \(choice.width);\n"
-            out += "      height = \(choice.height);\n"
-            out += "      fps = \(configurationRate(choice.frameRate ?? request.frameRate));\n"
-            out += "    };\n"
+            out += pasteBlock(
+                "camera",
+                [
+                    ("device", "\"\(camera.configurationName)\""), ("width", "\(choice.width)"),
+                    ("height", "\(choice.height)"), ("fps", configurationRate(choice.frameRate ?? request.frameRate)),
+                ])
         }
         return out
     }
@@ -293,13 +290,31 @@ public enum DeviceReport {
             microphone.rates.map { $0.contains(rate) ? rate : min(max(rate, $0.lowerBound), $0.upperBound) } ?? rate
         let useChannels = microphone.channels.map { $0.contains(channels) ? channels : $0.lowerBound } ?? channels
         out += "  paste into the configuration:\n"
-        out += "    audio = {\n"
-        out += "      enabled = true;\n"
-        out += "      device = \"\(microphone.configurationDevice(rate: useRate, channels: useChannels))\";\n"
-        out += "      rate = \(useRate);\n"
-        out += "      channels = \(min(useChannels, 2));\n"
-        out += "    };\n"
+        out += pasteBlock(
+            "audio",
+            [
+                ("enabled", "true"),
+                ("device", "\"\(microphone.configurationDevice(rate: useRate, channels: useChannels))\""),
+                ("rate", "\(useRate)"), ("channels", "\(min(useChannels, 2))"),
+            ])
         return out
+    }
+
+    /// The line over a camera's usable formats: which formats Vigil records from (`usable`) and
+    /// how it picks among them (`order`), or that the camera has none of them.
+    static func formatsHeading(anyUsable: Bool, usable: String, order: String) -> String {
+        anyUsable ? "  formats Vigil records from (\(order)):\n" : "  no format Vigil can record from (\(usable))\n"
+    }
+
+    /// The line naming a camera's formats Vigil does not record from, if it has any.
+    static func otherFormats(_ names: [String]) -> String {
+        names.isEmpty ? "" : "  other formats (not used): \(names.joined(separator: ", "))\n"
+    }
+
+    /// A section of settings to paste into the configuration, indented under its device:
+    /// `    camera = {` / `      width = 640;` / `    };`.
+    static func pasteBlock(_ section: String, _ settings: [(name: String, value: String)]) -> String {
+        "    \(section) = {\n" + settings.map { "      \($0.name) = \($0.value);\n" }.joined() + "    };\n"
     }
 
     static let preferenceNote = "at one size and rate Vigil prefers NV12, YU12, YUYV, 422P, then converted ones"

@@ -150,11 +150,9 @@ extension DeviceReport {
         if camera.hasAutofocus { facts.append("autofocus") }
         out += facts.isEmpty ? "\n" : " — \(facts.joined(separator: ", "))\n"
         let usable = camera.formats.filter(\.isUsable)
-        if usable.isEmpty {
-            out += "  no format Vigil can record from (NV12, YUV420, or RGB converted)\n"
-        } else {
-            out += "  formats Vigil records from (NV12 and YUV420 as they are, RGB converted):\n"
-        }
+        out += formatsHeading(
+            anyUsable: !usable.isEmpty, usable: "NV12, YUV420, or RGB converted",
+            order: "NV12 and YUV420 as they are, RGB converted")
         for format in usable {
             out +=
                 "    \(format.name.padded(to: 9)) \(format.minimum.width)x\(format.minimum.height) to \(format.maximum.width)x\(format.maximum.height)\(format.isConverted ? " (converted)" : "")\n"
@@ -164,17 +162,16 @@ extension DeviceReport {
                     + "\n"
             }
         }
-        let others = camera.formats.filter { !$0.isUsable }.map(\.name)
-        if !others.isEmpty { out += "  other formats (not used): \(others.joined(separator: ", "))\n" }
+        out += otherFormats(camera.formats.filter { !$0.isUsable }.map(\.name))
         out +=
             camera.hasFrameRateControl ? "" : "  frame rate: the camera's own (it has no FrameDurationLimits control)\n"
         out += "  paste into the configuration:\n"
-        out += "    camera = {\n"
-        out += "      device = \"\(first ? "libcamera" : "libcamera:" + camera.id)\";\n"
-        out += "      width = \(request.width);\n"
-        out += "      height = \(request.height);\n"
-        out += "      fps = \(configurationRate(request.frameRate));\n"
-        out += "    };\n"
+        out += pasteBlock(
+            "camera",
+            [
+                ("device", "\"\(first ? "libcamera" : "libcamera:" + camera.id)\""), ("width", "\(request.width)"),
+                ("height", "\(request.height)"), ("fps", configurationRate(request.frameRate)),
+            ])
         return out
     }
 }

@@ -260,14 +260,20 @@ extension ByteWriter {
 
     // MARK: Sample descriptions
 
+    /// What every sample description (`avc1`, `sowt`) starts with: six reserved bytes, the data
+    /// reference index (1, the file itself), then version 0, revision level 0 and no vendor.
+    mutating func writeSampleEntryStart() {
+        writeZeros(6)  // reserved
+        writeUInt16(1)  // data reference index
+        writeUInt16(0)  // version
+        writeUInt16(0)  // revision level
+        writeUInt32(0)  // vendor
+    }
+
     /// The `avc1` sample entry with its `avcC`, and `colr`, `pasp`, `clap` when given.
     mutating func writeAVC1(_ video: VideoTrackFormat) {
         box("avc1") { w in
-            w.writeZeros(6)  // reserved
-            w.writeUInt16(1)  // data reference index
-            w.writeUInt16(0)  // version
-            w.writeUInt16(0)  // revision level
-            w.writeUInt32(0)  // vendor
+            w.writeSampleEntryStart()
             w.writeUInt32(0)  // temporal quality
             w.writeUInt32(0x200)  // spatial quality: normal
             w.writeUInt16(UInt16(clamping: video.width))
@@ -339,11 +345,7 @@ extension ByteWriter {
     /// The version 0 sound description for 16-bit little-endian PCM.
     mutating func writeSOWT(_ audio: AudioTrackFormat) {
         box("sowt") { w in
-            w.writeZeros(6)  // reserved
-            w.writeUInt16(1)  // data reference index
-            w.writeUInt16(0)  // version
-            w.writeUInt16(0)  // revision level
-            w.writeUInt32(0)  // vendor
+            w.writeSampleEntryStart()
             w.writeUInt16(UInt16(audio.channels))
             w.writeUInt16(16)  // sample size, bits
             w.writeInt16(0)  // compression id

@@ -156,22 +156,43 @@ public final class V4L2Device: Sendable {
     /// Enumerations stop here even if a driver never ends its list.
     public static let enumerationLimit: UInt32 = 1000
 
+    /// Asks the driver for the entries of a list (VIDIOC_ENUM_FMT, VIDIOC_ENUM_FRAMESIZES,
+    /// VIDIOC_ENUM_FRAMEINTERVALS) one index at a time: `entry` makes the argument for an index,
+    /// `request` fills it in, `body` takes it and says whether to go on. The list ends where the
+    /// driver answers EINVAL, or ENOTTY when `unlistedIsEmpty` (a driver that does not list
+    /// these), where `body` returns false, or at `enumerationLimit`; other errors are thrown.
+    public func enumerate<Entry>(
+        _ request: UInt, _ call: V4L2Call, unlistedIsEmpty: Bool = false, entry: (UInt32) -> Entry,
+        _ body: (Entry) throws(V4L2Error) -> Bool
+    ) throws(V4L2Error) {
+        for index in 0..<V4L2Device.enumerationLimit {
+            var argument = entry(index)
+            do { try control(request, &argument, call) } catch {
+                if error.code == EINVAL || (unlistedIsEmpty && error.code == ENOTTY) { return }
+                throw error
+            }
+            guard try body(argument) else { return }
+        }
+    }
+
     /// The pixel formats `queue` offers, in the driver's order.
     public func formats(of queue: V4L2Queue) throws(V4L2Error) -> [V4L2FormatDescription] {
         var result: [V4L2FormatDescription] = []
-        for index in 0..<V4L2Device.enumerationLimit {
-            var desc = v4l2_fmtdesc()
-            desc.index = index
-            desc.type = queue.bufferType
-            do { try control(CV4L2_VIDIOC_ENUM_FMT, &desc, .enumerateFormats) } catch {
-                if error.code == EINVAL { break }  // the end of the list
-                throw error
+        try enumerate(
+            CV4L2_VIDIOC_ENUM_FMT, .enumerateFormats,
+            entry: { index in
+                var desc = v4l2_fmtdesc()
+                desc.index = index
+                desc.type = queue.bufferType
+                return desc
             }
+        ) { desc in
             result.append(
                 V4L2FormatDescription(
                     fourcc: FourCC(littleEndian: desc.pixelformat), name: string(fromCharacters: desc.description),
                     isEmulated: desc.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0,
                     isCompressed: desc.flags & UInt32(V4L2_FMT_FLAG_COMPRESSED) != 0))
+            return true
         }
         return result
     }

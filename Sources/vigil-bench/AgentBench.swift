@@ -38,19 +38,12 @@ func writeY4M(_ scene: SyntheticScene, to path: String) throws -> Int {
     }
     defer { try? handle.close() }
     let rate = scene.frameRate
-    try handle.write(
-        contentsOf: Data(
-            "YUV4MPEG2 W\(scene.width) H\(scene.height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n".utf8)
-    )
+    try handle.write(contentsOf: Y4MHeader.line(width: scene.width, height: scene.height, rate: rate))
     var bytes: [UInt8] = []
     var frames = 0
     while let frame = try source.nextFrame() {
         bytes.removeAll(keepingCapacity: true)
-        bytes.append(contentsOf: Array("FRAME\n".utf8))
-        for p in 0..<3 {
-            let plane = frame.plane(p)
-            for y in 0..<plane.height { bytes.append(contentsOf: plane.row(y)) }
-        }
+        Y4MHeader.appendFrame(frame, to: &bytes)
         try handle.write(contentsOf: bytes)
         frames += 1
     }

@@ -32,31 +32,25 @@ struct Options {
 
     init(_ arguments: [String]) throws {
         var args = arguments[...]
+        /// The option's value, a number in `range`; else a usage error: `option` needs `what`.
+        func number<N: LosslessStringConvertible & Comparable>(
+            _ option: String, in range: ClosedRange<N>, _ what: String
+        ) throws -> N {
+            guard let n = args.popFirst().flatMap({ N($0) }), range.contains(n) else {
+                throw UsageError("\(option) needs \(what)")
+            }
+            return n
+        }
         while let a = args.popFirst() {
             switch a {
             case "--json":
                 guard let p = args.popFirst() else { throw UsageError("--json needs a file path") }
                 jsonPath = p
-            case "--frames":
-                guard let n = args.popFirst().flatMap({ Int($0) }), (10...600).contains(n) else {
-                    throw UsageError("--frames needs a count from 10 to 600")
-                }
-                frames = n
-            case "--seconds":
-                guard let n = args.popFirst().flatMap({ Double($0) }), (2...120).contains(n) else {
-                    throw UsageError("--seconds needs a number of seconds from 2 to 120")
-                }
-                seconds = n
-            case "--repeats":
-                guard let n = args.popFirst().flatMap({ Int($0) }), (1...20).contains(n) else {
-                    throw UsageError("--repeats needs a count from 1 to 20")
-                }
-                repeats = n
+            case "--frames": frames = try number(a, in: 10...600, "a count from 10 to 600")
+            case "--seconds": seconds = try number(a, in: 2...120, "a number of seconds from 2 to 120")
+            case "--repeats": repeats = try number(a, in: 1...20, "a count from 1 to 20")
             case "--realtime-seconds":
-                guard let n = args.popFirst().flatMap({ Double($0) }), (5...600).contains(n) else {
-                    throw UsageError("--realtime-seconds needs a number of seconds from 5 to 600")
-                }
-                realtimeSeconds = n
+                realtimeSeconds = try number(a, in: 5...600, "a number of seconds from 5 to 600")
             case "--sizes":
                 let parsed = (args.popFirst() ?? "").split(separator: ",").map {
                     $0.split(separator: "x").compactMap { Int($0) }

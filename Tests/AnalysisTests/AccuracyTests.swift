@@ -51,6 +51,13 @@ import Testing
         var sigma: Double
         var fps: Int
         var testDescription: String { "\(width)×\(height) σ \(sigma) at \(fps) fps" }
+
+        /// The synthetic scene at this size, noise and rate.
+        func scene(seed: UInt64, schedule: SceneSchedule, duration: Timestamp.Duration) -> SyntheticScene {
+            SyntheticScene(
+                width: width, height: height, frameRate: Rational(Int64(fps), 1), seed: seed, noiseSigma: sigma,
+                schedule: schedule, duration: duration)
+        }
     }
 
     @Test(arguments: [
@@ -60,9 +67,7 @@ import Testing
         Size(width: 1280, height: 720, sigma: 6, fps: 10),
     ])
     func everyObjectDetected(_ size: Size) throws {
-        let scene = SyntheticScene(
-            width: size.width, height: size.height, frameRate: Rational(Int64(size.fps), 1),
-            seed: 7, noiseSigma: size.sigma, schedule: Self.crossings, duration: .s(19))
+        let scene = size.scene(seed: 7, schedule: Self.crossings, duration: .s(19))
         let analysis = try Self.analyse(scene)
         let truth = scene.appearances(from: scene.startTime, to: scene.startTime + .s(19))
         #expect(analysis.events.count == truth.count, "events: \(analysis.eventLines)")
@@ -102,9 +107,7 @@ import Testing
         Size(width: 1280, height: 720, sigma: 6, fps: 10),
     ])
     func noNoiseEvents(_ size: Size) throws {
-        let scene = SyntheticScene(
-            width: size.width, height: size.height, frameRate: Rational(Int64(size.fps), 1),
-            seed: 11, noiseSigma: size.sigma, schedule: .empty, duration: .s(12))
+        let scene = size.scene(seed: 11, schedule: .empty, duration: .s(12))
         let analysis = try Self.analyse(scene)
         #expect(analysis.events.isEmpty, "\(analysis.eventLines)")
         #expect(analysis.frames.allSatisfy { !$0.lightSwitch })
@@ -125,9 +128,7 @@ import Testing
             LightChange(start: .s(3), end: .s(6), delta: delta),
             LightChange(start: .s(9), end: .s(9.6), delta: delta / 2),
         ])
-        let scene = SyntheticScene(
-            width: size.width, height: size.height, frameRate: Rational(Int64(size.fps), 1),
-            seed: 5, noiseSigma: size.sigma, schedule: schedule, duration: .s(12))
+        let scene = size.scene(seed: 5, schedule: schedule, duration: .s(12))
         let analysis = try Self.analyse(scene)
         #expect(analysis.events.isEmpty, "\(analysis.eventLines)")
         // The detector saw the switches (each on and off).

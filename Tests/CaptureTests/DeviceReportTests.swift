@@ -18,6 +18,11 @@ import V4L2
             capabilities: [.videoCapture, .streaming]),
         formats: CameraFormatChoiceTests.webcam)
 
+    /// The identity of a vivid node with these capabilities.
+    static func vivid(_ capabilities: VideoDeviceCapabilities) -> VideoDeviceIdentity {
+        VideoDeviceIdentity(driver: "vivid", card: "vivid", busInfo: "platform:vivid-000", capabilities: capabilities)
+    }
+
     static let expectedWebcam = """
         /dev/video0 — HD Pro Webcam C920 (driver uvcvideo, usb-xhci-hcd.0-1)
           also /dev/v4l/by-id/usb-046d_HD_Pro_Webcam_C920-video-index0
@@ -50,9 +55,7 @@ import V4L2
     @Test func aFractionalRateIsAFloatForTheConfiguration() {
         var vivid = CameraListing(
             path: "/dev/video0",
-            identity: VideoDeviceIdentity(
-                driver: "vivid", card: "vivid", busInfo: "platform:vivid-000",
-                capabilities: [.videoCapture, .streaming]),
+            identity: Self.vivid([.videoCapture, .streaming]),
             formats: CameraFormatChoiceTests.vivid)
         vivid.links = []
         let text = DeviceReport.render(vivid, request: CameraRequest(width: 1280, height: 720, fps: 30))
@@ -85,9 +88,7 @@ import V4L2
     @Test func aNodeThatIsNotACamera() {
         let output = CameraListing(
             path: "/dev/video1",
-            identity: VideoDeviceIdentity(
-                driver: "vivid", card: "vivid", busInfo: "platform:vivid-000",
-                capabilities: [.videoOutput, .streaming]),
+            identity: Self.vivid([.videoOutput, .streaming]),
             formats: [], problem: "this is a video output device, not a camera")
         #expect(
             DeviceReport.render(output, request: CameraRequest(width: 640, height: 480, fps: 30))

@@ -62,14 +62,9 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let path = dir.file("clip.y4m")
-        let made = try runTool(
-            "ffmpeg",
-            [
-                "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=96x64:rate=24.7",
-                "-frames:v", "7", "-vf", "setsar=10/11,setfield=tff", "-pix_fmt", ffmpegFormat,
-                "-f", "yuv4mpegpipe", path,
-            ])
-        try #require(made.status == 0, "\(made.stderr)")
+        try ffmpegTestPatternY4M(
+            to: path, size: "96x64", rate: "24.7", frames: 7, filters: "setsar=10/11,setfield=tff",
+            pixelFormat: ffmpegFormat)
         let raw = try runTool(
             "ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", ffmpegFormat, "-"])
         try #require(raw.status == 0)

@@ -128,11 +128,15 @@ enum AgentScenarios {
         return String(text[open.lowerBound..<close.upperBound])
     }
 
-    static func config(
-        camera: String, width: Int, height: Int, fps: Double, audio: String?, storage: String, preRoll: Double,
-        postRoll: Double
-    ) -> String {
-        """
+    /// Makes the scenario's directory `dir` and writes its `vigil.conf` there; returns the
+    /// configuration's path.
+    static func writeConfig(
+        in dir: String, camera: String, width: Int, height: Int, fps: Double, audio: String?, storage: String,
+        preRoll: Double, postRoll: Double
+    ) throws -> String {
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let path = dir + "/vigil.conf"
+        try """
         camera = { device = "\(camera)"; name = "vivid"; width = \(width); height = \(height); fps = \(fps); };
         audio = { enabled = \(audio != nil); device = "\(audio ?? "default")"; rate = 48000; channels = 1; };
         recording = { pre_roll = \(preRoll); post_roll = \(postRoll); };
@@ -140,7 +144,8 @@ enum AgentScenarios {
         encoder = { threads = 1; };
         log = { level = "info"; stats_interval = 2; };
 
-        """
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
     }
 
     /// Clips the agent saved, from its log: (file, reason).
@@ -163,14 +168,11 @@ enum AgentScenarios {
         let player = TonePlayer()
         var expected: [ClipExpectation] = []
         do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             try Vivid.reset()
-            let configPath = dir + "/vigil.conf"
-            try config(
-                camera: Vivid.node, width: 640, height: 480, fps: 25, audio: AudioScenarios.capture, storage: storage,
-                preRoll: 2, postRoll: 2
+            let configPath = try writeConfig(
+                in: dir, camera: Vivid.node, width: 640, height: 480, fps: 25, audio: AudioScenarios.capture,
+                storage: storage, preRoll: 2, postRoll: 2
             )
-            .write(toFile: configPath, atomically: true, encoding: .utf8)
             player.start()
             usleep(300_000)
             let agent = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent.log")
@@ -256,14 +258,11 @@ enum AgentScenarios {
         let dir = out + "/hd", storage = dir + "/clips"
         var expected: [ClipExpectation] = []
         do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             try Vivid.reset()
-            let configPath = dir + "/vigil.conf"
-            try config(
-                camera: Vivid.node, width: 1280, height: 720, fps: 30, audio: nil, storage: storage, preRoll: 1,
-                postRoll: 1
+            let configPath = try writeConfig(
+                in: dir, camera: Vivid.node, width: 1280, height: 720, fps: 30, audio: nil, storage: storage,
+                preRoll: 1, postRoll: 1
             )
-            .write(toFile: configPath, atomically: true, encoding: .utf8)
             let agent = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent.log")
             r.check(agent.waitFor("vigil running", timeout: 20), "the agent starts")
             let warning = agent.entries(
@@ -312,15 +311,12 @@ enum AgentScenarios {
         let dir = out + "/recover", storage = dir + "/clips"
         var expected: [ClipExpectation] = []
         do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             try Vivid.reset()
             try Vivid.makeByIdLink()
-            let configPath = dir + "/vigil.conf"
-            try config(
-                camera: Vivid.byIdLink, width: 640, height: 480, fps: 25, audio: "hw:CARD=NoSuchCard,DEV=0",
+            let configPath = try writeConfig(
+                in: dir, camera: Vivid.byIdLink, width: 640, height: 480, fps: 25, audio: "hw:CARD=NoSuchCard,DEV=0",
                 storage: storage, preRoll: 1, postRoll: 3
             )
-            .write(toFile: configPath, atomically: true, encoding: .utf8)
             let agent = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent.log")
             r.check(agent.waitFor("vigil running", timeout: 20), "the agent starts")
             r.check(

@@ -192,13 +192,10 @@ enum LibcameraScenarios {
         let dir = out + "/libcamera", storage = dir + "/clips"
         var expected: [ClipExpectation] = []
         do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-            let configPath = dir + "/vigil.conf"
-            try AgentScenarios.config(
-                camera: "libcamera", width: width, height: height, fps: 30, audio: nil, storage: storage, preRoll: 1,
-                postRoll: 2
+            let configPath = try AgentScenarios.writeConfig(
+                in: dir, camera: "libcamera", width: width, height: height, fps: 30, audio: nil, storage: storage,
+                preRoll: 1, postRoll: 2
             )
-            .write(toFile: configPath, atomically: true, encoding: .utf8)
             let agent = try AgentProcess(vigil: vigil, config: configPath, logPath: dir + "/agent.log")
             r.check(
                 agent.waitFor("vigil running", timeout: AgentScenarios.eventTimeout * 2),
@@ -265,14 +262,11 @@ enum LibcameraScenarios {
         let dir = out + "/libcamerify", storage = dir + "/clips"
         var expected: [ClipExpectation] = []
         do {
-            try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
             let node = try Vimc.captureNode()
-            let configPath = dir + "/vigil.conf"
-            try AgentScenarios.config(
-                camera: node, width: width, height: height, fps: 30, audio: nil, storage: storage, preRoll: 1,
+            let configPath = try AgentScenarios.writeConfig(
+                in: dir, camera: node, width: width, height: height, fps: 30, audio: nil, storage: storage, preRoll: 1,
                 postRoll: 2
             )
-            .write(toFile: configPath, atomically: true, encoding: .utf8)
             let agent = try AgentProcess(
                 vigil: vigil, config: configPath, logPath: dir + "/agent.log", wrapper: ["/usr/bin/libcamerify"])
             let running = agent.waitFor("vigil running", timeout: 30)

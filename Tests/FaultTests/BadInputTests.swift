@@ -24,12 +24,28 @@ import Testing
         /// Whether an event had begun (at 1 s, frame 15) before the input broke.
         var clip = false
         var testDescription: String { name }
+
+        /// A file that is `text` and nothing else, whatever the good file holds.
+        init(name: String, text: String, status: Int32, message: String) {
+            self.init(name: name, make: { _, _ in Array(text.utf8) }, status: status, message: message)
+        }
+
+        init(
+            name: String, make: @escaping @Sendable ([UInt8], [[UInt8]]) -> [UInt8], status: Int32, message: String,
+            clip: Bool = false
+        ) {
+            self.name = name
+            self.make = make
+            self.status = status
+            self.message = message
+            self.clip = clip
+        }
     }
 
     static let cases: [Case] = [
-        Case(name: "empty file", make: { _, _ in [] }, status: 66, message: "the file is empty"),
+        Case(name: "empty file", text: "", status: 66, message: "the file is empty"),
         Case(
-            name: "a text file", make: { _, _ in Array("just some notes\nabout the yard\n".utf8) }, status: 66,
+            name: "a text file", text: "just some notes\nabout the yard\n", status: 66,
             message: "not YUV4MPEG2"),
         Case(
             name: "binary noise",
@@ -39,13 +55,13 @@ import Testing
             name: "header cut short", make: { h, _ in Array(h.prefix(14)) }, status: 66,
             message: "the file ends inside the header"),
         Case(
-            name: "header without a width", make: { _, _ in Array("YUV4MPEG2 H240 F15:1 Ip C420jpeg\n".utf8) },
+            name: "header without a width", text: "YUV4MPEG2 H240 F15:1 Ip C420jpeg\n",
             status: 66, message: "the width (W) is missing"),
         Case(
-            name: "zero width", make: { _, _ in Array("YUV4MPEG2 W0 H240 F15:1\n".utf8) }, status: 66,
+            name: "zero width", text: "YUV4MPEG2 W0 H240 F15:1\n", status: 66,
             message: "the width W0 is not a number"),
         Case(
-            name: "absurd size", make: { _, _ in Array("YUV4MPEG2 W99999 H99999 F15:1\n".utf8) }, status: 66,
+            name: "absurd size", text: "YUV4MPEG2 W99999 H99999 F15:1\n", status: 66,
             message: "the width W99999"),
         Case(
             name: "a picture over the size limit",
@@ -54,10 +70,10 @@ import Testing
             },
             status: 66, message: "the width W16384 is over Vigil's limit of 8192 pixels"),
         Case(
-            name: "zero frame rate", make: { _, _ in Array("YUV4MPEG2 W320 H240 F0:0\n".utf8) }, status: 66,
+            name: "zero frame rate", text: "YUV4MPEG2 W320 H240 F0:0\n", status: 66,
             message: "the frame rate F0:0"),
         Case(
-            name: "4:4:4 chroma", make: { _, _ in Array("YUV4MPEG2 W320 H240 F15:1 C444\n".utf8) }, status: 66,
+            name: "4:4:4 chroma", text: "YUV4MPEG2 W320 H240 F15:1 C444\n", status: 66,
             message: "chroma format C444 is not supported"),
         Case(
             name: "endless header line",

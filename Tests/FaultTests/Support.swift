@@ -104,10 +104,7 @@ final class FifoFeeder {
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         self.handle = handle
         let rate = scene.frameRate
-        try handle.write(
-            contentsOf: Data(
-                "YUV4MPEG2 W\(scene.width) H\(scene.height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n"
-                    .utf8))
+        try handle.write(contentsOf: Y4MHeader.line(width: scene.width, height: scene.height, rate: rate))
     }
 
     /// Writes frames until the one at `seconds` (exclusive), or the end of the scene.
@@ -117,11 +114,8 @@ final class FifoFeeder {
             scene.timestamp(ofFrame: source.nextIndex) - scene.startTime < .init(seconds: seconds)
         {
             guard let frame = try source.nextFrame() else { break }
-            var bytes = Array("FRAME\n".utf8)
-            for p in 0..<3 {
-                let plane = frame.plane(p)
-                for y in 0..<plane.height { bytes.append(contentsOf: plane.row(y)) }
-            }
+            var bytes: [UInt8] = []
+            Y4MHeader.appendFrame(frame, to: &bytes)
             try handle.write(contentsOf: bytes)
             framesWritten += 1
         }

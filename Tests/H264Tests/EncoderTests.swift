@@ -370,13 +370,8 @@ let movingObject = SceneSchedule(objects: [
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
         let input = dir.file("yard.y4m")
-        let made = try runTool(
-            "ffmpeg",
-            [
-                "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=176x144:rate=24.7",
-                "-frames:v", "40", "-vf", "setsar=12/11", "-pix_fmt", "yuv422p", "-f", "yuv4mpegpipe", input,
-            ])
-        try #require(made.status == 0, "\(made.stderr)")
+        try ffmpegTestPatternY4M(
+            to: input, size: "176x144", rate: "24.7", frames: 40, filters: "setsar=12/11", pixelFormat: "yuv422p")
         let source = try Y4MSource(path: input)
         #expect(source.format.pixelFormat == .i422)
         let converter = PlanarConverter(input: source.format)

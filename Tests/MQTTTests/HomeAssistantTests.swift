@@ -265,29 +265,29 @@ import Testing
             newcomer.stop()
             return newcomer.messages.first.map { "\($0.payload)\($0.retained ? "" : " (not retained)")" }
         }
+        /// Publishes `detect/set` and waits for the agent to log it, the watcher to see the new
+        /// state and a newcomer to get it retained.
+        func setDetect(_ payload: String, logged: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            try publish(broker, "vigil/yard/detect/set", payload)
+            #expect(agent.waitFor(logged), "\(agent.output)", sourceLocation: sourceLocation)
+            // The state reaches the broker a moment after the line is logged.
+            #expect(
+                live.waitFor(timeout: 10) { $0.last { $0.topic == "vigil/yard/detect" }?.payload == payload },
+                "\(live.messages)", sourceLocation: sourceLocation)
+            #expect(try retainedDetect() == payload, sourceLocation: sourceLocation)
+        }
 
         #expect(live.waitFor(timeout: 30) { $0.contains { $0.topic == "vigil/yard/detect" } }, "\(agent.output)")
         #expect(try retainedDetect() == "ON")
         #expect(gates.waitUntilHeld(0), "\(agent.output)")
-        try publish(broker, "vigil/yard/detect/set", "OFF")
-        #expect(agent.waitFor("motion detection off"), "\(agent.output)")
-        #expect(
-            live.waitFor(timeout: 10) { $0.last { $0.topic == "vigil/yard/detect" }?.payload == "OFF" },
-            "\(live.messages)")
-        #expect(try retainedDetect() == "OFF")
+        try setDetect("OFF", logged: "motion detection off")
 
         // The first object crosses unseen.
         gates.open(0)
         #expect(gates.waitUntilHeld(1), "\(agent.output)")
         #expect(agent.lines("motion started").isEmpty && agent.clipFiles.isEmpty, "\(agent.output)")
 
-        try publish(broker, "vigil/yard/detect/set", "ON")
-        #expect(agent.waitFor("motion detection on"), "\(agent.output)")
-        // The state reaches the broker a moment after the line is logged.
-        #expect(
-            live.waitFor(timeout: 10) { $0.last { $0.topic == "vigil/yard/detect" }?.payload == "ON" },
-            "\(live.messages)")
-        #expect(try retainedDetect() == "ON")
+        try setDetect("ON", logged: "motion detection on")
 
         // The second is recorded, as motion.
         gates.open(1)

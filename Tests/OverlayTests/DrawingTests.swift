@@ -137,12 +137,7 @@ import Testing
     /// The text is rasterised once per text (and picture width), not per frame.
     @Test func maskIsCachedPerText() throws {
         let overlay = try TextOverlay(font: try defaultFont(), position: .bottomLeft, scale: 2)
-        let first = try flatFrame(width: 320, height: 240)
-        let second = try flatFrame(width: 320, height: 240)
-        overlay.draw("13:45:07", into: first)
-        overlay.draw("13:45:07", into: second)
-        #expect(overlay.rasterisations == 1)
-        #expect(bytes(of: first) == bytes(of: second))
+        let (first, second) = try drawTwice("13:45:07", with: overlay)
         overlay.draw("13:45:08", into: second)
         #expect(overlay.rasterisations == 2)
         #expect(bytes(of: first) != bytes(of: second))

@@ -60,6 +60,20 @@ func flatFrame(
     return VideoFrame(format: format, buffer: buffer, timestamp: .zero, sequence: 0)
 }
 
+/// Draws `text` with a new `overlay` into two flat 320×240 frames, expecting one rasterisation
+/// for both and the same picture in each; returns the two frames.
+func drawTwice(
+    _ text: String, with overlay: TextOverlay, sourceLocation: SourceLocation = #_sourceLocation
+) throws -> (first: VideoFrame, second: VideoFrame) {
+    let first = try flatFrame(width: 320, height: 240)
+    let second = try flatFrame(width: 320, height: 240)
+    overlay.draw(text, into: first)
+    overlay.draw(text, into: second)
+    #expect(overlay.rasterisations == 1, sourceLocation: sourceLocation)
+    #expect(bytes(of: first) == bytes(of: second), sourceLocation: sourceLocation)
+    return (first, second)
+}
+
 /// Every byte of a frame's buffer.
 func bytes(of frame: VideoFrame) -> [UInt8] {
     Array(UnsafeBufferPointer(start: frame.buffer.base, count: frame.buffer.count))

@@ -131,12 +131,7 @@ import Testing
     /// The mask is turned once per text: a frame of another size shown as wide needs no new one.
     @Test func maskIsCachedPerTextAndShownWidth() throws {
         let overlay = try TextOverlay(font: try defaultFont(), position: .bottomRight, scale: 2, rotation: .clockwise90)
-        let first = try flatFrame(width: 320, height: 240)
-        let second = try flatFrame(width: 320, height: 240)
-        overlay.draw("13:45:07", into: first)
-        overlay.draw("13:45:07", into: second)
-        #expect(overlay.rasterisations == 1)
-        #expect(bytes(of: first) == bytes(of: second))
+        _ = try drawTwice("13:45:07", with: overlay)
         // Shown 240 wide still.
         overlay.draw("13:45:07", into: try flatFrame(width: 480, height: 240))
         #expect(overlay.rasterisations == 1)

@@ -44,6 +44,16 @@ import Testing
         return (reader.lines, killed && process.terminationReason == .uncaughtSignal)
     }
 
+    /// A kill trigger for `runChild`: `delay` seconds after the child first printed `line`.
+    static func killAfter(_ line: String, delay: Double) -> @Sendable ([String], Double) -> Bool {
+        let seen = Mutex<Double?>(nil)
+        return { lines, t in
+            if let at = seen.withLock({ $0 }) { return t >= at + delay }
+            if lines.contains(line) { seen.withLock { $0 = t } }
+            return false
+        }
+    }
+
     @Test func killedAtAnyMomentTheClipIsKeptUpToItsLastFragment() throws {
         let dir = try TemporaryDirectory("vigil-kill")
         defer { dir.remove() }
@@ -70,12 +80,7 @@ import Testing
                 let after = 1 + Int(r * 16)
                 let delay = Double(generator.next() % 6) / 1000
                 plan = "after fragment \(after) + \(Int(delay * 1000)) ms"
-                let seen = Mutex<Double?>(nil)
-                trigger = { lines, t in
-                    if let at = seen.withLock({ $0 }) { return t >= at + delay }
-                    if lines.contains("fragment \(after)") { seen.withLock { $0 = t } }
-                    return false
-                }
+                trigger = Self.killAfter("fragment \(after)", delay: delay)
             case 1:  // at a random moment of the whole run
                 let at = r * 0.6
                 plan = "at \(Int(at * 1000)) ms"
@@ -83,12 +88,7 @@ import Testing
             default:  // during the close
                 let delay = r * 0.03
                 plan = "closing + \(Int(delay * 1000)) ms"
-                let seen = Mutex<Double?>(nil)
-                trigger = { lines, t in
-                    if let at = seen.withLock({ $0 }) { return t >= at + delay }
-                    if lines.contains("closing") { seen.withLock { $0 = t } }
-                    return false
-                }
+                trigger = Self.killAfter("closing", delay: delay)
             }
             let result = try runChild(output: path, stream: streamPath, killAfter: trigger)
             let reported = result.lines.compactMap { $0.hasPrefix("fragment ") ? Int($0.dropFirst(9)) : nil }.max() ?? 0

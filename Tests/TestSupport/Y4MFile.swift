@@ -1,3 +1,4 @@
+import Capture
 import Foundation
 import Media
 
@@ -14,22 +15,28 @@ public final class Y4MFileWriter {
         guard let h = FileHandle(forWritingAtPath: path) else { throw ToolError.notFound(path) }
         handle = h
         self.path = path
-        try handle.write(
-            contentsOf: Data(
-                "YUV4MPEG2 W\(width) H\(height) F\(rate.numerator):\(rate.denominator) Ip A1:1 C420jpeg\n".utf8))
+        try handle.write(contentsOf: Y4MHeader.line(width: width, height: height, rate: rate))
     }
 
     /// Appends one frame, which must be I420 (planes Y, U, V).
     public func write(_ frame: VideoFrame) throws {
-        precondition(frame.format.pixelFormat == .i420, "Y4MFileWriter writes I420 frames")
         buffer.removeAll(keepingCapacity: true)
-        buffer.append(contentsOf: Array("FRAME\n".utf8))
-        for p in 0..<3 {
-            let plane = frame.plane(p)
-            for y in 0..<plane.height { buffer.append(contentsOf: plane.row(y)) }
-        }
+        Y4MHeader.appendFrame(frame, to: &buffer)
         try handle.write(contentsOf: buffer)
     }
 
     public func close() throws { try handle.close() }
+}
+
+/// Has ffmpeg write `frames` frames of its `testsrc2` pattern, `size` (as 96x64) at `rate` (as
+/// 24.7) through the filters `filters`, in its pixel format `pixelFormat`, as a YUV4MPEG2 file.
+public func ffmpegTestPatternY4M(
+    to path: String, size: String, rate: String, frames: Int, filters: String, pixelFormat: String
+) throws {
+    let arguments = [
+        "-nostdin", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=\(size):rate=\(rate)", "-frames:v", "\(frames)",
+        "-vf", filters, "-pix_fmt", pixelFormat, "-f", "yuv4mpegpipe", path,
+    ]
+    let made = try runTool("ffmpeg", arguments)
+    guard made.status == 0 else { throw ToolError.failed("ffmpeg " + arguments.joined(separator: " "), made) }
 }

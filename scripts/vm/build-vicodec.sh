@@ -43,13 +43,10 @@
 set -euo pipefail
 
 name=vicodec
-jobs=${VICODEC_JOBS:-1}
+modules="v4l2-mem2mem vicodec"
 usage=2,15
 # shellcheck source=scripts/vm/module-build.sh
 . "$(dirname "$0")/module-build.sh" "$@"
-
-out=$cache/vicodec-${kver}_$pkgver
-cached() { [[ -e $out/.complete && -f $out/vicodec.ko && -f $out/v4l2-mem2mem.ko ]]; }
 
 # What Kconfig would give (VIDEO_VICODEC=m selects V4L2_MEM2MEM_DEV=m; MEDIA_CONTROLLER and
 # MEDIA_CONTROLLER_REQUEST_API, which it also selects, are =y in Debian's config). No source
@@ -97,8 +94,8 @@ done
 rmmod v4l2_mem2mem
 echo "vicodec: ok"'
 
-cached || module_build "v4l2-mem2mem vicodec" \
-    "drivers/media/v4l2-core/v4l2-mem2mem.c drivers/media/test-drivers/vicodec" include/media/v4l2-mem2mem.h \
+cached || module_build "drivers/media/v4l2-core/v4l2-mem2mem.c drivers/media/test-drivers/vicodec" \
+    include/media/v4l2-mem2mem.h \
     "CONFIG_MEDIA_CONTROLLER CONFIG_MEDIA_CONTROLLER_REQUEST_API CONFIG_VIDEOBUF2_VMALLOC CONFIG_VIDEO_DEV" vicodec_kbuild
 ((check)) && module_check_in_vm v4l-utils "$probe"
 echo "$out"

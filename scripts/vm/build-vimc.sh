@@ -38,13 +38,10 @@
 set -euo pipefail
 
 name=vimc
-jobs=${VIMC_JOBS:-1}
+modules=vimc
 usage=2,16
 # shellcheck source=scripts/vm/module-build.sh
 . "$(dirname "$0")/module-build.sh" "$@"
-
-out=$cache/vimc-${kver}_$pkgver
-cached() { [[ -e $out/.complete && -f $out/vimc.ko ]]; }
 
 # The driver's own Makefile, with VIDEO_VIMC=m as Kconfig would set it.
 vimc_kbuild() {
@@ -70,7 +67,7 @@ echo "cam captured $frames frames"
 [ "$frames" -ge 10 ] || { cat cam.log; exit 1; }
 echo "vimc: ok"'
 
-cached || module_build vimc drivers/media/test-drivers/vimc include/media/tpg/v4l2-tpg.h \
+cached || module_build drivers/media/test-drivers/vimc include/media/tpg/v4l2-tpg.h \
     "CONFIG_MEDIA_CONTROLLER CONFIG_VIDEO_V4L2_SUBDEV_API CONFIG_VIDEOBUF2_VMALLOC CONFIG_VIDEO_V4L2_TPG CONFIG_VIDEO_DEV" vimc_kbuild
 ((check)) && module_check_in_vm libcamera-tools "$probe"
 echo "$out"

@@ -6,15 +6,17 @@
 # kernel. gcc-N (the compiler the kernel was built with), make, kmod and xz-utils are installed
 # with apt-get when missing.
 #
-# The script that sources it sets `name` (for messages and its lock), `jobs` (make -j) and
-# `usage` (the sed range of its header to print for a wrong argument), and sources it with its
-# own arguments; it then has `check` (1 for --check), `cache`, `kpkg`, `kver`, `pkgver`,
-# `sudo`, `fail` and `say`, sets `out` and `cached`, and calls `module_build` and
-# `module_check_in_vm` below.
+# The script that sources it sets `name` (for messages, its lock and its cache directory),
+# `modules` (the .ko files it builds, without .ko) and `usage` (the sed range of its header to
+# print for a wrong argument), and sources it with its own arguments; it then has `check` (1
+# for --check), `cache`, `kpkg`, `kver`, `pkgver`, `jobs`, `sudo`, `fail` and `say`, `out`
+# (where the modules are kept) and `cached` (whether they are built), and calls `module_build`
+# and `module_check_in_vm` below.
 #
 # Environment: VIGIL_VM_CACHE (as run-vm.sh: ${XDG_CACHE_HOME:-$HOME/.cache}/vigil-vm),
 # VM_KERNEL_PKG (as run-vm.sh; default: $cache/kernel-package, else what linux-image-amd64
-# depends on), VM_TIMEOUT (module_check_in_vm: 300 s).
+# depends on), NAME_JOBS (make -j, 1: VICODEC_JOBS, VIMC_JOBS), VM_TIMEOUT (module_check_in_vm:
+# 300 s).
 
 check=0
 case ${1:-} in
@@ -23,6 +25,8 @@ case ${1:-} in
     *) sed -n "${usage}p" "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
 cache=${VIGIL_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vigil-vm}
+jobs_variable=${name^^}_JOBS
+jobs=${!jobs_variable:-1}
 sudo=""; [[ $(id -u) == 0 ]] || sudo=sudo
 
 # shellcheck source=scripts/apt-install.sh
@@ -50,14 +54,22 @@ else
     [[ -n $pkgver && $pkgver != "(none)" ]] || fail "no cached $kpkg .deb and apt knows no version of it (apt-get update?)"
 fi
 
-# module_build "MODULE..." "SOURCE..." HEADER "CONFIG..." KBUILD
-#   Builds MODULE.ko... into $out from the SOURCE paths of linux-source (files, or directories
-#   whose *.[ch] are taken), after checking that HEADER (include/...) is the same in the
-#   sources and in the headers package, and that the kernel was built with each CONFIG. KBUILD
-#   is a function called with the unpacked source tree and the build directory, which writes
-#   the build directory's Kbuild.
+out=$cache/$name-${kver}_$pkgver
+# Whether $out holds a finished build of every module.
+cached() {
+    [[ -e $out/.complete ]] || return 1
+    local m
+    for m in $modules; do [[ -f $out/$m.ko ]] || return 1; done
+}
+
+# module_build "SOURCE..." HEADER "CONFIG..." KBUILD
+#   Builds $modules (each MODULE.ko) into $out from the SOURCE paths of linux-source (files, or
+#   directories whose *.[ch] are taken), after checking that HEADER (include/...) is the same
+#   in the sources and in the headers package, and that the kernel was built with each CONFIG.
+#   KBUILD is a function called with the unpacked source tree and the build directory, which
+#   writes the build directory's Kbuild.
 module_build() ( # in a subshell: its lock, scratch directory and trap end with it
-    modules=$1 sources=$2 header=$3 configs=$4 kbuild_writer=$5
+    sources=$1 header=$2 configs=$3 kbuild_writer=$4
     exec 9>"$cache/.$name.lock"
     flock 9 # one build at a time (a separate lock: run-vm.sh's own is not held for this long)
     cached && exit 0 # built while we waited

@@ -34,15 +34,11 @@ do {
         FileHandle.standardError.write(Data("y4m-feeder: cannot open \(arguments[1])\n".utf8))
         exit(66)
     }
-    try handle.write(contentsOf: Data("YUV4MPEG2 W\(width) H\(height) F\(fps):1 Ip A1:1 C420jpeg\n".utf8))
+    try handle.write(contentsOf: Y4MHeader.line(width: width, height: height, rate: Rational(fps, 1)))
     var bytes: [UInt8] = []
     while let frame = try source.nextFrame() {
         bytes.removeAll(keepingCapacity: true)
-        bytes.append(contentsOf: "FRAME\n".utf8)
-        for p in 0..<3 {
-            let plane = frame.plane(p)
-            for y in 0..<plane.height { bytes.append(contentsOf: plane.row(y)) }
-        }
+        Y4MHeader.appendFrame(frame, to: &bytes)
         try handle.write(contentsOf: bytes)
     }
     try handle.close()
