@@ -89,27 +89,15 @@ public struct ClipSaved: Sendable {
 
     /// The journal's line for it.
     public var record: ClipRecord
-    /// Why it was closed (`origin` `.closed`; nil for a clip finished by repair).
-    public var reason: ClipClosing.Reason? = nil
     /// The clip's file as people know it.
     public var path: String
     public var origin: Origin
+    /// Why it was closed (`origin` `.closed`; nil for a clip finished by repair).
+    public var reason: ClipClosing.Reason? = nil
     /// The storage directory it is in (a reload may have changed `storage.path` since).
     public var storage: any ClipStorage
     /// The picture of its peak frame (`record.snapshot`), as written beside it.
     public var snapshotJPEG: [UInt8]? = nil
-
-    public init(
-        record: ClipRecord, path: String, origin: Origin, reason: ClipClosing.Reason? = nil,
-        storage: any ClipStorage, snapshotJPEG: [UInt8]? = nil
-    ) {
-        self.record = record
-        self.path = path
-        self.origin = origin
-        self.reason = reason
-        self.storage = storage
-        self.snapshotJPEG = snapshotJPEG
-    }
 }
 
 /// Clips retention deleted in one sweep.

@@ -14,6 +14,13 @@ import Testing
     static let naming = ClipNaming(
         pattern: "%Y-%m-%d/{camera}-%Y%m%d-%H%M%S.mov", camera: "yard", timeZone: SystemTimeZone())
 
+    /// `count` times an hour apart, the last an hour before `now`, and the clip names `naming`
+    /// gives them.
+    static func hourly(_ count: Int, before now: Date) -> (dates: [Date], names: [String]) {
+        let dates = (1...count).map { now.addingTimeInterval(-Double(count + 1 - $0) * 3600) }
+        return (dates, dates.map { naming.relativePath(for: $0) })
+    }
+
     /// An earlier run left: a clip whose line a full disk tore (the next line glued to it), a
     /// clip whose line it never wrote (killed between the close and the line), and a clip
     /// written under an earlier file pattern and camera name, 40 days old, that the journal
@@ -24,8 +31,7 @@ import Testing
         let storage = MemoryStorage()
         let now = Date()
         let naming = Self.naming
-        let dates = (1...4).map { now.addingTimeInterval(-Double(5 - $0) * 3600) }
-        let names = dates.map { naming.relativePath(for: $0) }
+        let (dates, names) = Self.hourly(4, before: now)
         let old = "cam/barn_20200101000000.mov"
         let stranger = "cam/barn_20200101010000.mov"
         storage.now = now.addingTimeInterval(-40 * 86_400)
@@ -87,8 +93,7 @@ import Testing
         let storage = MemoryStorage()
         let now = Date()
         let naming = Self.naming
-        let dates = (1...3).map { now.addingTimeInterval(-Double(4 - $0) * 3600) }
-        let names = dates.map { naming.relativePath(for: $0) }
+        let (dates, names) = Self.hourly(3, before: now)
         let saved = try TestClips.write(names[0], into: storage, created: dates[0])
         try TestClips.writeInterrupted(names[1], into: storage, created: dates[1])
         let good = try TestClips.write(names[2], into: storage, created: dates[2])

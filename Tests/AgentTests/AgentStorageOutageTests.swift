@@ -37,6 +37,19 @@ import Testing
     /// Three events, something crossing from 2 to 5 s, 12 to 15 s and 22 to 25 s.
     static let threeEvents = scene(seconds: 30, objects: [crossing(2, 5), crossing(12, 15), crossing(22, 25)])
 
+    /// The three events recorded into a storage directory unavailable at start, writable again
+    /// when the `n`th event ends, with `memory` bytes of video allowed to wait for it.
+    static func unavailableUntil(
+        event n: Int, memory: Int = DiskFullPolicy.memoryLimit
+    ) throws -> AgentHarness {
+        let storage = MemoryStorage()
+        storage.writable = false
+        return try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
+            onEvent: Self.writable(storage, afterEvent: n), memoryForWaitingVideo: memory)
+    }
+
     /// What makes `storage` writable when the `n`th event ends.
     static func writable(_ storage: MemoryStorage, afterEvent n: Int) -> @Sendable (AgentEvent) -> Void {
         let ended = Mutex(0)
@@ -69,12 +82,7 @@ import Testing
     /// the events meanwhile are recorded in memory and written as clips once it is back —
     /// none is lost.
     @Test func eventsWhileTheStorageIsUnavailableAreKeptInMemoryAndWrittenWhenItIsBack() throws {
-        let storage = MemoryStorage()
-        storage.writable = false
-        let harness = try AgentHarness(
-            config: testConfig(), storage: storage,
-            openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
-            onEvent: Self.writable(storage, afterEvent: 2))
+        let harness = try Self.unavailableUntil(event: 2)
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         try expectEveryEventRecorded(harness, events: 3)
         #expect(harness.events.clipsSaved.count == 3, "\(harness.output)")
@@ -120,12 +128,7 @@ import Testing
     /// with what is dropped, and the events after it are not recorded (each an error) until
     /// the directory is back. What was kept is written then, a complete movie.
     @Test func theVideoWaitingForTheStorageIsBoundedAndWhatIsDroppedIsSaid() throws {
-        let storage = MemoryStorage()
-        storage.writable = false
-        let harness = try AgentHarness(
-            config: testConfig(), storage: storage,
-            openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
-            onEvent: Self.writable(storage, afterEvent: 3), memoryForWaitingVideo: 300_000)
+        let harness = try Self.unavailableUntil(event: 3, memory: 300_000)
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
         let full = harness.events.notices(.heldVideoFull)
         guard full.count == 1, case .heldVideoFull(let event, _, let keptSeconds, _, _) = full[0] else {
