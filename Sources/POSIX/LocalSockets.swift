@@ -6,9 +6,13 @@ public enum LocalSocket {
     /// The longest path a socket may be bound or reached at (`sun_path` less its NUL).
     public static var longestPath: Int { MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1 }
 
-    /// A socket listening at `path`, made with `permissions` (through the umask, which is set for
-    /// the `bind` and put back), non-blocking: for `LineServer`. Fails with EADDRINUSE when
-    /// something has the name (the caller removes a stale socket first).
+    /// A socket listening at `path` with `permissions`, non-blocking: for `LineServer`. Fails
+    /// with EADDRINUSE when something has the name (the caller removes a stale socket first).
+    ///
+    /// The mode is set with `chmod` after `bind` and before `listen` — no client can connect
+    /// before it listens, so none gets in under the mode `bind` gave. Not through the umask: that
+    /// is the whole process's, and a thread creating a file (a clip) or starting a program (a
+    /// hook) meanwhile would take the socket's narrow umask with it.
     public static func listen(
         at path: String, backlog: Int32 = 16, permissions: UInt32
     ) throws(SystemError)
@@ -16,11 +20,11 @@ public enum LocalSocket {
     {
         guard path.utf8.count <= longestPath else { throw SystemError(ENAMETOOLONG) }
         let socket = FileDescriptor(adopting: try retryOnInterrupt { streamSocket(nonBlocking: true) })
-        let old = umask(mode_t(0o777 & ~permissions))
-        let bound = withAddress(path) { Glibc.bind(socket.rawValue, $0, $1) }
-        let failure = bound == 0 ? nil : SystemError.current
-        umask(old)
-        if let failure { throw failure }
+        try retryOnInterrupt { withAddress(path) { Glibc.bind(socket.rawValue, $0, $1) } }
+        do { try retryOnInterrupt { chmod(path, mode_t(permissions)) } } catch {
+            unlink(path)
+            throw error
+        }
         try retryOnInterrupt { Glibc.listen(socket.rawValue, backlog) }
         return socket
     }

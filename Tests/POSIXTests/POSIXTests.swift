@@ -286,3 +286,55 @@ private let failingCloses = Atomic<Int>(0)
         #expect(next.line() == "ok b")
     }
 }
+
+/// `LocalSocket.listen` gives the socket exactly the mode asked for, and never touches the
+/// process's umask, which every thread shares: a clip created or a hook started while the
+/// trigger socket is made would take a narrowed umask with it (a CI run here saw the runtime
+/// directory a spawned agent made come out 0600 instead of 0700).
+@Suite struct LocalSocketModeTests {
+    /// The process's umask as the kernel reports it, read without setting it.
+    static func umaskNow() throws -> String {
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        return try #require(status.split(separator: "\n").first { $0.hasPrefix("Umask:") }).description
+    }
+
+    @Test func theModeIsAsAskedAndTheUmaskIsNeverChanged() throws {
+        let before = try Self.umaskNow()
+        final class Watch: Sendable {
+            let seen = Mutex<Set<String>>([])
+            let done = Atomic<Bool>(false)
+            let finished = Atomic<Bool>(false)
+        }
+        let watch = Watch()
+        Thread.detachNewThread {
+            while !watch.done.load(ordering: .relaxed) {
+                if let now = try? LocalSocketModeTests.umaskNow() { watch.seen.withLock { _ = $0.insert(now) } }
+            }
+            watch.finished.store(true, ordering: .relaxed)
+        }
+        for (n, permissions) in zip(0..<200, [0o600, 0o660, 0o640].cycled) {
+            let path = "/tmp/vigil-socket-mode-\(getpid())-\(n).sock"
+            let socket = try LocalSocket.listen(at: path, permissions: UInt32(permissions))
+            defer { unlink(path) }
+            var info = stat()
+            #expect(stat(path, &info) == 0)
+            #expect(Int(info.st_mode) & 0o777 == permissions, "\(path): \(String(Int(info.st_mode) & 0o777, radix: 8))")
+            _ = socket
+        }
+        watch.done.store(true, ordering: .relaxed)
+        while !watch.finished.load(ordering: .relaxed) { usleep(1000) }
+        #expect(try Self.umaskNow() == before)
+        let seen = watch.seen.withLock { $0 }
+        #expect(seen.subtracting([before]).isEmpty, "the umask changed: \(seen)")
+    }
+}
+
+extension Array {
+    /// The elements over and over.
+    fileprivate var cycled: UnfoldSequence<Element, Int> {
+        sequence(state: 0) { index in
+            defer { index = (index + 1) % count }
+            return self[index]
+        }
+    }
+}
