@@ -31,6 +31,35 @@ import Testing
         return path
     }
 
+    /// A new temporary directory (`label`) holding `seconds` of the scene with `objects` as
+    /// footage (`scene.y4m`): where each run of the agent on file footage starts. The test
+    /// removes it (`defer { dir.remove() }`).
+    static func directory(
+        _ label: String, footage seconds: Double, objects: [SceneObject]
+    ) throws -> (dir: TemporaryDirectory, footage: String) {
+        let dir = try TemporaryDirectory(label)
+        do {
+            return (dir, try footage(scene(seconds: seconds, objects: objects), in: dir))
+        } catch {
+            dir.remove()
+            throw error
+        }
+    }
+
+    /// `directory(label, footage:objects:)` with a configuration that reads the footage
+    /// (`config(dir, footage:realtime:)`).
+    static func directory(
+        _ label: String, footage seconds: Double, objects: [SceneObject], realtime: Bool
+    ) throws -> (dir: TemporaryDirectory, config: String) {
+        let (dir, footage) = try directory(label, footage: seconds, objects: objects)
+        do {
+            return (dir, try config(dir, footage: footage, realtime: realtime))
+        } catch {
+            dir.remove()
+            throw error
+        }
+    }
+
     static func scene(seconds: Double, objects: [SceneObject], lights: [LightChange] = []) -> SyntheticScene {
         SyntheticScene(
             width: 320, height: 240, frameRate: rate, pixelFormat: .i420, seed: 7, noiseSigma: 3,
@@ -164,9 +193,8 @@ import Testing
     }
 
     @Test func rotationAndPixelAspectAreWrittenIntoTheClip() throws {
-        let dir = try TemporaryDirectory("vigil-agent")
+        let (dir, footage) = try Self.directory("vigil-agent", footage: 8, objects: [Self.object(2, 4)])
         defer { dir.remove() }
-        let footage = try Self.footage(Self.scene(seconds: 8, objects: [Self.object(2, 4)]), in: dir)
         let config = try Self.config(dir, footage: footage)
         let text = try String(contentsOfFile: config, encoding: .utf8).replacingOccurrences(
             of: "realtime = false;", with: "realtime = false; rotation = 90;")
@@ -194,10 +222,9 @@ import Testing
 
     /// Killed with SIGKILL in the middle of a clip; the next start repairs it.
     @Test func aClipKilledMidwayIsRepairedAtTheNextStart() throws {
-        let dir = try TemporaryDirectory("vigil-agent")
+        let (dir, config) = try Self.directory(
+            "vigil-agent", footage: 14, objects: [Self.object(2, 12)], realtime: true)
         defer { dir.remove() }
-        let footage = try Self.footage(Self.scene(seconds: 14, objects: [Self.object(2, 12)]), in: dir)
-        let config = try Self.config(dir, footage: footage, realtime: true)
         let agent = try AgentProcess(config: config)
         let started = try #require(agent.waitFor("msg=\"clip started\"", timeout: 60), "\(agent.output)")
         let file = try #require(logValue(started, "file"))
@@ -236,9 +263,8 @@ import Testing
     /// SIGTERM during a clip finishes it (post-roll cut short) and exits 0 within seconds. A
     /// hook that hangs is killed after its timeout without holding anything up.
     @Test func sigtermFinishesTheOpenClip() throws {
-        let dir = try TemporaryDirectory("vigil-agent")
+        let (dir, footage) = try Self.directory("vigil-agent", footage: 14, objects: [Self.object(2, 12)])
         defer { dir.remove() }
-        let footage = try Self.footage(Self.scene(seconds: 14, objects: [Self.object(2, 12)]), in: dir)
         let hook = dir.file("hang.sh")
         try "#!/bin/sh\nsleep 60\n".write(toFile: hook, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hook)
@@ -260,11 +286,9 @@ import Testing
 
     /// SIGHUP with a broken file keeps the settings; with a good one, the next clip uses it.
     @Test func reloadAppliesToTheNextClip() throws {
-        let dir = try TemporaryDirectory("vigil-agent")
+        let (dir, config) = try Self.directory(
+            "vigil-agent", footage: 14, objects: [Self.object(1, 3), Self.object(9, 11)], realtime: true)
         defer { dir.remove() }
-        let footage = try Self.footage(
-            Self.scene(seconds: 14, objects: [Self.object(1, 3), Self.object(9, 11)]), in: dir)
-        let config = try Self.config(dir, footage: footage, realtime: true)
         let original = try String(contentsOfFile: config, encoding: .utf8)
         let agent = try AgentProcess(config: config)
         #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
@@ -330,10 +354,8 @@ import Testing
     /// Clip names and the journal are in the local time zone, from TZ as the C library reads
     /// it (FoundationEssentials alone would take every zone for UTC): India, +05:30, no DST.
     @Test func clipNamesAndTheJournalFollowTheLocalTimeZone() throws {
-        let dir = try TemporaryDirectory("vigil-agent")
+        let (dir, config) = try Self.directory("vigil-agent", footage: 8, objects: [Self.object(2, 4)], realtime: false)
         defer { dir.remove() }
-        let footage = try Self.footage(Self.scene(seconds: 8, objects: [Self.object(2, 4)]), in: dir)
-        let config = try Self.config(dir, footage: footage)
         let agent = try AgentProcess(config: config, environment: ["TZ": "Asia/Kolkata"])
         #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
         let records = try EventsJournal(directory: dir.file("clips")).records().records
@@ -374,4 +396,18 @@ extension ISO8601DateFormatter {
         f.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return f
     }()
+}
+
+extension AgentProcess {
+    /// `vigil run --config CONFIG` (plus `environment`), once it has said it is running: the
+    /// agent and that line. One that does not say so within a minute is killed, and the test
+    /// stops there. The test kills the agent it got (`defer { agent.kill(SIGKILL) }`).
+    static func running(
+        config: String, environment: [String: String] = [:], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> (agent: AgentProcess, line: String) {
+        let agent = try AgentProcess(config: config, environment: environment)
+        let line = agent.waitFor("msg=\"vigil running\"", timeout: 60)
+        if line == nil { agent.kill(SIGKILL) }
+        return (agent, try #require(line, "\(agent.output)", sourceLocation: sourceLocation))
+    }
 }

@@ -22,10 +22,8 @@ import Testing
     /// the agent sends its process group SIGTERM, then SIGKILL, and logs it with its event;
     /// once `vigil run` has exited, nothing of the hook is left.
     @Test func aHookStillRunningWhenTheAgentExitsIsKilled() throws {
-        let dir = try TemporaryDirectory("vigil-hooks")
+        let (dir, footage) = try AgentTests.directory("vigil-hooks", footage: 6, objects: [AgentTests.object(1, 3)])
         defer { dir.remove() }
-        let footage = try AgentTests.footage(
-            AgentTests.scene(seconds: 6, objects: [AgentTests.object(1, 3)]), in: dir)
         let pids = dir.file("pids")
         defer { Self.killLeftovers(pids) }
         let hook = try Self.stubbornHook(in: dir, recordingPIDsIn: pids)
@@ -54,10 +52,8 @@ import Testing
     /// (its process group is killed when it exits), while the agent goes on recording — it
     /// does not linger until the agent stops, nor outlive it.
     @Test func whatAHookLeavesRunningEndsWithIt() throws {
-        let dir = try TemporaryDirectory("vigil-hooks")
+        let (dir, footage) = try AgentTests.directory("vigil-hooks", footage: 20, objects: [AgentTests.object(1, 3)])
         defer { dir.remove() }
-        let footage = try AgentTests.footage(
-            AgentTests.scene(seconds: 20, objects: [AgentTests.object(1, 3)]), in: dir)
         let pids = dir.file("pids")
         let hook = try writeScript("sleep 100 &\necho $! >> \(pids)\nexit 0\n", named: "background.sh", in: dir)
         defer {
@@ -92,10 +88,9 @@ import Testing
     /// `on_event_start` hook of the next event from running; the fifth `on_clip_saved` is
     /// skipped, and the log says for which clip. The hung ones end with the agent.
     @Test func hungClipSavedHooksDoNotStopEventStartHooks() throws {
-        let dir = try TemporaryDirectory("vigil-hooks")
-        defer { dir.remove() }
         let objects = [1.0, 6, 11, 16, 21].map { AgentTests.object($0, $0 + 1) }
-        let footage = try AgentTests.footage(AgentTests.scene(seconds: 25, objects: objects), in: dir)
+        let (dir, footage) = try AgentTests.directory("vigil-hooks", footage: 25, objects: objects)
+        defer { dir.remove() }
         let pids = dir.file("pids")
         defer { Self.killLeftovers(pids) }
         let saved = try Self.stubbornHook(in: dir, recordingPIDsIn: pids)

@@ -76,9 +76,8 @@ import Testing
         let dir = try TemporaryDirectory("vigil-libcamera")
         defer { dir.remove() }
         let config = try Self.config(dir, device: "libcamera:one-buffer")
-        let agent = try AgentProcess(config: config, environment: Self.fake)
+        let (agent, _) = try AgentProcess.running(config: config, environment: Self.fake)
         defer { agent.kill(SIGKILL) }
-        _ = try #require(agent.waitFor("msg=\"vigil running\"", timeout: 60), "\(agent.output)")
         let open = try #require(agent.outputLines.first { $0.contains("msg=\"source open\"") })
         #expect(
             logValue(open, "source") == "libcamera:one-buffer" && logValue(open, "format") == "NV12 320×240 @ 30/1 fps",

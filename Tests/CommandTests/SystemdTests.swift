@@ -48,10 +48,9 @@ import Testing
     }
 
     @Test func tellsSystemdItIsReadyAliveAndStoppingAndLogsWithPriorities() throws {
-        let dir = try TemporaryDirectory("vigil-systemd")
+        let (dir, config) = try AgentTests.directory(
+            "vigil-systemd", footage: 8, objects: [AgentTests.object(1, 7)], realtime: true)
         defer { dir.remove() }
-        let footage = try AgentTests.footage(AgentTests.scene(seconds: 8, objects: [AgentTests.object(1, 7)]), in: dir)
-        let config = try AgentTests.config(dir, footage: footage, realtime: true)
         let socket = try NotifySocket(path: dir.file("notify"))
         defer { socket.close() }
         let agent = try AgentProcess(

@@ -22,9 +22,8 @@ import Testing
         encoder = { threads = 1; };
         """.write(toFile: config, atomically: true, encoding: .utf8)
 
-        let agent = try AgentProcess(config: config)
+        let (agent, running) = try AgentProcess.running(config: config)
         defer { agent.kill(SIGKILL) }
-        let running = try #require(agent.waitFor("msg=\"vigil running\"", timeout: 60), "\(agent.output)")
         let socket = agent.runtimeDirectory + "/porch.sock"
         #expect(logValue(running, "trigger_socket") == socket)
         Thread.sleep(forTimeInterval: 3)  // some pre-roll in the ring
@@ -68,6 +67,15 @@ import Testing
         return config
     }
 
+    /// `vigil run` on a new `liveConfig(dir)`, once it is running: the agent and the trigger
+    /// socket its "vigil running" line names. The test kills it (`defer { agent.kill(SIGKILL) }`).
+    static func liveAgent(_ dir: TemporaryDirectory) throws -> (agent: AgentProcess, socket: String) {
+        let (agent, running) = try AgentProcess.running(config: try liveConfig(dir))
+        let socket = logValue(running, "trigger_socket")
+        if socket == nil { agent.kill(SIGKILL) }
+        return (agent, try #require(socket, "\(running)"))
+    }
+
     /// Six clients that connect and say nothing, and one that sends a byte a second, all ahead
     /// of a doorbell's `record 2`: the doorbell is answered at once (the agent served them one
     /// at a time, 2 s each, and the slow one for up to 256 s). Twenty more at once: the agent
@@ -76,11 +84,8 @@ import Testing
     @Test func silentAndSlowClientsHoldUpNeitherATriggerNorTheStop() throws {
         let dir = try TemporaryDirectory("vigil-trigger")
         defer { dir.remove() }
-        let config = try Self.liveConfig(dir)
-        let agent = try AgentProcess(config: config)
+        let (agent, socket) = try Self.liveAgent(dir)
         defer { agent.kill(SIGKILL) }
-        let running = try #require(agent.waitFor("msg=\"vigil running\"", timeout: 60), "\(agent.output)")
-        let socket = try #require(logValue(running, "trigger_socket"))
 
         let silent = try (0..<6).map { _ in try RawClient(socket) }
         let slow = try RawClient(socket)
@@ -130,10 +135,8 @@ import Testing
     @Test func aSecondAgentWithTheSameCameraNameIsRefused() throws {
         let dir = try TemporaryDirectory("vigil-trigger")
         defer { dir.remove() }
-        let first = try AgentProcess(config: try Self.liveConfig(dir))
+        let (first, socket) = try Self.liveAgent(dir)
         defer { first.kill(SIGKILL) }
-        let running = try #require(first.waitFor("msg=\"vigil running\"", timeout: 60), "\(first.output)")
-        let socket = try #require(logValue(running, "trigger_socket"))
         let runtime = ["VIGIL_RUNTIME_DIR": first.runtimeDirectory]
 
         let secondConfig = try Self.liveConfig(dir)
@@ -159,9 +162,8 @@ import Testing
         first.kill(SIGKILL)
         _ = first.waitForExit(timeout: 30)
         #expect(FileManager.default.fileExists(atPath: socket), "a killed agent leaves its socket")
-        let third = try AgentProcess(config: try Self.liveConfig(dir), environment: runtime)
+        let (third, _) = try AgentProcess.running(config: try Self.liveConfig(dir), environment: runtime)
         defer { third.kill(SIGKILL) }
-        #expect(third.waitFor("msg=\"vigil running\"", timeout: 60) != nil, "\(third.output)")
         let again = try runTool(builtExecutable("vigil"), ["trigger", "--config", secondConfig], environment: runtime)
         #expect(again.status == 0 && again.stdout.contains("ok: recording"), "\(again)")
         third.kill(SIGTERM)
@@ -176,9 +178,8 @@ import Testing
         defer { dir.remove() }
         let device = "/dev/vigil-test-no-such-camera"
         let config = try Self.liveConfig(dir, device: device)
-        let agent = try AgentProcess(config: config)
+        let (agent, _) = try AgentProcess.running(config: config)
         defer { agent.kill(SIGKILL) }
-        #expect(agent.waitFor("msg=\"vigil running\"", timeout: 60) != nil, "\(agent.output)")
         let runtime = ["VIGIL_RUNTIME_DIR": agent.runtimeDirectory]
         let r = try runTool(builtExecutable("vigil"), ["trigger", "--config", config], environment: runtime)
         #expect(r.status == 69, "\(r)")
@@ -204,9 +205,8 @@ import Testing
         let config = try Self.liveConfig(dir)
 
         // Made by the agent: 0700.
-        let agent = try AgentProcess(config: config)
+        let (agent, _) = try AgentProcess.running(config: config)
         defer { agent.kill(SIGKILL) }
-        #expect(agent.waitFor("msg=\"vigil running\"", timeout: 60) != nil, "\(agent.output)")
         let made = try FileManager.default.attributesOfItem(atPath: agent.runtimeDirectory)
         #expect((made[.posixPermissions] as? Int) == 0o700, "\(made)")
         // Opened up while it runs: `vigil trigger` does not go through it.
