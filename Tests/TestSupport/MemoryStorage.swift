@@ -11,6 +11,7 @@ import Synchronization
 ///
 /// Symbolic links can be planted (`link`): a walk does not list them and delete refuses them,
 /// as on disk.
+@dynamicMemberLookup
 public final class MemoryStorage: ClipStorage, Sendable {
     public let root: String
 
@@ -23,17 +24,26 @@ public final class MemoryStorage: ClipStorage, Sendable {
         var isRegular: Bool { !isLink && special == nil }
     }
 
+    /// The disk, as a test sets it: `storage.capacity = …` reads or sets one of these under
+    /// the storage's lock.
+    public struct Disk: Sendable {
+        /// The disk's size; shrink it to make the disk full.
+        public var capacity: Int64
+        /// Bytes of other programs' files on the same disk.
+        public var otherData: Int64 = 0
+        /// The time files are stamped with when written.
+        public var now: Date
+        /// False makes the directory refuse every write, as a read-only or missing one does.
+        public var writable = true
+    }
+
     struct State {
         var files: [String: Entry] = [:]
-        var capacity: Int64
-        var otherData: Int64 = 0
-        var now: Date
+        var disk: Disk
         /// Movie files being written (refused to repair).
         var writing: Set<String> = []
         var claimed = false
-        /// False for a directory that cannot be written (read-only, not mounted).
-        var writable = true
-        var used: Int64 { files.values.reduce(otherData) { $0 + Int64($1.bytes.count) } }
+        var used: Int64 { files.values.reduce(disk.otherData) { $0 + Int64($1.bytes.count) } }
     }
 
     let state: Mutex<State>
@@ -43,54 +53,36 @@ public final class MemoryStorage: ClipStorage, Sendable {
         now: Date = Date(timeIntervalSince1970: 1_796_000_000)
     ) {
         self.root = root
-        state = Mutex(State(capacity: capacity, now: now))
+        state = Mutex(State(disk: Disk(capacity: capacity, now: now)))
     }
 
     // MARK: For tests
 
-    /// The disk's size; shrink it to make the disk full.
-    public var capacity: Int64 {
-        get { state.withLock { $0.capacity } }
-        set { state.withLock { $0.capacity = newValue } }
-    }
-
-    /// Bytes of other programs' files on the same disk.
-    public var otherData: Int64 {
-        get { state.withLock { $0.otherData } }
-        set { state.withLock { $0.otherData = newValue } }
-    }
-
-    /// The time files are stamped with when written.
-    public var now: Date {
-        get { state.withLock { $0.now } }
-        set { state.withLock { $0.now = newValue } }
-    }
-
-    /// False makes the directory refuse every write, as a read-only or missing one does.
-    public var writable: Bool {
-        get { state.withLock { $0.writable } }
-        set { state.withLock { $0.writable = newValue } }
+    /// One setting of the disk (`Disk`), read or set under the lock.
+    public subscript<Value: Sendable>(dynamicMember setting: WritableKeyPath<Disk, Value>) -> Value {
+        get { state.withLock { $0.disk[keyPath: setting] } }
+        set { state.withLock { $0.disk[keyPath: setting] = newValue } }
     }
 
     /// Fills the disk: other data takes every free byte.
     public func fill() {
-        state.withLock { $0.otherData += max(0, $0.capacity - $0.used) }
+        state.withLock { $0.disk.otherData += max(0, $0.disk.capacity - $0.used) }
     }
 
     /// Writes a file directly, as someone else (or an earlier run) left it.
     public func put(_ relativePath: String, _ bytes: [UInt8], modified: Date? = nil) {
-        state.withLock { $0.files[relativePath] = Entry(bytes: bytes, modified: modified ?? $0.now) }
+        state.withLock { $0.files[relativePath] = Entry(bytes: bytes, modified: modified ?? $0.disk.now) }
     }
 
     /// Plants a symbolic link with this name.
     public func link(_ relativePath: String) {
-        state.withLock { $0.files[relativePath] = Entry(bytes: [], modified: $0.now, isLink: true) }
+        state.withLock { $0.files[relativePath] = Entry(bytes: [], modified: $0.disk.now, isLink: true) }
     }
 
     /// Plants something that is not a regular file (a named pipe, a directory) with this name:
     /// it is refused as on disk, never opened.
     public func plantSpecial(_ relativePath: String, _ what: String = "a named pipe (FIFO)") {
-        state.withLock { $0.files[relativePath] = Entry(bytes: [], modified: $0.now, special: what) }
+        state.withLock { $0.files[relativePath] = Entry(bytes: [], modified: $0.disk.now, special: what) }
     }
 
     /// What the name is when it is not a regular file nor a link ("a named pipe (FIFO)").
@@ -126,7 +118,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     public func freeBytes() throws(FileError) -> Int64 {
-        state.withLock { max(0, $0.capacity - $0.used) }
+        state.withLock { max(0, $0.disk.capacity - $0.used) }
     }
 
     public func exists(_ relativePath: String) -> Bool {
@@ -144,7 +136,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
                     path: path, operation: "delete", reason: "it is not a regular file; refusing",
                     isNotRegularFile: entry.special != nil)
             }
-            if !s.writable { throw FileError(path: path, operation: "delete", reason: "Read-only file system") }
+            if !s.disk.writable { throw FileError(path: path, operation: "delete", reason: "Read-only file system") }
             s.files[relativePath] = nil
         }
     }
@@ -155,7 +147,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
             guard let entry = s.files[relativePath] else {
                 throw FileError(path: path, operation: "rename", reason: "No such file or directory", isMissing: true)
             }
-            if !s.writable { throw FileError(path: path, operation: "rename", reason: "Read-only file system") }
+            if !s.disk.writable { throw FileError(path: path, operation: "rename", reason: "Read-only file system") }
             guard s.files[newRelativePath] == nil else {
                 throw FileError(
                     path: path, operation: "rename", reason: "a file has that name already", isAlreadyThere: true)
@@ -179,11 +171,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     public func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
-        try refuseSpecial(relativePath, "open")
-        guard contents(relativePath) != nil else {
-            throw FileError(
-                path: path(relativePath), operation: "open", reason: "No such file or directory", isMissing: true)
-        }
+        try refuseToOpenWhatIsNotAFile(relativePath)
         if state.withLock({ $0.writing.contains(relativePath) }) {
             throw FileError(
                 path: path(relativePath), operation: "open", reason: "a running agent is writing it", isInUse: true)
@@ -192,12 +180,17 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     public func readMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        try refuseToOpenWhatIsNotAFile(relativePath)
+        return MemoryMovieFile(storage: self, relativePath: relativePath, readOnly: true)
+    }
+
+    /// Refuses to open a name that is missing or not a regular file, as `DiskStorage` does.
+    private func refuseToOpenWhatIsNotAFile(_ relativePath: String) throws(FileError) {
         try refuseSpecial(relativePath, "open")
         guard contents(relativePath) != nil else {
             throw FileError(
                 path: path(relativePath), operation: "open", reason: "No such file or directory", isMissing: true)
         }
-        return MemoryMovieFile(storage: self, relativePath: relativePath, readOnly: true)
     }
 
     /// The movie file is closed (or given up): repair may open it again.
@@ -207,7 +200,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
 
     public func claim() throws(ClaimError) -> any StorageClaim {
         // As on disk: the lock file cannot be made or opened to write on a read-only directory.
-        if !writable {
+        if !self.writable {
             throw ClaimError(
                 path: path(".vigil.lock"), heldBy: nil, reason: "cannot take its lock: Read-only file system",
                 cause: .unavailable)
@@ -225,7 +218,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
     func release() { state.withLock { $0.claimed = false } }
 
     public func probe() throws(FileError) {
-        if !writable {
+        if !self.writable {
             throw FileError(
                 path: path(".vigil-probe"), operation: "create a test file in the storage directory",
                 reason: "Read-only file system")
@@ -265,18 +258,18 @@ public final class MemoryStorage: ClipStorage, Sendable {
         let path = self.path(relativePath)
         try refuseSpecial(relativePath, operation)
         try state.withLock { s throws(FileError) in
-            if !s.writable { throw FileError(path: path, operation: operation, reason: "Read-only file system") }
+            if !s.disk.writable { throw FileError(path: path, operation: operation, reason: "Read-only file system") }
             if s.files[relativePath]?.isLink == true {
                 throw FileError(path: path, operation: operation, reason: "it is a symbolic link; refusing")
             }
             var bytes = s.files[relativePath]?.bytes ?? []
             let before = Int64(bytes.count)
             change(&bytes)
-            guard s.used - before + Int64(bytes.count) <= s.capacity || Int64(bytes.count) <= before else {
+            guard s.used - before + Int64(bytes.count) <= s.disk.capacity || Int64(bytes.count) <= before else {
                 throw FileError(
                     path: path, operation: operation, reason: "no space left on the device", isOutOfSpace: true)
             }
-            s.files[relativePath] = Entry(bytes: bytes, modified: s.now)
+            s.files[relativePath] = Entry(bytes: bytes, modified: s.disk.now)
         }
     }
 }
