@@ -58,10 +58,7 @@ import Testing
         storage.put(EventsJournal.name, lines[0] + lines[1] + Array(lines[2].prefix(30)) + lines[3])
         #expect(try EventsJournal(storage: storage).records().records.map(\.file) == [old, names[0], names[2]])
 
-        let harness = try AgentHarness(
-            config: testConfig(storage: "max_age_days = 30;"), storage: storage,
-            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let harness = try runAtStart(on: storage, config: testConfig(storage: "max_age_days = 30;"))
 
         let rebuilt = harness.events.notices(.journalRebuilt)
         #expect(rebuilt.count == 1 && rebuilt.first?.field("added") == "2", "\(harness.output)")
@@ -114,10 +111,7 @@ import Testing
         }
         storage.put(EventsJournal.name, journal)
 
-        let first = try AgentHarness(
-            config: testConfig(), storage: storage,
-            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
-        #expect(first.runToTheEnd() == .stopped, "\(first.output)")
+        let first = try runAtStart(on: storage)
         let moved = first.events.notices(.clipMovedAside)
         #expect(
             moved.map { $0.field("file") } == names.prefix(2).map { Optional($0) }
@@ -146,10 +140,7 @@ import Testing
                 && rebuilt.contains("\"bytes\":\(damaged[1].count)"), "\(rebuilt)")
         #expect(first.errors.isEmpty, "\(first.errors)")
 
-        let second = try AgentHarness(
-            config: testConfig(), storage: storage,
-            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
-        #expect(second.runToTheEnd() == .stopped, "\(second.output)")
+        let second = try runAtStart(on: storage)
         #expect(second.events.changes.map(\.kind) == [.endOfSource], "\(second.output)")
         #expect(second.warnings.isEmpty && second.errors.isEmpty, "\(second.output)")
         #expect(storage.contents(EventsJournal.name) == after)
@@ -176,10 +167,7 @@ import Testing
         for name in strangers { storage.put(name, [1, 2, 3]) }
         storage.put(EventsJournal.name, [UInt8](repeating: 0, count: 4096) + (0..<512).map { UInt8($0 % 251) })
 
-        let harness = try AgentHarness(
-            config: testConfig(), storage: storage,
-            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let harness = try runAtStart(on: storage)
         let removed = harness.events.notices(.leftoverRemoved)
         #expect(
             Set(removed.compactMap { $0.field("file") }) == Set(leftovers) && removed.count == leftovers.count,

@@ -47,10 +47,7 @@ import Testing
         #expect(harness.errors.isEmpty, "\(harness.errors)")
 
         // Started again a moment later, with the clock right: the clips stay.
-        let again = try AgentHarness(
-            config: testConfig(storage: "max_age_days = 7;"), storage: storage,
-            openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
-        #expect(again.runToTheEnd() == .stopped, "\(again.output)")
+        let again = try runAtStart(on: storage, config: testConfig(storage: "max_age_days = 7;"))
         #expect(again.events.deletions.isEmpty, "\(again.output)")
         #expect(storage.fileNames.filter { $0.hasSuffix(".mov") } == saved.sorted())
     }

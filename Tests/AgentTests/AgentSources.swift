@@ -1,4 +1,7 @@
+import AgentTestSupport
 import Media
+import TestSupport
+import Testing
 
 @testable import Capture
 
@@ -11,4 +14,16 @@ func opened(_ source: any FrameSource) -> OpenedSource {
 /// Opens `scene` as a synthetic source, read as fast as the agent takes its frames.
 func synthetic(_ scene: SyntheticScene) throws(CaptureError) -> OpenedSource {
     opened(try SyntheticSource(scene: scene))
+}
+
+/// The agent started on `storage`, run to the end of two seconds of an empty scene: what the
+/// tests of what it does at start (repairs, the journal, retention) run, once or again.
+func runAtStart(
+    on storage: MemoryStorage, config: String = testConfig(), sourceLocation: SourceLocation = #_sourceLocation
+) throws -> AgentHarness {
+    let harness = try AgentHarness(
+        config: config, storage: storage,
+        openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
+    #expect(harness.runToTheEnd() == .stopped, "\(harness.output)", sourceLocation: sourceLocation)
+    return harness
 }

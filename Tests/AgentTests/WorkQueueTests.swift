@@ -10,31 +10,35 @@ import Testing
 @Suite struct WorkQueueTests {
     final class Payload: Sendable {}
 
+    /// Sees whether a payload still exists, without holding it.
+    final class Watch {
+        weak var payload: Payload?
+    }
+
+    /// Pushes a new payload that nothing but the queue holds, and watches it.
+    static func pushWatched(_ queue: WorkQueue<Payload>) -> Watch {
+        let watch = Watch()
+        let payload = Payload()
+        watch.payload = payload
+        queue.push(payload)
+        return watch
+    }
+
     @Test func aPoppedElementIsNotKeptByTheQueue() {
         let queue = WorkQueue<Payload>(capacity: 8)
-        weak var released: Payload?
-        do {
-            let payload = Payload()
-            released = payload
-            queue.push(payload)
-            queue.push(Payload())
-        }
-        #expect(released != nil)
+        let released = Self.pushWatched(queue)
+        queue.push(Payload())
+        #expect(released.payload != nil)
         _ = queue.pop()
-        #expect(released == nil, "the queue still holds an element it has handed out")
+        #expect(released.payload == nil, "the queue still holds an element it has handed out")
         #expect(queue.count == 1)
     }
 
     @Test func dropOldestFreesWhatItDrops() {
         let queue = WorkQueue<Payload>(capacity: 8)
-        weak var dropped: Payload?
-        do {
-            let payload = Payload()
-            dropped = payload
-            queue.push(payload)
-        }
+        let dropped = Self.pushWatched(queue)
         _ = queue.dropOldest { _ in true }
-        #expect(dropped == nil)
+        #expect(dropped.payload == nil)
         #expect(queue.count == 0 && queue.load == 0)
     }
 
