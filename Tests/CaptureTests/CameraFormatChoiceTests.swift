@@ -6,6 +6,18 @@ import Testing
 @Suite struct CameraFormatChoiceTests {
     static func r(_ n: Int64) -> Rational { Rational(n, 1) }
 
+    /// The chooser's answer for a request of `width`×`height` at `fps` from `formats`.
+    static func choose(
+        _ formats: [CameraFormatDescription], _ width: Int, _ height: Int, _ fps: Double
+    ) -> CameraFormatChoice? {
+        CameraFormatChooser.choose(from: formats, for: CameraRequest(width: width, height: height, fps: fps))
+    }
+
+    /// A driver that offers one format, in one size.
+    static func oneFormat(_ fourcc: FourCC, _ size: FrameSizeDescription) -> [CameraFormatDescription] {
+        [CameraFormatDescription(fourcc: fourcc, name: fourcc.description, sizes: [size])]
+    }
+
     /// A USB webcam as they come: YUYV is slow at large sizes (USB 2 bandwidth), MJPEG is
     /// fast everywhere, and libv4l2 offers the MJPEG sizes again as emulated YU12.
     static let webcam: [CameraFormatDescription] = [
@@ -72,7 +84,7 @@ import Testing
         width: Int, height: Int, fps: Double, fourcc: FourCC, emulated: Bool, w: Int, h: Int, rate: Rational
     ) throws {
         let choice = try #require(
-            CameraFormatChooser.choose(from: Self.webcam, for: CameraRequest(width: width, height: height, fps: fps)))
+            Self.choose(Self.webcam, width, height, fps))
         #expect(choice.fourcc == fourcc)
         #expect(choice.isEmulated == emulated)
         #expect(choice.width == w && choice.height == h)
@@ -91,7 +103,7 @@ import Testing
     ])
     func vividChoices(width: Int, height: Int, fps: Double, w: Int, h: Int, rate: Rational) throws {
         let choice = try #require(
-            CameraFormatChooser.choose(from: Self.vivid, for: CameraRequest(width: width, height: height, fps: fps)))
+            Self.choose(Self.vivid, width, height, fps))
         #expect(choice.fourcc == .nv12)
         #expect(!choice.isEmulated)
         #expect(choice.width == w && choice.height == h)
@@ -141,34 +153,30 @@ import Testing
                 fourcc: FourCC("BA81"), name: "Bayer",
                 sizes: [FrameSizeDescription(width: 640, height: 480, rates: [Rational(30, 1)])]),
         ]
-        #expect(CameraFormatChooser.choose(from: only, for: CameraRequest(width: 640, height: 480, fps: 30)) == nil)
-        #expect(CameraFormatChooser.choose(from: [], for: CameraRequest(width: 640, height: 480, fps: 30)) == nil)
+        #expect(Self.choose(only, 640, 480, 30) == nil)
+        #expect(Self.choose([], 640, 480, 30) == nil)
     }
 
     /// A sensor with a stepwise size range and continuous intervals (libcamera, some ISPs).
     @Test func stepwiseSizesAndIntervals() throws {
-        let sensor = [
-            CameraFormatDescription(
-                fourcc: .nv12, name: "NV12",
-                sizes: [
-                    FrameSizeDescription(
-                        size: .stepwise(
-                            minWidth: 64, maxWidth: 2592, widthStep: 16, minHeight: 64, maxHeight: 1944, heightStep: 2),
-                        intervals: .stepwise(shortest: Rational(1, 60), longest: Rational(1, 1), step: Rational(0, 1)))
-                ])
-        ]
+        let sensor = Self.oneFormat(
+            .nv12,
+            FrameSizeDescription(
+                size: .stepwise(
+                    minWidth: 64, maxWidth: 2592, widthStep: 16, minHeight: 64, maxHeight: 1944, heightStep: 2),
+                intervals: .stepwise(shortest: Rational(1, 60), longest: Rational(1, 1), step: Rational(0, 1))))
         let exact = try #require(
-            CameraFormatChooser.choose(from: sensor, for: CameraRequest(width: 1280, height: 720, fps: 30)))
+            Self.choose(sensor, 1280, 720, 30))
         #expect(exact.width == 1280 && exact.height == 720)
         #expect(exact.frameRate == Rational(30, 1))
         // 1000 is not a multiple of 16 from 64: the nearest step.
         let snapped = try #require(
-            CameraFormatChooser.choose(from: sensor, for: CameraRequest(width: 1000, height: 563, fps: 90)))
+            Self.choose(sensor, 1000, 563, 90))
         #expect(snapped.width == 992 || snapped.width == 1008)
         #expect(snapped.height == 562 || snapped.height == 564)
         #expect(snapped.frameRate == Rational(60, 1))
         let huge = try #require(
-            CameraFormatChooser.choose(from: sensor, for: CameraRequest(width: 4000, height: 3000, fps: 0.5)))
+            Self.choose(sensor, 4000, 3000, 0.5))
         #expect(huge.width == 2592 && huge.height == 1944)
         #expect(huge.frameRate == Rational(1, 1))
     }
@@ -187,22 +195,16 @@ import Testing
     @Test func unlistedSizesTakeTheRequest() throws {
         let bare = [CameraFormatDescription(fourcc: .yuyv, name: "YUYV", sizes: [])]
         let choice = try #require(
-            CameraFormatChooser.choose(from: bare, for: CameraRequest(width: 800, height: 600, fps: 20)))
+            Self.choose(bare, 800, 600, 20))
         #expect(choice.width == 800 && choice.height == 600)
         #expect(choice.interval == nil)
     }
 
     @Test func ntscRatesCountAsReachingTheRoundRate() throws {
-        let camera = [
-            CameraFormatDescription(
-                fourcc: .yuyv, name: "YUYV",
-                sizes: [
-                    FrameSizeDescription(
-                        width: 640, height: 480, rates: [Rational(30000, 1001), Rational(15000, 1001)])
-                ])
-        ]
+        let camera = Self.oneFormat(
+            .yuyv, FrameSizeDescription(width: 640, height: 480, rates: [Rational(30000, 1001), Rational(15000, 1001)]))
         let choice = try #require(
-            CameraFormatChooser.choose(from: camera, for: CameraRequest(width: 640, height: 480, fps: 30)))
+            Self.choose(camera, 640, 480, 30))
         #expect(choice.frameRate == Rational(30000, 1001))
     }
 
