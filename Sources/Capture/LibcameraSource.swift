@@ -61,7 +61,7 @@ public final class LibcameraSource: FrameSource {
     private let pool: FramePool?
     private var sequence = SequenceCounter()
     private var timeline: FrameTimeline?
-    private var delivered = 0
+    private(set) var delivered = 0
 
     /// Opens camera `id` (nil: the first libcamera lists) and starts it.
     public convenience init(
@@ -157,9 +157,10 @@ public final class LibcameraSource: FrameSource {
             stride: Int(configured.stride), buffers: buffers.count,
             frameDuration: started.frame_duration_ns > 0 ? .init(nanoseconds: started.frame_duration_ns) : nil,
             autofocus: started.autofocus != 0, copied: copied, libcameraVersion: plugin.libcameraVersion)
-        let interval = Timestamp.Duration(nanoseconds: 5 * duration)
-        self.stallTimeout = stallTimeout ?? max(Timestamp.Duration(seconds: 2), interval)
-        firstFrameTimeout = max(self.stallTimeout, Timestamp.Duration(seconds: 5))
+        let timeouts = LibcameraSource.frameTimeouts(
+            asked: stallTimeout, fiveFrames: Timestamp.Duration(nanoseconds: 5 * duration))
+        self.stallTimeout = timeouts.stall
+        firstFrameTimeout = timeouts.firstFrame
         timeline = settable ? FrameTimeline(rate: rate) : nil
     }
 
@@ -177,8 +178,7 @@ public final class LibcameraSource: FrameSource {
     }
 
     func nextFrame(from stream: LibcameraStream) throws(CaptureError) -> VideoFrame {
-        let wait = delivered == 0 ? firstFrameTimeout : stallTimeout
-        let deadline = MonotonicClock.now() + wait
+        let (wait, deadline) = frameWait()
         while true {
             if let failure = stream.failure { throw streamError(failure) }
             let remaining = deadline - MonotonicClock.now()

@@ -73,7 +73,7 @@ public final class V4L2Camera: FrameSource {
     var stream: V4L2Stream?
     private var sequence = SequenceCounter()
     private var timeline: FrameTimeline?
-    private var delivered = 0
+    private(set) var delivered = 0
 
     /// Opens `path` (a /dev/video* node or a /dev/v4l/by-id/ link), picks the mode closest to
     /// `request`, and starts streaming with `bufferCount` buffers if the driver grants them.
@@ -162,13 +162,14 @@ public final class V4L2Camera: FrameSource {
         } catch {
             throw CaptureError.cannotOpen(source: path, reason: "\(error)")
         }
-        let interval =
+        let fiveFrames =
             format.frameRate.map {
                 Timestamp.Duration(
                     nanoseconds: Rational.scale(5 * $0.denominator, by: 1_000_000_000, over: $0.numerator))
             } ?? .zero
-        self.stallTimeout = stallTimeout ?? max(Timestamp.Duration(seconds: 2), interval)
-        firstFrameTimeout = max(self.stallTimeout, Timestamp.Duration(seconds: 5))
+        let timeouts = V4L2Camera.frameTimeouts(asked: stallTimeout, fiveFrames: fiveFrames)
+        self.stallTimeout = timeouts.stall
+        firstFrameTimeout = timeouts.firstFrame
         timeline = format.frameRate.map(FrameTimeline.init(rate:))
     }
 
@@ -181,8 +182,7 @@ public final class V4L2Camera: FrameSource {
     }
 
     func nextFrame(from stream: V4L2Stream) throws(CaptureError) -> VideoFrame {
-        let wait = delivered == 0 ? firstFrameTimeout : stallTimeout
-        let deadline = MonotonicClock.now() + wait
+        let (wait, deadline) = frameWait()
         while true {
             if let failure = stream.failure { throw failure.streamError(frame: delivered + 1) }
             // Poll first: libv4l2 prints a line on stderr for every DQBUF that finds nothing.
