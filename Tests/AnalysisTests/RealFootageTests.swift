@@ -148,38 +148,16 @@ struct RealFootageTests {
         #expect(share >= 0.9, "events cover \(share) of the clip: \(Self.describe(analysis))")
     }
 
-    /// A textured block `width` × `height` (fractions of the picture) with its top at `top`:
-    /// `level` with a texture fixed to the block (±24 grey levels), so it moves with it.
-    struct Block: Sendable {
-        var width: Double
-        var height: Double
-        var top: Double
-        var level: Int
-
-        /// Its width in pixels in a picture `w` wide.
-        func pixelWidth(_ w: Int) -> Int { Int(width * Double(w)) }
-
-        /// Paints it into `luma` (`w` × `h`) with its left edge at `left` (it may stand partly
-        /// outside the picture).
-        func paint(_ luma: inout [UInt8], _ w: Int, _ h: Int, left: Int) {
-            let (top, width, height) = (Int(self.top * Double(h)), pixelWidth(w), Int(self.height * Double(h)))
-            for y in max(top, 0)..<max(min(top + height, h), max(top, 0)) {
-                for x in max(left, 0)..<max(min(left + width, w), max(left, 0)) {
-                    let u = UInt32(x - left) &* 2_654_435_761 ^ UInt32(y - top) &* 40503
-                    let texture = Int((u >> 13) % 49) - 24
-                    luma[y * w + x] = UInt8(clamping: level + texture)
-                }
-            }
-        }
-    }
-
-    /// A block crossing the tree footage.
+    /// A textured block of `size` (fractions of the picture) crossing the tree footage.
     struct Crossing: Sendable, CustomTestStringConvertible {
         var name: String
         var enter: Double
         /// Seconds to cross the picture's width (entering to leaving).
         var crossing: Double
-        var block: Block
+        var width: Double
+        var height: Double
+        var top: Double
+        var level: Int
         var rightToLeft: Bool
         /// It must trigger within this many seconds of entering.
         var within = 0.5
@@ -188,30 +166,44 @@ struct RealFootageTests {
         /// Paints the object into `luma` at `t` seconds; returns nothing outside its time.
         func paint(_ luma: inout [UInt8], _ w: Int, _ h: Int, _ t: Double) {
             guard t >= enter, t < enter + crossing else { return }
-            let ow = block.pixelWidth(w)
+            let ow = Int(width * Double(w))
             let travelled = Int((t - enter) / crossing * Double(w + ow))
-            block.paint(&luma, w, h, left: rightToLeft ? w - travelled : travelled - ow)
+            let left = rightToLeft ? w - travelled : travelled - ow
+            paintBlock(
+                &luma, w, h, left: left, top: Int(top * Double(h)), width: ow, height: Int(height * Double(h)),
+                level: level)
+        }
+    }
+
+    /// A textured block: `level` with a texture fixed to the block (±24 grey levels), so it
+    /// moves with it.
+    static func paintBlock(
+        _ luma: inout [UInt8], _ w: Int, _ h: Int, left: Int, top: Int, width: Int, height: Int, level: Int
+    ) {
+        for y in max(top, 0)..<max(min(top + height, h), max(top, 0)) {
+            for x in max(left, 0)..<max(min(left + width, w), max(left, 0)) {
+                let u = UInt32(x - left) &* 2_654_435_761 ^ UInt32(y - top) &* 40503
+                let texture = Int((u >> 13) % 49) - 24
+                luma[y * w + x] = UInt8(clamping: level + texture)
+            }
         }
     }
 
     static let crossings = [
         // 1.4 m/s across about 8 m of garden: 6 s; a dark coat through the foliage.
         Crossing(
-            name: "walking figure", enter: 12, crossing: 6,
-            block: Block(width: 0.075, height: 0.3, top: 0.4, level: 50),
+            name: "walking figure", enter: 12, crossing: 6, width: 0.075, height: 0.3, top: 0.4, level: 50,
             rightToLeft: false),
         // 20 km/h across about 11 m: 2 s; a grey car low in the picture, right to left.
         Crossing(
-            name: "car", enter: 15, crossing: 2, block: Block(width: 0.35, height: 0.18, top: 0.62, level: 110),
-            rightToLeft: true),
+            name: "car", enter: 15, crossing: 2, width: 0.35, height: 0.18, top: 0.62, level: 110, rightToLeft: true),
         // A light shirt high up, through the foliage and the sky. It enters through the bright
         // haze at the tree's edge, where the leaves swing in and out: the model learns that haze
         // with the tree (it comes and goes), and the shirt, a few grey levels off the haze,
         // counts once it is past it (about 1.3 s; 0.27 s when only blinking pixels were learned,
         // and rising wind was not).
         Crossing(
-            name: "light figure", enter: 18, crossing: 5,
-            block: Block(width: 0.07, height: 0.28, top: 0.15, level: 225),
+            name: "light figure", enter: 18, crossing: 5, width: 0.07, height: 0.28, top: 0.15, level: 225,
             rightToLeft: true, within: 1.5),
     ]
 
@@ -234,15 +226,18 @@ struct RealFootageTests {
     /// then leaves to the left.
     struct Stop: Sendable, CustomTestStringConvertible {
         var name: String
-        var block: Block
+        var width: Double
+        var height: Double
+        var top: Double
         /// Where its left edge stops (fraction of the width).
         var stop: Double
+        var level: Int
         var testDescription: String { name }
         static let (arrive, park, leave) = (12.0, 13.5, 22.0)
 
         func paint(_ luma: inout [UInt8], _ w: Int, _ h: Int, _ t: Double) {
             guard t >= Self.arrive, t < Self.leave + 1 else { return }
-            let ow = block.pixelWidth(w)
+            let ow = Int(width * Double(w))
             let stopAt = Int(stop * Double(w))
             let left: Int
             if t < Self.park {
@@ -252,20 +247,18 @@ struct RealFootageTests {
             } else {
                 left = stopAt - Int((t - Self.leave) * Double(stopAt + ow))
             }
-            block.paint(&luma, w, h, left: left)
+            paintBlock(
+                &luma, w, h, left: left, top: Int(top * Double(h)), width: ow, height: Int(height * Double(h)),
+                level: level)
         }
     }
 
     static let stops = [
         // Someone in a dark coat who walks in and stands in front of the window's bright
         // right side, where nothing moves.
-        Stop(
-            name: "figure standing in front of the sky", block: Block(width: 0.08, height: 0.35, top: 0.1, level: 60),
-            stop: 0.84),
+        Stop(name: "figure standing in front of the sky", width: 0.08, height: 0.35, top: 0.1, stop: 0.84, level: 60),
         // A grey car parked in front of the swaying tree.
-        Stop(
-            name: "car parked in front of the tree", block: Block(width: 0.35, height: 0.18, top: 0.62, level: 110),
-            stop: 0.3),
+        Stop(name: "car parked in front of the tree", width: 0.35, height: 0.18, top: 0.62, stop: 0.3, level: 110),
     ]
 
     /// An object that stops blinks only as it arrives, so the model does not learn
