@@ -25,8 +25,9 @@ func meanLuma(_ frame: VideoFrame) -> Double {
     return count == 0 ? 0 : Double(sum) / Double(count)
 }
 
-/// Takes `count` frames, dropping each at once (the driver never runs short of buffers).
-func take(_ camera: V4L2Camera, count: Int) throws(CaptureError) -> [Seen] {
+/// Takes `count` frames from a camera (V4L2 or libcamera), dropping each at once (the driver
+/// never runs short of buffers).
+func take(_ camera: any FrameSource, count: Int) throws(CaptureError) -> [Seen] {
     var seen: [Seen] = []
     for _ in 0..<count {
         guard let frame = try camera.nextFrame() else { break }
@@ -36,6 +37,23 @@ func take(_ camera: V4L2Camera, count: Int) throws(CaptureError) -> [Seen] {
                 luma: meanLuma(frame)))
     }
     return seen
+}
+
+/// Takes five frames from `camera`, then `pull`s it (unplugs or unbinds its device) while it
+/// streams: taking `upTo` more must fail as `judge` says (`Report.expectError`), the figure
+/// (`figure`: the error) saying how long after the pull, to `places` decimals.
+func pullWhileStreaming(
+    _ camera: any FrameSource, _ r: Report, pull: () throws -> Void, upTo frames: Int, _ what: String, label: String,
+    ifNoError: String, figure: String, places: Int, judge: (CaptureError) -> Bool?
+) throws {
+    _ = try take(camera, count: 5)
+    let pulled = MonotonicClock.now()
+    try pull()
+    r.expectError(
+        what, label: label, ifNoError: ifNoError,
+        figure: { "\(figure): \($0) (after \(fixed((MonotonicClock.now() - pulled).seconds, places)) s)" },
+        judge: judge
+    ) { () throws(CaptureError) in _ = try take(camera, count: frames) }
 }
 
 /// How many frames the timestamps say are missing between consecutive frames, against what
@@ -290,22 +308,11 @@ enum CameraScenarios {
             try Vivid.reset()
             try Vivid.makeByIdLink()
             let camera = try V4L2Camera(path: Vivid.byIdLink, request: CameraRequest(width: 640, height: 480, fps: 25))
-            _ = try take(camera, count: 5)
-            let pulled = MonotonicClock.now()
-            try Vivid.unplug()
-            do {
-                _ = try take(camera, count: 50)
-                r.fail("frames went on after the unplug")
-            } catch {
-                let delay = (MonotonicClock.now() - pulled).seconds
-                r.figure("unplugged while streaming: \(error) (after \(fixed(delay, 3)) s)")
-                if case .deviceLost = error {
-                    r.check(
-                        true, "an unplug while streaming throws deviceLost (POLLERR/POLLHUP, not the stall timeout)")
-                } else {
-                    r.fail("an unplug threw \(error)")
-                }
-            }
+            try pullWhileStreaming(
+                camera, r, pull: { try Vivid.unplug() }, upTo: 50,
+                "an unplug while streaming throws deviceLost (POLLERR/POLLHUP, not the stall timeout)",
+                label: "an unplug", ifNoError: "frames went on after the unplug", figure: "unplugged while streaming",
+                places: 3, judge: { if case .deviceLost = $0 { true } else { nil } })
             do {
                 _ = try V4L2Camera(path: Vivid.byIdLink, request: CameraRequest(width: 640, height: 480, fps: 25))
                 r.fail("the camera opened while unplugged")
@@ -323,17 +330,11 @@ enum CameraScenarios {
 
             // A driver that breaks the stream (vb2 queue error): POLLERR.
             try Vivid.set("inject_fatal_streaming_error", 1)
-            do {
-                _ = try take(back, count: 50)
-                r.fail("frames went on after a fatal streaming error")
-            } catch {
-                r.figure("fatal streaming error: \(error)")
-                if case .deviceLost = error {
-                    r.check(true, "a broken stream throws deviceLost")
-                } else {
-                    r.fail("a broken stream threw \(error)")
-                }
-            }
+            r.expectError(
+                "a broken stream throws deviceLost", label: "a broken stream",
+                ifNoError: "frames went on after a fatal streaming error", figure: { "fatal streaming error: \($0)" },
+                judge: { if case .deviceLost = $0 { true } else { nil } }
+            ) { () throws(CaptureError) in _ = try take(back, count: 50) }
         } catch {
             r.fail("\(error)")
         }
@@ -346,18 +347,15 @@ enum CameraScenarios {
             _ = try take(camera, count: 5)
             try Vivid.set("percentage_of_dropped_buffers", 100)
             let start = MonotonicClock.now()
-            do {
-                _ = try take(camera, count: 50)
-                r.fail("frames came while vivid dropped them all")
-            } catch {
-                let waited = (MonotonicClock.now() - start).seconds
-                r.figure("stalled stream: \(error) (after \(fixed(waited, 2)) s, stall timeout 1 s)")
-                if case .stalled = error {
-                    r.check(true, "a stalled stream throws stalled after the timeout, never blocks")
-                } else {
-                    r.fail("a stalled stream threw \(error)")
-                }
-            }
+            r.expectError(
+                "a stalled stream throws stalled after the timeout, never blocks", label: "a stalled stream",
+                ifNoError: "frames came while vivid dropped them all",
+                figure: { error in
+                    let waited = (MonotonicClock.now() - start).seconds
+                    return "stalled stream: \(error) (after \(fixed(waited, 2)) s, stall timeout 1 s)"
+                },
+                judge: { if case .stalled = $0 { true } else { nil } }
+            ) { () throws(CaptureError) in _ = try take(camera, count: 50) }
             try Vivid.set("percentage_of_dropped_buffers", 0)
         } catch {
             r.fail("\(error)")

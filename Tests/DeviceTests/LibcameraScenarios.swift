@@ -67,7 +67,7 @@ enum LibcameraScenarios {
                 camera.format.width == width && camera.format.height == height && camera.format.pixelFormat == .i420,
                 "\(width)x\(height) is delivered as I420", "\(camera.format)")
             try Vimc.setPattern(.white)
-            var frames = try takeFrames(camera, count: 90)
+            var frames = try take(camera, count: 90)
             let first = frames.first!, last = frames.last!
             let increasing = zip(frames, frames.dropFirst()).allSatisfy { $0.timestamp < $1.timestamp }
             let onClock = frames.allSatisfy { $0.timestamp >= opened && $0.timestamp <= $0.dequeued }
@@ -86,7 +86,7 @@ enum LibcameraScenarios {
                 numbered + 1 - frames.count == camera.lostFrames, "lost frames are the gaps in the sequence numbers")
             let white = frames.suffix(10).map(\.luma).reduce(0, +) / 10
             try Vimc.setPattern(.black)
-            frames = try takeFrames(camera, count: 30)
+            frames = try take(camera, count: 30)
             let black = frames.suffix(10).map(\.luma).reduce(0, +) / 10
             r.figure("mean luma: white pattern \(fixed(white, 1)), black \(fixed(black, 1))")
             r.check(
@@ -98,7 +98,7 @@ enum LibcameraScenarios {
         do {
             let camera = try LibcameraSource(
                 camera: Vimc.cameraID, request: CameraRequest(width: 640, height: 480, fps: 30))
-            let frames = try takeFrames(camera, count: 10)
+            let frames = try take(camera, count: 10)
             r.figure("640x480 asked: \(camera.negotiation)")
             r.check(
                 (camera.format.width, camera.format.height) != (640, 480)
@@ -120,34 +120,23 @@ enum LibcameraScenarios {
         do {
             let camera = try LibcameraSource(
                 camera: nil, request: CameraRequest(width: width, height: height, fps: 30))
-            _ = try takeFrames(camera, count: 5)
-            let pulled = MonotonicClock.now()
-            try Vimc.unbind()
-            do {
-                _ = try takeFrames(camera, count: 500)
-                r.fail("frames went on after vimc was unbound")
-            } catch {
-                r.figure(
-                    "unbound while streaming: \(error) (after \(fixed((MonotonicClock.now() - pulled).seconds, 2)) s)")
-                if case .needsRestart = error {
-                    r.check(
-                        error.description.contains("vigil must be restarted"),
-                        "unbinding while streaming ends the stream, saying a restart is needed, without aborting")
-                } else {
-                    r.fail("unbinding threw \(error)")
-                }
-            }
+            try pullWhileStreaming(
+                camera, r, pull: { try Vimc.unbind() }, upTo: 500,
+                "unbinding while streaming ends the stream, saying a restart is needed, without aborting",
+                label: "unbinding", ifNoError: "frames went on after vimc was unbound",
+                figure: "unbound while streaming",
+                places: 2,
+                judge: {
+                    if case .needsRestart = $0 { $0.description.contains("vigil must be restarted") } else { nil }
+                })
             try Vimc.waitForCamera(present: false)
-            do {
+            r.expectError(
+                "the same process then refuses libcamera cameras and says why", label: "opening again",
+                ifNoError: "libcamera opened a camera again in the same process",
+                figure: { "opening again in the same process: \($0)" },
+                judge: { if case .needsRestart = $0 { true } else { nil } }
+            ) { () throws(CaptureError) in
                 _ = try LibcameraSource(camera: nil, request: CameraRequest(width: width, height: height, fps: 30))
-                r.fail("libcamera opened a camera again in the same process")
-            } catch {
-                r.figure("opening again in the same process: \(error)")
-                if case .needsRestart = error {
-                    r.check(true, "the same process then refuses libcamera cameras and says why")
-                } else {
-                    r.fail("opening again threw \(error)")
-                }
             }
             // vimc stays unbound: bound again, the camera would come back into this process's
             // camera manager under the id it still holds, and libcamera aborts on that.
@@ -164,7 +153,7 @@ enum LibcameraScenarios {
             let camera = try LibcameraSource(
                 camera: nil, request: CameraRequest(width: 320, height: 240, fps: 30), stallTimeout: .init(seconds: 30))
             // Pools and libcamera's own allocations settle in the first frames.
-            _ = try takeFrames(camera, count: 1000)
+            _ = try take(camera, count: 1000)
             let before = residentBytes()
             let start = MonotonicClock.now()
             var taken = 0
@@ -298,19 +287,6 @@ enum LibcameraScenarios {
     /// `vigil trigger --seconds N` on the agent of `config`: whether it took the request.
     static func trigger(_ vigil: String, config: String, seconds: Int) -> Bool {
         (try? Child.run(vigil, ["trigger", "--config", config, "--seconds", String(seconds)]))?.status == 0
-    }
-
-    /// Takes `count` frames, dropping each at once.
-    static func takeFrames(_ source: any FrameSource, count: Int) throws(CaptureError) -> [Seen] {
-        var seen: [Seen] = []
-        for _ in 0..<count {
-            guard let frame = try source.nextFrame() else { break }
-            seen.append(
-                Seen(
-                    timestamp: frame.timestamp, dequeued: MonotonicClock.now(), sequence: frame.sequence,
-                    luma: meanLuma(frame)))
-        }
-        return seen
     }
 
     /// This process's resident memory (/proc/self/statm), in bytes.

@@ -56,6 +56,26 @@ final class Report {
 
     func fail(_ what: String) { check(false, what) }
 
+    /// `attempt` must fail: the error is kept as a figure (`figure` words it), then `judge`
+    /// says whether it passes the check `what` — nil for an error of another kind, which fails
+    /// as "`label` threw …"; an attempt that goes through fails as `ifNoError`.
+    func expectError(
+        _ what: String, label: String, ifNoError: String, figure: (CaptureError) -> String,
+        judge: (CaptureError) -> Bool?, _ attempt: () throws(CaptureError) -> Void
+    ) {
+        do {
+            try attempt()
+            fail(ifNoError)
+        } catch {
+            self.figure(figure(error))
+            if let passed = judge(error) {
+                check(passed, what)
+            } else {
+                fail("\(label) threw \(error)")
+            }
+        }
+    }
+
     func writeFigures(to path: String) {
         try? (figures.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
     }
