@@ -225,12 +225,21 @@ enum CameraScenarios {
         }
     }
 
+    /// vivid as `Vivid.reset()` leaves it, opened at 640x480 and 25 fps through its node, or
+    /// through the /dev/v4l/by-id link (`byId`, made first).
+    static func openVivid(byId: Bool = false, stallTimeout: Timestamp.Duration? = nil) throws -> V4L2Camera {
+        try Vivid.reset()
+        if byId { try Vivid.makeByIdLink() }
+        return try V4L2Camera(
+            path: byId ? Vivid.byIdLink : Vivid.node, request: CameraRequest(width: 640, height: 480, fps: 25),
+            stallTimeout: stallTimeout)
+    }
+
     /// Frames the driver had to drop show as gaps in `sequence`, counted exactly.
     static func lostFrames(_ r: Report) {
         r.section("lost frames: counted from sequence gaps")
         do {
-            try Vivid.reset()
-            let camera = try V4L2Camera(path: Vivid.node, request: CameraRequest(width: 640, height: 480, fps: 25))
+            let camera = try openVivid()
             _ = try take(camera, count: 5)
             // Hold every buffer for a second: the driver has nowhere to put frames.
             var held: [VideoFrame] = []
@@ -305,9 +314,7 @@ enum CameraScenarios {
     static func unplug(_ r: Report) {
         r.section("unplug, broken and stalled streams")
         do {
-            try Vivid.reset()
-            try Vivid.makeByIdLink()
-            let camera = try V4L2Camera(path: Vivid.byIdLink, request: CameraRequest(width: 640, height: 480, fps: 25))
+            let camera = try openVivid(byId: true)
             try pullWhileStreaming(
                 camera, r, pull: { try Vivid.unplug() }, upTo: 50,
                 "an unplug while streaming throws deviceLost (POLLERR/POLLHUP, not the stall timeout)",
@@ -340,10 +347,7 @@ enum CameraScenarios {
         }
         do {
             // A stream that stops delivering: vivid drops every buffer.
-            try Vivid.reset()
-            let camera = try V4L2Camera(
-                path: Vivid.node, request: CameraRequest(width: 640, height: 480, fps: 25),
-                stallTimeout: .init(seconds: 1))
+            let camera = try openVivid(stallTimeout: .init(seconds: 1))
             _ = try take(camera, count: 5)
             try Vivid.set("percentage_of_dropped_buffers", 100)
             let start = MonotonicClock.now()
@@ -368,8 +372,7 @@ enum CameraScenarios {
         r.section("vivid: time from a pattern change to the first frame showing it")
         var latencies: [Double] = []
         do {
-            try Vivid.reset()
-            let camera = try V4L2Camera(path: Vivid.node, request: CameraRequest(width: 640, height: 480, fps: 25))
+            let camera = try openVivid()
             let pattern = try Vivid.Control("test_pattern")
             _ = try take(camera, count: 3)
             for round in 0..<8 {
