@@ -4,6 +4,8 @@
 #   make test-faults   the fault suite: kills, full disks, failing sources, broken input
 #   make soak   an hour of camera time through the agent: memory, files and disk stay flat
 #   make bench  measure the pipeline (prints a table, writes var/bench/bench.json)
+#   make test-instructions  the pipeline's instructions per frame beyond x264 (callgrind) against
+#               the number kept in bench/instructions.txt: fails when they grew more than 10 %
 #   make compare-motion  Vigil's motion detector beside Motion 4.5.1 on real footage (prints a table)
 #   make deb    build the Debian package
 #   make deb-libcamera  the vigil-libcamera package (Raspberry Pi camera modules), built against this
@@ -21,13 +23,13 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev libturbojpeg0-dev zlib1g-dev libcamera-dev
 # What the agent reads at run time: the console font the timestamp overlay draws with.
 RUN_DEPS := psf-unifont
-TEST_DEPS := console-setup-linux mosquitto mosquitto-clients openssl ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
+TEST_DEPS := valgrind console-setup-linux mosquitto mosquitto-clients openssl ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
 # The device VM's libcamera scenario runs libcamera's own tools and compatibility layer, and udev
 # (libcamera finds cameras through it), from this machine's root.
 TEST_DEPS += libcamera-tools libcamera-ipa libcamera-v4l2 udev
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test test-faults soak run bench compare-motion deb test-deb clean check-swift lint format
+.PHONY: all deps build release test test-faults soak run bench test-instructions compare-motion deb test-deb clean check-swift lint format
 
 all: build
 
@@ -72,6 +74,14 @@ bench: deps check-swift
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil-bench $(SWIFT_FLAGS)
 	@mkdir -p var/bench
 	"$$($(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json
+
+# About a minute: `vigil run` on 3 s and 8 s of the bench's event scene at 640×480 under valgrind's
+# callgrind, which counts instructions the same on every run; the instructions per frame beyond
+# x264 against the last line for this architecture in bench/instructions.txt (CI runs it).
+test-instructions: deps check-swift
+	$(SWIFT) build -c release --static-swift-stdlib --product vigil $(SWIFT_FLAGS)
+	$(SWIFT) build -c release --static-swift-stdlib --product vigil-bench $(SWIFT_FLAGS)
+	"$$($(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --instruction-gate bench/instructions.txt
 
 # About 12 minutes: Vigil's detector (dynamic background on and off) beside Motion 4.5.1 (its smart
 # mask off and on; installed with apt-get when missing, its service left off), on the tree and

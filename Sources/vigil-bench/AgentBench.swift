@@ -274,6 +274,10 @@ func measureAgent(
     table.record(
         "reading the Y4M file (the file source), CPU", unit: "ms/frame", column: column, value: perFrame(median(read)))
     table.record("reading the Y4M file / x264 encode", unit: "%", column: column, value: 100 * median(read) / x264)
+    // The same run counted in instructions (callgrind): the same from run to run.
+    let instructions =
+        which("valgrind") != nil ? try countInstructions(vigil: vigil, width: width, height: height, in: dir) : nil
+    if let instructions { record(instructions, column: column, table: &table) }
 
     let rt = try agentRealtime(vigil, width: width, height: height, seconds: options.realtimeSeconds, in: dir)
     let x264Memory = try encoderMemory(width: width, height: height, in: dir)
@@ -297,6 +301,9 @@ func measureAgent(
         "detection_plain_cpu_s": detectPlain,
         "y4m_read_cpu_s": read,
         "x264_own_memory_bytes": x264Memory,
+        "instructions_per_frame": instructions.map {
+            ["whole": $0.whole, "x264": $0.x264, "beyond_x264": $0.beyondX264, "detection": $0.detection]
+        } as Any,
         "realtime": [
             "seconds": options.realtimeSeconds, "frames_in": rt.framesIn, "dropped": rt.dropped,
             "peak_rss_bytes": rt.peakRSS,

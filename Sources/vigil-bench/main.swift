@@ -140,6 +140,19 @@ func run() throws {
         guard size.count == 2 else { throw UsageError("--encoder-memory needs a size as in 1920x1080") }
         return try encoderMemoryChild(width: size[0], height: size[1])
     }
+    if arguments.first == "--write-footage" {  // for profiling by hand: docs/PERFORMANCE.md
+        let size = arguments.dropFirst().first?.split(separator: "x").compactMap { Int($0) } ?? []
+        guard arguments.count == 4, size.count == 2, let seconds = Double(arguments[2]) else {
+            throw UsageError("--write-footage needs a size, seconds and a path: 640x480 10 events.y4m")
+        }
+        let frames = try writeY4M(eventScene(width: size[0], height: size[1], seconds: seconds), to: arguments[3])
+        print("wrote \(frames) frames to \(arguments[3])")
+        return
+    }
+    if arguments.first == "--instruction-gate" {
+        guard arguments.count == 2 else { throw UsageError("--instruction-gate needs the baseline file") }
+        exit(try instructionGate(baselinePath: arguments[1]))
+    }
     let options = try Options(arguments)
     let sizes = options.sizes
     let columns = sizes.map { "\($0.0)×\($0.1)" }
