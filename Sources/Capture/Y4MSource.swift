@@ -230,7 +230,9 @@ final class FileReader {
     private let file: FileDescriptor
     private let source: String
     private let buffer: UnsafeMutablePointer<UInt8>
-    private let capacity = 1 << 16
+    // Small: a frame is read straight into its buffer; only what came with the header line is
+    // copied from here (a 64 KiB buffer made that a 64 KiB copy per frame).
+    private let capacity = 1 << 12
     private var start = 0
     private var end = 0
     private var atEnd = false

@@ -104,6 +104,23 @@ func readAll(_ path: String) throws(CaptureError) -> [VideoFrame] {
         #expect(frames[0].plane(2).row(1).allSatisfy { $0 == 9 })
     }
 
+    /// Lines longer than the reader's 4 KiB buffer, and frames that start anywhere in it: a
+    /// header of nearly 4096 bytes (a comment field), frames of 6000 bytes, each read whole
+    /// and in order.
+    @Test(arguments: [10, 4000]) func framesAfterAHeaderOfAnyLengthAreReadWhole(comment: Int) throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let data = y4m(
+            "YUV4MPEG2 W100 H40 F30:1 X" + String(repeating: "c", count: comment), frames: 3, frameBytes: 6000)
+        let path = dir.file("long.y4m")
+        try data.write(to: URL(fileURLWithPath: path))
+        let frames = try readAll(path)
+        try #require(frames.count == 3)
+        for (n, frame) in frames.enumerated() {
+            let bytes = UnsafeBufferPointer(start: frame.buffer.base, count: 6000)
+            #expect(bytes.indices.allSatisfy { bytes[$0] == UInt8(truncatingIfNeeded: n * 7 + $0) }, "frame \(n)")
+        }
+    }
     @Test func headerOnlyFileHasNoFrames() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }
