@@ -19,6 +19,9 @@ struct ChildProcess {
         /// Peak resident set size in bytes: the child's VmHWM, read from /proc while it runs
         /// (`ru_maxrss` will not do: a spawned child inherits its parent's peak at exec).
         var peakRSS: Int
+        /// The most of it that was file pages (RssFile): code and read-only data of the program
+        /// and its libraries, clean and shared, which the kernel may drop and read again.
+        var peakFileRSS: Int
         var wallSeconds: Double
         /// What it wrote to stderr (and stdout, which goes to the same file).
         var output: String
@@ -86,7 +89,7 @@ struct ChildProcess {
         // Until the child is a zombie its memory can still grow; once it is, VmHWM is gone.
         var info = siginfo_t()
         _ = try? retryOnInterrupt { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
-        let peakRSS = peak.stop()
+        let (peakRSS, peakFileRSS) = peak.stop()
         var status: Int32 = 0
         var usage = rusage()
         _ = try? retryOnInterrupt { wait4(pid, &status, 0, &usage) }
@@ -97,7 +100,7 @@ struct ChildProcess {
         return Result(
             status: signalled ? status & 0x7f : (status >> 8) & 0xff, signalled: signalled,
             cpuSeconds: user + system, userSeconds: user, systemSeconds: system,
-            peakRSS: peakRSS, wallSeconds: wall, output: output)
+            peakRSS: peakRSS, peakFileRSS: peakFileRSS, wallSeconds: wall, output: output)
     }
 
     /// Runs to completion.
@@ -117,20 +120,24 @@ func processStatus(_ field: String, of pid: String = "self") -> Int? {
     return kb * 1024
 }
 
-/// Samples a process's peak resident set (VmHWM in /proc/PID/status) every 20 ms on a thread
-/// of its own, until `stop()`.
+/// Samples a process's peak resident set (VmHWM in /proc/PID/status), and the most of its
+/// resident set that was file pages (RssFile), every 20 ms on a thread of its own, until `stop()`.
 final class PeakMemory: @unchecked Sendable {
     // `@unchecked Sendable`: `peak` and `running` are only touched while holding `lock`.
     private let lock = NSLock()
     private var peak = 0
+    private var peakFile = 0
     private var running = true
     private let done = DispatchSemaphore(value: 0)
 
     init(pid: pid_t) {
         Thread.detachNewThread { [self] in
             while lock.withLock({ running }) {
-                if let bytes = processStatus("VmHWM", of: String(pid)) {
-                    lock.withLock { peak = max(peak, bytes) }
+                let bytes = processStatus("VmHWM", of: String(pid))
+                let file = processStatus("RssFile", of: String(pid))
+                lock.withLock {
+                    peak = max(peak, bytes ?? 0)
+                    peakFile = max(peakFile, file ?? 0)
                 }
                 usleep(20_000)
             }
@@ -138,11 +145,11 @@ final class PeakMemory: @unchecked Sendable {
         }
     }
 
-    /// Stops sampling; the highest peak seen, in bytes.
-    func stop() -> Int {
+    /// Stops sampling; the highest peak seen and the most file pages, in bytes.
+    func stop() -> (peak: Int, file: Int) {
         lock.withLock { running = false }
         done.wait()
-        return lock.withLock { peak }
+        return lock.withLock { (peak, peakFile) }
     }
 }
 
