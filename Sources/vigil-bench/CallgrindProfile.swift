@@ -11,21 +11,15 @@ struct CallgrindProfile {
         var name: String
     }
 
-    struct Call: Hashable {
-        var caller: Function
-        var callee: Function
-    }
-
     struct FormatError: Error, CustomStringConvertible {
         var description: String
     }
 
     /// Instructions executed in the whole run, every thread.
     private(set) var total = 0
-    /// Instructions executed in each function itself.
-    private(set) var selfCost: [Function: Int] = [:]
-    /// The inclusive cost of every call edge (the callee and all it called).
-    private(set) var calls: [Call: Int] = [:]
+    /// For each function called, its callers and the inclusive cost of their calls (the callee
+    /// and all it called).
+    private(set) var callers: [Function: [Function: Int]] = [:]
 
     init(path: String) throws {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
@@ -35,8 +29,8 @@ struct CallgrindProfile {
     }
 
     /// Parses the format: `ob=`/`fn=` set the current function, `cob=`/`cfn=` the callee of the
-    /// next `calls=` line, whose following cost line is that call's inclusive cost; every other
-    /// cost line is the current function's own. Names are compressed: `(12) name` the first
+    /// next `calls=` line, whose following cost line is that call's inclusive cost (every other
+    /// cost line is the current function's own, which the bench does not need). Names are compressed: `(12) name` the first
     /// time, `(12)` after.
     init(text: String) throws {
         var objects: [Substring: String] = [:]
@@ -59,13 +53,10 @@ struct CallgrindProfile {
                 let fields = line.split(separator: " ")
                 let cost = fields.count > 1 ? Int(fields[1]) ?? 0 : 0
                 if callPending {
-                    let call = Call(
-                        caller: current, callee: Function(object: calleeObject ?? current.object, name: callee ?? ""))
-                    calls[call, default: 0] += cost
+                    let called = Function(object: calleeObject ?? current.object, name: callee ?? "")
+                    callers[called, default: [:]][current, default: 0] += cost
                     callPending = false
                     calleeObject = nil
-                } else {
-                    selfCost[current, default: 0] += cost
                 }
             } else if line.hasPrefix("ob=") {
                 current.object = name(line.dropFirst(3), in: &objects)
@@ -90,7 +81,9 @@ struct CallgrindProfile {
     /// functions, and recursion, count once; a thread's start routine is called from libc's).
     func cost(of part: (Function) -> Bool) -> Int {
         var cost = 0
-        for (call, c) in calls where part(call.callee) && !part(call.caller) { cost += c }
+        for (callee, calls) in callers where part(callee) {
+            for (caller, c) in calls where !part(caller) { cost += c }
+        }
         return cost
     }
 
