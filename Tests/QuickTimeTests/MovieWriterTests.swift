@@ -376,8 +376,6 @@ func sine(frames: Int, channels: Int, rate: Int, startFrame: Int, frequency: Dou
         ) {
             _ = try FileMovieOutput(updating: "/nonexistent.mov")
         }
-        let dir = try TemporaryDirectory("vigil-file")
-        defer { dir.remove() }
     }
 
     /// Repair opens nothing but a regular file: a named pipe would block it for ever, and a
