@@ -5,8 +5,15 @@
 # systemd-binfmt does at boot where systemd runs); both last until the next boot. Needs root.
 set -euo pipefail
 fail() { echo "binfmt: $*" >&2; exit 1; }
+# shellcheck source=scripts/apt-install.sh
+. "$(dirname "$0")/../apt-install.sh"
 binfmt=/proc/sys/fs/binfmt_misc
 conf=/usr/lib/binfmt.d/qemu-aarch64.conf
+# The emulator and its registration come with qemu-user-static: installed when missing (a fresh
+# machine, where the arm64 package is built before any arm64 root is made).
+if [ ! -f "$conf" ]; then
+    apt_ensure binfmt qemu-user-static || fail "could not install qemu-user-static with apt-get (above)"
+fi
 [ -f "$conf" ] || fail "$conf is missing — install qemu-user-static (apt-get install qemu-user-static)"
 if [ ! -e "$binfmt/register" ]; then
     mount -t binfmt_misc binfmt_misc "$binfmt" || fail "cannot mount binfmt_misc on $binfmt (a container without it cannot run arm64 programs)"
