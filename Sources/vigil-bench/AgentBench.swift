@@ -105,6 +105,11 @@ struct AgentRunError: Error, CustomStringConvertible {
     var description: String
 }
 
+/// The camera name of every agent the bench starts: its own, so that a second bench or the
+/// instruction gate running at the same time on this machine is not refused as another agent
+/// recording a camera of the same name.
+let benchCameraName = "bench-\(getpid())"
+
 /// `vigil run` on the file, as fast as it goes, with the shipped defaults but for storage and
 /// logging; its CPU seconds (all threads, from wait4) and the clips it wrote.
 func agentOnFile(
@@ -114,7 +119,7 @@ func agentOnFile(
     try? FileManager.default.removeItem(atPath: storage)
     let config = dir + "/file-\(label).conf"
     try """
-    camera = { device = "file:\(footage)"; name = "bench"; realtime = false; };
+    camera = { device = "file:\(footage)"; name = "\(benchCameraName)"; realtime = false; };
     storage = { path = "\(storage)"; min_free_mb = 1; };
     log = { level = "info"; stats_interval = 0; };
     """.write(toFile: config, atomically: true, encoding: .utf8)
@@ -133,16 +138,20 @@ func agentOnFile(
 func ffmpegOnFile(_ ffmpeg: String, footage: String, in dir: String) throws -> Double {
     let output = dir + "/ffmpeg.mov"
     let r = try ChildProcess.run(
-        ffmpeg,
-        [
-            "-nostdin", "-v", "error", "-y", "-i", footage, "-c:v", "libx264", "-preset", "ultrafast",
-            "-tune", "zerolatency", "-g", "30", output,
-        ], outputPath: dir + "/ffmpeg.log")
+        ffmpeg, ffmpegArguments(footage: footage, output: output), outputPath: dir + "/ffmpeg.log")
     try? FileManager.default.removeItem(atPath: output)
     guard !r.signalled, r.status == 0 else {
         throw AgentRunError(description: "ffmpeg exited \(r.status): \(r.output)")
     }
     return r.cpuSeconds
+}
+
+/// ffmpeg's command line for the file into a .mov (see `ffmpegOnFile`).
+func ffmpegArguments(footage: String, output: String) -> [String] {
+    [
+        "-nostdin", "-v", "error", "-y", "-i", footage, "-c:v", "libx264", "-preset", "ultrafast",
+        "-tune", "zerolatency", "-g", "30", output,
+    ]
 }
 
 /// What the agent did in real time on its synthetic camera.
@@ -151,6 +160,8 @@ struct RealtimeFigures {
     var peakFileRSS: Int
     /// The most the pre-roll ring held (from the stats lines, every second).
     var peakRingBytes: Int
+    /// The seconds of video it held then (from the oldest keyframe to the newest frame).
+    var peakRingSeconds: Double
     var framesIn: Int
     /// Frames lost at the source, dropped at capture, and samples dropped at the writer.
     var dropped: Int
@@ -170,7 +181,7 @@ func agentRealtime(_ vigil: String, width: Int, height: Int, seconds: Double, in
     try? FileManager.default.removeItem(atPath: storage)
     let config = dir + "/rt-\(label).conf"
     try """
-    camera = { device = "synthetic"; name = "bench"; width = \(width); height = \(height); fps = 30.0; };
+    camera = { device = "synthetic"; name = "\(benchCameraName)"; width = \(width); height = \(height); fps = 30.0; };
     recording = { pre_roll = 10.0; post_roll = 2.0; };
     storage = { path = "\(storage)"; min_free_mb = 1; };
     log = { level = "debug"; stats_interval = 1; };
@@ -199,9 +210,16 @@ func agentRealtime(_ vigil: String, width: Int, height: Int, seconds: Double, in
         if seenFirst.insert(file).inserted { first.append(since) }
         if through > 0, seenTrigger.insert(file).inserted { trigger.append(since) }
     }
-    let ringBytes = lines.compactMap { logValue($0, "ring_bytes").flatMap(Int.init) }.max() ?? 0
+    // The stats line where the ring held the most bytes, and how many seconds those were.
+    let ring = lines.compactMap { line -> (bytes: Int, seconds: Double)? in
+        guard let bytes = logValue(line, "ring_bytes").flatMap(Int.init),
+            let seconds = logValue(line, "ring_s").flatMap(Double.init)
+        else { return nil }
+        return (bytes, seconds)
+    }.max { $0.bytes < $1.bytes }
     return RealtimeFigures(
-        peakRSS: r.peakRSS, peakFileRSS: r.peakFileRSS, peakRingBytes: ringBytes, framesIn: number("frames_total"),
+        peakRSS: r.peakRSS, peakFileRSS: r.peakFileRSS, peakRingBytes: ring?.bytes ?? 0,
+        peakRingSeconds: ring?.seconds ?? 0, framesIn: number("frames_total"),
         dropped: number("lost_at_source_total") + number("dropped_at_capture_total")
             + number("dropped_at_writer_total"),
         firstFragment: first, triggerFragment: trigger, clips: number("clips_total"))
@@ -282,7 +300,27 @@ func measureAgent(
     // The same run counted in instructions (callgrind): the same from run to run.
     let instructions =
         which("valgrind") != nil ? try countInstructions(vigil: vigil, width: width, height: height, in: dir) : nil
-    if let instructions { record(instructions, column: column, table: &table) }
+    if let instructions {
+        record(instructions, column: column, table: &table)
+        table.record(
+            "vigil run / x264, instructions (goal ≤ 1.05)", unit: "ratio", column: column,
+            value: instructions.whole / instructions.x264)
+    }
+    // ffmpeg on the same frames, counted the same way.
+    let peerInstructions =
+        instructions != nil
+        ? try ffmpeg.map { try countPeerInstructions(ffmpeg: $0, width: width, height: height, in: dir) } : nil
+    if let instructions, let peerInstructions {
+        table.record(
+            "instructions: ffmpeg libx264 → .mov, whole process", unit: "k instr/frame", column: column,
+            value: peerInstructions.whole / 1000)
+        table.record(
+            "  of which x264 (libx264 and what it calls)", unit: "k instr/frame", column: column,
+            value: peerInstructions.x264 / 1000)
+        table.record(
+            "vigil run / ffmpeg, instructions (goal ≤ 1.00)", unit: "ratio", column: column,
+            value: instructions.whole / peerInstructions.whole)
+    }
 
     let rt = try agentRealtime(vigil, width: width, height: height, seconds: options.realtimeSeconds, in: dir)
     let x264Memory = try encoderMemory(width: width, height: height, in: dir)
@@ -290,6 +328,9 @@ func measureAgent(
     table.record("real time 30 fps, pre_roll 10 s: peak RSS", unit: "MB", column: column, value: mb(rt.peakRSS))
     table.record("  of which libx264's own buffers (measured alone)", unit: "MB", column: column, value: mb(x264Memory))
     table.record("  of which the pre-roll ring at its fullest", unit: "MB", column: column, value: mb(rt.peakRingBytes))
+    table.record(
+        "    the seconds it held then (goal ≤ pre-roll + 1 GOP = 11)", unit: "s", column: column,
+        value: rt.peakRingSeconds)
     table.record(
         "  the rest: Vigil, frames in flight, runtime, code", unit: "MB", column: column,
         value: mb(rt.peakRSS - x264Memory - rt.peakRingBytes))
@@ -314,10 +355,11 @@ func measureAgent(
         "instructions_per_frame": instructions.map {
             ["whole": $0.whole, "x264": $0.x264, "beyond_x264": $0.beyondX264, "detection": $0.detection]
         } as Any,
+        "ffmpeg_instructions_per_frame": peerInstructions.map { ["whole": $0.whole, "x264": $0.x264] } as Any,
         "realtime": [
             "seconds": options.realtimeSeconds, "frames_in": rt.framesIn, "dropped": rt.dropped,
             "peak_rss_bytes": rt.peakRSS, "peak_file_rss_bytes": rt.peakFileRSS,
-            "peak_ring_bytes": rt.peakRingBytes,
+            "peak_ring_bytes": rt.peakRingBytes, "peak_ring_seconds": rt.peakRingSeconds,
             "clips": rt.clips, "trigger_to_first_fragment_s": rt.firstFragment,
             "trigger_to_trigger_fragment_s": rt.triggerFragment,
         ],

@@ -80,39 +80,79 @@ struct InstructionCounts {
 func countInstructions(
     vigil: String, width: Int, height: Int, short: Double = 3, long: Double = 8, in dir: String
 ) throws -> InstructionCounts {
+    let p = try profilePair(width: width, height: height, short: short, long: long, in: dir) { footage, label in
+        let storage = dir + "/clips-\(label)"
+        try? FileManager.default.removeItem(atPath: storage)
+        let config = dir + "/\(label).conf"
+        try """
+        camera = { device = "file:\(footage)"; name = "\(benchCameraName)"; realtime = false; };
+        storage = { path = "\(storage)"; min_free_mb = 1; };
+        log = { level = "info"; stats_interval = 0; };
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        return (
+            vigil, ["run", "--config", config],
+            { r in
+                try? FileManager.default.removeItem(atPath: storage)
+                guard r.output.contains("msg=\"clip saved\"") else {
+                    throw AgentRunError(description: "vigil run under callgrind saved no clip:\n\(r.output)")
+                }
+            }
+        )
+    }
+    return .perFrame(short: InstructionCounts(p.short), long: InstructionCounts(p.long), frames: p.frames)
+}
+
+/// ffmpeg's libx264 into a .mov (the arguments `ffmpegOnFile` times) on the same frames, counted
+/// the same way: its whole process and libx264's share, per frame.
+func countPeerInstructions(
+    ffmpeg: String, width: Int, height: Int, short: Double = 3, long: Double = 8, in dir: String
+) throws -> (whole: Double, x264: Double) {
+    let p = try profilePair(width: width, height: height, short: short, long: long, in: dir) { footage, label in
+        let output = dir + "/\(label).mov"
+        return (
+            ffmpeg, ffmpegArguments(footage: footage, output: output),
+            { _ in try? FileManager.default.removeItem(atPath: output) }
+        )
+    }
+    let frames = Double(p.frames)
+    return (
+        Double(p.long.total - p.short.total) / frames,
+        Double(p.long.cost(ofObject: "libx264") - p.short.cost(ofObject: "libx264")) / frames
+    )
+}
+
+/// A command under callgrind on the first `short` and the first `long` seconds of the event
+/// scene (`command` gives the program, its arguments and a check of its run for a footage file
+/// and a label): the two profiles and the frames between them.
+func profilePair(
+    width: Int, height: Int, short: Double, long: Double, in dir: String,
+    command: (_ footage: String, _ label: String) throws -> (
+        program: String, arguments: [String], check: (ChildProcess.Result) throws -> Void
+    )
+) throws -> (short: CallgrindProfile, long: CallgrindProfile, frames: Int) {
     guard let valgrind = which("valgrind") else {
         throw UsageError("valgrind is not installed: apt-get install valgrind (it counts the instructions)")
     }
-    var profiles: [(frames: Int, counts: InstructionCounts)] = []
+    var profiles: [(frames: Int, profile: CallgrindProfile)] = []
     for seconds in [short, long] {
         let label = "instructions-\(width)x\(height)-\(Int(seconds))s"
         let footage = dir + "/\(label).y4m"
         let frames = try writeY4M(eventScene(width: width, height: height, seconds: seconds), to: footage)
         defer { try? FileManager.default.removeItem(atPath: footage) }
-        let storage = dir + "/clips-\(label)"
-        try? FileManager.default.removeItem(atPath: storage)
-        defer { try? FileManager.default.removeItem(atPath: storage) }
-        let config = dir + "/\(label).conf"
-        try """
-        camera = { device = "file:\(footage)"; name = "bench"; realtime = false; };
-        storage = { path = "\(storage)"; min_free_mb = 1; };
-        log = { level = "info"; stats_interval = 0; };
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let (program, arguments, check) = try command(footage, label)
+        let name = (program as NSString).lastPathComponent
         let out = dir + "/\(label).callgrind"
+        defer { try? FileManager.default.removeItem(atPath: out) }
         let r = try ChildProcess.run(
-            valgrind, ["--tool=callgrind", "--callgrind-out-file=\(out)", vigil, "run", "--config", config],
+            valgrind, ["--tool=callgrind", "--callgrind-out-file=\(out)", program] + arguments,
             outputPath: dir + "/\(label).log")
         guard !r.signalled, r.status == 0 else {
-            throw AgentRunError(description: "vigil run under callgrind exited \(r.status):\n\(r.output)")
+            throw AgentRunError(description: "\(name) under callgrind exited \(r.status):\n\(r.output)")
         }
-        guard r.output.contains("msg=\"clip saved\"") else {
-            throw AgentRunError(description: "vigil run under callgrind saved no clip:\n\(r.output)")
-        }
-        profiles.append((frames, InstructionCounts(try CallgrindProfile(path: out))))
-        try? FileManager.default.removeItem(atPath: out)
+        try check(r)
+        profiles.append((frames, try CallgrindProfile(path: out)))
     }
-    return .perFrame(
-        short: profiles[0].counts, long: profiles[1].counts, frames: profiles[1].frames - profiles[0].frames)
+    return (profiles[0].profile, profiles[1].profile, profiles[1].frames - profiles[0].frames)
 }
 
 /// Records the counts as rows of the bench's table (the count beyond x264 after x264's).
