@@ -26,6 +26,7 @@ let package = Package(
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // libcamera (C++), for the plugin only.
         .systemLibrary(name: "CLibcamera", pkgConfig: "libcamera", providers: [.apt(["libcamera-dev"])]),
         // The plugin's C ABI (a header, and dlopen): what Capture sees of libcamera.
@@ -60,6 +61,9 @@ let package = Package(
         // Text drawn into the picture (the time, the camera's name) in a PSF console font,
         // read through zlib.
         .target(name: "Overlay", dependencies: ["Media", "CZlib"]),
+        // HTTP on libmicrohttpd, on threads of its own: requests in, responses of bytes or of
+        // parts of open files out.
+        .target(name: "Web", dependencies: ["POSIX", "CMicroHTTPD"]),
 
         // The agent: the pipeline, the clip writer and their decisions, its threads, queues and
         // stop order (on POSIX's threads, signals and sd_notify). It knows the disk only as
@@ -131,6 +135,8 @@ let package = Package(
             dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
+        // Against the real server on a loopback port, with curl and raw sockets as clients.
+        .testTarget(name: "WebTests", dependencies: ["Web", "POSIX", "TestSupport"]),
         .testTarget(name: "SnapshotTests", dependencies: ["Snapshot", "Media", "TestSupport"]),
         .testTarget(
             name: "OverlayTests",

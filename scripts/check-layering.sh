@@ -30,7 +30,7 @@ for module in Media Logging QuickTime MotionDetection Recorder Analysis; do
     done < <(grep_module "$module" \
         '^\s*(@_exported |internal |public )?import (Glibc|Foundation$|Foundation\b[^E]|C[A-Z][A-Za-z0-9]*|POSIX|Dispatch)')
 done
-for module in POSIX V4L2 H264 Capture Configuration Storage MQTT Snapshot Overlay; do
+for module in POSIX V4L2 H264 Capture Configuration Storage MQTT Snapshot Overlay Web; do
     while IFS= read -r hit; do
         fail "$hit — an adapter imports a C module without \`internal import\`"
     done < <(grep_module "$module" '^\s*(public )?import (Glibc|C[A-Z][A-Za-z0-9]*)$')

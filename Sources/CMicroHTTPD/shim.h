@@ -1,0 +1,31 @@
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <microhttpd.h>
+
+// MHD_start_daemon is variadic, which Swift cannot call: this takes
+// the options Vigil sets as plain arguments.
+
+// A daemon on its own threads serving the listening socket `listen_fd` (bound and listening;
+// the daemon closes it when it stops): an internal polling thread (epoll where there is one)
+// serves every connection, at most `connection_limit` at once (`per_ip_limit` from one
+// address), each dropped after `timeout_seconds` without traffic and given `memory_limit`
+// bytes for its request; strict about the protocol (an HTTP/1.1 request without a Host, a
+// space in a path: 400). NULL when it cannot start.
+static inline struct MHD_Daemon *vigil_mhd_start(
+    int listen_fd, MHD_AccessHandlerCallback handler, void *handler_context,
+    MHD_RequestCompletedCallback completed, void *completed_context, unsigned int connection_limit,
+    unsigned int per_ip_limit, unsigned int timeout_seconds, size_t memory_limit)
+{
+    return MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, handler, handler_context,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket) listen_fd,
+        MHD_OPTION_CONNECTION_LIMIT, connection_limit,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+        MHD_OPTION_STRICT_FOR_CLIENT, (int) 1,
+        MHD_OPTION_END);
+}
+

@@ -1,0 +1,270 @@
+internal import CMicroHTTPD
+internal import Glibc
+import POSIX
+import Synchronization
+
+/// Why the web server did not start: the address, what went wrong, what to do.
+public struct HTTPServerError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let description: String
+}
+
+/// An HTTP server on libmicrohttpd, on threads of its own: one internal thread polls every
+/// connection (epoll), so a slow or stalled client costs a socket and a few kilobytes, never a
+/// thread of the agent's, and files go out with sendfile without passing through memory.
+///
+/// Bounded: at most `Limits.connections` connections (`connectionsPerAddress` from one
+/// address), each closed after `idleSeconds` without traffic, with `requestMemory` bytes for
+/// its request line and headers (a longer one gets 431 or 414 from the library) and at most
+/// `bodyBytes` of body (413 beyond). The handler runs on the server's thread: it must answer
+/// from what it has, without waiting on the agent.
+public final class HTTPServer: Sendable {
+    public struct Limits: Sendable {
+        public var connections = 64
+        public var connectionsPerAddress = 32
+        public var idleSeconds = 30
+        public var requestMemory = 32 * 1024
+        public var bodyBytes = 16 * 1024
+        public init() {}
+    }
+
+    public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+
+    /// The port it listens on (the one the kernel chose when asked for port 0).
+    public let port: Int
+    /// The address it listens on, as given.
+    public let address: String
+    private let daemon: Mutex<OpaquePointer?>
+    private let context: Context
+
+    /// Listens on `address` (a numeric IPv4 or IPv6 address: 127.0.0.1, 0.0.0.0, ::1, ::) and
+    /// `port` (0: any free one) and serves each request with `handler`.
+    public init(
+        address: String, port: Int, limits: Limits = Limits(), handler: @escaping Handler
+    ) throws(HTTPServerError) {
+        let socket = try Self.listen(address: address, port: port)
+        self.address = address
+        self.port = socket.port
+        context = Context(handler: handler, bodyLimit: limits.bodyBytes)
+        let opaque = Unmanaged.passUnretained(context).toOpaque()
+        guard
+            let started = vigil_mhd_start(
+                socket.descriptor, accessHandler, opaque, requestCompleted, opaque, UInt32(limits.connections),
+                UInt32(limits.connectionsPerAddress), UInt32(limits.idleSeconds), limits.requestMemory)
+        else {
+            close(socket.descriptor)
+            throw HTTPServerError(
+                description:
+                    "the web server on \(Self.endpoint(address, socket.port)) could not start its thread (libmicrohttpd refused: out of memory or threads?)"
+            )
+        }
+        daemon = Mutex(started)
+    }
+
+    deinit { stop() }
+
+    /// Closes the listening socket and every connection, and waits for the server's thread to
+    /// end. Once is enough; again does nothing.
+    public func stop() {
+        let stopping = daemon.withLock { d -> OpaquePointer? in
+            defer { d = nil }
+            return d
+        }
+        if let stopping { MHD_stop_daemon(stopping) }
+    }
+
+    /// `address:port`, with brackets around an IPv6 address.
+    static func endpoint(_ address: String, _ port: Int) -> String {
+        address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)"
+    }
+
+    /// A listening TCP socket on `address` and `port`, close-on-exec, with SO_REUSEADDR (a
+    /// restarted agent takes its port back at once) and, for IPv6, IPv6 only.
+    static func listen(address: String, port: Int) throws(HTTPServerError) -> (descriptor: Int32, port: Int) {
+        let said = endpoint(address, port)
+        guard (0...65535).contains(port) else {
+            throw HTTPServerError(description: "web.port \(port) is not a port: give one from 1 to 65535")
+        }
+        var v4 = sockaddr_in()
+        var v6 = sockaddr_in6()
+        let family: Int32
+        if inet_pton(AF_INET, address, &v4.sin_addr) == 1 {
+            family = AF_INET
+            v4.sin_family = sa_family_t(AF_INET)
+            v4.sin_port = UInt16(port).bigEndian
+        } else if inet_pton(AF_INET6, address, &v6.sin6_addr) == 1 {
+            family = AF_INET6
+            v6.sin6_family = sa_family_t(AF_INET6)
+            v6.sin6_port = UInt16(port).bigEndian
+        } else {
+            throw HTTPServerError(
+                description:
+                    "web.listen \"\(address)\" is not an IP address: give one such as 127.0.0.1 (this machine only), 0.0.0.0 (every IPv4 address) or :: (every address)"
+            )
+        }
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else {
+            throw HTTPServerError(description: "the web server cannot make a socket for \(said): \(SystemError(errno))")
+        }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if family == AF_INET6 {
+            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
+        let bound =
+            family == AF_INET
+            ? withUnsafePointer(to: &v4) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            : withUnsafePointer(to: &v6) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+                }
+            }
+        if bound != 0 {
+            let error = SystemError(errno)
+            close(fd)
+            let hint =
+                switch error.code {
+                case EADDRINUSE: " — another program (or another agent) listens there: give web.port another number"
+                case EADDRNOTAVAIL: " — the address is not one of this machine's: check web.listen"
+                case EACCES: " — ports below 1024 need privileges the agent does not have: give web.port 1024 or more"
+                default: ""
+                }
+            throw HTTPServerError(description: "the web server cannot listen on \(said): \(error)\(hint)")
+        }
+        guard Glibc.listen(fd, 64) == 0 else {
+            let error = SystemError(errno)
+            close(fd)
+            throw HTTPServerError(description: "the web server cannot listen on \(said): \(error)")
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        var actual = port
+        if named == 0 {
+            actual = withUnsafePointer(to: &storage) { p -> Int in
+                if family == AF_INET {
+                    return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                        Int(UInt16(bigEndian: $0.pointee.sin_port))
+                    }
+                }
+                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    Int(UInt16(bigEndian: $0.pointee.sin6_port))
+                }
+            }
+        }
+        return (fd, actual)
+    }
+}
+
+/// What the C callbacks reach through their context pointer: the handler and the body limit.
+private final class Context: Sendable {
+    let handler: HTTPServer.Handler
+    let bodyLimit: Int
+    init(handler: @escaping HTTPServer.Handler, bodyLimit: Int) {
+        self.handler = handler
+        self.bodyLimit = bodyLimit
+    }
+}
+
+/// One request's body while it arrives (the library calls the handler once per piece).
+private final class RequestBody {
+    var bytes: [UInt8] = []
+    var tooLarge = false
+}
+
+/// The pairs of one kind of a connection's values (headers, query arguments).
+private final class Pairs {
+    var values: [String: String] = [:]
+    let lowercased: Bool
+    init(lowercased: Bool) { self.lowercased = lowercased }
+}
+
+private func values(of connection: OpaquePointer?, kind: MHD_ValueKind, lowercased: Bool) -> [String: String] {
+    let pairs = Pairs(lowercased: lowercased)
+    let opaque = Unmanaged.passUnretained(pairs).toOpaque()
+    _ = MHD_get_connection_values(
+        connection, kind,
+        { context, _, key, value in
+            guard let context, let key else { return MHD_Result.YES }
+            let pairs = Unmanaged<Pairs>.fromOpaque(context).takeUnretainedValue()
+            let name = String(cString: key)
+            pairs.values[pairs.lowercased ? name.lowercased() : name] = value.map { String(cString: $0) } ?? ""
+            return MHD_Result.YES
+        }, opaque)
+    return withExtendedLifetime(pairs) { pairs.values }
+}
+
+/// The library's access handler: called when a request's headers are in (the body state is
+/// made), once per piece of its body, and once more when it is whole (then answered).
+private let accessHandler: MHD_AccessHandlerCallback = {
+    context, connection, url, method, _, uploadData, uploadSize, requestContext in
+    guard let context, let requestContext, let uploadSize else { return MHD_Result.NO }
+    guard let state = requestContext.pointee else {
+        requestContext.pointee = Unmanaged.passRetained(RequestBody()).toOpaque()
+        return MHD_Result.YES
+    }
+    let server = Unmanaged<Context>.fromOpaque(context).takeUnretainedValue()
+    let body = Unmanaged<RequestBody>.fromOpaque(state).takeUnretainedValue()
+    if uploadSize.pointee > 0 {
+        if !body.tooLarge, let uploadData {
+            if body.bytes.count + uploadSize.pointee > server.bodyLimit {
+                body.tooLarge = true
+                body.bytes = []
+            } else {
+                uploadData.withMemoryRebound(to: UInt8.self, capacity: uploadSize.pointee) {
+                    body.bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: uploadSize.pointee))
+                }
+            }
+        }
+        uploadSize.pointee = 0
+        return MHD_Result.YES
+    }
+    let response: HTTPResponse
+    if body.tooLarge {
+        response = .error(413, "The request's body is larger than \(server.bodyLimit) bytes.")
+    } else {
+        let request = HTTPRequest(
+            method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
+            query: values(of: connection, kind: MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
+            headers: values(of: connection, kind: MHD_ValueKind.HEADER_KIND, lowercased: true), body: body.bytes)
+        response = server.handler(request)
+    }
+    return queue(response, on: connection)
+}
+
+/// Hands `response` to the library for `connection`.
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer?) -> MHD_Result {
+    let made: OpaquePointer?
+    switch response.body {
+    case .bytes(let bytes):
+        made = bytes.withUnsafeBytes {
+            MHD_create_response_from_buffer(
+                bytes.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY
+            )
+        }
+    case .file(let file, let offset, let length):
+        // The library closes what it is given: a duplicate, so the shared file stays open.
+        let fd = dup(file.descriptor.rawValue)
+        guard fd >= 0 else {
+            return queue(.error(503, "The server is out of file descriptors; try again."), on: connection)
+        }
+        made = MHD_create_response_from_fd_at_offset64(length, fd, offset)
+        if made == nil { close(fd) }
+    }
+    guard let made else { return MHD_Result.NO }
+    defer { MHD_destroy_response(made) }
+    for (name, value) in response.headers { _ = MHD_add_response_header(made, name, value) }
+    return MHD_queue_response(connection, UInt32(response.status), made)
+}
+
+/// The library says a request is over (answered, or its connection gone): its body state goes.
+private let requestCompleted: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
+    guard let requestContext, let state = requestContext.pointee else { return }
+    Unmanaged<RequestBody>.fromOpaque(state).release()
+    requestContext.pointee = nil
+}

@@ -1,0 +1,261 @@
+import Foundation
+import POSIX
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import Web
+
+/// The server against real clients on a loopback port: curl (what a script or a browser sends)
+/// and raw sockets (what an attacker or a stalled phone does).
+@Suite struct HTTPServerTests {
+    /// A server on 127.0.0.1, on a port the kernel chose, answering with `handler`.
+    static func serve(
+        limits: HTTPServer.Limits = HTTPServer.Limits(), _ handler: @escaping HTTPServer.Handler
+    ) throws -> HTTPServer {
+        try HTTPServer(address: "127.0.0.1", port: 0, limits: limits, handler: handler)
+    }
+
+    /// `curl` with `arguments` on `path`: the status, the headers (names in lower case) and the body.
+    static func curl(
+        _ server: HTTPServer, _ path: String, _ arguments: [String] = []
+    ) throws -> (status: Int, headers: [String: String], body: Data) {
+        let dir = try TemporaryDirectory("vigil-web-curl")
+        defer { dir.remove() }
+        let headerFile = dir.file("headers"), bodyFile = dir.file("body")
+        let r = try runTool(
+            "curl",
+            ["-sS", "--path-as-is", "--max-time", "20", "-D", headerFile, "-o", bodyFile, "-w", "%{http_code}"]
+                + arguments + ["http://127.0.0.1:\(server.port)\(path)"])
+        #expect(r.status == 0, "curl: \(r.stderr)")
+        var headers: [String: String] = [:]
+        let text = (try? String(contentsOfFile: headerFile, encoding: .utf8)) ?? ""
+        for line in text.split(separator: "\r\n") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
+        }
+        let body = (try? Data(contentsOf: URL(fileURLWithPath: bodyFile))) ?? Data()
+        return (Int(r.stdout) ?? 0, headers, body)
+    }
+
+    /// A connected TCP socket to the server (raw requests).
+    static func connect(_ server: HTTPServer) throws -> FileHandle {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(fd >= 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(server.port).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let r = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Foundation.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        #expect(r == 0, "connect: \(String(cString: strerror(errno)))")
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    }
+
+    /// Sends `request` as it is and reads the answer's status line ("" when the server closes
+    /// the connection without one).
+    static func raw(_ server: HTTPServer, _ request: String) throws -> String {
+        let socket = try connect(server)
+        socket.write(Data(request.utf8))
+        return statusLine(socket)
+    }
+
+    /// The status line the server sends on `socket` ("" when it closes it without one, or says
+    /// nothing for 20 s).
+    static func statusLine(_ socket: FileHandle) -> String {
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !answer.contains(UInt8(ascii: "\n")) {
+            let n = recv(socket.fileDescriptor, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            answer += buffer[..<n]
+        }
+        return String(decoding: answer.prefix { $0 != UInt8(ascii: "\r") }, as: UTF8.self)
+    }
+
+    @Test func answersWithTheHandlersResponseAndSeesTheRequest() throws {
+        let seen = Mutex<[HTTPRequest]>([])
+        let server = try Self.serve { request in
+            seen.withLock { $0.append(request) }
+            return .text(200, "hello \(request.path)", headers: [("X-Vigil", "yes")])
+        }
+        defer { server.stop() }
+        #expect(server.port > 0)
+        let r = try Self.curl(server, "/a%20b/c?day=2026-12-04&x", ["-H", "X-Test: one"])
+        #expect(r.status == 200)
+        #expect(String(decoding: r.body, as: UTF8.self) == "hello /a b/c")
+        #expect(r.headers["x-vigil"] == "yes")
+        #expect(r.headers["content-type"] == "text/plain; charset=utf-8")
+        let request = try #require(seen.withLock { $0.first })
+        #expect(request.method == "GET")
+        #expect(request.query["day"] == "2026-12-04")
+        #expect(request.header("X-TEST") == "one")
+    }
+
+    @Test func aPostsBodyReachesTheHandlerAndOneTooLargeIsRefused() throws {
+        var limits = HTTPServer.Limits()
+        limits.bodyBytes = 1000
+        let server = try Self.serve(limits: limits) { request in
+            .text(200, "\(request.method) \(request.body.count)")
+        }
+        defer { server.stop() }
+        let small = try Self.curl(
+            server, "/api/trigger", ["-X", "POST", "--data-binary", String(repeating: "x", count: 999)])
+        #expect(small.status == 200)
+        #expect(String(decoding: small.body, as: UTF8.self) == "POST 999")
+        let large = try Self.curl(
+            server, "/api/trigger", ["-X", "POST", "--data-binary", String(repeating: "x", count: 5000)])
+        #expect(large.status == 413)
+    }
+
+    @Test func aFileIsServedWholeAndInTheRangesABrowserAsksFor() throws {
+        let dir = try TemporaryDirectory("vigil-web-file")
+        defer { dir.remove() }
+        let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try Data(bytes).write(to: URL(fileURLWithPath: dir.file("clip.mov")))
+        let server = try Self.serve { request in
+            do {
+                let file = try SharedFile(FileDescriptor(opening: dir.file("clip.mov"), .readOnly))
+                return .file(file, type: "video/quicktime", request: request)
+            } catch {
+                return .error(500, "\(error)")
+            }
+        }
+        defer { server.stop() }
+        let whole = try Self.curl(server, "/clip.mov")
+        #expect(whole.status == 200)
+        #expect(whole.body == Data(bytes))
+        #expect(whole.headers["accept-ranges"] == "bytes")
+        #expect(whole.headers["content-type"] == "video/quicktime")
+        let part = try Self.curl(server, "/clip.mov", ["-H", "Range: bytes=1000-1999"])
+        #expect(part.status == 206)
+        #expect(part.body == Data(bytes[1000...1999]))
+        #expect(part.headers["content-range"] == "bytes 1000-1999/100000")
+        let open = try Self.curl(server, "/clip.mov", ["-H", "Range: bytes=99990-"])
+        #expect(open.body == Data(bytes[99990...]))
+        let suffix = try Self.curl(server, "/clip.mov", ["-H", "Range: bytes=-10"])
+        #expect(suffix.status == 206)
+        #expect(suffix.body == Data(bytes[99990...]))
+        let past = try Self.curl(server, "/clip.mov", ["-H", "Range: bytes=100000-"])
+        #expect(past.status == 416)
+        #expect(past.headers["content-range"] == "bytes */100000")
+        // HEAD: the headers, no body.
+        let head = try Self.curl(server, "/clip.mov", ["-I"])
+        #expect(head.status == 200)
+        #expect(head.headers["content-length"] == "100000")
+    }
+
+    @Test func rangeHeadersAreReadAsHTTPSays() {
+        #expect(ByteRange.parse(nil, size: 10) == .whole)
+        #expect(ByteRange.parse("bytes=0-0", size: 10) == .part(first: 0, last: 0))
+        #expect(ByteRange.parse("bytes=2-", size: 10) == .part(first: 2, last: 9))
+        #expect(ByteRange.parse("bytes=2-100", size: 10) == .part(first: 2, last: 9))
+        #expect(ByteRange.parse("bytes=-3", size: 10) == .part(first: 7, last: 9))
+        #expect(ByteRange.parse("bytes=-30", size: 10) == .part(first: 0, last: 9))
+        #expect(ByteRange.parse("bytes=10-", size: 10) == .unsatisfiable)
+        #expect(ByteRange.parse("bytes=-0", size: 10) == .unsatisfiable)
+        #expect(ByteRange.parse("bytes=0-1,4-5", size: 10) == .whole)
+        #expect(ByteRange.parse("bytes=5-2", size: 10) == .whole)
+        #expect(ByteRange.parse("items=0-1", size: 10) == .whole)
+        #expect(ByteRange.parse("bytes=x-1", size: 10) == .whole)
+        #expect(ByteRange.parse("bytes=0-", size: 0) == .unsatisfiable)
+    }
+
+    @Test func malformedRequestsAreRefusedAndTheServerGoesOn() throws {
+        let server = try Self.serve { _ in .text(200, "ok") }
+        defer { server.stop() }
+        // No request line: the connection is closed without a word.
+        let nonsense = try Self.raw(server, "NONSENSE\r\n\r\n")
+        #expect(nonsense == "", "\(nonsense)")
+        let noHost = try Self.raw(server, "GET / HTTP/1.1\r\n\r\n")
+        #expect(noHost.hasPrefix("HTTP/1.1 400"), "\(noHost)")
+        let longLine = "GET /" + String(repeating: "a", count: 100_000) + " HTTP/1.1\r\nHost: x\r\n\r\n"
+        let refused = try Self.raw(server, longLine)
+        #expect(refused.hasPrefix("HTTP/1.1 414") || refused.hasPrefix("HTTP/1.1 431"), "\(refused)")
+        let spaced = try Self.raw(server, "GET /a b HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(spaced == "" || spaced.hasPrefix("HTTP/1.1 400"), "\(spaced)")
+        let manyHeaders =
+            "GET / HTTP/1.1\r\nHost: x\r\n"
+            + (0..<2000).map { "X-\($0): \(String(repeating: "v", count: 40))\r\n" }.joined()
+            + "\r\n"
+        let tooMany = try Self.raw(server, manyHeaders)
+        #expect(tooMany.hasPrefix("HTTP/1.1 431"), "\(tooMany)")
+        #expect(try Self.curl(server, "/").status == 200)
+    }
+
+    @Test func stalledClientsDoNotKeepOthersWaiting() throws {
+        let server = try Self.serve { _ in .text(200, "ok") }
+        defer { server.stop() }
+        // Ten connections that send half a request and stop there.
+        let stalled = try (0..<10).map { _ in
+            let socket = try Self.connect(server)
+            socket.write(Data("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8))
+            return socket
+        }
+        for _ in 0..<5 { #expect(try Self.curl(server, "/").status == 200) }
+        withExtendedLifetime(stalled) {}
+    }
+
+    @Test func aConnectionBeyondTheLimitWaitsForAPlace() throws {
+        var limits = HTTPServer.Limits()
+        limits.connections = 4
+        let server = try Self.serve(limits: limits) { _ in .text(200, "ok") }
+        defer { server.stop() }
+        let held = try (0..<4).map { _ in
+            let socket = try Self.connect(server)
+            socket.write(Data("GET / HTTP/1.1\r\nHost: x\r\n".utf8))
+            return socket
+        }
+        // The fifth is not taken while four hold their places; when they go, it is answered.
+        let fifth = try Self.connect(server)
+        fifth.write(Data("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        var ready = pollfd(fd: fifth.fileDescriptor, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&ready, 1, 500) == 0, "answered beyond the connection limit")
+        for socket in held { try socket.close() }
+        #expect(Self.statusLine(fifth) == "HTTP/1.1 200 OK")
+    }
+
+    @Test func aPortInUseIsSaidWithWhatToDo() throws {
+        let first = try Self.serve { _ in .text(200, "ok") }
+        defer { first.stop() }
+        #expect {
+            _ = try HTTPServer(address: "127.0.0.1", port: first.port) { _ in .text(200, "ok") }
+        } throws: { error in
+            let said = "\(error)"
+            return said.contains("127.0.0.1:\(first.port)") && said.contains("Address already in use")
+                && said.contains("web.port")
+        }
+    }
+
+    @Test func anAddressThatIsNoneIsSaid() {
+        #expect {
+            _ = try HTTPServer(address: "camera.local", port: 0) { _ in .text(200, "ok") }
+        } throws: { "\($0)".contains("web.listen \"camera.local\" is not an IP address") }
+        #expect {
+            _ = try HTTPServer(address: "192.0.2.1", port: 0) { _ in .text(200, "ok") }
+        } throws: { "\($0)".contains("not one of this machine's") }
+    }
+
+    @Test func stoppingClosesThePortForTheNextServer() throws {
+        let first = try Self.serve { _ in .text(200, "first") }
+        let port = first.port
+        first.stop()
+        first.stop()
+        let second = try HTTPServer(address: "127.0.0.1", port: port) { _ in .text(200, "second") }
+        defer { second.stop() }
+        #expect(String(decoding: try Self.curl(second, "/").body, as: UTF8.self) == "second")
+    }
+
+    @Test func ipv6LoopbackIsServed() throws {
+        let server = try HTTPServer(address: "::1", port: 0) { _ in .text(200, "six") }
+        defer { server.stop() }
+        let r = try runTool("curl", ["-sS", "--max-time", "20", "http://[::1]:\(server.port)/"])
+        #expect(r.stdout == "six")
+    }
+}
