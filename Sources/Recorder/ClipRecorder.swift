@@ -179,11 +179,17 @@ public struct ClipRecorder: Sendable {
     }
 
     /// What the detector made of each frame: its score updates the running peak while
-    /// recording; `runStart` (the start of a run of motion not yet confirmed, or nil) is what
-    /// the ring must reach back to for a clip that run may start.
+    /// recording; `runStart` (the start of the run of motion the frame is in, or nil) is what
+    /// the ring must reach back to for a clip that run may start. While a clip is recorded
+    /// the run is that clip's (its GOPs are already on their way to it): the ring then keeps
+    /// only the pre-roll of the next event, not the whole event besides.
     public mutating func noteFrame(score: Double, runStart: Timestamp?) {
         if state != .idle { peak = max(peak, score) }
-        ring.keepFrom = runStart
+        if case .recording = state {
+            ring.keepFrom = nil
+        } else {
+            ring.keepFrom = runStart
+        }
     }
 
     // MARK: Media

@@ -241,6 +241,28 @@ import Testing
         (0..<Int(until * 30)).map { Frame(seconds: Double($0) / 30, keyframe: $0 % 30 == 0) }
     }
 
+    /// While a clip is recorded, the ring holds the pre-roll for the next event and the GOP
+    /// being recorded, not the event so far: with 3 s of pre-roll and 1 s GOPs it spans less
+    /// than 4 s all through a 15 s event whose run of motion goes on (18 s by its end when the
+    /// run's start held the ring back).
+    @Test func aLongEventDoesNotGrowTheRing() {
+        var recorder = ClipRecorder(preRoll: .init(seconds: 3), maxBytes: 1 << 30)
+        var frames = Self.steady(until: 20)
+        for i in 150..<frames.count { frames[i].runStart = 5 }
+        frames[151].actions = [.start(trigger: .s(5), confirmedAt: .s(151.0 / 30), score: 0.05)]
+        var longest = 0.0
+        for (i, frame) in frames.enumerated() {
+            let commands = Self.feed(&recorder, [frame])
+            if i == 151 {
+                // The clip opened with the whole pre-roll before its trigger.
+                let first = commands.compactMap { if case .video(let gop) = $0 { gop } else { nil } }.first
+                #expect(first?.start == .s(2))
+            }
+            if i > 151 { longest = max(longest, recorder.ring.span.seconds) }
+        }
+        #expect(longest < 4, "the ring spanned \(longest) s while the clip was recorded")
+    }
+
     /// A run of motion whose frames straddle gaps (a busy host dropping frames, a process
     /// stopped and continued): begun at 9.9 s, confirmed by its fourth frame 5.7 s later.
     /// The ring keeps what the run's trigger needs — the clip starts a full pre-roll before
