@@ -61,9 +61,6 @@ let package = Package(
         // Text drawn into the picture (the time, the camera's name) in a PSF console font,
         // read through zlib.
         .target(name: "Overlay", dependencies: ["Media", "CZlib"]),
-        // HTTP on libmicrohttpd, on threads of its own: requests in, responses of bytes or of
-        // parts of open files out.
-        .target(name: "Web", dependencies: ["POSIX", "CMicroHTTPD"]),
 
         // The agent: the pipeline, the clip writer and their decisions, its threads, queues and
         // stop order (on POSIX's threads, signals and sd_notify). It knows the disk only as
@@ -81,12 +78,16 @@ let package = Package(
             dependencies: [
                 "Agent", "Capture", "Configuration", "Logging", "Media", "POSIX", "Recorder", "CMosquitto",
             ]),
+        // The agent's web server: HTTP on libmicrohttpd, on threads of its own (`HTTPServer`),
+        // serving the clips, their pictures and the agent's figures (`WebSite`): an `EventSink`.
+        .target(
+            name: "Web", dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "Recorder", "CMicroHTTPD"]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
             dependencies: [
                 "Agent", "Analysis", "Media", "QuickTime", "Recorder", "H264", "Capture", "Configuration", "Storage",
-                "MQTT", "POSIX", "Logging",
+                "MQTT", "Web", "POSIX", "Logging",
             ]
         ),
 
@@ -136,7 +137,9 @@ let package = Package(
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
         // Against the real server on a loopback port, with curl and raw sockets as clients.
-        .testTarget(name: "WebTests", dependencies: ["Web", "POSIX", "TestSupport"]),
+        .testTarget(
+            name: "WebTests",
+            dependencies: ["Web", "Agent", "Configuration", "Media", "POSIX", "Recorder", "Storage", "TestSupport"]),
         .testTarget(name: "SnapshotTests", dependencies: ["Snapshot", "Media", "TestSupport"]),
         .testTarget(
             name: "OverlayTests",

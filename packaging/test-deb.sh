@@ -12,7 +12,8 @@
 #      decode on this machine accept; systemd-analyze verifies the unit;
 #   4b. booted with systemd-nspawn, systemd runs the service in its sandbox: it reports
 #      ready, runs as vigil with no capabilities, keeps the watchdog fed, reloads, stops
-#      with status 0, and its clips decode;
+#      with status 0, and its clips decode; its web server (web.enabled) serves the page, the
+#      journal and a clip, byte for byte, from inside the sandbox;
 #   5. an upgrade keeps an edited /etc/vigil/vigil.conf without asking, and restarts the
 #      service; remove keeps configuration and clips; purge then leaves the root exactly as
 #      it was before the installation (files, owners, modes, users and groups).
@@ -321,7 +322,7 @@ printf '#!/bin/sh\nexit 101\n' >"$boot/usr/sbin/policy-rc.d"
 chmod 0755 "$boot/usr/sbin/policy-rc.d"
 cp "$deb_new" "$boot/tmp/"
 # With a broker on the machine: two cameras' instances (vigil@cam1, vigil@cam2) report to it.
-if ! in_dir "$boot" sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb_new") mosquitto mosquitto-clients" </dev/null >"$work/boot-install.log" 2>&1; then
+if ! in_dir "$boot" sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb_new") mosquitto mosquitto-clients curl" </dev/null >"$work/boot-install.log" 2>&1; then
     cat "$work/boot-install.log" >&2
     fail "apt-get install into the root to boot failed"
 fi
@@ -342,6 +343,11 @@ for cam in cam1 cam2; do
         || fail "could not set camera.name and storage.path in /etc/vigil/$cam.conf — update this test to the file"
     ln -s /lib/systemd/system/vigil@.service "$boot/etc/systemd/system/multi-user.target.wants/vigil@$cam.service"
 done
+# The main instance serves its page on the loopback, as web.enabled does (the others do not:
+# they would ask for the same port).
+sed -i -e '/^web = {/,/^};/s|^  enabled = false;|  enabled = true;|' "$boot/etc/vigil/vigil.conf"
+grep -q '^  enabled = true;' <(sed -n '/^web = {/,/^};/p' "$boot/etc/vigil/vigil.conf") \
+    || fail "could not set web.enabled in /etc/vigil/vigil.conf — update this test to the file"
 cat >"$boot/usr/local/sbin/vigil-selftest" <<'EOF'
 #!/bin/sh
 # test-deb: watches vigil.service from inside the booted container, then powers off.
@@ -362,6 +368,14 @@ show() {
     # Past WatchdogSec=30: the service is alive only if it pings the watchdog.
     sleep 37
     show watchdog
+    # The page, the journal and a clip, over HTTP from the sandboxed service.
+    echo "== web"
+    curl -sS -o /root/page.html -w 'page=%{http_code}\n' http://127.0.0.1:8080/
+    curl -sS -o /root/clips.json -w 'api=%{http_code}\n' http://127.0.0.1:8080/api/clips
+    clip="$(grep -o '"file":"[^"]*"' /root/clips.json | head -1 | cut -d'"' -f4)"
+    curl -sS -o /root/clip.mov -w 'clip=%{http_code}\n' "http://127.0.0.1:8080/clips/$clip"
+    [ -n "$clip" ] && cmp -s /root/clip.mov "/var/lib/vigil/clips/$clip" && echo "clip-same=yes"
+    grep -q '<h1>camera</h1>' /root/page.html && echo "page-camera=yes"
     # What the broker holds for Home Assistant: one device per camera.
     echo "== discovery"
     mosquitto_sub -h 127.0.0.1 -t 'homeassistant/binary_sensor/+/motion/config' -v -W 3 2>&1
@@ -418,6 +432,9 @@ for g in video audio; do
     section process | grep '^Groups:' | grep -w "$gid" >/dev/null || fail "the service does not run in group $g ($gid)"
 done
 section process | grep -P '^CapEff:\t0+$' >/dev/null || fail "the service has capabilities"
+for said in page=200 api=200 clip=200 clip-same=yes page-camera=yes; do
+    section web | grep -x "$said" >/dev/null || fail "the service's web server: no $said (the web section above)"
+done
 section process | grep -P '^NoNewPrivs:\t1$' >/dev/null || fail "the service runs without NoNewPrivileges"
 section process | grep -P '^Seccomp:\t2$' >/dev/null || fail "the service runs without a system-call filter"
 section started | grep -x 'WatchdogUSec=30s' >/dev/null || fail "vigil.service has no 30 s watchdog"

@@ -100,6 +100,7 @@ public final class Agent: @unchecked Sendable {
         current = Mutex(settings)
         self.environment = environment
         log = environment.log
+        environment.control.attach { [stats] in stats.snapshot }
     }
 
     /// Records until the source ends or `stop` is called (or, with `handlesSignals`, SIGTERM or

@@ -16,6 +16,7 @@ public final class AgentControl: Sendable {
 
     private let pending = Mutex(Requests())
     private let detecting = Atomic<Bool>(true)
+    private let readCounters = Mutex<(@Sendable () -> Counters)?>(nil)
 
     public init() {}
 
@@ -45,6 +46,14 @@ public final class AgentControl: Sendable {
 
     /// Whether motion detection is on (as last asked: the pipeline takes it at its next frame).
     public var detectionEnabled: Bool { pending.withLock { $0.detection?.0 } ?? detecting.load(ordering: .relaxed) }
+
+    /// The agent's counters as they are now (frames, drops, clips, the ring, the disk's free
+    /// space): what the stats line reports, without waiting for its interval. All zero before
+    /// an agent runs with this control.
+    public var counters: Counters { readCounters.withLock { $0 }?() ?? Counters() }
+
+    /// Where `counters` reads from: the agent's, once it is made.
+    func attach(_ read: @escaping @Sendable () -> Counters) { readCounters.withLock { $0 = read } }
 
     /// The pipeline takes what was asked.
     func take() -> Requests {

@@ -302,6 +302,18 @@ public enum ConfigSchema {
         ConfigKey(
             "mqtt.discovery_prefix", .text, .text("homeassistant"),
             "where Home Assistant listens for discovery (its own setting of the same name)"),
+        // web
+        ConfigKey(
+            "web.enabled", .boolean, .boolean(false),
+            "serve the clips, their pictures and the agent's figures over HTTP (a page, /api/clips, /metrics)"),
+        ConfigKey(
+            "web.listen", .text, .text("127.0.0.1"),
+            "the address to listen on: this machine's loopback only (127.0.0.1 or ::1); reach it from elsewhere through SSH"
+        ),
+        ConfigKey(
+            "web.port", .integer(0...65535), .integer(8080),
+            "the port to listen on, or 0 for any free one (the log says which)"
+        ),
     ]
 
     public static let sections: [String] = {

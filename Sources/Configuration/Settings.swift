@@ -86,6 +86,7 @@ public struct Settings: Equatable, Sendable {
     public var snapshot: Snapshot
     public var overlay: Overlay
     public var mqtt: MQTT
+    public var web: Web
     /// The values they were made from, for `vigil check` and for messages.
     public var values: ConfigValues
 
@@ -246,6 +247,7 @@ public struct Settings: Equatable, Sendable {
             enabled: v.boolean("snapshot.enabled"), quality: v.integer("snapshot.quality"), width: snapshotWidth,
             liveInterval: v.number("snapshot.live_interval"))
         mqtt = try Settings.mqtt(v, camera: camera.name, directory: directory)
+        web = try Settings.web(v)
     }
 
     /// The shortest `snapshot.live_interval` but 0: each update rewrites and syncs `latest.jpg`.

@@ -9,6 +9,7 @@ import Media
 import POSIX
 import Recorder
 import Storage
+import Web
 
 /// `vigil run [--config FILE]`: the agent, and the composition root: the one place that makes
 /// the machine's own environment (devices, disk, stderr, sd_notify, signals), the one logger,
@@ -75,6 +76,19 @@ enum RunCommand: Command {
                         "MQTT off: the client cannot be made; recording goes on without it",
                         [("error", .string(error.description))])
                 }
+            }
+        }
+        // The web server too: a port already taken is said, and recording goes on without it.
+        if settings.web.enabled {
+            do {
+                environment.sinks.append(
+                    try WebSink(
+                        settings: settings.web, camera: settings.camera.name, version: version,
+                        storage: DiskStorage(root: settings.storage.path), control: environment.control, log: log))
+            } catch {
+                log.error(
+                    "web server off: it cannot listen; recording goes on without it — fix web.listen or web.port, then restart",
+                    [("error", .string(error.description))])
             }
         }
         switch Agent(configPath: path, settings: settings, version: version, environment: environment).run() {

@@ -1,0 +1,116 @@
+import Media
+import Recorder
+
+// The page at `/`: the camera's latest picture (when `snapshot.live_interval` keeps one) and
+// the clips, newest first, day by day, each with its picture, its time, its length and what
+// started it; a clip opens in the browser's own player, or downloads. Plain HTML and a little
+// CSS, no script and nothing from elsewhere: readable on a phone.
+extension WebSite {
+    func page() -> String {
+        let items = records()
+        let counters = control.counters
+        let recording = state.withLock { $0.recording }
+        let kept = items.filter { !$0.deleted }
+        var html = """
+            <!doctype html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(Self.escaped(camera)) — Vigil</title>
+            <style>
+            body { font: 16px/1.4 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 0 1rem; color: #222; }
+            header { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0 1rem; }
+            h1 { font-size: 1.4rem; margin: 1rem 0 0.5rem; }
+            .now { color: #555; }
+            .recording { color: #b00; font-weight: bold; }
+            .live img { width: 100%; height: auto; border-radius: 4px; background: #ddd; }
+            h2 { font-size: 1.1rem; border-bottom: 1px solid #ccc; margin-top: 1.5rem; }
+            ul { list-style: none; padding: 0; display: grid; grid-template-columns: repeat(auto-fill, minmax(14rem, 1fr)); gap: 1rem; }
+            li img { width: 100%; height: auto; aspect-ratio: 4 / 3; object-fit: cover; border-radius: 4px; background: #ddd; }
+            .meta { font-size: 0.9rem; color: #444; }
+            a { color: #05c; }
+            </style>
+            </head>
+            <body>
+            <header><h1>\(Self.escaped(camera))</h1>
+            <p class="now">\(recording ? "<span class=\"recording\">recording now</span>" : "watching") ·
+            \(kept.count) clip\(kept.count == 1 ? "" : "s") · \(Self.freeSpace(counters.diskFreeBytes)) free</p></header>
+
+            """
+        if storage.exists(ClipNaming.latestPicture) {
+            html += """
+                <figure class="live"><a href="/latest.jpg"><img src="/latest.jpg" alt="The camera's latest picture"></a></figure>
+
+                """
+        }
+        if kept.isEmpty {
+            html += "<p>No clips yet: they appear here when motion is recorded.</p>\n"
+        }
+        var day = ""
+        for (record, _) in kept {
+            let thisDay = String(record.start.prefix(10))
+            if thisDay != day {
+                if !day.isEmpty { html += "</ul></section>\n" }
+                day = thisDay
+                html += "<section><h2>\(Self.escaped(day))</h2><ul>\n"
+            }
+            let clip = "/clips/" + Self.pathEncoded(record.file)
+            let time = record.start.count >= 19 ? String(record.start.dropFirst(11).prefix(8)) : record.start
+            let cause = record.cause?.rawValue ?? "recovered"
+            var picture = ""
+            if let snapshot = record.snapshot {
+                picture =
+                    "<a href=\"\(clip)\"><img src=\"/clips/\(Self.pathEncoded(snapshot))\" loading=\"lazy\" alt=\"The event's picture\"></a>"
+            }
+            html += """
+                <li>\(picture)<div class="meta"><a href="\(clip)">\(Self.escaped(time))</a> ·
+                \(DecimalText.short(record.durationSeconds, 1)) s · \(Self.escaped(cause)) ·
+                <a href="\(clip)" download>download</a></div></li>
+
+                """
+        }
+        if !day.isEmpty { html += "</ul></section>\n" }
+        html += "<footer><p class=\"now\">Vigil \(Self.escaped(version))</p></footer>\n</body>\n</html>\n"
+        return html
+    }
+
+    /// `text` with the characters HTML gives meaning escaped.
+    static func escaped(_ text: String) -> String {
+        var out = ""
+        for c in text {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+
+    /// A relative path for a URL: each component percent-encoded but for the unreserved characters.
+    static func pathEncoded(_ path: String) -> String {
+        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
+        return path.split(separator: "/", omittingEmptySubsequences: false).map { part in
+            var out = ""
+            for byte in part.utf8 {
+                if unreserved.contains(byte) {
+                    out.append(Character(Unicode.Scalar(byte)))
+                } else {
+                    let hex = String(byte, radix: 16, uppercase: true)
+                    out += "%" + (hex.count == 1 ? "0" + hex : hex)
+                }
+            }
+            return out
+        }.joined(separator: "/")
+    }
+
+    static func freeSpace(_ bytes: Int64) -> String {
+        bytes >= 1 << 30
+            ? DecimalText.short(Double(bytes) / Double(1 << 30), 1) + " GB"
+            : DecimalText.short(Double(bytes) / Double(1 << 20), 0) + " MB"
+    }
+}

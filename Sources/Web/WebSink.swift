@@ -1,0 +1,35 @@
+import Agent
+import Configuration
+import Logging
+import Recorder
+
+/// The web server as one of the agent's sinks: it starts with the agent (`web.enabled`),
+/// serves `WebSite` on its own thread, follows the agent's events, and stops with it. A server
+/// that cannot start (the port taken) is said, and the agent records without it.
+public final class WebSink: EventSink {
+    let server: HTTPServer
+    let site: WebSite
+
+    /// Starts the server `settings` describe for the agent whose clips `storage` holds.
+    public init(
+        settings: Settings.Web, camera: String, version: String, storage: any ClipStorage, control: AgentControl,
+        log: Logger
+    ) throws(HTTPServerError) {
+        let site = WebSite(camera: camera, version: version, storage: storage, control: control)
+        server = try HTTPServer(address: settings.listen, port: settings.port) { site.respond($0) }
+        self.site = site
+        log.info(
+            "web server listening",
+            [
+                ("address", .string(HTTPServer.endpoint(settings.listen, server.port))),
+                ("url", .string("http://\(HTTPServer.endpoint(settings.listen, server.port))/")),
+            ])
+    }
+
+    /// The port it listens on.
+    public var port: Int { server.port }
+
+    public func handle(_ event: AgentEvent) { site.take(event) }
+
+    public func finish() { server.stop() }
+}

@@ -1,0 +1,165 @@
+import Agent
+import FoundationEssentials
+import Media
+import Recorder
+import Synchronization
+
+/// What the web server serves: the page of clips, `/api/clips` (the journal as JSON),
+/// the clips and their pictures, `latest.jpg` and `/metrics`. It answers from the journal,
+/// the storage directory and the agent's counters, on the server's thread: nothing here
+/// waits on the agent.
+public final class WebSite: Sendable {
+    let camera: String
+    let version: String
+    let files: StorageFiles
+    let journal: EventsJournal
+    let storage: any ClipStorage
+    let control: AgentControl
+    /// What the sink saw of the agent: is it recording, is motion on.
+    let state = Mutex(State())
+
+    struct State {
+        var recording = false
+        var motion = false
+        var detection = true
+    }
+
+    public init(camera: String, version: String, storage: any ClipStorage, control: AgentControl) {
+        self.camera = camera
+        self.version = version
+        self.storage = storage
+        self.control = control
+        files = StorageFiles(root: storage.root)
+        journal = EventsJournal(storage: storage)
+    }
+
+    /// Takes what concerns the pages from the agent's events.
+    func take(_ event: AgentEvent) {
+        state.withLock { state in
+            switch event {
+            case .clipStarted: state.recording = true
+            case .clipSaved: state.recording = false
+            case .motionStarted: state.motion = true
+            case .motionEnded: state.motion = false
+            case .detection(let on): state.detection = on
+            default: break
+            }
+        }
+    }
+
+    /// The answer to `request`.
+    public func respond(_ request: HTTPRequest) -> HTTPResponse {
+        guard request.method == "GET" || request.method == "HEAD" else {
+            var refused = HTTPResponse.error(405, "Only GET and HEAD are served here.")
+            refused.headers.append(("Allow", "GET, HEAD"))
+            return refused
+        }
+        switch request.path {
+        case "/", "/index.html":
+            return .text(200, page(), type: "text/html; charset=utf-8", headers: Self.pageHeaders)
+        case "/api/clips":
+            return .text(200, clipsJSON(), type: "application/json", headers: [("Cache-Control", "no-store")])
+        case "/metrics":
+            return .text(200, metrics(), type: "text/plain; version=0.0.4; charset=utf-8")
+        case "/latest.jpg":
+            return file(ClipNaming.latestPicture, request: request, cache: "no-store")
+        default:
+            if request.path.hasPrefix("/clips/") {
+                return file(
+                    String(request.path.dropFirst("/clips/".count)), request: request, cache: "private, max-age=60")
+            }
+            return .error(404, "Nothing is served at this address.")
+        }
+    }
+
+    /// A file of the storage directory, or why not.
+    func file(_ relativePath: String, request: HTTPRequest, cache: String) -> HTTPResponse {
+        do throws(StorageFiles.Refusal) {
+            let opened = try files.open(relativePath)
+            var response = HTTPResponse.file(
+                opened, type: StorageFiles.contentType(relativePath) ?? "application/octet-stream", request: request)
+            response.headers += [("Cache-Control", cache), ("X-Content-Type-Options", "nosniff")]
+            return response
+        } catch {
+            switch error {
+            case .notServed: return .error(404, "Nothing is served at this address.")
+            case .missing: return .error(404, "No such file: retention may have deleted it.")
+            case .unreadable(let why): return .error(503, "The file cannot be read now: \(why).")
+            }
+        }
+    }
+
+    /// The journal's records, newest first, each with `deleted` when its clip is gone.
+    func records() -> [(record: ClipRecord, deleted: Bool)] {
+        let read = (try? journal.records().records) ?? []
+        return read.reversed().map { ($0, !storage.exists($0.file)) }
+    }
+
+    /// `/api/clips`: a JSON array of the journal's lines (docs/events.md says each field),
+    /// newest first, with `"deleted": true` for a clip retention removed.
+    func clipsJSON() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let items = records().compactMap { item -> String? in
+            guard let data = try? encoder.encode(item.record) else { return nil }
+            let object = String(decoding: data, as: UTF8.self)
+            guard item.deleted, object.hasPrefix("{") else { return object }
+            return "{\"deleted\":true," + object.dropFirst()
+        }
+        return "[" + items.joined(separator: ",\n") + "]\n"
+    }
+
+    /// `/metrics`: the agent's counters in Prometheus's text format.
+    func metrics() -> String {
+        let c = control.counters
+        let (recording, motion, detection) = state.withLock { ($0.recording, $0.motion, $0.detection) }
+        let label = "{camera=\"\(Self.labelValue(camera))\"}"
+        var lines: [String] = []
+        func add(_ name: String, _ type: String, _ help: String, _ value: String) {
+            lines += ["# HELP vigil_\(name) \(help)", "# TYPE vigil_\(name) \(type)", "vigil_\(name)\(label) \(value)"]
+        }
+        add("frames_total", "counter", "Frames the camera delivered.", "\(c.framesIn)")
+        add("frames_encoded_total", "counter", "Frames encoded.", "\(c.framesEncoded)")
+        add("frames_lost_at_source_total", "counter", "Frames lost before Vigil saw them.", "\(c.framesLostAtSource)")
+        add(
+            "frames_dropped_at_capture_total", "counter", "Frames dropped because the pipeline fell behind.",
+            "\(c.framesDroppedAtCapture)")
+        add(
+            "samples_dropped_at_writer_total", "counter", "Encoded samples not written because the disk fell behind.",
+            "\(c.samplesDroppedAtWriter)")
+        add("clips_total", "counter", "Clips saved.", "\(c.clipsWritten)")
+        add("clip_errors_total", "counter", "Clips that could not be written whole.", "\(c.clipErrors)")
+        add("encode_seconds_total", "counter", "Seconds spent in the encoder.", Self.number(c.encodeSeconds))
+        add("detect_seconds_total", "counter", "Seconds spent detecting motion.", Self.number(c.detectSeconds))
+        add("motion_score", "gauge", "The last frame's motion score.", Self.number(c.lastScore))
+        add("preroll_seconds", "gauge", "Seconds of video in the pre-roll ring.", Self.number(c.ringSeconds))
+        add("preroll_bytes", "gauge", "Bytes in the pre-roll ring.", "\(c.ringBytes)")
+        add("disk_free_bytes", "gauge", "Free space where the clips go.", "\(c.diskFreeBytes)")
+        add("recording", "gauge", "1 while a clip is being recorded.", recording ? "1" : "0")
+        add("motion", "gauge", "1 during a motion event.", motion ? "1" : "0")
+        add("detection_enabled", "gauge", "1 while motion detection is on.", detection ? "1" : "0")
+        lines += [
+            "# HELP vigil_build_info The agent's version.", "# TYPE vigil_build_info gauge",
+            "vigil_build_info{camera=\"\(Self.labelValue(camera))\",version=\"\(Self.labelValue(version))\"} 1",
+        ]
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A label value with `\`, `"` and line ends escaped, as the format asks.
+    static func labelValue(_ text: String) -> String {
+        text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"").replacing("\n", with: "\\n")
+    }
+
+    static func number(_ value: Double) -> String {
+        value.isFinite ? DecimalText.short(value, 6) : "NaN"
+    }
+
+    /// The page's headers: nothing from elsewhere, no script, not framed.
+    static let pageHeaders: [(name: String, value: String)] = [
+        ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"),
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+        ),
+    ]
+}
