@@ -87,26 +87,7 @@ struct SVGPlot {
         return result.compactMap { $0 }
     }
 
-    static func escape(_ text: String) -> String {
-        var s = ""
-        for c in text.unicodeScalars {
-            switch c {
-            case "&": s += "&amp;"
-            case "<": s += "&lt;"
-            case ">": s += "&gt;"
-            case "\"": s += "&quot;"
-            case "'": s += "&apos;"
-            default:
-                // XML 1.0 forbids most control characters.
-                if c.value < 0x20 && c != "\t" && c != "\n" && c != "\r" {
-                    s += "?"
-                } else {
-                    s.unicodeScalars.append(c)
-                }
-            }
-        }
-        return s
-    }
+    static func escape(_ text: String) -> String { MarkupText.escaped(text) }
 
     static func n(_ v: Double) -> String { DecimalText.short(v, 1) }
 

@@ -76,20 +76,7 @@ extension WebSite {
     }
 
     /// `text` with the characters HTML gives meaning escaped.
-    static func escaped(_ text: String) -> String {
-        var out = ""
-        for c in text {
-            switch c {
-            case "&": out += "&amp;"
-            case "<": out += "&lt;"
-            case ">": out += "&gt;"
-            case "\"": out += "&quot;"
-            case "'": out += "&#39;"
-            default: out.append(c)
-            }
-        }
-        return out
-    }
+    static func escaped(_ text: String) -> String { MarkupText.escaped(text) }
 
     /// A relative path for a URL: each component percent-encoded but for the unreserved characters.
     static func pathEncoded(_ path: String) -> String {

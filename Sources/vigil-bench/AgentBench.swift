@@ -110,6 +110,16 @@ struct AgentRunError: Error, CustomStringConvertible {
 /// recording a camera of the same name.
 let benchCameraName = "bench-\(getpid())"
 
+/// A configuration at the shipped defaults reading `footage` as fast as it goes into `storage`,
+/// logging at info without stats lines, written to `path`.
+func writeFileSourceConfig(_ path: String, footage: String, storage: String) throws {
+    try """
+    camera = { device = "file:\(footage)"; name = "\(benchCameraName)"; realtime = false; };
+    storage = { path = "\(storage)"; min_free_mb = 1; };
+    log = { level = "info"; stats_interval = 0; };
+    """.write(toFile: path, atomically: true, encoding: .utf8)
+}
+
 /// `vigil run` on the file, as fast as it goes, with the shipped defaults but for storage and
 /// logging; its CPU seconds (all threads, from wait4) and the clips it wrote.
 func agentOnFile(
@@ -118,11 +128,7 @@ func agentOnFile(
     let storage = dir + "/clips-\(label)"
     try? FileManager.default.removeItem(atPath: storage)
     let config = dir + "/file-\(label).conf"
-    try """
-    camera = { device = "file:\(footage)"; name = "\(benchCameraName)"; realtime = false; };
-    storage = { path = "\(storage)"; min_free_mb = 1; };
-    log = { level = "info"; stats_interval = 0; };
-    """.write(toFile: config, atomically: true, encoding: .utf8)
+    try writeFileSourceConfig(config, footage: footage, storage: storage)
     let r = try ChildProcess.run(vigil, ["run", "--config", config], outputPath: dir + "/file-\(label).log")
     guard !r.signalled, r.status == 0 else {
         throw AgentRunError(

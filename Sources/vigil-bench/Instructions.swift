@@ -84,11 +84,7 @@ func countInstructions(
         let storage = dir + "/clips-\(label)"
         try? FileManager.default.removeItem(atPath: storage)
         let config = dir + "/\(label).conf"
-        try """
-        camera = { device = "file:\(footage)"; name = "\(benchCameraName)"; realtime = false; };
-        storage = { path = "\(storage)"; min_free_mb = 1; };
-        log = { level = "info"; stats_interval = 0; };
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+        try writeFileSourceConfig(config, footage: footage, storage: storage)
         return (
             vigil, ["run", "--config", config],
             { r in
