@@ -81,7 +81,8 @@ let package = Package(
         // The agent's web server: HTTP on libmicrohttpd, on threads of its own (`HTTPServer`),
         // serving the clips, their pictures and the agent's figures (`WebSite`): an `EventSink`.
         .target(
-            name: "Web", dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "Recorder", "CMicroHTTPD"]),
+            name: "Web",
+            dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "Recorder", "CMicroHTTPD"]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
