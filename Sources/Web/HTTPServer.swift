@@ -33,7 +33,7 @@ public final class HTTPServer: Sendable {
     public let port: Int
     /// The address it listens on, as given.
     public let address: String
-    private let daemon: Mutex<OpaquePointer?>
+    private let daemon: Mutex<Daemon?>
     private let context: Context
 
     /// Listens on `address` (a numeric IPv4 or IPv6 address: 127.0.0.1, 0.0.0.0, ::1, ::) and
@@ -57,7 +57,12 @@ public final class HTTPServer: Sendable {
                     "the web server on \(Self.endpoint(address, socket.port)) could not start its thread (libmicrohttpd refused: out of memory or threads?)"
             )
         }
-        daemon = Mutex(started)
+        daemon = Mutex(Daemon(pointer: started))
+    }
+
+    /// The library's daemon: used from one thread at a time (started here, stopped once).
+    private struct Daemon: @unchecked Sendable {
+        let pointer: OpaquePointer
     }
 
     deinit { stop() }
@@ -65,11 +70,11 @@ public final class HTTPServer: Sendable {
     /// Closes the listening socket and every connection, and waits for the server's thread to
     /// end. Once is enough; again does nothing.
     public func stop() {
-        let stopping = daemon.withLock { d -> OpaquePointer? in
+        let stopping = daemon.withLock { d -> Daemon? in
             defer { d = nil }
             return d
         }
-        if let stopping { MHD_stop_daemon(stopping) }
+        if let stopping { MHD_stop_daemon(stopping.pointer) }
     }
 
     /// `address:port`, with brackets around an IPv6 address.
