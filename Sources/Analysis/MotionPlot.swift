@@ -87,8 +87,6 @@ struct SVGPlot {
         return result.compactMap { $0 }
     }
 
-    static func escape(_ text: String) -> String { MarkupText.escaped(text) }
-
     static func n(_ v: Double) -> String { DecimalText.short(v, 1) }
 
     func percent(_ fraction: Double) -> String {
@@ -102,7 +100,7 @@ struct SVGPlot {
 
     mutating func text(_ x: Double, _ y: Double, _ content: String, _ attributes: String = "") {
         out +=
-            "<text x=\"\(Self.n(x))\" y=\"\(Self.n(y))\"\(attributes.isEmpty ? "" : " " + attributes)>\(Self.escape(content))</text>\n"
+            "<text x=\"\(Self.n(x))\" y=\"\(Self.n(y))\"\(attributes.isEmpty ? "" : " " + attributes)>\(MarkupText.escaped(content))</text>\n"
     }
 
     mutating func polyline(_ points: [(Double, Double)], _ style: String) {
@@ -146,7 +144,7 @@ struct SVGPlot {
         out +=
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Self.n(width))\" height=\"\(Self.n(height))\" "
             + "viewBox=\"0 0 \(Self.n(width)) \(Self.n(height))\" font-family=\"sans-serif\" font-size=\"12\">\n"
-        out += "<title>\(Self.escape("vigil analyze: " + title))</title>\n"
+        out += "<title>\(MarkupText.escaped("vigil analyze: " + title))</title>\n"
         out += "<rect x=\"0\" y=\"0\" width=\"\(Self.n(width))\" height=\"\(Self.n(height))\" fill=\"white\"/>\n"
         text(left, 24, "Motion score — " + title, "font-size=\"16\" font-weight=\"bold\"")
         let size = analysis.detectWidth > 0 ? " at \(analysis.detectWidth)×\(analysis.detectHeight)" : ""

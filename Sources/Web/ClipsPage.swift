@@ -9,7 +9,6 @@ extension WebSite {
     func page() -> String {
         let items = records()
         let counters = control.counters
-        let recording = state.withLock { $0.recording }
         let kept = items.filter { !$0.deleted }
         var html = """
             <!doctype html>
@@ -17,7 +16,7 @@ extension WebSite {
             <head>
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>\(Self.escaped(camera)) — Vigil</title>
+            <title>\(MarkupText.escaped(camera)) — Vigil</title>
             <style>
             body { font: 16px/1.4 system-ui, sans-serif; margin: 0 auto; max-width: 60rem; padding: 0 1rem; color: #222; }
             header { display: flex; flex-wrap: wrap; align-items: baseline; gap: 0 1rem; }
@@ -33,8 +32,8 @@ extension WebSite {
             </style>
             </head>
             <body>
-            <header><h1>\(Self.escaped(camera))</h1>
-            <p class="now">\(recording ? "<span class=\"recording\">recording now</span>" : "watching") ·
+            <header><h1>\(MarkupText.escaped(camera))</h1>
+            <p class="now">\(counters.recording ? "<span class=\"recording\">recording now</span>" : "watching") ·
             \(kept.count) clip\(kept.count == 1 ? "" : "s") · \(Self.freeSpace(counters.diskFreeBytes)) free</p></header>
 
             """
@@ -53,7 +52,7 @@ extension WebSite {
             if thisDay != day {
                 if !day.isEmpty { html += "</ul></section>\n" }
                 day = thisDay
-                html += "<section><h2>\(Self.escaped(day))</h2><ul>\n"
+                html += "<section><h2>\(MarkupText.escaped(day))</h2><ul>\n"
             }
             let clip = "/clips/" + Self.pathEncoded(record.file)
             let time = record.start.count >= 19 ? String(record.start.dropFirst(11).prefix(8)) : record.start
@@ -64,19 +63,16 @@ extension WebSite {
                     "<a href=\"\(clip)\"><img src=\"/clips/\(Self.pathEncoded(snapshot))\" loading=\"lazy\" alt=\"The event's picture\"></a>"
             }
             html += """
-                <li>\(picture)<div class="meta"><a href="\(clip)">\(Self.escaped(time))</a> ·
-                \(DecimalText.short(record.durationSeconds, 1)) s · \(Self.escaped(cause)) ·
+                <li>\(picture)<div class="meta"><a href="\(clip)">\(MarkupText.escaped(time))</a> ·
+                \(DecimalText.short(record.durationSeconds, 1)) s · \(MarkupText.escaped(cause)) ·
                 <a href="\(clip)" download>download</a></div></li>
 
                 """
         }
         if !day.isEmpty { html += "</ul></section>\n" }
-        html += "<footer><p class=\"now\">Vigil \(Self.escaped(version))</p></footer>\n</body>\n</html>\n"
+        html += "<footer><p class=\"now\">Vigil \(MarkupText.escaped(version))</p></footer>\n</body>\n</html>\n"
         return html
     }
-
-    /// `text` with the characters HTML gives meaning escaped.
-    static func escaped(_ text: String) -> String { MarkupText.escaped(text) }
 
     /// A relative path for a URL: each component percent-encoded but for the unreserved characters.
     static func pathEncoded(_ path: String) -> String {

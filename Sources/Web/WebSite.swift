@@ -15,14 +15,9 @@ public final class WebSite: Sendable {
     let journal: EventsJournal
     let storage: any ClipStorage
     let control: AgentControl
-    /// What the sink saw of the agent: is it recording, is motion on.
-    let state = Mutex(State())
-
-    struct State {
-        var recording = false
-        var motion = false
-        var detection = true
-    }
+    /// Whether a motion event is open, as the sink last heard (the agent keeps no counter of it:
+    /// recording and detection are read from the agent itself).
+    let motion = Atomic<Bool>(false)
 
     public init(camera: String, version: String, storage: any ClipStorage, control: AgentControl) {
         self.camera = camera
@@ -35,15 +30,10 @@ public final class WebSite: Sendable {
 
     /// Takes what concerns the pages from the agent's events.
     func take(_ event: AgentEvent) {
-        state.withLock { state in
-            switch event {
-            case .clipStarted: state.recording = true
-            case .clipSaved: state.recording = false
-            case .motionStarted: state.motion = true
-            case .motionEnded: state.motion = false
-            case .detection(let on): state.detection = on
-            default: break
-            }
+        switch event {
+        case .motionStarted: motion.store(true, ordering: .relaxed)
+        case .motionEnded: motion.store(false, ordering: .relaxed)
+        default: break
         }
     }
 
@@ -112,7 +102,6 @@ public final class WebSite: Sendable {
     /// `/metrics`: the agent's counters in Prometheus's text format.
     func metrics() -> String {
         let c = control.counters
-        let (recording, motion, detection) = state.withLock { ($0.recording, $0.motion, $0.detection) }
         let label = "{camera=\"\(Self.labelValue(camera))\"}"
         var lines: [String] = []
         func add(_ name: String, _ type: String, _ help: String, _ value: String) {
@@ -135,9 +124,9 @@ public final class WebSite: Sendable {
         add("preroll_seconds", "gauge", "Seconds of video in the pre-roll ring.", Self.number(c.ringSeconds))
         add("preroll_bytes", "gauge", "Bytes in the pre-roll ring.", "\(c.ringBytes)")
         add("disk_free_bytes", "gauge", "Free space where the clips go.", "\(c.diskFreeBytes)")
-        add("recording", "gauge", "1 while a clip is being recorded.", recording ? "1" : "0")
-        add("motion", "gauge", "1 during a motion event.", motion ? "1" : "0")
-        add("detection_enabled", "gauge", "1 while motion detection is on.", detection ? "1" : "0")
+        add("recording", "gauge", "1 while a clip is being recorded.", c.recording ? "1" : "0")
+        add("motion", "gauge", "1 during a motion event.", motion.load(ordering: .relaxed) ? "1" : "0")
+        add("detection_enabled", "gauge", "1 while motion detection is on.", control.detectionEnabled ? "1" : "0")
         lines += [
             "# HELP vigil_build_info The agent's version.", "# TYPE vigil_build_info gauge",
             "vigil_build_info{camera=\"\(Self.labelValue(camera))\",version=\"\(Self.labelValue(version))\"} 1",

@@ -1,5 +1,6 @@
 import Agent
 import Foundation
+import Media
 import TestSupport
 import Testing
 
@@ -38,7 +39,7 @@ import Testing
     @Test func labelValuesAndPageTextAreEscaped() {
         #expect(WebSite.labelValue("a\"b\\c\nd") == "a\\\"b\\\\c\\nd")
         #expect(
-            WebSite.escaped("<script>\"x\" & 'y'</script>")
+            MarkupText.escaped("<script>\"x\" & 'y'</script>")
                 == "&lt;script&gt;&quot;x&quot; &amp; &apos;y&apos;&lt;/script&gt;")
         #expect(WebSite.pathEncoded("2026-12-04/yard 1#?.mov") == "2026-12-04/yard%201%23%3F.mov")
     }
