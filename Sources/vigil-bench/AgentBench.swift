@@ -303,19 +303,18 @@ func measureAgent(
     table.record(
         "reading the Y4M file (the file source), CPU", unit: "ms/frame", column: column, value: perFrame(median(read)))
     table.record("reading the Y4M file / x264 encode", unit: "%", column: column, value: 100 * median(read) / x264)
-    // The same run counted in instructions (callgrind): the same from run to run.
-    let instructions =
-        which("valgrind") != nil ? try countInstructions(vigil: vigil, width: width, height: height, in: dir) : nil
+    // The same run counted in instructions (callgrind): the same from run to run; ffmpeg on
+    // the same frames, counted the same way.
+    let counted =
+        which("valgrind") != nil
+        ? try countInstructions(vigil: vigil, ffmpeg: ffmpeg, width: width, height: height, in: dir) : nil
+    let instructions = counted?.vigil, peerInstructions = counted?.ffmpeg
     if let instructions {
         record(instructions, column: column, table: &table)
         table.record(
             "vigil run / x264, instructions (goal ≤ 1.05)", unit: "ratio", column: column,
             value: instructions.whole / instructions.x264)
     }
-    // ffmpeg on the same frames, counted the same way.
-    let peerInstructions =
-        instructions != nil
-        ? try ffmpeg.map { try countPeerInstructions(ffmpeg: $0, width: width, height: height, in: dir) } : nil
     if let instructions, let peerInstructions {
         table.record(
             "instructions: ffmpeg libx264 → .mov, whole process", unit: "k instr/frame", column: column,

@@ -75,80 +75,102 @@ struct InstructionCounts {
     }
 }
 
+/// Instructions per frame of ffmpeg's libx264 into a .mov (the arguments `ffmpegOnFile`
+/// times): its whole process and libx264's share.
+struct PeerInstructions {
+    var whole: Double
+    var x264: Double
+}
+
 /// Runs `vigil run` under callgrind on the first `short` and `long` seconds of the event scene
-/// at `width`×`height`; the instructions per frame between them.
+/// at `width`×`height` — and, given `ffmpeg`, ffmpeg on the same two files — and gives the
+/// instructions per frame between them.
 func countInstructions(
-    vigil: String, width: Int, height: Int, short: Double = 3, long: Double = 8, in dir: String
-) throws -> InstructionCounts {
-    let p = try profilePair(width: width, height: height, short: short, long: long, in: dir) { footage, label in
-        let storage = dir + "/clips-\(label)"
-        try? FileManager.default.removeItem(atPath: storage)
-        let config = dir + "/\(label).conf"
-        try writeFileSourceConfig(config, footage: footage, storage: storage)
-        return (
-            vigil, ["run", "--config", config],
-            { r in
-                try? FileManager.default.removeItem(atPath: storage)
-                guard r.output.contains("msg=\"clip saved\"") else {
-                    throw AgentRunError(description: "vigil run under callgrind saved no clip:\n\(r.output)")
+    vigil: String, ffmpeg: String? = nil, width: Int, height: Int, short: Double = 3, long: Double = 8,
+    in dir: String
+) throws -> (vigil: InstructionCounts, ffmpeg: PeerInstructions?) {
+    var commands: [ProfiledCommand] = [
+        { footage, label in
+            let storage = dir + "/clips-\(label)"
+            try? FileManager.default.removeItem(atPath: storage)
+            let config = dir + "/\(label).conf"
+            try writeFileSourceConfig(config, footage: footage, storage: storage)
+            return (
+                vigil, ["run", "--config", config],
+                { r in
+                    try? FileManager.default.removeItem(atPath: storage)
+                    guard r.output.contains("msg=\"clip saved\"") else {
+                        throw AgentRunError(description: "vigil run under callgrind saved no clip:\n\(r.output)")
+                    }
                 }
-            }
-        )
+            )
+        }
+    ]
+    if let ffmpeg {
+        commands.append { footage, label in
+            let output = dir + "/\(label).mov"
+            return (
+                ffmpeg, ffmpegArguments(footage: footage, output: output),
+                { _ in try? FileManager.default.removeItem(atPath: output) }
+            )
+        }
     }
-    return .perFrame(short: InstructionCounts(p.short), long: InstructionCounts(p.long), frames: p.frames)
-}
-
-/// ffmpeg's libx264 into a .mov (the arguments `ffmpegOnFile` times) on the same frames, counted
-/// the same way: its whole process and libx264's share, per frame.
-func countPeerInstructions(
-    ffmpeg: String, width: Int, height: Int, short: Double = 3, long: Double = 8, in dir: String
-) throws -> (whole: Double, x264: Double) {
-    let p = try profilePair(width: width, height: height, short: short, long: long, in: dir) { footage, label in
-        let output = dir + "/\(label).mov"
-        return (
-            ffmpeg, ffmpegArguments(footage: footage, output: output),
-            { _ in try? FileManager.default.removeItem(atPath: output) }
-        )
-    }
-    let frames = Double(p.frames)
+    let (profiles, frames) = try profilePairs(
+        width: width, height: height, short: short, long: long, in: dir, commands: commands)
+    let counts = InstructionCounts.perFrame(
+        short: InstructionCounts(profiles[0].short), long: InstructionCounts(profiles[0].long), frames: frames)
+    let peer = profiles.count > 1 ? profiles[1] : nil
     return (
-        Double(p.long.total - p.short.total) / frames,
-        Double(p.long.cost(ofObject: "libx264") - p.short.cost(ofObject: "libx264")) / frames
+        counts,
+        peer.map { p in
+            PeerInstructions(
+                whole: Double(p.long.total - p.short.total) / Double(frames),
+                x264: Double(p.long.cost(ofObject: "libx264") - p.short.cost(ofObject: "libx264")) / Double(frames))
+        }
     )
 }
 
-/// A command under callgrind on the first `short` and the first `long` seconds of the event
-/// scene (`command` gives the program, its arguments and a check of its run for a footage file
-/// and a label): the two profiles and the frames between them.
-func profilePair(
-    width: Int, height: Int, short: Double, long: Double, in dir: String,
-    command: (_ footage: String, _ label: String) throws -> (
-        program: String, arguments: [String], check: (ChildProcess.Result) throws -> Void
-    )
-) throws -> (short: CallgrindProfile, long: CallgrindProfile, frames: Int) {
+/// A program to profile on a footage file (its label tells its files apart): the program, its
+/// arguments, and a check of its run.
+typealias ProfiledCommand = (_ footage: String, _ label: String) throws -> (
+    program: String, arguments: [String], check: (ChildProcess.Result) throws -> Void
+)
+
+/// Each command under callgrind on the first `short` and the first `long` seconds of the event
+/// scene (each footage file written once for all of them): their two profiles, in order, and
+/// the frames between.
+func profilePairs(
+    width: Int, height: Int, short: Double, long: Double, in dir: String, commands: [ProfiledCommand]
+) throws -> (profiles: [(short: CallgrindProfile, long: CallgrindProfile)], frames: Int) {
     guard let valgrind = which("valgrind") else {
         throw UsageError("valgrind is not installed: apt-get install valgrind (it counts the instructions)")
     }
-    var profiles: [(frames: Int, profile: CallgrindProfile)] = []
+    var runs: [[CallgrindProfile]] = []
+    var frames: [Int] = []
     for seconds in [short, long] {
-        let label = "instructions-\(width)x\(height)-\(Int(seconds))s"
-        let footage = dir + "/\(label).y4m"
-        let frames = try writeY4M(eventScene(width: width, height: height, seconds: seconds), to: footage)
+        let scene = "instructions-\(width)x\(height)-\(Int(seconds))s"
+        let footage = dir + "/\(scene).y4m"
+        frames.append(try writeY4M(eventScene(width: width, height: height, seconds: seconds), to: footage))
         defer { try? FileManager.default.removeItem(atPath: footage) }
-        let (program, arguments, check) = try command(footage, label)
-        let name = (program as NSString).lastPathComponent
-        let out = dir + "/\(label).callgrind"
-        defer { try? FileManager.default.removeItem(atPath: out) }
-        let r = try ChildProcess.run(
-            valgrind, ["--tool=callgrind", "--callgrind-out-file=\(out)", program] + arguments,
-            outputPath: dir + "/\(label).log")
-        guard !r.signalled, r.status == 0 else {
-            throw AgentRunError(description: "\(name) under callgrind exited \(r.status):\n\(r.output)")
+        var profiles: [CallgrindProfile] = []
+        for (n, command) in commands.enumerated() {
+            let label = "\(scene)-\(n)"
+            let (program, arguments, check) = try command(footage, label)
+            let name = (program as NSString).lastPathComponent
+            let out = dir + "/\(label).callgrind"
+            defer { try? FileManager.default.removeItem(atPath: out) }
+            let r = try ChildProcess.run(
+                valgrind, ["--tool=callgrind", "--callgrind-out-file=\(out)", program] + arguments,
+                outputPath: dir + "/\(label).log")
+            guard !r.signalled, r.status == 0 else {
+                throw AgentRunError(description: "\(name) under callgrind exited \(r.status):\n\(r.output)")
+            }
+            try check(r)
+            profiles.append(try CallgrindProfile(path: out))
         }
-        try check(r)
-        profiles.append((frames, try CallgrindProfile(path: out)))
+        runs.append(profiles)
     }
-    return (profiles[0].profile, profiles[1].profile, profiles[1].frames - profiles[0].frames)
+    return (commands.indices.map { (runs[0][$0], runs[1][$0]) }, frames[1] - frames[0])
 }
 
 /// Records the counts as rows of the bench's table (the count beyond x264 after x264's).
@@ -186,7 +208,7 @@ func instructionGate(baselinePath: String, tolerance: Double = 0.10) throws -> I
     let dir = NSTemporaryDirectory() + "vigil-instructions-\(getpid())"
     try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: dir) }
-    let c = try countInstructions(vigil: vigil, width: width, height: height, in: dir)
+    let c = try countInstructions(vigil: vigil, width: width, height: height, in: dir).vigil
     var table = BenchTable(columns: [size])
     record(c, column: size, table: &table)
     print(table.render())
