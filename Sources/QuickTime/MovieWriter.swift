@@ -322,21 +322,7 @@ public final class MovieWriter {
         }
     }
 
-    private func videoHeader() -> TrackHeader {
-        let v = description.video
-        var displayWidth = Double(v.width)
-        if let aspect = v.pixelAspectRatio, aspect.verticalSpacing > 0 {
-            displayWidth = displayWidth * Double(aspect.horizontalSpacing) / Double(aspect.verticalSpacing)
-        }
-        let width = TrackHeader.fixed(displayWidth), height = TrackHeader.fixed(Double(v.height))
-        var entry = ByteWriter()
-        entry.writeAVC1(v)
-        return TrackHeader(
-            trackID: 1, kind: .video, timescale: UInt32(TimeScale.video),
-            width: width, height: height,
-            matrix: TrackHeader.matrix(for: v.rotation, width: width, height: height),
-            sampleEntry: entry.bytes)
-    }
+    private func videoHeader() -> TrackHeader { TrackHeader.video(description.video) }
 
     private func audioHeader(_ audio: AudioTrackFormat) -> TrackHeader {
         var entry = ByteWriter()

@@ -24,6 +24,23 @@ struct TrackHeader: Equatable {
     /// (written as an empty edit; zero means no edit list).
     var startDelay: UInt64 = 0
 
+    /// The video track's header (track 1, the video time scale) for `v`: its display size
+    /// (widened by a non-square pixel aspect), its rotation as the matrix, and its `avc1` entry.
+    static func video(_ v: VideoTrackFormat) -> TrackHeader {
+        var displayWidth = Double(v.width)
+        if let aspect = v.pixelAspectRatio, aspect.verticalSpacing > 0 {
+            displayWidth = displayWidth * Double(aspect.horizontalSpacing) / Double(aspect.verticalSpacing)
+        }
+        let width = TrackHeader.fixed(displayWidth), height = TrackHeader.fixed(Double(v.height))
+        var entry = ByteWriter()
+        entry.writeAVC1(v)
+        return TrackHeader(
+            trackID: 1, kind: .video, timescale: UInt32(TimeScale.video),
+            width: width, height: height,
+            matrix: TrackHeader.matrix(for: v.rotation, width: width, height: height),
+            sampleEntry: entry.bytes)
+    }
+
     static let identityMatrix: [Int32] = [0x0001_0000, 0, 0, 0, 0x0001_0000, 0, 0, 0, 0x4000_0000]
 
     /// The 16.16 fixed-point form of a size in pixels.
