@@ -208,6 +208,7 @@ public final class Agent: @unchecked Sendable {
             settings: settings, encoders: environment.encoders, log: log,
             stats: stats, writerLoad: { writerQueue.load }, monotonicNow: environment.monotonicNow,
             wallNow: environment.wallNow)
+        pipeline.live = environment.control.live
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         let sourceError = Mutex<CaptureError?>(nil)
         let pipelineDone = Event()

@@ -18,6 +18,10 @@ public final class AgentControl: Sendable {
     private let detecting = Atomic<Bool>(true)
     private let readCounters = Mutex<(@Sendable () -> Counters)?>(nil)
 
+    /// The encoded stream for live viewers: the agent publishes each complete GOP into it
+    /// (once the web server has opened it).
+    public let live = LiveFeed()
+
     public init() {}
 
     /// Records now as an outside event, for `seconds` (then the post-roll), or until

@@ -42,6 +42,11 @@ extension Pipeline {
             onMonotonicClock: origin.2)
         streamInfo = info
         emit(.stream(info))
+        if let live {
+            do { live.begin(try LiveMovie(video: video)) } catch {
+                log.warning("no live view of this stream", [("error", .string(error.description))])
+            }
+        }
         notify(
             .encoding(
                 width: format.width, height: format.height, pixelFormat: format.pixelFormat.description,

@@ -117,6 +117,8 @@ final class Pipeline: @unchecked Sendable {
     /// What the writer was last told about the stream, and the sound format once sound came.
     var streamInfo: StreamInfo?
     var audioFormat: AudioTrackFormat?
+    /// Where each complete GOP goes for live viewers (`AgentControl.live`).
+    var live: LiveFeed?
     /// A reloaded configuration from another thread, for `run` to step in.
     private let pendingReload = Mutex<(settings: Settings, plan: ReloadPlan)?>(nil)
 
@@ -278,6 +280,7 @@ final class Pipeline: @unchecked Sendable {
     /// motion from before the break, and the new event a trigger before its clip.
     func interrupt() {
         finish()
+        live?.interrupt()
         outside.stop()  // asked of the stream that ended (its times may not go on in the next)
         stall.streamEnded()
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
@@ -328,7 +331,13 @@ final class Pipeline: @unchecked Sendable {
         }
         let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
         let t2 = monotonicNow()
-        for sample in samples { commands += recorder.handle(sample) }
+        for sample in samples {
+            // A keyframe completes the GOP before it: live viewers get it whole.
+            if sample.isKeyframe, let live, let done = recorder.ring.newestGOP {
+                live.publish(done.ended(at: sample.pts))
+            }
+            commands += recorder.handle(sample)
+        }
         send(commands)
         // After the commands: a clip this frame closed does not get its picture, one it opened does.
         takePictures(of: frame, score: result.score)

@@ -1,0 +1,118 @@
+import Media
+import QuickTime
+import Synchronization
+
+/// The encoded stream as it happens, for live viewers: the pipeline publishes each GOP when it
+/// is complete (the next keyframe came), with the stream's format; viewers (the web server's
+/// `/live.mp4`, its HLS playlist) take them from here, on their own threads.
+///
+/// Publishing never waits and costs a lock and an append: the pipeline does not know how many
+/// viewers there are or how fast they read. The feed keeps the last `window` GOPs (shared with
+/// the pre-roll ring, not copied); a viewer that falls behind takes the newest, one that has
+/// nothing new to read leaves a wake-up to be called at the next publish.
+///
+/// Off until `open()` (the web server opens it): an agent without viewers keeps nothing here.
+public final class LiveFeed: Sendable {
+    /// One complete GOP, numbered in publishing order from 1, with the format of the stream
+    /// it is part of. The stream changes (`stream`) when the source was interrupted and the
+    /// encoder made again: a viewer of one stream cannot go on into the next.
+    public struct Item: Sendable {
+        public var sequence: UInt64
+        public var stream: Int
+        public var movie: LiveMovie
+        public var gop: GOP
+        /// The start of the stream's first published GOP: the zero of one timeline every
+        /// GOP of the stream is placed on (HLS segments follow each other on it).
+        public var origin: Timestamp
+    }
+
+    /// What a viewer can take now.
+    public enum Next: Sendable {
+        case item(Item)
+        /// Nothing yet: `wake` is kept and called at the next publish (or when the feed closes).
+        case waiting
+        /// The feed is closed (the agent stops).
+        case closed
+    }
+
+    struct State {
+        var open = false
+        var closed = false
+        var movie: LiveMovie?
+        var origin: Timestamp?
+        var stream = 0
+        var items: [Item] = []
+        var nextSequence: UInt64 = 1
+        var wakes: [@Sendable () -> Void] = []
+    }
+
+    /// How many GOPs are kept (HLS lists them; a viewer starts at the newest).
+    public let window: Int
+    private let state = Mutex(State())
+
+    public init(window: Int = 8) {
+        self.window = max(2, window)
+    }
+
+    /// Starts keeping what is published.
+    public func open() { state.withLock { $0.open = true } }
+
+    /// A new stream begins, in `movie`'s format (its SPS and PPS); GOPs published from now on
+    /// are of it.
+    func begin(_ movie: LiveMovie) {
+        state.withLock {
+            guard $0.open else { return }
+            $0.movie = movie
+            $0.origin = nil
+            $0.stream += 1
+        }
+    }
+
+    /// The stream was interrupted: what follows is another stream (`begin`).
+    func interrupt() {
+        state.withLock { $0.movie = nil }
+    }
+
+    /// A complete GOP of the current stream.
+    func publish(_ gop: GOP) {
+        let wakes = state.withLock { s -> [@Sendable () -> Void] in
+            guard s.open, !s.closed, let movie = s.movie else { return [] }
+            let origin = s.origin ?? gop.start
+            s.origin = origin
+            s.items.append(
+                Item(sequence: s.nextSequence, stream: s.stream, movie: movie, gop: gop, origin: origin))
+            s.nextSequence += 1
+            if s.items.count > window { s.items.removeFirst(s.items.count - window) }
+            defer { s.wakes = [] }
+            return s.wakes
+        }
+        for wake in wakes { wake() }
+    }
+
+    /// No more GOPs: every waiting viewer is woken and finds the feed closed.
+    public func close() {
+        let wakes = state.withLock { s -> [@Sendable () -> Void] in
+            s.closed = true
+            defer { s.wakes = [] }
+            return s.wakes
+        }
+        for wake in wakes { wake() }
+    }
+
+    /// The GOP a viewer that has `sequence` (nil: nothing yet) takes next: the newest, when it
+    /// is newer — a viewer that fell a GOP behind skips to it, so it lags by a GOP at most. When there is none yet,
+    /// `sleep` is called — under the feed's lock, so no publish comes between the look and the
+    /// sleep — and `wake` kept for the next publish.
+    public func next(after sequence: UInt64?, sleep: () -> Void, wake: @escaping @Sendable () -> Void) -> Next {
+        state.withLock { s in
+            if s.closed { return .closed }
+            if let newest = s.items.last, newest.sequence > sequence ?? 0 { return .item(newest) }
+            sleep()
+            s.wakes.append(wake)
+            return .waiting
+        }
+    }
+
+    /// The GOPs kept, oldest first.
+    public var items: [Item] { state.withLock { $0.items } }
+}
