@@ -11,14 +11,15 @@
 // serves every connection, at most `connection_limit` at once (`per_ip_limit` from one
 // address), each dropped after `timeout_seconds` without traffic and given `memory_limit`
 // bytes for its request; strict about the protocol (an HTTP/1.1 request without a Host, a
-// space in a path: 400). NULL when it cannot start.
+// space in a path: 400); a connection may be suspended while its streamed body waits for
+// data. NULL when it cannot start.
 static inline struct MHD_Daemon *vigil_mhd_start(
     int listen_fd, MHD_AccessHandlerCallback handler, void *handler_context,
     MHD_RequestCompletedCallback completed, void *completed_context, unsigned int connection_limit,
     unsigned int per_ip_limit, unsigned int timeout_seconds, size_t memory_limit)
 {
     return MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO, 0, NULL, NULL, handler, handler_context,
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, handler, handler_context,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket) listen_fd,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
@@ -29,3 +30,14 @@ static inline struct MHD_Daemon *vigil_mhd_start(
         MHD_OPTION_END);
 }
 
+
+// A body of unknown length made by `reader` as it is sent (chunked in HTTP/1.1), `block_size`
+// bytes asked at a time; `done` is called with `context` when the response is gone.
+static inline struct MHD_Response *vigil_mhd_stream_response(
+    size_t block_size, MHD_ContentReaderCallback reader, void *context, MHD_ContentReaderFreeCallback done)
+{
+    return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, block_size, reader, context, done);
+}
+
+// What a content reader returns at the end of its body.
+static const ssize_t vigil_mhd_end_of_stream = MHD_CONTENT_READER_END_OF_STREAM;

@@ -40,12 +40,35 @@ public final class SharedFile: Sendable {
     }
 }
 
+/// A body made as it is sent (live video): the server asks it for bytes whenever the
+/// connection can take more, on the server's thread, one call at a time.
+public protocol HTTPStream: AnyObject, Sendable {
+    /// Fills the start of `buffer` and says how much it filled; or, with nothing to send yet,
+    /// calls `sleep` (the connection then waits, costing nothing) and hands `wake` to whatever
+    /// will have more, which calls it once (from any thread) — or says the body is over.
+    func read(
+        into buffer: UnsafeMutableRawBufferPointer, sleep: () -> Void, wake: @escaping @Sendable () -> Void
+    ) -> HTTPStreamRead
+    /// The response is over: sent, or the client gone, or the server stopping.
+    func close()
+}
+
+/// What an `HTTPStream` did when asked for bytes.
+public enum HTTPStreamRead: Equatable, Sendable {
+    case bytes(Int)
+    /// Nothing now: it slept, and wakes when it has more.
+    case waiting
+    case end
+}
+
 /// A response: status, headers and body.
 public struct HTTPResponse: Sendable {
     public enum Body: Sendable {
         case bytes([UInt8])
         /// `length` bytes of the file from `offset`.
         case file(SharedFile, offset: UInt64, length: UInt64)
+        /// Bytes made as they are sent, of a length not known ahead (live video).
+        case stream(any HTTPStream)
     }
 
     public var status: Int

@@ -74,8 +74,20 @@ public final class HTTPServer: Sendable {
             defer { d = nil }
             return d
         }
-        if let stopping { MHD_stop_daemon(stopping.pointer) }
+        guard let stopping else { return }
+        // The library must not stop with a connection suspended: every stream is woken, to
+        // find it is over.
+        for stream in context.streams.withLock({ s in
+            s.stopping = true
+            return Array(s.open.values)
+        }) {
+            stream.end()
+        }
+        MHD_stop_daemon(stopping.pointer)
     }
+
+    /// How many streamed responses are being sent now (live viewers).
+    public var streamsOpen: Int { context.streams.withLock { $0.open.count } }
 
     /// `address:port`, with brackets around an IPv6 address.
     static func endpoint(_ address: String, _ port: Int) -> String {
@@ -166,14 +178,111 @@ public final class HTTPServer: Sendable {
     }
 }
 
-/// What the C callbacks reach through their context pointer: the handler and the body limit.
+/// What the C callbacks reach through their context pointer: the handler, the body limit, and
+/// the streamed responses being sent (woken when the server stops).
 private final class Context: Sendable {
     let handler: HTTPServer.Handler
     let bodyLimit: Int
+    struct Streams {
+        var open: [ObjectIdentifier: StreamResponse] = [:]
+        var stopping = false
+    }
+    let streams = Mutex(Streams())
     init(handler: @escaping HTTPServer.Handler, bodyLimit: Int) {
         self.handler = handler
         self.bodyLimit = bodyLimit
     }
+}
+
+/// A connection's library pointer, used only under `StreamResponse`'s lock.
+private struct ConnectionPointer: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// A streamed body being sent on one connection: it asks the stream for bytes when the
+/// library asks it, suspends the connection while the stream has none, and resumes it when the
+/// stream wakes it. The lock orders the two: a wake never resumes a connection before (or
+/// after) its suspension, nor one that is gone.
+private final class StreamResponse: Sendable {
+    struct State {
+        var suspended = false
+        var over = false
+    }
+    let stream: any HTTPStream
+    let connection: ConnectionPointer
+    let state = Mutex(State())
+    /// The server's (it outlives its responses: the library ends them all before it stops).
+    let context: Context
+
+    init(stream: any HTTPStream, connection: OpaquePointer, context: Context) {
+        self.stream = stream
+        self.connection = ConnectionPointer(pointer: connection)
+        self.context = context
+    }
+
+    /// The library asks for up to `max` bytes (on its thread).
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        state.withLock { s -> Int in
+            if s.over { return vigil_mhd_end_of_stream }
+            var slept = false
+            let read = stream.read(
+                into: buffer,
+                sleep: {
+                    MHD_suspend_connection(connection.pointer)
+                    slept = true
+                },
+                wake: { [weak self] in self?.wake() })
+            switch read {
+            case .bytes(let count) where count > 0: return count
+            case .waiting where slept:
+                s.suspended = true
+                return 0
+            default:
+                if slept { MHD_resume_connection(connection.pointer) }
+                s.over = true
+                return vigil_mhd_end_of_stream
+            }
+        }
+    }
+
+    /// The stream has more (any thread).
+    func wake() {
+        state.withLock { s in
+            guard s.suspended else { return }
+            s.suspended = false
+            MHD_resume_connection(connection.pointer)
+        }
+    }
+
+    /// The server stops: the body ends at the next read.
+    func end() {
+        state.withLock { s in
+            s.over = true
+            if s.suspended {
+                s.suspended = false
+                MHD_resume_connection(connection.pointer)
+            }
+        }
+    }
+
+    /// The library is done with the response (the connection is closing).
+    func gone() {
+        state.withLock { $0.over = true }
+        _ = context.streams.withLock { $0.open.removeValue(forKey: ObjectIdentifier(self)) }
+        stream.close()
+    }
+}
+
+private let streamReader: MHD_ContentReaderCallback = { context, _, buffer, max in
+    guard let context, let buffer else { return vigil_mhd_end_of_stream }
+    let response = Unmanaged<StreamResponse>.fromOpaque(context).takeUnretainedValue()
+    return response.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: max))
+}
+
+private let streamDone: MHD_ContentReaderFreeCallback = { context in
+    guard let context else { return }
+    let response = Unmanaged<StreamResponse>.fromOpaque(context).takeRetainedValue()
+    response.gone()
 }
 
 /// One request's body while it arrives (the library calls the handler once per piece).
@@ -239,11 +348,11 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             headers: values(of: connection, kind: MHD_ValueKind.HEADER_KIND, lowercased: true), body: body.bytes)
         response = server.handler(request)
     }
-    return queue(response, on: connection)
+    return queue(response, on: connection, server: server)
 }
 
 /// Hands `response` to the library for `connection`.
-private func queue(_ response: HTTPResponse, on connection: OpaquePointer?) -> MHD_Result {
+private func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Context) -> MHD_Result {
     let made: OpaquePointer?
     switch response.body {
     case .bytes(let bytes):
@@ -256,10 +365,28 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer?) -> M
         // The library closes what it is given: a duplicate, so the shared file stays open.
         let fd = dup(file.descriptor.rawValue)
         guard fd >= 0 else {
-            return queue(.error(503, "The server is out of file descriptors; try again."), on: connection)
+            return queue(.error(503, "The server is out of file descriptors; try again."), on: connection, server: server)
         }
         made = MHD_create_response_from_fd_at_offset64(length, fd, offset)
         if made == nil { close(fd) }
+    case .stream(let stream):
+        guard let connection else { return MHD_Result.NO }
+        let streamed = StreamResponse(stream: stream, connection: connection, context: server)
+        let accepted = server.streams.withLock { s -> Bool in
+            guard !s.stopping else { return false }
+            s.open[ObjectIdentifier(streamed)] = streamed
+            return true
+        }
+        guard accepted else {
+            stream.close()
+            return queue(.error(503, "The server is stopping."), on: connection, server: server)
+        }
+        let retained = Unmanaged.passRetained(streamed)
+        made = vigil_mhd_stream_response(16 * 1024, streamReader, retained.toOpaque(), streamDone)
+        if made == nil {
+            retained.release()
+            streamed.gone()
+        }
     }
     guard let made else { return MHD_Result.NO }
     defer { MHD_destroy_response(made) }

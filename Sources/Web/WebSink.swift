@@ -16,6 +16,7 @@ public final class WebSink: EventSink {
         log: Logger
     ) throws(HTTPServerError) {
         let site = WebSite(camera: camera, version: version, storage: storage, control: control)
+        control.live.open()
         server = try HTTPServer(address: settings.listen, port: settings.port) { site.respond($0) }
         self.site = site
         log.info(
@@ -31,5 +32,8 @@ public final class WebSink: EventSink {
 
     public func handle(_ event: AgentEvent) { site.take(event) }
 
-    public func finish() { server.stop() }
+    public func finish() {
+        site.control.live.close()
+        server.stop()
+    }
 }

@@ -18,6 +18,8 @@ public final class WebSite: Sendable {
     /// Whether a motion event is open, as the sink last heard (the agent keeps no counter of it:
     /// recording and detection are read from the agent itself).
     let motion = Atomic<Bool>(false)
+    /// How many `/live.mp4` streams are being sent.
+    let viewers = Atomic<Int>(0)
 
     public init(camera: String, version: String, storage: any ClipStorage, control: AgentControl) {
         self.camera = camera
@@ -53,13 +55,68 @@ public final class WebSite: Sendable {
             return .text(200, metrics(), type: "text/plain; version=0.0.4; charset=utf-8")
         case "/latest.jpg":
             return file(ClipNaming.latestPicture, request: request, cache: "no-store")
+        case "/live.mp4":
+            return liveStream(request)
+        case "/live.m3u8":
+            guard let playlist = LivePlaylist.playlist(control.live.items) else { return Self.noLivePicture }
+            return .text(200, playlist, type: LivePlaylist.type, headers: [("Cache-Control", "no-store")])
         default:
+            if request.path.hasPrefix("/live/") { return liveSegment(String(request.path.dropFirst("/live/".count))) }
             if request.path.hasPrefix("/clips/") {
                 return file(
                     String(request.path.dropFirst("/clips/".count)), request: request, cache: "private, max-age=60")
             }
             return .error(404, "Nothing is served at this address.")
         }
+    }
+
+    static let noLivePicture: HTTPResponse = {
+        var response = HTTPResponse.error(
+            503, "No live picture yet: the camera has not delivered a whole second of video since the web server started.")
+        response.headers.append(("Retry-After", "1"))
+        return response
+    }()
+
+    /// `/live.mp4`: the live stream for one viewer, from the newest GOP; `?gops=N` ends it after
+    /// N of them (a clip of what is happening, for a download or a check).
+    func liveStream(_ request: HTTPRequest) -> HTTPResponse {
+        var limit: Int?
+        if let asked = request.query["gops"] {
+            guard let n = Int(asked), (1...3600).contains(n) else {
+                return .error(400, "gops=\(asked) is not a number of GOPs from 1 to 3600.")
+            }
+            limit = n
+        }
+        guard !control.live.items.isEmpty else { return Self.noLivePicture }
+        viewers.add(1, ordering: .relaxed)
+        let viewer = LiveViewer(feed: control.live, limit: limit) { [self] in
+            viewers.subtract(1, ordering: .relaxed)
+        }
+        return HTTPResponse(
+            status: 200,
+            headers: [("Content-Type", "video/mp4"), ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")],
+            body: .stream(viewer))
+    }
+
+    /// `/live/init-STREAM.mp4` and `/live/SEQUENCE.m4s`: HLS's pieces, while the feed keeps them.
+    func liveSegment(_ name: String) -> HTTPResponse {
+        let items = control.live.items
+        let headers: [(name: String, value: String)] = [("Cache-Control", "max-age=60")]
+        if name.hasPrefix("init-"), name.hasSuffix(".mp4"), let stream = Int(name.dropFirst(5).dropLast(4)),
+            let item = items.first(where: { $0.stream == stream })
+        {
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "video/mp4")] + headers,
+                body: .bytes(item.movie.initialization()))
+        }
+        if name.hasSuffix(".m4s"), let sequence = UInt64(name.dropLast(4)),
+            let item = items.first(where: { $0.sequence == sequence })
+        {
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "video/iso.segment")] + headers,
+                body: .bytes(LivePlaylist.segment(item).bytes))
+        }
+        return .error(404, "No such piece of the live stream: it is older than the last few seconds kept.")
     }
 
     /// A file of the storage directory, or why not.
@@ -127,6 +184,7 @@ public final class WebSite: Sendable {
         add("recording", "gauge", "1 while a clip is being recorded.", c.recording ? "1" : "0")
         add("motion", "gauge", "1 during a motion event.", motion.load(ordering: .relaxed) ? "1" : "0")
         add("detection_enabled", "gauge", "1 while motion detection is on.", control.detectionEnabled ? "1" : "0")
+        add("live_viewers", "gauge", "Live streams (/live.mp4) being sent.", "\(viewers.load(ordering: .relaxed))")
         lines += [
             "# HELP vigil_build_info The agent's version.", "# TYPE vigil_build_info gauge",
             "vigil_build_info{camera=\"\(Self.labelValue(camera))\",version=\"\(Self.labelValue(version))\"} 1",
