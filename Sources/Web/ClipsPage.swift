@@ -1,7 +1,8 @@
 import Media
 import Recorder
 
-// The page at `/`: the camera's latest picture (when `snapshot.live_interval` keeps one) and
+// The page at `/`: the camera live (the latest picture, when `snapshot.live_interval` keeps one,
+// until the video starts) and
 // the clips, newest first, day by day, each with its picture, its time, its length and what
 // started it; a clip opens in the browser's own player, or downloads. Plain HTML and a little
 // CSS, no script and nothing from elsewhere: readable on a phone.
@@ -23,7 +24,7 @@ extension WebSite {
             h1 { font-size: 1.4rem; margin: 1rem 0 0.5rem; }
             .now { color: #555; }
             .recording { color: #b00; font-weight: bold; }
-            .live img { width: 100%; height: auto; border-radius: 4px; background: #ddd; }
+            .live video { width: 100%; height: auto; border-radius: 4px; background: #222; }
             h2 { font-size: 1.1rem; border-bottom: 1px solid #ccc; margin-top: 1.5rem; }
             ul { list-style: none; padding: 0; display: grid; grid-template-columns: repeat(auto-fill, minmax(14rem, 1fr)); gap: 1rem; }
             li img { width: 100%; height: auto; aspect-ratio: 4 / 3; object-fit: cover; border-radius: 4px; background: #ddd; }
@@ -37,12 +38,16 @@ extension WebSite {
             \(kept.count) clip\(kept.count == 1 ? "" : "s") · \(Self.freeSpace(counters.diskFreeBytes)) free</p></header>
 
             """
-        if storage.exists(ClipNaming.latestPicture) {
-            html += """
-                <figure class="live"><a href="/latest.jpg"><img src="/latest.jpg" alt="The camera's latest picture"></a></figure>
+        // The live view: HLS where the browser plays it (Safari, phones), the progressive
+        // stream elsewhere; the latest picture until it starts.
+        let poster = storage.exists(ClipNaming.latestPicture) ? " poster=\"/latest.jpg\"" : ""
+        html += """
+            <figure class="live"><video id="live" controls autoplay muted playsinline\(poster) aria-label="The camera, live">
+            <source src="/live.m3u8" type="application/vnd.apple.mpegurl">
+            <source src="/live.mp4" type="video/mp4">
+            </video></figure>
 
-                """
-        }
+            """
         if kept.isEmpty {
             html += "<p>No clips yet: they appear here when motion is recorded.</p>\n"
         }

@@ -19,8 +19,8 @@ public struct HTTPServerError: Error, CustomStringConvertible, Sendable, Equatab
 /// from what it has, without waiting on the agent.
 public final class HTTPServer: Sendable {
     public struct Limits: Sendable {
-        public var connections = 64
-        public var connectionsPerAddress = 32
+        public var connections = 128
+        public var connectionsPerAddress = 64
         public var idleSeconds = 30
         public var requestMemory = 32 * 1024
         public var bodyBytes = 16 * 1024
@@ -67,9 +67,10 @@ public final class HTTPServer: Sendable {
 
     deinit { stop() }
 
-    /// Closes the listening socket and every connection, and waits for the server's thread to
-    /// end. Once is enough; again does nothing.
-    public func stop() {
+    /// Ends every streamed response (a viewer gets the end of its stream, within
+    /// `graceSeconds` if it reads), closes the listening socket and every connection, and waits
+    /// for the server's thread to end. Once is enough; again does nothing.
+    public func stop(graceSeconds: Double = 2) {
         let stopping = daemon.withLock { d -> Daemon? in
             defer { d = nil }
             return d
@@ -83,6 +84,8 @@ public final class HTTPServer: Sendable {
         }) {
             stream.end()
         }
+        // Each ends at its next read, with the last chunk; one that does not read is cut off.
+        for _ in 0..<Int(graceSeconds * 50) where streamsOpen > 0 { usleep(20_000) }
         MHD_stop_daemon(stopping.pointer)
     }
 

@@ -44,7 +44,8 @@ public enum GStreamer {
     /// The debug categories and levels the decode runs with (see the type's documentation).
     public static let debugLevels = "*:1,qtdemux:2,h264parse:2,baseparse:2,libav:2,videodecoder:2"
 
-    /// Decodes the video track of `path` in full.
+    /// Decodes the video track of `path` in full (a file, or an `http://` URL read with
+    /// `souphttpsrc`).
     public static func decode(_ path: String) throws -> Decode {
         var environment = ProcessInfo.processInfo.environment
         environment["GST_DEBUG"] = debugLevels
@@ -53,7 +54,7 @@ public enum GStreamer {
         let r = try runTool(
             tool,
             [
-                "-v", "filesrc", "location=\(path)", "!", "qtdemux", "!", "h264parse", "!", "avdec_h264", "!",
+                "-v", path.hasPrefix("http://") ? "souphttpsrc" : "filesrc", "location=\(path)", "!", "qtdemux", "!", "h264parse", "!", "avdec_h264", "!",
                 "fakesink", "silent=false",
             ], environment: environment)
         let unfragmented = isFinishedMovie(path)

@@ -258,4 +258,91 @@ import Testing
         let r = try runTool("curl", ["-sS", "--max-time", "20", "http://[::1]:\(server.port)/"])
         #expect(r.stdout == "six")
     }
+
+    /// A body that gives its parts one at a time, each once `release` is called (from the test's
+    /// thread), and sleeps in between.
+    final class Parts: HTTPStream {
+        struct State {
+            var parts: [[UInt8]]
+            var released = 0
+            var sent = 0
+            var wake: (@Sendable () -> Void)?
+            var closed = false
+            var sleeps = 0
+        }
+        let state: Mutex<State>
+        init(_ parts: [String]) { state = Mutex(State(parts: parts.map { Array($0.utf8) })) }
+
+        func read(
+            into buffer: UnsafeMutableRawBufferPointer, sleep: () -> Void, wake: @escaping @Sendable () -> Void
+        ) -> HTTPStreamRead {
+            state.withLock { s in
+                if s.sent == s.parts.count { return .end }
+                guard s.sent < s.released else {
+                    sleep()
+                    s.sleeps += 1
+                    s.wake = wake
+                    return .waiting
+                }
+                let part = s.parts[s.sent]
+                precondition(part.count <= buffer.count)
+                buffer.copyBytes(from: part)
+                s.sent += 1
+                return .bytes(part.count)
+            }
+        }
+
+        /// Lets the next part go.
+        func release() {
+            let wake = state.withLock { s -> (@Sendable () -> Void)? in
+                s.released += 1
+                defer { s.wake = nil }
+                return s.wake
+            }
+            wake?()
+        }
+
+        func close() { state.withLock { $0.closed = true } }
+    }
+
+    @Test func aStreamedBodyIsSentAsItIsMadeAndItsConnectionWaitsMeanwhile() throws {
+        let parts = Parts(["one ", "two ", "three"])
+        let server = try Self.serve { _ in HTTPResponse(status: 200, body: .stream(parts)) }
+        defer { server.stop() }
+        let feeder = Thread {
+            for _ in 0..<3 {
+                Thread.sleep(forTimeInterval: 0.3)
+                parts.release()
+            }
+        }
+        feeder.start()
+        let r = try Self.curl(server, "/live")
+        #expect(r.status == 200 && String(decoding: r.body, as: UTF8.self) == "one two three")
+        #expect(r.headers["transfer-encoding"] == "chunked")
+        let (sleeps, closed) = parts.state.withLock { ($0.sleeps, $0.closed) }
+        #expect(sleeps >= 3, "it slept before each part, not spinning")
+        #expect(closed)
+        #expect(server.streamsOpen == 0)
+    }
+
+    @Test func stoppingEndsTheStreamsThatWaitAndTheirClientsGetTheEnd() throws {
+        let parts = Parts(["first ", "never"])
+        let server = try Self.serve { _ in HTTPResponse(status: 200, body: .stream(parts)) }
+        parts.release()
+        let output = try TemporaryDirectory("vigil-web-stream")
+        defer { output.remove() }
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-sS", "-o", output.file("body"), "http://127.0.0.1:\(server.port)/live"]
+        try curl.run()
+        // Once the first part is out, the stream waits (its connection suspended)…
+        for _ in 0..<200 where parts.state.withLock({ $0.sleeps }) == 0 { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(server.streamsOpen == 1)
+        // …and the server stops all the same, ending it: curl gets a whole (chunked) body.
+        server.stop()
+        curl.waitUntilExit()
+        #expect(curl.terminationStatus == 0)
+        #expect((try? String(contentsOfFile: output.file("body"), encoding: .utf8)) == "first ")
+        #expect(parts.state.withLock { $0.closed })
+    }
 }
