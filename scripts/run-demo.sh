@@ -17,5 +17,6 @@ else
     echo "vigil: recording from $device (VIGIL_DEMO_SYNTHETIC=1 make run uses the synthetic scene instead)."
 fi
 echo "vigil: clips go to $(pwd)/var/clips; list them with: $bin/vigil clips --config var/demo.conf"
+echo "vigil: watch it live and play the clips at http://127.0.0.1:8080/ (the agent logs \"web server off\" if the port is taken)."
 echo "vigil: Ctrl-C stops the agent (the open clip is finished first)."
 exec "$bin/vigil" run --config var/demo.conf

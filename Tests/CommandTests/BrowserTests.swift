@@ -1,0 +1,113 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The agent's pages in a real browser: Debian's Chromium, headless, against the agent on a
+/// loopback port. What a person sees: the page with the scene on it, the live video playing
+/// (its time advancing, its picture changing), a clip playing to its end.
+@Suite struct BrowserTests {
+    /// Chromium's command, headless, in a profile of its own under `dir`, with `arguments`.
+    static func chromium(_ dir: TemporaryDirectory, _ arguments: [String]) throws -> ToolResult {
+        try runTool(
+            "timeout",
+            [
+                "-s", "KILL", "120", "chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                "--mute-audio", "--autoplay-policy=no-user-gesture-required", "--user-data-dir=\(dir.file("profile"))",
+            ] + arguments)
+    }
+
+    /// The range of luma (brightest less darkest) in a region of a screenshot, by ffmpeg's
+    /// `signalstats`: near 0 for a blank area, wide for a camera's picture.
+    static func lumaRange(_ png: String, crop: String) throws -> Int? {
+        let r = try runTool(
+            "ffmpeg",
+            [
+                "-nostdin", "-v", "error", "-i", png, "-vf", "crop=\(crop),signalstats,metadata=print:file=-", "-f",
+                "null", "-",
+            ])
+        func value(_ key: String) -> Int? {
+            r.stdout.split(separator: "\n").first { $0.hasPrefix("lavfi.signalstats.\(key)=") }
+                .flatMap { Double($0.split(separator: "=").last ?? "") }.map { Int($0) }
+        }
+        guard let low = value("YMIN"), let high = value("YMAX") else { return nil }
+        return high - low
+    }
+
+    @Test func thePageShowsTheSceneTheLiveVideoPlaysAndAClipPlaysToItsEnd() throws {
+        let dir = try TemporaryDirectory("vigil-browser")
+        defer { dir.remove() }
+        let (agent, base) = try WebCommandTests.agentWithWeb(dir, seconds: 90)
+        defer { agent.kill(SIGKILL) }
+        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
+        try #require(try LiveCommandTests.waitForLive(base), "\(agent.output)")
+        let api = try WebCommandTests.get(base + "/api/clips")
+        let list = try #require(try JSONSerialization.jsonObject(with: api.body) as? [[String: Any]])
+        let file = try #require(list.first?["file"] as? String)
+        let seconds = try #require(list.first?["duration_s"] as? Double)
+
+        // The page, as a phone-sized window shows it: the live video (or its poster, the
+        // latest picture) at the top is the scene, not an empty box.
+        let shot = dir.file("page.png")
+        let page = try Self.chromium(
+            dir, ["--window-size=480,800", "--virtual-time-budget=5000", "--screenshot=\(shot)", base + "/"])
+        #expect(FileManager.default.fileExists(atPath: shot), "\(page.stderr)")
+        let range = try Self.lumaRange(shot, crop: "380:200:50:120")
+        #expect((range ?? 0) > 60, "the top of the page is not the camera's picture (luma range \(range ?? -1))")
+
+        // The live video and the clip in <video> elements: a page of the test's own (the
+        // agent's allows no script) reads what the browser's player says.
+        let probe = dir.file("probe.html")
+        try """
+        <!doctype html><html><head><title>waiting</title></head><body>
+        <video id="live" muted autoplay playsinline src="\(base)/live.mp4"></video>
+        <video id="clip" muted autoplay playsinline src="\(base)/clips/\(file)"></video>
+        <script>
+        const live = document.getElementById("live"), clip = document.getElementById("clip");
+        const seen = {};
+        live.onerror = () => { seen.liveError = live.error.code; };
+        const report = () => { if (!seen.done) { seen.done = true; document.title = JSON.stringify(seen); } };
+        clip.onerror = () => { seen.clipError = clip.error.code; };
+        clip.onended = () => {
+          seen.clipEnded = clip.currentTime;
+          if (seen.second !== undefined) report();
+        };
+        setTimeout(() => { seen.first = live.currentTime; }, 2000);
+        setTimeout(() => {
+          seen.second = live.currentTime;
+          seen.width = live.videoWidth;
+          seen.height = live.videoHeight;
+          if (seen.clipEnded !== undefined) report();
+        }, 6000);
+        setTimeout(report, 60000);
+        </script></body></html>
+        """.write(toFile: probe, atomically: true, encoding: .utf8)
+        let dom = try Self.chromium(
+            dir, ["--virtual-time-budget=61000", "--dump-dom", "file://" + probe])
+        let title = try #require(
+            dom.stdout.range(of: "<title>").flatMap { start in
+                dom.stdout.range(of: "</title>").map { String(dom.stdout[start.upperBound..<$0.lowerBound]) }
+            }, "\(dom.stdout) \(dom.stderr)")
+        let seen = try #require(
+            try JSONSerialization.jsonObject(with: Data(title.replacing("&quot;", with: "\"").utf8))
+                as? [String: Any], "\(title)")
+        #expect(seen["liveError"] == nil && seen["clipError"] == nil, "\(seen)")
+        #expect(seen["width"] as? Int == 320 && seen["height"] as? Int == 240, "\(seen)")
+        let first = seen["first"] as? Double ?? 0, second = seen["second"] as? Double ?? 0
+        #expect(second - first > 2, "the live video's time did not advance: \(seen)")
+        let ended = try #require(seen["clipEnded"] as? Double, "the clip did not play to its end: \(seen)")
+        #expect(abs(ended - seconds) < 0.2, "the clip ended at \(ended) s of \(seconds) s")
+
+        // Later, the live picture is another one: the scene moved on (its clock, at least).
+        let later = dir.file("later.png")
+        _ = try Self.chromium(
+            dir, ["--window-size=480,800", "--virtual-time-budget=5000", "--screenshot=\(later)", base + "/"])
+        let hashes = try [shot, later].map { png in
+            try runTool(
+                "ffmpeg", ["-nostdin", "-v", "error", "-i", png, "-vf", "crop=380:200:50:120", "-f", "md5", "-"]
+            ).stdout
+        }
+        #expect(hashes[0] != hashes[1] && !hashes[0].isEmpty, "the live picture did not change")
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0)
+    }
+}
