@@ -97,7 +97,7 @@ let package = Package(
             name: "vigil-bench",
             dependencies: [
                 "Media", "POSIX", "QuickTime", "Storage", "MotionDetection", "Recorder", "H264", "Capture",
-                "Configuration", "Overlay",
+                "Configuration", "Overlay", "Agent", "Web",
             ]
         ),
 

@@ -59,7 +59,7 @@ public final class LiveFeed: Sendable {
 
     /// A new stream begins, in `movie`'s format (its SPS and PPS); GOPs published from now on
     /// are of it.
-    func begin(_ movie: LiveMovie) {
+    package func begin(_ movie: LiveMovie) {
         state.withLock {
             guard $0.open else { return }
             $0.movie = movie
@@ -69,12 +69,12 @@ public final class LiveFeed: Sendable {
     }
 
     /// The stream was interrupted: what follows is another stream (`begin`).
-    func interrupt() {
+    package func interrupt() {
         state.withLock { $0.movie = nil }
     }
 
     /// A complete GOP of the current stream.
-    func publish(_ gop: GOP) {
+    package func publish(_ gop: GOP) {
         let wakes = state.withLock { s -> [@Sendable () -> Void] in
             guard s.open, !s.closed, let movie = s.movie else { return [] }
             let origin = s.origin ?? gop.start

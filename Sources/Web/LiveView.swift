@@ -11,7 +11,7 @@ import Synchronization
 /// with the pre-roll ring. The stream ends when the camera's stream does (a new one may have
 /// another format: the player asks again), after `limit` GOPs when asked, or when the server
 /// stops.
-final class LiveViewer: HTTPStream {
+package final class LiveViewer: HTTPStream {
     struct State {
         /// What is to be sent, in order; the first is sent from `offset`.
         var chunks: [[UInt8]] = []
@@ -32,13 +32,13 @@ final class LiveViewer: HTTPStream {
     let onClose: @Sendable () -> Void
     let state = Mutex(State())
 
-    init(feed: LiveFeed, limit: Int?, onClose: @escaping @Sendable () -> Void) {
+    package init(feed: LiveFeed, limit: Int?, onClose: @escaping @Sendable () -> Void) {
         self.feed = feed
         self.limit = limit
         self.onClose = onClose
     }
 
-    func read(
+    package func read(
         into buffer: UnsafeMutableRawBufferPointer, sleep: () -> Void, wake: @escaping @Sendable () -> Void
     ) -> HTTPStreamRead {
         state.withLock { s in
@@ -99,7 +99,7 @@ final class LiveViewer: HTTPStream {
         s.previousEnd = item.gop.end ?? item.gop.lastTime
     }
 
-    func close() { onClose() }
+    package func close() { onClose() }
 }
 
 /// HLS: `/live.m3u8` lists the GOPs the feed keeps as fMP4 segments (`/live/SEQUENCE.m4s`,

@@ -307,6 +307,12 @@ func run() throws {
             column: column,
             directory: options.jsonPath.map { ($0 as NSString).deletingLastPathComponent } ?? "var/bench",
             table: &table)
+        try measureLiveView(
+            samples: encodedSamples,
+            video: VideoTrackFormat(
+                width: width, height: height, sequenceParameterSet: parameterSets.sps,
+                pictureParameterSet: parameterSets.pps),
+            encodePerFrame: encodeOneThread, column: column, table: &table)
         encodedSamples = []
 
         // The whole agent, on footage with events; then in real time.

@@ -36,9 +36,24 @@ import Testing
     @Test func thePageShowsTheSceneTheLiveVideoPlaysAndAClipPlaysToItsEnd() throws {
         let dir = try TemporaryDirectory("vigil-browser")
         defer { dir.remove() }
-        let (agent, base) = try WebCommandTests.agentWithWeb(dir, seconds: 90)
+        // The synthetic camera, which runs until the agent is stopped (footage would end, and a
+        // busy machine can make the browser slow).
+        let config = dir.file("vigil.conf")
+        try """
+        camera = { device = "synthetic"; name = "yard"; width = 320; height = 240; fps = 15.0; };
+        recording = { pre_roll = 2.0; post_roll = 2.0; max_clip = 10.0; };
+        storage = { path = "clips"; min_free_mb = 1; };
+        log = { level = "info"; stats_interval = 0; };
+        snapshot = { live_interval = 1.0; };
+        web = { enabled = true; port = 0; };
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let agent = try AgentProcess(config: config)
         defer { agent.kill(SIGKILL) }
-        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
+        let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60), "\(agent.output)")
+        let address = try #require(
+            listening.split(separator: " ").first { $0.hasPrefix("address=") }?.dropFirst("address=".count))
+        let base = "http://\(address)"
+        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 120) != nil, "\(agent.output)")
         try #require(try LiveCommandTests.waitForLive(base), "\(agent.output)")
         let api = try WebCommandTests.get(base + "/api/clips")
         let list = try #require(try JSONSerialization.jsonObject(with: api.body) as? [[String: Any]])
