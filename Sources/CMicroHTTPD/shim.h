@@ -12,11 +12,13 @@
 // address), each dropped after `timeout_seconds` without traffic and given `memory_limit`
 // bytes for its request; strict about the protocol (an HTTP/1.1 request without a Host, a
 // space in a path: 400); a connection may be suspended while its streamed body waits for
-// data. NULL when it cannot start.
+// data. `random` (`random_size` bytes, kept while the daemon runs) seeds Digest
+// authentication's nonces. NULL when it cannot start.
 static inline struct MHD_Daemon *vigil_mhd_start(
     int listen_fd, MHD_AccessHandlerCallback handler, void *handler_context,
     MHD_RequestCompletedCallback completed, void *completed_context, unsigned int connection_limit,
-    unsigned int per_ip_limit, unsigned int timeout_seconds, size_t memory_limit)
+    unsigned int per_ip_limit, unsigned int timeout_seconds, size_t memory_limit, size_t random_size,
+    void *random)
 {
     return MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, handler, handler_context,
@@ -27,6 +29,8 @@ static inline struct MHD_Daemon *vigil_mhd_start(
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
         MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
         MHD_OPTION_STRICT_FOR_CLIENT, (int) 1,
+        MHD_OPTION_DIGEST_AUTH_RANDOM, random_size, random,
+        MHD_OPTION_NONCE_NC_SIZE, (unsigned int) 1024,
         MHD_OPTION_END);
 }
 
@@ -41,3 +45,6 @@ static inline struct MHD_Response *vigil_mhd_stream_response(
 
 // What a content reader returns at the end of its body.
 static const ssize_t vigil_mhd_end_of_stream = MHD_CONTENT_READER_END_OF_STREAM;
+
+// Digest authentication with MD5, the algorithm every browser speaks.
+static const enum MHD_DigestAuthAlgorithm vigil_mhd_digest_md5 = MHD_DIGEST_ALG_MD5;

@@ -308,11 +308,15 @@ public enum ConfigSchema {
             "serve the clips, their pictures and the agent's figures over HTTP (a page, /api/clips, /metrics)"),
         ConfigKey(
             "web.listen", .text, .text("127.0.0.1"),
-            "the address to listen on: this machine's loopback only (127.0.0.1 or ::1); reach it from elsewhere through SSH"
+            "the address to listen on: 127.0.0.1 or ::1 (this machine only), or, with a password file, 0.0.0.0 or :: (every address) or one of this machine's"
         ),
         ConfigKey(
             "web.port", .integer(0...65535), .integer(8080),
             "the port to listen on, or 0 for any free one (the log says which)"
+        ),
+        ConfigKey(
+            "web.password_file", .text, .text(""),
+            "who may sign in (HTTP Digest), as `vigil passwd` writes it; every page then asks for a user and password, and web.listen may be another machine's way in. \"\": no password, this machine only"
         ),
     ]
 

@@ -247,7 +247,7 @@ public struct Settings: Equatable, Sendable {
             enabled: v.boolean("snapshot.enabled"), quality: v.integer("snapshot.quality"), width: snapshotWidth,
             liveInterval: v.number("snapshot.live_interval"))
         mqtt = try Settings.mqtt(v, camera: camera.name, directory: directory)
-        web = try Settings.web(v)
+        web = try Settings.web(v, directory: directory)
     }
 
     /// The shortest `snapshot.live_interval` but 0: each update rewrites and syncs `latest.jpg`.

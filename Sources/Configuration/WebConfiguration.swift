@@ -1,22 +1,47 @@
+import FoundationEssentials
+import Media
+internal import POSIX
+
 extension Settings {
-    /// The `web` section: the agent's own web server (`/`, `/api/clips`, the clips, `/metrics`).
+    /// The `web` section: the agent's own web server (`/`, the live view, `/api/clips`, the
+    /// clips, `/metrics`).
     public struct Web: Equatable, Sendable {
         public var enabled: Bool
-        /// The numeric address it listens on: this machine's loopback only (127.0.0.1, ::1).
+        /// The numeric address it listens on: this machine's loopback only (127.0.0.1, ::1)
+        /// unless a password file is set.
         public var listen: String
         /// Its port; 0 for any free one (the log says which).
         public var port: Int
+        /// `web.password_file`, made absolute; nil when none is set (then: loopback only).
+        public var passwordFile: String?
+        /// Who may sign in (read from `passwordFile` when the settings are loaded, with the
+        /// server on); nil without a password file.
+        public var passwords: WebPasswords?
+        /// Why the server cannot run as configured (its password file cannot be read or is not
+        /// one): the agent records without it, and says so.
+        public var problem: ConfigurationError?
     }
 
-    static func web(_ v: ConfigValues) throws(ConfigurationError) -> Web {
+    static func web(_ v: ConfigValues, directory: String) throws(ConfigurationError) -> Web {
         let listen = v.text("web.listen")
-        if !Web.isLoopback(listen) {
+        let file = v.text("web.password_file")
+        if !Web.isLoopback(listen) && file.isEmpty {
             throw v.error(
                 "web.listen",
-                "web.listen = \"\(listen)\" is not this machine's loopback address — the web server has no password, so it serves this machine only: use 127.0.0.1 (or ::1), and from another computer reach it through SSH (ssh -L 8080:127.0.0.1:8080 the-camera, then http://localhost:8080/)"
+                "web.listen = \"\(listen)\" serves other machines, and the web server has no password — set web.password_file and make a password with `vigil passwd`, or use 127.0.0.1 (or ::1) and reach it through SSH (ssh -L 8080:127.0.0.1:8080 the-camera, then http://localhost:8080/)"
             )
         }
-        return Web(enabled: v.boolean("web.enabled"), listen: listen, port: v.integer("web.port"))
+        var web = Web(
+            enabled: v.boolean("web.enabled"), listen: listen, port: v.integer("web.port"),
+            passwordFile: file.isEmpty ? nil : resolve(file, against: directory), passwords: nil, problem: nil)
+        // Only read when the server is on: a config that turns it off need not have the file.
+        guard web.enabled, let path = web.passwordFile else { return web }
+        do {
+            web.passwords = try WebPasswords.read(path)
+        } catch {
+            web.problem = v.error("web.password_file", "web.password_file: \(error)")
+        }
+        return web
     }
 }
 
@@ -31,4 +56,135 @@ extension Settings.Web {
                 && (Int(part) ?? 256) <= 255
         }
     }
+}
+
+/// The web server's password file: one line per user, `USER:REALM:HA1`, HA1 being the MD5 of
+/// `USER:REALM:PASSWORD` in hexadecimal — the form `htdigest` writes and HTTP Digest
+/// authentication checks against, so the password itself is never stored. Every line has the
+/// same realm (the name the browser shows when it asks); `vigil passwd` makes it with a random
+/// part, so the same password gives another hash on every camera.
+public struct WebPasswords: Equatable, Sendable {
+    public var realm: String
+    /// Each user's HA1, 16 bytes.
+    public var users: [String: [UInt8]]
+
+    public init(realm: String, users: [String: [UInt8]] = [:]) {
+        self.realm = realm
+        self.users = users
+    }
+
+    /// The largest password file read.
+    static let sizeLimit = 65536
+
+    /// HA1 for `user` with `password` in `realm`.
+    public static func hash(user: String, realm: String, password: String) -> [UInt8] {
+        MD5.digest(Array("\(user):\(realm):\(password)".utf8))
+    }
+
+    /// Sets `user`'s password.
+    public mutating func set(user: String, password: String) {
+        users[user] = Self.hash(user: user, realm: realm, password: password)
+    }
+
+    /// What a user name may be: a colon would end it, and the browser sends it in a header.
+    public static func nameProblem(_ user: String) -> String? {
+        if user.isEmpty || user.utf8.count > 64 { return "a user name of 1 to 64 characters" }
+        if user.contains(where: { $0 == ":" || $0 == "\"" || $0 == "\\" || !$0.isASCII || $0.isWhitespace }) {
+            return "a user name of ASCII letters, digits and punctuation, without a colon, quote or backslash"
+        }
+        return nil
+    }
+
+    /// A realm with 8 random hexadecimal digits in it (from `random`, 4 bytes).
+    public static func newRealm(random: [UInt8]) -> String {
+        "Vigil " + random.prefix(4).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
+
+    /// The file's text: a line per user, sorted.
+    public var text: String {
+        users.keys.sorted().map { user in
+            "\(user):\(realm):" + users[user]!.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\n"
+        }.joined()
+    }
+
+    /// The passwords `text` holds; what is wrong with it, said for a person, when it is not a
+    /// password file (or holds nobody).
+    public static func parse(_ text: String) throws(WebPasswordsError) -> WebPasswords {
+        var realm: String?
+        var users: [String: [UInt8]] = [:]
+        // Lines end in LF or CRLF (one Character in Swift: `isNewline` takes both).
+        for (index, line) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
+            if line.isEmpty { continue }
+            let fields = line.split(separator: ":", omittingEmptySubsequences: false)
+            guard fields.count == 3, let ha1 = hexBytes(fields[2]), ha1.count == 16, !fields[0].isEmpty,
+                !fields[1].isEmpty
+            else {
+                throw WebPasswordsError(
+                    "line \(index + 1) is not USER:REALM:HASH (32 hexadecimal digits) — make the file with `vigil passwd`"
+                )
+            }
+            if let realm, realm != String(fields[1]) {
+                throw WebPasswordsError(
+                    "line \(index + 1) has the realm \"\(fields[1])\", another than the first line's \"\(realm)\" — one file, one realm: make it again with `vigil passwd`"
+                )
+            }
+            realm = String(fields[1])
+            users[String(fields[0])] = ha1
+        }
+        guard let realm, !users.isEmpty else {
+            throw WebPasswordsError("it holds no user — add one with `vigil passwd`")
+        }
+        return WebPasswords(realm: realm, users: users)
+    }
+
+    /// The passwords in the file at `path`: a regular file of at most 64 KB.
+    public static func read(_ path: String) throws(WebPasswordsError) -> WebPasswords {
+        let bytes: [UInt8]
+        do {
+            let file = try FileDescriptor(opening: path, .readOnly, options: [.nonBlocking])
+            let status = try file.status()
+            guard status.kind == .regular else {
+                throw WebPasswordsError("\(path) is not a regular file — give the file `vigil passwd` writes")
+            }
+            guard status.size <= UInt64(sizeLimit) else {
+                throw WebPasswordsError(
+                    "\(path) is \(status.size) bytes, more than a password file holds — is it the right file?")
+            }
+            bytes = try file.read(count: sizeLimit + 1)
+        } catch let error as WebPasswordsError {
+            throw error
+        } catch {
+            throw WebPasswordsError(
+                "\(path) cannot be read: \(error) — make it with `vigil passwd`, readable by the agent's user")
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw WebPasswordsError("\(path) is not text — make it with `vigil passwd`")
+        }
+        do { return try parse(text) } catch { throw WebPasswordsError("\(path): \(error.description)") }
+    }
+
+    private static func hexBytes(_ text: Substring) -> [UInt8]? {
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var out: [UInt8] = []
+        for i in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = nibble(digits[i]), let low = nibble(digits[i + 1]) else { return nil }
+            out.append(high << 4 | low)
+        }
+        return out
+    }
+}
+
+/// Why a password file cannot be used.
+public struct WebPasswordsError: Error, CustomStringConvertible, Sendable, Equatable {
+    public let description: String
+    init(_ description: String) { self.description = description }
 }

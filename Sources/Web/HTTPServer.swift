@@ -1,4 +1,5 @@
 internal import CMicroHTTPD
+import Configuration
 internal import Glibc
 import POSIX
 import Synchronization
@@ -38,18 +39,23 @@ public final class HTTPServer: Sendable {
 
     /// Listens on `address` (a numeric IPv4 or IPv6 address: 127.0.0.1, 0.0.0.0, ::1, ::) and
     /// `port` (0: any free one) and serves each request with `handler`.
+    ///
+    /// With `passwords`, every request must sign in as one of its users (HTTP Digest, MD5, as
+    /// every browser speaks it): without, or with a wrong password, the answer is 401.
     public init(
-        address: String, port: Int, limits: Limits = Limits(), handler: @escaping Handler
+        address: String, port: Int, limits: Limits = Limits(), passwords: WebPasswords? = nil,
+        handler: @escaping Handler
     ) throws(HTTPServerError) {
         let socket = try Self.listen(address: address, port: port)
         self.address = address
         self.port = socket.port
-        context = Context(handler: handler, bodyLimit: limits.bodyBytes)
+        context = Context(handler: handler, bodyLimit: limits.bodyBytes, passwords: passwords)
         let opaque = Unmanaged.passUnretained(context).toOpaque()
         guard
             let started = vigil_mhd_start(
                 socket.descriptor, accessHandler, opaque, requestCompleted, opaque, UInt32(limits.connections),
-                UInt32(limits.connectionsPerAddress), UInt32(limits.idleSeconds), limits.requestMemory)
+                UInt32(limits.connectionsPerAddress), UInt32(limits.idleSeconds), limits.requestMemory,
+                Context.randomSize, context.random)
         else {
             close(socket.descriptor)
             throw HTTPServerError(
@@ -181,20 +187,39 @@ public final class HTTPServer: Sendable {
     }
 }
 
-/// What the C callbacks reach through their context pointer: the handler, the body limit, and
-/// the streamed responses being sent (woken when the server stops).
-private final class Context: Sendable {
+/// What the C callbacks reach through their context pointer: the handler, the body limit, who
+/// may sign in, and the streamed responses being sent (woken when the server stops).
+private final class Context: @unchecked Sendable {
     let handler: HTTPServer.Handler
     let bodyLimit: Int
+    let passwords: WebPasswords?
+    /// What Digest authentication's nonces are made from: random, written once here and only
+    /// read by the library afterwards (hence `@unchecked`), freed after the daemon stops.
+    static let randomSize = 32
+    let random: UnsafeMutableRawPointer
+    /// Sent with every challenge, and back by the browser.
+    let opaque: String
     struct Streams {
         var open: [ObjectIdentifier: StreamResponse] = [:]
         var stopping = false
     }
     let streams = Mutex(Streams())
-    init(handler: @escaping HTTPServer.Handler, bodyLimit: Int) {
+    init(handler: @escaping HTTPServer.Handler, bodyLimit: Int, passwords: WebPasswords?) {
         self.handler = handler
         self.bodyLimit = bodyLimit
+        self.passwords = passwords
+        random = UnsafeMutableRawPointer.allocate(byteCount: Context.randomSize, alignment: 8)
+        // The system's generator: getrandom(2), as unpredictable as the kernel makes it.
+        var generator = SystemRandomNumberGenerator()
+        for i in 0..<Context.randomSize {
+            random.storeBytes(of: generator.next() as UInt8, toByteOffset: i, as: UInt8.self)
+        }
+        opaque = (0..<16).map { _ in
+            let byte: UInt8 = generator.next()
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
     }
+    deinit { random.deallocate() }
 }
 
 /// A connection's library pointer, used only under `StreamResponse`'s lock.
@@ -321,11 +346,16 @@ private func values(of connection: OpaquePointer?, kind: MHD_ValueKind, lowercas
 private let accessHandler: MHD_AccessHandlerCallback = {
     context, connection, url, method, _, uploadData, uploadSize, requestContext in
     guard let context, let requestContext, let uploadSize else { return MHD_Result.NO }
+    let server = Unmanaged<Context>.fromOpaque(context).takeUnretainedValue()
     guard let state = requestContext.pointee else {
+        // The headers are in: one who has not signed in is answered now (its body, if any, is
+        // never read).
+        if let passwords = server.passwords, let refused = challenge(connection, passwords, server) {
+            return refused
+        }
         requestContext.pointee = Unmanaged.passRetained(RequestBody()).toOpaque()
         return MHD_Result.YES
     }
-    let server = Unmanaged<Context>.fromOpaque(context).takeUnretainedValue()
     let body = Unmanaged<RequestBody>.fromOpaque(state).takeUnretainedValue()
     if uploadSize.pointee > 0 {
         if !body.tooLarge, let uploadData {
@@ -354,6 +384,36 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     return queue(response, on: connection, server: server)
 }
 
+/// nil when the request signs in as one of `passwords`' users (HTTP Digest); otherwise the
+/// 401 that asks for a user and password, queued.
+private func challenge(_ connection: OpaquePointer?, _ passwords: WebPasswords, _ server: Context) -> MHD_Result? {
+    var stale = false
+    if let name = MHD_digest_auth_get_username(connection) {
+        let user = String(cString: name)
+        MHD_free(name)
+        if let ha1 = passwords.users[user] {
+            let checked = ha1.withUnsafeBufferPointer {
+                MHD_digest_auth_check_digest2(
+                    connection, passwords.realm, user, $0.baseAddress, $0.count, 300, vigil_mhd_digest_md5)
+            }
+            if checked == MHD_Result.YES.rawValue { return nil }
+            stale = checked == MHD_INVALID_NONCE
+        }
+    }
+    let text = Array("Sign in to see this camera: a user and password made with `vigil passwd`.\n".utf8)
+    guard
+        let response = text.withUnsafeBytes({
+            MHD_create_response_from_buffer(
+                text.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
+        })
+    else { return MHD_Result.NO }
+    defer { MHD_destroy_response(response) }
+    _ = MHD_add_response_header(response, "Content-Type", "text/plain; charset=utf-8")
+    _ = MHD_add_response_header(response, "Cache-Control", "no-store")
+    return MHD_queue_auth_fail_response2(
+        connection, passwords.realm, server.opaque, response, stale ? 1 : 0, vigil_mhd_digest_md5)
+}
+
 /// Hands `response` to the library for `connection`.
 private func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Context) -> MHD_Result {
     let made: OpaquePointer?
@@ -368,7 +428,8 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer?, serv
         // The library closes what it is given: a duplicate, so the shared file stays open.
         let fd = dup(file.descriptor.rawValue)
         guard fd >= 0 else {
-            return queue(.error(503, "The server is out of file descriptors; try again."), on: connection, server: server)
+            return queue(
+                .error(503, "The server is out of file descriptors; try again."), on: connection, server: server)
         }
         made = MHD_create_response_from_fd_at_offset64(length, fd, offset)
         if made == nil { close(fd) }

@@ -17,13 +17,19 @@ public final class WebSink: EventSink {
     ) throws(HTTPServerError) {
         let site = WebSite(camera: camera, version: version, storage: storage, control: control)
         control.live.open()
-        server = try HTTPServer(address: settings.listen, port: settings.port) { site.respond($0) }
+        server = try HTTPServer(address: settings.listen, port: settings.port, passwords: settings.passwords) {
+            site.respond($0)
+        }
         self.site = site
         log.info(
             "web server listening",
             [
                 ("address", .string(HTTPServer.endpoint(settings.listen, server.port))),
                 ("url", .string("http://\(HTTPServer.endpoint(settings.listen, server.port))/")),
+                (
+                    "sign_in",
+                    .string(settings.passwords.map { "\($0.users.count) user(s)" } ?? "none: this machine only")
+                ),
             ])
     }
 

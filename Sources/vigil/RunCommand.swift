@@ -79,7 +79,11 @@ enum RunCommand: Command {
             }
         }
         // The web server too: a port already taken is said, and recording goes on without it.
-        if settings.web.enabled {
+        if settings.web.enabled, let problem = settings.web.problem {
+            log.error(
+                "web server off: its password file cannot be used; recording goes on without it — fix it (vigil passwd), then restart",
+                [("problem", .string(problem.description))])
+        } else if settings.web.enabled {
             do {
                 environment.sinks.append(
                     try WebSink(

@@ -6,7 +6,7 @@ let version = "0.1.0"
 
 let commands: [any Command.Type] = [
     RunCommand.self, CheckCommand.self, AnalyzeCommand.self, ClipsCommand.self, RepairCommand.self, ProbeCommand.self,
-    TriggerCommand.self,
+    TriggerCommand.self, PasswdCommand.self,
 ]
 
 func printOut(_ text: String) {

@@ -156,4 +156,91 @@ import Testing
         #expect(said.contains("127.0.0.1:\(port)") && said.contains("Address already in use"), "\(said)")
         #expect(agent.output.contains("msg=\"clip saved\""))
     }
+
+    /// `vigil passwd`, then the agent on every address: nothing without signing in, everything
+    /// with; the live stream too.
+    @Test func aPasswordMadeByVigilPasswdOpensTheServerToOtherMachines() throws {
+        let dir = try TemporaryDirectory("vigil-web-passwd")
+        defer { dir.remove() }
+        let footage = try AgentTests.footage(
+            AgentTests.scene(seconds: 40, objects: [AgentTests.object(2, 4)]), in: dir)
+        let config = try AgentTests.config(
+            dir, footage: footage,
+            extra: "web = { enabled = true; listen = \"0.0.0.0\"; port = 0; password_file = \"web-passwords\"; };",
+            realtime: true)
+
+        // Without the file the server stays off, said; recording is not affected (`vigil check`
+        // accepts the configuration: the file is the server's business).
+        #expect(try vigil("check", "--config", config).status == 0)
+
+        // The password from standard input; a second user keeps the first.
+        let set = try runTool(
+            builtExecutable("vigil"), ["passwd", "--config", config], input: Data("correct horse\n".utf8))
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(set.stdout.contains("admin's password is set in \(dir.file("web-passwords"))"), "\(set.stdout)")
+        let bob = try runTool(
+            builtExecutable("vigil"), ["passwd", "--config", config, "--user", "bob"], input: Data("b\n".utf8))
+        #expect(bob.status == 0)
+        var status = stat()
+        #expect(stat(dir.file("web-passwords"), &status) == 0)
+        #expect(status.st_mode & 0o777 == 0o600, "mode \(String(status.st_mode & 0o777, radix: 8))")
+        let text = try String(contentsOfFile: dir.file("web-passwords"), encoding: .utf8)
+        let lines = text.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].hasPrefix("admin:Vigil ") && lines[1].hasPrefix("bob:Vigil "), "\(text)")
+        #expect(!text.contains("correct horse"))
+
+        // What cannot be used is said, and changes nothing.
+        let empty = try runTool(builtExecutable("vigil"), ["passwd", "--config", config], input: Data("\n".utf8))
+        #expect(empty.status == 65 && empty.stderr.contains("no password given"), "\(empty.stderr)")
+        let badName = try runTool(
+            builtExecutable("vigil"), ["passwd", "--config", config, "--user", "a:b"], input: Data("x\n".utf8))
+        #expect(badName.status == 65)
+        let noFile = try AgentTests.config(dir, footage: footage, extra: "")
+        let unset = try runTool(builtExecutable("vigil"), ["passwd", "--config", noFile], input: Data("x\n".utf8))
+        #expect(unset.status == 78 && unset.stderr.contains("web.password_file is not set"), "\(unset.stderr)")
+        #expect(try String(contentsOfFile: dir.file("web-passwords"), encoding: .utf8) == text)
+
+        let agent = try AgentProcess(
+            config: try AgentTests.config(
+                dir, footage: footage,
+                extra: "web = { enabled = true; listen = \"0.0.0.0\"; port = 0; password_file = \"web-passwords\"; };",
+                realtime: true))
+        defer { agent.kill(SIGKILL) }
+        let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60), "\(agent.output)")
+        #expect(listening.contains("address=0.0.0.0:") && listening.contains("sign_in=\"2 user(s)\""), "\(listening)")
+        let port = try #require(
+            listening.split(separator: " ").first { $0.hasPrefix("address=") }?.split(separator: ":").last)
+        let base = "http://127.0.0.1:\(port)"
+        for path in ["/", "/api/clips", "/metrics", "/live.m3u8", "/live.mp4"] {
+            #expect(try Self.get(base + path).status == 401, "\(path)")
+            #expect(try Self.get(base + path, ["--digest", "-u", "admin:wrong"]).status == 401, "\(path)")
+        }
+        let page = try Self.get(base + "/", ["--digest", "-u", "admin:correct horse"])
+        #expect(page.status == 200 && String(decoding: page.body, as: UTF8.self).contains("<h1>yard</h1>"))
+        for _ in 0..<100 {
+            if try Self.get(base + "/live.m3u8", ["--digest", "-u", "bob:b"]).status == 200 { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let live = try Self.get(base + "/live.mp4?gops=2", ["--digest", "-u", "bob:b"])
+        #expect(live.status == 200 && live.body.count > 1000)
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0)
+    }
+
+    @Test func aPasswordFileThatCannotBeUsedKeepsTheServerOffAndRecordingOn() throws {
+        let dir = try TemporaryDirectory("vigil-web-badpasswd")
+        defer { dir.remove() }
+        try "admin:secret\n".write(toFile: dir.file("web-passwords"), atomically: true, encoding: .utf8)
+        let footage = try AgentTests.footage(
+            AgentTests.scene(seconds: 8, objects: [AgentTests.object(2, 4)]), in: dir)
+        let config = try AgentTests.config(
+            dir, footage: footage,
+            extra: "web = { enabled = true; listen = \"::\"; port = 0; password_file = \"web-passwords\"; };")
+        let agent = try AgentProcess(config: config)
+        #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
+        let said = try #require(agent.outputLines.first { $0.contains("msg=\"web server off") }, "\(agent.output)")
+        #expect(said.contains("level=error") && said.contains("line 1 is not USER:REALM:HASH"), "\(said)")
+        #expect(!agent.output.contains("web server listening"))
+        #expect(agent.output.contains("msg=\"clip saved\""))
+    }
 }

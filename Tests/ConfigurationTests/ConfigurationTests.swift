@@ -213,13 +213,13 @@ func failure(_ text: String) -> ConfigurationError? {
                 "snapshot.live_interval = 0.0001 is out of range — use 0 for no latest.jpg, or 1.0 to 3600.0 seconds"
             ),
             ("snapshot = {\n live_interval = 0.5; };", 2, "snapshot.live_interval = 0.5 is out of range"),
-            // The web server has no password: it serves this machine only.
+            // Without a password the web server serves this machine only.
             (
                 "web = { enabled = true;\n listen = \"0.0.0.0\"; };", 2,
-                "web.listen = \"0.0.0.0\" is not this machine's loopback address"
+                "web.listen = \"0.0.0.0\" serves other machines, and the web server has no password — set web.password_file and make a password with `vigil passwd`"
             ),
             ("web = { listen = \"camera.local\"; };", 1, "use 127.0.0.1 (or ::1)"),
-            ("web = { listen = \"127.0.0.256\"; };", 1, "not this machine's loopback address"),
+            ("web = { listen = \"127.0.0.256\"; };", 1, "serves other machines"),
             ("web = { port = 70000; };", 1, "web.port = 70000 is out of range"),
         ] as [(String, Int, String)])
     func malformedFilesAreReportedAtTheirLine(text: String, line: Int, message: String) {

@@ -1,3 +1,4 @@
+import Configuration
 import Foundation
 import POSIX
 import Synchronization
@@ -344,5 +345,36 @@ import Testing
         #expect(curl.terminationStatus == 0)
         #expect((try? String(contentsOfFile: output.file("body"), encoding: .utf8)) == "first ")
         #expect(parts.state.withLock { $0.closed })
+    }
+
+    @Test func withPasswordsEveryRequestSignsInByDigest() throws {
+        var passwords = WebPasswords(realm: "Vigil 0badcafe")
+        passwords.set(user: "admin", password: "correct horse")
+        passwords.set(user: "bob", password: "b")
+        let seen = Mutex(0)
+        let server = try HTTPServer(address: "127.0.0.1", port: 0, passwords: passwords) { _ in
+            seen.withLock { $0 += 1 }
+            return .text(200, "inside")
+        }
+        defer { server.stop() }
+        // Nobody, a wrong password, an unknown user, Basic instead of Digest: 401, asking for Digest.
+        for arguments in [
+            [], ["--digest", "-u", "admin:wrong"], ["--digest", "-u", "eve:correct horse"],
+            ["--basic", "-u", "admin:correct horse"],
+        ] {
+            let r = try Self.curl(server, "/", arguments)
+            #expect(r.status == 401, "\(arguments)")
+            #expect(r.headers["www-authenticate"]?.hasPrefix("Digest realm=\"Vigil 0badcafe\"") == true)
+            #expect(!String(decoding: r.body, as: UTF8.self).contains("inside"))
+        }
+        #expect(seen.withLock { $0 } == 0, "the handler never saw a request that did not sign in")
+        // Each user with its password.
+        #expect(try Self.curl(server, "/", ["--digest", "-u", "admin:correct horse"]).status == 200)
+        let bob = try Self.curl(server, "/clip", ["--digest", "-u", "bob:b"])
+        #expect(bob.status == 200 && String(decoding: bob.body, as: UTF8.self) == "inside")
+        // A body sent without signing in is not taken.
+        let post = try Self.curl(server, "/", ["-X", "POST", "--data-binary", "x"])
+        #expect(post.status == 401)
+        #expect(seen.withLock { $0 } == 2)
     }
 }

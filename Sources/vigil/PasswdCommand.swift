@@ -1,0 +1,151 @@
+import Configuration
+import Glibc
+import Storage
+
+/// `vigil passwd [--user NAME] [--config FILE]`: sets a password for the web server.
+enum PasswdCommand: Command {
+    static let name = "passwd"
+    static let abstract = "Set a user's password for the web server (web.password_file)."
+    static let synopsis = "[--user NAME] [--config FILE]"
+    static let discussion = """
+        Asks for the password (twice on a terminal; otherwise it reads the first line of
+        standard input) and writes it to the file web.password_file names, adding the user
+        (admin unless given) or changing its password; other users are kept. The file holds
+        MD5(user:realm:password) per user, as HTTP Digest authentication checks it (htdigest's
+        format), never the password; its realm has a random part, so the same password hashes
+        differently on every camera. It is written whole or not at all, mode 0600, owned by the
+        vigil user when there is one (the agent reads it as that user). Restart the agent for
+        it to take effect.
+
+        Exit 0 when written; 78 when web.password_file is not set or is not a password file; 65
+        for a password or user name that cannot be used; 73 when the file cannot be written.
+        """
+    static let options = [
+        configOption,
+        OptionSpec(name: "user", valueName: "NAME", help: "whose password (admin unless given)"),
+    ]
+
+    static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
+        guard arguments.positionals.isEmpty else {
+            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
+        }
+        let user = arguments.value("user") ?? "admin"
+        if let problem = WebPasswords.nameProblem(user) {
+            printError("vigil passwd: --user \(user): give \(problem)")
+            return .dataError
+        }
+        guard let (path, settings) = loadSettings(arguments) else { return .config }
+        guard let file = settings.web.passwordFile else {
+            printError(
+                "vigil passwd: \(path): web.password_file is not set — set it (for example web = { password_file = \"/etc/vigil/web-passwords\"; };), then run vigil passwd again"
+            )
+            return .config
+        }
+        var passwords: WebPasswords
+        if access(file, F_OK) == 0 {
+            do { passwords = try WebPasswords.read(file) } catch {
+                printError("vigil passwd: \(error.description); remove it to start a new one")
+                return .config
+            }
+        } else {
+            var generator = SystemRandomNumberGenerator()
+            let random = (0..<4).map { _ in generator.next() as UInt8 }
+            passwords = WebPasswords(realm: WebPasswords.newRealm(random: random))
+        }
+        guard let password = readPassword(for: user) else { return .dataError }
+        passwords.set(user: user, password: password)
+        if let error = write(passwords.text, to: file) {
+            printError(
+                "vigil passwd: \(file) cannot be written: \(error) — is the directory there and writable by this user?")
+            return .cannotCreate
+        }
+        printOut(
+            "vigil passwd: \(user)'s password is set in \(file) (realm \"\(passwords.realm)\"); restart the agent to use it (sudo systemctl restart vigil)"
+        )
+        return .success
+    }
+
+    /// The password: asked twice with the echo off on a terminal, else the first line of
+    /// standard input. nil (said) when it is empty or the two differ.
+    static func readPassword(for user: String) -> String? {
+        let terminal = isatty(0) == 1
+        func line(_ prompt: String) -> String? {
+            if terminal { writeAll(prompt, to: 2) }
+            var saved = termios()
+            let quiet = terminal && tcgetattr(0, &saved) == 0
+            if quiet {
+                var silent = saved
+                silent.c_lflag &= ~tcflag_t(ECHO)
+                tcsetattr(0, TCSAFLUSH, &silent)
+            }
+            defer {
+                if quiet {
+                    tcsetattr(0, TCSAFLUSH, &saved)
+                    writeAll("\n", to: 2)
+                }
+            }
+            var bytes: [UInt8] = []
+            var byte: UInt8 = 0
+            while read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") {
+                bytes.append(byte)
+                if bytes.count > 4096 { break }
+            }
+            if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+            return String(validating: bytes, as: UTF8.self)
+        }
+        guard let first = line("password for \(user): "), !first.isEmpty else {
+            printError("vigil passwd: no password given (an empty one is not taken)")
+            return nil
+        }
+        if terminal {
+            guard line("again: ") == first else {
+                printError("vigil passwd: the two passwords differ; nothing was changed")
+                return nil
+            }
+        }
+        return first
+    }
+
+    /// Writes `text` to `path` whole or not at all: a new file beside it, mode 0600 (owned by
+    /// the vigil user when run as root and there is one), synced, renamed over it. The error,
+    /// or nil.
+    static func write(_ text: String, to path: String) -> String? {
+        let temporary = path + ".new-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        var failed: String?
+        let bytes = Array(text.utf8)
+        if !writeBytes(bytes, fd) || fsync(fd) != 0 { failed = String(cString: strerror(errno)) }
+        if failed == nil, getuid() == 0, let account = getpwnam("vigil") {
+            if fchown(fd, account.pointee.pw_uid, account.pointee.pw_gid) != 0 {
+                failed = String(cString: strerror(errno))
+            }
+        }
+        close(fd)
+        if failed == nil, rename(temporary, path) != 0 { failed = String(cString: strerror(errno)) }
+        if let failed {
+            unlink(temporary)
+            return failed
+        }
+        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+        let dir = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if dir >= 0 {
+            fsync(dir)
+            close(dir)
+        }
+        return nil
+    }
+
+    private static func writeBytes(_ bytes: [UInt8], _ fd: Int32) -> Bool {
+        var done = 0
+        while done < bytes.count {
+            let n = bytes[done...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            done += n
+        }
+        return true
+    }
+}

@@ -1,0 +1,102 @@
+import Configuration
+import Foundation
+import Media
+import TestSupport
+import Testing
+
+/// The web server's password file: htdigest's lines, read as the agent reads them.
+@Suite struct WebPasswordsTests {
+    @Test func md5IsRFC1321s() {
+        // The test suite of RFC 1321, appendix A.5.
+        let cases = [
+            ("", "d41d8cd98f00b204e9800998ecf8427e"),
+            ("a", "0cc175b9c0f1b6a831c399e269772661"),
+            ("abc", "900150983cd24fb0d6963f7d28e17f72"),
+            ("message digest", "f96b697d7cb7938d525a2f31aaf161d0"),
+            ("abcdefghijklmnopqrstuvwxyz", "c3fcd3d76192e4007dfb496cca67e13b"),
+            (
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+                "d174ab98d277d9f5a5611c2c9f419d9f"
+            ),
+            (String(repeating: "1234567890", count: 8), "57edf4a22be3c955ac49da2e2107b67a"),
+        ]
+        for (text, digest) in cases { #expect(MD5.hex(text) == digest, "MD5(\"\(text)\")") }
+        // Fed in pieces, across the 64-byte blocks, the same.
+        var md5 = MD5()
+        for piece in ["1234567890123456789012345678901234567890", "1234567890123456789012345678901234567890"] {
+            md5.update(Array(piece.utf8))
+        }
+        #expect(md5.finish().map { String(format: "%02x", $0) }.joined() == "57edf4a22be3c955ac49da2e2107b67a")
+    }
+
+    @Test func aFileIsReadBackAsWrittenAndItsHashIsDigests() throws {
+        var passwords = WebPasswords(realm: WebPasswords.newRealm(random: [0x3f, 0x9a, 0x21, 0xc0]))
+        #expect(passwords.realm == "Vigil 3f9a21c0")
+        passwords.set(user: "admin", password: "correct horse")
+        passwords.set(user: "bob", password: "b")
+        // HA1 = MD5(user:realm:password), as RFC 7616 and htdigest have it.
+        #expect(
+            passwords.text.hasPrefix("admin:Vigil 3f9a21c0:" + MD5.hex("admin:Vigil 3f9a21c0:correct horse") + "\n"))
+        #expect(try WebPasswords.parse(passwords.text) == passwords)
+        // What htdigest writes (apache2-utils), read the same.
+        let htdigest = "alice:Vigil 3f9a21c0:" + MD5.hex("alice:Vigil 3f9a21c0:secret") + "\r\n"
+        #expect(
+            try WebPasswords.parse(htdigest).users["alice"] == MD5.digest(Array("alice:Vigil 3f9a21c0:secret".utf8)))
+    }
+
+    @Test(
+        arguments: [
+            ("", "holds no user"),
+            ("\n\n", "holds no user"),
+            ("admin:secret\n", "line 1 is not USER:REALM:HASH"),
+            ("admin:Vigil:not-hex-not-hex-not-hex-not-hex-1\n", "line 1 is not USER:REALM:HASH"),
+            ("admin:Vigil:" + MD5.hex("x") + "\nbob:Other:" + MD5.hex("y") + "\n", "line 2 has the realm \"Other\""),
+            (":Vigil:" + MD5.hex("x") + "\n", "line 1 is not USER:REALM:HASH"),
+        ])
+    func whatIsNotAPasswordFileIsSaid(text: String, message: String) {
+        #expect(throws: WebPasswordsError.self) { try WebPasswords.parse(text) }
+        do {
+            _ = try WebPasswords.parse(text)
+        } catch {
+            #expect(error.description.contains(message), "\(error)")
+        }
+    }
+
+    @Test func userNamesThatCannotBeSentAreRefused() {
+        #expect(WebPasswords.nameProblem("admin") == nil)
+        #expect(WebPasswords.nameProblem("anne-marie.o_neil") == nil)
+        for bad in ["", "a:b", "with space", "quo\"te", String(repeating: "x", count: 65), "élise"] {
+            #expect(WebPasswords.nameProblem(bad) != nil, "\(bad)")
+        }
+    }
+
+    /// The file is read with the settings when the server is on: another machine may listen
+    /// then; a file that cannot be used is the server's problem, not the configuration's.
+    @Test func thePasswordFileIsReadWithTheSettings() throws {
+        let dir = try TemporaryDirectory("vigil-web-passwords")
+        defer { dir.remove() }
+        var passwords = WebPasswords(realm: "Vigil 00000001")
+        passwords.set(user: "admin", password: "pw")
+        try passwords.text.write(toFile: dir.file("web-passwords"), atomically: true, encoding: .utf8)
+        let on = try load(
+            "web = { enabled = true; listen = \"0.0.0.0\"; password_file = \"web-passwords\"; };",
+            directory: dir.path)
+        #expect(on.web.listen == "0.0.0.0" && on.web.passwordFile == dir.file("web-passwords"))
+        #expect(on.web.passwords == passwords && on.web.problem == nil)
+
+        let missing = try load(
+            "web = { enabled = true; listen = \"::\"; password_file = \"nowhere\"; };", directory: dir.path)
+        #expect(missing.web.passwords == nil)
+        #expect(
+            missing.web.problem?.description.contains("nowhere cannot be read") == true,
+            "\(String(describing: missing.web.problem))")
+
+        try "admin:pw\n".write(toFile: dir.file("plain"), atomically: true, encoding: .utf8)
+        let plain = try load("web = { enabled = true; password_file = \"plain\"; };", directory: dir.path)
+        #expect(plain.web.problem?.description.contains("line 1 is not USER:REALM:HASH") == true)
+
+        // Off, the file is not read.
+        let off = try load("web = { password_file = \"nowhere\"; };", directory: dir.path)
+        #expect(off.web.problem == nil && off.web.passwords == nil)
+    }
+}
