@@ -82,7 +82,9 @@ let package = Package(
         // serving the clips, their pictures and the agent's figures (`WebSite`): an `EventSink`.
         .target(
             name: "Web",
-            dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "Recorder", "CMicroHTTPD"]),
+            dependencies: [
+                "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CMicroHTTPD",
+            ]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",

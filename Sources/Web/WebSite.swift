@@ -72,7 +72,8 @@ public final class WebSite: Sendable {
 
     static let noLivePicture: HTTPResponse = {
         var response = HTTPResponse.error(
-            503, "No live picture yet: the camera has not delivered a whole second of video since the web server started.")
+            503,
+            "No live picture yet: the camera has not delivered a whole second of video since the web server started.")
         response.headers.append(("Retry-After", "1"))
         return response
     }()
@@ -94,7 +95,9 @@ public final class WebSite: Sendable {
         }
         return HTTPResponse(
             status: 200,
-            headers: [("Content-Type", "video/mp4"), ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")],
+            headers: [
+                ("Content-Type", "video/mp4"), ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
+            ],
             body: .stream(viewer))
     }
 

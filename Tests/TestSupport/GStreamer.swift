@@ -54,7 +54,8 @@ public enum GStreamer {
         let r = try runTool(
             tool,
             [
-                "-v", path.hasPrefix("http://") ? "souphttpsrc" : "filesrc", "location=\(path)", "!", "qtdemux", "!", "h264parse", "!", "avdec_h264", "!",
+                "-v", path.hasPrefix("http://") ? "souphttpsrc" : "filesrc", "location=\(path)", "!", "qtdemux", "!",
+                "h264parse", "!", "avdec_h264", "!",
                 "fakesink", "silent=false",
             ], environment: environment)
         let unfragmented = isFinishedMovie(path)
