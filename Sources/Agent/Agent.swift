@@ -101,6 +101,7 @@ public final class Agent: @unchecked Sendable {
         self.environment = environment
         log = environment.log
         environment.control.attach { [stats] in stats.snapshot }
+        environment.control.attachCamera { [weak self] in self?.noCamera() }
     }
 
     /// Records until the source ends or `stop` is called (or, with `handlesSignals`, SIGTERM or

@@ -17,6 +17,7 @@ public final class AgentControl: Sendable {
     private let pending = Mutex(Requests())
     private let detecting = Atomic<Bool>(true)
     private let readCounters = Mutex<(@Sendable () -> Counters)?>(nil)
+    private let readCamera = Mutex<(@Sendable () -> String?)?>(nil)
 
     /// The encoded stream for live viewers: the agent publishes each complete GOP into it
     /// (once the web server has opened it).
@@ -58,6 +59,13 @@ public final class AgentControl: Sendable {
 
     /// Where `counters` reads from: the agent's, once it is made.
     func attach(_ read: @escaping @Sendable () -> Counters) { readCounters.withLock { $0 = read } }
+
+    /// Why a request to record cannot be taken now — the camera delivers no frames (which one,
+    /// since when) — or nil when it can.
+    public var cameraProblem: String? { readCamera.withLock { $0 }?() }
+
+    /// Where `cameraProblem` reads from: the agent's, once it is made.
+    func attachCamera(_ read: @escaping @Sendable () -> String?) { readCamera.withLock { $0 = read } }
 
     /// The pipeline takes what was asked.
     func take() -> Requests {

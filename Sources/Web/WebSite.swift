@@ -41,6 +41,7 @@ public final class WebSite: Sendable {
 
     /// The answer to `request`.
     public func respond(_ request: HTTPRequest) -> HTTPResponse {
+        if request.path == "/api/trigger" { return trigger(request) }
         guard request.method == "GET" || request.method == "HEAD" else {
             var refused = HTTPResponse.error(405, "Only GET and HEAD are served here.")
             refused.headers.append(("Allow", "GET, HEAD"))
@@ -68,6 +69,50 @@ public final class WebSite: Sendable {
             }
             return .error(404, "Nothing is served at this address.")
         }
+    }
+
+    /// `POST /api/trigger`: records now as an outside event, as `vigil trigger` does, for
+    /// `{"seconds": N}` (10 unless given) and then the post-roll. Only JSON is taken: a form
+    /// another site makes a browser send cannot be (a cross-site JSON request needs the
+    /// camera's consent first, which it never gives).
+    func trigger(_ request: HTTPRequest) -> HTTPResponse {
+        guard request.method == "POST" else {
+            var refused = HTTPResponse.error(
+                405,
+                "Ask to record with POST (curl -X POST -H 'Content-Type: application/json' -d '{\"seconds\": 30}' …/api/trigger)."
+            )
+            refused.headers.append(("Allow", "POST"))
+            return refused
+        }
+        guard let type = request.header("content-type"),
+            type.split(separator: ";").first.map({ String($0.filter { $0 != " " && $0 != "\t" }).lowercased() })
+                == "application/json"
+        else {
+            return .error(
+                415,
+                "Send the request as JSON: Content-Type: application/json, a body such as {\"seconds\": 30} (or {}).")
+        }
+        var seconds = 10.0
+        if !request.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            struct Asked: Decodable { var seconds: Double? }
+            guard let asked = try? JSONDecoder().decode(Asked.self, from: Data(request.body)) else {
+                return .error(
+                    400, "The body is not a JSON object with \"seconds\" a number: send {\"seconds\": 30}, or {}.")
+            }
+            if let number = asked.seconds {
+                guard (1...3600).contains(number) else {
+                    return .error(400, "\"seconds\" must be a number from 1 to 3600.")
+                }
+                seconds = number
+            }
+        }
+        if let problem = control.cameraProblem {
+            return .error(503, "Not recording: no camera: \(problem).")
+        }
+        control.record(seconds: seconds, by: "web")
+        return .text(
+            202, "{\"recording\":true,\"seconds\":\(DecimalText.short(seconds, 3))}\n", type: "application/json",
+            headers: [("Cache-Control", "no-store")])
     }
 
     static let noLivePicture: HTTPResponse = {

@@ -80,6 +80,16 @@ import Testing
         #expect(try WebCommandTests.get(base + "/live/init-7.mp4").status == 404)
         #expect(try WebCommandTests.get(base + "/live.mp4?gops=0").status == 400)
 
+        // Recording asked for from the web, as `vigil trigger` asks: a clip of the outside event.
+        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "the footage's own event")
+        let asked = try WebCommandTests.get(
+            base + "/api/trigger", ["-X", "POST", "-H", "Content-Type: application/json", "-d", "{\"seconds\": 2}"])
+        #expect(asked.status == 202, "\(String(decoding: asked.body, as: UTF8.self))")
+        #expect(agent.waitFor("msg=\"clip saved\"", skip: 1, timeout: 60) != nil, "\(agent.output)")
+        let clips = try JSONSerialization.jsonObject(with: try WebCommandTests.get(base + "/api/clips").body)
+        let newest = (clips as? [[String: Any]])?.first
+        #expect(newest?["trigger"] as? String == "external", "\(String(describing: newest))")
+
         // A viewer watching when the agent stops gets the end of the stream, a playable movie.
         let watched = dir.file("watched.mp4")
         let viewer = try Self.startCurl(base + "/live.mp4", output: watched)

@@ -1,9 +1,9 @@
-import Agent
 import Foundation
 import Media
 import TestSupport
 import Testing
 
+@testable import Agent
 @testable import Web
 
 /// The site's answers that need no agent running: what `/metrics` names, against the table of
@@ -52,5 +52,37 @@ import Testing
         #expect(page.status == 200)
         guard case .bytes(let body) = page.body else { return }
         #expect(String(decoding: body, as: UTF8.self).contains("No clips yet"))
+    }
+
+    /// `POST /api/trigger` asks the agent to record as `vigil trigger` does; only JSON is taken.
+    @Test func aTriggerIsTakenAsJSONOnly() {
+        let control = AgentControl()
+        let site = WebSite(camera: "yard", version: "0.1.0", storage: MemoryStorage(), control: control)
+        func post(_ body: String, type: String? = "application/json") -> HTTPResponse {
+            site.respond(
+                HTTPRequest(
+                    method: "POST", path: "/api/trigger", headers: type.map { ["content-type": $0] } ?? [:],
+                    body: Array(body.utf8)))
+        }
+        // Refused: another method, a form (what another site can make a browser send), not
+        // JSON, seconds out of range or not a number; nothing is asked of the agent.
+        #expect(site.respond(HTTPRequest(method: "GET", path: "/api/trigger")).status == 405)
+        #expect(post("seconds=30", type: "application/x-www-form-urlencoded").status == 415)
+        #expect(post("{}", type: nil).status == 415)
+        #expect(post("{\"seconds\": 30", type: "application/json").status == 400)
+        #expect(post("{\"seconds\": 0}").status == 400)
+        #expect(post("{\"seconds\": 3601}").status == 400)
+        #expect(post("{\"seconds\": \"30\"}").status == 400)
+        #expect(post("[30]").status == 400)
+        #expect(control.take().record == nil)
+        // Taken: with seconds, and without (10).
+        let taken = post("{\"seconds\": 2.5}", type: "application/json; charset=utf-8")
+        #expect(taken.status == 202)
+        guard case .bytes(let body) = taken.body else { return }
+        #expect(String(decoding: body, as: UTF8.self) == "{\"recording\":true,\"seconds\":2.5}\n")
+        let asked = control.take().record
+        #expect(asked?.seconds == 2.5 && asked?.by == "web")
+        #expect(post("").status == 202)
+        #expect(control.take().record?.seconds == 10)
     }
 }
