@@ -7,10 +7,30 @@ import Recorder
 // started it; a clip opens in the browser's own player, or downloads. Plain HTML and a little
 // CSS, no script and nothing from elsewhere: readable on a phone.
 extension WebSite {
-    func page() -> String {
+    /// The page: the newest days' clips, at least one day and then whole days until about
+    /// `clipsPerPage`, with a link to every day; or the clips of `day` (YYYY-MM-DD) alone.
+    func page(day chosen: String? = nil) -> String {
         let items = records()
         let counters = control.counters
-        let kept = items.filter { !$0.deleted }
+        let all = items.filter { !$0.deleted }
+        // Each day and its clips, newest first (the journal's order reversed).
+        var days: [(day: String, count: Int)] = []
+        for (record, _) in all {
+            let day = String(record.start.prefix(10))
+            if days.last?.day == day { days[days.count - 1].count += 1 } else { days.append((day, 1)) }
+        }
+        var shown = Set<String>()
+        if let chosen {
+            shown = [chosen]
+        } else {
+            var count = 0
+            for (day, n) in days {
+                if !shown.isEmpty && count + n > Self.clipsPerPage { break }
+                shown.insert(day)
+                count += n
+            }
+        }
+        let kept = all.filter { shown.contains(String($0.record.start.prefix(10))) }
         var html = """
             <!doctype html>
             <html lang="en">
@@ -30,12 +50,13 @@ extension WebSite {
             li img { width: 100%; height: auto; aspect-ratio: 4 / 3; object-fit: cover; border-radius: 4px; background: #ddd; }
             .meta { font-size: 0.9rem; color: #444; }
             a { color: #05c; }
+            .days { font-size: 0.9rem; color: #444; margin: 1rem 0; line-height: 1.8; }
             </style>
             </head>
             <body>
             <header><h1>\(MarkupText.escaped(camera))</h1>
             <p class="now">\(counters.recording ? "<span class=\"recording\">recording now</span>" : "watching") ·
-            \(kept.count) clip\(kept.count == 1 ? "" : "s") · \(Self.freeSpace(counters.diskFreeBytes)) free</p></header>
+            \(all.count) clip\(all.count == 1 ? "" : "s") · \(Self.freeSpace(counters.diskFreeBytes)) free</p></header>
 
             """
         // The live view: HLS where the browser plays it (Safari, phones), the progressive
@@ -48,8 +69,20 @@ extension WebSite {
             </video></figure>
 
             """
+        if days.count > 1 || chosen != nil {
+            html += "<nav class=\"days\">"
+            html += days.map { day, n in
+                let label = "\(MarkupText.escaped(day)) (\(n))"
+                return shown.contains(day) && chosen != nil
+                    ? "<strong>\(label)</strong>" : "<a href=\"/?day=\(MarkupText.escaped(day))\">\(label)</a>"
+            }.joined(separator: " · ")
+            if chosen != nil { html += " · <a href=\"/\">newest</a>" }
+            html += "</nav>\n"
+        }
         if kept.isEmpty {
-            html += "<p>No clips yet: they appear here when motion is recorded.</p>\n"
+            html +=
+                chosen.map { "<p>No clips on \(MarkupText.escaped($0)).</p>\n" }
+                ?? "<p>No clips yet: they appear here when motion is recorded.</p>\n"
         }
         var day = ""
         for (record, _) in kept {
@@ -77,6 +110,16 @@ extension WebSite {
         if !day.isEmpty { html += "</ul></section>\n" }
         html += "<footer><p class=\"now\">Vigil \(MarkupText.escaped(version))</p></footer>\n</body>\n</html>\n"
         return html
+    }
+
+    /// About how many clips the page lists without a day chosen (whole days, at least one).
+    static let clipsPerPage = 100
+
+    /// Whether `text` is a day as the page links them: YYYY-MM-DD.
+    static func isDay(_ text: String) -> Bool {
+        let u = Array(text.utf8)
+        return u.count == 10 && u[4] == UInt8(ascii: "-") && u[7] == UInt8(ascii: "-")
+            && u.enumerated().allSatisfy { i, c in i == 4 || i == 7 || (c >= 0x30 && c <= 0x39) }
     }
 
     /// A relative path for a URL: each component percent-encoded but for the unreserved characters.

@@ -49,7 +49,11 @@ public final class WebSite: Sendable {
         }
         switch request.path {
         case "/", "/index.html":
-            return .text(200, page(), type: "text/html; charset=utf-8", headers: Self.pageHeaders)
+            if let day = request.query["day"], !Self.isDay(day) {
+                return .error(400, "day=\(day) is not a day: give one as YYYY-MM-DD, as the page links them.")
+            }
+            return .text(
+                200, page(day: request.query["day"]), type: "text/html; charset=utf-8", headers: Self.pageHeaders)
         case "/api/clips":
             return .text(200, clipsJSON(), type: "application/json", headers: [("Cache-Control", "no-store")])
         case "/metrics":

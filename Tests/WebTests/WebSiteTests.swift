@@ -1,5 +1,6 @@
 import Foundation
 import Media
+import Recorder
 import TestSupport
 import Testing
 
@@ -84,5 +85,50 @@ import Testing
         #expect(asked?.seconds == 2.5 && asked?.by == "web")
         #expect(post("").status == 202)
         #expect(control.take().record?.seconds == 10)
+    }
+
+    /// Many clips: the page lists the newest days (whole, about a hundred clips) and links
+    /// every day; a day's page has its clips alone.
+    @Test func thePageListsTheNewestDaysAndLinksEveryDay() throws {
+        let storage = MemoryStorage()
+        let journal = EventsJournal(storage: storage)
+        // Day 1: 30 clips, day 2: 60, day 3: 50, day 4: 70 (oldest first, as recorded).
+        for (day, count) in [("2026-11-01", 30), ("2026-11-02", 60), ("2026-11-03", 50), ("2026-11-04", 70)] {
+            for i in 0..<count {
+                let time = String(format: "%02d:%02d:00", i / 60, i % 60)
+                let file = "\(day)/yard-\(day.replacing("-", with: ""))-\(time.replacing(":", with: "")).mov"
+                storage.put(file, [0])
+                try journal.append(
+                    ClipRecord(
+                        file: file, camera: "yard", start: "\(day)T\(time).000+00:00",
+                        end: "\(day)T\(time).000+00:00", cause: .motion, triggerTime: nil, triggerSourceSeconds: nil,
+                        preRollSeconds: 2, durationSeconds: 5, frames: 75, audioFrames: 0, bytes: 1, peakScore: 0.1,
+                        part: 1))
+            }
+        }
+        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: AgentControl())
+        func page(_ query: [String: String] = [:]) -> (status: Int, html: String) {
+            let r = site.respond(HTTPRequest(method: "GET", path: "/", query: query))
+            guard case .bytes(let b) = r.body else { return (r.status, "") }
+            return (r.status, String(decoding: b, as: UTF8.self))
+        }
+        func clips(_ html: String) -> Int { html.components(separatedBy: "<li>").count - 1 }
+        // The newest day (70), not the next (70 + 50 > 100); every day linked with its count.
+        let newest = page()
+        #expect(newest.status == 200 && clips(newest.html) == 70)
+        #expect(newest.html.contains("<h2>2026-11-04</h2>") && !newest.html.contains("<h2>2026-11-03</h2>"))
+        for (day, count) in [("2026-11-04", 70), ("2026-11-03", 50), ("2026-11-02", 60), ("2026-11-01", 30)] {
+            #expect(newest.html.contains("<a href=\"/?day=\(day)\">\(day) (\(count))</a>"), "\(day)")
+        }
+        #expect(newest.html.contains("210 clips"), "the header counts every clip")
+        let second = page(["day": "2026-11-02"])
+        #expect(clips(second.html) == 60 && second.html.contains("<h2>2026-11-02</h2>"))
+        #expect(
+            second.html.contains("<strong>2026-11-02 (60)</strong>") && second.html.contains("<a href=\"/\">newest</a>")
+        )
+        #expect(clips(page(["day": "2026-10-31"]).html) == 0)
+        #expect(page(["day": "2026-10-31"]).html.contains("No clips on 2026-10-31."))
+        #expect(page(["day": "<script>"]).status == 400)
+        #expect(page(["day": "2026-1-011"]).status == 400)
     }
 }
