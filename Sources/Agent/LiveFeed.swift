@@ -50,7 +50,7 @@ public final class LiveFeed: Sendable {
     public let window: Int
     private let state = Mutex(State())
 
-    public init(window: Int = 8) {
+    public init(window: Int = 6) {
         self.window = max(2, window)
     }
 

@@ -78,3 +78,22 @@ public struct GOP: Hashable, Sendable {
     public var lastTime: Timestamp { samples[samples.count - 1].pts }
     public var count: Int { samples.count }
 }
+
+extension GOP {
+    /// `samples` (in decode order) cut into GOPs at their keyframes, each ended at the next
+    /// one's start and the last at `end` (open-ended when nil); samples before the first
+    /// keyframe, or not after the one before, are left out.
+    public static func grouped(_ samples: [EncodedSample], end: Timestamp? = nil) -> [GOP] {
+        var gops: [GOP] = []
+        for sample in samples {
+            if sample.isKeyframe, let gop = GOP(keyframe: sample) {
+                if let last = gops.indices.last { gops[last] = gops[last].ended(at: sample.pts) }
+                gops.append(gop)
+            } else if let last = gops.indices.last {
+                gops[last].append(sample)
+            }
+        }
+        if let last = gops.indices.last { gops[last] = gops[last].ended(at: end) }
+        return gops
+    }
+}

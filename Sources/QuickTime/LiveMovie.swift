@@ -10,14 +10,7 @@ public struct LiveMovie: Hashable, Sendable {
     public let video: VideoTrackFormat
 
     public init(video: VideoTrackFormat) throws(MovieWriterError) {
-        guard video.width > 0, video.height > 0, video.width <= 16384, video.height <= 16384 else {
-            throw .unsupportedVideo("a picture of \(video.width)×\(video.height) pixels")
-        }
-        guard video.sequenceParameterSet.count >= 4, video.sequenceParameterSet.count <= 65535,
-            !video.pictureParameterSet.isEmpty, video.pictureParameterSet.count <= 65535
-        else {
-            throw .unsupportedVideo("the SPS and PPS are missing or malformed")
-        }
+        try video.check()
         self.video = video
     }
 

@@ -104,16 +104,7 @@ public final class MovieWriter {
     /// Writes the movie to `output`; `path` names it in errors and summaries. (`Storage` adds
     /// `init(path:description:)`, which creates the file.)
     public init(output: any MovieOutput, path: String, description: MovieDescription) throws(MovieWriterError) {
-        let video = description.video
-        // 16384 keeps every size and rotation offset inside QuickTime's 16.16 fixed point.
-        guard video.width > 0, video.height > 0, video.width <= 16384, video.height <= 16384 else {
-            throw .unsupportedVideo("a picture of \(video.width)×\(video.height) pixels")
-        }
-        guard video.sequenceParameterSet.count >= 4, video.sequenceParameterSet.count <= 65535,
-            !video.pictureParameterSet.isEmpty, video.pictureParameterSet.count <= 65535
-        else {
-            throw .unsupportedVideo("the SPS and PPS are missing or malformed")
-        }
+        try description.video.check()
         if let audio = description.audio {
             guard audio.channels == 1 || audio.channels == 2 else {
                 throw .unsupportedAudio("\(audio.channels) channels (mono or stereo only)")

@@ -72,3 +72,19 @@ func quickTimeSeconds(_ date: Date) -> UInt32 {
 func date(fromQuickTimeSeconds seconds: UInt32) -> Date {
     Date(timeIntervalSince1970: Double(seconds) - 2_082_844_800)
 }
+
+extension VideoTrackFormat {
+    /// Throws unless a movie can describe this video: a size that keeps every size and
+    /// rotation offset inside QuickTime's 16.16 fixed point (16384 at most), and an SPS and a
+    /// PPS an `avcC` can hold.
+    func check() throws(MovieWriterError) {
+        guard width > 0, height > 0, width <= 16384, height <= 16384 else {
+            throw .unsupportedVideo("a picture of \(width)×\(height) pixels")
+        }
+        guard sequenceParameterSet.count >= 4, sequenceParameterSet.count <= 65535, !pictureParameterSet.isEmpty,
+            pictureParameterSet.count <= 65535
+        else {
+            throw .unsupportedVideo("the SPS and PPS are missing or malformed")
+        }
+    }
+}

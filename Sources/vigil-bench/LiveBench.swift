@@ -12,15 +12,7 @@ func measureLiveView(
     samples: [EncodedSample], video: VideoTrackFormat, encodePerFrame: Double, column: String,
     table: inout BenchTable
 ) throws {
-    var gops: [GOP] = []
-    for sample in samples {
-        if sample.isKeyframe, let gop = GOP(keyframe: sample) {
-            if let last = gops.indices.last { gops[last] = gops[last].ended(at: sample.pts) }
-            gops.append(gop)
-        } else if let last = gops.indices.last {
-            gops[last].append(sample)
-        }
-    }
+    var gops = GOP.grouped(samples)
     guard gops.count > 1 else { return }
     gops.removeLast()  // not ended: the feed only ever gets complete GOPs
     let frames = gops.reduce(0) { $0 + $1.count }

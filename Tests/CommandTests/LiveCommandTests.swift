@@ -115,10 +115,8 @@ import Testing
             dir, footage: footage, extra: "web = { enabled = true; port = 0; };", realtime: true)
         let agent = try AgentProcess(config: config)
         defer { agent.kill(SIGKILL) }
-        let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60), "\(agent.output)")
-        let address = try #require(
-            listening.split(separator: " ").first { $0.hasPrefix("address=") }?.dropFirst("address=".count))
-        let base = "http://\(address)"
+        let base = try WebCommandTests.webAddress(of: agent)
+        let address = base.dropFirst("http://".count)
         try #require(try Self.waitForLive(base), "\(agent.output)")
 
         var viewers: [Process] = []

@@ -42,12 +42,18 @@ import Testing
             extra: "web = { enabled = true; port = 0; };\nsnapshot = { live_interval = 1.0; };\n" + extra,
             realtime: true)
         let agent = try AgentProcess(config: config)
-        let line = agent.waitFor("msg=\"web server listening\"", timeout: 60)
-        if line == nil { agent.kill(SIGKILL) }
-        let listening = try #require(line, "\(agent.output)")
+        do { return (agent, try webAddress(of: agent)) } catch {
+            agent.kill(SIGKILL)
+            throw error
+        }
+    }
+
+    /// The base URL of `agent`'s web server, from its "web server listening" line.
+    static func webAddress(of agent: AgentProcess) throws -> String {
+        let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60), "\(agent.output)")
         let address = try #require(
             listening.split(separator: " ").first { $0.hasPrefix("address=") }?.dropFirst("address=".count))
-        return (agent, "http://\(address)")
+        return "http://\(address)"
     }
 
     @Test func servesTheClipsTheirPicturesTheJournalAndTheFigures() throws {

@@ -105,17 +105,8 @@ extension H264TestStream {
 /// `samples` (in decode order, the first a keyframe) cut into GOPs at their keyframes, each
 /// ended at the next one's start and the last at `end`.
 public func groupedIntoGOPs(_ samples: [EncodedSample], end: Timestamp? = nil) -> [GOP] {
-    var gops: [GOP] = []
-    for sample in samples {
-        if sample.isKeyframe, let gop = GOP(keyframe: sample) {
-            if let last = gops.indices.last { gops[last] = gops[last].ended(at: sample.pts) }
-            gops.append(gop)
-        } else if let last = gops.indices.last {
-            precondition(gops[last].append(sample), "samples must increase in time")
-        } else {
-            preconditionFailure("the first sample must be a keyframe")
-        }
-    }
-    if let last = gops.indices.last { gops[last] = gops[last].ended(at: end) }
+    precondition(samples.first?.isKeyframe ?? true, "the first sample must be a keyframe")
+    let gops = GOP.grouped(samples, end: end)
+    precondition(gops.reduce(0) { $0 + $1.count } == samples.count, "samples must increase in time")
     return gops
 }
