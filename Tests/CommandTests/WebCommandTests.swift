@@ -214,9 +214,11 @@ import Testing
         defer { agent.kill(SIGKILL) }
         let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60), "\(agent.output)")
         #expect(listening.contains("address=0.0.0.0:") && listening.contains("sign_in=\"2 user(s)\""), "\(listening)")
-        // Swift 6.0's #require cannot take the optional chain itself.
+        // Outside #require: Swift 6.0's expansion of a property access on an optional chain
+        // does not compile.
         let address = listening.split(separator: " ").first { $0.hasPrefix("address=") }
-        let port = try #require(address?.split(separator: ":").last)
+        let portText = address?.split(separator: ":").last
+        let port = try #require(portText)
         let base = "http://127.0.0.1:\(port)"
         for path in ["/", "/api/clips", "/metrics", "/live.m3u8", "/live.mp4"] {
             #expect(try Self.get(base + path).status == 401, "\(path)")
