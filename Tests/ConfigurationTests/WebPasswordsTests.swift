@@ -44,14 +44,19 @@ import Testing
             try WebPasswords.parse(htdigest).users["alice"] == MD5.digest(Array("alice:Vigil 3f9a21c0:secret".utf8)))
     }
 
+    /// Two lines of two realms; a line without a user (Swift 6.0 cannot type-check these
+    /// sums inside `@Test`'s arguments).
+    static let twoRealms = "admin:Vigil:" + MD5.hex("x") + "\nbob:Other:" + MD5.hex("y") + "\n"
+    static let noUser = ":Vigil:" + MD5.hex("x") + "\n"
+
     @Test(
         arguments: [
             ("", "holds no user"),
             ("\n\n", "holds no user"),
             ("admin:secret\n", "line 1 is not USER:REALM:HASH"),
             ("admin:Vigil:not-hex-not-hex-not-hex-not-hex-1\n", "line 1 is not USER:REALM:HASH"),
-            ("admin:Vigil:" + MD5.hex("x") + "\nbob:Other:" + MD5.hex("y") + "\n", "line 2 has the realm \"Other\""),
-            (":Vigil:" + MD5.hex("x") + "\n", "line 1 is not USER:REALM:HASH"),
+            (twoRealms, "line 2 has the realm \"Other\""),
+            (noUser, "line 1 is not USER:REALM:HASH"),
         ])
     func whatIsNotAPasswordFileIsSaid(text: String, message: String) {
         #expect(throws: WebPasswordsError.self) { try WebPasswords.parse(text) }
