@@ -97,13 +97,13 @@ public struct WebPasswords: Equatable, Sendable {
 
     /// A realm with 8 random hexadecimal digits in it (from `random`, 4 bytes).
     public static func newRealm(random: [UInt8]) -> String {
-        "Vigil " + random.prefix(4).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+        "Vigil " + random.prefix(4).lowercaseHex
     }
 
     /// The file's text: a line per user, sorted.
     public var text: String {
         users.keys.sorted().map { user in
-            "\(user):\(realm):" + users[user]!.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined() + "\n"
+            "\(user):\(realm):" + users[user]!.lowercaseHex + "\n"
         }.joined()
     }
 

@@ -16,9 +16,7 @@ public struct MD5 {
     }
 
     /// The digest of `text`'s UTF-8, as 32 lower-case hexadecimal digits.
-    public static func hex(_ text: String) -> String {
-        digest(Array(text.utf8)).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
+    public static func hex(_ text: String) -> String { digest(Array(text.utf8)).lowercaseHex }
 
     public mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
         for byte in bytes {
@@ -105,5 +103,12 @@ public struct MD5 {
             b = b &+ ((f << s) | (f >> (32 - s)))
         }
         state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d)
+    }
+}
+
+extension Sequence where Element == UInt8 {
+    /// The bytes as lower-case hexadecimal, two digits each.
+    public var lowercaseHex: String {
+        map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 }

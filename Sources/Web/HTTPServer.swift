@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
 import Configuration
 internal import Glibc
+import Media
 import POSIX
 import Synchronization
 
@@ -214,10 +215,7 @@ private final class Context: @unchecked Sendable {
         for i in 0..<Context.randomSize {
             random.storeBytes(of: generator.next() as UInt8, toByteOffset: i, as: UInt8.self)
         }
-        opaque = (0..<16).map { _ in
-            let byte: UInt8 = generator.next()
-            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
-        }.joined()
+        opaque = (0..<16).map { _ in generator.next() as UInt8 }.lowercaseHex
     }
     deinit { random.deallocate() }
 }

@@ -96,7 +96,7 @@ public final class WebSite: Sendable {
                 415,
                 "Send the request as JSON: Content-Type: application/json, a body such as {\"seconds\": 30} (or {}).")
         }
-        var seconds = 10.0
+        var seconds = Double(TriggerSocket.defaultSeconds)
         if !request.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             struct Asked: Decodable { var seconds: Double? }
             guard let asked = try? JSONDecoder().decode(Asked.self, from: Data(request.body)) else {
@@ -104,7 +104,7 @@ public final class WebSite: Sendable {
                     400, "The body is not a JSON object with \"seconds\" a number: send {\"seconds\": 30}, or {}.")
             }
             if let number = asked.seconds {
-                guard (1...3600).contains(number) else {
+                guard (1...OutsideTrigger.longest.seconds).contains(number) else {
                     return .error(400, "\"seconds\" must be a number from 1 to 3600.")
                 }
                 seconds = number
