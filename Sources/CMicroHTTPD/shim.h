@@ -13,15 +13,25 @@
 // bytes for its request; strict about the protocol (an HTTP/1.1 request without a Host, a
 // space in a path: 400); a connection may be suspended while its streamed body waits for
 // data. `random` (`random_size` bytes, kept while the daemon runs) seeds Digest
-// authentication's nonces. NULL when it cannot start.
+// authentication's nonces. With `tls_certificate` and `tls_key` (PEM text, kept while the
+// daemon runs), it speaks HTTPS only (GnuTLS); NULL for plain HTTP. NULL when it cannot start
+// (a certificate or key GnuTLS refuses, too).
 static inline struct MHD_Daemon *vigil_mhd_start(
     int listen_fd, MHD_AccessHandlerCallback handler, void *handler_context,
     MHD_RequestCompletedCallback completed, void *completed_context, unsigned int connection_limit,
     unsigned int per_ip_limit, unsigned int timeout_seconds, size_t memory_limit, size_t random_size,
-    void *random)
+    void *random, const char *tls_certificate, const char *tls_key)
 {
+    unsigned int flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME;
+    if (tls_certificate != NULL && tls_key != NULL) {
+        flags |= MHD_USE_TLS;
+    } else {
+        // Options after MHD_OPTION_END are not read.
+        tls_certificate = NULL;
+        tls_key = NULL;
+    }
     return MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, handler, handler_context,
+        flags, 0, NULL, NULL, handler, handler_context,
         MHD_OPTION_LISTEN_SOCKET, (MHD_socket) listen_fd,
         MHD_OPTION_CONNECTION_LIMIT, connection_limit,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip_limit,
@@ -31,7 +41,15 @@ static inline struct MHD_Daemon *vigil_mhd_start(
         MHD_OPTION_STRICT_FOR_CLIENT, (int) 1,
         MHD_OPTION_DIGEST_AUTH_RANDOM, random_size, random,
         MHD_OPTION_NONCE_NC_SIZE, (unsigned int) 1024,
+        tls_certificate != NULL ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, tls_certificate,
+        MHD_OPTION_HTTPS_MEM_KEY, tls_key,
         MHD_OPTION_END);
+}
+
+// Whether this libmicrohttpd can speak HTTPS (Debian's is built with GnuTLS).
+static inline int vigil_mhd_has_tls(void)
+{
+    return MHD_is_feature_supported(MHD_FEATURE_TLS) == MHD_YES;
 }
 
 

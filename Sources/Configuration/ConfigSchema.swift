@@ -318,6 +318,14 @@ public enum ConfigSchema {
             "web.password_file", .text, .text(""),
             "who may sign in (HTTP Digest), as `vigil passwd` writes it; every page then asks for a user and password, and web.listen may be another machine's way in. \"\": no password, this machine only"
         ),
+        ConfigKey(
+            "web.tls_cert_file", .text, .text(""),
+            "the server's certificate (its chain may follow), PEM: with web.tls_key_file, the server speaks HTTPS only. \"\": plain HTTP"
+        ),
+        ConfigKey(
+            "web.tls_key_file", .text, .text(""),
+            "the certificate's private key, PEM, not encrypted (readable by the vigil user only)"
+        ),
     ]
 
     public static let sections: [String] = {

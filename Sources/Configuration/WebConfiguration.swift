@@ -17,9 +17,29 @@ extension Settings {
         /// Who may sign in (read from `passwordFile` when the settings are loaded, with the
         /// server on); nil without a password file.
         public var passwords: WebPasswords?
-        /// Why the server cannot run as configured (its password file cannot be read or is not
-        /// one): the agent records without it, and says so.
+        /// `web.tls_cert_file` and `web.tls_key_file`, made absolute; nil when not set (then:
+        /// plain HTTP).
+        public var tlsCertFile: String?
+        public var tlsKeyFile: String?
+        /// Their contents (read when the settings are loaded, with the server on): the server
+        /// speaks HTTPS with them.
+        public var tls: TLS?
+        /// Why the server cannot run as configured (its password file, certificate or key cannot
+        /// be read or is not one): the agent records without it, and says so.
         public var problem: ConfigurationError?
+
+        /// A certificate (its chain may follow it) and its private key, PEM text.
+        public struct TLS: Equatable, Sendable {
+            public var certificate: String
+            public var key: String
+            public init(certificate: String, key: String) {
+                self.certificate = certificate
+                self.key = key
+            }
+        }
+
+        /// `http` or `https`.
+        public var scheme: String { tls == nil ? "http" : "https" }
     }
 
     static func web(_ v: ConfigValues, directory: String) throws(ConfigurationError) -> Web {
@@ -31,17 +51,92 @@ extension Settings {
                 "web.listen = \"\(listen)\" serves other machines, and the web server has no password — set web.password_file and make a password with `vigil passwd`, or use 127.0.0.1 (or ::1) and reach it through SSH (ssh -L 8080:127.0.0.1:8080 the-camera, then http://localhost:8080/)"
             )
         }
+        let certificate = v.text("web.tls_cert_file")
+        let key = v.text("web.tls_key_file")
+        if certificate.isEmpty != key.isEmpty {
+            throw v.error(
+                certificate.isEmpty ? "web.tls_key_file" : "web.tls_cert_file",
+                "web.tls_cert_file and web.tls_key_file go together — give both (the certificate and its private key, PEM), or neither for plain HTTP"
+            )
+        }
         var web = Web(
             enabled: v.boolean("web.enabled"), listen: listen, port: v.integer("web.port"),
-            passwordFile: file.isEmpty ? nil : resolve(file, against: directory), passwords: nil, problem: nil)
-        // Only read when the server is on: a config that turns it off need not have the file.
-        guard web.enabled, let path = web.passwordFile else { return web }
-        do {
-            web.passwords = try WebPasswords.read(path)
-        } catch {
-            web.problem = v.error("web.password_file", "web.password_file: \(error)")
+            passwordFile: file.isEmpty ? nil : resolve(file, against: directory), passwords: nil,
+            tlsCertFile: certificate.isEmpty ? nil : resolve(certificate, against: directory),
+            tlsKeyFile: key.isEmpty ? nil : resolve(key, against: directory), tls: nil, problem: nil)
+        // Only read when the server is on: a config that turns it off need not have the files.
+        guard web.enabled else { return web }
+        if let path = web.passwordFile {
+            do {
+                web.passwords = try WebPasswords.read(path)
+            } catch {
+                web.problem = v.error("web.password_file", "web.password_file: \(error)")
+                return web
+            }
+        }
+        if let certificatePath = web.tlsCertFile, let keyPath = web.tlsKeyFile {
+            do throws(ConfigurationError) {
+                web.tls = Web.TLS(
+                    certificate: try pemFile(v, "web.tls_cert_file", certificatePath, holding: .certificate),
+                    key: try pemFile(v, "web.tls_key_file", keyPath, holding: .privateKey))
+            } catch {
+                web.problem = error
+            }
         }
         return web
+    }
+
+    /// What a PEM file given to the web server holds.
+    enum PEMContent {
+        case certificate, privateKey
+    }
+
+    /// The largest certificate chain or key file read.
+    static let pemFileLimit = 1 << 20
+
+    /// The PEM text of `path` (setting `key`), which must be a readable regular file holding
+    /// `content` (a private key not encrypted: the agent has no one to ask for a passphrase).
+    static func pemFile(
+        _ v: ConfigValues, _ key: String, _ path: String, holding content: PEMContent
+    )
+        throws(ConfigurationError) -> String
+    {
+        let what = content == .certificate ? "a certificate" : "a private key"
+        let bytes: [UInt8]
+        do {
+            let file = try FileDescriptor(opening: path, .readOnly, options: [.nonBlocking])
+            let status = try file.status()
+            guard status.kind == .regular else {
+                throw v.error(key, "\(key): \(path) is not a regular file — give the PEM file of \(what)")
+            }
+            guard status.size <= UInt64(pemFileLimit) else {
+                throw v.error(
+                    key, "\(key): \(path) is \(status.size) bytes, more than \(what) in PEM — is it the right file?")
+            }
+            bytes = try file.read(count: pemFileLimit + 1)
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw v.error(
+                key,
+                "\(key): \(path) cannot be read: \(error) — the agent's user (vigil) must be able to read it: chgrp vigil \(path) && chmod g+r \(path)"
+            )
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        let marker = content == .certificate ? "CERTIFICATE-----" : "PRIVATE KEY-----"
+        guard text.contains("-----BEGIN "), text.contains(marker) else {
+            throw v.error(
+                key,
+                "\(key): \(path) is not \(what) in PEM form (no -----BEGIN …\(marker) line) — give the .pem or .crt/.key file, not a DER one (openssl x509 -inform der converts it)"
+            )
+        }
+        if content == .privateKey, text.contains("ENCRYPTED") {
+            throw v.error(
+                key,
+                "\(key): \(path) is encrypted with a passphrase, which the agent has no one to ask for — decrypt a copy for it (openssl pkey -in \(path) -out KEY) and keep that one readable by vigil only"
+            )
+        }
+        return text
     }
 }
 

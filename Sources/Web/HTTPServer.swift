@@ -42,26 +42,34 @@ public final class HTTPServer: Sendable {
     /// `port` (0: any free one) and serves each request with `handler`.
     ///
     /// With `passwords`, every request must sign in as one of its users (HTTP Digest, MD5, as
-    /// every browser speaks it): without, or with a wrong password, the answer is 401.
+    /// every browser speaks it): without, or with a wrong password, the answer is 401. With
+    /// `tls`, it speaks HTTPS only, with that certificate and key.
     public init(
         address: String, port: Int, limits: Limits = Limits(), passwords: WebPasswords? = nil,
-        handler: @escaping Handler
+        tls: Settings.Web.TLS? = nil, handler: @escaping Handler
     ) throws(HTTPServerError) {
+        if tls != nil && vigil_mhd_has_tls() == 0 {
+            throw HTTPServerError(
+                description:
+                    "this libmicrohttpd cannot speak HTTPS (built without GnuTLS) — install Debian's libmicrohttpd12, or leave web.tls_cert_file and web.tls_key_file unset"
+            )
+        }
         let socket = try Self.listen(address: address, port: port)
         self.address = address
         self.port = socket.port
-        context = Context(handler: handler, bodyLimit: limits.bodyBytes, passwords: passwords)
+        context = Context(handler: handler, bodyLimit: limits.bodyBytes, passwords: passwords, tls: tls)
         let opaque = Unmanaged.passUnretained(context).toOpaque()
         guard
             let started = vigil_mhd_start(
                 socket.descriptor, accessHandler, opaque, requestCompleted, opaque, UInt32(limits.connections),
                 UInt32(limits.connectionsPerAddress), UInt32(limits.idleSeconds), limits.requestMemory,
-                Context.randomSize, context.random)
+                Context.randomSize, context.random, context.tlsCertificate, context.tlsKey)
         else {
             close(socket.descriptor)
             throw HTTPServerError(
-                description:
-                    "the web server on \(Self.endpoint(address, socket.port)) could not start its thread (libmicrohttpd refused: out of memory or threads?)"
+                description: tls == nil
+                    ? "the web server on \(Self.endpoint(address, socket.port)) could not start its thread (libmicrohttpd refused: out of memory or threads?)"
+                    : "the web server on \(Self.endpoint(address, socket.port)) could not start: GnuTLS refused its certificate and key (web.tls_cert_file, web.tls_key_file) — is the key the certificate's own? (openssl x509 -noout -pubkey -in CERT and openssl pkey -pubout -in KEY print the same)"
             )
         }
         daemon = Mutex(Daemon(pointer: started))
@@ -205,10 +213,16 @@ private final class Context: @unchecked Sendable {
         var stopping = false
     }
     let streams = Mutex(Streams())
-    init(handler: @escaping HTTPServer.Handler, bodyLimit: Int, passwords: WebPasswords?) {
+    /// The certificate and key as C strings for the library, freed (the key wiped) after the
+    /// daemon stops; nil for plain HTTP.
+    let tlsCertificate: UnsafeMutablePointer<CChar>?
+    let tlsKey: UnsafeMutablePointer<CChar>?
+    init(handler: @escaping HTTPServer.Handler, bodyLimit: Int, passwords: WebPasswords?, tls: Settings.Web.TLS?) {
         self.handler = handler
         self.bodyLimit = bodyLimit
         self.passwords = passwords
+        tlsCertificate = tls.flatMap { strdup($0.certificate) }
+        tlsKey = tls.flatMap { strdup($0.key) }
         random = UnsafeMutableRawPointer.allocate(byteCount: Context.randomSize, alignment: 8)
         // The system's generator: getrandom(2), as unpredictable as the kernel makes it.
         var generator = SystemRandomNumberGenerator()
@@ -217,7 +231,14 @@ private final class Context: @unchecked Sendable {
         }
         opaque = (0..<16).map { _ in generator.next() as UInt8 }.lowercaseHex
     }
-    deinit { random.deallocate() }
+    deinit {
+        random.deallocate()
+        free(tlsCertificate)
+        if let tlsKey {
+            memset(tlsKey, 0, strlen(tlsKey))
+            free(tlsKey)
+        }
+    }
 }
 
 /// A connection's library pointer, used only under `StreamResponse`'s lock.
@@ -408,8 +429,21 @@ private func challenge(_ connection: OpaquePointer?, _ passwords: WebPasswords, 
     defer { MHD_destroy_response(response) }
     _ = MHD_add_response_header(response, "Content-Type", "text/plain; charset=utf-8")
     _ = MHD_add_response_header(response, "Cache-Control", "no-store")
-    return MHD_queue_auth_fail_response2(
+    let queued = MHD_queue_auth_fail_response2(
         connection, passwords.realm, server.opaque, response, stale ? 1 : 0, vigil_mhd_digest_md5)
+    // libmicrohttpd 0.9.75 (Debian bookworm's) writes the algorithm as "md5"; FFmpeg (and so
+    // Home Assistant's stream, VLC's HTTP access) answers only a challenge that says "MD5", the
+    // way RFC 7616 spells it, and sends no sign-in at all otherwise. The challenge is on this
+    // response, not yet sent (that happens after this handler returns, on this thread): it is
+    // put right here. Newer libraries write "MD5" already.
+    if queued == MHD_Result.YES, let given = MHD_get_response_header(response, "WWW-Authenticate") {
+        let header = String(cString: given)
+        let fixed = header.replacing("algorithm=md5", with: "algorithm=MD5")
+        if fixed != header, MHD_del_response_header(response, "WWW-Authenticate", header) == MHD_Result.YES {
+            _ = MHD_add_response_header(response, "WWW-Authenticate", fixed)
+        }
+    }
+    return queued
 }
 
 /// Hands `response` to the library for `connection`.

@@ -17,7 +17,9 @@ public final class WebSink: EventSink {
     ) throws(HTTPServerError) {
         let site = WebSite(camera: camera, version: version, storage: storage, control: control)
         control.live.open()
-        server = try HTTPServer(address: settings.listen, port: settings.port, passwords: settings.passwords) {
+        server = try HTTPServer(
+            address: settings.listen, port: settings.port, passwords: settings.passwords, tls: settings.tls
+        ) {
             site.respond($0)
         }
         self.site = site
@@ -25,7 +27,7 @@ public final class WebSink: EventSink {
             "web server listening",
             [
                 ("address", .string(HTTPServer.endpoint(settings.listen, server.port))),
-                ("url", .string("http://\(HTTPServer.endpoint(settings.listen, server.port))/")),
+                ("url", .string("\(settings.scheme)://\(HTTPServer.endpoint(settings.listen, server.port))/")),
                 (
                     "sign_in",
                     .string(settings.passwords.map { "\($0.users.count) user(s)" } ?? "none: this machine only")

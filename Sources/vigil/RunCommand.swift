@@ -81,7 +81,7 @@ enum RunCommand: Command {
         // The web server too: a port already taken is said, and recording goes on without it.
         if settings.web.enabled, let problem = settings.web.problem {
             log.error(
-                "web server off: its password file cannot be used; recording goes on without it — fix it (vigil passwd), then restart",
+                "web server off: a file it needs cannot be used; recording goes on without it — fix it, then restart",
                 [("problem", .string(problem.description))])
         } else if settings.web.enabled {
             do {
@@ -91,7 +91,7 @@ enum RunCommand: Command {
                         storage: DiskStorage(root: settings.storage.path), control: environment.control, log: log))
             } catch {
                 log.error(
-                    "web server off: it cannot listen; recording goes on without it — fix web.listen or web.port, then restart",
+                    "web server off: it cannot start; recording goes on without it — fix what the error says, then restart",
                     [("error", .string(error.description))])
             }
         }

@@ -252,4 +252,77 @@ import Testing
         #expect(!agent.output.contains("web server listening"))
         #expect(agent.output.contains("msg=\"clip saved\""))
     }
+
+    /// With a certificate and key the agent's server speaks HTTPS: the clip comes whole, the
+    /// live stream plays in ffmpeg checking the certificate, signed in by Digest; a certificate
+    /// GnuTLS refuses (another's key) keeps the server off, said, and recording on.
+    @Test func aCertificateMakesTheServerHTTPSAndABadOneKeepsItOffNotTheRecording() throws {
+        let dir = try TemporaryDirectory("vigil-web-tls")
+        defer { dir.remove() }
+        let certificates = try TestCertificates(in: dir)
+        let other = try TestCertificates(in: dir, name: "other")
+        let footage = try AgentTests.footage(
+            AgentTests.scene(seconds: 40, objects: [AgentTests.object(2, 4)]), in: dir)
+        let config = try AgentTests.config(
+            dir, footage: footage,
+            extra: """
+                web = { enabled = true; port = 0; password_file = "web-passwords";
+                  tls_cert_file = "\(certificates.certificate)"; tls_key_file = "\(certificates.key)"; };
+                """, realtime: true)
+        let set = try runTool(builtExecutable("vigil"), ["passwd", "--config", config], input: Data("pw\n".utf8))
+        #expect(set.status == 0, "\(set.stderr)")
+        let agent = try AgentProcess(config: config)
+        defer { agent.kill(SIGKILL) }
+        let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60))
+        let url = try #require(logValue(listening, "url"), "\(listening)")
+        #expect(url.hasPrefix("https://127.0.0.1:"), "\(listening)")
+        let base = String(url.dropLast())
+        let trust = ["--cacert", certificates.caCertificate, "--digest", "-u", "admin:pw"]
+        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
+        let api = try Self.get(base + "/api/clips", trust)
+        let list = try #require(try JSONSerialization.jsonObject(with: api.body) as? [[String: Any]])
+        let file = try #require(list.first?["file"] as? String)
+        let clip = try Self.get(base + "/clips/" + file, trust)
+        let onDisk = try Data(contentsOf: URL(fileURLWithPath: dir.file("clips/" + file)))
+        #expect(clip.status == 200 && clip.body == onDisk)
+        // Plain HTTP gets nothing.
+        let plain = try runTool(
+            "curl", ["-sS", "--max-time", "10", "http://" + base.dropFirst("https://".count) + "/"])
+        #expect(plain.status != 0 && !plain.stdout.contains("<h1>"), "\(plain)")
+        // The live stream over TLS: fetched, then read by every reader; and by ffmpeg itself,
+        // checking the certificate against the CA.
+        for _ in 0..<100 {
+            if try Self.get(base + "/live.m3u8", trust).status == 200 { break }
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        let live = try Self.get(base + "/live.mp4?gops=3", trust)
+        #expect(live.status == 200)
+        try live.body.write(to: URL(fileURLWithPath: dir.file("live.mp4")))
+        try expectPlayable(dir.file("live.mp4"))
+        let direct = try runTool(
+            "timeout",
+            [
+                "-s", "KILL", "60", "ffmpeg", "-nostdin", "-v", "error", "-tls_verify", "1", "-ca_file",
+                certificates.caCertificate, "-i",
+                "https://admin:pw@" + base.dropFirst("https://".count)
+                    + "/live.mp4?gops=2", "-f", "null", "-",
+            ])
+        #expect(direct.status == 0 && direct.stderr.isEmpty, "\(direct)")
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0)
+
+        let short = try AgentTests.footage(
+            AgentTests.scene(seconds: 8, objects: [AgentTests.object(2, 4)]), in: dir, name: "short.y4m")
+        let bad = try AgentProcess(
+            config: try AgentTests.config(
+                dir, footage: short,
+                extra:
+                    "web = { enabled = true; port = 0; tls_cert_file = \"\(certificates.certificate)\"; tls_key_file = \"\(other.key)\"; };"
+            ))
+        #expect(bad.waitForExit(timeout: 120) == 0, "\(bad.output)")
+        let said = try #require(bad.outputLines.first { $0.contains("msg=\"web server off") }, "\(bad.output)")
+        #expect(said.contains("level=error") && said.contains("GnuTLS refused its certificate and key"), "\(said)")
+        #expect(!bad.output.contains("web server listening"))
+        #expect(bad.output.contains("msg=\"clip saved\""))
+    }
 }

@@ -104,4 +104,50 @@ import Testing
         let off = try load("web = { password_file = \"nowhere\"; };", directory: dir.path)
         #expect(off.web.problem == nil && off.web.passwords == nil)
     }
+
+    /// The certificate and key are read with the settings when the server is on; one without
+    /// the other is a mistake in the file; what is not a PEM certificate or an unencrypted key
+    /// is the server's problem (it stays off), named with what to do.
+    @Test func theCertificateAndKeyAreReadWithTheSettings() throws {
+        let dir = try TemporaryDirectory("vigil-web-tls")
+        defer { dir.remove() }
+        let certificate = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+        let key = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+        try certificate.write(toFile: dir.file("web.crt"), atomically: true, encoding: .utf8)
+        try key.write(toFile: dir.file("web.key"), atomically: true, encoding: .utf8)
+        let on = try load(
+            "web = { enabled = true; tls_cert_file = \"web.crt\"; tls_key_file = \"web.key\"; };",
+            directory: dir.path)
+        #expect(on.web.tls == Settings.Web.TLS(certificate: certificate, key: key) && on.web.problem == nil)
+        #expect(on.web.tlsCertFile == dir.file("web.crt") && on.web.scheme == "https")
+
+        for half in ["tls_cert_file = \"web.crt\";", "tls_key_file = \"web.key\";"] {
+            let error = failure("web = { \(half) };")?.description ?? ""
+            #expect(error.contains("web.tls_cert_file and web.tls_key_file go together"), "\(error)")
+        }
+
+        func problem(_ certificateFile: String, _ keyFile: String) throws -> String {
+            let settings = try load(
+                "web = { enabled = true; tls_cert_file = \"\(certificateFile)\"; tls_key_file = \"\(keyFile)\"; };",
+                directory: dir.path)
+            #expect(settings.web.tls == nil)
+            return settings.web.problem?.description ?? ""
+        }
+        #expect(try problem("nowhere.crt", "web.key").contains("nowhere.crt cannot be read"))
+        #expect(try problem("web.crt", "/dev/null").contains("/dev/null is not a regular file"))
+        try Data([0x30, 0x82, 0x01, 0x0A]).write(to: URL(fileURLWithPath: dir.file("web.der")))
+        #expect(try problem("web.der", "web.key").contains("is not a certificate in PEM form"))
+        // The key and the certificate the wrong way round.
+        #expect(
+            try problem("web.key", "web.crt").contains("web.tls_cert_file: \(dir.file("web.key")) is not a certificate")
+        )
+        try "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----\n".write(
+            toFile: dir.file("locked.key"), atomically: true, encoding: .utf8)
+        #expect(try problem("web.crt", "locked.key").contains("is encrypted with a passphrase"))
+
+        // Off, the files are not read.
+        let off = try load(
+            "web = { tls_cert_file = \"nowhere.crt\"; tls_key_file = \"nowhere.key\"; };", directory: dir.path)
+        #expect(off.web.problem == nil && off.web.tls == nil && off.web.scheme == "http")
+    }
 }

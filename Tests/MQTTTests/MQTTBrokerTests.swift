@@ -371,42 +371,24 @@ final class Subscriber {
     @Test func tlsWithATestCA() throws {
         let dir = try TemporaryDirectory("vigil-mqtt")
         defer { dir.remove() }
-        let openssl = which("openssl") ?? "/usr/bin/openssl"
-        func run(_ arguments: [String]) throws {
-            let result = try runTool(openssl, arguments)
-            try #require(result.status == 0, "openssl \(arguments.joined(separator: " ")): \(result)")
-        }
-        for name in ["ca", "other-ca"] {
-            try run([
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir.file("\(name).key"), "-out",
-                dir.file("\(name).crt"), "-days", "2", "-subj", "/CN=Vigil test \(name)",
-            ])
-        }
-        try run([
-            "req", "-newkey", "rsa:2048", "-nodes", "-keyout", dir.file("server.key"), "-out", dir.file("server.csr"),
-            "-subj", "/CN=localhost",
-        ])
-        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(
-            toFile: dir.file("server.ext"), atomically: true, encoding: .utf8)
-        try run([
-            "x509", "-req", "-in", dir.file("server.csr"), "-CA", dir.file("ca.crt"), "-CAkey", dir.file("ca.key"),
-            "-CAcreateserial", "-out", dir.file("server.crt"), "-days", "2", "-extfile", dir.file("server.ext"),
-        ])
+        let certificates = try TestCertificates(in: dir, name: "ca")
+        let other = try TestCertificates(in: dir, name: "other")
         let broker = try Broker(
             dir,
             settings: """
-                cafile \(dir.file("ca.crt"))
-                certfile \(dir.file("server.crt"))
-                keyfile \(dir.file("server.key"))
+                cafile \(certificates.caCertificate)
+                certfile \(certificates.certificate)
+                keyfile \(certificates.key)
                 allow_anonymous true
                 """)
         let footage = try writeFootage(scene(seconds: 5, objects: [crossing(1, 3)]), to: dir.file("short.y4m"))
         let watcher = try Subscriber(
-            port: broker.port, topic: "vigil/#", in: dir, arguments: ["--cafile", dir.file("ca.crt")])
+            port: broker.port, topic: "vigil/#", in: dir, arguments: ["--cafile", certificates.caCertificate])
 
         let trusted = try AgentProcess(
             config: config(
-                dir, footage: footage, port: broker.port, realtime: false, mqtt: "tls_ca_file = \"ca.crt\";"))
+                dir, footage: footage, port: broker.port, realtime: false,
+                mqtt: "tls_ca_file = \"\(certificates.caCertificate)\";"))
         #expect(trusted.waitForExit(timeout: 60) == 0, "\(trusted.output)")
         #expect(trusted.waitFor("msg=\"MQTT connected\"", timeout: 1) != nil, "\(trusted.output)")
         #expect(
@@ -415,7 +397,8 @@ final class Subscriber {
 
         let untrusted = try AgentProcess(
             config: config(
-                dir, footage: footage, port: broker.port, realtime: false, mqtt: "tls_ca_file = \"other-ca.crt\";"))
+                dir, footage: footage, port: broker.port, realtime: false,
+                mqtt: "tls_ca_file = \"\(other.caCertificate)\";"))
         #expect(untrusted.waitForExit(timeout: 60) == 0, "\(untrusted.output)")
         #expect(untrusted.waitFor("msg=\"MQTT connected\"", timeout: 1) == nil, "\(untrusted.output)")
         #expect(logLines(untrusted.output, "clip saved").count == 1, "recording went on")

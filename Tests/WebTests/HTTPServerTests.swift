@@ -253,6 +253,57 @@ import Testing
         #expect(String(decoding: try Self.curl(second, "/").body, as: UTF8.self) == "second")
     }
 
+    /// With a certificate and key it speaks HTTPS, and only that: a client that trusts the CA
+    /// gets the page (and a Digest sign-in over it), one that does not is refused by its own
+    /// check, plain HTTP gets nothing; a key that is not the certificate's is said at start.
+    @Test func withACertificateItSpeaksHTTPSOnly() throws {
+        let dir = try TemporaryDirectory("vigil-web-tls")
+        defer { dir.remove() }
+        let certificates = try TestCertificates(in: dir)
+        let other = try TestCertificates(in: dir, name: "other")
+        let tls = Settings.Web.TLS(
+            certificate: try String(contentsOfFile: certificates.certificate, encoding: .utf8),
+            key: try String(contentsOfFile: certificates.key, encoding: .utf8))
+        var passwords = WebPasswords(realm: "Vigil 0000beef")
+        passwords.set(user: "admin", password: "pw")
+        let server = try HTTPServer(address: "127.0.0.1", port: 0, passwords: passwords, tls: tls) { request in
+            .text(200, "secret \(request.path)")
+        }
+        defer { server.stop() }
+        func curl(_ arguments: [String]) throws -> ToolResult {
+            try runTool("curl", ["-sS", "--max-time", "20", "-w", " %{http_code}"] + arguments)
+        }
+        let url = "https://127.0.0.1:\(server.port)/a"
+        let signedIn = try curl(["--cacert", certificates.caCertificate, "--digest", "-u", "admin:pw", url])
+        #expect(signedIn.status == 0 && signedIn.stdout == "secret /a 200", "\(signedIn)")
+        let wrong = try curl(["--cacert", certificates.caCertificate, "--digest", "-u", "admin:no", url])
+        #expect(wrong.stdout.hasSuffix(" 401") && !wrong.stdout.contains("secret"), "\(wrong)")
+        // By name too (the certificate names localhost).
+        let byName = try curl([
+            "--cacert", certificates.caCertificate, "--digest", "-u", "admin:pw", "--resolve",
+            "localhost:\(server.port):127.0.0.1", "https://localhost:\(server.port)/b",
+        ])
+        #expect(byName.stdout == "secret /b 200", "\(byName)")
+        // A client that trusts another CA stops at the certificate (curl's 60).
+        let untrusted = try curl(["--cacert", other.caCertificate, url])
+        #expect(untrusted.status == 60 && !untrusted.stdout.contains("secret"), "\(untrusted)")
+        // Plain HTTP on the HTTPS port: no answer a client could take for the page.
+        let plain = try curl(["http://127.0.0.1:\(server.port)/a"])
+        #expect(plain.status != 0 && !plain.stdout.contains("secret"), "\(plain)")
+        #expect(
+            try curl(["--cacert", certificates.caCertificate, "--digest", "-u", "admin:pw", url]).stdout
+                == "secret /a 200", "the server went on after the plain request")
+
+        // Another certificate's key.
+        let mismatched = Settings.Web.TLS(
+            certificate: tls.certificate, key: try String(contentsOfFile: other.key, encoding: .utf8))
+        #expect {
+            _ = try HTTPServer(address: "127.0.0.1", port: 0, tls: mismatched) { _ in .text(200, "ok") }
+        } throws: { error in
+            "\(error)".contains("GnuTLS refused its certificate and key") && "\(error)".contains("openssl pkey")
+        }
+    }
+
     @Test func ipv6LoopbackIsServed() throws {
         let server = try HTTPServer(address: "::1", port: 0) { _ in .text(200, "six") }
         defer { server.stop() }
