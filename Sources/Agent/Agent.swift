@@ -211,6 +211,10 @@ public final class Agent: @unchecked Sendable {
             wallNow: environment.wallNow)
         pipeline.live = environment.control.live
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
+        environment.control.attachDeleter { file, by in
+            writerQueue.push(.delete(file, by: by), cost: 0)
+            return true
+        }
         let sourceError = Mutex<CaptureError?>(nil)
         let pipelineDone = Event()
         let control = environment.control

@@ -171,6 +171,41 @@ extension ClipWriter {
 
     /// Retention: deletes what the policy says (never the open clip, never the newest saved),
     /// logs each deletion. `fullDisk` is the room a write that found the disk full needs.
+    /// Deletes the saved clip `file` (and its picture) as `by` asked: not the clip being
+    /// written, only one of the agent's clips (`ClipStore` refuses the rest); logged, and told
+    /// to the sinks like retention's deletions.
+    func delete(_ file: String, by: String) {
+        let storage = settings.storage
+        guard file != open?.relativePath else {
+            log.warning(
+                "clip not deleted: it is being recorded",
+                [("file", .string(file)), ("asked_by", .string(by))])
+            return
+        }
+        let store = ClipStore(storage: storage, naming: settings.naming)
+        guard let clip = (try? store.clips())?.first(where: { $0.relativePath == file }) else {
+            log.warning(
+                "clip not deleted: it is not one of this agent's saved clips (already deleted?)",
+                [("file", .string(file)), ("asked_by", .string(by))])
+            return
+        }
+        do {
+            try store.delete(clip)
+        } catch {
+            log.warning("clip not deleted", [("file", .string(file)), ("error", .string(error.description))])
+            return
+        }
+        let deletion = Deletion(clip: clip, reason: .asked(by: by))
+        log.info(
+            "clip deleted",
+            [
+                ("file", .string(file)), ("bytes", .int(clip.totalSize)),
+                ("reason", .string(deletion.reason.description)),
+            ])
+        events.handle(.clipsDeleted(ClipsDeleted(deletions: [deletion], storage: storage)))
+        if let free = try? storage.freeBytes() { stats.update { $0.diskFreeBytes = free } }
+    }
+
     func sweep(fullDisk need: Int64? = nil, protecting: String? = nil) {
         let storage = settings.storage
         let store = ClipStore(storage: storage, naming: settings.naming)

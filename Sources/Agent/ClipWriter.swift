@@ -58,6 +58,8 @@ enum WriterItem: Sendable {
     case snapshot(SnapshotPicture, quality: Int)
     /// The current picture, for `latest.jpg`.
     case livePicture(SnapshotPicture, quality: Int)
+    /// Delete a saved clip (and its picture), as someone asked (`AgentControl.deleteClip`).
+    case delete(String, by: String)
 }
 
 /// The writer thread: turns clip commands into movie files, syncs each fragment to disk,
@@ -309,6 +311,7 @@ final class ClipWriter: @unchecked Sendable {
         case .clip(let command): handle(command)
         case .snapshot(let picture, let quality): snapshot = (picture, quality)
         case .livePicture(let picture, let quality): writeLatest(picture, quality: quality)
+        case .delete(let file, let by): delete(file, by: by)
         }
     }
 

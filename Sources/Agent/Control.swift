@@ -18,6 +18,7 @@ public final class AgentControl: Sendable {
     private let detecting = Atomic<Bool>(true)
     private let readCounters = Mutex<(@Sendable () -> Counters)?>(nil)
     private let readCamera = Mutex<(@Sendable () -> String?)?>(nil)
+    private let deleter = Mutex<(@Sendable (String, String) -> Bool)?>(nil)
 
     /// The encoded stream for live viewers: the agent publishes each complete GOP into it
     /// (once the web server has opened it).
@@ -66,6 +67,17 @@ public final class AgentControl: Sendable {
 
     /// Where `cameraProblem` reads from: the agent's, once it is made.
     func attachCamera(_ read: @escaping @Sendable () -> String?) { readCamera.withLock { $0 = read } }
+
+    /// Deletes a saved clip of the agent's, and its picture: the writer does it after what it is
+    /// writing now (never the clip being written, never a file that is not one of the agent's
+    /// clips), logs it (`clip deleted`, the reason `deleted by BY`) and tells the sinks, so
+    /// the journal drops its line. False when no agent runs to do it.
+    public func deleteClip(_ file: String, by: String) -> Bool {
+        deleter.withLock { $0 }?(file, by) ?? false
+    }
+
+    /// What `deleteClip` asks: the agent's writer queue, once it runs.
+    package func attachDeleter(_ delete: (@Sendable (String, String) -> Bool)?) { deleter.withLock { $0 = delete } }
 
     /// The pipeline takes what was asked.
     func take() -> Requests {

@@ -8,6 +8,8 @@ public enum DeletionReason: Equatable, Sendable, CustomStringConvertible {
     case freeSpaceBelow(bytes: Int64)
     /// The disk was full while a clip was written: space was needed now.
     case diskFull
+    /// Someone deleted it (from the web page, signed in as `by`).
+    case asked(by: String)
 
     public var description: String {
         switch self {
@@ -15,6 +17,7 @@ public enum DeletionReason: Equatable, Sendable, CustomStringConvertible {
         case .storeLargerThan(let bytes): "clips take more than \(bytes >> 20) MB"
         case .freeSpaceBelow(let bytes): "less than \(bytes >> 20) MB free"
         case .diskFull: "the disk was full"
+        case .asked(let by): "deleted by \(by)"
         }
     }
 }
@@ -22,6 +25,10 @@ public enum DeletionReason: Equatable, Sendable, CustomStringConvertible {
 public struct Deletion: Equatable, Sendable {
     public var clip: StoredFile
     public var reason: DeletionReason
+    public init(clip: StoredFile, reason: DeletionReason) {
+        self.clip = clip
+        self.reason = reason
+    }
 }
 
 /// Which clips to delete, oldest first:

@@ -103,7 +103,7 @@ extension WebSite {
             html += """
                 <li>\(picture)<div class="meta"><a href="\(clip)">\(MarkupText.escaped(time))</a> ·
                 \(DecimalText.short(record.durationSeconds, 1)) s · \(MarkupText.escaped(cause)) ·
-                <a href="\(clip)" download>download</a></div></li>
+                <a href="\(clip)" download>download</a>\(signIn ? " · <a href=\"/delete?file=\(Self.queryEncoded(record.file))\">delete…</a>" : "")</div></li>
 
                 """
         }
@@ -137,6 +137,11 @@ extension WebSite {
             }
             return out
         }.joined(separator: "/")
+    }
+
+    /// A query value: percent-encoded but for the unreserved characters (a / too).
+    static func queryEncoded(_ text: String) -> String {
+        pathEncoded(text).replacing("/", with: "%2F")
     }
 
     static func freeSpace(_ bytes: Int64) -> String {

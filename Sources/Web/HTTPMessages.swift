@@ -12,16 +12,19 @@ public struct HTTPRequest: Sendable {
     public var query: [String: String]
     public var headers: [String: String]
     public var body: [UInt8]
+    /// The user who signed in (HTTP Digest); nil when the server has no passwords.
+    public var user: String?
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-        body: [UInt8] = []
+        body: [UInt8] = [], user: String? = nil
     ) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers
         self.body = body
+        self.user = user
     }
 
     /// The header `name` (any case).

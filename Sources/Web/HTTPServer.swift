@@ -336,6 +336,8 @@ private let streamDone: MHD_ContentReaderFreeCallback = { context in
 private final class RequestBody {
     var bytes: [UInt8] = []
     var tooLarge = false
+    /// Who signed in (Digest), when the server has passwords.
+    var user: String?
 }
 
 /// The pairs of one kind of a connection's values (headers, query arguments).
@@ -372,7 +374,12 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         if let passwords = server.passwords, let refused = challenge(connection, passwords, server) {
             return refused
         }
-        requestContext.pointee = Unmanaged.passRetained(RequestBody()).toOpaque()
+        let body = RequestBody()
+        if server.passwords != nil, let name = MHD_digest_auth_get_username(connection) {
+            body.user = String(cString: name)
+            MHD_free(name)
+        }
+        requestContext.pointee = Unmanaged.passRetained(body).toOpaque()
         return MHD_Result.YES
     }
     let body = Unmanaged<RequestBody>.fromOpaque(state).takeUnretainedValue()
@@ -397,7 +404,8 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         let request = HTTPRequest(
             method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
             query: values(of: connection, kind: MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
-            headers: values(of: connection, kind: MHD_ValueKind.HEADER_KIND, lowercased: true), body: body.bytes)
+            headers: values(of: connection, kind: MHD_ValueKind.HEADER_KIND, lowercased: true), body: body.bytes,
+            user: body.user)
         response = server.handler(request)
     }
     return queue(response, on: connection, server: server)

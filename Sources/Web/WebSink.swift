@@ -15,7 +15,8 @@ public final class WebSink: EventSink {
         settings: Settings.Web, camera: String, version: String, storage: any ClipStorage, control: AgentControl,
         log: Logger
     ) throws(HTTPServerError) {
-        let site = WebSite(camera: camera, version: version, storage: storage, control: control)
+        let site = WebSite(
+            camera: camera, version: version, storage: storage, control: control, signIn: settings.passwords != nil)
         control.live.open()
         server = try HTTPServer(
             address: settings.listen, port: settings.port, passwords: settings.passwords, tls: settings.tls

@@ -20,10 +20,16 @@ public final class WebSite: Sendable {
     let motion = Atomic<Bool>(false)
     /// How many `/live.mp4` streams are being sent.
     let viewers = Atomic<Int>(0)
+    /// Whether every request signs in (the server has passwords): only then may clips be
+    /// deleted.
+    let signIn: Bool
 
-    public init(camera: String, version: String, storage: any ClipStorage, control: AgentControl) {
+    public init(
+        camera: String, version: String, storage: any ClipStorage, control: AgentControl, signIn: Bool = false
+    ) {
         self.camera = camera
         self.version = version
+        self.signIn = signIn
         self.storage = storage
         self.control = control
         files = StorageFiles(root: storage.root)
@@ -42,6 +48,7 @@ public final class WebSite: Sendable {
     /// The answer to `request`.
     public func respond(_ request: HTTPRequest) -> HTTPResponse {
         if request.path == "/api/trigger" { return trigger(request) }
+        if request.path == "/api/clips/delete" { return deleteClip(request) }
         guard request.method == "GET" || request.method == "HEAD" else {
             var refused = HTTPResponse.error(405, "Only GET and HEAD are served here.")
             refused.headers.append(("Allow", "GET, HEAD"))
@@ -54,6 +61,8 @@ public final class WebSite: Sendable {
             }
             return .text(
                 200, page(day: request.query["day"]), type: "text/html; charset=utf-8", headers: Self.pageHeaders)
+        case "/delete":
+            return deletePage(request)
         case "/api/clips":
             return .text(200, clipsJSON(), type: "application/json", headers: [("Cache-Control", "no-store")])
         case "/metrics":
@@ -258,7 +267,7 @@ public final class WebSite: Sendable {
         ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"),
         (
             "Content-Security-Policy",
-            "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'"
+            "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
         ),
     ]
 }

@@ -232,6 +232,27 @@ import Testing
         }
         let live = try Self.get(base + "/live.mp4?gops=2", ["--digest", "-u", "bob:b"])
         #expect(live.status == 200 && live.body.count > 1000)
+
+        // Signed in, a saved clip can be deleted: the agent deletes it and its picture, says who
+        // asked, and the journal drops its line.
+        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
+        let admin = ["--digest", "-u", "admin:correct horse"]
+        let listed = try JSONSerialization.jsonObject(with: try Self.get(base + "/api/clips", admin).body)
+        let clip = try #require((listed as? [[String: Any]])?.first)
+        let file = try #require(clip["file"] as? String)
+        let picture = try #require(clip["snapshot"] as? String)
+        #expect(FileManager.default.fileExists(atPath: dir.file("clips/" + picture)))
+        let deleting = try Self.get(
+            base + "/api/clips/delete",
+            admin + ["-X", "POST", "-H", "Content-Type: application/json", "-d", "{\"file\": \"\(file)\"}"])
+        #expect(deleting.status == 202, "\(String(decoding: deleting.body, as: UTF8.self))")
+        let deleted = try #require(agent.waitFor("msg=\"clip deleted\"", timeout: 30), "\(agent.output)")
+        #expect(
+            deleted.contains("file=\(file)") && deleted.contains("reason=\"deleted by web user admin\""), "\(deleted)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("clips/" + file)))
+        #expect(!FileManager.default.fileExists(atPath: dir.file("clips/" + picture)))
+        let after = String(decoding: try Self.get(base + "/api/clips", admin).body, as: UTF8.self)
+        #expect(!after.contains(file), "\(after)")
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 60) == 0)
     }

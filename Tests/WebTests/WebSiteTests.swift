@@ -1,6 +1,7 @@
 import Foundation
 import Media
 import Recorder
+import Synchronization
 import TestSupport
 import Testing
 
@@ -130,5 +131,88 @@ import Testing
         #expect(page(["day": "2026-10-31"]).html.contains("No clips on 2026-10-31."))
         #expect(page(["day": "<script>"]).status == 400)
         #expect(page(["day": "2026-1-011"]).status == 400)
+    }
+
+    /// Deleting a clip: only with passwords, only a saved clip the journal lists, never from
+    /// another site's page; the page asks first; the agent is asked, with who asked.
+    @Test func aClipIsDeletedOnlyWhenSignedInFromThisSiteAndSaved() throws {
+        let storage = MemoryStorage()
+        let file = "2026-11-04/yard-20261104-101500.mov"
+        storage.put(file, [0])
+        storage.put("2026-11-04/yard-20261104-101500.jpg", [0])
+        storage.put("2026-11-04/gone.mov", [0])
+        for name in [file, "2026-11-04/gone.mov"] {
+            try EventsJournal(storage: storage).append(
+                ClipRecord(
+                    file: name, camera: "yard", start: "2026-11-04T10:15:00.000+00:00",
+                    end: "2026-11-04T10:15:05.000+00:00", cause: .motion, triggerTime: nil, triggerSourceSeconds: nil,
+                    preRollSeconds: 2, durationSeconds: 5, frames: 75, audioFrames: 0, bytes: 1, peakScore: 0.1,
+                    part: 1, snapshot: name == file ? "2026-11-04/yard-20261104-101500.jpg" : nil))
+        }
+        try storage.delete("2026-11-04/gone.mov")
+        let control = AgentControl()
+        let asked = Mutex<[String]>([])
+        let open = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: control)
+        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: control, signIn: true)
+        func post(
+            _ site: WebSite, _ type: String, _ body: String, _ headers: [String: String] = [:]
+        ) -> HTTPResponse {
+            site.respond(
+                HTTPRequest(
+                    method: "POST", path: "/api/clips/delete",
+                    headers: headers.merging(["content-type": type]) { a, _ in a },
+                    body: Array(body.utf8), user: "admin"))
+        }
+        let json = "{\"file\": \"\(file)\"}"
+        let form = "file=2026-11-04%2Fyard-20261104-101500.mov&day=2026-11-04"
+        let formType = "application/x-www-form-urlencoded"
+
+        // No passwords: never, and the page offers nothing.
+        #expect(post(open, "application/json", json).status == 403)
+        #expect(open.respond(HTTPRequest(method: "GET", path: "/delete", query: ["file": file])).status == 403)
+        func html(_ r: HTTPResponse) -> String {
+            guard case .bytes(let b) = r.body else { return "" }
+            return String(decoding: b, as: UTF8.self)
+        }
+        #expect(!html(open.respond(HTTPRequest(method: "GET", path: "/"))).contains("delete"))
+
+        // No agent running: said.
+        #expect(post(site, "application/json", json).status == 503)
+        control.attachDeleter { file, by in
+            asked.withLock { $0.append("\(file) \(by)") }
+            return true
+        }
+        // The page links the question; the question has the form.
+        let page = html(site.respond(HTTPRequest(method: "GET", path: "/")))
+        #expect(page.contains("<a href=\"/delete?file=2026-11-04%2Fyard-20261104-101500.mov\">delete…</a>"), "\(page)")
+        let question = site.respond(HTTPRequest(method: "GET", path: "/delete", query: ["file": file]))
+        #expect(question.status == 200 && html(question).contains("Delete this clip?"))
+        #expect(html(question).contains("<input type=\"hidden\" name=\"file\" value=\"\(file)\">"))
+        #expect(site.respond(HTTPRequest(method: "GET", path: "/delete", query: ["file": "nothing.mov"])).status == 404)
+
+        // What is refused, and asks nothing of the agent.
+        #expect(site.respond(HTTPRequest(method: "GET", path: "/api/clips/delete")).status == 405)
+        #expect(post(site, "text/plain", json).status == 415)
+        #expect(post(site, "application/json", "{\"clip\": 1}").status == 400)
+        #expect(post(site, "application/json", "{\"file\": \"2026-11-04/gone.mov\"}").status == 404)
+        #expect(post(site, "application/json", "{\"file\": \"events.jsonl\"}").status == 404)
+        #expect(post(site, formType, form, ["sec-fetch-site": "cross-site"]).status == 403)
+        #expect(post(site, formType, form, ["origin": "http://evil.example", "host": "127.0.0.1:8080"]).status == 403)
+        #expect(asked.withLock { $0 }.isEmpty)
+
+        // From a script, and from the page's form (back to the clip's day).
+        #expect(post(site, "application/json", json).status == 202)
+        let back = post(
+            site, formType, form,
+            ["sec-fetch-site": "same-origin", "origin": "http://127.0.0.1:8080", "host": "127.0.0.1:8080"])
+        #expect(back.status == 303)
+        #expect(back.headers.contains { $0.name == "Location" && $0.value == "/?day=2026-11-04" }, "\(back.headers)")
+        #expect(asked.withLock { $0 } == ["\(file) web user admin", "\(file) web user admin"])
+    }
+
+    @Test func formFieldsAreDecoded() {
+        #expect(
+            WebSite.formFields(Array("file=a%2Fb+c.mov&day=2026-11-04&file=second&empty=&odd=%4".utf8))
+                == ["file": "a/b c.mov", "day": "2026-11-04", "empty": "", "odd": "%4"])
     }
 }
