@@ -36,10 +36,10 @@ import Testing
     /// How many seconds of the live video the browser is to show.
     static let livePlayed = 2.0
 
-    /// Opens `page` in headless Chromium in real time and returns its title once it is other
-    /// than "waiting" (read from Chromium's DevTools list of pages on a loopback port), or
-    /// "waiting" after `timeout` seconds.
-    static func titleOnceItChanges(_ dir: TemporaryDirectory, page: String, timeout: Double) throws -> String {
+    /// Opens `page` in headless Chromium in real time and returns its title once the page has
+    /// made it a JSON object (read from Chromium's DevTools list of pages on a loopback port),
+    /// or "waiting" after `timeout` seconds.
+    static func reportedTitle(_ dir: TemporaryDirectory, page: String, timeout: Double) throws -> String {
         let profile = dir.file("profile-real-time")
         let process = Process()
         // Foundation starts it in a process group of its own: its renderers go with it.
@@ -68,7 +68,9 @@ import Testing
                 let pages = try? JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]],
                 let title = pages.first(where: { $0["url"] as? String == page })?["title"] as? String
             else { continue }
-            if title != "waiting" { return title }
+            // Before the page is parsed its title is empty (or its address): only the report,
+            // a JSON object, ends the wait.
+            if title.hasPrefix("{") { return title }
         }
         return "waiting"
     }
@@ -134,7 +136,7 @@ import Testing
         setTimeout(() => { seen.live = live.currentTime; report(); }, 90000);
         </script></body></html>
         """.write(toFile: probe, atomically: true, encoding: .utf8)
-        let title = try Self.titleOnceItChanges(dir, page: "file://" + probe, timeout: 120)
+        let title = try Self.reportedTitle(dir, page: "file://" + probe, timeout: 120)
         let seen = try #require(
             try JSONSerialization.jsonObject(with: Data(title.replacing("&quot;", with: "\"").utf8))
                 as? [String: Any], "\(title)")
