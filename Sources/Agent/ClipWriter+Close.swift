@@ -199,6 +199,7 @@ extension ClipWriter {
             liveFailed("\(error)")
             return
         }
+        events.handle(.livePicture(jpeg))
         guard
             disk.livePictureFits(
                 bytes: jpeg.count, free: try? storage.freeBytes(), minFree: settings.policy.minFree,

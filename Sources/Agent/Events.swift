@@ -37,6 +37,8 @@ public enum AgentEvent: Sendable {
     case detection(Bool)
     /// A device, the stream or the configuration changed as `Notice` says (also logged).
     case notice(Notice)
+    /// The live picture (`latest.jpg`'s JPEG), every `snapshot.live_interval`.
+    case livePicture([UInt8])
 }
 
 /// An event began: motion confirmed.

@@ -297,7 +297,7 @@ public enum ConfigSchema {
             "how often the connection is checked when nothing is sent"),
         ConfigKey(
             "mqtt.discovery", .boolean, .boolean(true),
-            "announce the camera to Home Assistant (MQTT discovery): a device with motion, snapshot, last clip, disk free, a detection switch and a record button"
+            "announce the camera to Home Assistant (MQTT discovery): a device with motion, snapshot, last clip, disk free, a detection switch, a record button, an event entity and (with snapshot.live_interval) a live camera"
         ),
         ConfigKey(
             "mqtt.discovery_prefix", .text, .text("homeassistant"),
@@ -317,6 +317,10 @@ public enum ConfigSchema {
         ConfigKey(
             "web.password_file", .text, .text(""),
             "who may sign in (HTTP Digest), as `vigil passwd` writes it; every page then asks for a user and password, and web.listen may be another machine's way in. \"\": no password, this machine only"
+        ),
+        ConfigKey(
+            "web.url", .text, .text(""),
+            "the address other machines reach the server at (http://camera.local:8080): links in MQTT's last_clip and saved events point there. \"\": this machine's name and web.port when web.listen is not loopback, else no links"
         ),
         ConfigKey(
             "web.tls_cert_file", .text, .text(""),

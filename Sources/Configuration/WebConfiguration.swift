@@ -12,6 +12,9 @@ extension Settings {
         public var listen: String
         /// Its port; 0 for any free one (the log says which).
         public var port: Int
+        /// `web.url`: the address other machines reach the server at (no trailing /); nil when
+        /// not set.
+        public var url: String?
         /// `web.password_file`, made absolute; nil when none is set (then: loopback only).
         public var passwordFile: String?
         /// Who may sign in (read from `passwordFile` when the settings are loaded, with the
@@ -40,6 +43,23 @@ extension Settings {
 
         /// `http` or `https`.
         public var scheme: String { tls == nil ? "http" : "https" }
+
+        /// Where links in messages to other machines (MQTT's `last_clip`, the `saved` event) point:
+        /// `url`, or when the server listens on other machines' addresses, this machine's name
+        /// (`host`) and the port; nil when the server is off, or on loopback without `url`.
+        public func linkBase(host: String) -> String? {
+            guard enabled else { return nil }
+            if let url { return url }
+            guard !Self.isLoopback(listen), port != 0, !host.isEmpty else { return nil }
+            return "\(scheme)://\(host):\(port)"
+        }
+
+        /// What `vigil check` says of `problem` (the server would stay off), as FILE:LINE.
+        public var checkWarning: String? {
+            guard enabled, let problem else { return nil }
+            let said = "warning: \(problem.message) (the web server stays off until then; recording is not affected)"
+            return problem.line.map { "\(problem.file):\($0): \(said)" } ?? "\(problem.file): \(said)"
+        }
     }
 
     static func web(_ v: ConfigValues, directory: String) throws(ConfigurationError) -> Web {
@@ -59,8 +79,23 @@ extension Settings {
                 "web.tls_cert_file and web.tls_key_file go together — give both (the certificate and its private key, PEM), or neither for plain HTTP"
             )
         }
+        var url = v.text("web.url")
+        while url.hasSuffix("/") { url.removeLast() }
+        if !url.isEmpty {
+            let lower = url.lowercased()
+            guard lower.hasPrefix("http://") || lower.hasPrefix("https://"), url.count > "https://".count,
+                !url.contains(where: { $0 == " " || $0 == "\"" || $0 == "<" || $0 == ">" || $0.isNewline }),
+                !url.contains("?"), !url.contains("#")
+            else {
+                throw v.error(
+                    "web.url",
+                    "web.url = \"\(v.text("web.url"))\" is not the address of the server — give it as http://NAME:PORT or https://NAME:PORT, the name other machines know this camera by (camera.local, 192.168.1.20)"
+                )
+            }
+        }
         var web = Web(
             enabled: v.boolean("web.enabled"), listen: listen, port: v.integer("web.port"),
+            url: url.isEmpty ? nil : url,
             passwordFile: file.isEmpty ? nil : resolve(file, against: directory), passwords: nil,
             tlsCertFile: certificate.isEmpty ? nil : resolve(certificate, against: directory),
             tlsKeyFile: key.isEmpty ? nil : resolve(key, against: directory), tls: nil, problem: nil)

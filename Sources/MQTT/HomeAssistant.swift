@@ -11,6 +11,8 @@ import FoundationEssentials
 /// | `sensor` | `disk_free` | free space on `storage.path`, MB (from `stats`) |
 /// | `switch` | `detection` | motion detection on or off (`detect`, `detect/set`) |
 /// | `button` | `record` | records 30 seconds now (`record/set`) |
+/// | `camera` | `live` | the live picture (`live`), when `snapshot.live_interval` makes one |
+/// | `event` | `event` | each event's phases (`event`): `start`, `end`, `saved` (with the clip's URL), `deleted` |
 ///
 /// Every entity follows `availability`. Home Assistant drops entities whose config it did not
 /// get since it started: the configs go out at each connection and again whenever it says
@@ -20,6 +22,8 @@ public struct HomeAssistantDiscovery: Sendable {
     public let camera: String
     public let version: String
     let topics: MQTTMessages
+    /// Whether the agent makes a live picture (`snapshot.live_interval`): the camera entity.
+    public let livePictures: Bool
 
     /// `node`: the device's id in topics and unique ids.
     public var node: String { "vigil_" + camera }
@@ -28,12 +32,16 @@ public struct HomeAssistantDiscovery: Sendable {
     /// What the record button sends to `record/set`: seconds to record.
     public static let buttonSeconds = "30"
 
-    public init(prefix: String, camera: String, version: String, topics: MQTTMessages) {
+    public init(prefix: String, camera: String, version: String, topics: MQTTMessages, livePictures: Bool = false) {
         self.prefix = prefix
         self.camera = camera
         self.version = version
         self.topics = topics
+        self.livePictures = livePictures
     }
+
+    /// The event entity's types: the `event` topic's phases.
+    public static let eventTypes = ["start", "end", "saved", "deleted"]
 
     /// One entity's config: the keys Home Assistant reads (nil ones are left out).
     public struct Config: Codable, Equatable, Sendable {
@@ -42,6 +50,10 @@ public struct HomeAssistantDiscovery: Sendable {
         public var stateTopic: String?
         public var commandTopic: String?
         public var imageTopic: String?
+        /// A camera entity's: where its JPEG comes.
+        public var topic: String?
+        /// An event entity's: the `event_type`s its payloads carry.
+        public var eventTypes: [String]?
         public var contentType: String?
         public var payloadOn: String?
         public var payloadOff: String?
@@ -86,7 +98,8 @@ public struct HomeAssistantDiscovery: Sendable {
         }
 
         enum CodingKeys: String, CodingKey {
-            case name, icon, qos, device, origin
+            case name, icon, qos, device, origin, topic
+            case eventTypes = "event_types"
             case deviceClass = "device_class"
             case stateTopic = "state_topic"
             case commandTopic = "command_topic"
@@ -143,6 +156,12 @@ public struct HomeAssistantDiscovery: Sendable {
         record.commandTopic = topics.recordCommand
         record.payloadPress = Self.buttonSeconds
         record.icon = "mdi:record-rec"
+        var live = Config(name: "Live")
+        live.topic = topics.live
+        var events = Config(name: "Event")
+        events.stateTopic = topics.eventTopic
+        events.eventTypes = Self.eventTypes
+        events.icon = "mdi:cctv"
         return [
             Entity(component: "binary_sensor", object: "motion", config: motion),
             Entity(component: "image", object: "snapshot", config: snapshot),
@@ -150,7 +169,8 @@ public struct HomeAssistantDiscovery: Sendable {
             Entity(component: "sensor", object: "disk_free", config: diskFree),
             Entity(component: "switch", object: "detection", config: detection),
             Entity(component: "button", object: "record", config: record),
-        ]
+            Entity(component: "event", object: "event", config: events),
+        ] + (livePictures ? [Entity(component: "camera", object: "live", config: live)] : [])
     }
 
     /// The retained config messages, with the device, availability and unique ids filled in.

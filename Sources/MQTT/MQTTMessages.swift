@@ -8,11 +8,15 @@ public struct MQTTMessage: Sendable, Equatable {
     public var topic: String
     public var payload: [UInt8]
     public var retain: Bool
+    /// Of the moment (the live picture): sent at QoS 0 when the broker is connected and nothing
+    /// waits before it, else dropped — never queued, never sent again.
+    public var transient: Bool
 
-    public init(topic: String, payload: [UInt8], retain: Bool) {
+    public init(topic: String, payload: [UInt8], retain: Bool, transient: Bool = false) {
         self.topic = topic
         self.payload = payload
         self.retain = retain
+        self.transient = transient
     }
 
     public init(topic: String, text: String, retain: Bool) {
@@ -31,7 +35,8 @@ public struct MQTTMessage: Sendable, Equatable {
 /// | `event` | one JSON object per phase: `start`, `end`, `saved`, `deleted` | no |
 /// | `stats` | the stats line's figures as JSON | yes |
 /// | `snapshot` | the JPEG of each saved clip's peak frame | yes |
-/// | `last_clip` | the newest saved clip, relative to `storage.path` | yes |
+/// | `last_clip` | the newest saved clip: its URL when there is a link base, else its path relative to `storage.path` | yes |
+/// | `live` | the live picture's JPEG, every `snapshot.live_interval` (QoS 0; dropped while the broker is away) | no |
 /// | `detect` | `ON` or `OFF`: whether motion detection is on | yes |
 /// | `record/set`, `detect/set` | commands Vigil takes (`MQTTCommand`) | — |
 ///
@@ -45,17 +50,24 @@ public struct MQTTMessages: Sendable {
     public let base: String
     public let camera: String
     let timeZone: any LocalTimeZone
+    /// Where clips are reached over HTTP (`Settings.Web.linkBase`), for `last_clip` and the
+    /// `saved` event's `url`; nil: no links.
+    public let linkBase: String?
     /// The event under way (from its first clip), and each open clip's event.
     private var event: Int?
     private var clipEvents: [String: Int] = [:]
     /// Between an event's `motionStarted` and its `motionEnded`.
     public private(set) var motionOn = false
 
-    public init(base: String, camera: String, timeZone: any LocalTimeZone) {
+    public init(base: String, camera: String, timeZone: any LocalTimeZone, linkBase: String? = nil) {
         self.base = base
         self.camera = camera
         self.timeZone = timeZone
+        self.linkBase = linkBase
     }
+
+    /// The URL of `file` (relative to `storage.path`) on the web server, when there is a link base.
+    public func url(of file: String) -> String? { linkBase.map { $0 + "/clips/" + URLPath.encoded(file) } }
 
     public var availability: String { base + "/availability" }
     public var motion: String { base + "/motion" }
@@ -63,6 +75,7 @@ public struct MQTTMessages: Sendable {
     public var stats: String { base + "/stats" }
     public var snapshot: String { base + "/snapshot" }
     public var lastClip: String { base + "/last_clip" }
+    public var live: String { base + "/live" }
     public var detect: String { base + "/detect" }
     public var recordCommand: String { base + "/record/set" }
     public var detectCommand: String { base + "/detect/set" }
@@ -72,6 +85,8 @@ public struct MQTTMessages: Sendable {
     /// not known.
     public struct EventPayload: Codable, Equatable, Sendable {
         public var type: String
+        /// The same as `type`, for Home Assistant's event entity.
+        public var eventType: String?
         public var event: Int?
         public var camera: String
         public var clip: String?
@@ -84,6 +99,7 @@ public struct MQTTMessages: Sendable {
 
         enum CodingKeys: String, CodingKey {
             case type, event, camera, clip, start, end, parts, trigger
+            case eventType = "event_type"
             case prerollSeconds = "preroll_s"
             case peakScore = "peak_score"
         }
@@ -95,17 +111,25 @@ public struct MQTTMessages: Sendable {
     public struct SavedPayload: Encodable, Sendable {
         public var event: Int?
         public var record: ClipRecord
+        /// The clip's and its picture's URLs, when there is a link base.
+        public var url: String?
+        public var snapshotURL: String?
 
         enum CodingKeys: String, CodingKey {
-            case type, event, clip
+            case type, event, clip, url
+            case eventType = "event_type"
+            case snapshotURL = "snapshot_url"
         }
 
         public func encode(to encoder: any Encoder) throws {
             try record.encode(to: encoder)
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode("saved", forKey: .type)
+            try c.encode("saved", forKey: .eventType)
             try c.encodeIfPresent(event, forKey: .event)
             try c.encode(record.file, forKey: .clip)
+            try c.encodeIfPresent(url, forKey: .url)
+            try c.encodeIfPresent(snapshotURL, forKey: .snapshotURL)
         }
     }
 
@@ -139,10 +163,12 @@ public struct MQTTMessages: Sendable {
             ]
         case .clipSaved(let saved):
             let r = saved.record
-            let payload = SavedPayload(event: clipEvents.removeValue(forKey: r.file), record: r)
+            let payload = SavedPayload(
+                event: clipEvents.removeValue(forKey: r.file), record: r, url: url(of: r.file),
+                snapshotURL: r.snapshot.flatMap { url(of: $0) })
             return [MQTTMessage(topic: eventTopic, payload: Self.encode(payload), retain: false)]
                 + (saved.snapshotJPEG.map { [MQTTMessage(topic: snapshot, payload: $0, retain: true)] } ?? [])
-                + [MQTTMessage(topic: lastClip, text: r.file, retain: true)]
+                + [MQTTMessage(topic: lastClip, text: url(of: r.file) ?? r.file, retain: true)]
         case .clipsDeleted(let deleted):
             return deleted.deletions.map {
                 json(EventPayload(type: "deleted", camera: camera, clip: $0.clip.relativePath))
@@ -151,6 +177,8 @@ public struct MQTTMessages: Sendable {
             return [statsMessage(report)]
         case .detection(let on):
             return [state(detecting: on)]
+        case .livePicture(let jpeg):
+            return [MQTTMessage(topic: live, payload: jpeg, retain: false, transient: true)]
         case .reloaded, .notice:
             return []
         }
@@ -208,7 +236,9 @@ public struct MQTTMessages: Sendable {
     }
 
     private func json(_ payload: EventPayload) -> MQTTMessage {
-        MQTTMessage(topic: eventTopic, payload: Self.encode(payload), retain: false)
+        var payload = payload
+        payload.eventType = payload.type
+        return MQTTMessage(topic: eventTopic, payload: Self.encode(payload), retain: false)
     }
 
     private func time(_ date: Date) -> String { ClipRecord.timestamp(date, timeZone: timeZone) }

@@ -111,17 +111,19 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     /// device. Returns at once: the connection is made on the sink's own thread.
     public init(
         settings: Settings.MQTT, camera: String, log: Logger, timeZone: any LocalTimeZone,
-        control: AgentControl? = nil, version: String = "unknown"
+        control: AgentControl? = nil, version: String = "unknown", linkBase: String? = nil, livePictures: Bool = false
     ) throws(MQTTError) {
         self.settings = settings
         broker = "\(settings.host):\(settings.port)"
-        let messages = MQTTMessages(base: settings.base(camera: camera), camera: camera, timeZone: timeZone)
+        let messages = MQTTMessages(
+            base: settings.base(camera: camera), camera: camera, timeZone: timeZone, linkBase: linkBase)
         topics = messages
         self.control = control
         discovery =
             settings.discovery
             ? HomeAssistantDiscovery(
-                prefix: settings.discoveryPrefix, camera: camera, version: version, topics: messages) : nil
+                prefix: settings.discoveryPrefix, camera: camera, version: version, topics: messages,
+                livePictures: livePictures) : nil
         availability = messages.availability
         clientID = settings.clientID(camera: camera, host: HostName.current)
         self.log = log.with(("component", "mqtt"))
@@ -211,7 +213,17 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         if case .reloaded(let settings) = event { log.level = settings.log.level }
         state.withLock { state in
             guard !state.finished else { return }
-            for message in state.messages.messages(for: event) { enqueue(message, &state) }
+            for message in state.messages.messages(for: event) {
+                guard message.transient else {
+                    enqueue(message, &state)
+                    continue
+                }
+                // Of the moment: now, behind nothing, or not at all.
+                drainIfInOrder(&state)
+                if state.connected && state.queue.isEmpty && state.resendingSince == nil {
+                    publish(message, &state)
+                }
+            }
             drainIfInOrder(&state)
         }
     }
@@ -441,14 +453,14 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     @discardableResult
     private func publish(_ message: MQTTMessage, _ state: inout State) -> Bool {
         var mid: Int32 = 0
+        let qos = message.transient ? 0 : settings.qos
         let rc = message.payload.withUnsafeBytes { bytes in
             mosquitto_publish(
-                client, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, Int32(settings.qos),
-                message.retain)
+                client, &mid, message.topic, Int32(bytes.count), bytes.baseAddress, Int32(qos), message.retain)
         }
         switch rc {
         case MOSQ_ERR_SUCCESS.rawValue:
-            if settings.qos > 0 { state.inflight.insert(mid) }
+            if qos > 0 { state.inflight.insert(mid) }
             return true
         case MOSQ_ERR_NO_CONN.rawValue, MOSQ_ERR_CONN_LOST.rawValue:
             state.connected = false

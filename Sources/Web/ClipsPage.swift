@@ -123,21 +123,7 @@ extension WebSite {
     }
 
     /// A relative path for a URL: each component percent-encoded but for the unreserved characters.
-    static func pathEncoded(_ path: String) -> String {
-        let unreserved = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8)
-        return path.split(separator: "/", omittingEmptySubsequences: false).map { part in
-            var out = ""
-            for byte in part.utf8 {
-                if unreserved.contains(byte) {
-                    out.append(Character(Unicode.Scalar(byte)))
-                } else {
-                    let hex = String(byte, radix: 16, uppercase: true)
-                    out += "%" + (hex.count == 1 ? "0" + hex : hex)
-                }
-            }
-            return out
-        }.joined(separator: "/")
-    }
+    static func pathEncoded(_ path: String) -> String { URLPath.encoded(path) }
 
     /// A query value: percent-encoded but for the unreserved characters (a / too).
     static func queryEncoded(_ text: String) -> String {

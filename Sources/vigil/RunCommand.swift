@@ -70,7 +70,9 @@ enum RunCommand: Command {
                     environment.sinks.append(
                         try MQTTSink(
                             settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
-                            control: environment.control, version: version))
+                            control: environment.control, version: version,
+                            linkBase: settings.web.linkBase(host: HostName.current),
+                            livePictures: settings.snapshot.liveInterval > 0))
                 } catch {
                     log.error(
                         "MQTT off: the client cannot be made; recording goes on without it",

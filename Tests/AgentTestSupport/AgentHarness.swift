@@ -227,6 +227,7 @@ public final class EventRecorder: EventSink {
 extension AgentEvent {
     public enum Kind: Equatable, Sendable {
         case motionStarted, motionEnded, clipStarted, clipSaved, clipsDeleted, stats, reloaded, detection, notice
+        case livePicture
     }
 
     public var kind: Kind {
@@ -240,6 +241,7 @@ extension AgentEvent {
         case .reloaded: .reloaded
         case .detection: .detection
         case .notice: .notice
+        case .livePicture: .livePicture
         }
     }
 }

@@ -176,8 +176,12 @@ import Testing
             realtime: true)
 
         // Without the file the server stays off, said; recording is not affected (`vigil check`
-        // accepts the configuration: the file is the server's business).
-        #expect(try vigil("check", "--config", config).status == 0)
+        // accepts the configuration, and warns: the file is the server's business).
+        let check = try vigil("check", "--config", config)
+        #expect(check.status == 0)
+        #expect(
+            check.stderr.contains("warning: web.password_file:")
+                && check.stderr.contains("the web server stays off until then"), "\(check.stderr)")
 
         // The password from standard input; a second user keeps the first.
         let set = try runTool(

@@ -150,4 +150,26 @@ import Testing
             "web = { tls_cert_file = \"nowhere.crt\"; tls_key_file = \"nowhere.key\"; };", directory: dir.path)
         #expect(off.web.problem == nil && off.web.tls == nil && off.web.scheme == "http")
     }
+
+    /// `web.url`, and where links point without it: the machine's name and port when other
+    /// machines can reach the server, nothing on loopback.
+    @Test func linksPointAtWebURLOrThisMachineWhenOthersReachIt() throws {
+        let dir = try TemporaryDirectory("vigil-web-url")
+        defer { dir.remove() }
+        var passwords = WebPasswords(realm: "Vigil 00000001")
+        passwords.set(user: "admin", password: "pw")
+        try passwords.text.write(toFile: dir.file("pw"), atomically: true, encoding: .utf8)
+        func web(_ text: String) throws -> Settings.Web { try load("web = { \(text) };", directory: dir.path).web }
+        let given = try web("enabled = true; url = \"http://garage.local:8080/\";")
+        #expect(given.url == "http://garage.local:8080" && given.linkBase(host: "pi") == "http://garage.local:8080")
+        #expect(try web("enabled = true;").linkBase(host: "pi") == nil, "loopback: no link")
+        #expect(try web("url = \"http://garage.local:8080\";").linkBase(host: "pi") == nil, "off: no link")
+        let open = try web("enabled = true; listen = \"0.0.0.0\"; port = 8443; password_file = \"pw\";")
+        #expect(open.linkBase(host: "garage") == "http://garage:8443")
+        #expect(open.linkBase(host: "") == nil)
+        for bad in ["garage.local:8080", "ftp://garage", "http://", "http://a b", "http://garage/?x=1"] {
+            let error = failure("web = { url = \"\(bad)\"; };")?.description ?? ""
+            #expect(error.contains("is not the address of the server"), "\(bad): \(error)")
+        }
+    }
 }

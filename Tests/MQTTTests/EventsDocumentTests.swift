@@ -57,7 +57,8 @@ import Testing
 
     @Test func mqttSendsTheDocumentedKeysAndTheJournalsValues() throws {
         let storage = MemoryStorage()
-        var messages = MQTTMessages(base: "vigil/yard", camera: "yard", timeZone: TimeZone.gmt)
+        var messages = MQTTMessages(
+            base: "vigil/yard", camera: "yard", timeZone: TimeZone.gmt, linkBase: "https://camera.lan:8080")
         func payload(_ event: AgentEvent) throws -> [String: Any] {
             let sent = messages.messages(for: event).filter { $0.topic == "vigil/yard/event" }
             try #require(sent.count == 1, "\(event)")
@@ -85,6 +86,10 @@ import Testing
             #expect((saved[key] as? NSObject) == (value as? NSObject), "saved.\(key)")
         }
         #expect(saved["clip"] as? String == Self.record.file && saved["type"] as? String == "saved")
+        #expect(saved["event_type"] as? String == "saved" && start["event_type"] as? String == "start")
+        #expect(saved["url"] as? String == "https://camera.lan:8080/clips/2026-12-03/yard-20261203-101500.mov")
+        #expect(
+            saved["snapshot_url"] as? String == "https://camera.lan:8080/clips/2026-12-03/yard-20261203-101500.jpg")
         let deleted = try payload(
             .clipsDeleted(
                 ClipsDeleted(

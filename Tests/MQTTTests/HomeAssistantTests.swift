@@ -26,7 +26,7 @@ import Testing
     /// component, and every topic it names one the sink uses.
     @Test func oneRetainedConfigPerEntityWithWhatHomeAssistantRequires() throws {
         let discovery = HomeAssistantDiscovery(
-            prefix: "homeassistant", camera: "yard", version: "1.2.3", topics: topics)
+            prefix: "homeassistant", camera: "yard", version: "1.2.3", topics: topics, livePictures: true)
         let messages = discovery.messages
         #expect(
             messages.map(\.topic) == [
@@ -36,7 +36,13 @@ import Testing
                 "homeassistant/sensor/vigil_yard/disk_free/config",
                 "homeassistant/switch/vigil_yard/detection/config",
                 "homeassistant/button/vigil_yard/record/config",
+                "homeassistant/event/vigil_yard/event/config",
+                "homeassistant/camera/vigil_yard/live/config",
             ])
+        // Without live pictures (snapshot.live_interval = 0), no camera entity.
+        #expect(
+            !HomeAssistantDiscovery(prefix: "homeassistant", camera: "yard", version: "1.2.3", topics: topics)
+                .messages.contains { $0.topic.contains("/camera/") })
         #expect(messages.allSatisfy { $0.retain })
         #expect(discovery.statusTopic == "homeassistant/status")
 
@@ -70,6 +76,11 @@ import Testing
             MQTTCommand.parse(
                 topic: topics.recordCommand, payload: Array(HomeAssistantDiscovery.buttonSeconds.utf8),
                 messages: topics) == .success(.record(seconds: 30)), "the button's press is a command")
+        // The camera: the live picture's topic; the event: the event topic and its phases.
+        #expect(try config("camera/vigil_yard/live")["topic"] as? String == topics.live)
+        let event = try config("event/vigil_yard/event")
+        #expect(event["state_topic"] as? String == topics.eventTopic)
+        #expect(event["event_types"] as? [String] == ["start", "end", "saved", "deleted"])
 
         // What every entity has.
         var uniqueIDs: [String] = []
@@ -88,14 +99,14 @@ import Testing
             #expect(device["name"] as? String == "yard" && device["sw_version"] as? String == "1.2.3", "\(key)")
             #expect((config["origin"] as? [String: Any])?["name"] as? String == "Vigil", "\(key)")
             // Every topic it names is one the sink publishes or takes commands on.
-            let named = config.filter { $0.key.hasSuffix("_topic") }.map { $0.value as? String }
+            let named = config.filter { $0.key.hasSuffix("_topic") || $0.key == "topic" }.map { $0.value as? String }
             let used: Set<String?> = [
                 topics.motion, topics.snapshot, topics.lastClip, topics.stats, topics.detect, topics.detectCommand,
-                topics.recordCommand, topics.availability,
+                topics.recordCommand, topics.availability, topics.live, topics.eventTopic,
             ]
             #expect(named.allSatisfy { used.contains($0) }, "\(key): \(named)")
         }
-        #expect(Set(uniqueIDs).count == 6 && uniqueIDs.allSatisfy { $0.hasPrefix("vigil_yard_") }, "\(uniqueIDs)")
+        #expect(Set(uniqueIDs).count == 8 && uniqueIDs.allSatisfy { $0.hasPrefix("vigil_yard_") }, "\(uniqueIDs)")
     }
 
     /// Another prefix and camera move every topic with them.
@@ -157,7 +168,8 @@ import Testing
 
     // MARK: On a broker
 
-    /// Discovery on: the six configs after the connection, retained for a newcomer; Home
+    /// Discovery on: the seven configs after the connection (no camera entity: the agent here
+    /// makes no live picture), retained for a newcomer; Home
     /// Assistant's `online` brings them again; the switch's topics, as Home Assistant uses
     /// them, turn detection off.
     @Test func theConfigsAtConnectionAndAgainWhenHomeAssistantStarts() throws {
@@ -172,7 +184,7 @@ import Testing
         func configs(_ messages: [Subscriber.Message]) -> [Subscriber.Message] {
             messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
         }
-        #expect(live.waitFor(timeout: 30) { configs($0).count == 6 }, "\(live.messages)\n\(agent.output)")
+        #expect(live.waitFor(timeout: 30) { configs($0).count == 7 }, "\(live.messages)\n\(agent.output)")
         #expect(live.waitFor(timeout: 10) { $0.contains { $0.topic == "vigil/yard/detect" } }, "\(live.messages)")
         // In the order the sink sends them: online, the configs, the switch's state.
         let order = live.messages.map(\.topic).filter {
@@ -180,18 +192,18 @@ import Testing
         }
         #expect(order.first == "vigil/yard/availability" && order.last == "vigil/yard/detect", "\(order)")
         let first = configs(live.messages)
-        #expect(Set(first.map(\.topic)).count == 6)
+        #expect(Set(first.map(\.topic)).count == 7)
 
         let newcomer = try Subscriber(port: broker.port, topic: "homeassistant/#", in: dir)
-        #expect(newcomer.waitFor(timeout: 10) { $0.count >= 6 }, "\(newcomer.messages)")
+        #expect(newcomer.waitFor(timeout: 10) { $0.count >= 7 }, "\(newcomer.messages)")
         newcomer.stop()
-        #expect(newcomer.messages.count == 6 && newcomer.messages.allSatisfy { $0.retained }, "\(newcomer.messages)")
+        #expect(newcomer.messages.count == 7 && newcomer.messages.allSatisfy { $0.retained }, "\(newcomer.messages)")
         #expect(Set(newcomer.messages.map(\.payload)) == Set(first.map(\.payload)))
 
         // Home Assistant starts again: every config once more, the same.
         try publish(broker, "homeassistant/status", "online")
-        #expect(live.waitFor(timeout: 15) { configs($0).count == 12 }, "\(live.messages)")
-        let again = Array(configs(live.messages).dropFirst(6))
+        #expect(live.waitFor(timeout: 15) { configs($0).count == 14 }, "\(live.messages)")
+        let again = Array(configs(live.messages).dropFirst(7))
         #expect(again.map(\.topic) == first.map(\.topic) && again.map(\.payload) == first.map(\.payload))
         // Anything else there is no start.
         try publish(broker, "homeassistant/status", "offline")
@@ -206,7 +218,7 @@ import Testing
         try publish(broker, command, try #require(config["payload_off"] as? String))
         #expect(live.waitFor(timeout: 30) { $0.last { $0.topic == state }?.payload == "OFF" }, "\(live.messages)")
         #expect(agent.waitFor("motion detection off"), "\(agent.output)")
-        #expect(configs(live.messages).count == 12, "\(live.messages)")
+        #expect(configs(live.messages).count == 14, "\(live.messages.map(\.topic))")
         #expect(agent.stop() == .stopped)
         #expect(agent.errors.isEmpty, "\(agent.errors)")
     }

@@ -199,7 +199,7 @@ final class Subscriber {
     /// scene with `footage` nil; the broker at `host`:`port`, with `mqtt` added to the section.
     func config(
         _ dir: TemporaryDirectory, footage: String?, port: Int, realtime: Bool = true, mqtt: String = "",
-        host: String = "127.0.0.1", camera: String = "yard", clips: String = "clips"
+        host: String = "127.0.0.1", camera: String = "yard", clips: String = "clips", extra: String = ""
     ) throws -> String {
         let path = dir.file("vigil-\(UUID().uuidString).conf")
         let device =
@@ -211,6 +211,7 @@ final class Subscriber {
         storage = { path = "\(dir.file(clips))"; min_free_mb = 1; };
         log = { stats_interval = 1; };
         mqtt = { enabled = true; host = "\(host)"; port = \(port); keepalive = 5; \(mqtt) };
+        \(extra)
         """.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
@@ -364,6 +365,46 @@ final class Subscriber {
         #expect(
             logLines(bad.output, "MQTT messages not delivered: the broker was unreachable when the agent stopped")
                 .count == 1)
+    }
+
+    /// With the web server at an address others reach (`web.url`) and a live picture: the
+    /// saved event and `last_clip` link the clip, the live JPEG comes on `live` (not retained),
+    /// and Home Assistant hears of the event and camera entities.
+    @Test func linksToTheClipAndTheLivePictureWithTheWebServerOn() throws {
+        let dir = try TemporaryDirectory("vigil-mqtt")
+        defer { dir.remove() }
+        let broker = try Broker(dir)
+        let watcher = try Subscriber(port: broker.port, topic: "#", in: dir)
+        let footage = try writeFootage(scene(seconds: 6, objects: [crossing(1, 3)]), to: dir.file("short.y4m"))
+        let agent = try AgentProcess(
+            config: config(
+                dir, footage: footage, port: broker.port,
+                extra: """
+                    web = { enabled = true; port = 0; url = "http://garage.local:8080/"; };
+                    snapshot = { live_interval = 1.0; };
+                    """))
+        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
+        #expect(
+            watcher.waitFor(timeout: 10) { m in m.contains { $0.topic == "vigil/yard/last_clip" } },
+            "\(watcher.messages.map(\.topic))")
+        let messages = watcher.messages
+        let saved = try #require(
+            messages.map { json($0.payload) }.first { $0["type"] as? String == "saved" }, "\(messages.map(\.topic))")
+        let file = try #require(saved["file"] as? String)
+        let picture = try #require(saved["snapshot"] as? String)
+        #expect(saved["event_type"] as? String == "saved")
+        #expect(saved["url"] as? String == "http://garage.local:8080/clips/" + file, "\(saved)")
+        #expect(saved["snapshot_url"] as? String == "http://garage.local:8080/clips/" + picture, "\(saved)")
+        #expect(
+            messages.last { $0.topic == "vigil/yard/last_clip" }?.payload == "http://garage.local:8080/clips/" + file)
+        // The live picture, a JPEG each second, none retained.
+        let live = messages.filter { $0.topic == "vigil/yard/live" }
+        #expect(live.count >= 3, "\(live.count) live pictures")
+        #expect(live.allSatisfy { !$0.retained && $0.bytes.starts(with: [0xFF, 0xD8, 0xFF]) })
+        // The entities.
+        let configs = Set(messages.map(\.topic).filter { $0.hasPrefix("homeassistant/") })
+        #expect(configs.contains("homeassistant/camera/vigil_yard/live/config"), "\(configs)")
+        #expect(configs.contains("homeassistant/event/vigil_yard/event/config"), "\(configs)")
     }
 
     /// TLS with a CA the test makes: the agent trusts the broker's certificate through

@@ -80,7 +80,7 @@ import Testing
     ) -> Payload {
         .event(
             MQTTMessages.EventPayload(
-                type: type, event: event, camera: "yard", clip: clip, start: start, end: end,
+                type: type, eventType: type, event: event, camera: "yard", clip: clip, start: start, end: end,
                 prerollSeconds: preRoll, peakScore: peak, parts: parts, trigger: trigger))
     }
 
@@ -132,7 +132,8 @@ import Testing
                     Row(
                         "event", retain: false,
                         saved([
-                            "type": "saved", "event": 7, "clip": clip, "file": clip, "camera": "yard",
+                            "type": "saved", "event_type": "saved", "event": 7, "clip": clip, "file": clip,
+                            "camera": "yard",
                             "start": time(1), "end": time(13.5), "trigger": "motion", "trigger_time": time(3),
                             "trigger_source_s": 3, "preroll_s": 2, "duration_s": 12.5, "frames": 188,
                             "audio_frames": 0, "bytes": 512_000, "peak_score": 0.123_456_7, "part": 1,
@@ -195,7 +196,8 @@ import Testing
                     Row(
                         "event", retain: false,
                         Self.saved([
-                            "type": "saved", "clip": "a.mov", "file": "a.mov", "camera": "yard", "start": Self.time(0),
+                            "type": "saved", "event_type": "saved", "clip": "a.mov", "file": "a.mov", "camera": "yard",
+                            "start": Self.time(0),
                             "end": Self.time(4), "duration_s": 4, "frames": 60, "audio_frames": 0, "bytes": 1,
                             "repaired": true,
                         ])),
