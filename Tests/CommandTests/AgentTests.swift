@@ -338,7 +338,8 @@ import Testing
         let config = dir.file("vigil.conf")
         try "camera = { fps = 0.0; };\nstorage = { path = \"clips\"; };\n".write(
             toFile: config, atomically: true, encoding: .utf8)
-        let bad = try runTool(builtExecutable("vigil"), ["run", "--config", config])
+        let bad = try runTool(
+            builtExecutable("vigil"), ["run", "--config", config], environment: isolatedVigilEnvironment(in: dir))
         #expect(bad.status == 78)
         #expect(bad.stderr.hasPrefix(config + ":1: camera.fps"))
         #expect(
@@ -346,7 +347,8 @@ import Testing
             "the agent touched storage before checking its configuration")
 
         _ = try Self.config(dir, footage: dir.file("absent.y4m"))
-        let r = try runTool(builtExecutable("vigil"), ["run", "--config", config])
+        let r = try runTool(
+            builtExecutable("vigil"), ["run", "--config", config], environment: isolatedVigilEnvironment(in: dir))
         #expect(r.status == 66)
         #expect(r.stderr.contains("absent.y4m"))
     }
@@ -382,7 +384,8 @@ import Testing
         defer { dir.remove() }
         let config = try Self.config(dir, footage: dir.file("absent.y4m"))
         #expect(FileManager.default.createFile(atPath: dir.file("clips"), contents: Data("not a directory".utf8)))
-        let r = try runTool(builtExecutable("vigil"), ["run", "--config", config])
+        let r = try runTool(
+            builtExecutable("vigil"), ["run", "--config", config], environment: isolatedVigilEnvironment(in: dir))
         #expect(r.status == 73, "\(r.stderr)")
         #expect(r.stderr.contains("cannot create the storage directory"))
         #expect(r.stderr.contains("storage.path"))

@@ -242,7 +242,8 @@ import Testing
         #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
         let admin = ["--digest", "-u", "admin:correct horse"]
         let listed = try JSONSerialization.jsonObject(with: try Self.get(base + "/api/clips", admin).body)
-        let clip = try #require((listed as? [[String: Any]])?.first)
+        let clips = try #require(listed as? [[String: Any]])
+        let clip = try #require(clips.first)
         let file = try #require(clip["file"] as? String)
         let picture = try #require(clip["snapshot"] as? String)
         #expect(FileManager.default.fileExists(atPath: dir.file("clips/" + picture)))

@@ -136,7 +136,9 @@ import Testing
         let config = try writeConfig(dir.file("vigil.conf"), footage: input, storage: storage)
 
         // The agent.
-        let run = try runTool(builtExecutable("vigil"), ["run", "--config", config], environment: ["TZ": "UTC"])
+        let run = try runTool(
+            builtExecutable("vigil"), ["run", "--config", config],
+            environment: isolatedVigilEnvironment(in: dir, ["TZ": "UTC"]))
         #expect(run.status == c.status, "vigil run, \(c.name): exit \(run.status)\n\(run.stderr)")
         let errors = run.stderr.split(separator: "\n").map(String.init).filter { $0.contains("level=error") }
         #expect(errors.count == (c.status == 66 ? 1 : 2), "vigil run, \(c.name):\n\(run.stderr)")
@@ -173,7 +175,8 @@ import Testing
         let input = dir.file("input.y4m")
         #expect(FileManager.default.createFile(atPath: input, contents: Data(header)))
         let config = try writeConfig(dir.file("vigil.conf"), footage: input, storage: dir.file("clips"))
-        let run = try runTool(builtExecutable("vigil"), ["run", "--config", config])
+        let run = try runTool(
+            builtExecutable("vigil"), ["run", "--config", config], environment: isolatedVigilEnvironment(in: dir))
         #expect(run.status == 0, "\(run.stderr)")
         #expect(
             run.stderr.contains("msg=\"end of source\"") && !run.stderr.contains("level=error")
@@ -188,7 +191,8 @@ import Testing
         let input = dir.file("input.y4m")
         try FileManager.default.createDirectory(atPath: input, withIntermediateDirectories: true)
         let config = try writeConfig(dir.file("vigil.conf"), footage: input, storage: dir.file("clips"))
-        let run = try runTool(builtExecutable("vigil"), ["run", "--config", config])
+        let run = try runTool(
+            builtExecutable("vigil"), ["run", "--config", config], environment: isolatedVigilEnvironment(in: dir))
         #expect(run.status == 66)
         #expect(run.stderr.contains("cannot open file:\(input): it is a directory"), "\(run.stderr)")
     }

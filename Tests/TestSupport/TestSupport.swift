@@ -37,6 +37,21 @@ public enum ToolError: Error, CustomStringConvertible {
     }
 }
 
+/// The environment for a `vigil run` a test starts itself: this one's, with a runtime
+/// directory (`VIGIL_RUNTIME_DIR`: the trigger socket and the camera name's lock) of its own in
+/// `directory`, so that an agent already running on the machine with the same camera name is
+/// not the test's business; plus `extra`.
+public func isolatedVigilEnvironment(
+    in directory: TemporaryDirectory, _ extra: [String: String] = [:]
+)
+    -> [String: String]
+{
+    var environment = ProcessInfo.processInfo.environment
+    environment["VIGIL_RUNTIME_DIR"] = directory.file("run")
+    environment.merge(extra) { $1 }
+    return environment
+}
+
 /// Finds `name` on PATH.
 public func which(_ name: String) -> String? {
     if name.contains("/") { return FileManager.default.isExecutableFile(atPath: name) ? name : nil }
