@@ -49,16 +49,12 @@ extension WebSite {
     /// agent's writer. A form is sent back to the page of the clip's day (303); JSON gets 202.
     func deleteClip(_ request: HTTPRequest) -> HTTPResponse {
         guard request.method == "POST" else {
-            var refused = HTTPResponse.error(
-                405,
-                "Delete with POST (curl --digest -u USER -X POST -H 'Content-Type: application/json' -d '{\"file\": \"…\"}' …/api/clips/delete), or from the page."
-            )
-            refused.headers.append(("Allow", "POST"))
-            return refused
+            return .methodNotAllowed(
+                "Delete with POST (curl --digest -u USER -X POST -H 'Content-Type: application/json' -d '{\"file\": \"…\"}' …/api/clips/delete), or from the page.",
+                allowed: "POST")
         }
         if let refused = deletionRefused(request) { return refused }
-        let type = request.header("content-type").flatMap { $0.split(separator: ";").first }
-            .map { String($0.filter { $0 != " " && $0 != "\t" }).lowercased() }
+        let type = request.mediaType
         let file: String?
         var day: String?
         switch type {

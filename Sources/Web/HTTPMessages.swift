@@ -29,6 +29,13 @@ public struct HTTPRequest: Sendable {
 
     /// The header `name` (any case).
     public func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// The body's media type, from `Content-Type` without its parameters, in lower case
+    /// (`application/json`); nil without the header.
+    public var mediaType: String? {
+        header("content-type").flatMap { $0.split(separator: ";").first }
+            .map { String($0.filter { $0 != " " && $0 != "\t" }).lowercased() }
+    }
 }
 
 /// An open file a response sends from: closed when the last response holding it is gone.
@@ -95,6 +102,13 @@ public struct HTTPResponse: Sendable {
     /// An error page: the status and a sentence a person reads.
     public static func error(_ status: Int, _ message: String) -> HTTPResponse {
         text(status, message + "\n", headers: [("Cache-Control", "no-store")])
+    }
+
+    /// 405: the method is not one `allowed` (the `Allow` header), with `message` saying how.
+    public static func methodNotAllowed(_ message: String, allowed: String) -> HTTPResponse {
+        var refused = error(405, message)
+        refused.headers.append(("Allow", allowed))
+        return refused
     }
 
     /// The file, whole or the byte range the request's `Range` header asks for: 200 with the

@@ -50,9 +50,7 @@ public final class WebSite: Sendable {
         if request.path == "/api/trigger" { return trigger(request) }
         if request.path == "/api/clips/delete" { return deleteClip(request) }
         guard request.method == "GET" || request.method == "HEAD" else {
-            var refused = HTTPResponse.error(405, "Only GET and HEAD are served here.")
-            refused.headers.append(("Allow", "GET, HEAD"))
-            return refused
+            return .methodNotAllowed("Only GET and HEAD are served here.", allowed: "GET, HEAD")
         }
         switch request.path {
         case "/", "/index.html":
@@ -90,17 +88,11 @@ public final class WebSite: Sendable {
     /// camera's consent first, which it never gives).
     func trigger(_ request: HTTPRequest) -> HTTPResponse {
         guard request.method == "POST" else {
-            var refused = HTTPResponse.error(
-                405,
-                "Ask to record with POST (curl -X POST -H 'Content-Type: application/json' -d '{\"seconds\": 30}' …/api/trigger)."
-            )
-            refused.headers.append(("Allow", "POST"))
-            return refused
+            return .methodNotAllowed(
+                "Ask to record with POST (curl -X POST -H 'Content-Type: application/json' -d '{\"seconds\": 30}' …/api/trigger).",
+                allowed: "POST")
         }
-        guard let type = request.header("content-type"),
-            type.split(separator: ";").first.map({ String($0.filter { $0 != " " && $0 != "\t" }).lowercased() })
-                == "application/json"
-        else {
+        guard request.mediaType == "application/json" else {
             return .error(
                 415,
                 "Send the request as JSON: Content-Type: application/json, a body such as {\"seconds\": 30} (or {}).")

@@ -75,14 +75,21 @@ import Testing
         }
     }
 
+    /// A password file with the user admin (password pw), written at `path`.
+    @discardableResult
+    static func writePasswords(_ path: String) throws -> WebPasswords {
+        var passwords = WebPasswords(realm: "Vigil 00000001")
+        passwords.set(user: "admin", password: "pw")
+        try passwords.text.write(toFile: path, atomically: true, encoding: .utf8)
+        return passwords
+    }
+
     /// The file is read with the settings when the server is on: another machine may listen
     /// then; a file that cannot be used is the server's problem, not the configuration's.
     @Test func thePasswordFileIsReadWithTheSettings() throws {
         let dir = try TemporaryDirectory("vigil-web-passwords")
         defer { dir.remove() }
-        var passwords = WebPasswords(realm: "Vigil 00000001")
-        passwords.set(user: "admin", password: "pw")
-        try passwords.text.write(toFile: dir.file("web-passwords"), atomically: true, encoding: .utf8)
+        let passwords = try Self.writePasswords(dir.file("web-passwords"))
         let on = try load(
             "web = { enabled = true; listen = \"0.0.0.0\"; password_file = \"web-passwords\"; };",
             directory: dir.path)
@@ -156,9 +163,7 @@ import Testing
     @Test func linksPointAtWebURLOrThisMachineWhenOthersReachIt() throws {
         let dir = try TemporaryDirectory("vigil-web-url")
         defer { dir.remove() }
-        var passwords = WebPasswords(realm: "Vigil 00000001")
-        passwords.set(user: "admin", password: "pw")
-        try passwords.text.write(toFile: dir.file("pw"), atomically: true, encoding: .utf8)
+        try Self.writePasswords(dir.file("pw"))
         func web(_ text: String) throws -> Settings.Web { try load("web = { \(text) };", directory: dir.path).web }
         let given = try web("enabled = true; url = \"http://garage.local:8080/\";")
         #expect(given.url == "http://garage.local:8080" && given.linkBase(host: "pi") == "http://garage.local:8080")
