@@ -169,8 +169,6 @@ extension ClipWriter {
     /// Room asked of retention when the disk is full, beyond the video waiting to be written.
     static let fullDiskHeadroom: Int64 = 1 << 20
 
-    /// Retention: deletes what the policy says (never the open clip, never the newest saved),
-    /// logs each deletion. `fullDisk` is the room a write that found the disk full needs.
     /// Deletes the saved clip `file` (and its picture) as `by` asked: not the clip being
     /// written, only one of the agent's clips (`ClipStore` refuses the rest); logged, and told
     /// to the sinks like retention's deletions.
@@ -206,6 +204,8 @@ extension ClipWriter {
         if let free = try? storage.freeBytes() { stats.update { $0.diskFreeBytes = free } }
     }
 
+    /// Retention: deletes what the policy says (never the open clip, never the newest saved),
+    /// logs each deletion. `fullDisk` is the room a write that found the disk full needs.
     func sweep(fullDisk need: Int64? = nil, protecting: String? = nil) {
         let storage = settings.storage
         let store = ClipStore(storage: storage, naming: settings.naming)

@@ -18,6 +18,13 @@ public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equa
         if let line { return "\(file):\(line): \(message)" }
         return "\(file): \(message)"
     }
+
+    /// The problem as `vigil check` warns of it: `FILE:LINE: warning: MESSAGE`, and `consequence`
+    /// after it when given.
+    public func warning(_ consequence: String? = nil) -> String {
+        let said = "warning: " + message + (consequence.map { " (\($0))" } ?? "")
+        return line.map { "\(file):\($0): \(said)" } ?? "\(file): \(said)"
+    }
 }
 
 /// The settings a configuration file gives, checked against the schema: every name known,

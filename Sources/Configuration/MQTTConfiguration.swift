@@ -51,8 +51,7 @@ extension Settings.MQTT {
     /// `FILE:LINE: warning: …`.
     public var checkWarning: String? {
         guard enabled, let problem else { return nil }
-        return problem.line.map { "\(problem.file):\($0): warning: \(problem.message)" }
-            ?? "\(problem.file): warning: \(problem.message)"
+        return problem.warning()
     }
 
     /// `<topic_prefix>/<camera>`: where every topic of this camera starts.
@@ -130,26 +129,23 @@ extension Settings {
         let key = "mqtt.password_file"
         guard let path = try readableFile(v, key, directory: directory) else { return nil }
         let bytes: [UInt8]
-        do {
-            let file = try FileDescriptor(opening: path, .readOnly, options: [.nonBlocking])
-            let status = try file.status()
-            guard status.kind == .regular else {
+        do throws(SmallFile.Problem) {
+            bytes = try SmallFile.read(path, limit: passwordFileLimit)
+        } catch {
+            switch error {
+            case .notRegular:
                 throw v.error(
                     key,
                     "\(key): \(path) is not a regular file (a device, a pipe or a directory) — give a file that holds the password on its first line; MQTT stays off until then"
                 )
-            }
-            guard status.size <= UInt64(passwordFileLimit) else {
+            case .tooLarge(let size):
                 throw v.error(
                     key,
-                    "\(key): \(path) is \(status.size) bytes, more than a password file holds (\(passwordFileLimit)) — is it the right file? The password goes on its first line; MQTT stays off until then"
+                    "\(key): \(path) is \(size) bytes, more than a password file holds (\(passwordFileLimit)) — is it the right file? The password goes on its first line; MQTT stays off until then"
                 )
+            case .unreadable(let error):
+                throw v.error(key, "\(key): \(path) cannot be read: \(error) — MQTT stays off until it can")
             }
-            bytes = try file.read(count: passwordFileLimit + 1)
-        } catch let error as ConfigurationError {
-            throw error
-        } catch {
-            throw v.error(key, "\(key): \(path) cannot be read: \(error) — MQTT stays off until it can")
         }
         guard bytes.count <= passwordFileLimit,
             let line = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first,

@@ -57,8 +57,7 @@ extension Settings {
         /// What `vigil check` says of `problem` (the server would stay off), as FILE:LINE.
         public var checkWarning: String? {
             guard enabled, let problem else { return nil }
-            let said = "warning: \(problem.message) (the web server stays off until then; recording is not affected)"
-            return problem.line.map { "\(problem.file):\($0): \(said)" } ?? "\(problem.file): \(said)"
+            return problem.warning("the web server stays off until then; recording is not affected")
         }
     }
 
@@ -138,24 +137,20 @@ extension Settings {
     {
         let what = content == .certificate ? "a certificate" : "a private key"
         let bytes: [UInt8]
-        do {
-            let file = try FileDescriptor(opening: path, .readOnly, options: [.nonBlocking])
-            let status = try file.status()
-            guard status.kind == .regular else {
-                throw v.error(key, "\(key): \(path) is not a regular file — give the PEM file of \(what)")
-            }
-            guard status.size <= UInt64(pemFileLimit) else {
-                throw v.error(
-                    key, "\(key): \(path) is \(status.size) bytes, more than \(what) in PEM — is it the right file?")
-            }
-            bytes = try file.read(count: pemFileLimit + 1)
-        } catch let error as ConfigurationError {
-            throw error
+        do throws(SmallFile.Problem) {
+            bytes = try SmallFile.read(path, limit: pemFileLimit)
         } catch {
-            throw v.error(
-                key,
-                "\(key): \(path) cannot be read: \(error) — the agent's user (vigil) must be able to read it: chgrp vigil \(path) && chmod g+r \(path)"
-            )
+            switch error {
+            case .notRegular:
+                throw v.error(key, "\(key): \(path) is not a regular file — give the PEM file of \(what)")
+            case .tooLarge(let size):
+                throw v.error(key, "\(key): \(path) is \(size) bytes, more than \(what) in PEM — is it the right file?")
+            case .unreadable(let error):
+                throw v.error(
+                    key,
+                    "\(key): \(path) cannot be read: \(error) — the agent's user (vigil) must be able to read it: chgrp vigil \(path) && chmod g+r \(path)"
+                )
+            }
         }
         let text = String(decoding: bytes, as: UTF8.self)
         let marker = content == .certificate ? "CERTIFICATE-----" : "PRIVATE KEY-----"
@@ -270,22 +265,19 @@ public struct WebPasswords: Equatable, Sendable {
     /// The passwords in the file at `path`: a regular file of at most 64 KB.
     public static func read(_ path: String) throws(WebPasswordsError) -> WebPasswords {
         let bytes: [UInt8]
-        do {
-            let file = try FileDescriptor(opening: path, .readOnly, options: [.nonBlocking])
-            let status = try file.status()
-            guard status.kind == .regular else {
-                throw WebPasswordsError("\(path) is not a regular file — give the file `vigil passwd` writes")
-            }
-            guard status.size <= UInt64(sizeLimit) else {
-                throw WebPasswordsError(
-                    "\(path) is \(status.size) bytes, more than a password file holds — is it the right file?")
-            }
-            bytes = try file.read(count: sizeLimit + 1)
-        } catch let error as WebPasswordsError {
-            throw error
+        do throws(SmallFile.Problem) {
+            bytes = try SmallFile.read(path, limit: sizeLimit)
         } catch {
-            throw WebPasswordsError(
-                "\(path) cannot be read: \(error) — make it with `vigil passwd`, readable by the agent's user")
+            switch error {
+            case .notRegular:
+                throw WebPasswordsError("\(path) is not a regular file — give the file `vigil passwd` writes")
+            case .tooLarge(let size):
+                throw WebPasswordsError(
+                    "\(path) is \(size) bytes, more than a password file holds — is it the right file?")
+            case .unreadable(let error):
+                throw WebPasswordsError(
+                    "\(path) cannot be read: \(error) — make it with `vigil passwd`, readable by the agent's user")
+            }
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw WebPasswordsError("\(path) is not text — make it with `vigil passwd`")

@@ -14,7 +14,7 @@ extension WebSite {
     func deletePage(_ request: HTTPRequest) -> HTTPResponse {
         if let refused = deletionRefused(request) { return refused }
         guard let file = request.query["file"], let record = savedRecord(file) else {
-            return .error(404, "No saved clip by that name: it may be deleted already.")
+            return Self.noSuchClip
         }
         let day = String(record.start.prefix(10))
         let clip = "/clips/" + Self.pathEncoded(record.file)
@@ -70,7 +70,7 @@ extension WebSite {
         }
         guard let file else { return .error(400, "Say which clip: {\"file\": \"…\"}, as /api/clips names it.") }
         guard savedRecord(file) != nil else {
-            return .error(404, "No saved clip by that name: it may be deleted already.")
+            return Self.noSuchClip
         }
         guard control.deleteClip(file, by: "web user \(request.user ?? "?")") else {
             return .error(503, "The agent is not running: nothing can be deleted now.")
@@ -105,6 +105,8 @@ extension WebSite {
         }
         return nil
     }
+
+    static let noSuchClip = HTTPResponse.error(404, "No saved clip by that name: it may be deleted already.")
 
     /// The journal's record of `file` when the clip is saved and still there.
     func savedRecord(_ file: String) -> ClipRecord? {

@@ -371,13 +371,12 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     guard let state = requestContext.pointee else {
         // The headers are in: one who has not signed in is answered now (its body, if any, is
         // never read).
-        if let passwords = server.passwords, let refused = challenge(connection, passwords, server) {
-            return refused
-        }
         let body = RequestBody()
-        if server.passwords != nil, let name = MHD_digest_auth_get_username(connection) {
-            body.user = String(cString: name)
-            MHD_free(name)
+        if let passwords = server.passwords {
+            switch challenge(connection, passwords, server) {
+            case .user(let user): body.user = user
+            case .refused(let refused): return refused
+            }
         }
         requestContext.pointee = Unmanaged.passRetained(body).toOpaque()
         return MHD_Result.YES
@@ -411,9 +410,14 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     return queue(response, on: connection, server: server)
 }
 
-/// nil when the request signs in as one of `passwords`' users (HTTP Digest); otherwise the
-/// 401 that asks for a user and password, queued.
-private func challenge(_ connection: OpaquePointer?, _ passwords: WebPasswords, _ server: Context) -> MHD_Result? {
+/// Whether the request signs in as one of `passwords`' users (HTTP Digest): who, or the 401
+/// that asks for a user and password, queued.
+private enum SignIn {
+    case user(String)
+    case refused(MHD_Result)
+}
+
+private func challenge(_ connection: OpaquePointer?, _ passwords: WebPasswords, _ server: Context) -> SignIn {
     var stale = false
     if let name = MHD_digest_auth_get_username(connection) {
         let user = String(cString: name)
@@ -423,7 +427,7 @@ private func challenge(_ connection: OpaquePointer?, _ passwords: WebPasswords, 
                 MHD_digest_auth_check_digest2(
                     connection, passwords.realm, user, $0.baseAddress, $0.count, 300, vigil_mhd_digest_md5)
             }
-            if checked == MHD_Result.YES.rawValue { return nil }
+            if checked == MHD_Result.YES.rawValue { return .user(user) }
             stale = checked == MHD_INVALID_NONCE
         }
     }
@@ -433,7 +437,7 @@ private func challenge(_ connection: OpaquePointer?, _ passwords: WebPasswords, 
             MHD_create_response_from_buffer(
                 text.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
         })
-    else { return MHD_Result.NO }
+    else { return .refused(MHD_Result.NO) }
     defer { MHD_destroy_response(response) }
     _ = MHD_add_response_header(response, "Content-Type", "text/plain; charset=utf-8")
     _ = MHD_add_response_header(response, "Cache-Control", "no-store")
@@ -451,7 +455,7 @@ private func challenge(_ connection: OpaquePointer?, _ passwords: WebPasswords, 
             _ = MHD_add_response_header(response, "WWW-Authenticate", fixed)
         }
     }
-    return queued
+    return .refused(queued)
 }
 
 /// Hands `response` to the library for `connection`.
