@@ -27,6 +27,7 @@ let package = Package(
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         // libcamera (C++), for the plugin only.
         .systemLibrary(name: "CLibcamera", pkgConfig: "libcamera", providers: [.apt(["libcamera-dev"])]),
         // The plugin's C ABI (a header, and dlopen): what Capture sees of libcamera.
@@ -80,10 +81,11 @@ let package = Package(
             ]),
         // The agent's web server: HTTP on libmicrohttpd, on threads of its own (`HTTPServer`),
         // serving the clips, their pictures and the agent's figures (`WebSite`): an `EventSink`.
+        // The live stream's sound is encoded here, for viewers only (Opus, libopus).
         .target(
             name: "Web",
             dependencies: [
-                "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CMicroHTTPD",
+                "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CMicroHTTPD", "COpus",
             ]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(

@@ -11,6 +11,9 @@ import Synchronization
 /// the pre-roll ring, not copied); a viewer that falls behind takes the newest, one that has
 /// nothing new to read leaves a wake-up to be called at the next publish.
 ///
+/// The sound captured meanwhile comes with each GOP, as it was captured (PCM): the feed never
+/// encodes it; viewers encode it for themselves, only while there are any.
+///
 /// Off until `open()` (the web server opens it): an agent without viewers keeps nothing here.
 public final class LiveFeed: Sendable {
     /// One complete GOP, numbered in publishing order from 1, with the format of the stream
@@ -24,6 +27,11 @@ public final class LiveFeed: Sendable {
         /// The start of the stream's first published GOP: the zero of one timeline every
         /// GOP of the stream is placed on (HLS segments follow each other on it).
         public var origin: Timestamp
+        /// The microphone's format when the stream has sound (the same for every GOP of it).
+        public var sound: AudioTrackFormat?
+        /// The sound captured since the GOP before was published, in capture order (it lags
+        /// the video by the capture's latency: each GOP's sound ends a little before it does).
+        public var audio: [AudioChunk] = []
     }
 
     /// What a viewer can take now.
@@ -44,7 +52,15 @@ public final class LiveFeed: Sendable {
         var items: [Item] = []
         var nextSequence: UInt64 = 1
         var wakes: [@Sendable () -> Void] = []
+        /// The stream's sound format, and what was heard since the last publish.
+        var sound: AudioTrackFormat?
+        var heard: [AudioChunk] = []
+        var heardBytes = 0
     }
+
+    /// Sound kept for the next GOP at most: a GOP lasts a second or two, so more means GOPs
+    /// stopped coming while sound did (the oldest goes).
+    static let heardSeconds = 4
 
     /// How many GOPs are kept (HLS lists them; a viewer starts at the newest).
     public let window: Int
@@ -65,12 +81,45 @@ public final class LiveFeed: Sendable {
             $0.movie = movie
             $0.origin = nil
             $0.stream += 1
+            $0.sound = nil
+            $0.heard = []
+            $0.heardBytes = 0
         }
     }
 
     /// The stream was interrupted: what follows is another stream (`begin`).
     package func interrupt() {
-        state.withLock { $0.movie = nil }
+        state.withLock {
+            $0.movie = nil
+            $0.heard = []
+            $0.heardBytes = 0
+        }
+    }
+
+    /// Sound captured while the stream goes on, in capture order; it goes out with the next
+    /// GOP. The stream's first sound says its format; sound that comes only after a GOP of the
+    /// stream went out without it (a microphone slower to start than the camera), or in another
+    /// format, begins a new stream with it — a viewer of the old one asks again and hears it.
+    package func hear(_ chunk: AudioChunk) {
+        state.withLock { s in
+            guard s.open, !s.closed, s.movie != nil else { return }
+            let format = AudioTrackFormat(sampleRate: chunk.sampleRate, channels: chunk.channels)
+            if s.sound != format {
+                if s.origin != nil {
+                    s.origin = nil
+                    s.stream += 1
+                }
+                s.sound = format
+                s.heard = []
+                s.heardBytes = 0
+            }
+            s.heard.append(chunk)
+            s.heardBytes += chunk.data.count
+            let most = Self.heardSeconds * chunk.sampleRate * chunk.bytesPerFrame
+            while s.heardBytes > most, s.heard.count > 1 {
+                s.heardBytes -= s.heard.removeFirst().data.count
+            }
+        }
     }
 
     /// A complete GOP of the current stream.
@@ -80,7 +129,11 @@ public final class LiveFeed: Sendable {
             let origin = s.origin ?? gop.start
             s.origin = origin
             s.items.append(
-                Item(sequence: s.nextSequence, stream: s.stream, movie: movie, gop: gop, origin: origin))
+                Item(
+                    sequence: s.nextSequence, stream: s.stream, movie: movie, gop: gop, origin: origin,
+                    sound: s.sound, audio: s.heard))
+            s.heard = []
+            s.heardBytes = 0
             s.nextSequence += 1
             if s.items.count > window { s.items.removeFirst(s.items.count - window) }
             defer { s.wakes = [] }

@@ -245,7 +245,10 @@ final class Pipeline: @unchecked Sendable {
                 emit(.stream(updated))
             }
             // Before the first frame no clip can hold it.
-            if audioFormat != nil { send(recorder.handle(chunk)) }
+            if audioFormat != nil {
+                send(recorder.handle(chunk))
+                live?.hear(chunk)
+            }
         case .interrupted:
             interrupt()
         case .silence(let seconds):

@@ -354,6 +354,28 @@ extension ByteWriter {
         }
     }
 
+    /// The Opus sample entry of ISO base media files (Opus in ISOBMFF, §4.3): an audio sample
+    /// entry at 48 kHz, 16 bits, then `dOps`, the decoder's setup — big-endian, unlike the
+    /// OpusHead of Ogg, and without its magic.
+    mutating func writeOpus(_ sound: LiveMovie.Sound) {
+        box("Opus") { w in
+            w.writeSampleEntryStart()
+            w.writeUInt16(UInt16(sound.channels))
+            w.writeUInt16(16)  // sample size, bits
+            w.writeUInt16(0)  // pre-defined
+            w.writeUInt16(0)  // reserved
+            w.writeUInt32(LiveMovie.Sound.timescale << 16)  // sample rate, 16.16
+            w.box("dOps") { w in
+                w.writeUInt8(0)  // version
+                w.writeUInt8(UInt8(sound.channels))  // output channel count
+                w.writeUInt16(UInt16(clamping: sound.preSkip))
+                w.writeUInt32(UInt32(sound.inputSampleRate))
+                w.writeInt16(0)  // output gain
+                w.writeUInt8(0)  // channel mapping family 0: mono or stereo, no mapping table
+            }
+        }
+    }
+
     // MARK: Fragments
 
     mutating func writeMVEX(trackIDs: [UInt32]) {

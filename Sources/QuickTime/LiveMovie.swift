@@ -8,10 +8,47 @@ import Media
 /// Values only: the same GOP and origin make the same bytes, so any thread builds them.
 public struct LiveMovie: Hashable, Sendable {
     public let video: VideoTrackFormat
+    /// The sound track, when there is a microphone: Opus (track 2).
+    public let sound: Sound?
 
-    public init(video: VideoTrackFormat) throws(MovieWriterError) {
+    public init(video: VideoTrackFormat, sound: Sound? = nil) throws(MovieWriterError) {
         try video.check()
         self.video = video
+        self.sound = sound
+    }
+
+    /// An Opus sound track as ISO/IEC 14496-12 and the Opus-in-ISOBMFF mapping write it: an
+    /// `Opus` sample entry with its `dOps`, on a 48 kHz timeline (Opus always decodes at
+    /// 48 kHz), every packet a 20 ms frame.
+    public struct Sound: Hashable, Sendable {
+        public var channels: Int
+        /// The rate the microphone's samples were encoded at (informative: a decoder plays 48 kHz).
+        public var inputSampleRate: Int
+        /// Samples at 48 kHz a decoder drops at the start: the encoder's lookahead.
+        public var preSkip: Int
+
+        public init(channels: Int, inputSampleRate: Int, preSkip: Int) {
+            self.channels = channels
+            self.inputSampleRate = inputSampleRate
+            self.preSkip = preSkip
+        }
+
+        /// Ticks a second on the sound's timeline.
+        public static let timescale: UInt32 = 48000
+        /// How long each packet plays: 20 ms.
+        public static let packetTicks: UInt32 = 960
+    }
+
+    /// Encoded sound for one media segment: packets of `Sound.packetTicks` each, one after the
+    /// other from `start` (a capture time, on the clock of the video's).
+    public struct SoundRun: Sendable {
+        public var start: Timestamp
+        public var packets: [[UInt8]]
+
+        public init(start: Timestamp, packets: [[UInt8]]) {
+            self.start = start
+            self.packets = packets
+        }
     }
 
     /// Ticks a second on the media timeline (`tfdt`, sample durations).
@@ -26,8 +63,19 @@ public struct LiveMovie: Hashable, Sendable {
             w.writeUInt32(0x0000_0200)  // minor version
             for brand: FourCC in ["isom", "iso6", "avc1", "mp41"] { w.writeFourCC(brand) }
         }
-        w.writeMOOV(
-            tracks: [(TrackHeader.video(video), SampleTable.emptyVideo())], creationTime: 0, fragmented: true)
+        var tracks = [(header: TrackHeader.video(video), table: SampleTable.emptyVideo())]
+        if let sound {
+            var entry = ByteWriter()
+            entry.writeOpus(sound)
+            tracks.append(
+                (
+                    TrackHeader(
+                        trackID: 2, kind: .audio, timescale: Sound.timescale, width: 0, height: 0,
+                        matrix: TrackHeader.identityMatrix, sampleEntry: entry.bytes),
+                    SampleTable(sizes: .variable([]), syncSamples: nil)
+                ))
+        }
+        w.writeMOOV(tracks: tracks, creationTime: 0, fragmented: true)
         return w.bytes
     }
 
@@ -36,9 +84,14 @@ public struct LiveMovie: Hashable, Sendable {
     public struct Segment: Sendable {
         public var header: [UInt8]
         public var payload: [[UInt8]]
-        /// How long it plays, in `LiveMovie.timescale` ticks.
+        /// How long its video plays, in `LiveMovie.timescale` ticks.
         public var duration: UInt64
-        public var frames: Int { payload.count }
+        /// Video frames in it.
+        public var frames: Int
+        /// Sound packets in it, and where its sound ends on the timeline (in `Sound.timescale`
+        /// ticks; nil without sound).
+        public var soundPackets = 0
+        public var soundEnd: UInt64?
         public var byteCount: Int { header.count + payload.reduce(0) { $0 + $1.count } }
 
         /// The whole segment in one array (for a response of bytes).
@@ -54,9 +107,31 @@ public struct LiveMovie: Hashable, Sendable {
     /// `origin` (at or before the GOP's start): each sample lasts until the next one's capture
     /// time, the last until the GOP's `end` (as long as the one before when the end is not
     /// known). GOPs made on one origin follow each other without a gap or an overlap.
-    public static func segment(_ gop: GOP, sequence: UInt32, origin: Timestamp) -> Segment {
+    ///
+    /// `sound`, when given, goes into the same segment as track 2, placed on the same timeline
+    /// by its capture time; packets that would start before the timeline's zero or before
+    /// `soundFrom` (where the sound sent before ends, in `Sound.timescale` ticks) are left out,
+    /// so sound never overlaps itself.
+    public static func segment(
+        _ gop: GOP, sound: SoundRun? = nil, soundFrom: UInt64 = 0, sequence: UInt32, origin: Timestamp
+    ) -> Segment {
         func ticks(_ t: Timestamp) -> UInt64 {
             UInt64(max(0, Timestamp(nanoseconds: (t - origin).nanoseconds).ticks(timescale: timescale)))
+        }
+        // The sound's packets from the first that starts at or after both zero and `soundFrom`.
+        var soundStart: UInt64 = 0
+        var soundPackets: ArraySlice<[UInt8]> = []
+        if let sound, !sound.packets.isEmpty {
+            let start = Timestamp(nanoseconds: (sound.start - origin).nanoseconds).ticks(
+                timescale: Int64(Sound.timescale))
+            let step = Int64(Sound.packetTicks)
+            let floor = Int64(clamping: soundFrom)
+            // How many packets start too early: ceil((floor - start) / step), at least none.
+            let skip = start >= floor ? 0 : Int((floor - start + step - 1) / step)
+            if skip < sound.packets.count {
+                soundPackets = sound.packets[skip...]
+                soundStart = UInt64(start + Int64(skip) * step)
+            }
         }
         let starts = gop.samples.map { ticks($0.pts) }
         var samples: [FragmentSample] = []
@@ -74,21 +149,43 @@ public struct LiveMovie: Hashable, Sendable {
                 FragmentSample(
                     duration: UInt32(clamping: duration), size: UInt32(sample.data.count), isSync: sample.isKeyframe))
         }
-        var moof = ByteWriter(reservingCapacity: 128 + samples.count * 12)
-        var dataOffset = 0
+        let soundSamples = soundPackets.map {
+            FragmentSample(duration: Sound.packetTicks, size: UInt32($0.count), isSync: true)
+        }
+        let soundBytes = soundPackets.reduce(0) { $0 + $1.count }
+        var moof = ByteWriter(reservingCapacity: 160 + samples.count * 12 + soundSamples.count * 8)
+        var videoOffset = 0
+        var soundOffset: Int?
         moof.box("moof") { w in
             w.writeMFHD(sequenceNumber: sequence)
             w.box("traf") { w in
                 w.writeTFHD(trackID: 1)
                 w.writeTFDT(baseMediaDecodeTime: starts[0])
-                dataOffset = w.writeTRUN(samples: samples, withFlags: true)
+                videoOffset = w.writeTRUN(samples: samples, withFlags: true)
+            }
+            if !soundSamples.isEmpty {
+                w.box("traf") { w in
+                    w.writeTFHD(trackID: 2)
+                    w.writeTFDT(baseMediaDecodeTime: soundStart)
+                    // Every Opus packet is a sync sample: the track's default flags (zero) say so.
+                    soundOffset = w.writeTRUN(samples: soundSamples, withFlags: false)
+                }
             }
         }
+        // One `mdat`: the video's samples, then the sound's.
         var mdat = ByteWriter()
-        mdat.writeMDATHeader(payloadSize: UInt64(gop.byteCount))
-        moof.patchUInt32(at: dataOffset, UInt32(moof.count + mdat.count))
-        return Segment(
-            header: moof.bytes + mdat.bytes, payload: gop.samples.map(\.data),
-            duration: samples.reduce(0) { $0 + UInt64($1.duration) })
+        mdat.writeMDATHeader(payloadSize: UInt64(gop.byteCount + soundBytes))
+        let dataStart = moof.count + mdat.count
+        moof.patchUInt32(at: videoOffset, UInt32(dataStart))
+        if let soundOffset { moof.patchUInt32(at: soundOffset, UInt32(dataStart + gop.byteCount)) }
+        var segment = Segment(
+            header: moof.bytes + mdat.bytes, payload: gop.samples.map(\.data) + soundPackets,
+            duration: samples.reduce(0) { $0 + UInt64($1.duration) }, frames: samples.count)
+        if sound != nil {
+            segment.soundPackets = soundSamples.count
+            segment.soundEnd =
+                soundSamples.isEmpty ? soundFrom : soundStart + UInt64(soundSamples.count) * UInt64(Sound.packetTicks)
+        }
+        return segment
     }
 }

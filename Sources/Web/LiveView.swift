@@ -8,9 +8,10 @@ import Synchronization
 /// complete GOP and goes on with each new one as the agent publishes it — the GOPs it encoded
 /// for its clips, framed anew, never encoded again. A viewer that falls a GOP behind skips to
 /// the newest (its timeline closes the gap, so players play on); it holds a GOP at most, shared
-/// with the pre-roll ring. The stream ends when the camera's stream does (a new one may have
-/// another format: the player asks again), after `limit` GOPs when asked, or when the server
-/// stops.
+/// with the pre-roll ring. With a microphone, each fragment carries the sound captured with its
+/// GOP as a second track (Opus, encoded once for every viewer by `LiveSound`). The stream ends
+/// when the camera's stream does (a new one may have another format: the player asks again),
+/// after `limit` GOPs when asked, or when the server stops.
 package final class LiveViewer: HTTPStream {
     struct State {
         /// What is to be sent, in order; the first is sent from `offset`.
@@ -25,15 +26,21 @@ package final class LiveViewer: HTTPStream {
         var origin = Timestamp.zero
         var fragments: UInt32 = 0
         var over = false
+        /// Whether the stream was announced with sound, and where the sound sent so far ends.
+        var hasSound = false
+        var soundEnd: UInt64 = 0
     }
 
     let feed: LiveFeed
+    let sound: LiveSound?
     let limit: Int?
     let onClose: @Sendable () -> Void
     let state = Mutex(State())
 
-    package init(feed: LiveFeed, limit: Int?, onClose: @escaping @Sendable () -> Void) {
+    /// A viewer of `feed`, with its sound encoded by `sound` (picture only without).
+    package init(feed: LiveFeed, sound: LiveSound?, limit: Int?, onClose: @escaping @Sendable () -> Void) {
         self.feed = feed
+        self.sound = sound
         self.limit = limit
         self.onClose = onClose
     }
@@ -87,12 +94,17 @@ package final class LiveViewer: HTTPStream {
         if s.stream == nil {
             s.stream = item.stream
             s.origin = item.gop.start
-            s.chunks.append(item.movie.initialization())
+            let movie = sound?.movie(for: item) ?? item.movie
+            s.hasSound = movie.sound != nil
+            s.chunks.append(movie.initialization())
         } else if let end = s.previousEnd, item.gop.start > end {
             s.origin = s.origin + (item.gop.start - end)
         }
         s.fragments += 1
-        let segment = LiveMovie.segment(item.gop, sequence: s.fragments, origin: s.origin)
+        let run = s.hasSound ? sound?.run(for: item) : nil
+        let segment = LiveMovie.segment(
+            item.gop, sound: run, soundFrom: s.soundEnd, sequence: s.fragments, origin: s.origin)
+        if let end = segment.soundEnd { s.soundEnd = max(s.soundEnd, end) }
         s.chunks.append(segment.header)
         s.chunks += segment.payload.filter { !$0.isEmpty }
         s.sequence = item.sequence

@@ -16,7 +16,8 @@ public final class WebSink: EventSink {
         log: Logger
     ) throws(HTTPServerError) {
         let site = WebSite(
-            camera: camera, version: version, storage: storage, control: control, signIn: settings.passwords != nil)
+            camera: camera, version: version, storage: storage, control: control, signIn: settings.passwords != nil,
+            log: log)
         control.live.open()
         server = try HTTPServer(
             address: settings.listen, port: settings.port, passwords: settings.passwords, tls: settings.tls

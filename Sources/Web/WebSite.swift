@@ -1,5 +1,6 @@
 import Agent
 import FoundationEssentials
+import Logging
 import Media
 import Recorder
 import Synchronization
@@ -23,10 +24,14 @@ public final class WebSite: Sendable {
     /// Whether every request signs in (the server has passwords): only then may clips be
     /// deleted.
     let signIn: Bool
+    /// The live stream's sound, encoded for viewers.
+    let sound: LiveSound
 
     public init(
-        camera: String, version: String, storage: any ClipStorage, control: AgentControl, signIn: Bool = false
+        camera: String, version: String, storage: any ClipStorage, control: AgentControl, signIn: Bool = false,
+        log: Logger? = nil
     ) {
+        sound = LiveSound(feed: control.live, log: log)
         self.camera = camera
         self.version = version
         self.signIn = signIn
@@ -140,7 +145,7 @@ public final class WebSite: Sendable {
         }
         guard !control.live.items.isEmpty else { return Self.noLivePicture }
         viewers.add(1, ordering: .relaxed)
-        let viewer = LiveViewer(feed: control.live, limit: limit) { [self] in
+        let viewer = LiveViewer(feed: control.live, sound: sound, limit: limit) { [self] in
             viewers.subtract(1, ordering: .relaxed)
         }
         return HTTPResponse(

@@ -26,7 +26,7 @@ func measureLiveView(
         let feed = LiveFeed()
         feed.open()
         feed.begin(movie)
-        let watching = (0..<viewers).map { _ in LiveViewer(feed: feed, limit: nil) {} }
+        let watching = (0..<viewers).map { _ in LiveViewer(feed: feed, sound: nil, limit: nil) {} }
         elapsed += time {
             for gop in gops {
                 feed.publish(gop)

@@ -45,7 +45,7 @@ import Testing
         feed.publish(gops[0])
         feed.publish(gops[1])
         let closed = Atomic(false)
-        let viewer = LiveViewer(feed: feed, limit: nil) { closed.store(true, ordering: .relaxed) }
+        let viewer = LiveViewer(feed: feed, sound: nil, limit: nil) { closed.store(true, ordering: .relaxed) }
         // The newest GOP, then nothing: it sleeps, leaving a wake-up for the next publish.
         let woken = Atomic(0)
         let first = Self.drain(viewer) { woken.add(1, ordering: .relaxed) }
@@ -84,8 +84,8 @@ import Testing
         feed.open()
         feed.begin(movie)
         feed.publish(gops[0])
-        let limited = LiveViewer(feed: feed, limit: 2) {}
-        let following = LiveViewer(feed: feed, limit: nil) {}
+        let limited = LiveViewer(feed: feed, sound: nil, limit: 2) {}
+        let following = LiveViewer(feed: feed, sound: nil, limit: nil) {}
         #expect(Self.drain(limited).last == .waiting)
         #expect(Self.drain(following).last == .waiting)
         feed.publish(gops[1])
@@ -144,5 +144,195 @@ import Testing
         let packets = try FFprobe.videoPackets(path)
         #expect(packets.count == 30 && abs((packets.first?.time ?? -1) - 0) < 0.0001)
         #expect(abs((packets.last?.time ?? 0) - 29 * 0.04) < 0.0001)
+    }
+
+    // MARK: Sound
+
+    /// A 440 Hz tone (8000 at its peak) captured in 10 ms chunks at 48 kHz, mono, from `from`
+    /// until `until`.
+    static func tone(from: Timestamp, until: Timestamp) -> [AudioChunk] {
+        var chunks: [AudioChunk] = []
+        var t = from
+        while t < until {
+            let first = chunks.count * 480
+            var data: [UInt8] = []
+            for i in 0..<480 {
+                let v = Int16(8000 * sin(2 * Double.pi * 440 * Double(first + i) / 48000))
+                data += [UInt8(truncatingIfNeeded: v), UInt8(truncatingIfNeeded: v >> 8)]
+            }
+            chunks.append(AudioChunk(data: data, time: t, sampleRate: 48000, channels: 1))
+            t = t + Timestamp.Duration(nanoseconds: 10_000_000)
+        }
+        return chunks
+    }
+
+    /// Publishes `gops` into `feed` with the tone heard before each up to `lag` before its end
+    /// (the capture's latency) — for the first `soundUntil` of them (all by default) — calling
+    /// `each` after each publish.
+    static func publish(
+        _ gops: [GOP], into feed: LiveFeed, soundUntil: Int? = nil,
+        lag: Timestamp.Duration = Timestamp.Duration(nanoseconds: 30_000_000), each: (Int) -> Void = { _ in }
+    ) {
+        let tone = Self.tone(from: gops[0].start, until: gops[gops.count - 1].end!)
+        var heard = 0
+        for (i, gop) in gops.enumerated() {
+            if i < soundUntil ?? gops.count {
+                while heard < tone.count, tone[heard].end <= gop.end! - lag {
+                    feed.hear(tone[heard])
+                    heard += 1
+                }
+            }
+            feed.publish(gop)
+            each(i)
+        }
+    }
+
+    /// The decoded sound of `path`, as 48 kHz mono samples.
+    static func decodedSound(_ path: String) throws -> [Int16] {
+        let r = try runTool(
+            "ffmpeg",
+            ["-nostdin", "-v", "error", "-y", "-i", path, "-map", "0:a", "-ac", "1", "-f", "s16le", path + ".pcm"])
+        #expect(r.status == 0 && r.stderr.isEmpty, "\(r.stderr)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: path + ".pcm"))
+        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+    }
+
+    /// The root mean square of `samples`, and how often a second they cross zero upwards.
+    static func level(_ samples: ArraySlice<Int16>) -> (rms: Double, hertz: Double) {
+        guard !samples.isEmpty else { return (0, 0) }
+        let rms = (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)).squareRoot()
+        let ups = zip(samples, samples.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
+        return (rms, Double(ups) * 48000 / Double(samples.count))
+    }
+
+    /// The sound track's packets, (time in seconds, bytes) in order, as ffprobe lists them.
+    static func soundPackets(_ path: String) throws -> [(time: Double, size: Int)] {
+        let r = try runTool(
+            "ffprobe",
+            ["-v", "error", "-select_streams", "a", "-show_entries", "packet=pts_time,size", "-of", "csv=p=0", path])
+        return r.stdout.split(separator: "\n").compactMap { line in
+            let f = line.split(separator: ",")
+            guard f.count == 2, let t = Double(f[0]), let n = Int(f[1]) else { return nil }
+            return (t, n)
+        }
+    }
+
+    /// Checks that `packets` follow each other 20 ms apart.
+    static func expectContiguous(
+        _ packets: [(time: Double, size: Int)], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        if let (a, b) = zip(packets, packets.dropFirst()).first(where: { abs($1.time - $0.time - 0.02) > 0.0001 }) {
+            Issue.record(
+                "sound packets at \(a.time) s and \(b.time) s are not 20 ms apart", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func aViewerHearsTheMicrophoneInEveryReader() throws {
+        let (movie, gops) = try Self.stream()
+        let feed = LiveFeed()
+        feed.open()
+        feed.begin(movie)
+        let sound = LiveSound(feed: feed, log: nil)
+        var viewer: LiveViewer?
+        var bytes: [UInt8] = []
+        // A viewer from the second GOP on, for six, reading each as it comes.
+        Self.publish(gops, into: feed) { i in
+            if i == 1 { viewer = LiveViewer(feed: feed, sound: sound, limit: 6) {} }
+            if let viewer { bytes += Self.drain(viewer).bytes }
+        }
+        let item = try #require(feed.items.last)
+        #expect(item.sound == AudioTrackFormat(sampleRate: 48000, channels: 1) && !item.audio.isEmpty)
+
+        let path = try Self.directory.get().file("sound.mp4")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let probe = try #require(try expectPlayable(path))
+        #expect(probe.video?["nb_read_packets"] == "60", "six GOPs of ten frames: \(probe.streams)")
+        #expect(probe.audio?["codec_name"] == "opus" && probe.audio?["channels"] == "1", "\(probe.streams)")
+        #expect(probe.audio?["sample_rate"] == "48000")
+        // Every packet 20 ms after the one before, from the start of the picture on, for its
+        // 2.4 s less the capture's lag (30 ms) and the samples short of a frame.
+        let packets = try Self.soundPackets(path)
+        #expect((117...119).contains(packets.count), "\(packets.count) packets")
+        #expect((packets.first?.time ?? -1) >= 0 && (packets.first?.time ?? 1) < 0.02, "\(packets.first ?? (-1, 0))")
+        Self.expectContiguous(packets)
+        // GStreamer decodes every packet too.
+        let gst = try GStreamer.decode(path, track: .opusSound)
+        #expect(gst.problems.isEmpty && gst.frames.count == packets.count, "\(gst.problems), \(gst.frames.count)")
+        // What plays is the tone: 440 Hz at the level it was captured (5657 RMS).
+        let samples = try Self.decodedSound(path)
+        let middle = Self.level(samples[samples.count / 4..<samples.count * 3 / 4])
+        #expect(abs(middle.hertz - 440) < 5 && abs(middle.rms - 5657) < 400, "\(middle)")
+    }
+
+    @Test func aMicrophoneThatFallsSilentIsHeardAsSilenceNotWaitedFor() throws {
+        let (movie, gops) = try Self.stream()
+        let feed = LiveFeed()
+        feed.open()
+        feed.begin(movie)
+        let sound = LiveSound(feed: feed, log: nil)
+        let viewer = LiveViewer(feed: feed, sound: sound, limit: nil) {}
+        var bytes: [UInt8] = []
+        // Sound with the first three GOPs only.
+        Self.publish(gops, into: feed, soundUntil: 3) { _ in bytes += Self.drain(viewer).bytes }
+        let path = try Self.directory.get().file("silent.mp4")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let probe = try #require(try expectPlayable(path))
+        #expect(probe.video?["nb_read_packets"] == "80")
+        // The sound goes on to half a second before the picture's end (3.2 s), as silence.
+        let packets = try Self.soundPackets(path)
+        Self.expectContiguous(packets)
+        let end = (packets.last?.time ?? 0) + 0.02
+        #expect(end > 2.68 && end <= 2.7 + 0.0001, "the sound ends at \(end) s")
+        let samples = try Self.decodedSound(path)
+        #expect(Self.level(samples[24000..<48000]).rms > 5000, "the tone while the microphone gave it")
+        #expect(Self.level(samples[72000..<120000]).rms < 50, "silence after")
+        #expect(try GStreamer.decode(path, track: .opusSound).problems.isEmpty)
+    }
+
+    @Test func soundThatComesAfterTheFirstGOPBeginsAStreamWithIt() throws {
+        let (movie, gops) = try Self.stream()
+        let feed = LiveFeed()
+        feed.open()
+        feed.begin(movie)
+        feed.publish(gops[0])
+        let viewer = LiveViewer(feed: feed, sound: LiveSound(feed: feed, log: nil), limit: nil) {}
+        #expect(Self.drain(viewer).last == .waiting)
+        for chunk in Self.tone(from: gops[1].start, until: gops[1].end!) { feed.hear(chunk) }
+        feed.publish(gops[1])
+        let items = feed.items
+        #expect(
+            items.map(\.stream) == [1, 2]
+                && items.map(\.sound) == [nil, AudioTrackFormat(sampleRate: 48000, channels: 1)])
+        #expect(Self.drain(viewer).last == .end, "the picture-only stream ends: the player asks again")
+        // Sound of another format is another stream too; the same format goes on in it.
+        for chunk in Self.tone(from: gops[2].start, until: gops[2].end!) { feed.hear(chunk) }
+        feed.publish(gops[2])
+        feed.hear(AudioChunk(data: [0, 0, 0, 0], time: gops[3].start, sampleRate: 16000, channels: 2))
+        feed.publish(gops[3])
+        #expect(feed.items.map(\.stream) == [1, 2, 2, 3])
+    }
+
+    @Test func viewersShareOneEncodeAndAnOlderGOPIsEncodedApart() throws {
+        let (movie, gops) = try Self.stream()
+        let feed = LiveFeed()
+        feed.open()
+        feed.begin(movie)
+        Self.publish(Array(gops[0..<6]), into: feed)
+        let sound = LiveSound(feed: feed, log: nil)
+        let items = feed.items
+        // The newest first (a viewer starts there), then the one before it (an HLS player).
+        let newest = try #require(sound.run(for: items[5]))
+        let again = try #require(sound.run(for: items[5]))
+        #expect(newest.packets == again.packets && newest.start == again.start)
+        let older = try #require(sound.run(for: items[4]))
+        #expect(!older.packets.isEmpty && older.start < newest.start)
+        // The encoder went on from the newest: the next GOP's sound follows it without a gap.
+        Self.publish(Array(gops[6..<8]), into: feed)
+        let seventh = try #require(feed.items.last { $0.sequence == 7 })
+        let next = try #require(sound.run(for: seventh))
+        let step = Timestamp.Duration(nanoseconds: 20_000_000 * Int64(newest.packets.count))
+        #expect(next.start == newest.start + step)
+        // The stream is sent with an Opus track whose PreSkip is the encoder's lookahead (6.5 ms).
+        #expect(sound.movie(for: items[0]).sound == LiveMovie.Sound(channels: 1, inputSampleRate: 48000, preSkip: 312))
     }
 }
