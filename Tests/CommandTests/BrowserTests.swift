@@ -83,6 +83,7 @@ import Testing
         let config = dir.file("vigil.conf")
         try """
         camera = { device = "synthetic"; name = "yard"; width = 320; height = 240; fps = 15.0; };
+        audio = { enabled = true; device = "synthetic"; };
         recording = { pre_roll = 2.0; post_roll = 2.0; max_clip = 10.0; };
         storage = { path = "clips"; min_free_mb = 1; };
         log = { level = "info"; stats_interval = 0; };
@@ -129,6 +130,7 @@ import Testing
             seen.played = live.currentTime;
             seen.width = live.videoWidth;
             seen.height = live.videoHeight;
+            seen.sound = live.webkitAudioDecodedByteCount;
             check();
           }
         };
@@ -144,6 +146,8 @@ import Testing
         // The live video plays: two seconds of it were shown.
         #expect(seen["played"] as? Double ?? 0 >= Self.livePlayed, "the live video did not play: \(seen)")
         #expect(seen["width"] as? Int == 320 && seen["height"] as? Int == 240, "\(seen)")
+        // With its sound: the browser decoded the microphone's (Opus) track as it played.
+        #expect(seen["sound"] as? Int ?? 0 > 0, "the live video's sound was not decoded: \(seen)")
         let ended = try #require(seen["clipEnded"] as? Double, "the clip did not play to its end: \(seen)")
         #expect(abs(ended - seconds) < 0.2, "the clip ended at \(ended) s of \(seconds) s")
 

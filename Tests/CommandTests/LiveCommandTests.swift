@@ -102,6 +102,57 @@ import Testing
         #expect(!agent.output.contains("level=error"), "\(agent.output)")
     }
 
+    @Test func theLiveStreamCarriesTheMicrophone() throws {
+        let dir = try TemporaryDirectory("vigil-live-sound")
+        defer { dir.remove() }
+        // The synthetic camera and microphone (a 440 Hz tone), on one clock as a camera and a
+        // sound card are.
+        let config = dir.file("vigil.conf")
+        try """
+        camera = { device = "synthetic"; name = "yard"; width = 320; height = 240; fps = 15.0; };
+        audio = { enabled = true; device = "synthetic"; rate = 48000; channels = 1; };
+        storage = { path = "clips"; min_free_mb = 1; };
+        log = { level = "info"; stats_interval = 0; };
+        web = { enabled = true; port = 0; };
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let agent = try AgentProcess(config: config)
+        defer { agent.kill(SIGKILL) }
+        let base = try WebCommandTests.webAddress(of: agent)
+        try #require(try Self.waitForLive(base), "\(agent.output)")
+
+        // Three GOPs with their sound, read over HTTP by every reader.
+        let live = dir.file("live.mp4")
+        let got = try runTool("curl", ["-sS", "-o", live, base + "/live.mp4?gops=3"])
+        #expect(got.status == 0, "\(got.stderr)")
+        let probe = try #require(try expectPlayable(live))
+        #expect(probe.video?["nb_read_packets"] == "45", "\(probe.streams)")
+        #expect(probe.audio?["codec_name"] == "opus" && probe.audio?["sample_rate"] == "48000", "\(probe.streams)")
+        // About three seconds of it (less the capture's lag), in 20 ms packets.
+        let packets = Int(probe.audio?["nb_read_packets"] ?? "") ?? 0
+        #expect((120...150).contains(packets), "\(packets) sound packets for 3 s of picture")
+        let gst = try GStreamer.decode(live, track: .opusSound)
+        #expect(gst.problems.isEmpty && gst.frames.count == packets, "\(gst.problems) \(gst.frames.count)")
+        // What plays is the microphone's tone.
+        let pcm = dir.file("live.pcm")
+        let decoded = try runTool(
+            "ffmpeg", ["-nostdin", "-v", "error", "-i", live, "-map", "0:a", "-f", "s16le", "-ac", "1", pcm])
+        #expect(decoded.status == 0 && decoded.stderr.isEmpty, "\(decoded.stderr)")
+        let samples = try Data(contentsOf: URL(fileURLWithPath: pcm)).withUnsafeBytes {
+            Array($0.bindMemory(to: Int16.self))
+        }
+        let middle = samples[samples.count / 4..<samples.count * 3 / 4]
+        let ups = zip(middle, middle.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
+        let hertz = Double(ups) * 48000 / Double(max(1, middle.count))
+        #expect(abs(hertz - 440) < 5, "the sound is not the microphone's 440 Hz tone: \(hertz) Hz")
+
+        // The HLS stream stays picture only (players that take no Opus play it all the same).
+        let hlsProbe = try FFprobe.probe(base + "/live.m3u8", countPackets: false)
+        #expect(hlsProbe.video != nil && hlsProbe.audio == nil, "\(hlsProbe.streams)")
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
+        #expect(!agent.output.contains("level=warning"), "\(agent.output)")
+    }
+
     @Test func fiftyViewersAndStalledOnesDoNotCostTheRecordingAFrame() throws {
         let dir = try TemporaryDirectory("vigil-live-many")
         defer { dir.remove() }
