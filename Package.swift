@@ -144,7 +144,7 @@ let package = Package(
         // Against the real server on a loopback port, with curl and raw sockets as clients.
         .testTarget(
             name: "WebTests",
-            dependencies: ["Web", "Agent", "Configuration", "Media", "POSIX", "Recorder", "TestSupport"]),
+            dependencies: ["Web", "Agent", "Configuration", "Logging", "Media", "POSIX", "Recorder", "TestSupport"]),
         .testTarget(name: "SnapshotTests", dependencies: ["Snapshot", "Media", "TestSupport"]),
         .testTarget(
             name: "OverlayTests",

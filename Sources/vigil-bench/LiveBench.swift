@@ -17,33 +17,89 @@ func measureLiveView(
     gops.removeLast()  // not ended: the feed only ever gets complete GOPs
     let frames = gops.reduce(0) { $0 + $1.count }
     let movie = try LiveMovie(video: video)
-    let viewers = 10
-    var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-    var bytes = 0
-    var elapsed = 0.0
-    var served = 0
-    while elapsed < 0.3 || served < 2 * frames {
-        let feed = LiveFeed()
-        feed.open()
-        feed.begin(movie)
-        let watching = (0..<viewers).map { _ in LiveViewer(feed: feed, sound: nil, limit: nil) {} }
-        elapsed += time {
-            for gop in gops {
-                feed.publish(gop)
-                for viewer in watching {
-                    while case .bytes(let n) = buffer.withUnsafeMutableBytes({
-                        viewer.read(into: $0, sleep: {}, wake: {})
-                    }) {
-                        bytes += n
+    // The sound a microphone gives over the same span: 48 kHz mono in 10 ms chunks, a tone.
+    let heard = gops.map { gop in microphone(from: gop.start, until: gop.end ?? gop.lastTime) }
+    let seconds = Double((gops.last!.end! - gops[0].start).nanoseconds) / 1e9
+
+    /// Milliseconds per frame for ten viewers, and the bytes they read.
+    func serve(withSound: Bool) -> Double {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var bytes = 0
+        var elapsed = 0.0
+        var served = 0
+        while elapsed < 0.3 || served < 2 * frames {
+            let feed = LiveFeed()
+            feed.open()
+            feed.begin(movie)
+            let sound = withSound ? LiveSound(feed: feed, log: nil) : nil
+            let watching = (0..<10).map { _ in LiveViewer(feed: feed, sound: sound, limit: nil) {} }
+            elapsed += time {
+                for (gop, chunks) in zip(gops, heard) {
+                    if withSound { for chunk in chunks { feed.hear(chunk) } }
+                    feed.publish(gop)
+                    for viewer in watching {
+                        while case .bytes(let n) = buffer.withUnsafeMutableBytes({
+                            viewer.read(into: $0, sleep: {}, wake: {})
+                        }) {
+                            bytes += n
+                        }
                     }
                 }
             }
+            served += frames
         }
-        served += frames
+        precondition(bytes > 0)
+        return elapsed * 1000 / Double(served)
     }
-    let perFrame = elapsed * 1000 / Double(served)
+
+    let perFrame = serve(withSound: false)
     table.record("live view, 10 viewers (/live.mp4)", unit: "ms/frame", column: column, value: perFrame)
     table.record(
         "live view, 10 viewers / x264, 1 thread", unit: "%", column: column, value: 100 * perFrame / encodePerFrame)
-    precondition(bytes > 0)
+    // With a microphone: its sound encoded once (Opus), then framed for each viewer.
+    let withSound = serve(withSound: true)
+    table.record("live view with sound, 10 viewers", unit: "ms/frame", column: column, value: withSound)
+    table.record(
+        "live view with sound, 10 viewers / x264, 1 thread", unit: "%", column: column,
+        value: 100 * withSound / encodePerFrame)
+    // The encode alone, once for all viewers: per second of sound.
+    var encoding = 0.0
+    var encoded = 0.0
+    while encoding < 0.2 || encoded < 2 * seconds {
+        let feed = LiveFeed()
+        feed.open()
+        feed.begin(movie)
+        let sound = LiveSound(feed: feed, log: nil)
+        for (gop, chunks) in zip(gops, heard) {
+            for chunk in chunks { feed.hear(chunk) }
+            feed.publish(gop)
+            let item = feed.items.last!
+            encoding += time { precondition(sound.run(for: item) != nil) }
+        }
+        encoded += seconds
+    }
+    table.record(
+        "live sound: Opus encode, 48 kHz mono", unit: "ms/s of sound", column: column,
+        value: encoding * 1000 / encoded)
+}
+
+/// A 440 Hz tone as a microphone captures it (48 kHz, mono, 10 ms chunks) from `from` to `until`.
+func microphone(from: Timestamp, until: Timestamp) -> [AudioChunk] {
+    var chunks: [AudioChunk] = []
+    var t = from
+    var n = 0
+    while t < until {
+        var data = [UInt8](repeating: 0, count: 960)
+        for i in 0..<480 {
+            // A triangle wave: a tone without sin() (no Foundation here).
+            let phase = (n + i) % 109
+            let v = Int16((phase < 55 ? phase : 109 - phase) * 240 - 6600)
+            data[2 * i] = UInt8(truncatingIfNeeded: v)
+            data[2 * i + 1] = UInt8(truncatingIfNeeded: v >> 8)
+        }
+        chunks.append(AudioChunk(data: data, time: t, sampleRate: 48000, channels: 1))
+        n += 480
+        t = t + Timestamp.Duration(nanoseconds: 10_000_000)
+    }
+    return chunks
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Media
 import QuickTime
 import Synchronization
@@ -334,5 +335,31 @@ import Testing
         #expect(next.start == newest.start + step)
         // The stream is sent with an Opus track whose PreSkip is the encoder's lookahead (6.5 ms).
         #expect(sound.movie(for: items[0]).sound == LiveMovie.Sound(channels: 1, inputSampleRate: 48000, preSkip: 312))
+    }
+
+    @Test func aRateOpusDoesNotTakeLeavesThePicturePlayingAndIsSaidOnce() throws {
+        let (movie, gops) = try Self.stream()
+        let feed = LiveFeed()
+        feed.open()
+        feed.begin(movie)
+        let logs = MemoryLogSink()
+        let sound = LiveSound(feed: feed, log: Logger(level: .info, sink: logs))
+        let viewer = LiveViewer(feed: feed, sound: sound, limit: 3) {}
+        var bytes: [UInt8] = []
+        for gop in gops[0..<3] {
+            feed.hear(
+                AudioChunk(data: [UInt8](repeating: 0, count: 882 * 2), time: gop.start, sampleRate: 44100, channels: 1)
+            )
+            feed.publish(gop)
+            bytes += Self.drain(viewer).bytes
+        }
+        let path = try Self.directory.get().file("no-sound.mp4")
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let probe = try #require(try expectPlayable(path))
+        #expect(probe.video?["nb_read_packets"] == "30" && probe.audio == nil, "\(probe.streams)")
+        let said = logs.written(at: .warning)
+        #expect(said.count == 1, "\(said)")
+        #expect(said.first?.contains("live view without sound") == true && said.first?.contains("44100 Hz") == true)
+        #expect(said.first?.contains("audio.rate") == true, "the fix: \(said)")
     }
 }
