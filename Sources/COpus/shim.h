@@ -11,3 +11,8 @@ static inline int vigil_opus_lookahead(OpusEncoder *encoder, opus_int32 *samples
 static inline int vigil_opus_set_bitrate(OpusEncoder *encoder, opus_int32 bitsPerSecond) {
     return opus_encoder_ctl(encoder, OPUS_SET_BITRATE(bitsPerSecond));
 }
+
+/// Sets the computational complexity, 0 (cheapest) to 10 (best).
+static inline int vigil_opus_set_complexity(OpusEncoder *encoder, opus_int32 complexity) {
+    return opus_encoder_ctl(encoder, OPUS_SET_COMPLEXITY(complexity));
+}

@@ -92,7 +92,7 @@ package final class LiveSound: Sendable {
                 // An older GOP than the encoder has reached (a viewer skipped it, then a player
                 // asks for it): encoded apart, leaving the stream's encoder where it is.
                 var apart: Encoding?
-                return keep(encode(item, &apart), of: item, &s)
+                return keep(encode(item, format, &apart), of: item, &s)
             }
             if let e = encoding, e.stream == item.stream,
                 let from = kept.firstIndex(where: { $0.sequence == e.sequence + 1 }),
@@ -105,7 +105,7 @@ package final class LiveSound: Sendable {
             }
             var last: LiveMovie.SoundRun?
             for gop in todo {
-                last = keep(encode(gop, &encoding), of: gop, &s)
+                last = keep(encode(gop, format, &encoding), of: gop, &s)
                 if last == nil { break }
             }
             s.encoding = encoding
@@ -116,14 +116,12 @@ package final class LiveSound: Sendable {
         }
     }
 
-    /// Encodes `item`'s sound with `encoding` (made for it when there is none; dropped when
-    /// libopus fails).
-    private func encode(
-        _ item: LiveFeed.Item, _ encoding: inout Encoding?
-    ) -> Result<
-        LiveMovie.SoundRun, OpusEncoder.Failure
-    > {
-        guard let format = item.sound else { return .failure(.unsupported(sampleRate: 0, channels: 0)) }
+    /// What encoding a GOP's sound gives.
+    typealias Encoded = Result<LiveMovie.SoundRun, OpusEncoder.Failure>
+
+    /// Encodes `item`'s sound (in `format`) with `encoding` (made for it when there is none;
+    /// dropped when libopus fails).
+    private func encode(_ item: LiveFeed.Item, _ format: AudioTrackFormat, _ encoding: inout Encoding?) -> Encoded {
         do throws(OpusEncoder.Failure) {
             var e: Encoding
             if let going = encoding {
@@ -143,9 +141,7 @@ package final class LiveSound: Sendable {
     }
 
     /// Keeps `result`'s packets as `item`'s; a failure is said once.
-    private func keep(
-        _ result: Result<LiveMovie.SoundRun, OpusEncoder.Failure>, of item: LiveFeed.Item, _ s: inout State
-    ) -> LiveMovie.SoundRun? {
+    private func keep(_ result: Encoded, of item: LiveFeed.Item, _ s: inout State) -> LiveMovie.SoundRun? {
         switch result {
         case .success(let run):
             s.runs[item.sequence] = run
