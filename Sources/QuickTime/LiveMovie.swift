@@ -88,9 +88,7 @@ public struct LiveMovie: Hashable, Sendable {
         public var duration: UInt64
         /// Video frames in it.
         public var frames: Int
-        /// Sound packets in it, and where its sound ends on the timeline (in `Sound.timescale`
-        /// ticks; nil without sound).
-        public var soundPackets = 0
+        /// Where its sound ends on the timeline, in `Sound.timescale` ticks (nil without sound).
         public var soundEnd: UInt64?
         public var byteCount: Int { header.count + payload.reduce(0) { $0 + $1.count } }
 
@@ -182,7 +180,6 @@ public struct LiveMovie: Hashable, Sendable {
             header: moof.bytes + mdat.bytes, payload: gop.samples.map(\.data) + soundPackets,
             duration: samples.reduce(0) { $0 + UInt64($1.duration) }, frames: samples.count)
         if sound != nil {
-            segment.soundPackets = soundSamples.count
             segment.soundEnd =
                 soundSamples.isEmpty ? soundFrom : soundStart + UInt64(soundSamples.count) * UInt64(Sound.packetTicks)
         }

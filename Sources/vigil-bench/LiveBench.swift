@@ -28,9 +28,7 @@ func measureLiveView(
         var elapsed = 0.0
         var served = 0
         while elapsed < 0.3 || served < 2 * frames {
-            let feed = LiveFeed()
-            feed.open()
-            feed.begin(movie)
+            let feed = openedFeed(movie)
             let sound = withSound ? LiveSound(feed: feed, log: nil) : nil
             let watching = (0..<10).map { _ in LiveViewer(feed: feed, sound: sound, limit: nil) {} }
             elapsed += time {
@@ -66,9 +64,7 @@ func measureLiveView(
     var encoding = 0.0
     var encoded = 0.0
     while encoding < 0.2 || encoded < 2 * seconds {
-        let feed = LiveFeed()
-        feed.open()
-        feed.begin(movie)
+        let feed = openedFeed(movie)
         let sound = LiveSound(feed: feed, log: nil)
         for (gop, chunks) in zip(gops, heard) {
             for chunk in chunks { feed.hear(chunk) }
@@ -102,4 +98,12 @@ func microphone(from: Timestamp, until: Timestamp) -> [AudioChunk] {
         t = t + Timestamp.Duration(nanoseconds: 10_000_000)
     }
     return chunks
+}
+
+/// A feed as the web server opens it, on a stream of `movie`.
+func openedFeed(_ movie: LiveMovie) -> LiveFeed {
+    let feed = LiveFeed()
+    feed.open()
+    feed.begin(movie)
+    return feed
 }

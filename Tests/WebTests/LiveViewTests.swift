@@ -23,6 +23,14 @@ import Testing
         return (movie, s.gops(end: time(80), time: time))
     }
 
+    /// A feed the web server opened, on a stream of `movie`.
+    static func openFeed(_ movie: LiveMovie) -> LiveFeed {
+        let feed = LiveFeed()
+        feed.open()
+        feed.begin(movie)
+        return feed
+    }
+
     /// Reads `viewer` as the server does, 5000 bytes at a time, until it waits or ends; the
     /// bytes, how it stopped, and whether it slept.
     static func drain(
@@ -40,9 +48,7 @@ import Testing
 
     @Test func aViewerStartsAtTheNewestGOPAndSkipsWhatItFellBehindOnWithoutAGap() throws {
         let (movie, gops) = try Self.stream()
-        let feed = LiveFeed()
-        feed.open()
-        feed.begin(movie)
+        let feed = Self.openFeed(movie)
         feed.publish(gops[0])
         feed.publish(gops[1])
         let closed = Atomic(false)
@@ -81,9 +87,7 @@ import Testing
 
     @Test func aViewerEndsWithItsStreamAndAfterTheGOPsAskedFor() throws {
         let (movie, gops) = try Self.stream()
-        let feed = LiveFeed()
-        feed.open()
-        feed.begin(movie)
+        let feed = Self.openFeed(movie)
         feed.publish(gops[0])
         let limited = LiveViewer(feed: feed, sound: nil, limit: 2) {}
         let following = LiveViewer(feed: feed, sound: nil, limit: nil) {}
@@ -230,9 +234,7 @@ import Testing
 
     @Test func aViewerHearsTheMicrophoneInEveryReader() throws {
         let (movie, gops) = try Self.stream()
-        let feed = LiveFeed()
-        feed.open()
-        feed.begin(movie)
+        let feed = Self.openFeed(movie)
         let sound = LiveSound(feed: feed, log: nil)
         var viewer: LiveViewer?
         var bytes: [UInt8] = []
@@ -267,9 +269,7 @@ import Testing
 
     @Test func aMicrophoneThatFallsSilentIsHeardAsSilenceNotWaitedFor() throws {
         let (movie, gops) = try Self.stream()
-        let feed = LiveFeed()
-        feed.open()
-        feed.begin(movie)
+        let feed = Self.openFeed(movie)
         let sound = LiveSound(feed: feed, log: nil)
         let viewer = LiveViewer(feed: feed, sound: sound, limit: nil) {}
         var bytes: [UInt8] = []
@@ -292,9 +292,7 @@ import Testing
 
     @Test func soundThatComesAfterTheFirstGOPBeginsAStreamWithIt() throws {
         let (movie, gops) = try Self.stream()
-        let feed = LiveFeed()
-        feed.open()
-        feed.begin(movie)
+        let feed = Self.openFeed(movie)
         feed.publish(gops[0])
         let viewer = LiveViewer(feed: feed, sound: LiveSound(feed: feed, log: nil), limit: nil) {}
         #expect(Self.drain(viewer).last == .waiting)
@@ -315,9 +313,7 @@ import Testing
 
     @Test func viewersShareOneEncodeAndAnOlderGOPIsEncodedApart() throws {
         let (movie, gops) = try Self.stream()
-        let feed = LiveFeed()
-        feed.open()
-        feed.begin(movie)
+        let feed = Self.openFeed(movie)
         Self.publish(Array(gops[0..<6]), into: feed)
         let sound = LiveSound(feed: feed, log: nil)
         let items = feed.items
@@ -339,9 +335,7 @@ import Testing
 
     @Test func aRateOpusDoesNotTakeLeavesThePicturePlayingAndIsSaidOnce() throws {
         let (movie, gops) = try Self.stream()
-        let feed = LiveFeed()
-        feed.open()
-        feed.begin(movie)
+        let feed = Self.openFeed(movie)
         let logs = MemoryLogSink()
         let sound = LiveSound(feed: feed, log: Logger(level: .info, sink: logs))
         let viewer = LiveViewer(feed: feed, sound: sound, limit: 3) {}
