@@ -133,16 +133,8 @@ import Testing
         let gst = try GStreamer.decode(live, track: .opusSound)
         #expect(gst.problems.isEmpty && gst.frames.count == packets, "\(gst.problems) \(gst.frames.count)")
         // What plays is the microphone's tone.
-        let pcm = dir.file("live.pcm")
-        let decoded = try runTool(
-            "ffmpeg", ["-nostdin", "-v", "error", "-i", live, "-map", "0:a", "-f", "s16le", "-ac", "1", pcm])
-        #expect(decoded.status == 0 && decoded.stderr.isEmpty, "\(decoded.stderr)")
-        let samples = try Data(contentsOf: URL(fileURLWithPath: pcm)).withUnsafeBytes {
-            Array($0.bindMemory(to: Int16.self))
-        }
-        let middle = samples[samples.count / 4..<samples.count * 3 / 4]
-        let ups = zip(middle, middle.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
-        let hertz = Double(ups) * 48000 / Double(max(1, middle.count))
+        let samples = try decodedSound(live)
+        let hertz = soundLevel(samples[samples.count / 4..<samples.count * 3 / 4]).hertz
         #expect(abs(hertz - 440) < 5, "the sound is not the microphone's 440 Hz tone: \(hertz) Hz")
 
         // The HLS stream stays picture only (players that take no Opus play it all the same).

@@ -50,3 +50,21 @@ extension GStreamer {
         return problems
     }
 }
+
+/// The sound of `path` as ffmpeg decodes it, mixed to one channel of 16-bit samples (48 kHz
+/// for Opus and for 48 kHz PCM); the decode must exit 0 and print nothing.
+public func decodedSound(_ path: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [Int16] {
+    let r = try runTool(
+        "ffmpeg", ["-nostdin", "-v", "error", "-i", path, "-map", "0:a", "-ac", "1", "-f", "s16le", "-"])
+    #expect(r.status == 0 && r.stderr.isEmpty, "\(r.stderr)", sourceLocation: sourceLocation)
+    return r.stdoutData.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+}
+
+/// The root mean square of 48 kHz `samples`, and how often a second they cross zero upwards
+/// (a tone's frequency).
+public func soundLevel(_ samples: ArraySlice<Int16>) -> (rms: Double, hertz: Double) {
+    guard !samples.isEmpty else { return (0, 0) }
+    let rms = (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)).squareRoot()
+    let ups = zip(samples, samples.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
+    return (rms, Double(ups) * 48000 / Double(samples.count))
+}

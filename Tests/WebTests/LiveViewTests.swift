@@ -192,24 +192,6 @@ import Testing
         }
     }
 
-    /// The decoded sound of `path`, as 48 kHz mono samples.
-    static func decodedSound(_ path: String) throws -> [Int16] {
-        let r = try runTool(
-            "ffmpeg",
-            ["-nostdin", "-v", "error", "-y", "-i", path, "-map", "0:a", "-ac", "1", "-f", "s16le", path + ".pcm"])
-        #expect(r.status == 0 && r.stderr.isEmpty, "\(r.stderr)")
-        let data = try Data(contentsOf: URL(fileURLWithPath: path + ".pcm"))
-        return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
-    }
-
-    /// The root mean square of `samples`, and how often a second they cross zero upwards.
-    static func level(_ samples: ArraySlice<Int16>) -> (rms: Double, hertz: Double) {
-        guard !samples.isEmpty else { return (0, 0) }
-        let rms = (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(samples.count)).squareRoot()
-        let ups = zip(samples, samples.dropFirst()).filter { $0 < 0 && $1 >= 0 }.count
-        return (rms, Double(ups) * 48000 / Double(samples.count))
-    }
-
     /// The sound track's packets, (time in seconds, bytes) in order, as ffprobe lists them.
     static func soundPackets(_ path: String) throws -> [(time: Double, size: Int)] {
         let r = try runTool(
@@ -262,8 +244,8 @@ import Testing
         let gst = try GStreamer.decode(path, track: .opusSound)
         #expect(gst.problems.isEmpty && gst.frames.count == packets.count, "\(gst.problems), \(gst.frames.count)")
         // What plays is the tone: 440 Hz at the level it was captured (5657 RMS).
-        let samples = try Self.decodedSound(path)
-        let middle = Self.level(samples[samples.count / 4..<samples.count * 3 / 4])
+        let samples = try decodedSound(path)
+        let middle = soundLevel(samples[samples.count / 4..<samples.count * 3 / 4])
         #expect(abs(middle.hertz - 440) < 5 && abs(middle.rms - 5657) < 400, "\(middle)")
     }
 
@@ -284,9 +266,9 @@ import Testing
         Self.expectContiguous(packets)
         let end = (packets.last?.time ?? 0) + 0.02
         #expect(end > 2.68 && end <= 2.7 + 0.0001, "the sound ends at \(end) s")
-        let samples = try Self.decodedSound(path)
-        #expect(Self.level(samples[24000..<48000]).rms > 5000, "the tone while the microphone gave it")
-        #expect(Self.level(samples[72000..<120000]).rms < 50, "silence after")
+        let samples = try decodedSound(path)
+        #expect(soundLevel(samples[24000..<48000]).rms > 5000, "the tone while the microphone gave it")
+        #expect(soundLevel(samples[72000..<120000]).rms < 50, "silence after")
         #expect(try GStreamer.decode(path, track: .opusSound).problems.isEmpty)
     }
 
