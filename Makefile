@@ -47,6 +47,7 @@ release: deps check-swift
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 
 test: deps check-swift
+	./scripts/test-servers.sh
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --skip FaultTests $(SWIFT_FLAGS)
 

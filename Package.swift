@@ -28,6 +28,7 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcamera (C++), for the plugin only.
         .systemLibrary(name: "CLibcamera", pkgConfig: "libcamera", providers: [.apt(["libcamera-dev"])]),
         // The plugin's C ABI (a header, and dlopen): what Capture sees of libcamera.
@@ -87,12 +88,18 @@ let package = Package(
             dependencies: [
                 "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CMicroHTTPD", "COpus",
             ]),
+        // Clips off the board: each saved clip copied to an S3-compatible bucket, an SFTP server or a
+        // WebDAV share (libcurl), on a thread of its own, from a queue kept in the storage
+        // directory (`uploads.jsonl`): an `EventSink`.
+        .target(
+            name: "Upload",
+            dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CCurl"]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
             dependencies: [
                 "Agent", "Analysis", "Media", "QuickTime", "Recorder", "H264", "Capture", "Configuration", "Storage",
-                "MQTT", "Web", "POSIX", "Logging",
+                "MQTT", "Web", "Upload", "POSIX", "Logging",
             ]
         ),
 

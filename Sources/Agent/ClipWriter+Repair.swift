@@ -217,14 +217,27 @@ extension ClipWriter {
                 "the wall clock stepped forward; the clips before the step keep the age they had",
                 [("seconds", .seconds(step.seconds))])
         }
+        // Clips not uploaded yet: what the upload queue says waits (read as the journal is).
+        var waiting: Set<String> = []
+        if settings.holdsUploads, let bytes = try? storage.read(UploadJournal.name) {
+            waiting = Set(UploadJournal(bytes).backlog)
+        }
         let result = store.sweep(
-            settings.policy, now: now, protected: protected, fullDisk: need, clock: retentionClock)
+            settings.policy, now: now, protected: protected, fullDisk: need, clock: retentionClock, waiting: waiting)
         retentionClock = result.clock
         if result.stamped > 0 {
             log.info(
                 "clips dated by a wrong clock are aged from when it was right", [("clips", .int(result.stamped))])
         }
-        for d in result.deleted {
+        for d in result.deleted where d.notUploaded {
+            log.error(
+                "clip deleted before it was uploaded: the disk is full and recording needs the room — the upload server has been out of reach for long; see the upload lines before",
+                [
+                    ("file", .string(d.clip.relativePath)), ("bytes", .int(d.clip.totalSize)),
+                    ("reason", .string(d.reason.description)),
+                ])
+        }
+        for d in result.deleted where !d.notUploaded {
             log.info(
                 "clip deleted",
                 [

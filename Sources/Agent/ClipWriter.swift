@@ -29,6 +29,9 @@ struct WriterSettings: Sendable {
     var naming: ClipNaming
     var policy: RetentionPolicy
     var camera: String
+    /// Clips wait to be uploaded (`upload.url` is set): retention keeps those `uploads.jsonl`
+    /// says wait, unless the disk is full.
+    var holdsUploads = false
 
     /// What `s` says, for clips in `storage`.
     init(_ s: Settings, storage: any ClipStorage) {
@@ -37,6 +40,7 @@ struct WriterSettings: Sendable {
             policy: RetentionPolicy(
                 maxAgeDays: s.storage.maxAgeDays, maxSize: s.storage.maxSize, minFree: s.storage.minFree),
             camera: s.camera.name)
+        holdsUploads = s.upload.enabled
     }
 
     init(storage: any ClipStorage, naming: ClipNaming, policy: RetentionPolicy, camera: String) {
@@ -205,6 +209,7 @@ final class ClipWriter: @unchecked Sendable {
             log.warning("events journal not rebuilt", [("error", .string(error.description))])
         }
         sweep()
+        events.handle(.storageReady(settings.storage))
         return .ready
     }
 

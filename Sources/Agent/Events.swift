@@ -39,6 +39,9 @@ public enum AgentEvent: Sendable {
     case notice(Notice)
     /// The live picture (`latest.jpg`'s JPEG), every `snapshot.live_interval`.
     case livePicture([UInt8])
+    /// The storage directory is claimed by this agent, repaired and swept: at start, and when it
+    /// is back after an outage. What is in it is the agent's to work on from now on.
+    case storageReady(any ClipStorage)
 }
 
 /// An event began: motion confirmed.

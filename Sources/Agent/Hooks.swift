@@ -265,7 +265,7 @@ final class HookSink: EventSink {
         case .reloaded(let settings):
             programs.withLock { $0 = settings.hooks }
             runner.timeout = settings.hooks.timeout
-        case .motionStarted, .motionEnded, .clipsDeleted, .stats, .detection, .notice, .livePicture:
+        case .motionStarted, .motionEnded, .clipsDeleted, .stats, .detection, .notice, .livePicture, .storageReady:
             break
         }
     }

@@ -330,6 +330,38 @@ public enum ConfigSchema {
             "web.tls_key_file", .text, .text(""),
             "the certificate's private key, PEM, not encrypted (readable by the vigil user only)"
         ),
+        // upload
+        ConfigKey(
+            "upload.url", .text, .text(""),
+            "where finished clips are copied to: s3://BUCKET/PREFIX (S3 or a compatible server), sftp://USER@HOST[:PORT]/DIRECTORY, or https://HOST/PATH (WebDAV); each clip goes under PREFIX/<camera.name>/<its path under storage.path>. \"\": no uploads"
+        ),
+        ConfigKey(
+            "upload.endpoint", .text, .text(""),
+            "S3: the server's address (https://HOST[:PORT]) when it is not AWS; \"\": AWS (https://s3.<upload.region>.amazonaws.com)"
+        ),
+        ConfigKey("upload.region", .text, .text("us-east-1"), "S3: the bucket's region, which requests are signed for"),
+        ConfigKey(
+            "upload.access_key_file", .text, .text(""), "S3: a file holding the access key id on its first line"),
+        ConfigKey(
+            "upload.secret_key_file", .text, .text(""),
+            "S3: a file holding the secret access key on its first line (readable by the vigil user only)"),
+        ConfigKey(
+            "upload.ssh_key_file", .text, .text(""),
+            "SFTP: the private key to sign in with (OpenSSH format, no passphrase; readable by the vigil user only)"),
+        ConfigKey(
+            "upload.known_hosts_file", .text, .text(""),
+            "SFTP: the server's host key, as a known_hosts file (ssh-keyscan HOST > FILE): a server that shows another is refused"
+        ),
+        ConfigKey(
+            "upload.password_file", .text, .text(""),
+            "WebDAV: a file holding the password of the URL's user (https://USER@HOST/PATH) on its first line"),
+        ConfigKey(
+            "upload.delete_local_after", .number(-1...87600), .number(-1), unit: "hours",
+            "delete a clip on the board this long after its upload was verified, or -1 for never"),
+        ConfigKey(
+            "upload.bandwidth_kbit", .integer(0...10_000_000), .integer(0), unit: "kbit/s",
+            "the most uploads may send, or 0 for no limit"),
+        ConfigKey("upload.snapshots", .boolean, .boolean(true), "upload each clip's picture with it"),
     ]
 
     public static let sections: [String] = {

@@ -87,6 +87,7 @@ public struct Settings: Equatable, Sendable {
     public var overlay: Overlay
     public var mqtt: MQTT
     public var web: Web
+    public var upload: Upload
     /// The values they were made from, for `vigil check` and for messages.
     public var values: ConfigValues
 
@@ -248,6 +249,7 @@ public struct Settings: Equatable, Sendable {
             liveInterval: v.number("snapshot.live_interval"))
         mqtt = try Settings.mqtt(v, camera: camera.name, directory: directory)
         web = try Settings.web(v, directory: directory)
+        upload = try Settings.upload(v, directory: directory)
     }
 
     /// The shortest `snapshot.live_interval` but 0: each update rewrites and syncs `latest.jpg`.

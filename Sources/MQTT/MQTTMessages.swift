@@ -179,7 +179,7 @@ public struct MQTTMessages: Sendable {
             return [state(detecting: on)]
         case .livePicture(let jpeg):
             return [MQTTMessage(topic: live, payload: jpeg, retain: false, transient: true)]
-        case .reloaded, .notice:
+        case .reloaded, .notice, .storageReady:
             return []
         }
     }

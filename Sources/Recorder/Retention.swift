@@ -25,9 +25,12 @@ public enum DeletionReason: Equatable, Sendable, CustomStringConvertible {
 public struct Deletion: Equatable, Sendable {
     public var clip: StoredFile
     public var reason: DeletionReason
-    public init(clip: StoredFile, reason: DeletionReason) {
+    /// The clip was waiting to be uploaded (only a full disk deletes such a clip).
+    public var notUploaded: Bool
+    public init(clip: StoredFile, reason: DeletionReason, notUploaded: Bool = false) {
         self.clip = clip
         self.reason = reason
+        self.notUploaded = notUploaded
     }
 }
 
@@ -45,7 +48,8 @@ public struct Deletion: Equatable, Sendable {
 ///
 /// A clip counts with its picture (`StoredFile.totalSize`), and a clip moved aside as damaged
 /// counts as a clip. Never the clip being written (`protected`), never the newest clip saved
-/// (a damaged one is never that clip: no player opens it).
+/// (a damaged one is never that clip: no player opens it), and a clip waiting to be uploaded
+/// (`waiting`) only on a full disk.
 public struct RetentionPolicy: Equatable, Sendable {
     public var maxAgeDays: Int?
     public var maxSize: Int64?
@@ -74,7 +78,7 @@ public struct RetentionPolicy: Equatable, Sendable {
     /// what the agent knows of its wall clock (steps it saw) and decided before.
     public func decide(
         clips: [StoredFile], now: Date, freeBytes: Int64, protected: Set<String>, fullDisk need: Int64? = nil,
-        clock: RetentionClock = RetentionClock()
+        clock: RetentionClock = RetentionClock(), waiting: Set<String> = []
     ) -> Decision {
         // Each clip's age, from when its clock says it was recorded: decided while the clock
         // is plausible, and the dates that differ from the journal's written back.
@@ -99,6 +103,9 @@ public struct RetentionPolicy: Equatable, Sendable {
         if let newest = candidates.lastIndex(where: { !ClipNaming.isDamaged($0.relativePath) }) {
             candidates.remove(at: newest)
         }
+        // Clips not uploaded yet are held back from every rule but the full disk's.
+        let held = candidates.filter { waiting.contains($0.relativePath) }
+        candidates.removeAll { waiting.contains($0.relativePath) }
         var result: [Deletion] = []
         var total = clips.reduce(0) { $0 + $1.totalSize }
         var free = freeBytes
@@ -106,7 +113,8 @@ public struct RetentionPolicy: Equatable, Sendable {
             let clip = candidates.remove(at: index)
             total -= clip.totalSize
             free += clip.totalSize
-            result.append(Deletion(clip: clip, reason: reason))
+            result.append(
+                Deletion(clip: clip, reason: reason, notUploaded: waiting.contains(clip.relativePath)))
         }
         if let days = maxAgeDays {
             let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
@@ -118,7 +126,9 @@ public struct RetentionPolicy: Equatable, Sendable {
             while total > maxSize, !candidates.isEmpty { take(.storeLargerThan(bytes: maxSize)) }
         }
         if let need {
+            candidates = (candidates + held).sorted { order($0) < order($1) }
             while free < need, !candidates.isEmpty { take(.diskFull) }
+            candidates.removeAll { waiting.contains($0.relativePath) }
         }
         var shortfall: Int64?
         if free < minFree {
@@ -270,7 +280,7 @@ public struct ClipStore: Sendable {
     /// (a full disk must always free space), the others the journal names are not.
     public func sweep(
         _ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>, fullDisk need: Int64? = nil,
-        clock: RetentionClock = RetentionClock()
+        clock: RetentionClock = RetentionClock(), waiting: Set<String> = []
     ) -> Sweep {
         var sweep = Sweep(clock: clock)
         let journal: JournalIndex
@@ -289,7 +299,8 @@ public struct ClipStore: Sendable {
             return sweep
         }
         let decision = policy.decide(
-            clips: clips, now: now, freeBytes: free, protected: protected, fullDisk: need, clock: clock)
+            clips: clips, now: now, freeBytes: free, protected: protected, fullDisk: need, clock: clock,
+            waiting: waiting)
         sweep.clock = decision.clock
         // The dates clips age from, where the clock was wrong, go into their lines first: a
         // restart must not forget them.

@@ -39,6 +39,7 @@ enum CheckCommand: Command {
         guard let (path, settings) = loadSettings(arguments) else { return .config }
         if let warning = settings.mqtt.checkWarning { printError(warning) }
         if let warning = settings.web.checkWarning { printError(warning) }
+        if let warning = settings.upload.checkWarning { printError(warning) }
         if case .libcamera = settings.camera.device, let problem = LibcameraAvailability.problem() {
             printError("warning: \(problem); vigil run exits 69 until then")
         }

@@ -9,6 +9,7 @@ import Media
 import POSIX
 import Recorder
 import Storage
+import Upload
 import Web
 
 /// `vigil run [--config FILE]`: the agent, and the composition root: the one place that makes
@@ -94,6 +95,18 @@ enum RunCommand: Command {
             } catch {
                 log.error(
                     "web server off: it cannot start; recording goes on without it — fix what the error says, then restart",
+                    [("error", .string(error.description))])
+            }
+        }
+        // Uploads: a queue in the storage directory, sent by a thread of their own.
+        if settings.upload.enabled {
+            do {
+                environment.sinks.append(
+                    try UploadSink(
+                        settings: settings.upload, camera: settings.camera.name, log: log, timeZone: SystemTimeZone()))
+            } catch {
+                log.error(
+                    "uploads off: they cannot be set up; recording goes on without them",
                     [("error", .string(error.description))])
             }
         }

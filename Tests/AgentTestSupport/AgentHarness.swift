@@ -227,7 +227,7 @@ public final class EventRecorder: EventSink {
 extension AgentEvent {
     public enum Kind: Equatable, Sendable {
         case motionStarted, motionEnded, clipStarted, clipSaved, clipsDeleted, stats, reloaded, detection, notice
-        case livePicture
+        case livePicture, storageReady
     }
 
     public var kind: Kind {
@@ -242,6 +242,7 @@ extension AgentEvent {
         case .detection: .detection
         case .notice: .notice
         case .livePicture: .livePicture
+        case .storageReady: .storageReady
         }
     }
 }

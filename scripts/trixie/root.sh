@@ -141,6 +141,9 @@ if [ "$kind" = build ]; then
     started=$(date +%s)
     note "installing Debian's Swift and the build and test packages for amd64 and arm64"
     in_new dpkg --add-architecture arm64
+    # No manual pages: a -dev package installed for both architectures must ship the same
+    # shared files, and a binNMU's gzipped page differs (libpsl-dev, which libcurl's pulls in).
+    echo 'path-exclude=/usr/share/man/*' >"$new/etc/dpkg/dpkg.cfg.d/vigil-no-man"
     { in_new apt-get update -q && in_new apt-get install -y -q --no-install-recommends $build_packages; } \
         </dev/null >>"$log" 2>&1 || { tail -30 "$log" >&2; fail "apt-get install in the build root failed (log above)"; }
     version="$(in_new dpkg-query -W -f '${Version}' swiftlang)"

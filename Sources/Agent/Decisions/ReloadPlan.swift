@@ -7,7 +7,7 @@ import Configuration
 /// | `log.*`, `hooks.*` | at once (the next log line, the next hook run) |
 /// | `motion.*` (and the mask file), `recording.*`, `overlay.*`, `snapshot.*` | between events: the pipeline swaps its detector, event logic, pre-roll ring, overlay and picture settings only while no event is open, so a clip never mixes two configurations |
 /// | `storage.*` but `path` | from the next clip: the writer finishes the open clip under the name, and with the journal line and hooks, it began with; clips named by an earlier pattern stay known through the journal |
-/// | `camera.*` (its `name` too), `encoder.*`, `audio.*`, `mqtt.*`, `web.*`, `storage.path` | after a restart (said in the log): the devices and the encoder are opened once, and the storage directory is claimed, checked and repaired once |
+/// | `camera.*` (its `name` too), `encoder.*`, `audio.*`, `mqtt.*`, `web.*`, `upload.*`, `storage.path` | after a restart (said in the log): the devices and the encoder are opened once, and the storage directory is claimed, checked and repaired once |
 ///
 /// A value computed once per reload, from the settings before and after; no side effects.
 /// The agent acts on it, and hands it to the pipeline with the settings; reloads that come
@@ -23,7 +23,7 @@ public struct ReloadPlan: Sendable, Equatable {
     /// when a change to it applies.
     public static let sections: [(section: String, applies: Applies)] = [
         ("camera", .afterRestart), ("audio", .afterRestart), ("encoder", .afterRestart), ("mqtt", .afterRestart),
-        ("web", .afterRestart),
+        ("web", .afterRestart), ("upload", .afterRestart),
         ("storage.path", .afterRestart), ("log", .atOnce), ("hooks", .atOnce), ("motion", .betweenEvents),
         ("recording", .betweenEvents), ("overlay", .betweenEvents), ("snapshot", .betweenEvents),
         ("storage", .fromTheNextClip),
@@ -53,6 +53,7 @@ public struct ReloadPlan: Sendable, Equatable {
         if new.encoder != old.encoder { needsRestart.append("encoder") }
         if new.mqtt != old.mqtt { needsRestart.append("mqtt") }
         if new.web != old.web { needsRestart.append("web") }
+        if new.upload != old.upload { needsRestart.append("upload") }
         if new.storage.path != old.storage.path { needsRestart.append("storage.path") }
         logChanged = new.log != old.log
         detectionChanged = new.motion != old.motion || new.motionMask != old.motionMask
@@ -90,6 +91,7 @@ public struct ReloadPlan: Sendable, Equatable {
         applied.encoder = running.encoder
         applied.mqtt = running.mqtt
         applied.web = running.web
+        applied.upload = running.upload
         applied.storage.path = running.storage.path
         return applied
     }

@@ -22,7 +22,8 @@ public struct JournalSink: EventSink {
             do { try EventsJournal(storage: storage).prune { storage.exists($0) } } catch {
                 log.warning("events journal not shortened", [("error", .string(error.description))])
             }
-        case .motionStarted, .motionEnded, .clipStarted, .stats, .reloaded, .detection, .notice, .livePicture:
+        case .motionStarted, .motionEnded, .clipStarted, .stats, .reloaded, .detection, .notice, .livePicture,
+            .storageReady:
             break
         }
     }

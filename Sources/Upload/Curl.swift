@@ -1,0 +1,293 @@
+internal import CCurl
+import FoundationEssentials
+import Media
+import QuickTime
+import Synchronization
+
+/// One request through libcurl: what is sent, to where, signed or signed in how.
+struct CurlRequest {
+    var url: String
+    var method: Method
+    var headers: [String] = []
+    /// S3: `aws:amz:REGION:s3` and `ACCESS:SECRET`; libcurl signs the request (SigV4).
+    var awsSignature: (provider: String, credentials: String)? = nil
+    /// HTTP: a user and password, by whatever scheme the server asks for (Basic, Digest).
+    var login: (user: String, password: String)? = nil
+    /// SFTP: the user, the private key, and the known host keys the server's must be among.
+    var ssh: (user: String, keyFile: String, knownHosts: String)? = nil
+    /// SFTP: commands run after the transfer (`rename "A" "B"`; a leading `*` ignores a failure).
+    var afterTransfer: [String] = []
+    /// SFTP: make the directories the path names when they are missing.
+    var createDirectories = false
+
+    enum Method {
+        /// Sends the body (a file, streamed as libcurl asks for it).
+        case put(FileBody)
+        /// The response's status and headers, no body (for SFTP: the file's size).
+        case head
+        /// GET, or a method of WebDAV (MKCOL, MOVE) with no body.
+        case other(String)
+    }
+}
+
+/// What came back.
+struct CurlResponse {
+    /// The HTTP status (0 for SFTP).
+    var status: Int
+    /// The headers, names in lower case.
+    var headers: [String: String]
+    /// The start of the body (error documents; at most `CurlTransfer.bodyLimit` bytes).
+    var body: [UInt8]
+    /// Bytes of the request's body sent.
+    var sent: Int64
+    /// The size the server reported (SFTP: of the file; HTTP: Content-Length), or -1.
+    var contentLength: Int64
+
+    /// The `<Code>` of an S3 error document, when there is one.
+    var s3ErrorCode: String? {
+        let text = String(decoding: body, as: UTF8.self)
+        guard let open = text.firstRange(of: "<Code>"), let close = text.firstRange(of: "</Code>"),
+            open.upperBound <= close.lowerBound
+        else { return nil }
+        return String(text[open.upperBound..<close.lowerBound])
+    }
+}
+
+/// libcurl failed before a response came: the network, a timeout, the server's key, a file.
+struct CurlFailure: Error, CustomStringConvertible {
+    var code: Int
+    var message: String
+    /// The local file could not be read while sent.
+    var fileError: FileError?
+    /// The transfer was stopped (the agent stops).
+    var stopped = false
+
+    var description: String { fileError?.description ?? message }
+
+    /// Whether a later try may go differently: anything but a refused host key or login.
+    var isAuthentication: Bool {
+        code == Int(CURLE_PEER_FAILED_VERIFICATION.rawValue) || code == Int(CURLE_LOGIN_DENIED.rawValue)
+            || code == Int(CURLE_SSL_CACERT_BADFILE.rawValue)
+    }
+}
+
+/// A switch one thread turns on and another looks at.
+final class StopSwitch: Sendable {
+    private let on = Atomic(false)
+    func turnOn() { on.store(true, ordering: .relaxed) }
+    var isOn: Bool { on.load(ordering: .relaxed) }
+}
+
+/// A file sent as a request's body, read as libcurl asks for it: never whole in memory.
+final class FileBody {
+    let file: any MovieFile
+    let size: Int64
+    /// The file as people know it, for messages.
+    let path: String
+    var offset: Int64 = 0
+    var failure: FileError?
+
+    init(file: any MovieFile, size: Int64, path: String) {
+        self.file = file
+        self.size = size
+        self.path = path
+    }
+}
+
+/// libcurl's easy interface, one handle per uploader thread (reused: its connections are kept
+/// between requests). Never shared between threads.
+final class CurlTransfer {
+    private let handle: UnsafeMutableRawPointer
+    /// How long connecting may take, and how long a transfer may go slower than a byte a
+    /// second before it is given up (a server that hangs).
+    let connectTimeout: Int
+    let stallTimeout: Int
+    /// The most bytes a second sent, 0 for no limit.
+    var maxSendRate: Int64 = 0
+    /// Turned on from another thread to end a transfer under way.
+    let stop = StopSwitch()
+
+    static let bodyLimit = 64 << 10
+
+    /// libcurl's global setup, once, before any handle.
+    private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+    init(connectTimeout: Int = 20, stallTimeout: Int = 60) throws(CurlFailure) {
+        guard Self.initialized, let handle = curl_easy_init() else {
+            throw CurlFailure(code: -1, message: "libcurl cannot be set up (curl_global_init or curl_easy_init failed)")
+        }
+        self.handle = handle
+        self.connectTimeout = connectTimeout
+        self.stallTimeout = stallTimeout
+    }
+
+    deinit { curl_easy_cleanup(handle) }
+
+    /// libcurl's version line, for the log.
+    static var version: String { String(cString: curl_version()) }
+
+    /// What a transfer reads from and writes to while it goes: handed to libcurl's callbacks.
+    private final class Exchange {
+        var headers: [String: String] = [:]
+        var body: [UInt8] = []
+        var upload: FileBody?
+        let stop: StopSwitch
+
+        init(stop: StopSwitch, upload: FileBody?) {
+            self.stop = stop
+            self.upload = upload
+        }
+    }
+
+    func perform(_ request: CurlRequest) throws(CurlFailure) -> CurlResponse {
+        curl_easy_reset(handle)
+        var upload: FileBody?
+        if case .put(let body) = request.method { upload = body }
+        let exchange = Exchange(stop: stop, upload: upload)
+        let context = Unmanaged.passUnretained(exchange).toOpaque()
+        var list: UnsafeMutablePointer<curl_slist>?
+        var quote: UnsafeMutablePointer<curl_slist>?
+        defer {
+            curl_slist_free_all(list)
+            curl_slist_free_all(quote)
+        }
+        var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
+        let handle = self.handle
+        let result: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errors in
+            func long(_ option: CURLoption, _ value: Int) { _ = vigil_curl_set_long(handle, option, value) }
+            func text(_ option: CURLoption, _ value: String) {
+                _ = value.withCString { vigil_curl_set_pointer(handle, option, $0) }
+            }
+            _ = vigil_curl_set_pointer(handle, CURLOPT_ERRORBUFFER, errors.baseAddress)
+            text(CURLOPT_URL, request.url)
+            long(CURLOPT_NOSIGNAL, 1)
+            long(CURLOPT_CONNECTTIMEOUT, connectTimeout)
+            long(CURLOPT_LOW_SPEED_LIMIT, 1)
+            long(CURLOPT_LOW_SPEED_TIME, stallTimeout)
+            // Redirects are not followed: a signed request is for one address.
+            long(CURLOPT_FOLLOWLOCATION, 0)
+            _ = vigil_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)
+            _ = vigil_curl_set_function(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
+                let bytes = size * count
+                guard let buffer, let context else { return bytes }
+                let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
+                let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: bytes), as: UTF8.self)
+                // A new response (after 100 Continue, or a 401 before signing in) starts afresh.
+                if line.hasPrefix("HTTP/") { exchange.headers = [:] }
+                if let colon = line.firstIndex(of: ":"), exchange.headers.count < 200 {
+                    let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
+                    exchange.headers[line[..<colon].lowercased()] = String(
+                        value.reversed().drop { $0 == "\r" || $0 == "\n" || $0 == " " }.reversed())
+                }
+                return bytes
+            }
+            _ = vigil_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
+            _ = vigil_curl_set_function(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
+                let bytes = size * count
+                guard let buffer, let context else { return bytes }
+                let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
+                let room = max(0, CurlTransfer.bodyLimit - exchange.body.count)
+                exchange.body += UnsafeRawBufferPointer(start: buffer, count: min(bytes, room))
+                return bytes
+            }
+            // Progress: where a transfer under way is told to stop.
+            long(CURLOPT_NOPROGRESS, 0)
+            _ = vigil_curl_set_pointer(handle, CURLOPT_XFERINFODATA, context)
+            _ = vigil_curl_set_progress(handle) { context, _, _, _, _ in
+                guard let context else { return 0 }
+                return Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue().stop.isOn
+                    ? 1 : 0
+            }
+            switch request.method {
+            case .put(let body):
+                long(CURLOPT_UPLOAD, 1)
+                _ = vigil_curl_set_offset(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(body.size))
+                _ = vigil_curl_set_pointer(handle, CURLOPT_READDATA, context)
+                _ = vigil_curl_set_function(handle, CURLOPT_READFUNCTION) { buffer, size, count, context in
+                    guard let buffer, let context,
+                        let body = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue().upload
+                    else { return Int(CURL_READFUNC_ABORT) }
+                    return body.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+                }
+                _ = vigil_curl_set_pointer(handle, CURLOPT_SEEKDATA, context)
+                _ = vigil_curl_set_seek(handle) { context, offset, origin in
+                    guard let context, origin == SEEK_SET,
+                        let body = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue().upload,
+                        (0...body.size).contains(Int64(offset))
+                    else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
+                    body.offset = Int64(offset)
+                    return Int32(CURL_SEEKFUNC_OK)
+                }
+                if maxSendRate > 0 {
+                    _ = vigil_curl_set_offset(handle, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(maxSendRate))
+                }
+            case .head:
+                long(CURLOPT_NOBODY, 1)
+            case .other(let method):
+                if method != "GET" { text(CURLOPT_CUSTOMREQUEST, method) }
+            }
+            for header in request.headers { list = curl_slist_append(list, header) }
+            if let list { _ = vigil_curl_set_pointer(handle, CURLOPT_HTTPHEADER, list) }
+            if let (provider, credentials) = request.awsSignature {
+                text(CURLOPT_AWS_SIGV4, provider)
+                text(CURLOPT_USERPWD, credentials)
+            }
+            if let (user, password) = request.login {
+                text(CURLOPT_USERNAME, user)
+                text(CURLOPT_PASSWORD, password)
+                long(CURLOPT_HTTPAUTH, Int(vigil_curl_auth_any))
+            }
+            if let (user, key, knownHosts) = request.ssh {
+                text(CURLOPT_USERNAME, user)
+                text(CURLOPT_SSH_PRIVATE_KEYFILE, key)
+                text(CURLOPT_SSH_KNOWNHOSTS, knownHosts)
+                long(CURLOPT_SSH_AUTH_TYPES, Int(CURLSSH_AUTH_PUBLICKEY))
+            }
+            if request.createDirectories {
+                long(CURLOPT_FTP_CREATE_MISSING_DIRS, Int(CURLFTP_CREATE_DIR_RETRY.rawValue))
+            }
+            for command in request.afterTransfer { quote = curl_slist_append(quote, command) }
+            if let quote { _ = vigil_curl_set_pointer(handle, CURLOPT_POSTQUOTE, quote) }
+            return curl_easy_perform(handle)
+        }
+        var status = 0
+        var sent: curl_off_t = 0
+        var length: curl_off_t = -1
+        _ = vigil_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        _ = vigil_curl_get_offset(handle, CURLINFO_SIZE_UPLOAD_T, &sent)
+        _ = vigil_curl_get_offset(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+        guard result == CURLE_OK else {
+            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            let message = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
+            throw CurlFailure(
+                code: Int(result.rawValue), message: message, fileError: upload?.failure,
+                stopped: result == CURLE_ABORTED_BY_CALLBACK && stop.isOn)
+        }
+        return CurlResponse(
+            status: status, headers: exchange.headers, body: exchange.body, sent: Int64(sent),
+            contentLength: Int64(length))
+    }
+}
+
+extension FileBody {
+    /// Fills `buffer` from the file where the body stands: the count read, 0 at the end, or
+    /// libcurl's abort when the file cannot be read or is shorter than it was.
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+        let want = min(buffer.count, Int(max(0, size - offset)))
+        guard want > 0 else { return 0 }
+        do {
+            let bytes = try file.read(at: UInt64(offset), count: want)
+            guard !bytes.isEmpty else {
+                failure = FileError(
+                    path: path, operation: "read", reason: "the file is shorter than when its upload began")
+                return Int(CURL_READFUNC_ABORT)
+            }
+            bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            offset += Int64(bytes.count)
+            return bytes.count
+        } catch {
+            failure = error
+            return Int(CURL_READFUNC_ABORT)
+        }
+    }
+}

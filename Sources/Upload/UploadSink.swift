@@ -1,0 +1,301 @@
+import Agent
+import Configuration
+import FoundationEssentials
+import Logging
+import Media
+import POSIX
+import Recorder
+
+/// Uploads as one of the agent's sinks: each saved clip is queued in `uploads.jsonl` (a line,
+/// synced, on the writer's thread, before the next clip), and a thread of its own sends the
+/// queue oldest first, one clip at a time, each verified on the server before its `uploaded`
+/// line is written. A failure is tried again after 1 s, doubling to 10 minutes; recording never
+/// waits for any of it. The queue outlives the agent: a clip queued and not uploaded when the
+/// agent stops (or is killed, or loses power) is uploaded when it runs again.
+///
+/// `@unchecked Sendable`: the mutable state is guarded by `condition`; `store` is used by
+/// the upload thread alone.
+public final class UploadSink: EventSink, @unchecked Sendable {
+    let settings: Settings.Upload
+    let log: Logger
+    let wallNow: @Sendable () -> Date
+    let timeZone: any LocalTimeZone
+    private let store: RemoteStore
+    private let condition = Condition()
+    /// Guarded by `condition`.
+    private var state = State()
+
+    struct State {
+        /// The queue, once the storage directory is the agent's (`storageReady`).
+        var journal: UploadJournal?
+        var storage: (any ClipStorage)?
+        var stopping = false
+        var thread: JoinableThread?
+        /// When the next try may be (the monotonic clock), and the wait after a failure.
+        var nextTry = 0.0
+        var backoff = Self.firstBackoff
+        /// The failures in a row, and what the last said (logged when it changes).
+        var failures = 0
+        var lastProblem: String?
+
+        static let firstBackoff = 1.0
+        static let longestBackoff = 600.0
+    }
+
+    /// Counts since the agent started, for tests and the stats.
+    public struct Counts: Sendable, Equatable {
+        public var uploaded = 0
+        public var bytes: Int64 = 0
+        public var failures = 0
+        public var waiting = 0
+    }
+    private var counts = Counts()
+
+    /// `connectTimeout` and `stallTimeout` (seconds): how long connecting may take, and how
+    /// long a transfer may send nothing, before the try is given up.
+    public init(
+        settings: Settings.Upload, camera: String, log: Logger, wallNow: @escaping @Sendable () -> Date = { Date() },
+        timeZone: any LocalTimeZone, connectTimeout: Int = 20, stallTimeout: Int = 60
+    ) throws(UploadSetupError) {
+        guard let destination = settings.destination else {
+            throw UploadSetupError(description: "upload.url is not set")
+        }
+        let transfer: CurlTransfer
+        do { transfer = try CurlTransfer(connectTimeout: connectTimeout, stallTimeout: stallTimeout) } catch {
+            throw UploadSetupError(description: error.description)
+        }
+        if let kbit = settings.bandwidthKbit { transfer.maxSendRate = Int64(kbit) * 1000 / 8 }
+        self.settings = settings
+        self.log = log.with(("component", "upload"))
+        self.wallNow = wallNow
+        self.timeZone = timeZone
+        store = RemoteStore(
+            destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer)
+    }
+
+    /// What the queue holds now: the files waiting, oldest first.
+    public var backlog: [String] { condition.withLock { state.journal?.backlog ?? [] } }
+
+    public var uploadCounts: Counts { condition.withLock { counts } }
+
+    public func handle(_ event: AgentEvent) {
+        switch event {
+        case .storageReady(let storage):
+            start(storage)
+        case .clipSaved(let saved):
+            queue(saved.record.file, in: saved.storage)
+        case .clipsDeleted(let deleted):
+            let gone = condition.withLock {
+                deleted.deletions.filter { state.journal?.waits($0.clip.relativePath) ?? false }
+            }
+            for deletion in gone {
+                append(
+                    UploadRecord(
+                        deleted: deletion.clip.relativePath, at: timestamp(),
+                        reason: deletion.reason.description + ", before its upload"),
+                    in: deleted.storage)
+            }
+        default:
+            break
+        }
+    }
+
+    /// The storage directory is the agent's: the queue is read (and written anew when it has
+    /// grown long), and the thread starts on it (once; later, after an outage, it is woken).
+    private func start(_ storage: any ClipStorage) {
+        let started = condition.withLock { state.thread != nil }
+        guard !started else {
+            condition.withLock { condition.broadcast() }
+            return
+        }
+        var journal: UploadJournal
+        do { journal = UploadJournal(try storage.read(UploadJournal.name) ?? []) } catch {
+            log.error(
+                "the upload queue cannot be read; uploads wait until it can — check the file's permissions",
+                [("path", .string(storage.path(UploadJournal.name))), ("error", .string(error.description))])
+            return
+        }
+        if journal.wantsCompacting {
+            let text = journal.compacted.flatMap(UploadJournal.line)
+            do {
+                try storage.replace(UploadJournal.name, with: text)
+                journal = UploadJournal(text)
+            } catch {
+                log.warning("the upload queue was not shortened", [("error", .string(error.description))])
+            }
+        }
+        log.info(
+            "uploading clips",
+            [
+                ("to", .string(settings.destination?.display ?? "")), ("waiting", .int(journal.backlogCount)),
+                ("libcurl", .string(CurlTransfer.version)),
+            ])
+        condition.withLock {
+            state.journal = journal
+            state.storage = storage
+            counts.waiting = journal.backlogCount
+        }
+        if let problem = settings.problem {
+            log.error(
+                "uploads wait: a file they need cannot be read; clips are queued and uploaded once it is put right and the agent restarted",
+                [("problem", .string(problem.description))])
+            return
+        }
+        let thread = startThread("upload") { [self] in run() }
+        condition.withLock { state.thread = thread }
+    }
+
+    /// A clip saved: a `queued` line for it, and the thread woken.
+    private func queue(_ file: String, in storage: any ClipStorage) {
+        append(UploadRecord(queued: file, at: timestamp()), in: storage)
+    }
+
+    /// Appends a line to the queue (synced) and takes it into the one in memory.
+    private func append(_ record: UploadRecord, in storage: any ClipStorage) {
+        do {
+            try storage.append(UploadJournal.line(record), to: UploadJournal.name)
+        } catch {
+            log.error(
+                "the upload queue cannot be written; the clip is uploaded only if the agent runs until then",
+                [
+                    ("file", .string(record.file ?? "")), ("path", .string(storage.path(UploadJournal.name))),
+                    ("error", .string(error.description)),
+                ])
+        }
+        condition.withLock {
+            guard state.journal != nil, state.storage?.root == storage.root else { return }
+            state.journal?.apply(record)
+            counts.waiting = state.journal?.backlogCount ?? 0
+            condition.broadcast()
+        }
+    }
+
+    public func finish() {
+        let thread = condition.withLock {
+            state.stopping = true
+            condition.broadcast()
+            return state.thread
+        }
+        store.transfer.stop.turnOn()
+        if let thread, !thread.join(timeout: 5) {
+            log.warning("an upload was still going when the agent stopped; it starts again next time")
+        }
+    }
+
+    // MARK: The upload thread
+
+    private func run() {
+        while let (file, storage) = next() {
+            let result: Result<UploadReceipt, UploadProblem>
+            do throws(UploadProblem) {
+                var receipt = try store.upload(file, from: storage)
+                if settings.snapshots {
+                    let picture = ClipNaming.snapshotPath(of: file)
+                    if picture != file, storage.exists(picture) {
+                        let sent = try store.upload(picture, from: storage)
+                        receipt.seconds += sent.seconds
+                    }
+                }
+                result = .success(receipt)
+            } catch {
+                result = .failure(error)
+            }
+            switch result {
+            case .success(let receipt):
+                uploaded(file, receipt, in: storage)
+            case .failure(.stopped):
+                return
+            case .failure(.fileGone(let why)):
+                // The directory must be there for a missing file to be gone (not a disk unmounted).
+                if (try? storage.read(UploadJournal.name)) != nil {
+                    log.warning(
+                        "a queued clip is not on the board any more; not uploaded",
+                        [("file", .string(file)), ("why", .string(why))])
+                    append(
+                        UploadRecord(deleted: file, at: timestamp(), reason: "not on the board when its upload began"),
+                        in: storage)
+                } else {
+                    failed(file, why)
+                }
+            case .failure(let problem):
+                failed(file, problem.description)
+            }
+        }
+    }
+
+    /// The next file to send, waiting for one (or for the time of the next try); nil when the
+    /// agent stops.
+    private func next() -> (String, any ClipStorage)? {
+        condition.withLock {
+            while !state.stopping {
+                let now = Condition.now()
+                if let storage = state.storage, let file = state.journal?.backlog.first {
+                    if now >= state.nextTry { return (file, storage) }
+                    condition.wait(seconds: state.nextTry - now)
+                } else {
+                    condition.wait()
+                }
+            }
+            return nil
+        }
+    }
+
+    private func uploaded(_ file: String, _ receipt: UploadReceipt, in storage: any ClipStorage) {
+        append(
+            UploadRecord(
+                uploaded: file, at: timestamp(), url: receipt.url, bytes: UInt64(receipt.bytes),
+                seconds: (receipt.seconds * 1000).rounded() / 1000),
+            in: storage)
+        let recovered = condition.withLock {
+            defer {
+                state.failures = 0
+                state.lastProblem = nil
+                state.backoff = State.firstBackoff
+                state.nextTry = 0
+                counts.uploaded += 1
+                counts.bytes += receipt.bytes
+            }
+            return state.failures
+        }
+        if recovered > 0 { log.info("uploads work again", [("failed_tries", .int(recovered))]) }
+        log.info(
+            "clip uploaded",
+            [
+                ("file", .string(file)), ("url", .string(receipt.url)), ("bytes", .int(receipt.bytes)),
+                ("seconds", .seconds(receipt.seconds)),
+                ("waiting", .int(condition.withLock { state.journal?.backlogCount ?? 0 })),
+            ])
+    }
+
+    private func failed(_ file: String, _ problem: String) {
+        let (delay, repeated, failures) = condition.withLock {
+            let delay = state.backoff
+            state.nextTry = Condition.now() + delay
+            state.backoff = min(State.longestBackoff, delay * 2)
+            state.failures += 1
+            counts.failures += 1
+            defer { state.lastProblem = problem }
+            return (delay, state.lastProblem == problem, state.failures)
+        }
+        // Each new problem is an error line; the same one again only now and then.
+        if !repeated || failures.isPowerOfTwo {
+            log.error(
+                "upload failed; the clip stays queued and is tried again",
+                [
+                    ("file", .string(file)), ("error", .string(problem)), ("retry_in", .seconds(delay)),
+                    ("failed_tries", .int(failures)),
+                ])
+        }
+    }
+
+    private func timestamp() -> String { ClipRecord.timestamp(wallNow(), timeZone: timeZone) }
+}
+
+/// Uploads cannot be set up at all (libcurl fails to start).
+public struct UploadSetupError: Error, CustomStringConvertible {
+    public var description: String
+}
+
+extension Int {
+    fileprivate var isPowerOfTwo: Bool { self > 0 && (self & (self - 1)) == 0 }
+}
