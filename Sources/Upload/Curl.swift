@@ -64,11 +64,10 @@ struct CurlFailure: Error, CustomStringConvertible {
 
     var description: String { fileError?.description ?? message }
 
-    /// Whether a later try may go differently: anything but a refused host key or login.
-    var isAuthentication: Bool {
-        code == Int(CURLE_PEER_FAILED_VERIFICATION.rawValue) || code == Int(CURLE_LOGIN_DENIED.rawValue)
-            || code == Int(CURLE_SSL_CACERT_BADFILE.rawValue)
-    }
+    /// The server's certificate or SSH host key was not the one expected.
+    var isPeerRefused: Bool { code == Int(CURLE_PEER_FAILED_VERIFICATION.rawValue) }
+    /// The server refused to sign us in (SSH: the key).
+    var isLoginDenied: Bool { code == Int(CURLE_LOGIN_DENIED.rawValue) }
 }
 
 /// A switch one thread turns on and another looks at.
@@ -235,7 +234,7 @@ final class CurlTransfer {
             if let (user, password) = request.login {
                 text(CURLOPT_USERNAME, user)
                 text(CURLOPT_PASSWORD, password)
-                long(CURLOPT_HTTPAUTH, Int(vigil_curl_auth_any))
+                long(CURLOPT_HTTPAUTH, Int(bitPattern: UInt(vigil_curl_auth_any)))
             }
             if let (user, key, knownHosts) = request.ssh {
                 text(CURLOPT_USERNAME, user)

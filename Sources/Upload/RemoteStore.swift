@@ -200,7 +200,7 @@ final class RemoteStore {
     // MARK: WebDAV
 
     /// Makes the directories (MKCOL), PUTs `NAME.part`, MOVEs it to `NAME`, and reads the size
-    /// back (HEAD).
+    /// back (PROPFIND).
     private func webdav(_ body: FileBody, base: String, name: String) throws(UploadProblem) -> String {
         let login = credentials.password.map { password in
             (user: Self.webdavUser(destination) ?? "", password: password)
@@ -228,13 +228,29 @@ final class RemoteStore {
                 url: url + ".part", method: .other("MOVE"), headers: ["Destination: \(url)", "Overwrite: T"],
                 login: login))
         guard (200..<300).contains(move.status) else { throw webdavProblem(move, doing: "MOVE", url: url + ".part") }
-        let head = try perform(CurlRequest(url: url, method: .head, login: login))
-        guard head.status == 200, head.contentLength == body.size else {
+        // The size as the server lists it (PROPFIND, which every WebDAV server answers; some
+        // answer a HEAD that must be signed in to with a body, which breaks the connection).
+        let listing = try perform(
+            CurlRequest(
+                url: url, method: .other("PROPFIND"),
+                headers: ["Depth: 0", "Content-Type: application/xml"], login: login))
+        let size = Self.contentLength(inPropfind: listing.body)
+        guard listing.status == 207, size == body.size else {
             throw .failed(
-                "\(url) is \(head.status == 200 ? "\(head.contentLength) bytes" : "not there (HTTP \(head.status))") on the server after the upload, not \(body.size) bytes"
+                "\(url) is \(listing.status == 207 ? "\(size.map(String.init) ?? "of no size") bytes" : "not there (HTTP \(listing.status))") on the server after the upload, not \(body.size) bytes"
             )
         }
         return url
+    }
+
+    /// The `getcontentlength` property of a PROPFIND answer (whatever its namespace prefix).
+    static func contentLength(inPropfind body: [UInt8]) -> Int64? {
+        let text = String(decoding: body, as: UTF8.self)
+        guard let property = text.firstRange(of: "getcontentlength"),
+            let open = text[property.upperBound...].firstIndex(of: ">")
+        else { return nil }
+        let digits = text[text.index(after: open)...].drop { $0 == " " || $0 == "\n" }.prefix { $0.isNumber }
+        return Int64(digits)
     }
 
     private static func webdavUser(_ destination: UploadDestination) -> String? {
@@ -260,9 +276,19 @@ final class RemoteStore {
         do { return try transfer.perform(request) } catch {
             if error.stopped { throw .stopped }
             if let fileError = error.fileError { throw .failed("the clip cannot be read: \(fileError)") }
-            if error.isAuthentication {
+            if let ssh = request.ssh, error.isPeerRefused {
                 throw .refused(
-                    "\(request.url): \(error.message) — check upload.ssh_key_file and upload.known_hosts_file (ssh-keyscan HOST), or the credentials"
+                    "\(request.url): the server's host key is not the one \(ssh.knownHosts) (upload.known_hosts_file) has for it — if it is the right server, add its key: ssh-keyscan -p PORT HOST >> \(ssh.knownHosts)"
+                )
+            }
+            if let ssh = request.ssh, error.isLoginDenied {
+                throw .refused(
+                    "\(request.url): the server refused the key \(ssh.keyFile) (upload.ssh_key_file) for \(ssh.user) — put its public key in that user's ~/.ssh/authorized_keys on the server"
+                )
+            }
+            if error.isPeerRefused {
+                throw .refused(
+                    "\(request.url): \(error.message) — the server's certificate is not trusted by this machine (install its CA in /usr/local/share/ca-certificates and run update-ca-certificates)"
                 )
             }
             throw .failed("\(request.url): \(error.message)")
