@@ -172,6 +172,12 @@ let package = Package(
                 "MQTT", "Agent", "Configuration", "H264", "Media", "Capture", "Logging", "Recorder", "TestSupport",
                 "AgentTestSupport",
             ]),
+        // Against real servers on loopback: SeaweedFS (S3), OpenSSH (SFTP), wsgidav (WebDAV).
+        .testTarget(
+            name: "UploadTests",
+            dependencies: [
+                "Upload", "Agent", "Configuration", "Logging", "Media", "Recorder", "Storage", "TestSupport",
+            ]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(
             name: "CommandTests", dependencies: ["QuickTime", "Storage", "Media", "Capture", "Recorder", "TestSupport"]),

@@ -103,6 +103,18 @@ public struct ClipSaved: Sendable {
     public var storage: any ClipStorage
     /// The picture of its peak frame (`record.snapshot`), as written beside it.
     public var snapshotJPEG: [UInt8]? = nil
+
+    public init(
+        record: ClipRecord, path: String, origin: Origin, reason: ClipClosing.Reason? = nil, storage: any ClipStorage,
+        snapshotJPEG: [UInt8]? = nil
+    ) {
+        self.record = record
+        self.path = path
+        self.origin = origin
+        self.reason = reason
+        self.storage = storage
+        self.snapshotJPEG = snapshotJPEG
+    }
 }
 
 /// Clips retention deleted in one sweep.

@@ -107,6 +107,8 @@ final class CurlTransfer {
     let stop = StopSwitch()
 
     static let bodyLimit = 64 << 10
+    /// The upload buffer with a send rate (libcurl's smallest).
+    static let limitedBuffer = 16 << 10
 
     /// libcurl's global setup, once, before any handle.
     private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
@@ -218,7 +220,13 @@ final class CurlTransfer {
                     return Int32(CURL_SEEKFUNC_OK)
                 }
                 if maxSendRate > 0 {
+                    // libcurl keeps to the rate by pausing between buffers: small ones, and a
+                    // stall allowed to outlast a pause.
                     _ = vigil_curl_set_offset(handle, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(maxSendRate))
+                    long(CURLOPT_UPLOAD_BUFFERSIZE, Self.limitedBuffer)
+                    long(
+                        CURLOPT_LOW_SPEED_TIME,
+                        max(stallTimeout, Int(2 * Int64(Self.limitedBuffer) / maxSendRate) + 2))
                 }
             case .head:
                 long(CURLOPT_NOBODY, 1)

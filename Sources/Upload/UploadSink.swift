@@ -39,8 +39,10 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         var lastProblem: String?
 
         static let firstBackoff = 1.0
-        static let longestBackoff = 600.0
     }
+
+    /// The longest wait between tries: the wait doubles from 1 s up to it.
+    let longestWait: Double
 
     /// Counts since the agent started, for tests and the stats.
     public struct Counts: Sendable, Equatable {
@@ -52,10 +54,11 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     private var counts = Counts()
 
     /// `connectTimeout` and `stallTimeout` (seconds): how long connecting may take, and how
-    /// long a transfer may send nothing, before the try is given up.
+    /// long a transfer may send nothing, before the try is given up; `longestWait`: the
+    /// longest wait between tries (10 minutes).
     public init(
         settings: Settings.Upload, camera: String, log: Logger, wallNow: @escaping @Sendable () -> Date = { Date() },
-        timeZone: any LocalTimeZone, connectTimeout: Int = 20, stallTimeout: Int = 60
+        timeZone: any LocalTimeZone, connectTimeout: Int = 20, stallTimeout: Int = 60, longestWait: Double = 600
     ) throws(UploadSetupError) {
         guard let destination = settings.destination else {
             throw UploadSetupError(description: "upload.url is not set")
@@ -66,6 +69,7 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         }
         if let kbit = settings.bandwidthKbit { transfer.maxSendRate = Int64(kbit) * 1000 / 8 }
         self.settings = settings
+        self.longestWait = longestWait
         self.log = log.with(("component", "upload"))
         self.wallNow = wallNow
         self.timeZone = timeZone
@@ -271,7 +275,7 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         let (delay, repeated, failures) = condition.withLock {
             let delay = state.backoff
             state.nextTry = Condition.now() + delay
-            state.backoff = min(State.longestBackoff, delay * 2)
+            state.backoff = min(longestWait, delay * 2)
             state.failures += 1
             counts.failures += 1
             defer { state.lastProblem = problem }

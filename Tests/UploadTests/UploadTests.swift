@@ -1,0 +1,369 @@
+import Agent
+import Configuration
+import Foundation
+import Logging
+import Media
+import Recorder
+import Storage
+import TestSupport
+import Testing
+import Upload
+
+/// Clips copied off the board to real servers on loopback — SeaweedFS (S3), OpenSSH (SFTP),
+/// wsgidav (WebDAV) — by the agent's upload sink, fed the events the agent sends it.
+@Suite(.enabled(if: TestServers.required, "the test servers are not installed: run scripts/test-servers.sh"))
+struct UploadTests {
+    /// The storage directory of a board with `count` saved clips (each with its picture), and
+    /// the sink's events for them.
+    struct Board {
+        let directory: TemporaryDirectory
+        let storage: DiskStorage
+        var clips: [String] = []
+
+        init(_ directory: TemporaryDirectory, clips count: Int, gops: Int = 2) throws {
+            self.directory = directory
+            storage = DiskStorage(root: directory.file("clips"))
+            try storage.createRoot()
+            for index in 0..<count {
+                let file = String(format: "2026-12-04/shed-20261204-12%04d.mov", index)
+                try TestClips.write(
+                    file, into: storage, created: Date(timeIntervalSince1970: 1_796_000_000), gops: gops)
+                // A picture beside it (bytes that differ from clip to clip).
+                try Data((0..<2000).map { UInt8(truncatingIfNeeded: $0 * 7 + index) }).write(
+                    to: URL(fileURLWithPath: storage.path(ClipNaming.snapshotPath(of: file))))
+                clips.append(file)
+            }
+        }
+
+        func saved(_ file: String) -> AgentEvent {
+            let size = (try? FileManager.default.attributesOfItem(atPath: storage.path(file))[.size] as? Int) ?? 0
+            let record = ClipRecord(
+                file: file, camera: "shed", start: "2026-12-04T12:00:00.000+00:00",
+                end: "2026-12-04T12:00:01.000+00:00",
+                cause: .motion, triggerTime: nil, triggerSourceSeconds: nil, preRollSeconds: nil, durationSeconds: 0.8,
+                frames: 20, audioFrames: 0, bytes: UInt64(size), peakScore: nil, part: 1)
+            return .clipSaved(ClipSaved(record: record, path: storage.path(file), origin: .closed, storage: storage))
+        }
+
+        func bytes(_ file: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: storage.path(file))) }
+
+        var queue: UploadJournal {
+            UploadJournal((try? storage.read(UploadJournal.name)) ?? [])
+        }
+    }
+
+    /// The upload settings of `lines` (the `upload` group's), loaded as `vigil run` loads them.
+    static func settings(_ lines: String, in directory: TemporaryDirectory) throws -> Settings.Upload {
+        let path = directory.file("vigil.conf")
+        try "camera = { name = \"shed\"; };\nupload = {\n\(lines)\n};\n".write(
+            toFile: path, atomically: true, encoding: .utf8)
+        return try Settings.load(path: path).upload
+    }
+
+    static func s3Settings(
+        _ server: S3Server, in directory: TemporaryDirectory, secret: String? = nil, extra: String = ""
+    )
+        throws -> Settings.Upload
+    {
+        try (server.accessKey + "\n").write(toFile: directory.file("access"), atomically: true, encoding: .utf8)
+        try ((secret ?? server.secretKey) + "\n").write(
+            toFile: directory.file("secret"), atomically: true, encoding: .utf8)
+        return try settings(
+            """
+            url = "s3://\(server.bucket)/fleet"; endpoint = "\(server.endpoint)"; region = "\(server.region)";
+            access_key_file = "access"; secret_key_file = "secret"; \(extra)
+            """, in: directory)
+    }
+
+    /// Waits until `condition` holds (a busy machine: a generous deadline).
+    static func wait(_ seconds: Double = 120, until condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if condition() { return true }
+            usleep(50_000)
+        }
+        return condition()
+    }
+
+    /// Every `queued` file got exactly one `uploaded` line, in the order they were queued.
+    static func expectUploadedOnceInOrder(
+        _ queue: UploadJournal, _ clips: [String], sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let queued = queue.records.compactMap(\.queued)
+        let uploaded = queue.records.compactMap(\.uploaded)
+        #expect(queued == clips, sourceLocation: sourceLocation)
+        #expect(uploaded == clips, "uploaded once each, in order: \(uploaded)", sourceLocation: sourceLocation)
+        #expect(queue.backlog.isEmpty, sourceLocation: sourceLocation)
+    }
+
+    @Test func clipsArriveInAnS3BucketWithTheirBytesAndPictures() throws {
+        let directory = try TemporaryDirectory("vigil-upload-s3")
+        defer { directory.remove() }
+        let server = try S3Server(directory)
+        let board = try Board(directory, clips: 3)
+        let log = MemoryLogSink()
+        let sink = try UploadSink(
+            settings: try Self.s3Settings(server, in: directory), camera: "shed",
+            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
+        sink.handle(.storageReady(board.storage))
+        for clip in board.clips { sink.handle(board.saved(clip)) }
+        #expect(Self.wait { sink.uploadCounts.uploaded == 3 }, "\(log.written)")
+        sink.finish()
+
+        for clip in board.clips {
+            let key = "fleet/shed/" + clip
+            let object = try #require(try server.object(key), "\(key) is not in the bucket")
+            #expect(object == (try board.bytes(clip)), "\(key) differs from the clip")
+            let picture = ClipNaming.snapshotPath(of: clip)
+            #expect(try server.object("fleet/shed/" + picture) == (try board.bytes(picture)))
+            // The object is the movie: the independent readers play it.
+            let copy = directory.file("downloaded-\(clip.split(separator: "/").last!)")
+            try object.write(to: URL(fileURLWithPath: copy))
+            try expectPlayable(copy, "the uploaded \(key)")
+        }
+        // Nothing else: no temporary or partial object.
+        #expect(
+            try server.keys().sorted()
+                == board.clips.flatMap { ["fleet/shed/" + $0, "fleet/shed/" + ClipNaming.snapshotPath(of: $0)] }
+                .sorted())
+        Self.expectUploadedOnceInOrder(board.queue, board.clips)
+        let uploads = board.queue.records.compactMap { $0.uploaded == nil ? nil : $0 }
+        #expect(uploads.map(\.url) == board.clips.map { "s3://clips/fleet/shed/" + $0 })
+        #expect(uploads.map(\.bytes) == board.clips.map { UInt64(try! board.bytes($0).count) })
+        #expect(logLines(log.written.joined(separator: "\n"), "clip uploaded").count == 3)
+        #expect(log.written(at: .error).isEmpty, "\(log.written(at: .error))")
+    }
+
+    @Test func aWrongSecretIsAClearErrorAndTheClipWaits() throws {
+        let directory = try TemporaryDirectory("vigil-upload-s3-secret")
+        defer { directory.remove() }
+        let server = try S3Server(directory)
+        let board = try Board(directory, clips: 1)
+        let log = MemoryLogSink()
+        let sink = try UploadSink(
+            settings: try Self.s3Settings(server, in: directory, secret: "not-the-secret"), camera: "shed",
+            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
+        sink.handle(.storageReady(board.storage))
+        sink.handle(board.saved(board.clips[0]))
+        #expect(Self.wait { sink.uploadCounts.failures >= 2 }, "\(log.written)")
+        sink.finish()
+        let errors = log.written(at: .error)
+        let first = try #require(errors.first, "\(log.written)")
+        #expect(first.contains("upload failed") && first.contains("SignatureDoesNotMatch"), "\(first)")
+        #expect(first.contains("upload.secret_key_file"), "the error names the setting to check: \(first)")
+        // Nothing lost: the clip is on the board and still queued; nothing in the bucket.
+        #expect(FileManager.default.fileExists(atPath: board.storage.path(board.clips[0])))
+        #expect(board.queue.backlog == board.clips)
+        #expect(try server.keys().isEmpty)
+
+        // Put right (the agent restarted with the right secret), it goes up from the queue.
+        let fixed = try UploadSink(
+            settings: try Self.s3Settings(server, in: directory), camera: "shed",
+            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
+        fixed.handle(.storageReady(board.storage))
+        #expect(Self.wait { fixed.uploadCounts.uploaded == 1 }, "\(log.written)")
+        fixed.finish()
+        #expect(try server.object("fleet/shed/" + board.clips[0]) == (try board.bytes(board.clips[0])))
+    }
+
+    /// The server killed while a clip is being sent (slowly: 32 kbit/s), then started again:
+    /// the clip is sent again from its start and arrives once, whole.
+    @Test func aServerKilledMidUploadGetsTheClipWholeWhenItIsBack() throws {
+        let directory = try TemporaryDirectory("vigil-upload-s3-kill")
+        defer { directory.remove() }
+        let server = try S3Server(directory)
+        let board = try Board(directory, clips: 2, gops: 4)
+        let log = MemoryLogSink()
+        let sink = try UploadSink(
+            settings: try Self.s3Settings(server, in: directory, extra: "bandwidth_kbit = 32;"), camera: "shed",
+            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
+        sink.handle(.storageReady(board.storage))
+        for clip in board.clips { sink.handle(board.saved(clip)) }
+        usleep(1_000_000)
+        #expect(sink.uploadCounts.uploaded == 0, "the first clip is still being sent")
+        server.stop()
+        #expect(Self.wait { sink.uploadCounts.failures >= 1 }, "\(log.written)")
+        try server.restart()
+        #expect(Self.wait { sink.uploadCounts.uploaded == 2 }, "\(log.written)")
+        sink.finish()
+        for clip in board.clips {
+            #expect(try server.object("fleet/shed/" + clip) == (try board.bytes(clip)), "\(clip)")
+        }
+        #expect(try server.keys().count == 4)
+        Self.expectUploadedOnceInOrder(board.queue, board.clips)
+        #expect(log.written.contains { $0.contains("uploads work again") })
+    }
+
+    /// A server that stops answering (frozen) is given up after the stall timeout, and the
+    /// clip is sent again once it answers.
+    @Test func aServerThatHangsTimesOut() throws {
+        let directory = try TemporaryDirectory("vigil-upload-s3-hang")
+        defer { directory.remove() }
+        let server = try S3Server(directory)
+        let board = try Board(directory, clips: 1, gops: 4)
+        let log = MemoryLogSink()
+        let sink = try UploadSink(
+            settings: try Self.s3Settings(server, in: directory, extra: "bandwidth_kbit = 64;"), camera: "shed",
+            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, connectTimeout: 3, stallTimeout: 3,
+            longestWait: 4)
+        sink.handle(.storageReady(board.storage))
+        sink.handle(board.saved(board.clips[0]))
+        usleep(1_000_000)
+        server.pause()
+        #expect(Self.wait { sink.uploadCounts.failures >= 1 }, "\(log.written)")
+        // SeaweedFS does not come back from being frozen (its parts lost one another): started anew.
+        server.resume()
+        try server.restart()
+        #expect(Self.wait { sink.uploadCounts.uploaded == 1 }, "\(log.written)")
+        sink.finish()
+        let failure = try #require(log.written(at: .error).first)
+        #expect(failure.contains("upload failed"), "\(failure)")
+        #expect(try server.object("fleet/shed/" + board.clips[0]) == (try board.bytes(board.clips[0])))
+        Self.expectUploadedOnceInOrder(board.queue, board.clips)
+    }
+
+    /// 500 clips queued while the server is down drain in the order they were recorded once it
+    /// is up, each once.
+    @Test func aBacklogOf500ClipsDrainsInOrder() throws {
+        let directory = try TemporaryDirectory("vigil-upload-s3-backlog")
+        defer { directory.remove() }
+        let server = try S3Server(directory)
+        server.stop()
+        var board = try Board(directory, clips: 1)
+        // The same movie under 500 names (as a day of events would be), queued in that order.
+        let movie = try board.bytes(board.clips[0])
+        let original = board.clips[0]
+        board.clips = (0..<500).map { String(format: "2026-12-%02d/shed-%04d.mov", 1 + $0 / 100, $0) }
+        for clip in board.clips {
+            try FileManager.default.createDirectory(
+                atPath: (board.storage.path(clip) as NSString).deletingLastPathComponent,
+                withIntermediateDirectories: true)
+            try movie.write(to: URL(fileURLWithPath: board.storage.path(clip)))
+        }
+        try board.storage.delete(original)
+        let log = MemoryLogSink()
+        let sink = try UploadSink(
+            settings: try Self.s3Settings(server, in: directory, extra: "snapshots = false;"), camera: "shed",
+            log: Logger(level: .warning, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
+        sink.handle(.storageReady(board.storage))
+        for clip in board.clips { sink.handle(board.saved(clip)) }
+        #expect(sink.backlog == board.clips)
+        try server.restart()
+        #expect(Self.wait(300) { sink.uploadCounts.uploaded == 500 }, "\(sink.uploadCounts)")
+        sink.finish()
+        Self.expectUploadedOnceInOrder(board.queue, board.clips)
+        #expect(Set(try server.keys()) == Set(board.clips.map { "fleet/shed/" + $0 }))
+    }
+
+    /// The queue outlives the agent: what a stopped agent left queued is sent by the next.
+    @Test func theQueueOutlivesTheAgent() throws {
+        let directory = try TemporaryDirectory("vigil-upload-s3-restart")
+        defer { directory.remove() }
+        let server = try S3Server(directory)
+        server.stop()
+        let board = try Board(directory, clips: 2)
+        let settings = try Self.s3Settings(server, in: directory)
+        let log = MemoryLogSink()
+        let first = try UploadSink(
+            settings: settings, camera: "shed", log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt,
+            longestWait: 4)
+        first.handle(.storageReady(board.storage))
+        for clip in board.clips { first.handle(board.saved(clip)) }
+        first.finish()
+        #expect(board.queue.backlog == board.clips)
+        try server.restart()
+        let second = try UploadSink(
+            settings: settings, camera: "shed", log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt,
+            longestWait: 4)
+        second.handle(.storageReady(board.storage))
+        #expect(Self.wait { second.uploadCounts.uploaded == 2 }, "\(log.written)")
+        second.finish()
+        Self.expectUploadedOnceInOrder(board.queue, board.clips)
+        #expect(log.written.contains { $0.contains("uploading clips") && $0.contains("waiting=2") }, "\(log.written)")
+    }
+
+    @Test(.enabled(if: getuid() == 0 || ProcessInfo.processInfo.environment["CI"] != nil))
+    func clipsArriveOverSFTPAndAWrongHostKeyIsRefused() throws {
+        let directory = try TemporaryDirectory("vigil-upload-sftp")
+        defer { directory.remove() }
+        let server = try SFTPServer(directory)
+        let board = try Board(directory, clips: 2)
+        // A known_hosts with another key for the server: refused, nothing sent.
+        let stranger = directory.file("stranger")
+        _ = try runTool("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", stranger])
+        let strangerKey = try String(contentsOfFile: stranger + ".pub", encoding: .utf8).split(separator: " ").prefix(2)
+            .joined(separator: " ")
+        try "[127.0.0.1]:\(server.port) \(strangerKey)\n".write(
+            toFile: directory.file("wrong_known_hosts"), atomically: true, encoding: .utf8)
+        let url = "sftp://\(server.user)@127.0.0.1:\(server.port)\(server.root)/fleet"
+        let log = MemoryLogSink()
+        let refused = try UploadSink(
+            settings: try Self.settings(
+                "url = \"\(url)\"; ssh_key_file = \"\(server.keyFile)\"; known_hosts_file = \"wrong_known_hosts\";",
+                in: directory), camera: "shed", log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt,
+            longestWait: 4)
+        refused.handle(.storageReady(board.storage))
+        for clip in board.clips { refused.handle(board.saved(clip)) }
+        #expect(Self.wait { refused.uploadCounts.failures >= 1 }, "\(log.written)")
+        refused.finish()
+        let error = try #require(log.written(at: .error).first)
+        #expect(error.contains("host key") && error.contains("upload.known_hosts_file"), "\(error)")
+        #expect(!FileManager.default.fileExists(atPath: server.root + "/fleet/shed/" + board.clips[0]))
+
+        let sink = try UploadSink(
+            settings: try Self.settings(
+                "url = \"\(url)\"; ssh_key_file = \"\(server.keyFile)\"; known_hosts_file = \"\(server.knownHosts)\";",
+                in: directory), camera: "shed", log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt,
+            longestWait: 4)
+        sink.handle(.storageReady(board.storage))
+        #expect(Self.wait { sink.uploadCounts.uploaded == 2 }, "\(log.written)")
+        sink.finish()
+        for clip in board.clips {
+            let remote = server.root + "/fleet/shed/" + clip
+            #expect(FileManager.default.contents(atPath: remote) == (try board.bytes(clip)), "\(remote)")
+            let picture = ClipNaming.snapshotPath(of: clip)
+            #expect(
+                FileManager.default.contents(atPath: server.root + "/fleet/shed/" + picture)
+                    == (try board.bytes(picture)))
+            try expectPlayable(remote, "the clip uploaded over SFTP")
+        }
+        let left = try FileManager.default.subpathsOfDirectory(atPath: server.root).filter { $0.hasSuffix(".part") }
+        #expect(left.isEmpty, "no partial file is left: \(left)")
+        Self.expectUploadedOnceInOrder(board.queue, board.clips)
+    }
+
+    @Test func clipsArriveOnAWebDAVShareAndAWrongPasswordIsRefused() throws {
+        let directory = try TemporaryDirectory("vigil-upload-webdav")
+        defer { directory.remove() }
+        let server = try WebDAVServer(directory)
+        let board = try Board(directory, clips: 2)
+        let url = "http://\(server.user)@127.0.0.1:\(server.port)/dav/fleet"
+        try "wrong\n".write(toFile: directory.file("wrong"), atomically: true, encoding: .utf8)
+        try (server.password + "\n").write(toFile: directory.file("password"), atomically: true, encoding: .utf8)
+        let log = MemoryLogSink()
+        let refused = try UploadSink(
+            settings: try Self.settings("url = \"\(url)\"; password_file = \"wrong\";", in: directory), camera: "shed",
+            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
+        refused.handle(.storageReady(board.storage))
+        for clip in board.clips { refused.handle(board.saved(clip)) }
+        #expect(Self.wait { refused.uploadCounts.failures >= 1 }, "\(log.written)")
+        refused.finish()
+        let error = try #require(log.written(at: .error).first)
+        #expect(error.contains("401") && error.contains("upload.password_file"), "\(error)")
+
+        let sink = try UploadSink(
+            settings: try Self.settings("url = \"\(url)\"; password_file = \"password\";", in: directory),
+            camera: "shed", log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
+        sink.handle(.storageReady(board.storage))
+        #expect(Self.wait { sink.uploadCounts.uploaded == 2 }, "\(log.written)")
+        sink.finish()
+        for clip in board.clips {
+            let remote = server.root + "/fleet/shed/" + clip
+            #expect(FileManager.default.contents(atPath: remote) == (try board.bytes(clip)), "\(remote)")
+            try expectPlayable(remote, "the clip uploaded over WebDAV")
+        }
+        let left = try FileManager.default.subpathsOfDirectory(atPath: server.root).filter { $0.hasSuffix(".part") }
+        #expect(left.isEmpty, "no partial file is left: \(left)")
+        Self.expectUploadedOnceInOrder(board.queue, board.clips)
+    }
+}
