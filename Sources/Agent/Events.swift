@@ -121,6 +121,11 @@ public struct ClipSaved: Sendable {
 public struct ClipsDeleted: Sendable {
     public var deletions: [Deletion]
     public var storage: any ClipStorage
+
+    public init(deletions: [Deletion], storage: any ClipStorage) {
+        self.deletions = deletions
+        self.storage = storage
+    }
 }
 
 /// The figures of a stats line: totals since start, the change since the last line, and

@@ -37,12 +37,16 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         /// The failures in a row, and what the last said (logged when it changes).
         var failures = 0
         var lastProblem: String?
+        /// Clips handed to the writer to delete after their upload (not asked twice).
+        var deleting: Set<String> = []
 
         static let firstBackoff = 1.0
     }
 
     /// The longest wait between tries: the wait doubles from 1 s up to it.
     let longestWait: Double
+    /// Where clips are deleted after their upload (`upload.delete_local_after`): the agent's writer.
+    let control: AgentControl
 
     /// Counts since the agent started, for tests and the stats.
     public struct Counts: Sendable, Equatable {
@@ -58,7 +62,8 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     /// longest wait between tries (10 minutes).
     public init(
         settings: Settings.Upload, camera: String, log: Logger, wallNow: @escaping @Sendable () -> Date = { Date() },
-        timeZone: any LocalTimeZone, connectTimeout: Int = 20, stallTimeout: Int = 60, longestWait: Double = 600
+        timeZone: any LocalTimeZone, control: AgentControl = AgentControl(), connectTimeout: Int = 20,
+        stallTimeout: Int = 60, longestWait: Double = 600
     ) throws(UploadSetupError) {
         guard let destination = settings.destination else {
             throw UploadSetupError(description: "upload.url is not set")
@@ -70,6 +75,7 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         if let kbit = settings.bandwidthKbit { transfer.maxSendRate = Int64(kbit) * 1000 / 8 }
         self.settings = settings
         self.longestWait = longestWait
+        self.control = control
         self.log = log.with(("component", "upload"))
         self.wallNow = wallNow
         self.timeZone = timeZone
@@ -89,14 +95,20 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         case .clipSaved(let saved):
             queue(saved.record.file, in: saved.storage)
         case .clipsDeleted(let deleted):
-            let gone = condition.withLock {
-                deleted.deletions.filter { state.journal?.waits($0.clip.relativePath) ?? false }
+            // The queue forgets them: waiting (retention on a full disk, a person), or uploaded.
+            let known = condition.withLock {
+                deleted.deletions.compactMap { deletion -> (Deletion, Bool)? in
+                    let file = deletion.clip.relativePath
+                    guard let journal = state.journal else { return nil }
+                    if journal.waits(file) { return (deletion, true) }
+                    return journal.uploads[file] != nil ? (deletion, false) : nil
+                }
             }
-            for deletion in gone {
+            for (deletion, waiting) in known {
                 append(
                     UploadRecord(
                         deleted: deletion.clip.relativePath, at: timestamp(),
-                        reason: deletion.reason.description + ", before its upload"),
+                        reason: deletion.reason.description + (waiting ? ", before its upload" : "")),
                     in: deleted.storage)
             }
         default:
@@ -188,57 +200,91 @@ public final class UploadSink: EventSink, @unchecked Sendable {
 
     // MARK: The upload thread
 
+    /// What the thread does next.
+    private enum Work {
+        case upload(String, any ClipStorage)
+        /// Clips uploaded `delete_local_after` ago, to delete on the board.
+        case deleteLocal([String])
+    }
+
     private func run() {
-        while let (file, storage) = next() {
-            let result: Result<UploadReceipt, UploadProblem>
-            do throws(UploadProblem) {
-                var receipt = try store.upload(file, from: storage)
-                if settings.snapshots {
-                    let picture = ClipNaming.snapshotPath(of: file)
-                    if picture != file, storage.exists(picture) {
-                        let sent = try store.upload(picture, from: storage)
-                        receipt.seconds += sent.seconds
-                    }
-                }
-                result = .success(receipt)
-            } catch {
-                result = .failure(error)
-            }
-            switch result {
-            case .success(let receipt):
-                uploaded(file, receipt, in: storage)
-            case .failure(.stopped):
-                return
-            case .failure(.fileGone(let why)):
-                // The directory must be there for a missing file to be gone (not a disk unmounted).
-                if (try? storage.read(UploadJournal.name)) != nil {
-                    log.warning(
-                        "a queued clip is not on the board any more; not uploaded",
-                        [("file", .string(file)), ("why", .string(why))])
-                    append(
-                        UploadRecord(deleted: file, at: timestamp(), reason: "not on the board when its upload began"),
-                        in: storage)
-                } else {
-                    failed(file, why)
-                }
-            case .failure(let problem):
-                failed(file, problem.description)
+        while let work = next() {
+            switch work {
+            case .upload(let file, let storage): upload(file, from: storage)
+            case .deleteLocal(let files): deleteLocal(files)
             }
         }
     }
 
-    /// The next file to send, waiting for one (or for the time of the next try); nil when the
-    /// agent stops.
-    private func next() -> (String, any ClipStorage)? {
+    private func upload(_ file: String, from storage: any ClipStorage) {
+        let result: Result<UploadReceipt, UploadProblem>
+        do throws(UploadProblem) {
+            var receipt = try store.upload(file, from: storage)
+            if settings.snapshots {
+                let picture = ClipNaming.snapshotPath(of: file)
+                if picture != file, storage.exists(picture) {
+                    let sent = try store.upload(picture, from: storage)
+                    receipt.seconds += sent.seconds
+                }
+            }
+            result = .success(receipt)
+        } catch {
+            result = .failure(error)
+        }
+        switch result {
+        case .success(let receipt):
+            uploaded(file, receipt, in: storage)
+        case .failure(.stopped):
+            return
+        case .failure(.fileGone(let why)):
+            // The directory must be there for a missing file to be gone (not a disk unmounted).
+            if (try? storage.read(UploadJournal.name)) != nil {
+                log.warning(
+                    "a queued clip is not on the board any more; not uploaded",
+                    [("file", .string(file)), ("why", .string(why))])
+                append(
+                    UploadRecord(deleted: file, at: timestamp(), reason: "not on the board when its upload began"),
+                    in: storage)
+            } else {
+                failed(file, why)
+            }
+        case .failure(let problem):
+            failed(file, problem.description)
+        }
+    }
+
+    /// Hands the clips to the agent's writer to delete (it never deletes the clip being written,
+    /// logs each, and tells the sinks: the journal drops its line, the queue its file).
+    private func deleteLocal(_ files: [String]) {
+        for file in files {
+            // Asked once in a run: when no agent takes it (stopping), the next run asks again.
+            condition.withLock { _ = state.deleting.insert(file) }
+            _ = control.deleteClip(file, by: "upload.delete_local_after, after its upload")
+        }
+    }
+
+    /// The next thing to do, waiting for it (a clip queued, the time of the next try, a clip's
+    /// time to be deleted on the board); nil when the agent stops.
+    private func next() -> Work? {
         condition.withLock {
             while !state.stopping {
+                var wait: Double?
+                if let after = settings.deleteLocalAfter, let journal = state.journal {
+                    let now = wallNow()
+                    var due: [String] = []
+                    for (file, record) in journal.uploads where !state.deleting.contains(file) {
+                        let at = ClipRecord.date(fromTimestamp: record.at) ?? now
+                        let left = at.addingTimeInterval(after).timeIntervalSince(now)
+                        if left <= 0 { due.append(file) } else { wait = min(wait ?? left, left) }
+                    }
+                    if !due.isEmpty { return .deleteLocal(due.sorted()) }
+                }
                 let now = Condition.now()
                 if let storage = state.storage, let file = state.journal?.backlog.first {
-                    if now >= state.nextTry { return (file, storage) }
-                    condition.wait(seconds: state.nextTry - now)
-                } else {
-                    condition.wait()
+                    if now >= state.nextTry { return .upload(file, storage) }
+                    wait = min(wait ?? .infinity, state.nextTry - now)
                 }
+                if let wait { condition.wait(seconds: min(wait, 3600)) } else { condition.wait() }
             }
             return nil
         }

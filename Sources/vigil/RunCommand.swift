@@ -103,7 +103,8 @@ enum RunCommand: Command {
             do {
                 environment.sinks.append(
                     try UploadSink(
-                        settings: settings.upload, camera: settings.camera.name, log: log, timeZone: SystemTimeZone()))
+                        settings: settings.upload, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
+                        control: environment.control))
             } catch {
                 log.error(
                     "uploads off: they cannot be set up; recording goes on without them",

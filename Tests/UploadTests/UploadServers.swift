@@ -89,7 +89,8 @@ struct ServerError: Error, CustomStringConvertible {
 
 /// SeaweedFS's `weed mini` (master, volume, filer and S3 gateway in one process) with one
 /// bucket and one identity, its data in the test's directory (kept across `restart()`).
-final class S3Server {
+/// `@unchecked Sendable`: its state changes only in `restart()` and `stop()`, called by the test.
+final class S3Server: @unchecked Sendable {
     let directory: TemporaryDirectory
     let bucket = "clips"
     let accessKey = "AKVIGILTEST"

@@ -5,6 +5,7 @@ import Logging
 import Media
 import Recorder
 import Storage
+import Synchronization
 import TestSupport
 import Testing
 import Upload
@@ -280,6 +281,48 @@ struct UploadTests {
         second.finish()
         Self.expectUploadedOnceInOrder(board.queue, board.clips)
         #expect(log.written.contains { $0.contains("uploading clips") && $0.contains("waiting=2") }, "\(log.written)")
+    }
+
+    /// With `delete_local_after`, a clip is handed to the writer to delete only once its upload
+    /// is verified, and the queue forgets it when the writer says it is gone.
+    @Test func aClipIsDeletedOnTheBoardOnlyAfterItsUpload() throws {
+        let directory = try TemporaryDirectory("vigil-upload-delete")
+        defer { directory.remove() }
+        let server = try S3Server(directory)
+        server.stop()
+        let board = try Board(directory, clips: 2)
+        let control = AgentControl()
+        let asked = Mutex<[String]>([])
+        control.attachDeleter { file, by in
+            #expect(by.contains("upload.delete_local_after"))
+            // Deleted only once it is in the bucket.
+            #expect((try? server.object("fleet/shed/" + file)) != nil, "\(file) deleted before its upload")
+            asked.withLock { $0.append(file) }
+            return true
+        }
+        let log = MemoryLogSink()
+        let sink = try UploadSink(
+            settings: try Self.s3Settings(server, in: directory, extra: "delete_local_after = 0;"), camera: "shed",
+            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, control: control, longestWait: 2)
+        sink.handle(.storageReady(board.storage))
+        for clip in board.clips { sink.handle(board.saved(clip)) }
+        usleep(1_500_000)
+        #expect(asked.withLock { $0 }.isEmpty, "nothing is deleted while the server is down")
+        try server.restart()
+        #expect(Self.wait { asked.withLock { $0 }.count == 2 }, "\(log.written)")
+        #expect(asked.withLock { $0 } == board.clips)
+        // The writer deleted them and told the sinks: the queue forgets them.
+        sink.handle(
+            .clipsDeleted(
+                ClipsDeleted(
+                    deletions: board.clips.map {
+                        Deletion(
+                            clip: StoredFile(relativePath: $0, size: 0, modified: Date()),
+                            reason: .asked(by: "upload.delete_local_after, after its upload"))
+                    }, storage: board.storage)))
+        sink.finish()
+        #expect(board.queue.uploads.isEmpty && board.queue.backlog.isEmpty)
+        #expect(board.queue.records.compactMap(\.deleted) == board.clips)
     }
 
     @Test(.enabled(if: getuid() == 0 || ProcessInfo.processInfo.environment["CI"] != nil))
