@@ -283,6 +283,52 @@ struct UploadTests {
         #expect(log.written.contains { $0.contains("uploading clips") && $0.contains("waiting=2") }, "\(log.written)")
     }
 
+    /// `vigil run` itself: the synthetic camera's first event is recorded and sent to the
+    /// bucket (slowly, 800 kbit/s); the agent is killed (SIGKILL) while it sends it, and run
+    /// again: the clip arrives once, whole, and plays.
+    @Test func theAgentKilledMidUploadSendsTheClipOnceWhenItRunsAgain() throws {
+        let directory = try TemporaryDirectory("vigil-upload-agent")
+        defer { directory.remove() }
+        let server = try S3Server(directory)
+        _ = try Self.s3Settings(server, in: directory)
+        let config = directory.file("agent.conf")
+        try """
+        camera = { device = "synthetic"; width = 320; height = 240; fps = 10.0; name = "shed"; };
+        recording = { pre_roll = 1.0; post_roll = 1.0; };
+        storage = { path = "\(directory.file("clips"))"; };
+        log = { stats_interval = 0; };
+        upload = {
+          url = "s3://\(server.bucket)/fleet"; endpoint = "\(server.endpoint)"; region = "\(server.region)";
+          access_key_file = "access"; secret_key_file = "secret"; bandwidth_kbit = 800;
+        };
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let first = try AgentProcess(config: config)
+        let saved = try #require(first.waitFor("clip saved", timeout: 120), "\(first.output)")
+        let file = try #require(logValue(saved, "file"))
+        usleep(1_000_000)
+        #expect(first.waitFor("clip uploaded", timeout: 0.1) == nil, "the upload is still under way")
+        first.kill(SIGKILL)
+        _ = first.waitForExit(timeout: 30)
+        let storage = DiskStorage(root: directory.file("clips"))
+        let queue = UploadJournal((try? storage.read(UploadJournal.name)) ?? [])
+        #expect(queue.backlog.first == file, "the clip is queued: \(queue.records)")
+        #expect(try server.object("fleet/shed/" + file) == nil, "no object under the clip's name before it is whole")
+
+        let second = try AgentProcess(config: config)
+        let uploaded = second.waitFor("clip uploaded", timeout: 120)
+        second.kill(SIGKILL)
+        _ = second.waitForExit(timeout: 30)
+        #expect(uploaded?.contains(file) == true, "\(second.output)")
+        let object = try #require(try server.object("fleet/shed/" + file))
+        #expect(object == (try Data(contentsOf: URL(fileURLWithPath: storage.path(file)))))
+        let copy = directory.file("downloaded.mov")
+        try object.write(to: URL(fileURLWithPath: copy))
+        try expectPlayable(copy, "the clip uploaded after the agent was killed")
+        let after = UploadJournal((try? storage.read(UploadJournal.name)) ?? [])
+        #expect(after.records.compactMap(\.uploaded).filter { $0 == file }.count == 1, "\(after.records)")
+        #expect(second.output.contains("waiting=1"), "the second agent found the clip queued: \(second.output)")
+    }
+
     /// With `delete_local_after`, a clip is handed to the writer to delete only once its upload
     /// is verified, and the queue forgets it when the writer says it is gone.
     @Test func aClipIsDeletedOnTheBoardOnlyAfterItsUpload() throws {
