@@ -114,7 +114,7 @@ struct UploadTests {
         for clip in board.clips {
             let key = "fleet/shed/" + clip
             let object = try #require(try server.object(key), "\(key) is not in the bucket")
-            #expect(object == (try board.bytes(clip)), "\(key) differs from the clip")
+            #expect(try object == board.bytes(clip), "\(key) differs from the clip")
             let picture = ClipNaming.snapshotPath(of: clip)
             #expect(try server.object("fleet/shed/" + picture) == (try board.bytes(picture)))
             // The object is the movie: the independent readers play it.
@@ -320,7 +320,7 @@ struct UploadTests {
         _ = second.waitForExit(timeout: 30)
         #expect(uploaded?.contains(file) == true, "\(second.output)")
         let object = try #require(try server.object("fleet/shed/" + file))
-        #expect(object == (try Data(contentsOf: URL(fileURLWithPath: storage.path(file)))))
+        #expect(try object == Data(contentsOf: URL(fileURLWithPath: storage.path(file))))
         let copy = directory.file("downloaded.mov")
         try object.write(to: URL(fileURLWithPath: copy))
         try expectPlayable(copy, "the clip uploaded after the agent was killed")
@@ -409,11 +409,11 @@ struct UploadTests {
         sink.finish()
         for clip in board.clips {
             let remote = server.root + "/fleet/shed/" + clip
-            #expect(FileManager.default.contents(atPath: remote) == (try board.bytes(clip)), "\(remote)")
+            #expect(try FileManager.default.contents(atPath: remote) == board.bytes(clip), "\(remote)")
             let picture = ClipNaming.snapshotPath(of: clip)
             #expect(
-                FileManager.default.contents(atPath: server.root + "/fleet/shed/" + picture)
-                    == (try board.bytes(picture)))
+                try FileManager.default.contents(atPath: server.root + "/fleet/shed/" + picture)
+                    == board.bytes(picture))
             try expectPlayable(remote, "the clip uploaded over SFTP")
         }
         let left = try FileManager.default.subpathsOfDirectory(atPath: server.root).filter { $0.hasSuffix(".part") }
@@ -448,7 +448,7 @@ struct UploadTests {
         sink.finish()
         for clip in board.clips {
             let remote = server.root + "/fleet/shed/" + clip
-            #expect(FileManager.default.contents(atPath: remote) == (try board.bytes(clip)), "\(remote)")
+            #expect(try FileManager.default.contents(atPath: remote) == board.bytes(clip), "\(remote)")
             try expectPlayable(remote, "the clip uploaded over WebDAV")
         }
         let left = try FileManager.default.subpathsOfDirectory(atPath: server.root).filter { $0.hasSuffix(".part") }
