@@ -31,6 +31,8 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcamera (C++), for the plugin only.
         .systemLibrary(name: "CLibcamera", pkgConfig: "libcamera", providers: [.apt(["libcamera-dev"])]),
+        // Linux calls glibc does not wrap for Swift (a thread's I/O and CPU priority).
+        .systemLibrary(name: "CLinux"),
         // The plugin's C ABI (a header, and dlopen): what Capture sees of libcamera.
         .systemLibrary(name: "CLibcameraPlugin"),
 
@@ -93,7 +95,9 @@ let package = Package(
         // directory (`uploads.jsonl`): an `EventSink`.
         .target(
             name: "Upload",
-            dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CCurl"]),
+            dependencies: [
+                "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CCurl", "CLinux",
+            ]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",

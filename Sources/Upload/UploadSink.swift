@@ -1,6 +1,8 @@
 import Agent
+internal import CLinux
 import Configuration
 import FoundationEssentials
+internal import Glibc
 import Logging
 import Media
 import POSIX
@@ -208,6 +210,10 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     }
 
     private func run() {
+        // Recording first: the thread's reads and its CPU (MD5, TLS) yield to the agent's.
+        if vigil_thread_background() != 0 {
+            log.debug("the upload thread's priority could not be lowered", [("errno", .int(errno))])
+        }
         while let work = next() {
             switch work {
             case .upload(let file, let storage): upload(file, from: storage)

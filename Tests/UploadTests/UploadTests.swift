@@ -86,6 +86,21 @@ struct UploadTests {
         return condition()
     }
 
+    /// The nice value of each of this process's threads called `name` (/proc/self/task).
+    static func niceOfThreads(named name: String) -> [Int] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+        return tasks.compactMap { task in
+            let comm = (try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)) ?? ""
+            guard comm.trimmingCharacters(in: .whitespacesAndNewlines) == name,
+                let stat = try? String(contentsOfFile: "/proc/self/task/\(task)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return nil }
+            // After "pid (comm)": state is field 3, nice field 19.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 16 ? Int(fields[16]) : nil
+        }
+    }
+
     /// Every `queued` file got exactly one `uploaded` line, in the order they were queued.
     static func expectUploadedOnceInOrder(
         _ queue: UploadJournal, _ clips: [String], sourceLocation: SourceLocation = #_sourceLocation
@@ -109,6 +124,9 @@ struct UploadTests {
         sink.handle(.storageReady(board.storage))
         for clip in board.clips { sink.handle(board.saved(clip)) }
         #expect(Self.wait { sink.uploadCounts.uploaded == 3 }, "\(log.written)")
+        // The upload thread yields its CPU to recording (nice 10; its I/O priority too).
+        let nice = Self.niceOfThreads(named: "upload")
+        #expect(!nice.isEmpty && nice.allSatisfy { $0 == 10 }, "\(nice)")
         sink.finish()
 
         for clip in board.clips {
