@@ -13,7 +13,8 @@ enum ClipsCommand: Command {
     static let discussion = """
         Reads storage.path/events.jsonl and prints one line per clip: when it starts, how long
         it is, the motion score, and its file (marked "deleted" once retention removed it,
-        "damaged" for a clip the agent could not repair and moved aside as NAME.mov.damaged).
+        "damaged" for a clip the agent could not repair and moved aside as NAME.mov.damaged),
+        and with uploads whether it is uploaded or waits (storage.path/uploads.jsonl).
         A damaged line (a full disk can tear one) is said, and the lines in it and after it
         are still read. Clips on disk that have no line — the agent was stopped before it
         wrote it, or the line was lost — are listed too, from their movie files, marked
@@ -79,7 +80,18 @@ enum ClipsCommand: Command {
             printOut("no clips recorded yet in \(settings.storage.path)")
             return .success
         }
-        printOut("start".padding(to: 31) + "duration".padding(to: 10) + "peak".padding(to: 8) + "file")
+        // With uploads (on, or done before), a column says which clips are off the board.
+        let uploads = (try? storage.read(UploadJournal.name)).flatMap { $0 }.map { UploadJournal($0) }
+        let uploading = settings.upload.enabled || uploads != nil
+        let queue = uploads ?? UploadJournal()
+        func upload(_ file: String) -> String {
+            guard uploading else { return "" }
+            let state = queue.uploads[file] != nil ? "uploaded" : queue.waits(file) ? "waiting" : "-"
+            return state.padding(to: 10)
+        }
+        printOut(
+            "start".padding(to: 31) + "duration".padding(to: 10) + "peak".padding(to: 8)
+                + (uploading ? "upload".padding(to: 10) : "") + "file")
         for r in rebuild.records {
             let duration = DecimalText.fixed(r.durationSeconds, 1) + "s"
             let peak =
@@ -91,9 +103,15 @@ enum ClipsCommand: Command {
                 !storage.exists(r.file)
                 ? "  (deleted)" : (rescan || !rebuild.added.contains(r) ? "" : "  (not in the journal)")
             if r.damaged == true, storage.exists(r.file) { mark = "  (damaged: no player opens it)" + mark }
-            printOut(r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + r.file + mark)
+            printOut(
+                r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + upload(r.file) + r.file
+                    + mark)
         }
         printOut("\(rebuild.records.count) clip(s) in \(settings.storage.path)")
+        if uploading {
+            let to = settings.upload.destination.map { " to \($0.display)" } ?? ""
+            printOut("\(queue.uploads.count) uploaded\(to), \(queue.backlogCount) waiting (\(UploadJournal.name))")
+        }
         return .success
     }
 

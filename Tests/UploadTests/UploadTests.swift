@@ -345,6 +345,11 @@ struct UploadTests {
         let after = UploadJournal((try? storage.read(UploadJournal.name)) ?? [])
         #expect(after.records.compactMap(\.uploaded).filter { $0 == file }.count == 1, "\(after.records)")
         #expect(second.output.contains("waiting=1"), "the second agent found the clip queued: \(second.output)")
+        // `vigil clips` says it is off the board.
+        let clips = try runTool(builtExecutable("vigil"), ["clips", "--config", config])
+        let row = clips.stdout.split(separator: "\n").first { $0.contains(file) }
+        #expect(row?.contains("uploaded") == true, "\(clips.stdout)")
+        #expect(clips.stdout.contains("1 uploaded to s3://clips/fleet, 0 waiting"), "\(clips.stdout)")
     }
 
     /// With `delete_local_after`, a clip is handed to the writer to delete only once its upload
