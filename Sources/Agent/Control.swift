@@ -19,6 +19,7 @@ public final class AgentControl: Sendable {
     private let readCounters = Mutex<(@Sendable () -> Counters)?>(nil)
     private let readCamera = Mutex<(@Sendable () -> String?)?>(nil)
     private let deleter = Mutex<(@Sendable (String, String) -> Bool)?>(nil)
+    private let readUploads = Mutex<(@Sendable () -> UploadFigures)?>(nil)
 
     /// The encoded stream for live viewers: the agent publishes each complete GOP into it
     /// (once the web server has opened it).
@@ -76,6 +77,12 @@ public final class AgentControl: Sendable {
         deleter.withLock { $0 }?(file, by) ?? false
     }
 
+    /// The upload queue's figures now (all 0 without uploads).
+    public var uploads: UploadFigures { readUploads.withLock { $0 }?() ?? UploadFigures() }
+
+    /// Where `uploads` reads from: the upload sink, once it is made.
+    package func attachUploads(_ read: @escaping @Sendable () -> UploadFigures) { readUploads.withLock { $0 = read } }
+
     /// What `deleteClip` asks: the agent's writer queue, once it runs.
     package func attachDeleter(_ delete: (@Sendable (String, String) -> Bool)?) { deleter.withLock { $0 = delete } }
 
@@ -86,5 +93,22 @@ public final class AgentControl: Sendable {
             if let (on, _) = requests.detection { detecting.store(on, ordering: .relaxed) }
             return requests
         }
+    }
+}
+
+/// The upload queue's figures since the agent started (`waiting`: now).
+public struct UploadFigures: Sendable, Equatable {
+    /// Clips queued and not uploaded yet.
+    public var waiting = 0
+    public var uploaded = 0
+    public var bytes: Int64 = 0
+    /// Tries that failed (each is tried again).
+    public var failures = 0
+
+    public init(waiting: Int = 0, uploaded: Int = 0, bytes: Int64 = 0, failures: Int = 0) {
+        self.waiting = waiting
+        self.uploaded = uploaded
+        self.bytes = bytes
+        self.failures = failures
     }
 }

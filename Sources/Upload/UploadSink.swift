@@ -50,14 +50,8 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     /// Where clips are deleted after their upload (`upload.delete_local_after`): the agent's writer.
     let control: AgentControl
 
-    /// Counts since the agent started, for tests and the stats.
-    public struct Counts: Sendable, Equatable {
-        public var uploaded = 0
-        public var bytes: Int64 = 0
-        public var failures = 0
-        public var waiting = 0
-    }
-    private var counts = Counts()
+    /// Counts since the agent started (`waiting`: now), for `/metrics` and the tests.
+    private var counts = UploadFigures()
 
     /// `connectTimeout` and `stallTimeout` (seconds): how long connecting may take, and how
     /// long a transfer may send nothing, before the try is given up; `longestWait`: the
@@ -83,12 +77,13 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         self.timeZone = timeZone
         store = RemoteStore(
             destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer)
+        control.attachUploads { [self] in uploadCounts }
     }
 
     /// What the queue holds now: the files waiting, oldest first.
     public var backlog: [String] { condition.withLock { state.journal?.backlog ?? [] } }
 
-    public var uploadCounts: Counts { condition.withLock { counts } }
+    public var uploadCounts: UploadFigures { condition.withLock { counts } }
 
     public func handle(_ event: AgentEvent) {
         switch event {
@@ -223,23 +218,25 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     }
 
     private func upload(_ file: String, from storage: any ClipStorage) {
-        let result: Result<UploadReceipt, UploadProblem>
+        let result: Result<(UploadReceipt, Int64), UploadProblem>
         do throws(UploadProblem) {
             var receipt = try store.upload(file, from: storage)
+            var sent = receipt.bytes
             if settings.snapshots {
                 let picture = ClipNaming.snapshotPath(of: file)
                 if picture != file, storage.exists(picture) {
-                    let sent = try store.upload(picture, from: storage)
-                    receipt.seconds += sent.seconds
+                    let withIt = try store.upload(picture, from: storage)
+                    receipt.seconds += withIt.seconds
+                    sent += withIt.bytes
                 }
             }
-            result = .success(receipt)
+            result = .success((receipt, sent))
         } catch {
             result = .failure(error)
         }
         switch result {
-        case .success(let receipt):
-            uploaded(file, receipt, in: storage)
+        case .success(let (receipt, sent)):
+            uploaded(file, receipt, sent: sent, in: storage)
         case .failure(.stopped):
             return
         case .failure(.fileGone(let why)):
@@ -296,7 +293,8 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         }
     }
 
-    private func uploaded(_ file: String, _ receipt: UploadReceipt, in storage: any ClipStorage) {
+    /// `sent`: the bytes of the clip and its picture.
+    private func uploaded(_ file: String, _ receipt: UploadReceipt, sent: Int64, in storage: any ClipStorage) {
         append(
             UploadRecord(
                 uploaded: file, at: timestamp(), url: receipt.url, bytes: UInt64(receipt.bytes),
@@ -309,7 +307,7 @@ public final class UploadSink: EventSink, @unchecked Sendable {
                 state.backoff = State.firstBackoff
                 state.nextTry = 0
                 counts.uploaded += 1
-                counts.bytes += receipt.bytes
+                counts.bytes += sent
             }
             return state.failures
         }

@@ -243,6 +243,13 @@ public final class WebSite: Sendable {
         add("motion", "gauge", "1 during a motion event.", motion.load(ordering: .relaxed) ? "1" : "0")
         add("detection_enabled", "gauge", "1 while motion detection is on.", control.detectionEnabled ? "1" : "0")
         add("live_viewers", "gauge", "Live streams (/live.mp4) being sent.", "\(viewers.load(ordering: .relaxed))")
+        let uploads = control.uploads
+        add("upload_waiting", "gauge", "Clips waiting to be uploaded.", "\(uploads.waiting)")
+        add("uploads_total", "counter", "Clips uploaded and verified.", "\(uploads.uploaded)")
+        add("upload_bytes_total", "counter", "Bytes of the clips uploaded.", "\(uploads.bytes)")
+        add(
+            "upload_failures_total", "counter", "Upload tries that failed (each is tried again).", "\(uploads.failures)"
+        )
         lines += [
             "# HELP vigil_build_info The agent's version.", "# TYPE vigil_build_info gauge",
             "vigil_build_info{camera=\"\(Self.labelValue(camera))\",version=\"\(Self.labelValue(version))\"} 1",

@@ -118,9 +118,10 @@ struct UploadTests {
         let server = try S3Server(directory)
         let board = try Board(directory, clips: 3)
         let log = MemoryLogSink()
+        let control = AgentControl()
         let sink = try UploadSink(
             settings: try Self.s3Settings(server, in: directory), camera: "shed",
-            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
+            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, control: control, longestWait: 4)
         sink.handle(.storageReady(board.storage))
         for clip in board.clips { sink.handle(board.saved(clip)) }
         #expect(Self.wait { sink.uploadCounts.uploaded == 3 }, "\(log.written)")
@@ -151,6 +152,11 @@ struct UploadTests {
         #expect(uploads.map(\.bytes) == board.clips.map { UInt64(try! board.bytes($0).count) })
         #expect(logLines(log.written.joined(separator: "\n"), "clip uploaded").count == 3)
         #expect(log.written(at: .error).isEmpty, "\(log.written(at: .error))")
+        // What /metrics serves.
+        let bytes = try board.clips.reduce(Int64(0)) {
+            try $0 + Int64(board.bytes($1).count + board.bytes(ClipNaming.snapshotPath(of: $1)).count)
+        }
+        #expect(control.uploads == UploadFigures(waiting: 0, uploaded: 3, bytes: bytes, failures: 0))
     }
 
     @Test func aWrongSecretIsAClearErrorAndTheClipWaits() throws {
