@@ -6,13 +6,7 @@ import Testing
 
 /// Retention and the upload queue: a clip not uploaded yet is kept by every rule but the full
 /// disk's.
-@Suite struct RetentionOfClipsWaitingForUploadTests {
-    let now = Date(timeIntervalSince1970: 2_000_000_000)
-
-    func clip(_ name: String, ageDays: Double, mb: Int64) -> StoredFile {
-        StoredFile(relativePath: name, size: mb << 20, modified: now.addingTimeInterval(-ageDays * 86_400))
-    }
-
+extension RetentionPolicyTests {
     @Test func agesSizesAndMinFreeKeepAClipThatWaits() {
         let clips = [
             clip("a", ageDays: 90, mb: 10), clip("b", ageDays: 60, mb: 10), clip("c", ageDays: 40, mb: 10),

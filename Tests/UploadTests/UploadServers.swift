@@ -43,21 +43,7 @@ enum TestServers {
         throw ServerError(description: "no free loopback ports found")
     }
 
-    /// Whether something accepts connections on the loopback port.
-    static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
+    static func accepts(_ port: Int) -> Bool { loopbackAccepts(port) }
 
     /// Starts `arguments` with its output in `log`, in a process group of its own.
     static func launch(_ arguments: [String], log: String, directory: String) throws -> Process {

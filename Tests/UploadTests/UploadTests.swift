@@ -46,6 +46,22 @@ struct UploadTests {
             return .clipSaved(ClipSaved(record: record, path: storage.path(file), origin: .closed, storage: storage))
         }
 
+        /// An upload sink as `vigil run` makes it, started on this board's storage, its clips
+        /// saved one after the other (`queue`).
+        func sink(
+            _ settings: Settings.Upload, log: MemoryLogSink, level: LogLevel = .info,
+            control: AgentControl = AgentControl(),
+            stallTimeout: Int = 60, longestWait: Double = 4, queue: Bool = true
+        ) throws -> UploadSink {
+            let sink = try UploadSink(
+                settings: settings, camera: "shed", log: Logger(level: level, sink: log), timeZone: TimeZone.gmt,
+                control: control, connectTimeout: min(20, stallTimeout), stallTimeout: stallTimeout,
+                longestWait: longestWait)
+            sink.handle(.storageReady(storage))
+            if queue { for clip in clips { sink.handle(saved(clip)) } }
+            return sink
+        }
+
         func bytes(_ file: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: storage.path(file))) }
 
         var queue: UploadJournal {
@@ -119,11 +135,7 @@ struct UploadTests {
         let board = try Board(directory, clips: 3)
         let log = MemoryLogSink()
         let control = AgentControl()
-        let sink = try UploadSink(
-            settings: try Self.s3Settings(server, in: directory), camera: "shed",
-            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, control: control, longestWait: 4)
-        sink.handle(.storageReady(board.storage))
-        for clip in board.clips { sink.handle(board.saved(clip)) }
+        let sink = try board.sink(try Self.s3Settings(server, in: directory), log: log, control: control)
         #expect(Self.wait { sink.uploadCounts.uploaded == 3 }, "\(log.written)")
         // The upload thread yields its CPU to recording (nice 10; its I/O priority too).
         let nice = Self.niceOfThreads(named: "upload")
@@ -165,10 +177,8 @@ struct UploadTests {
         let server = try S3Server(directory)
         let board = try Board(directory, clips: 1)
         let log = MemoryLogSink()
-        let sink = try UploadSink(
-            settings: try Self.s3Settings(server, in: directory, secret: "not-the-secret"), camera: "shed",
-            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
-        sink.handle(.storageReady(board.storage))
+        let sink = try board.sink(
+            try Self.s3Settings(server, in: directory, secret: "not-the-secret"), log: log, queue: false)
         sink.handle(board.saved(board.clips[0]))
         #expect(Self.wait { sink.uploadCounts.failures >= 2 }, "\(log.written)")
         sink.finish()
@@ -182,10 +192,7 @@ struct UploadTests {
         #expect(try server.keys().isEmpty)
 
         // Put right (the agent restarted with the right secret), it goes up from the queue.
-        let fixed = try UploadSink(
-            settings: try Self.s3Settings(server, in: directory), camera: "shed",
-            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
-        fixed.handle(.storageReady(board.storage))
+        let fixed = try board.sink(try Self.s3Settings(server, in: directory), log: log, queue: false)
         #expect(Self.wait { fixed.uploadCounts.uploaded == 1 }, "\(log.written)")
         fixed.finish()
         #expect(try server.object("fleet/shed/" + board.clips[0]) == (try board.bytes(board.clips[0])))
@@ -199,11 +206,7 @@ struct UploadTests {
         let server = try S3Server(directory)
         let board = try Board(directory, clips: 2, gops: 4)
         let log = MemoryLogSink()
-        let sink = try UploadSink(
-            settings: try Self.s3Settings(server, in: directory, extra: "bandwidth_kbit = 32;"), camera: "shed",
-            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
-        sink.handle(.storageReady(board.storage))
-        for clip in board.clips { sink.handle(board.saved(clip)) }
+        let sink = try board.sink(try Self.s3Settings(server, in: directory, extra: "bandwidth_kbit = 32;"), log: log)
         usleep(1_000_000)
         #expect(sink.uploadCounts.uploaded == 0, "the first clip is still being sent")
         server.stop()
@@ -227,11 +230,9 @@ struct UploadTests {
         let server = try S3Server(directory)
         let board = try Board(directory, clips: 1, gops: 4)
         let log = MemoryLogSink()
-        let sink = try UploadSink(
-            settings: try Self.s3Settings(server, in: directory, extra: "bandwidth_kbit = 64;"), camera: "shed",
-            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, connectTimeout: 3, stallTimeout: 3,
-            longestWait: 4)
-        sink.handle(.storageReady(board.storage))
+        let sink = try board.sink(
+            try Self.s3Settings(server, in: directory, extra: "bandwidth_kbit = 64;"), log: log, stallTimeout: 3,
+            queue: false)
         sink.handle(board.saved(board.clips[0]))
         usleep(1_000_000)
         server.pause()
@@ -267,11 +268,8 @@ struct UploadTests {
         }
         try board.storage.delete(original)
         let log = MemoryLogSink()
-        let sink = try UploadSink(
-            settings: try Self.s3Settings(server, in: directory, extra: "snapshots = false;"), camera: "shed",
-            log: Logger(level: .warning, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
-        sink.handle(.storageReady(board.storage))
-        for clip in board.clips { sink.handle(board.saved(clip)) }
+        let sink = try board.sink(
+            try Self.s3Settings(server, in: directory, extra: "snapshots = false;"), log: log, level: .warning)
         #expect(sink.backlog == board.clips)
         try server.restart()
         #expect(Self.wait(300) { sink.uploadCounts.uploaded == 500 }, "\(sink.uploadCounts)")
@@ -289,18 +287,11 @@ struct UploadTests {
         let board = try Board(directory, clips: 2)
         let settings = try Self.s3Settings(server, in: directory)
         let log = MemoryLogSink()
-        let first = try UploadSink(
-            settings: settings, camera: "shed", log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt,
-            longestWait: 4)
-        first.handle(.storageReady(board.storage))
-        for clip in board.clips { first.handle(board.saved(clip)) }
+        let first = try board.sink(settings, log: log)
         first.finish()
         #expect(board.queue.backlog == board.clips)
         try server.restart()
-        let second = try UploadSink(
-            settings: settings, camera: "shed", log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt,
-            longestWait: 4)
-        second.handle(.storageReady(board.storage))
+        let second = try board.sink(settings, log: log, queue: false)
         #expect(Self.wait { second.uploadCounts.uploaded == 2 }, "\(log.written)")
         second.finish()
         Self.expectUploadedOnceInOrder(board.queue, board.clips)
@@ -376,11 +367,9 @@ struct UploadTests {
             return true
         }
         let log = MemoryLogSink()
-        let sink = try UploadSink(
-            settings: try Self.s3Settings(server, in: directory, extra: "delete_local_after = 0;"), camera: "shed",
-            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, control: control, longestWait: 2)
-        sink.handle(.storageReady(board.storage))
-        for clip in board.clips { sink.handle(board.saved(clip)) }
+        let sink = try board.sink(
+            try Self.s3Settings(server, in: directory, extra: "delete_local_after = 0;"), log: log, control: control,
+            longestWait: 2)
         usleep(1_500_000)
         #expect(asked.withLock { $0 }.isEmpty, "nothing is deleted while the server is down")
         try server.restart()
@@ -415,25 +404,20 @@ struct UploadTests {
             toFile: directory.file("wrong_known_hosts"), atomically: true, encoding: .utf8)
         let url = "sftp://\(server.user)@127.0.0.1:\(server.port)\(server.root)/fleet"
         let log = MemoryLogSink()
-        let refused = try UploadSink(
-            settings: try Self.settings(
+        let refused = try board.sink(
+            try Self.settings(
                 "url = \"\(url)\"; ssh_key_file = \"\(server.keyFile)\"; known_hosts_file = \"wrong_known_hosts\";",
-                in: directory), camera: "shed", log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt,
-            longestWait: 4)
-        refused.handle(.storageReady(board.storage))
-        for clip in board.clips { refused.handle(board.saved(clip)) }
+                in: directory), log: log)
         #expect(Self.wait { refused.uploadCounts.failures >= 1 }, "\(log.written)")
         refused.finish()
         let error = try #require(log.written(at: .error).first)
         #expect(error.contains("host key") && error.contains("upload.known_hosts_file"), "\(error)")
         #expect(!FileManager.default.fileExists(atPath: server.root + "/fleet/shed/" + board.clips[0]))
 
-        let sink = try UploadSink(
-            settings: try Self.settings(
+        let sink = try board.sink(
+            try Self.settings(
                 "url = \"\(url)\"; ssh_key_file = \"\(server.keyFile)\"; known_hosts_file = \"\(server.knownHosts)\";",
-                in: directory), camera: "shed", log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt,
-            longestWait: 4)
-        sink.handle(.storageReady(board.storage))
+                in: directory), log: log, queue: false)
         #expect(Self.wait { sink.uploadCounts.uploaded == 2 }, "\(log.written)")
         sink.finish()
         for clip in board.clips {
@@ -459,20 +443,16 @@ struct UploadTests {
         try "wrong\n".write(toFile: directory.file("wrong"), atomically: true, encoding: .utf8)
         try (server.password + "\n").write(toFile: directory.file("password"), atomically: true, encoding: .utf8)
         let log = MemoryLogSink()
-        let refused = try UploadSink(
-            settings: try Self.settings("url = \"\(url)\"; password_file = \"wrong\";", in: directory), camera: "shed",
-            log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
-        refused.handle(.storageReady(board.storage))
-        for clip in board.clips { refused.handle(board.saved(clip)) }
+        let refused = try board.sink(
+            try Self.settings("url = \"\(url)\"; password_file = \"wrong\";", in: directory), log: log)
         #expect(Self.wait { refused.uploadCounts.failures >= 1 }, "\(log.written)")
         refused.finish()
         let error = try #require(log.written(at: .error).first)
         #expect(error.contains("401") && error.contains("upload.password_file"), "\(error)")
 
-        let sink = try UploadSink(
-            settings: try Self.settings("url = \"\(url)\"; password_file = \"password\";", in: directory),
-            camera: "shed", log: Logger(level: .info, sink: log), timeZone: TimeZone.gmt, longestWait: 4)
-        sink.handle(.storageReady(board.storage))
+        let sink = try board.sink(
+            try Self.settings("url = \"\(url)\"; password_file = \"password\";", in: directory), log: log,
+            queue: false)
         #expect(Self.wait { sink.uploadCounts.uploaded == 2 }, "\(log.written)")
         sink.finish()
         for clip in board.clips {
