@@ -50,7 +50,8 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     /// Where clips are deleted after their upload (`upload.delete_local_after`): the agent's writer.
     let control: AgentControl
 
-    /// Counts since the agent started (`waiting`: now), for `/metrics` and the tests.
+    /// Counts since the agent started, for `/metrics` and the tests (`waiting` is read from
+    /// the queue when asked).
     private var counts = UploadFigures()
 
     /// `connectTimeout` and `stallTimeout` (seconds): how long connecting may take, and how
@@ -83,7 +84,13 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     /// What the queue holds now: the files waiting, oldest first.
     public var backlog: [String] { condition.withLock { state.journal?.backlog ?? [] } }
 
-    public var uploadCounts: UploadFigures { condition.withLock { counts } }
+    public var uploadCounts: UploadFigures {
+        condition.withLock {
+            var figures = counts
+            figures.waiting = state.journal?.backlogCount ?? 0
+            return figures
+        }
+    }
 
     public func handle(_ event: AgentEvent) {
         switch event {
@@ -116,11 +123,11 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     /// The storage directory is the agent's: the queue is read (and written anew when it has
     /// grown long), and the thread starts on it (once; later, after an outage, it is woken).
     private func start(_ storage: any ClipStorage) {
-        let started = condition.withLock { state.thread != nil }
-        guard !started else {
-            condition.withLock { condition.broadcast() }
-            return
+        let loaded = condition.withLock {
+            if state.journal != nil { condition.broadcast() }
+            return state.journal != nil
         }
+        guard !loaded else { return }
         var journal: UploadJournal
         do { journal = UploadJournal(try storage.read(UploadJournal.name) ?? []) } catch {
             log.error(
@@ -146,7 +153,6 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         condition.withLock {
             state.journal = journal
             state.storage = storage
-            counts.waiting = journal.backlogCount
         }
         if let problem = settings.problem {
             log.error(
@@ -178,7 +184,6 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         condition.withLock {
             guard state.journal != nil, state.storage?.root == storage.root else { return }
             state.journal?.apply(record)
-            counts.waiting = state.journal?.backlogCount ?? 0
             condition.broadcast()
         }
     }
