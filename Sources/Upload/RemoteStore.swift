@@ -97,7 +97,7 @@ final class RemoteStore {
         throws(UploadProblem) -> String
     {
         let md5 = try digest(body)
-        let encodedKey = key.split(separator: "/").map { Self.percentEncoded(String($0)) }.joined(separator: "/")
+        let encodedKey = URLPath.encoded(key)
         let url: String
         if endpoint == "https://s3.\(region).amazonaws.com", !bucket.contains(".") {
             url = "https://\(bucket).s3.\(region).amazonaws.com/\(encodedKey)"
@@ -175,7 +175,7 @@ final class RemoteStore {
         // In URLs, /~/ is the home directory; in commands, a relative path is.
         let home = name.hasPrefix("~/")
         let path = home ? String(name.dropFirst(2)) : name
-        let encoded = path.split(separator: "/").map { Self.percentEncoded(String($0)) }.joined(separator: "/")
+        let encoded = URLPath.encoded(path)
         let url = server + (home ? "/~/" : "/") + encoded
         let commandPath = home ? path : "/" + path
         let login = (user: user, keyFile: credentials.sshKeyFile ?? "", knownHosts: credentials.knownHostsFile ?? "")
@@ -205,7 +205,7 @@ final class RemoteStore {
         let login = credentials.password.map { password in
             (user: Self.webdavUser(destination) ?? "", password: password)
         }
-        let parts = name.split(separator: "/").map { Self.percentEncoded(String($0)) }
+        let parts = URLPath.encoded(name).split(separator: "/").map(String.init)
         var collection = base
         for part in parts.dropLast() {
             collection += "/" + part
@@ -297,22 +297,5 @@ final class RemoteStore {
 
     static func contentType(_ name: String) -> String {
         name.hasSuffix(".jpg") ? "image/jpeg" : name.hasSuffix(".mov") ? "video/quicktime" : "application/octet-stream"
-    }
-
-    /// `text` with everything but unreserved characters (RFC 3986) percent-encoded.
-    static func percentEncoded(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                out.append(Character(UnicodeScalar(byte)))
-            default:
-                let hex = Array("0123456789ABCDEF")
-                out += "%" + String(hex[Int(byte >> 4)]) + String(hex[Int(byte & 15)])
-            }
-        }
-        return out
     }
 }
