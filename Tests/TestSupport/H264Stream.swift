@@ -22,7 +22,10 @@ public struct H264TestStream: Sendable {
         width: Int = 320, height: Int = 240, frames: Int, gop: Int = 30,
         in directory: TemporaryDirectory
     ) throws -> H264TestStream {
-        let path = directory.file("stream-\(width)x\(height)-\(frames)-\(gop).h264")
+        // A name of its own per call: tests that run at once must not read each other's
+        // half-written stream (ffmpeg truncates a file it overwrites).
+        let path = directory.file("stream-\(width)x\(height)-\(frames)-\(gop)-\(UUID().uuidString).h264")
+        defer { unlink(path) }
         let r = try runTool(
             "ffmpeg",
             [
