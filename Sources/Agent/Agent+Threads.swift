@@ -250,8 +250,11 @@ extension Agent {
                 }
                 let statsInterval = self.current.withLock({ $0.log.statsInterval }).map(Double.init)
                 if let statsInterval, (now - lastStats).seconds >= statsInterval {
-                    let report = StatsReport(
+                    var report = StatsReport(
                         now: stats.closeInterval(), previous: previous, seconds: (now - lastStats).seconds)
+                    if self.current.withLock({ $0.upload.enabled }) {
+                        report.uploadWaiting = environment.control.uploads.waiting
+                    }
                     log.info("stats", Stats.line(report))
                     sinks.handle(.stats(report))
                     previous = report.now

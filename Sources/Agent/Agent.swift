@@ -150,6 +150,8 @@ public final class Agent: @unchecked Sendable {
         let storage = environment.storage(settings.storage.path)
         let hooks = HookSink(settings.hooks, log: log)
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
+        // What a sink's own thread tells the others (an upload verified).
+        environment.control.attachAnnouncer { sinks.handle($0) }
         let clipWriter = ClipWriter(
             settings: WriterSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
             monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,

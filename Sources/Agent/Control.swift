@@ -20,6 +20,7 @@ public final class AgentControl: Sendable {
     private let readCamera = Mutex<(@Sendable () -> String?)?>(nil)
     private let deleter = Mutex<(@Sendable (String, String) -> Bool)?>(nil)
     private let readUploads = Mutex<(@Sendable () -> UploadFigures)?>(nil)
+    private let announcer = Mutex<(@Sendable (AgentEvent) -> Void)?>(nil)
 
     /// The encoded stream for live viewers: the agent publishes each complete GOP into it
     /// (once the web server has opened it).
@@ -82,6 +83,15 @@ public final class AgentControl: Sendable {
 
     /// Where `uploads` reads from: the upload sink, once it is made.
     package func attachUploads(_ read: @escaping @Sendable () -> UploadFigures) { readUploads.withLock { $0 = read } }
+
+    /// Hands `event` to the sinks of the agent's run (the journal, the hooks, MQTT, …), from a
+    /// sink of its own thread (the upload sink: `clipUploaded`). Dropped when no agent runs.
+    package func announce(_ event: AgentEvent) { announcer.withLock { $0 }?(event) }
+
+    /// Where `announce` hands events: the sinks of the agent's run, once it runs.
+    package func attachAnnouncer(_ announce: (@Sendable (AgentEvent) -> Void)?) {
+        announcer.withLock { $0 = announce }
+    }
 
     /// What `deleteClip` asks: the agent's writer queue, once it runs.
     package func attachDeleter(_ delete: (@Sendable (String, String) -> Bool)?) { deleter.withLock { $0 = delete } }

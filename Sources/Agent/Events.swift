@@ -42,6 +42,8 @@ public enum AgentEvent: Sendable {
     /// The storage directory is claimed by this agent, repaired and swept: at start, and when it
     /// is back after an outage. What is in it is the agent's to work on from now on.
     case storageReady(any ClipStorage)
+    /// A clip was uploaded and verified on the server (`upload.url`), by the upload sink.
+    case clipUploaded(ClipUploaded)
 }
 
 /// An event began: motion confirmed.
@@ -128,12 +130,46 @@ public struct ClipsDeleted: Sendable {
     }
 }
 
+/// A clip (and its picture, with `upload.snapshots`) is on the server, verified: what its line
+/// in `uploads.jsonl` says.
+public struct ClipUploaded: Sendable, Equatable {
+    /// Relative to the storage directory, and as people know it.
+    public var file: String
+    public var path: String
+    public var camera: String
+    /// Where the clip is now (`s3://bucket/key`, `sftp://…`, `https://…`).
+    public var url: String
+    /// The clip's size (its picture not counted), and the seconds the upload took.
+    public var bytes: Int64
+    public var seconds: Double
+    /// When it was verified (the wall clock, as the journals write it).
+    public var at: String
+    /// Clips still waiting after it.
+    public var waiting: Int
+
+    public init(
+        file: String, path: String, camera: String, url: String, bytes: Int64, seconds: Double, at: String,
+        waiting: Int
+    ) {
+        self.file = file
+        self.path = path
+        self.camera = camera
+        self.url = url
+        self.bytes = bytes
+        self.seconds = seconds
+        self.at = at
+        self.waiting = waiting
+    }
+}
+
 /// The figures of a stats line: totals since start, the change since the last line, and
 /// over how many seconds.
 public struct StatsReport: Sendable, Equatable {
     public var now: Counters
     public var previous: Counters
     public var seconds: Double
+    /// Clips waiting to be uploaded, when uploads are set up (`upload.url`).
+    public var uploadWaiting: Int? = nil
 }
 
 /// Every sink, called in order (the journal before the hooks, so a hook finds its clip's line).

@@ -15,6 +15,8 @@ enum HookKind: String, Sendable {
     case eventStart = "event_start"
     /// `hooks.on_clip_saved`.
     case clipSaved = "clip_saved"
+    /// `hooks.on_upload`.
+    case upload = "upload"
 }
 
 /// What a hook runs for, as its log lines name it: the kind, the clip (relative to the
@@ -29,7 +31,7 @@ struct HookEvent: Sendable {
     }
 }
 
-/// Runs the user's hook programs (`hooks.on_event_start`, `hooks.on_clip_saved`) without a
+/// Runs the user's hook programs (`hooks.on_event_start`, `hooks.on_clip_saved`, `hooks.on_upload`) without a
 /// shell: the program gets the facts as arguments and as `VIGIL_*` environment variables, so
 /// no file name is ever interpolated into a command line. Each run is watched on its own
 /// thread and killed after the timeout; recording never waits for a hook. A hook runs in a
@@ -237,7 +239,8 @@ final class HookRunner: @unchecked Sendable {
 
 /// The hooks as an event sink: `hooks.on_event_start` when an event's first clip opens,
 /// `hooks.on_clip_saved` when a clip is closed (not for clips finished by repair: the facts a
-/// hook is given died with the run that knew them). A reload changes the programs and the
+/// hook is given died with the run that knew them), `hooks.on_upload` when a clip's upload is
+/// verified. A reload changes the programs and the
 /// timeout for the next run.
 final class HookSink: EventSink {
     let runner: HookRunner
@@ -262,6 +265,12 @@ final class HookSink: EventSink {
             runner.run(
                 program, for: HookEvent(kind: .clipSaved, file: saved.record.file, camera: saved.record.camera),
                 arguments: arguments, facts: facts)
+        case .clipUploaded(let uploaded):
+            guard let program = programs.withLock({ $0.onUpload }) else { return }
+            let (arguments, facts) = HookSink.upload(uploaded)
+            runner.run(
+                program, for: HookEvent(kind: .upload, file: uploaded.file, camera: uploaded.camera),
+                arguments: arguments, facts: facts)
         case .reloaded(let settings):
             programs.withLock { $0 = settings.hooks }
             runner.timeout = settings.hooks.timeout
@@ -283,6 +292,19 @@ extension HookSink {
                 ("file", clip.path), ("camera", clip.camera), ("trigger", clip.cause.rawValue),
                 ("trigger_time", trigger), ("preroll_s", String(clip.preRoll.rounded(toPlaces: 3))),
                 ("peak_score", String(clip.score)), ("part", String(clip.part)), ("score", String(clip.score)),
+            ]
+        )
+    }
+
+    /// What `on_upload` gets: the arguments (the clip's full path, the camera, where it is now)
+    /// and the facts, under `uploads.jsonl`'s keys.
+    static func upload(_ uploaded: ClipUploaded) -> (arguments: [String], facts: [(String, String)]) {
+        (
+            [uploaded.path, uploaded.camera, uploaded.url],
+            [
+                ("file", uploaded.path), ("camera", uploaded.camera), ("url", uploaded.url),
+                ("bytes", String(uploaded.bytes)), ("seconds", String(uploaded.seconds)), ("at", uploaded.at),
+                ("waiting", String(uploaded.waiting)),
             ]
         )
     }

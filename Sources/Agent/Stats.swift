@@ -120,7 +120,7 @@ extension StatsReport {
             state("ring_bytes", .int(now.ringBytes)),
             state("recording", .bool(now.recording)),
             state("disk_free_mb", .int(Int(now.diskFreeBytes >> 20))),
-        ] + now.totals
+        ] + (uploadWaiting.map { [state("upload_waiting", .int($0))] } ?? []) + now.totals
     }
 }
 

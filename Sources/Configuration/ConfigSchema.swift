@@ -265,6 +265,10 @@ public enum ConfigSchema {
             "a program to run when a clip is finished (absolute path, or \"\" for none); gets the clip's facts as arguments and VIGIL_* environment variables"
         ),
         ConfigKey(
+            "hooks.on_upload", .text, .text(""),
+            "a program to run when a clip is uploaded and verified (upload.url; absolute path, or \"\" for none); gets the upload's facts as arguments and VIGIL_* environment variables"
+        ),
+        ConfigKey(
             "hooks.timeout", .number(1...600), .number(30), unit: "seconds",
             "how long a hook may run before it is killed"),
 

@@ -70,6 +70,8 @@ public struct Settings: Equatable, Sendable {
     public struct Hooks: Equatable, Sendable {
         public var onEventStart: String?
         public var onClipSaved: String?
+        /// `hooks.on_upload`: after a clip's verified upload.
+        public var onUpload: String?
         public var timeout: Double
     }
 
@@ -209,7 +211,7 @@ public struct Settings: Equatable, Sendable {
         log = Log(level: LogLevel(name: v.text("log.level")) ?? .info, statsInterval: interval == 0 ? nil : interval)
 
         var programs: [String: String?] = [:]
-        for key in ["hooks.on_event_start", "hooks.on_clip_saved"] {
+        for key in ["hooks.on_event_start", "hooks.on_clip_saved", "hooks.on_upload"] {
             let path = v.text(key)
             guard !path.isEmpty else {
                 programs[key] = .some(nil)
@@ -229,7 +231,7 @@ public struct Settings: Equatable, Sendable {
         }
         hooks = Hooks(
             onEventStart: programs["hooks.on_event_start"] ?? nil, onClipSaved: programs["hooks.on_clip_saved"] ?? nil,
-            timeout: v.number("hooks.timeout"))
+            onUpload: programs["hooks.on_upload"] ?? nil, timeout: v.number("hooks.timeout"))
         overlay = try Settings.overlay(v)
         let snapshotWidth = v.integer("snapshot.width")
         if snapshotWidth > 0 && snapshotWidth < 16 {

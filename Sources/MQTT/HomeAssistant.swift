@@ -12,7 +12,8 @@ import FoundationEssentials
 /// | `switch` | `detection` | motion detection on or off (`detect`, `detect/set`) |
 /// | `button` | `record` | records 30 seconds now (`record/set`) |
 /// | `camera` | `live` | the live picture (`live`), when `snapshot.live_interval` makes one |
-/// | `event` | `event` | each event's phases (`event`): `start`, `end`, `saved` (with the clip's URL), `deleted` |
+/// | `sensor` | `upload_waiting` | clips waiting to be uploaded (from `stats`), when `upload.url` is set |
+/// | `event` | `event` | each event's phases (`event`): `start`, `end`, `saved` (with the clip's URL), `deleted`, `uploaded` |
 ///
 /// Every entity follows `availability`. Home Assistant drops entities whose config it did not
 /// get since it started: the configs go out at each connection and again whenever it says
@@ -32,16 +33,23 @@ public struct HomeAssistantDiscovery: Sendable {
     /// What the record button sends to `record/set`: seconds to record.
     public static let buttonSeconds = "30"
 
-    public init(prefix: String, camera: String, version: String, topics: MQTTMessages, livePictures: Bool = false) {
+    /// Whether the agent uploads its clips (`upload.url`): the upload backlog sensor.
+    public let uploads: Bool
+
+    public init(
+        prefix: String, camera: String, version: String, topics: MQTTMessages, livePictures: Bool = false,
+        uploads: Bool = false
+    ) {
         self.prefix = prefix
         self.camera = camera
         self.version = version
         self.topics = topics
         self.livePictures = livePictures
+        self.uploads = uploads
     }
 
     /// The event entity's types: the `event` topic's phases.
-    public static let eventTypes = ["start", "end", "saved", "deleted"]
+    public static let eventTypes = ["start", "end", "saved", "deleted", "uploaded"]
 
     /// One entity's config: the keys Home Assistant reads (nil ones are left out).
     public struct Config: Codable, Equatable, Sendable {
@@ -156,6 +164,13 @@ public struct HomeAssistantDiscovery: Sendable {
         record.commandTopic = topics.recordCommand
         record.payloadPress = Self.buttonSeconds
         record.icon = "mdi:record-rec"
+        var backlog = Config(name: "Upload backlog")
+        backlog.stateTopic = topics.stats
+        backlog.valueTemplate = "{{ value_json.upload_waiting }}"
+        backlog.unitOfMeasurement = "clips"
+        backlog.stateClass = "measurement"
+        backlog.entityCategory = "diagnostic"
+        backlog.icon = "mdi:cloud-upload"
         var live = Config(name: "Live")
         live.topic = topics.live
         var events = Config(name: "Event")
@@ -171,6 +186,7 @@ public struct HomeAssistantDiscovery: Sendable {
             Entity(component: "button", object: "record", config: record),
             Entity(component: "event", object: "event", config: events),
         ] + (livePictures ? [Entity(component: "camera", object: "live", config: live)] : [])
+            + (uploads ? [Entity(component: "sensor", object: "upload_waiting", config: backlog)] : [])
     }
 
     /// The retained config messages, with the device, availability and unique ids filled in.

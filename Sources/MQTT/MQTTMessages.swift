@@ -80,7 +80,7 @@ public struct MQTTMessages: Sendable {
     public var recordCommand: String { base + "/record/set" }
     public var detectCommand: String { base + "/detect/set" }
 
-    /// The JSON of the `event` topic's `start`, `end` and `deleted` phases (`saved` is
+    /// The JSON of the `event` topic's `start`, `end`, `deleted` and `uploaded` phases (`saved` is
     /// `SavedPayload`), under the journal's keys where they say the same. Keys left out when
     /// not known.
     public struct EventPayload: Codable, Equatable, Sendable {
@@ -96,9 +96,16 @@ public struct MQTTMessages: Sendable {
         public var peakScore: Double?
         public var parts: Int?
         public var trigger: String?
+        /// `uploaded`: where the clip is now, its size, the seconds it took, when it was
+        /// verified (`uploads.jsonl`'s keys), and the clips still waiting.
+        public var url: String?
+        public var bytes: Int64?
+        public var seconds: Double?
+        public var at: String?
+        public var waiting: Int?
 
         enum CodingKeys: String, CodingKey {
-            case type, event, camera, clip, start, end, parts, trigger
+            case type, event, camera, clip, start, end, parts, trigger, url, bytes, seconds, at, waiting
             case eventType = "event_type"
             case prerollSeconds = "preroll_s"
             case peakScore = "peak_score"
@@ -173,6 +180,13 @@ public struct MQTTMessages: Sendable {
             return deleted.deletions.map {
                 json(EventPayload(type: "deleted", camera: camera, clip: $0.clip.relativePath))
             }
+        case .clipUploaded(let uploaded):
+            return [
+                json(
+                    EventPayload(
+                        type: "uploaded", camera: camera, clip: uploaded.file, url: uploaded.url, bytes: uploaded.bytes,
+                        seconds: uploaded.seconds, at: uploaded.at, waiting: uploaded.waiting))
+            ]
         case .stats(let report):
             return [statsMessage(report)]
         case .detection(let on):

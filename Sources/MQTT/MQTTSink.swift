@@ -111,7 +111,8 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     /// device. Returns at once: the connection is made on the sink's own thread.
     public init(
         settings: Settings.MQTT, camera: String, log: Logger, timeZone: any LocalTimeZone,
-        control: AgentControl? = nil, version: String = "unknown", linkBase: String? = nil, livePictures: Bool = false
+        control: AgentControl? = nil, version: String = "unknown", linkBase: String? = nil, livePictures: Bool = false,
+        uploads: Bool = false
     ) throws(MQTTError) {
         self.settings = settings
         broker = "\(settings.host):\(settings.port)"
@@ -123,7 +124,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             settings.discovery
             ? HomeAssistantDiscovery(
                 prefix: settings.discoveryPrefix, camera: camera, version: version, topics: messages,
-                livePictures: livePictures) : nil
+                livePictures: livePictures, uploads: uploads) : nil
         availability = messages.availability
         clientID = settings.clientID(camera: camera, host: HostName.current)
         self.log = log.with(("component", "mqtt"))

@@ -19,6 +19,7 @@ import Recorder
 /// the upload thread alone.
 public final class UploadSink: EventSink, @unchecked Sendable {
     let settings: Settings.Upload
+    let camera: String
     let log: Logger
     let wallNow: @Sendable () -> Date
     let timeZone: any LocalTimeZone
@@ -71,6 +72,7 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         }
         if let kbit = settings.bandwidthKbit { transfer.maxSendRate = Int64(kbit) * 1000 / 8 }
         self.settings = settings
+        self.camera = camera
         self.longestWait = longestWait
         self.control = control
         self.log = log.with(("component", "upload"))
@@ -300,10 +302,10 @@ public final class UploadSink: EventSink, @unchecked Sendable {
 
     /// `sent`: the bytes of the clip and its picture.
     private func uploaded(_ file: String, _ receipt: UploadReceipt, sent: Int64, in storage: any ClipStorage) {
+        let at = timestamp()
+        let seconds = (receipt.seconds * 1000).rounded() / 1000
         append(
-            UploadRecord(
-                uploaded: file, at: timestamp(), url: receipt.url, bytes: UInt64(receipt.bytes),
-                seconds: (receipt.seconds * 1000).rounded() / 1000),
+            UploadRecord(uploaded: file, at: at, url: receipt.url, bytes: UInt64(receipt.bytes), seconds: seconds),
             in: storage)
         let recovered = condition.withLock {
             defer {
@@ -317,13 +319,19 @@ public final class UploadSink: EventSink, @unchecked Sendable {
             return state.failures
         }
         if recovered > 0 { log.info("uploads work again", [("failed_tries", .int(recovered))]) }
+        let waiting = condition.withLock { state.journal?.backlogCount ?? 0 }
         log.info(
             "clip uploaded",
             [
                 ("file", .string(file)), ("url", .string(receipt.url)), ("bytes", .int(receipt.bytes)),
-                ("seconds", .seconds(receipt.seconds)),
-                ("waiting", .int(condition.withLock { state.journal?.backlogCount ?? 0 })),
+                ("seconds", .seconds(receipt.seconds)), ("waiting", .int(waiting)),
             ])
+        // MQTT's `uploaded` event, `hooks.on_upload`.
+        control.announce(
+            .clipUploaded(
+                ClipUploaded(
+                    file: file, path: storage.path(file), camera: camera, url: receipt.url, bytes: receipt.bytes,
+                    seconds: seconds, at: at, waiting: waiting)))
     }
 
     private func failed(_ file: String, _ problem: String) {

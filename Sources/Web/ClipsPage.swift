@@ -31,6 +31,7 @@ extension WebSite {
             }
         }
         let kept = all.filter { shown.contains(String($0.record.start.prefix(10))) }
+        let queue = uploads()
         var html = """
             <!doctype html>
             <html lang="en">
@@ -50,6 +51,8 @@ extension WebSite {
             li img { width: 100%; height: auto; aspect-ratio: 4 / 3; object-fit: cover; border-radius: 4px; background: #ddd; }
             .meta { font-size: 0.9rem; color: #444; }
             a { color: #05c; }
+            .uploaded { color: #060; }
+            .waiting { color: #850; }
             .days { font-size: 0.9rem; color: #444; margin: 1rem 0; line-height: 1.8; }
             </style>
             </head>
@@ -95,6 +98,12 @@ extension WebSite {
             let clip = "/clips/" + Self.pathEncoded(record.file)
             let time = record.start.count >= 19 ? String(record.start.dropFirst(11).prefix(8)) : record.start
             let cause = record.cause?.rawValue ?? "recovered"
+            var upload = ""
+            if let url = queue?.uploads[record.file]?.url {
+                upload = " · <span class=\"uploaded\" title=\"\(MarkupText.escaped(url))\">uploaded</span>"
+            } else if queue?.waits(record.file) == true {
+                upload = " · <span class=\"waiting\">upload waiting</span>"
+            }
             var picture = ""
             if let snapshot = record.snapshot {
                 picture =
@@ -102,7 +111,7 @@ extension WebSite {
             }
             html += """
                 <li>\(picture)<div class="meta"><a href="\(clip)">\(MarkupText.escaped(time))</a> ·
-                \(DecimalText.short(record.durationSeconds, 1)) s · \(MarkupText.escaped(cause)) ·
+                \(DecimalText.short(record.durationSeconds, 1)) s · \(MarkupText.escaped(cause))\(upload) ·
                 <a href="\(clip)" download>download</a>\(signIn ? " · <a href=\"/delete?file=\(Self.queryEncoded(record.file))\">delete…</a>" : "")</div></li>
 
                 """

@@ -200,16 +200,32 @@ public final class WebSite: Sendable {
         return read.reversed().map { ($0, !storage.exists($0.file)) }
     }
 
+    /// The upload queue (`uploads.jsonl`), when there is one: what is uploaded, what waits.
+    func uploads() -> UploadJournal? {
+        (try? storage.read(UploadJournal.name)).flatMap { $0 }.map { UploadJournal($0) }
+    }
+
     /// `/api/clips`: a JSON array of the journal's lines (docs/events.md says each field),
-    /// newest first, with `"deleted": true` for a clip retention removed.
+    /// newest first, with `"deleted": true` for a clip retention removed, and with uploads
+    /// `"uploaded"` (where it is now) or `"upload_waiting": true`.
     func clipsJSON() -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let queue = uploads()
         let items = records().compactMap { item -> String? in
             guard let data = try? encoder.encode(item.record) else { return nil }
             let object = String(decoding: data, as: UTF8.self)
-            guard item.deleted, object.hasPrefix("{") else { return object }
-            return "{\"deleted\":true," + object.dropFirst()
+            var added: [String] = []
+            if item.deleted { added.append("\"deleted\":true") }
+            if let url = queue?.uploads[item.record.file]?.url,
+                let quoted = try? encoder.encode([url]), let text = String(bytes: quoted, encoding: .utf8)
+            {
+                added.append("\"uploaded\":" + text.dropFirst().dropLast())
+            } else if queue?.waits(item.record.file) == true {
+                added.append("\"upload_waiting\":true")
+            }
+            guard !added.isEmpty, object.hasPrefix("{") else { return object }
+            return "{" + added.joined(separator: ",") + "," + object.dropFirst()
         }
         return "[" + items.joined(separator: ",\n") + "]\n"
     }

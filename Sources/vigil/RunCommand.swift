@@ -73,7 +73,7 @@ enum RunCommand: Command {
                             settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
                             control: environment.control, version: version,
                             linkBase: settings.web.linkBase(host: HostName.current),
-                            livePictures: settings.snapshot.liveInterval > 0))
+                            livePictures: settings.snapshot.liveInterval > 0, uploads: settings.upload.enabled))
                 } catch {
                     log.error(
                         "MQTT off: the client cannot be made; recording goes on without it",

@@ -227,7 +227,7 @@ public final class EventRecorder: EventSink {
 extension AgentEvent {
     public enum Kind: Equatable, Sendable {
         case motionStarted, motionEnded, clipStarted, clipSaved, clipsDeleted, stats, reloaded, detection, notice
-        case livePicture, storageReady
+        case livePicture, storageReady, clipUploaded
     }
 
     public var kind: Kind {
@@ -243,6 +243,7 @@ extension AgentEvent {
         case .notice: .notice
         case .livePicture: .livePicture
         case .storageReady: .storageReady
+        case .clipUploaded: .clipUploaded
         }
     }
 }

@@ -99,6 +99,28 @@ import Testing
                             reason: .olderThan(days: 30))
                     ], storage: storage)))
         #expect(try Set(deleted.keys) == Set(Self.documented("### `event`: `deleted`")))
+        let uploaded = try payload(.clipUploaded(Self.uploaded(storage)))
+        #expect(try Set(uploaded.keys) == Set(Self.documented("### `event`: `uploaded`")))
+        #expect(uploaded["type"] as? String == "uploaded" && uploaded["event_type"] as? String == "uploaded")
+        #expect(uploaded["clip"] as? String == Self.record.file && uploaded["bytes"] as? Int == 1_234_567)
+        #expect(uploaded["url"] as? String == "s3://clips/yard/" + Self.record.file)
+    }
+
+    /// An upload of `record`'s clip, every fact known.
+    static func uploaded(_ storage: MemoryStorage) -> ClipUploaded {
+        ClipUploaded(
+            file: record.file, path: storage.path(record.file), camera: "yard", url: "s3://clips/yard/" + record.file,
+            bytes: 1_234_567, seconds: 2.5, at: "2026-12-03T10:16:00.000+01:00", waiting: 3)
+    }
+
+    @Test func theUploadHookGetsTheDocumentedFacts() throws {
+        let storage = MemoryStorage()
+        let (arguments, facts) = HookSink.upload(Self.uploaded(storage))
+        #expect(try Set(facts.map(\.0) + ["event"]) == Set(Self.documented("### `on_upload`")))
+        #expect(arguments == [storage.path(Self.record.file), "yard", "s3://clips/yard/" + Self.record.file])
+        let byKey = Dictionary(uniqueKeysWithValues: facts)
+        #expect(byKey["file"] == storage.path(Self.record.file) && byKey["bytes"] == "1234567")
+        #expect(byKey["seconds"] == "2.5" && byKey["waiting"] == "3")
     }
 
     @Test func theHooksGetTheDocumentedFactsUnderTheJournalsKeys() throws {
@@ -150,7 +172,7 @@ import Testing
         now.clipErrors = 1
         now.peakScore = 0.25
         now.diskFreeBytes = 5 << 30
-        return StatsReport(now: now, previous: previous, seconds: 60)
+        return StatsReport(now: now, previous: previous, seconds: 60, uploadWaiting: 2)
     }
 
     static let heading = "## Stats: the log line and MQTT's `stats`"
@@ -166,6 +188,10 @@ import Testing
         for figure in report.figures {
             #expect((figure.kind == .total) == figure.key.hasSuffix("_total"), "\(figure.key)")
         }
+        // Without uploads, no upload figure.
+        var withoutUploads = report
+        withoutUploads.uploadWaiting = nil
+        #expect(Stats.line(withoutUploads).map(\.0) == documented.filter { $0 != "upload_waiting" })
     }
 
     /// A plain name is the interval's figure in both outputs, `_total` the count since start.

@@ -26,7 +26,8 @@ import Testing
     /// component, and every topic it names one the sink uses.
     @Test func oneRetainedConfigPerEntityWithWhatHomeAssistantRequires() throws {
         let discovery = HomeAssistantDiscovery(
-            prefix: "homeassistant", camera: "yard", version: "1.2.3", topics: topics, livePictures: true)
+            prefix: "homeassistant", camera: "yard", version: "1.2.3", topics: topics, livePictures: true,
+            uploads: true)
         let messages = discovery.messages
         #expect(
             messages.map(\.topic) == [
@@ -38,11 +39,12 @@ import Testing
                 "homeassistant/button/vigil_yard/record/config",
                 "homeassistant/event/vigil_yard/event/config",
                 "homeassistant/camera/vigil_yard/live/config",
+                "homeassistant/sensor/vigil_yard/upload_waiting/config",
             ])
-        // Without live pictures (snapshot.live_interval = 0), no camera entity.
-        #expect(
-            !HomeAssistantDiscovery(prefix: "homeassistant", camera: "yard", version: "1.2.3", topics: topics)
-                .messages.contains { $0.topic.contains("/camera/") })
+        // Without live pictures (snapshot.live_interval = 0), no camera entity; without
+        // uploads, no backlog sensor.
+        let plain = HomeAssistantDiscovery(prefix: "homeassistant", camera: "yard", version: "1.2.3", topics: topics)
+        #expect(!plain.messages.contains { $0.topic.contains("/camera/") || $0.topic.contains("upload") })
         #expect(messages.allSatisfy { $0.retain })
         #expect(discovery.statusTopic == "homeassistant/status")
 
@@ -80,7 +82,10 @@ import Testing
         #expect(try config("camera/vigil_yard/live")["topic"] as? String == topics.live)
         let event = try config("event/vigil_yard/event")
         #expect(event["state_topic"] as? String == topics.eventTopic)
-        #expect(event["event_types"] as? [String] == ["start", "end", "saved", "deleted"])
+        #expect(event["event_types"] as? [String] == ["start", "end", "saved", "deleted", "uploaded"])
+        let backlog = try config("sensor/vigil_yard/upload_waiting")
+        #expect(backlog["state_topic"] as? String == topics.stats)
+        #expect(backlog["value_template"] as? String == "{{ value_json.upload_waiting }}")
 
         // What every entity has.
         var uniqueIDs: [String] = []
@@ -106,7 +111,7 @@ import Testing
             ]
             #expect(named.allSatisfy { used.contains($0) }, "\(key): \(named)")
         }
-        #expect(Set(uniqueIDs).count == 8 && uniqueIDs.allSatisfy { $0.hasPrefix("vigil_yard_") }, "\(uniqueIDs)")
+        #expect(Set(uniqueIDs).count == 9 && uniqueIDs.allSatisfy { $0.hasPrefix("vigil_yard_") }, "\(uniqueIDs)")
     }
 
     /// Another prefix and camera move every topic with them.

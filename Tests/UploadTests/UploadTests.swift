@@ -135,6 +135,11 @@ struct UploadTests {
         let board = try Board(directory, clips: 3)
         let log = MemoryLogSink()
         let control = AgentControl()
+        // What the agent's sinks are told (MQTT's `uploaded` event, `hooks.on_upload`).
+        let told = Mutex<[ClipUploaded]>([])
+        control.attachAnnouncer { event in
+            if case .clipUploaded(let uploaded) = event { told.withLock { $0.append(uploaded) } }
+        }
         let sink = try board.sink(try Self.s3Settings(server, in: directory), log: log, control: control)
         #expect(Self.wait { sink.uploadCounts.uploaded == 3 }, "\(log.written)")
         // The upload thread yields its CPU to recording (nice 10; its I/O priority too).
@@ -169,6 +174,11 @@ struct UploadTests {
             try $0 + Int64(board.bytes($1).count + board.bytes(ClipNaming.snapshotPath(of: $1)).count)
         }
         #expect(control.uploads == UploadFigures(waiting: 0, uploaded: 3, bytes: bytes, failures: 0))
+        let events = told.withLock { $0 }
+        #expect(events.map(\.file) == board.clips)
+        #expect(events.map(\.url) == uploads.map(\.url) && events.last?.waiting == 0)
+        #expect(events.map(\.path) == board.clips.map { board.storage.path($0) })
+        #expect(events.allSatisfy { $0.camera == "shed" && $0.bytes > 0 && !$0.at.isEmpty })
     }
 
     @Test func aWrongSecretIsAClearErrorAndTheClipWaits() throws {
@@ -300,18 +310,28 @@ struct UploadTests {
 
     /// `vigil run` itself: the synthetic camera's first event is recorded and sent to the
     /// bucket (slowly, 800 kbit/s); the agent is killed (SIGKILL) while it sends it, and run
-    /// again: the clip arrives once, whole, and plays.
+    /// again: the clip arrives once, whole, and plays, and `hooks.on_upload` runs for it.
     @Test func theAgentKilledMidUploadSendsTheClipOnceWhenItRunsAgain() throws {
         let directory = try TemporaryDirectory("vigil-upload-agent")
         defer { directory.remove() }
         let server = try S3Server(directory)
         _ = try Self.s3Settings(server, in: directory)
         let config = directory.file("agent.conf")
+        // The hook writes its arguments and its VIGIL_* facts, then renames the file whole.
+        let hook = directory.file("on-upload.sh")
+        let facts = directory.file("upload-facts")
+        try """
+        #!/bin/sh
+        { printf 'arg=%s\\n' "$@"; env | grep '^VIGIL_' | sort; } > "\(facts).part"
+        mv "\(facts).part" "\(facts)"
+        """.write(toFile: hook, atomically: true, encoding: .utf8)
+        chmod(hook, 0o755)
         try """
         camera = { device = "synthetic"; width = 320; height = 240; fps = 10.0; name = "shed"; };
         recording = { pre_roll = 1.0; post_roll = 1.0; };
         storage = { path = "\(directory.file("clips"))"; };
         log = { stats_interval = 0; };
+        hooks = { on_upload = "\(hook)"; };
         upload = {
           url = "s3://\(server.bucket)/fleet"; endpoint = "\(server.endpoint)"; region = "\(server.region)";
           access_key_file = "access"; secret_key_file = "secret"; bandwidth_kbit = 800;
@@ -331,6 +351,7 @@ struct UploadTests {
 
         let second = try AgentProcess(config: config)
         let uploaded = second.waitFor("clip uploaded", timeout: 120)
+        #expect(Self.wait(60) { FileManager.default.fileExists(atPath: facts) }, "on_upload ran: \(second.output)")
         second.kill(SIGKILL)
         _ = second.waitForExit(timeout: 30)
         #expect(uploaded?.contains(file) == true, "\(second.output)")
@@ -347,6 +368,15 @@ struct UploadTests {
         let row = clips.stdout.split(separator: "\n").first { $0.contains(file) }
         #expect(row?.contains("uploaded") == true, "\(clips.stdout)")
         #expect(clips.stdout.contains("1 uploaded to s3://clips/fleet, 0 waiting"), "\(clips.stdout)")
+        // The hook ran for it (told by the upload thread, through the agent's sinks).
+        let hookOutput = try String(contentsOfFile: facts, encoding: .utf8)
+        let url = "s3://\(server.bucket)/fleet/shed/" + file
+        for line in [
+            "arg=upload", "arg=" + storage.path(file), "arg=shed", "arg=" + url, "VIGIL_EVENT=upload",
+            "VIGIL_FILE=" + storage.path(file), "VIGIL_URL=" + url, "VIGIL_BYTES=\(object.count)", "VIGIL_WAITING=0",
+        ] {
+            #expect(hookOutput.split(separator: "\n").contains { $0 == line }, "\(line) in \(hookOutput)")
+        }
     }
 
     /// With `delete_local_after`, a clip is handed to the writer to delete only once its upload

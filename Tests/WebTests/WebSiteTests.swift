@@ -90,6 +90,49 @@ import Testing
 
     /// Many clips: the page lists the newest days (whole, about a hundred clips) and links
     /// every day; a day's page has its clips alone.
+    /// With uploads, the page and `/api/clips` say which clips are on the server (and where)
+    /// and which wait, from `uploads.jsonl`; a clip never queued says neither.
+    @Test func uploadedClipsAreMarkedAndWaitingOnesSaid() throws {
+        let storage = MemoryStorage()
+        let journal = EventsJournal(storage: storage)
+        let files = (0..<3).map { "2026-12-04/yard-20261204-10000\($0).mov" }
+        for (i, file) in files.enumerated() {
+            storage.put(file, [0])
+            try journal.append(
+                ClipRecord(
+                    file: file, camera: "yard", start: "2026-12-04T10:00:0\(i).000+00:00",
+                    end: "2026-12-04T10:00:0\(i).500+00:00", cause: .motion, triggerTime: nil,
+                    triggerSourceSeconds: nil, preRollSeconds: 2, durationSeconds: 0.5, frames: 15, audioFrames: 0,
+                    bytes: 1, peakScore: 0.1, part: 1))
+        }
+        let url = "s3://clips/fleet/yard/" + files[0]
+        for record in [
+            UploadRecord(queued: files[0], at: "2026-12-04T10:00:01.000+00:00"),
+            UploadRecord(queued: files[1], at: "2026-12-04T10:00:02.000+00:00"),
+            UploadRecord(uploaded: files[0], at: "2026-12-04T10:00:03.000+00:00", url: url, bytes: 1, seconds: 0.2),
+        ] {
+            try storage.append(UploadJournal.line(record), to: UploadJournal.name)
+        }
+        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: AgentControl())
+        func body(_ path: String) -> String {
+            guard case .bytes(let b) = site.respond(HTTPRequest(method: "GET", path: path)).body else { return "" }
+            return String(decoding: b, as: UTF8.self)
+        }
+        let items = body("/").components(separatedBy: "<li>").dropFirst()
+        #expect(items.count == 3)
+        func item(_ file: String) -> String { items.first { $0.contains(file) } ?? "" }
+        #expect(item(files[0]).contains("<span class=\"uploaded\" title=\"\(url)\">uploaded</span>"))
+        #expect(item(files[1]).contains("upload waiting") && !item(files[1]).contains(">uploaded<"))
+        #expect(!item(files[2]).contains("upload"), "never queued: \(item(files[2]))")
+
+        let api = try #require(
+            try JSONSerialization.jsonObject(with: Data(body("/api/clips").utf8)) as? [[String: Any]])
+        let byFile = Dictionary(uniqueKeysWithValues: api.map { ($0["file"] as? String ?? "", $0) })
+        #expect(byFile[files[0]]?["uploaded"] as? String == url && byFile[files[0]]?["upload_waiting"] == nil)
+        #expect(byFile[files[1]]?["upload_waiting"] as? Bool == true && byFile[files[1]]?["uploaded"] == nil)
+        #expect(byFile[files[2]]?["uploaded"] == nil && byFile[files[2]]?["upload_waiting"] == nil)
+    }
+
     @Test func thePageListsTheNewestDaysAndLinksEveryDay() throws {
         let storage = MemoryStorage()
         let journal = EventsJournal(storage: storage)

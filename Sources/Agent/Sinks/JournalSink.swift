@@ -23,7 +23,7 @@ public struct JournalSink: EventSink {
                 log.warning("events journal not shortened", [("error", .string(error.description))])
             }
         case .motionStarted, .motionEnded, .clipStarted, .stats, .reloaded, .detection, .notice, .livePicture,
-            .storageReady:
+            .storageReady, .clipUploaded:
             break
         }
     }
