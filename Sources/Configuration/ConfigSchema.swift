@@ -360,6 +360,10 @@ public enum ConfigSchema {
             "upload.password_file", .text, .text(""),
             "WebDAV: a file holding the password of the URL's user (https://USER@HOST/PATH) on its first line"),
         ConfigKey(
+            "upload.tls_ca_file", .text, .text(""),
+            "HTTPS (S3, WebDAV): a file of CA certificates (PEM) the server's certificate must be signed by, for a server with a private CA; \"\": the machine's CAs"
+        ),
+        ConfigKey(
             "upload.delete_local_after", .number(-1...87600), .number(-1), unit: "hours",
             "delete a clip on the board this long after its upload was verified, or -1 for never"),
         ConfigKey(

@@ -63,16 +63,20 @@ public struct UploadCredentials: Equatable, Sendable {
     public var knownHostsFile: String?
     /// WebDAV: the password of the URL's user.
     public var password: String?
+    /// HTTPS (S3, WebDAV): the CA certificates (PEM) the server's must be signed by, instead of
+    /// the machine's (`upload.tls_ca_file`).
+    public var caFile: String?
 
     public init(
         accessKey: String? = nil, secretKey: String? = nil, sshKeyFile: String? = nil, knownHostsFile: String? = nil,
-        password: String? = nil
+        password: String? = nil, caFile: String? = nil
     ) {
         self.accessKey = accessKey
         self.secretKey = secretKey
         self.sshKeyFile = sshKeyFile
         self.knownHostsFile = knownHostsFile
         self.password = password
+        self.caFile = caFile
     }
 }
 
@@ -98,7 +102,16 @@ extension Settings {
                 "upload.url = \"\(v.text("upload.url"))\" needs \(key) — \(needs.joined(separator: " and ")) name the files that hold what it signs in with (one line each, readable by the vigil user only)"
             )
         }
+        if case .sftp = destination, !v.text("upload.tls_ca_file").isEmpty {
+            throw v.error(
+                "upload.tls_ca_file",
+                "upload.tls_ca_file is for HTTPS servers (S3, WebDAV); an SFTP server is known by upload.known_hosts_file — remove it"
+            )
+        }
         do throws(ConfigurationError) {
+            if !v.text("upload.tls_ca_file").isEmpty {
+                upload.credentials.caFile = try uploadFile(v, "upload.tls_ca_file", directory: directory)
+            }
             switch destination {
             case .s3:
                 upload.credentials.accessKey = try secretLine(v, "upload.access_key_file", directory: directory)

@@ -103,6 +103,8 @@ final class CurlTransfer {
     let stallTimeout: Int
     /// The most bytes a second sent, 0 for no limit.
     var maxSendRate: Int64 = 0
+    /// HTTPS: the CA certificates the server's must be signed by (nil: the machine's).
+    var caFile: String?
     /// Turned on from another thread to end a transfer under way.
     let stop = StopSwitch()
 
@@ -154,12 +156,24 @@ final class CurlTransfer {
         }
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
         let handle = self.handle
+        // The first option libcurl refused (one this libcurl does not know: a request it would
+        // send unsigned, or unchecked, is not sent at all).
+        var refused: (option: CURLoption, code: CURLcode)?
         let result: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errors in
-            func long(_ option: CURLoption, _ value: Int) { _ = vigil_curl_set_long(handle, option, value) }
-            func text(_ option: CURLoption, _ value: String) {
-                _ = value.withCString { vigil_curl_set_pointer(handle, option, $0) }
+            func check(_ option: CURLoption, _ code: CURLcode) {
+                if code != CURLE_OK, refused == nil { refused = (option, code) }
             }
-            _ = vigil_curl_set_pointer(handle, CURLOPT_ERRORBUFFER, errors.baseAddress)
+            func long(_ option: CURLoption, _ value: Int) { check(option, vigil_curl_set_long(handle, option, value)) }
+            func text(_ option: CURLoption, _ value: String) {
+                check(option, value.withCString { vigil_curl_set_pointer(handle, option, $0) })
+            }
+            func pointer(_ option: CURLoption, _ value: UnsafeRawPointer?) {
+                check(option, vigil_curl_set_pointer(handle, option, value))
+            }
+            func offset(_ option: CURLoption, _ value: Int64) {
+                check(option, vigil_curl_set_offset(handle, option, curl_off_t(value)))
+            }
+            pointer(CURLOPT_ERRORBUFFER, errors.baseAddress)
             text(CURLOPT_URL, request.url)
             long(CURLOPT_NOSIGNAL, 1)
             long(CURLOPT_CONNECTTIMEOUT, connectTimeout)
@@ -167,62 +181,72 @@ final class CurlTransfer {
             long(CURLOPT_LOW_SPEED_TIME, stallTimeout)
             // Redirects are not followed: a signed request is for one address.
             long(CURLOPT_FOLLOWLOCATION, 0)
-            _ = vigil_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)
-            _ = vigil_curl_set_function(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
-                let bytes = size * count
-                guard let buffer, let context else { return bytes }
-                let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
-                let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: bytes), as: UTF8.self)
-                // A new response (after 100 Continue, or a 401 before signing in) starts afresh.
-                if line.hasPrefix("HTTP/") { exchange.headers = [:] }
-                if let colon = line.firstIndex(of: ":"), exchange.headers.count < 200 {
-                    let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
-                    exchange.headers[line[..<colon].lowercased()] = String(
-                        value.reversed().drop { $0 == "\r" || $0 == "\n" || $0 == " " }.reversed())
-                }
-                return bytes
-            }
-            _ = vigil_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
-            _ = vigil_curl_set_function(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
-                let bytes = size * count
-                guard let buffer, let context else { return bytes }
-                let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
-                let room = max(0, CurlTransfer.bodyLimit - exchange.body.count)
-                exchange.body += UnsafeRawBufferPointer(start: buffer, count: min(bytes, room))
-                return bytes
-            }
+            pointer(CURLOPT_HEADERDATA, context)
+            check(
+                CURLOPT_HEADERFUNCTION,
+                vigil_curl_set_function(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
+                    let bytes = size * count
+                    guard let buffer, let context else { return bytes }
+                    let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
+                    let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: bytes), as: UTF8.self)
+                    // A new response (after 100 Continue, or a 401 before signing in) starts afresh.
+                    if line.hasPrefix("HTTP/") { exchange.headers = [:] }
+                    if let colon = line.firstIndex(of: ":"), exchange.headers.count < 200 {
+                        let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
+                        exchange.headers[line[..<colon].lowercased()] = String(
+                            value.reversed().drop { $0 == "\r" || $0 == "\n" || $0 == " " }.reversed())
+                    }
+                    return bytes
+                })
+            pointer(CURLOPT_WRITEDATA, context)
+            check(
+                CURLOPT_WRITEFUNCTION,
+                vigil_curl_set_function(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
+                    let bytes = size * count
+                    guard let buffer, let context else { return bytes }
+                    let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
+                    let room = max(0, CurlTransfer.bodyLimit - exchange.body.count)
+                    exchange.body += UnsafeRawBufferPointer(start: buffer, count: min(bytes, room))
+                    return bytes
+                })
             // Progress: where a transfer under way is told to stop.
             long(CURLOPT_NOPROGRESS, 0)
-            _ = vigil_curl_set_pointer(handle, CURLOPT_XFERINFODATA, context)
-            _ = vigil_curl_set_progress(handle) { context, _, _, _, _ in
-                guard let context else { return 0 }
-                return Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue().stop.isOn
-                    ? 1 : 0
-            }
+            pointer(CURLOPT_XFERINFODATA, context)
+            check(
+                CURLOPT_XFERINFOFUNCTION,
+                vigil_curl_set_progress(handle) { context, _, _, _, _ in
+                    guard let context else { return 0 }
+                    return Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue().stop.isOn
+                        ? 1 : 0
+                })
             switch request.method {
             case .put(let body):
                 long(CURLOPT_UPLOAD, 1)
-                _ = vigil_curl_set_offset(handle, CURLOPT_INFILESIZE_LARGE, curl_off_t(body.size))
-                _ = vigil_curl_set_pointer(handle, CURLOPT_READDATA, context)
-                _ = vigil_curl_set_function(handle, CURLOPT_READFUNCTION) { buffer, size, count, context in
-                    guard let buffer, let context,
-                        let body = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue().upload
-                    else { return Int(CURL_READFUNC_ABORT) }
-                    return body.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
-                }
-                _ = vigil_curl_set_pointer(handle, CURLOPT_SEEKDATA, context)
-                _ = vigil_curl_set_seek(handle) { context, offset, origin in
-                    guard let context, origin == SEEK_SET,
-                        let body = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue().upload,
-                        (0...body.size).contains(Int64(offset))
-                    else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
-                    body.offset = Int64(offset)
-                    return Int32(CURL_SEEKFUNC_OK)
-                }
+                offset(CURLOPT_INFILESIZE_LARGE, body.size)
+                pointer(CURLOPT_READDATA, context)
+                check(
+                    CURLOPT_READFUNCTION,
+                    vigil_curl_set_function(handle, CURLOPT_READFUNCTION) { buffer, size, count, context in
+                        guard let buffer, let context,
+                            let body = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue().upload
+                        else { return Int(CURL_READFUNC_ABORT) }
+                        return body.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+                    })
+                pointer(CURLOPT_SEEKDATA, context)
+                check(
+                    CURLOPT_SEEKFUNCTION,
+                    vigil_curl_set_seek(handle) { context, offset, origin in
+                        guard let context, origin == SEEK_SET,
+                            let body = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue().upload,
+                            (0...body.size).contains(Int64(offset))
+                        else { return Int32(CURL_SEEKFUNC_CANTSEEK) }
+                        body.offset = Int64(offset)
+                        return Int32(CURL_SEEKFUNC_OK)
+                    })
                 if maxSendRate > 0 {
                     // libcurl keeps to the rate by pausing between buffers: small ones, and a
                     // stall allowed to outlast a pause.
-                    _ = vigil_curl_set_offset(handle, CURLOPT_MAX_SEND_SPEED_LARGE, curl_off_t(maxSendRate))
+                    offset(CURLOPT_MAX_SEND_SPEED_LARGE, maxSendRate)
                     long(CURLOPT_UPLOAD_BUFFERSIZE, Self.limitedBuffer)
                     long(
                         CURLOPT_LOW_SPEED_TIME,
@@ -234,7 +258,7 @@ final class CurlTransfer {
                 if method != "GET" { text(CURLOPT_CUSTOMREQUEST, method) }
             }
             for header in request.headers { list = curl_slist_append(list, header) }
-            if let list { _ = vigil_curl_set_pointer(handle, CURLOPT_HTTPHEADER, list) }
+            if let list { pointer(CURLOPT_HTTPHEADER, list) }
             if let (provider, credentials) = request.awsSignature {
                 text(CURLOPT_AWS_SIGV4, provider)
                 text(CURLOPT_USERPWD, credentials)
@@ -254,7 +278,9 @@ final class CurlTransfer {
                 long(CURLOPT_FTP_CREATE_MISSING_DIRS, Int(CURLFTP_CREATE_DIR_RETRY.rawValue))
             }
             for command in request.afterTransfer { quote = curl_slist_append(quote, command) }
-            if let quote { _ = vigil_curl_set_pointer(handle, CURLOPT_POSTQUOTE, quote) }
+            if let quote { pointer(CURLOPT_POSTQUOTE, quote) }
+            if let caFile { text(CURLOPT_CAINFO, caFile) }
+            if let refused { return refused.code }
             return curl_easy_perform(handle)
         }
         var status = 0
@@ -263,6 +289,13 @@ final class CurlTransfer {
         _ = vigil_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
         _ = vigil_curl_get_offset(handle, CURLINFO_SIZE_UPLOAD_T, &sent)
         _ = vigil_curl_get_offset(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
+        if let refused {
+            throw CurlFailure(
+                code: Int(refused.code.rawValue),
+                message:
+                    "this libcurl (\(Self.version)) refused option \(refused.option.rawValue) (\(String(cString: curl_easy_strerror(refused.code)))): uploads need libcurl 7.75 or newer, as Debian bookworm's libcurl4 is — upgrade it"
+            )
+        }
         guard result == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let message = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail

@@ -222,7 +222,11 @@ final class RemoteStore {
             CurlRequest(
                 url: url + ".part", method: .put(body), headers: ["Content-Type: " + Self.contentType(name)],
                 login: login))
-        guard (200..<300).contains(put.status) else { throw webdavProblem(put, doing: "PUT", url: url + ".part") }
+        guard (200..<300).contains(put.status) else {
+            // A directory removed on the server since it was made: made again next time.
+            collections.removeAll()
+            throw webdavProblem(put, doing: "PUT", url: url + ".part")
+        }
         let move = try perform(
             CurlRequest(
                 url: url + ".part", method: .other("MOVE"), headers: ["Destination: \(url)", "Overwrite: T"],
@@ -288,7 +292,11 @@ final class RemoteStore {
             }
             if error.isPeerRefused {
                 throw .refused(
-                    "\(request.url): \(error.message) — the server's certificate is not trusted by this machine (install its CA in /usr/local/share/ca-certificates and run update-ca-certificates)"
+                    "\(request.url): \(error.message) — "
+                        + (credentials.caFile.map {
+                            "the server's certificate is not signed by a CA in \($0) (upload.tls_ca_file), or does not name this host: check the file and the host in the URL"
+                        }
+                            ?? "the server's certificate is not trusted by this machine: give its CA in upload.tls_ca_file (or install it in /usr/local/share/ca-certificates and run update-ca-certificates)")
                 )
             }
             throw .failed("\(request.url): \(error.message)")

@@ -71,6 +71,7 @@ public final class UploadSink: EventSink, @unchecked Sendable {
             throw UploadSetupError(description: error.description)
         }
         if let kbit = settings.bandwidthKbit { transfer.maxSendRate = Int64(kbit) * 1000 / 8 }
+        transfer.caFile = settings.credentials.caFile
         self.settings = settings
         self.camera = camera
         self.longestWait = longestWait

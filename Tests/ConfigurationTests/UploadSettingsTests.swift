@@ -54,6 +54,10 @@ import Testing
             ("upload = { url = \"s3://clips/x\"; access_key_file = \"a\"; };", "upload.secret_key_file", "needs"),
             ("upload = { url = \"sftp://me@nas.lan/x\"; ssh_key_file = \"k\"; };", "upload.known_hosts_file", "needs"),
             (
+                "upload = { url = \"sftp://me@nas.lan/x\"; ssh_key_file = \"k\"; known_hosts_file = \"h\"; tls_ca_file = \"ca.crt\"; };",
+                "upload.tls_ca_file", "known_hosts_file"
+            ),
+            (
                 "upload = { url = \"s3://clips/x\"; endpoint = \"minio.lan:9000\"; access_key_file = \"a\"; secret_key_file = \"b\"; };",
                 "upload.endpoint", "https://HOST[:PORT]"
             ),

@@ -260,7 +260,8 @@ final class WebDAVServer {
     var root: String { directory.file("share") }
     private var process: Process?
 
-    init(_ directory: TemporaryDirectory) throws {
+    /// With `certificates`, HTTPS only, with the certificate their CA signed.
+    init(_ directory: TemporaryDirectory, certificates: TestCertificates? = nil) throws {
         self.directory = directory
         let wsgidav = try TestServers.program("wsgidav")
         try FileManager.default.createDirectory(
@@ -284,6 +285,9 @@ final class WebDAVServer {
                     password: "\(password)"
             verbose: 1
             """
+            + (certificates.map {
+                "\nssl_certificate: \($0.certificate)\nssl_private_key: \($0.key)\nssl_adapter: builtin\n"
+            } ?? "")
         try config.write(toFile: directory.file("wsgidav.yaml"), atomically: true, encoding: .utf8)
         process = try TestServers.launch(
             [wsgidav, "--config", directory.file("wsgidav.yaml")], log: directory.file("wsgidav.log"),

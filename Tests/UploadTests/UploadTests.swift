@@ -494,4 +494,35 @@ struct UploadTests {
         #expect(left.isEmpty, "no partial file is left: \(left)")
         Self.expectUploadedOnceInOrder(board.queue, board.clips)
     }
+
+    /// A WebDAV server on HTTPS with a certificate of a private CA: refused (a clear error, the
+    /// clip queued) until `upload.tls_ca_file` names the CA, then the clip arrives.
+    @Test func aServerOfAPrivateCAIsTrustedWithTheCAFileOnly() throws {
+        let directory = try TemporaryDirectory("vigil-upload-tls")
+        defer { directory.remove() }
+        let certificates = try TestCertificates(in: directory, name: "dav")
+        let server = try WebDAVServer(directory, certificates: certificates)
+        let board = try Board(directory, clips: 1)
+        let url = "https://\(server.user)@127.0.0.1:\(server.port)/dav/fleet"
+        try (server.password + "\n").write(toFile: directory.file("password"), atomically: true, encoding: .utf8)
+        let log = MemoryLogSink()
+        let untrusted = try board.sink(
+            try Self.settings("url = \"\(url)\"; password_file = \"password\";", in: directory), log: log)
+        #expect(Self.wait { untrusted.uploadCounts.failures >= 1 }, "\(log.written)")
+        untrusted.finish()
+        let error = try #require(log.written(at: .error).first)
+        #expect(error.contains("upload.tls_ca_file") && error.contains("not trusted"), "\(error)")
+        #expect(board.queue.backlog == board.clips)
+
+        let settings = try Self.settings(
+            "url = \"\(url)\"; password_file = \"password\"; tls_ca_file = \"\(certificates.caCertificate)\";",
+            in: directory)
+        #expect(settings.credentials.caFile == certificates.caCertificate)
+        let sink = try board.sink(settings, log: log, queue: false)
+        #expect(Self.wait { sink.uploadCounts.uploaded == 1 }, "\(log.written)")
+        sink.finish()
+        let remote = server.root + "/fleet/shed/" + board.clips[0]
+        #expect(try FileManager.default.contents(atPath: remote) == board.bytes(board.clips[0]))
+        Self.expectUploadedOnceInOrder(board.queue, board.clips)
+    }
 }
