@@ -302,3 +302,146 @@ final class WebDAVServer {
 
     deinit { TestServers.kill(process) }
 }
+
+/// The network between the board and a server: a TCP relay on a loopback port of its own to
+/// the server's, which a test cuts (every connection dropped mid-stream, new ones closed as
+/// they come) and mends.
+final class NetworkRelay: @unchecked Sendable {
+    let port: Int
+    private let target: Int
+    private let listener: Int32
+    /// Guards what follows.
+    private let lock = NSLock()
+    private var open: Set<Int32> = []
+    private var isCut = false
+    private var stopped = false
+    private var relayed = 0
+
+    init(to target: Int) throws {
+        self.target = target
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 16) == 0
+                    && getsockname(listener, $0, &length) == 0
+            }
+        }
+        guard listener >= 0, bound else {
+            throw ServerError(description: "the relay cannot listen: \(String(cString: strerror(errno)))")
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    /// Bytes relayed towards the server so far.
+    var bytesToServer: Int { lock.withLock { relayed } }
+
+    /// Drops every connection (both ends see it closed) and closes new ones until `mend`.
+    func cut() {
+        lock.withLock {
+            isCut = true
+            for socket in open { shutdown(socket, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    func mend() { lock.withLock { isCut = false } }
+
+    /// Ends the relay: its connections and its port (the accepting thread keeps it alive
+    /// until then).
+    func stop() {
+        let already = lock.withLock {
+            defer { stopped = true }
+            return stopped
+        }
+        guard !already else { return }
+        cut()
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+    }
+
+    private func acceptLoop() {
+        while true {
+            let client = accept(listener, nil, nil)
+            if client < 0 {
+                if lock.withLock({ stopped }) { return }
+                continue
+            }
+            guard !lock.withLock({ isCut || stopped }), let server = connectToTarget() else {
+                close(client)
+                continue
+            }
+            lock.withLock {
+                open.insert(client)
+                open.insert(server)
+            }
+            let ends = Ends(client: client, server: server)
+            Thread.detachNewThread { [self] in pump(from: client, to: server, toServer: true, ends) }
+            Thread.detachNewThread { [self] in pump(from: server, to: client, toServer: false, ends) }
+        }
+    }
+
+    /// A connection's two sockets, closed once both directions are done.
+    private final class Ends: @unchecked Sendable {
+        let client: Int32
+        let server: Int32
+        var done = 0
+        init(client: Int32, server: Int32) {
+            self.client = client
+            self.server = server
+        }
+    }
+
+    private func connectToTarget() -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(target).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard fd >= 0, connected else {
+            if fd >= 0 { close(fd) }
+            return nil
+        }
+        return fd
+    }
+
+    private func pump(from source: Int32, to destination: Int32, toServer: Bool, _ ends: Ends) {
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        relaying: while true {
+            let count = buffer.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { break }
+            var offset = 0
+            while offset < count {
+                let sent = buffer.withUnsafeBytes {
+                    send(destination, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL))
+                }
+                if sent <= 0 { break relaying }
+                offset += sent
+            }
+            if toServer { lock.withLock { relayed += count } }
+        }
+        // One direction ended: the other is ended too (a relay passes a close on whole).
+        shutdown(source, Int32(SHUT_RDWR))
+        shutdown(destination, Int32(SHUT_RDWR))
+        let last = lock.withLock {
+            ends.done += 1
+            guard ends.done == 2 else { return false }
+            open.remove(ends.client)
+            open.remove(ends.server)
+            return true
+        }
+        if last {
+            close(ends.client)
+            close(ends.server)
+        }
+    }
+}

@@ -78,7 +78,8 @@ struct UploadTests {
     }
 
     static func s3Settings(
-        _ server: S3Server, in directory: TemporaryDirectory, secret: String? = nil, extra: String = ""
+        _ server: S3Server, in directory: TemporaryDirectory, secret: String? = nil, endpoint: String? = nil,
+        extra: String = ""
     )
         throws -> Settings.Upload
     {
@@ -87,7 +88,7 @@ struct UploadTests {
             toFile: directory.file("secret"), atomically: true, encoding: .utf8)
         return try settings(
             """
-            url = "s3://\(server.bucket)/fleet"; endpoint = "\(server.endpoint)"; region = "\(server.region)";
+            url = "s3://\(server.bucket)/fleet"; endpoint = "\(endpoint ?? server.endpoint)"; region = "\(server.region)";
             access_key_file = "access"; secret_key_file = "secret"; \(extra)
             """, in: directory)
     }
@@ -229,6 +230,44 @@ struct UploadTests {
         }
         #expect(try server.keys().count == 4)
         Self.expectUploadedOnceInOrder(board.queue, board.clips)
+        #expect(log.written.contains { $0.contains("uploads work again") })
+    }
+
+    /// The network cut mid-upload (a relay between the board and the server drops every
+    /// connection and refuses new ones), then mended: each clip arrives once, whole, in order,
+    /// and nothing but whole clips is ever under their names.
+    @Test func aNetworkCutMidUploadGetsEachClipOnceWhenItIsBack() throws {
+        let directory = try TemporaryDirectory("vigil-upload-s3-cut")
+        defer { directory.remove() }
+        let server = try S3Server(directory)
+        let relay = try NetworkRelay(to: server.port)
+        defer { relay.stop() }
+        let board = try Board(directory, clips: 2, gops: 4)
+        let size = try board.bytes(board.clips[0]).count
+        let log = MemoryLogSink()
+        let sink = try board.sink(
+            try Self.s3Settings(
+                server, in: directory, endpoint: "http://127.0.0.1:\(relay.port)", extra: "bandwidth_kbit = 128;"),
+            log: log)
+        // Cut once the first clip's body is on its way (16 KB a second: 40 KB take seconds).
+        #expect(Self.wait { relay.bytesToServer > 3000 }, "\(log.written)")
+        relay.cut()
+        #expect(sink.uploadCounts.uploaded < 2, "cut while a clip (\(size) bytes) was sent")
+        #expect(Self.wait { sink.uploadCounts.failures >= 2 }, "tried again while cut: \(log.written)")
+        let whileCut = try server.keys()
+        #expect(whileCut.count == 2 * sink.uploadCounts.uploaded, "only what was verified before: \(whileCut)")
+        relay.mend()
+        #expect(Self.wait { sink.uploadCounts.uploaded == 2 }, "\(log.written)")
+        sink.finish()
+        for clip in board.clips {
+            #expect(try server.object("fleet/shed/" + clip) == (try board.bytes(clip)), "\(clip)")
+        }
+        #expect(try server.keys().count == 4, "the clips and their pictures, nothing else")
+        Self.expectUploadedOnceInOrder(board.queue, board.clips)
+        let failed = log.written(at: .error).filter { $0.contains("upload failed") }
+        // The clip that was being sent when the network went, again and again.
+        let cutClips = Set(failed.compactMap { line in board.clips.first { line.contains($0) } })
+        #expect(!failed.isEmpty && cutClips.count == 1, "\(failed)")
         #expect(log.written.contains { $0.contains("uploads work again") })
     }
 
