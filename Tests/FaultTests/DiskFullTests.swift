@@ -127,6 +127,65 @@ import Testing
         )
     }
 
+    /// Uploads on, the server out of reach (nothing listens where `upload.endpoint` points),
+    /// and the disk runs full: retention still makes room — recording wins — but each clip it
+    /// deletes before its upload is an error line naming it, and the queue forgets it; the
+    /// clips left are all still queued.
+    @Test func aDiskThatRunsFullWhileTheServerIsDownDeletesWaitingClipsWithAnError() throws {
+        let disk = try SmallDisk()
+        defer { disk.remove() }
+        let (dir, storage, filler) = (disk.dir, disk.storage, disk.filler)
+        let footage = try Self.footage(in: dir, events: 6)
+        try "AKIDEXAMPLE\n".write(toFile: dir.file("access"), atomically: true, encoding: .utf8)
+        try "not-a-real-secret\n".write(toFile: dir.file("secret"), atomically: true, encoding: .utf8)
+        let nobody = try #require((1..<200).lazy.map { 39_000 + $0 * 7 }.first { !loopbackAccepts($0) })
+        let agent = try AgentProcess(
+            config: writeConfig(
+                dir.file("vigil.conf"), footage: footage, storage: storage,
+                storageExtra: "min_free_mb = 1; max_size_mb = 0;",
+                extra: """
+                    upload = {
+                      url = "s3://clips/fleet"; endpoint = "http://127.0.0.1:\(nobody)";
+                      access_key_file = "access"; secret_key_file = "secret";
+                    };
+                    """))
+        try #require(agent.waitFor("msg=\"clip started\"", skip: 2, timeout: 300) != nil, "\(agent.output)")
+        _ = Self.fillUp(filler)
+        let status = agent.waitForExit(timeout: 600)
+        let output = agent.output
+        #expect(status == 0, "\(output)")
+
+        // The server never answered: uploads failed and were tried again.
+        #expect(output.contains("msg=\"upload failed; the clip stays queued"), "\(output)")
+        // Retention deleted clips that waited, each said as an error naming it.
+        let lost = output.split(separator: "\n").map(String.init).filter {
+            $0.contains("level=error") && $0.contains("msg=\"clip deleted before it was uploaded")
+        }
+        #expect(!lost.isEmpty, "no waiting clip was deleted:\n\(output)")
+        let lostFiles = lost.compactMap { logValue($0, "file") }
+        #expect(lostFiles.count == lost.count && Set(lostFiles).count == lostFiles.count, "\(lost)")
+        #expect(lostFiles.allSatisfy { !FileManager.default.fileExists(atPath: storage + "/" + $0) })
+        // No other error than these two kinds.
+        let errors = output.split(separator: "\n").filter { $0.contains("level=error") }
+        #expect(
+            errors.allSatisfy { $0.contains("upload failed") || $0.contains("clip deleted before it was uploaded") },
+            "\(errors)")
+        // Recording went on: a clip per event.
+        #expect(logLines(output, "clip saved").count == 6, "\(output)")
+
+        // The queue: the deleted clips left it with a reason; the clips on the disk all wait.
+        let files = try Self.checkClips(in: storage)
+        let queue = UploadJournal(try #require(try DiskStorage(root: storage).read(UploadJournal.name)))
+        let left = Set(files.filter { $0.hasSuffix(".mov") })
+        #expect(Set(queue.backlog) == left, "waiting \(queue.backlog), on the disk \(left)")
+        let forgotten = queue.records.filter { $0.deleted != nil }
+        #expect(Set(forgotten.compactMap(\.deleted)) == Set(lostFiles), "\(forgotten)")
+        #expect(forgotten.allSatisfy { $0.reason?.contains("before its upload") == true }, "\(forgotten)")
+        print(
+            "disk full, server down: \(lost.count) waiting clips deleted with an error, \(left.count) left queued"
+        )
+    }
+
     /// The disk is full from the start and there is no clip to delete: the first clip keeps
     /// what fitted (a playable movie), nothing crashes, the full disk is said once, and once
     /// space comes back the next clips are recorded whole. The frames come through a pipe the
