@@ -123,40 +123,14 @@ extension Settings {
     /// The largest password file read (mosquitto takes passwords up to 65535 bytes).
     static let passwordFileLimit = 65536
 
-    /// `mqtt.password_file`'s first line; nil when none is set. It must be a regular file (a
-    /// device or a pipe is refused without reading it) of at most `passwordFileLimit` bytes.
+    /// `mqtt.password_file`'s first line, as it is (spaces are a password's own); nil when none
+    /// is set.
     static func passwordFile(_ v: ConfigValues, directory: String) throws(ConfigurationError) -> String? {
         let key = "mqtt.password_file"
         guard let path = try readableFile(v, key, directory: directory) else { return nil }
-        let bytes: [UInt8]
-        do throws(SmallFile.Problem) {
-            bytes = try SmallFile.read(path, limit: passwordFileLimit)
-        } catch {
-            switch error {
-            case .notRegular:
-                throw v.error(
-                    key,
-                    "\(key): \(path) is not a regular file (a device, a pipe or a directory) — give a file that holds the password on its first line; MQTT stays off until then"
-                )
-            case .tooLarge(let size):
-                throw v.error(
-                    key,
-                    "\(key): \(path) is \(size) bytes, more than a password file holds (\(passwordFileLimit)) — is it the right file? The password goes on its first line; MQTT stays off until then"
-                )
-            case .unreadable(let error):
-                throw v.error(key, "\(key): \(path) cannot be read: \(error) — MQTT stays off until it can")
-            }
-        }
-        guard bytes.count <= passwordFileLimit,
-            let line = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first,
-            !line.isEmpty, let text = String(validating: line, as: UTF8.self)
-        else {
-            throw v.error(
-                key,
-                "\(key): \(path) is empty, or its first line is not text — put the password on its first line; MQTT stays off until then"
-            )
-        }
-        return text
+        return try secretFileLine(
+            v, key, path: path, limit: passwordFileLimit, holding: "the password",
+            meanwhile: "MQTT stays off until then")
     }
 
     /// The file `key` names, made absolute; nil when none is set.

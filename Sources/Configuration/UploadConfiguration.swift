@@ -228,30 +228,51 @@ extension Settings {
     static let secretFileLimit = 65536
 
     /// The first line of the file `key` names (a key, a secret, a password), made absolute
-    /// against `directory`: a regular file of at most `secretFileLimit` bytes.
+    /// against `directory`, spaces around it dropped: a regular file of at most `secretFileLimit` bytes.
     static func secretLine(_ v: ConfigValues, _ key: String, directory: String) throws(ConfigurationError) -> String {
         let path = try uploadFile(v, key, directory: directory)
+        return try secretFileLine(
+            v, key, path: path, limit: secretFileLimit, holding: "it", meanwhile: "clips are queued until then",
+            trimmed: true)
+    }
+
+    /// The first line of the secret file `path` (setting `key`): a regular file (a device or a
+    /// pipe is refused without reading it) of at most `limit` bytes whose first line is text.
+    /// `holding`: what the line is, for the messages; `meanwhile`: what waits until it is put
+    /// right. `trimmed`: spaces and a carriage return around the line dropped.
+    static func secretFileLine(
+        _ v: ConfigValues, _ key: String, path: String, limit: Int, holding what: String, meanwhile: String,
+        trimmed: Bool = false
+    ) throws(ConfigurationError) -> String {
         let bytes: [UInt8]
         do throws(SmallFile.Problem) {
-            bytes = try SmallFile.read(path, limit: secretFileLimit)
+            bytes = try SmallFile.read(path, limit: limit)
         } catch {
             switch error {
             case .notRegular:
                 throw v.error(
-                    key, "\(key): \(path) is not a regular file — give the file that holds it on its first line")
+                    key,
+                    "\(key): \(path) is not a regular file (a device, a pipe or a directory) — give a file that holds \(what) on its first line; \(meanwhile)"
+                )
             case .tooLarge(let size):
                 throw v.error(
-                    key, "\(key): \(path) is \(size) bytes, more than such a file holds — is it the right file?")
+                    key,
+                    "\(key): \(path) is \(size) bytes, more than such a file holds (\(limit)) — is it the right file? Put \(what) on its first line; \(meanwhile)"
+                )
             case .unreadable(let error):
-                throw v.error(key, "\(key): \(path) cannot be read: \(error) — check its permissions")
+                throw v.error(key, "\(key): \(path) cannot be read: \(error) — check its permissions; \(meanwhile)")
             }
         }
-        let line = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? []
-        let trimmed = line.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
-        guard let text = String(validating: Array(trimmed.reversed()), as: UTF8.self),
-            !text.isEmpty, bytes.count <= secretFileLimit
-        else {
-            throw v.error(key, "\(key): \(path) is empty, or its first line is not text — put it on the first line")
+        var line = ArraySlice(bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? [])
+        if trimmed {
+            let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }
+            line = line.drop(while: blank)
+            while let last = line.last, blank(last) { line = line.dropLast() }
+        }
+        guard bytes.count <= limit, !line.isEmpty, let text = String(validating: Array(line), as: UTF8.self) else {
+            throw v.error(
+                key,
+                "\(key): \(path) is empty, or its first line is not text — put \(what) on its first line; \(meanwhile)")
         }
         return text
     }

@@ -148,13 +148,8 @@ public struct HomeAssistantDiscovery: Sendable {
         var lastClip = Config(name: "Last clip")
         lastClip.stateTopic = topics.lastClip
         lastClip.icon = "mdi:filmstrip"
-        var diskFree = Config(name: "Disk free")
-        diskFree.stateTopic = topics.stats
-        diskFree.valueTemplate = "{{ value_json.disk_free_mb }}"
-        diskFree.unitOfMeasurement = "MB"
+        var diskFree = statsSensor("Disk free", figure: "disk_free_mb", unit: "MB")
         diskFree.deviceClass = "data_size"
-        diskFree.stateClass = "measurement"
-        diskFree.entityCategory = "diagnostic"
         var detection = Config(name: "Motion detection")
         detection.commandTopic = topics.detectCommand
         detection.stateTopic = topics.detect
@@ -164,12 +159,7 @@ public struct HomeAssistantDiscovery: Sendable {
         record.commandTopic = topics.recordCommand
         record.payloadPress = Self.buttonSeconds
         record.icon = "mdi:record-rec"
-        var backlog = Config(name: "Upload backlog")
-        backlog.stateTopic = topics.stats
-        backlog.valueTemplate = "{{ value_json.upload_waiting }}"
-        backlog.unitOfMeasurement = "clips"
-        backlog.stateClass = "measurement"
-        backlog.entityCategory = "diagnostic"
+        var backlog = statsSensor("Upload backlog", figure: "upload_waiting", unit: "clips")
         backlog.icon = "mdi:cloud-upload"
         var live = Config(name: "Live")
         live.topic = topics.live
@@ -187,6 +177,17 @@ public struct HomeAssistantDiscovery: Sendable {
             Entity(component: "event", object: "event", config: events),
         ] + (livePictures ? [Entity(component: "camera", object: "live", config: live)] : [])
             + (uploads ? [Entity(component: "sensor", object: "upload_waiting", config: backlog)] : [])
+    }
+
+    /// A diagnostic sensor of one figure of the `stats` topic.
+    private func statsSensor(_ name: String, figure: String, unit: String) -> Config {
+        var sensor = Config(name: name)
+        sensor.stateTopic = topics.stats
+        sensor.valueTemplate = "{{ value_json.\(figure) }}"
+        sensor.unitOfMeasurement = unit
+        sensor.stateClass = "measurement"
+        sensor.entityCategory = "diagnostic"
+        return sensor
     }
 
     /// The retained config messages, with the device, availability and unique ids filled in.
