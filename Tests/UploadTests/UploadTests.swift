@@ -349,13 +349,16 @@ struct UploadTests {
 
     /// `vigil run` itself: the synthetic camera's first event is recorded and sent to the
     /// bucket (slowly, 800 kbit/s); the agent is killed (SIGKILL) while it sends it, and run
-    /// again: the clip arrives once, whole, and plays, and `hooks.on_upload` runs for it.
+    /// again: the clip arrives once, whole, and plays; `hooks.on_upload` runs for it, and a
+    /// real broker (mosquitto) gets the `uploaded` event, the backlog in `stats` and Home
+    /// Assistant's sensor for it.
     @Test func theAgentKilledMidUploadSendsTheClipOnceWhenItRunsAgain() throws {
         let directory = try TemporaryDirectory("vigil-upload-agent")
         defer { directory.remove() }
         let server = try S3Server(directory)
         _ = try Self.s3Settings(server, in: directory)
         let config = directory.file("agent.conf")
+        let broker = try Broker(directory)
         // The hook writes its arguments and its VIGIL_* facts, then renames the file whole.
         let hook = directory.file("on-upload.sh")
         let facts = directory.file("upload-facts")
@@ -369,8 +372,9 @@ struct UploadTests {
         camera = { device = "synthetic"; width = 320; height = 240; fps = 10.0; name = "shed"; };
         recording = { pre_roll = 1.0; post_roll = 1.0; };
         storage = { path = "\(directory.file("clips"))"; };
-        log = { stats_interval = 0; };
+        log = { stats_interval = 1; };
         hooks = { on_upload = "\(hook)"; };
+        mqtt = { enabled = true; host = "127.0.0.1"; port = \(broker.port); };
         upload = {
           url = "s3://\(server.bucket)/fleet"; endpoint = "\(server.endpoint)"; region = "\(server.region)";
           access_key_file = "access"; secret_key_file = "secret"; bandwidth_kbit = 800;
@@ -388,6 +392,8 @@ struct UploadTests {
         #expect(queue.backlog.first == file, "the clip is queued: \(queue.records)")
         #expect(try server.object("fleet/shed/" + file) == nil, "no object under the clip's name before it is whole")
 
+        let subscriber = try Subscriber(port: broker.port, topic: "#", in: directory)
+        defer { subscriber.stop() }
         let second = try AgentProcess(config: config)
         let uploaded = second.waitFor("clip uploaded", timeout: 120)
         #expect(Self.wait(60) { FileManager.default.fileExists(atPath: facts) }, "on_upload ran: \(second.output)")
@@ -407,6 +413,23 @@ struct UploadTests {
         let row = clips.stdout.split(separator: "\n").first { $0.contains(file) }
         #expect(row?.contains("uploaded") == true, "\(clips.stdout)")
         #expect(clips.stdout.contains("1 uploaded to s3://clips/fleet, 0 waiting"), "\(clips.stdout)")
+        // MQTT: the `uploaded` event, the backlog among the stats, Home Assistant's sensor.
+        func json(_ message: Subscriber.Message) -> [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(message.bytes))) as? [String: Any] ?? [:]
+        }
+        #expect(
+            subscriber.waitFor(timeout: 30) { $0.contains { json($0)["type"] as? String == "uploaded" } },
+            "\(subscriber.messages.map(\.payload))")
+        let event = try #require(subscriber.messages.map(json).first { $0["type"] as? String == "uploaded" })
+        #expect(event["clip"] as? String == file && event["camera"] as? String == "shed")
+        #expect(event["url"] as? String == "s3://\(server.bucket)/fleet/shed/" + file)
+        #expect(event["bytes"] as? Int == object.count && event["waiting"] as? Int == 0, "\(event)")
+        let stats = subscriber.messages.filter { $0.topic == "vigil/shed/stats" }.map(json)
+        #expect(!stats.isEmpty && stats.allSatisfy { $0["upload_waiting"] is Int }, "\(stats)")
+        let sensor = try #require(
+            subscriber.messages.first { $0.topic == "homeassistant/sensor/vigil_shed/upload_waiting/config" })
+        #expect(sensor.retained && json(sensor)["value_template"] as? String == "{{ value_json.upload_waiting }}")
+
         // The hook ran for it (told by the upload thread, through the agent's sinks).
         let hookOutput = try String(contentsOfFile: facts, encoding: .utf8)
         let url = "s3://\(server.bucket)/fleet/shed/" + file
