@@ -22,10 +22,10 @@ public struct H264TestStream: Sendable {
         width: Int = 320, height: Int = 240, frames: Int, gop: Int = 30,
         in directory: TemporaryDirectory
     ) throws -> H264TestStream {
-        // A name of its own per call: tests that run at once must not read each other's
+        // Written under a name of its own, then renamed whole to the name tests read it by
+        // (stream-WxH-FRAMES-GOP.h264): tests that run at once never read each other's
         // half-written stream (ffmpeg truncates a file it overwrites).
         let path = directory.file("stream-\(width)x\(height)-\(frames)-\(gop)-\(UUID().uuidString).h264")
-        defer { unlink(path) }
         let r = try runTool(
             "ffmpeg",
             [
@@ -37,6 +37,9 @@ public struct H264TestStream: Sendable {
             ])
         guard r.status == 0 else { throw ToolError.failed("ffmpeg (making a test stream)", r) }
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        guard rename(path, directory.file("stream-\(width)x\(height)-\(frames)-\(gop).h264")) == 0 else {
+            throw ParseError(description: "the test stream cannot be renamed: \(String(cString: strerror(errno)))")
+        }
         return try parse(annexB: bytes, width: width, height: height)
     }
 
