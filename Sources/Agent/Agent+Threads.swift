@@ -252,9 +252,7 @@ extension Agent {
                 if let statsInterval, (now - lastStats).seconds >= statsInterval {
                     var report = StatsReport(
                         now: stats.closeInterval(), previous: previous, seconds: (now - lastStats).seconds)
-                    if self.current.withLock({ $0.upload.enabled }) {
-                        report.uploadWaiting = environment.control.uploads.waiting
-                    }
+                    report.uploadWaiting = environment.control.uploadsIfRunning?.waiting
                     log.info("stats", Stats.line(report))
                     sinks.handle(.stats(report))
                     previous = report.now

@@ -150,8 +150,9 @@ public final class Agent: @unchecked Sendable {
         let storage = environment.storage(settings.storage.path)
         let hooks = HookSink(settings.hooks, log: log)
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
-        // What a sink's own thread tells the others (an upload verified).
+        // What a sink's own thread tells the others (an upload verified), while the run lasts.
         environment.control.attachAnnouncer { sinks.handle($0) }
+        defer { environment.control.attachAnnouncer(nil) }
         let clipWriter = ClipWriter(
             settings: WriterSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
             monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,
@@ -320,7 +321,9 @@ public final class Agent: @unchecked Sendable {
         // 4. The writer drains: the last clip is finished and journaled.
         writerThread.join()
         _ = captureThread.join(timeout: Agent.stopGrace)  // a source stuck in a read goes with the process
-        // 5. Hooks get a moment; those still running are killed.
+        // 5. Hooks get a moment; those still running are killed. An upload verified from now on
+        // is in uploads.jsonl, not announced (no hook may start that nothing would stop).
+        environment.control.attachAnnouncer(nil)
         hooks.runner.drain(seconds: min(current.withLock { $0.hooks.timeout } + 1, 5))
         // 6. The sinks deliver what they still hold (MQTT: the queue, then "offline").
         running.withLock { $0?.sinks }?.finish()

@@ -79,7 +79,11 @@ public final class AgentControl: Sendable {
     }
 
     /// The upload queue's figures now (all 0 without uploads).
-    public var uploads: UploadFigures { readUploads.withLock { $0 }?() ?? UploadFigures() }
+    public var uploads: UploadFigures { uploadsIfRunning ?? UploadFigures() }
+
+    /// The upload queue's figures, or nil when no upload sink runs (no `upload.url`, or it
+    /// could not be set up).
+    public var uploadsIfRunning: UploadFigures? { readUploads.withLock { $0 }?() }
 
     /// Where `uploads` reads from: the upload sink, once it is made.
     package func attachUploads(_ read: @escaping @Sendable () -> UploadFigures) { readUploads.withLock { $0 = read } }

@@ -46,6 +46,8 @@ final class HookRunner: @unchecked Sendable {
         var running: [HookKind: Int] = [:]
         /// Set when the agent stops: each watcher then kills its hook.
         var stopping = false
+        /// Set when the drain begins: no hook starts after it.
+        var closed = false
         var total: Int { running.values.reduce(0, +) }
     }
     /// `state`, and the broadcast each hook's end makes (for `drain`).
@@ -76,6 +78,7 @@ final class HookRunner: @unchecked Sendable {
     /// SIGTERM to each one's process group, SIGKILL `killGrace` later, each logged with its
     /// event — and waits until they are gone, so that no hook outlives the agent.
     func drain(seconds: Double) {
+        condition.withLock { state.closed = true }
         waitForHooks(seconds: seconds)
         let left = runningCount
         guard left > 0 else { return }
@@ -105,10 +108,15 @@ final class HookRunner: @unchecked Sendable {
 
     /// Starts `program` with `arguments` and the `VIGIL_*` variables in `facts`; returns at once.
     func run(_ program: String, for event: HookEvent, arguments: [String], facts: [(String, String)]) {
-        let admitted = condition.withLock { () -> Bool in
-            guard state.running[event.kind, default: 0] < HookRunner.maxRunningPerKind else { return false }
+        let (admitted, closed) = condition.withLock { () -> (Bool, Bool) in
+            guard !state.closed else { return (false, true) }
+            guard state.running[event.kind, default: 0] < HookRunner.maxRunningPerKind else { return (false, false) }
             state.running[event.kind, default: 0] += 1
-            return true
+            return (true, false)
+        }
+        if closed {
+            log.info("hook not run: the agent is stopping", [("hook", .string(program))] + event.fields)
+            return
         }
         guard admitted else {
             log.warning(

@@ -279,7 +279,11 @@ final class CurlTransfer {
             }
             for command in request.afterTransfer { quote = curl_slist_append(quote, command) }
             if let quote { pointer(CURLOPT_POSTQUOTE, quote) }
-            if let caFile { text(CURLOPT_CAINFO, caFile) }
+            if let caFile {
+                // That CA alone: not the machine's store as well (libcurl's CA path).
+                text(CURLOPT_CAINFO, caFile)
+                pointer(CURLOPT_CAPATH, nil)
+            }
             if let refused { return refused.code }
             return curl_easy_perform(handle)
         }
@@ -290,11 +294,14 @@ final class CurlTransfer {
         _ = vigil_curl_get_offset(handle, CURLINFO_SIZE_UPLOAD_T, &sent)
         _ = vigil_curl_get_offset(handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length)
         if let refused {
+            let why = String(cString: curl_easy_strerror(refused.code))
+            let need =
+                refused.option == CURLOPT_AWS_SIGV4
+                ? "S3 uploads need libcurl 7.75 or newer (Debian bookworm's libcurl4 is 7.88)"
+                : "this libcurl was built without what the upload needs (Debian's libcurl4 has it)"
             throw CurlFailure(
                 code: Int(refused.code.rawValue),
-                message:
-                    "this libcurl (\(Self.version)) refused option \(refused.option.rawValue) (\(String(cString: curl_easy_strerror(refused.code)))): uploads need libcurl 7.75 or newer, as Debian bookworm's libcurl4 is — upgrade it"
-            )
+                message: "libcurl \(Self.version) refused option \(refused.option.rawValue) (\(why)): \(need)")
         }
         guard result == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -32,6 +32,8 @@ extension WebSite {
         }
         let kept = all.filter { shown.contains(String($0.record.start.prefix(10))) }
         let queue = uploads()
+        // What waits is said only while uploads run (not after upload.url was taken out).
+        let uploading = control.uploadsIfRunning != nil
         var html = """
             <!doctype html>
             <html lang="en">
@@ -101,7 +103,7 @@ extension WebSite {
             var upload = ""
             if let url = queue?.uploads[record.file]?.url {
                 upload = " · <span class=\"uploaded\" title=\"\(MarkupText.escaped(url))\">uploaded</span>"
-            } else if queue?.waits(record.file) == true {
+            } else if uploading, queue?.waits(record.file) == true {
                 upload = " · <span class=\"waiting\">upload waiting</span>"
             }
             var picture = ""

@@ -207,11 +207,12 @@ public final class WebSite: Sendable {
 
     /// `/api/clips`: a JSON array of the journal's lines (docs/events.md says each field),
     /// newest first, with `"deleted": true` for a clip retention removed, and with uploads
-    /// `"uploaded"` (where it is now) or `"upload_waiting": true`.
+    /// `"uploaded"` (where it is now) or, while uploads run, `"upload_waiting": true`.
     func clipsJSON() -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let queue = uploads()
+        let uploading = control.uploadsIfRunning != nil
         let items = records().compactMap { item -> String? in
             guard let data = try? encoder.encode(item.record) else { return nil }
             let object = String(decoding: data, as: UTF8.self)
@@ -221,7 +222,7 @@ public final class WebSite: Sendable {
                 let quoted = try? encoder.encode([url]), let text = String(bytes: quoted, encoding: .utf8)
             {
                 added.append("\"uploaded\":" + text.dropFirst().dropLast())
-            } else if queue?.waits(item.record.file) == true {
+            } else if uploading, queue?.waits(item.record.file) == true {
                 added.append("\"upload_waiting\":true")
             }
             guard !added.isEmpty, object.hasPrefix("{") else { return object }

@@ -59,6 +59,18 @@ enum RunCommand: Command {
             return .config
         }
         var environment = systemEnvironment(encoders: encoders, log: log)
+        var uploadSink: UploadSink?
+        if settings.upload.enabled {
+            do {
+                uploadSink = try UploadSink(
+                    settings: settings.upload, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
+                    control: environment.control)
+            } catch {
+                log.error(
+                    "uploads off: they cannot be set up; recording goes on without them",
+                    [("error", .string(error.description))])
+            }
+        }
         // MQTT is an add-on: when it cannot run (a password file not there yet), the agent
         // records without it and says so. Its connection is made in the background.
         if settings.mqtt.enabled {
@@ -73,7 +85,7 @@ enum RunCommand: Command {
                             settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
                             control: environment.control, version: version,
                             linkBase: settings.web.linkBase(host: HostName.current),
-                            livePictures: settings.snapshot.liveInterval > 0, uploads: settings.upload.enabled))
+                            livePictures: settings.snapshot.liveInterval > 0, uploads: uploadSink != nil))
                 } catch {
                     log.error(
                         "MQTT off: the client cannot be made; recording goes on without it",
@@ -98,19 +110,9 @@ enum RunCommand: Command {
                     [("error", .string(error.description))])
             }
         }
-        // Uploads: a queue in the storage directory, sent by a thread of their own.
-        if settings.upload.enabled {
-            do {
-                environment.sinks.append(
-                    try UploadSink(
-                        settings: settings.upload, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
-                        control: environment.control))
-            } catch {
-                log.error(
-                    "uploads off: they cannot be set up; recording goes on without them",
-                    [("error", .string(error.description))])
-            }
-        }
+        // Uploads: a queue in the storage directory, sent by a thread of their own (made first,
+        // so Home Assistant hears of a backlog only when there is one to report).
+        if let uploadSink { environment.sinks.append(uploadSink) }
         switch Agent(configPath: path, settings: settings, version: version, environment: environment).run() {
         case .stopped: return .success
         case .sourceCannotOpen: return .noInput

@@ -59,4 +59,22 @@ import Testing
             #expect(waitForProcessGroupToEnd(group, timeout: 2).isEmpty, "hook \(group) outlived the drain")
         }
     }
+
+    /// Once the agent's stop has drained the hooks, a hook asked for later (an upload verified
+    /// meanwhile) is not started: nothing would be left to stop it.
+    @Test func noHookStartsAfterTheDrain() throws {
+        let dir = try TemporaryDirectory("vigil-hook-runner-closed")
+        defer { dir.remove() }
+        let ran = dir.file("ran")
+        let quick = try writeScript("echo ran > \(ran)\n", named: "quick.sh", in: dir)
+        let logs = MemoryLogSink()
+        let runner = HookRunner(timeout: 600, log: Logger(level: .debug, sink: logs))
+        runner.drain(seconds: 0)
+        runner.run(quick, for: Self.event(.upload, 1), arguments: [], facts: [])
+        #expect(runner.runningCount == 0)
+        usleep(300_000)
+        #expect(!FileManager.default.fileExists(atPath: ran), "a hook ran after the drain")
+        let said = logLines(logs.written.joined(separator: "\n"), "hook not run: the agent is stopping")
+        #expect(said.count == 1 && logValue(said.first ?? "", "event") == "upload", "\(logs.written)")
+    }
 }

@@ -138,7 +138,20 @@ import Testing
         let footage = try Self.footage(in: dir, events: 6)
         try "AKIDEXAMPLE\n".write(toFile: dir.file("access"), atomically: true, encoding: .utf8)
         try "not-a-real-secret\n".write(toFile: dir.file("secret"), atomically: true, encoding: .utf8)
-        let nobody = try #require((1..<200).lazy.map { 39_000 + $0 * 7 }.first { !loopbackAccepts($0) })
+        // A port of the test's own that nothing listens on (bound, never listening: refused).
+        let unanswered = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(unanswered) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(unanswered, $0, length) == 0 && getsockname(unanswered, $0, &length) == 0
+            }
+        }
+        try #require(unanswered >= 0 && bound)
+        let nobody = Int(UInt16(bigEndian: address.sin_port))
         let agent = try AgentProcess(
             config: writeConfig(
                 dir.file("vigil.conf"), footage: footage, storage: storage,

@@ -316,6 +316,8 @@ final class NetworkRelay: @unchecked Sendable {
     private var isCut = false
     private var stopped = false
     private var relayed = 0
+    /// Cut when this many bytes have gone towards the server (`cut(afterBytesToServer:)`).
+    private var cutAt: Int?
 
     init(to target: Int) throws {
         self.target = target
@@ -332,7 +334,9 @@ final class NetworkRelay: @unchecked Sendable {
             }
         }
         guard listener >= 0, bound else {
-            throw ServerError(description: "the relay cannot listen: \(String(cString: strerror(errno)))")
+            let error = String(cString: strerror(errno))
+            if listener >= 0 { close(listener) }
+            throw ServerError(description: "the relay cannot listen: \(error)")
         }
         port = Int(UInt16(bigEndian: address.sin_port))
         Thread.detachNewThread { [self] in acceptLoop() }
@@ -342,11 +346,18 @@ final class NetworkRelay: @unchecked Sendable {
     var bytesToServer: Int { lock.withLock { relayed } }
 
     /// Drops every connection (both ends see it closed) and closes new ones until `mend`.
-    func cut() {
-        lock.withLock {
-            isCut = true
-            for socket in open { shutdown(socket, Int32(SHUT_RDWR)) }
-        }
+    func cut() { lock.withLock { cutLocked() } }
+
+    /// Cuts (as `cut`) at the byte: once `count` bytes in all have gone towards the server.
+    func cut(afterBytesToServer count: Int) { lock.withLock { cutAt = count } }
+
+    /// Whether the network is cut now.
+    var isCutNow: Bool { lock.withLock { isCut } }
+
+    private func cutLocked() {
+        isCut = true
+        cutAt = nil
+        for socket in open { shutdown(socket, Int32(SHUT_RDWR)) }
     }
 
     func mend() { lock.withLock { isCut = false } }
@@ -360,24 +371,34 @@ final class NetworkRelay: @unchecked Sendable {
         }
         guard !already else { return }
         cut()
+        // The accepting thread closes it when it sees `stopped` (not here, under its feet).
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
     }
 
     private func acceptLoop() {
         while true {
             let client = accept(listener, nil, nil)
-            if client < 0 {
-                if lock.withLock({ stopped }) { return }
-                continue
+            if lock.withLock({ stopped }) {
+                if client >= 0 { close(client) }
+                close(listener)
+                return
             }
-            guard !lock.withLock({ isCut || stopped }), let server = connectToTarget() else {
+            if client < 0 { continue }
+            guard !lock.withLock({ isCut }), let server = connectToTarget() else {
                 close(client)
                 continue
             }
-            lock.withLock {
+            // A cut while it connected: this one is dropped too.
+            let admitted = lock.withLock {
+                guard !isCut && !stopped else { return false }
                 open.insert(client)
                 open.insert(server)
+                return true
+            }
+            guard admitted else {
+                close(client)
+                close(server)
+                continue
             }
             let ends = Ends(client: client, server: server)
             Thread.detachNewThread { [self] in pump(from: client, to: server, toServer: true, ends) }
@@ -419,15 +440,25 @@ final class NetworkRelay: @unchecked Sendable {
         relaying: while true {
             let count = buffer.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
             if count <= 0 { break }
+            // Towards the server, at most up to where a cut is due.
+            let passing = toServer ? lock.withLock { cutAt.map { min(count, max(0, $0 - relayed)) } ?? count } : count
             var offset = 0
-            while offset < count {
+            while offset < passing {
                 let sent = buffer.withUnsafeBytes {
-                    send(destination, $0.baseAddress! + offset, count - offset, Int32(MSG_NOSIGNAL))
+                    send(destination, $0.baseAddress! + offset, passing - offset, Int32(MSG_NOSIGNAL))
                 }
                 if sent <= 0 { break relaying }
                 offset += sent
             }
-            if toServer { lock.withLock { relayed += count } }
+            if toServer {
+                let cutNow = lock.withLock {
+                    relayed += passing
+                    guard let at = cutAt, relayed >= at else { return false }
+                    cutLocked()
+                    return true
+                }
+                if cutNow { break }
+            }
         }
         // One direction ended: the other is ended too (a relay passes a close on whole).
         shutdown(source, Int32(SHUT_RDWR))

@@ -88,8 +88,6 @@ import Testing
         #expect(control.take().record?.seconds == 10)
     }
 
-    /// Many clips: the page lists the newest days (whole, about a hundred clips) and links
-    /// every day; a day's page has its clips alone.
     /// With uploads, the page and `/api/clips` say which clips are on the server (and where)
     /// and which wait, from `uploads.jsonl`; a clip never queued says neither.
     @Test func uploadedClipsAreMarkedAndWaitingOnesSaid() throws {
@@ -113,11 +111,18 @@ import Testing
         ] {
             try storage.append(UploadJournal.line(record), to: UploadJournal.name)
         }
-        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: AgentControl())
-        func body(_ path: String) -> String {
+        // Uploads run (an upload sink reports to the agent's control).
+        let control = AgentControl()
+        control.attachUploads { UploadFigures(waiting: 1, uploaded: 1, bytes: 1) }
+        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: control)
+        func body(_ path: String, of site: WebSite = site) -> String {
             guard case .bytes(let b) = site.respond(HTTPRequest(method: "GET", path: path)).body else { return "" }
             return String(decoding: b, as: UTF8.self)
         }
+        // Without uploads running (upload.url taken out), the queue's leftovers wait for nothing.
+        let without = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: AgentControl())
+        #expect(!body("/", of: without).contains("upload waiting") && body("/", of: without).contains(">uploaded<"))
+        #expect(!body("/api/clips", of: without).contains("upload_waiting"))
         let items = body("/").components(separatedBy: "<li>").dropFirst()
         #expect(items.count == 3)
         func item(_ file: String) -> String { items.first { $0.contains(file) } ?? "" }
@@ -133,6 +138,8 @@ import Testing
         #expect(byFile[files[2]]?["uploaded"] == nil && byFile[files[2]]?["upload_waiting"] == nil)
     }
 
+    /// Many clips: the page lists the newest days (whole, about a hundred clips) and links
+    /// every day; a day's page has its clips alone.
     @Test func thePageListsTheNewestDaysAndLinksEveryDay() throws {
         let storage = MemoryStorage()
         let journal = EventsJournal(storage: storage)
