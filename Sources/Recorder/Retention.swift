@@ -49,7 +49,9 @@ public struct Deletion: Equatable, Sendable {
 /// A clip counts with its picture (`StoredFile.totalSize`), and a clip moved aside as damaged
 /// counts as a clip. Never the clip being written (`protected`), never the newest clip saved
 /// (a damaged one is never that clip: no player opens it), and a clip waiting to be uploaded
-/// (`waiting`) only on a full disk.
+/// (`waiting`) only when the disk is full: a write failed for want of room, or less than
+/// `minFree` is free (then the room is made before a write fails: a clip that cannot be
+/// finished for want of room loses more than the oldest waiting clip).
 public struct RetentionPolicy: Equatable, Sendable {
     public var maxAgeDays: Int?
     public var maxSize: Int64?
@@ -125,10 +127,11 @@ public struct RetentionPolicy: Equatable, Sendable {
         if let maxSize {
             while total > maxSize, !candidates.isEmpty { take(.storeLargerThan(bytes: maxSize)) }
         }
+        // A full disk — a write failed for want of room, or less than `minFree` is free —
+        // takes clips that wait too: recording, and the room the system needs, come first.
+        candidates = (candidates + held).sorted { order($0) < order($1) }
         if let need {
-            candidates = (candidates + held).sorted { order($0) < order($1) }
             while free < need, !candidates.isEmpty { take(.diskFull) }
-            candidates.removeAll { waiting.contains($0.relativePath) }
         }
         var shortfall: Int64?
         if free < minFree {

@@ -61,6 +61,8 @@ struct CurlFailure: Error, CustomStringConvertible {
     var fileError: FileError?
     /// The transfer was stopped (the agent stops).
     var stopped = false
+    /// The transfer was given up because its file was deleted on the board meanwhile.
+    var abandoned = false
 
     var description: String { fileError?.description ?? message }
 
@@ -74,6 +76,7 @@ struct CurlFailure: Error, CustomStringConvertible {
 final class StopSwitch: Sendable {
     private let on = Atomic(false)
     func turnOn() { on.store(true, ordering: .relaxed) }
+    func turnOff() { on.store(false, ordering: .relaxed) }
     var isOn: Bool { on.load(ordering: .relaxed) }
 }
 
@@ -107,6 +110,9 @@ final class CurlTransfer {
     var caFile: String?
     /// Turned on from another thread to end a transfer under way.
     let stop = StopSwitch()
+    /// Turned on from another thread to give up the transfer under way (its file was deleted:
+    /// the file's room is freed only once it is closed); off again at the next upload.
+    let abandon = StopSwitch()
 
     static let bodyLimit = 64 << 10
     /// The upload buffer with a send rate (libcurl's smallest).
@@ -135,9 +141,11 @@ final class CurlTransfer {
         var body: [UInt8] = []
         var upload: FileBody?
         let stop: StopSwitch
+        let abandon: StopSwitch
 
-        init(stop: StopSwitch, upload: FileBody?) {
+        init(stop: StopSwitch, abandon: StopSwitch, upload: FileBody?) {
             self.stop = stop
+            self.abandon = abandon
             self.upload = upload
         }
     }
@@ -146,7 +154,7 @@ final class CurlTransfer {
         curl_easy_reset(handle)
         var upload: FileBody?
         if case .put(let body) = request.method { upload = body }
-        let exchange = Exchange(stop: stop, upload: upload)
+        let exchange = Exchange(stop: stop, abandon: abandon, upload: upload)
         let context = Unmanaged.passUnretained(exchange).toOpaque()
         var list: UnsafeMutablePointer<curl_slist>?
         var quote: UnsafeMutablePointer<curl_slist>?
@@ -209,15 +217,15 @@ final class CurlTransfer {
                     exchange.body += UnsafeRawBufferPointer(start: buffer, count: min(bytes, room))
                     return bytes
                 })
-            // Progress: where a transfer under way is told to stop.
+            // Progress: where a transfer under way is told to stop, or to give up its file.
             long(CURLOPT_NOPROGRESS, 0)
             pointer(CURLOPT_XFERINFODATA, context)
             check(
                 CURLOPT_XFERINFOFUNCTION,
                 vigil_curl_set_progress(handle) { context, _, _, _, _ in
                     guard let context else { return 0 }
-                    return Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue().stop.isOn
-                        ? 1 : 0
+                    let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
+                    return exchange.stop.isOn || exchange.abandon.isOn ? 1 : 0
                 })
             switch request.method {
             case .put(let body):
@@ -308,7 +316,8 @@ final class CurlTransfer {
             let message = detail.isEmpty ? String(cString: curl_easy_strerror(result)) : detail
             throw CurlFailure(
                 code: Int(result.rawValue), message: message, fileError: upload?.failure,
-                stopped: result == CURLE_ABORTED_BY_CALLBACK && stop.isOn)
+                stopped: result == CURLE_ABORTED_BY_CALLBACK && stop.isOn,
+                abandoned: result == CURLE_ABORTED_BY_CALLBACK && abandon.isOn)
         }
         return CurlResponse(
             status: status, headers: exchange.headers, body: exchange.body, sent: Int64(sent),

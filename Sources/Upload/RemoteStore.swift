@@ -146,13 +146,17 @@ final class RemoteStore {
         }
     }
 
-    /// The MD5 of the whole body, read a megabyte at a time.
+    /// The MD5 of the whole body, read 256 KB at a time (given up as soon as the agent stops
+    /// or the file is deleted: its room is freed only once it is closed).
     private func digest(_ body: FileBody) throws(UploadProblem) -> [UInt8] {
         var md5 = MD5()
         var offset: Int64 = 0
         while offset < body.size {
+            if transfer.stop.isOn { throw .stopped }
+            if transfer.abandon.isOn { throw .fileGone("it was deleted on the board while it was read") }
             let bytes: [UInt8]
-            do { bytes = try body.file.read(at: UInt64(offset), count: Int(min(1 << 20, body.size - offset))) } catch {
+            do { bytes = try body.file.read(at: UInt64(offset), count: Int(min(256 << 10, body.size - offset))) } catch
+            {
                 throw .failed("\(body.path) cannot be read: \(error)")
             }
             guard !bytes.isEmpty else { throw .failed("\(body.path) became shorter while it was read") }
@@ -279,6 +283,7 @@ final class RemoteStore {
     private func perform(_ request: CurlRequest) throws(UploadProblem) -> CurlResponse {
         do { return try transfer.perform(request) } catch {
             if error.stopped { throw .stopped }
+            if error.abandoned { throw .fileGone("it was deleted on the board while it was sent") }
             if let fileError = error.fileError { throw .failed("the clip cannot be read: \(fileError)") }
             if let ssh = request.ssh, error.isPeerRefused {
                 throw .refused(

@@ -42,6 +42,9 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         var lastProblem: String?
         /// Clips handed to the writer to delete after their upload (not asked twice).
         var deleting: Set<String> = []
+        /// The clip being sent now: deleted on the board meanwhile (a full disk), it is given
+        /// up at once, so that its room is freed (an open file keeps it).
+        var sending: String?
 
         static let firstBackoff = 1.0
     }
@@ -104,7 +107,10 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         case .clipsDeleted(let deleted):
             // The queue forgets them: waiting (retention on a full disk, a person), or uploaded.
             let known = condition.withLock {
-                deleted.deletions.compactMap { deletion -> (Deletion, Bool)? in
+                if let sending = state.sending, deleted.deletions.contains(where: { $0.clip.relativePath == sending }) {
+                    store.transfer.abandon.turnOn()
+                }
+                return deleted.deletions.compactMap { deletion -> (Deletion, Bool)? in
                     let file = deletion.clip.relativePath
                     guard let journal = state.journal else { return nil }
                     if journal.waits(file) { return (deletion, true) }
@@ -219,7 +225,9 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         }
         while let work = next() {
             switch work {
-            case .upload(let file, let storage): upload(file, from: storage)
+            case .upload(let file, let storage):
+                upload(file, from: storage)
+                condition.withLock { state.sending = nil }
             case .deleteLocal(let files): deleteLocal(files)
             }
         }
@@ -247,6 +255,10 @@ public final class UploadSink: EventSink, @unchecked Sendable {
             uploaded(file, receipt, sent: sent, in: storage)
         case .failure(.stopped):
             return
+        case .failure(.fileGone) where condition.withLock({ !(state.journal?.waits(file) ?? false) }):
+            // Deleted on the board while it was sent (retention on a full disk, a person): the
+            // queue has forgotten it already, and the error line said it.
+            log.debug("upload given up: the clip was deleted on the board", [("file", .string(file))])
         case .failure(.fileGone(let why)):
             // The directory must be there for a missing file to be gone (not a disk unmounted).
             if (try? storage.read(UploadJournal.name)) != nil {
@@ -292,7 +304,11 @@ public final class UploadSink: EventSink, @unchecked Sendable {
                 }
                 let now = Condition.now()
                 if let storage = state.storage, let file = state.journal?.backlog.first {
-                    if now >= state.nextTry { return .upload(file, storage) }
+                    if now >= state.nextTry {
+                        state.sending = file
+                        store.transfer.abandon.turnOff()
+                        return .upload(file, storage)
+                    }
                     wait = min(wait ?? .infinity, state.nextTry - now)
                 }
                 if let wait { condition.wait(seconds: min(wait, 3600)) } else { condition.wait() }

@@ -5,9 +5,9 @@ import Testing
 @testable import Recorder
 
 /// Retention and the upload queue: a clip not uploaded yet is kept by every rule but the full
-/// disk's.
+/// disk's (a write failed for want of room, or less than `min_free_mb` free).
 extension RetentionPolicyTests {
-    @Test func agesSizesAndMinFreeKeepAClipThatWaits() {
+    @Test func agesAndSizesKeepAClipThatWaits() {
         let clips = [
             clip("a", ageDays: 90, mb: 10), clip("b", ageDays: 60, mb: 10), clip("c", ageDays: 40, mb: 10),
             clip("d", ageDays: 1, mb: 10),
@@ -16,7 +16,6 @@ extension RetentionPolicyTests {
         for policy in [
             RetentionPolicy(maxAgeDays: 30, maxSize: nil, minFree: 0),
             RetentionPolicy(maxAgeDays: nil, maxSize: 5 << 20, minFree: 0),
-            RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: 30 << 20),
         ] {
             let decision = policy.decide(clips: clips, now: now, freeBytes: 20 << 20, protected: [], waiting: waiting)
             #expect(decision.deletions.map(\.clip.relativePath) == ["b"], "\(policy)")
@@ -25,6 +24,24 @@ extension RetentionPolicyTests {
             let without = policy.decide(clips: clips, now: now, freeBytes: 20 << 20, protected: [])
             #expect(without.deletions.map(\.clip.relativePath).contains("a"), "\(policy)")
         }
+    }
+
+    /// Less than `min_free_mb` free is a full disk before a write fails: the oldest clips go,
+    /// waiting or not, each said as not uploaded.
+    @Test func tooLittleFreeSpaceDeletesTheOldestEvenIfItWaits() {
+        let clips = [
+            clip("a", ageDays: 90, mb: 10), clip("b", ageDays: 60, mb: 10), clip("c", ageDays: 40, mb: 10),
+            clip("d", ageDays: 1, mb: 10),
+        ]
+        let policy = RetentionPolicy(maxAgeDays: nil, maxSize: nil, minFree: 30 << 20)
+        let decision = policy.decide(clips: clips, now: now, freeBytes: 15 << 20, protected: [], waiting: ["a", "c"])
+        #expect(decision.deletions.map(\.clip.relativePath) == ["a", "b"])
+        #expect(decision.deletions.map(\.notUploaded) == [true, false])
+        #expect(decision.deletions.allSatisfy { $0.reason == .freeSpaceBelow(bytes: 30 << 20) })
+        #expect(decision.shortfall == nil)
+        // Enough free: nothing goes.
+        #expect(
+            policy.decide(clips: clips, now: now, freeBytes: 40 << 20, protected: [], waiting: ["a"]).deletions.isEmpty)
     }
 
     @Test func aFullDiskDeletesTheOldestEvenIfItWaits() {

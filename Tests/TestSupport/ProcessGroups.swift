@@ -43,16 +43,52 @@ public func processIDs(inFile path: String) -> [Int32] {
 
 /// Whether something accepts TCP connections on the loopback port (a server the test started is up).
 public func loopbackAccepts(_ port: Int) -> Bool {
+    guard let fd = loopbackConnection(port) else { return false }
+    close(fd)
+    return true
+}
+
+/// A TCP connection to the loopback port, or nil when nothing accepts there.
+public func loopbackConnection(_ port: Int) -> Int32? {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return withUnsafePointer(to: &address) {
+    guard fd >= 0 else { return nil }
+    var address = loopbackAddress(port)
+    let connected = withUnsafePointer(to: &address) {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
             connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
         }
     }
+    guard connected else {
+        close(fd)
+        return nil
+    }
+    return fd
+}
+
+/// A TCP socket bound to a loopback port the kernel chose, listening or not (connections to
+/// one not listening are refused: a server that is down), and its port; nil when it cannot be.
+public func loopbackSocket(listening: Bool) -> (fd: Int32, port: Int)? {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return nil }
+    var address = loopbackAddress(0)
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && (!listening || listen(fd, 16) == 0) && getsockname(fd, $0, &length) == 0
+        }
+    }
+    guard bound else {
+        close(fd)
+        return nil
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
+}
+
+/// 127.0.0.1:`port`.
+public func loopbackAddress(_ port: Int) -> sockaddr_in {
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return address
 }

@@ -321,24 +321,11 @@ final class NetworkRelay: @unchecked Sendable {
 
     init(to target: Int) throws {
         self.target = target
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard let (listener, port) = loopbackSocket(listening: true) else {
+            throw ServerError(description: "the relay cannot listen: \(String(cString: strerror(errno)))")
+        }
         self.listener = listener
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, length) == 0 && listen(listener, 16) == 0
-                    && getsockname(listener, $0, &length) == 0
-            }
-        }
-        guard listener >= 0, bound else {
-            let error = String(cString: strerror(errno))
-            if listener >= 0 { close(listener) }
-            throw ServerError(description: "the relay cannot listen: \(error)")
-        }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
@@ -417,23 +404,7 @@ final class NetworkRelay: @unchecked Sendable {
         }
     }
 
-    private func connectToTarget() -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(target).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard fd >= 0, connected else {
-            if fd >= 0 { close(fd) }
-            return nil
-        }
-        return fd
-    }
+    private func connectToTarget() -> Int32? { loopbackConnection(target) }
 
     private func pump(from source: Int32, to destination: Int32, toServer: Bool, _ ends: Ends) {
         var buffer = [UInt8](repeating: 0, count: 16384)

@@ -273,6 +273,49 @@ struct UploadTests {
         #expect(log.written.contains { $0.contains("uploads work again") })
     }
 
+    /// Retention deletes the clip being sent (a full disk): the upload is given up at once and
+    /// the file closed — an open file keeps its room — with no failure counted; the next clip
+    /// goes on, and nothing of the deleted one is on the server.
+    @Test func aClipDeletedWhileItIsSentIsGivenUpAndItsRoomFreed() throws {
+        let directory = try TemporaryDirectory("vigil-upload-s3-deleted")
+        defer { directory.remove() }
+        let server = try S3Server(directory)
+        let board = try Board(directory, clips: 2, gops: 4)
+        let log = MemoryLogSink()
+        let sink = try board.sink(
+            try Self.s3Settings(server, in: directory, extra: "bandwidth_kbit = 64;"), log: log, level: .debug)
+        let first = board.clips[0]
+        // The first clip is being sent (8 KB a second: 40 KB take five).
+        #expect(Self.wait(30) { Self.openFiles().contains { $0.hasSuffix(first) } }, "\(log.written)")
+        let size = try board.bytes(first).count
+        try FileManager.default.removeItem(atPath: board.storage.path(first))
+        sink.handle(
+            .clipsDeleted(
+                ClipsDeleted(
+                    deletions: [
+                        Deletion(
+                            clip: StoredFile(relativePath: first, size: Int64(size), modified: Date()),
+                            reason: .diskFull, notUploaded: true)
+                    ], storage: board.storage)))
+        #expect(
+            Self.wait(10) { !Self.openFiles().contains { $0.contains(first) } },
+            "the deleted clip is still open: \(Self.openFiles())")
+        #expect(Self.wait { sink.uploadCounts.uploaded == 1 }, "\(log.written)")
+        sink.finish()
+        #expect(sink.uploadCounts.failures == 0, "\(log.written(at: .error))")
+        #expect(try server.object("fleet/shed/" + first) == nil)
+        #expect(try server.object("fleet/shed/" + board.clips[1]) == (try board.bytes(board.clips[1])))
+        #expect(board.queue.backlog.isEmpty && board.queue.uploads.keys.sorted() == [board.clips[1]])
+        #expect(log.written.contains { $0.contains("upload given up: the clip was deleted on the board") })
+    }
+
+    /// What this process has open (/proc/self/fd's links; a deleted file ends in " (deleted)").
+    static func openFiles() -> [String] {
+        let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }
+            .map { $0.hasSuffix(" (deleted)") ? String($0.dropLast(10)) : $0 }
+    }
+
     /// A server that stops answering (frozen) is given up after the stall timeout, and the
     /// clip is sent again once it answers.
     @Test func aServerThatHangsTimesOut() throws {
