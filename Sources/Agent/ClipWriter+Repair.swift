@@ -219,8 +219,8 @@ extension ClipWriter {
         }
         // Clips not uploaded yet: what the upload queue says waits (read as the journal is).
         var waiting: Set<String> = []
-        if settings.holdsUploads, let bytes = try? storage.read(UploadJournal.name) {
-            waiting = Set(UploadJournal(bytes).backlog)
+        if settings.holdsUploads, let queue = try? UploadJournal.read(from: storage) {
+            waiting = Set(queue.backlog)
         }
         let result = store.sweep(
             settings.policy, now: now, protected: protected, fullDisk: need, clock: retentionClock, waiting: waiting)

@@ -31,8 +31,8 @@ struct HookEvent: Sendable {
     }
 }
 
-/// Runs the user's hook programs (`hooks.on_event_start`, `hooks.on_clip_saved`, `hooks.on_upload`) without a
-/// shell: the program gets the facts as arguments and as `VIGIL_*` environment variables, so
+/// Runs the user's hook programs (`hooks.on_event_start`, `hooks.on_clip_saved`,
+/// `hooks.on_upload`) without a shell: the program gets the facts as arguments and as `VIGIL_*` environment variables, so
 /// no file name is ever interpolated into a command line. Each run is watched on its own
 /// thread and killed after the timeout; recording never waits for a hook. A hook runs in a
 /// process group of its own, and the group goes with it: when the program exits, what it
@@ -248,8 +248,7 @@ final class HookRunner: @unchecked Sendable {
 /// The hooks as an event sink: `hooks.on_event_start` when an event's first clip opens,
 /// `hooks.on_clip_saved` when a clip is closed (not for clips finished by repair: the facts a
 /// hook is given died with the run that knew them), `hooks.on_upload` when a clip's upload is
-/// verified. A reload changes the programs and the
-/// timeout for the next run.
+/// verified. A reload changes the programs and the timeout for the next run.
 final class HookSink: EventSink {
     let runner: HookRunner
     private let programs: Mutex<Settings.Hooks>

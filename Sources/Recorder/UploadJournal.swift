@@ -57,6 +57,11 @@ public struct UploadJournal: Sendable {
     /// Lines that could not be read.
     public private(set) var unreadableLines = 0
 
+    /// The queue in `storage` (`uploads.jsonl`), or nil when it has none.
+    public static func read(from storage: any ClipStorage) throws(FileError) -> UploadJournal? {
+        try storage.read(name).map { UploadJournal($0) }
+    }
+
     public init(_ bytes: [UInt8] = []) {
         let decoder = JSONDecoder()
         for line in bytes.split(separator: UInt8(ascii: "\n")) where !line.allSatisfy({ $0 == 0x20 }) {

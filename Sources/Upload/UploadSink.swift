@@ -138,7 +138,7 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         }
         guard !loaded else { return }
         var journal: UploadJournal
-        do { journal = UploadJournal(try storage.read(UploadJournal.name) ?? []) } catch {
+        do { journal = try UploadJournal.read(from: storage) ?? UploadJournal() } catch {
             log.error(
                 "the upload queue cannot be read; uploads wait until it can — check the file's permissions",
                 [("path", .string(storage.path(UploadJournal.name))), ("error", .string(error.description))])
@@ -324,7 +324,7 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         append(
             UploadRecord(uploaded: file, at: at, url: receipt.url, bytes: UInt64(receipt.bytes), seconds: seconds),
             in: storage)
-        let recovered = condition.withLock {
+        let (recovered, waiting) = condition.withLock {
             defer {
                 state.failures = 0
                 state.lastProblem = nil
@@ -333,10 +333,9 @@ public final class UploadSink: EventSink, @unchecked Sendable {
                 counts.uploaded += 1
                 counts.bytes += sent
             }
-            return state.failures
+            return (state.failures, state.journal?.backlogCount ?? 0)
         }
         if recovered > 0 { log.info("uploads work again", [("failed_tries", .int(recovered))]) }
-        let waiting = condition.withLock { state.journal?.backlogCount ?? 0 }
         log.info(
             "clip uploaded",
             [

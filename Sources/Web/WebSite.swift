@@ -202,7 +202,7 @@ public final class WebSite: Sendable {
 
     /// The upload queue (`uploads.jsonl`), when there is one: what is uploaded, what waits.
     func uploads() -> UploadJournal? {
-        (try? storage.read(UploadJournal.name)).flatMap { $0 }.map { UploadJournal($0) }
+        try? UploadJournal.read(from: storage)
     }
 
     /// `/api/clips`: a JSON array of the journal's lines (docs/events.md says each field),
@@ -218,10 +218,8 @@ public final class WebSite: Sendable {
             let object = String(decoding: data, as: UTF8.self)
             var added: [String] = []
             if item.deleted { added.append("\"deleted\":true") }
-            if let url = queue?.uploads[item.record.file]?.url,
-                let quoted = try? encoder.encode([url]), let text = String(bytes: quoted, encoding: .utf8)
-            {
-                added.append("\"uploaded\":" + text.dropFirst().dropLast())
+            if let url = queue?.uploads[item.record.file]?.url, let quoted = try? encoder.encode(url) {
+                added.append("\"uploaded\":" + String(decoding: quoted, as: UTF8.self))
             } else if uploading, queue?.waits(item.record.file) == true {
                 added.append("\"upload_waiting\":true")
             }

@@ -81,7 +81,7 @@ enum ClipsCommand: Command {
             return .success
         }
         // With uploads (on, or done before), a column says which clips are off the board.
-        let uploads = (try? storage.read(UploadJournal.name)).flatMap { $0 }.map { UploadJournal($0) }
+        let uploads = try? UploadJournal.read(from: storage)
         let uploading = settings.upload.enabled || uploads != nil
         let queue = uploads ?? UploadJournal()
         func upload(_ file: String) -> String {

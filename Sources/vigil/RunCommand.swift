@@ -59,6 +59,8 @@ enum RunCommand: Command {
             return .config
         }
         var environment = systemEnvironment(encoders: encoders, log: log)
+        // Uploads: a queue in the storage directory, sent by a thread of their own. Made before
+        // MQTT, so Home Assistant hears of a backlog only when there is one to report.
         var uploadSink: UploadSink?
         if settings.upload.enabled {
             do {
@@ -110,8 +112,6 @@ enum RunCommand: Command {
                     [("error", .string(error.description))])
             }
         }
-        // Uploads: a queue in the storage directory, sent by a thread of their own (made first,
-        // so Home Assistant hears of a backlog only when there is one to report).
         if let uploadSink { environment.sinks.append(uploadSink) }
         switch Agent(configPath: path, settings: settings, version: version, environment: environment).run() {
         case .stopped: return .success

@@ -178,7 +178,7 @@ import Testing
 
         // The queue: the deleted clips left it with a reason; the clips on the disk all wait.
         let files = try Self.checkClips(in: storage)
-        let queue = UploadJournal(try #require(try DiskStorage(root: storage).read(UploadJournal.name)))
+        let queue = try #require(try UploadJournal.read(from: DiskStorage(root: storage)))
         let left = Set(files.filter { $0.hasSuffix(".mov") })
         #expect(Set(queue.backlog) == left, "waiting \(queue.backlog), on the disk \(left)")
         #expect(queue.uploads.isEmpty)

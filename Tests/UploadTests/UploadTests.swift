@@ -65,7 +65,7 @@ struct UploadTests {
         func bytes(_ file: String) throws -> Data { try Data(contentsOf: URL(fileURLWithPath: storage.path(file))) }
 
         var queue: UploadJournal {
-            UploadJournal((try? storage.read(UploadJournal.name)) ?? [])
+            (try? UploadJournal.read(from: storage)) ?? UploadJournal()
         }
     }
 
@@ -433,7 +433,7 @@ struct UploadTests {
         first.kill(SIGKILL)
         _ = first.waitForExit(timeout: 30)
         let storage = DiskStorage(root: directory.file("clips"))
-        let queue = UploadJournal((try? storage.read(UploadJournal.name)) ?? [])
+        let queue = (try? UploadJournal.read(from: storage)) ?? UploadJournal()
         #expect(queue.backlog.first == file, "the clip is queued: \(queue.records)")
         #expect(try server.object("fleet/shed/" + file) == nil, "no object under the clip's name before it is whole")
 
@@ -450,7 +450,7 @@ struct UploadTests {
         let copy = directory.file("downloaded.mov")
         try object.write(to: URL(fileURLWithPath: copy))
         try expectPlayable(copy, "the clip uploaded after the agent was killed")
-        let after = UploadJournal((try? storage.read(UploadJournal.name)) ?? [])
+        let after = (try? UploadJournal.read(from: storage)) ?? UploadJournal()
         #expect(after.records.compactMap(\.uploaded).filter { $0 == file }.count == 1, "\(after.records)")
         #expect(second.output.contains("waiting=1"), "the second agent found the clip queued: \(second.output)")
         // `vigil clips` says it is off the board.
