@@ -12,13 +12,15 @@
 // address), each dropped after `timeout_seconds` without traffic and given `memory_limit`
 // bytes for its request; strict about the protocol (an HTTP/1.1 request without a Host, a
 // space in a path: 400); a connection may be suspended while its streamed body waits for
-// data. `random` (`random_size` bytes, kept while the daemon runs) seeds Digest
+// data. `notify` is told, on the polling thread, of each connection that starts and closes.
+// `random` (`random_size` bytes, kept while the daemon runs) seeds Digest
 // authentication's nonces. With `tls_certificate` and `tls_key` (PEM text, kept while the
 // daemon runs), it speaks HTTPS only (GnuTLS); NULL for plain HTTP. NULL when it cannot start
 // (a certificate or key GnuTLS refuses, too).
 static inline struct MHD_Daemon *vigil_mhd_start(
     int listen_fd, MHD_AccessHandlerCallback handler, void *handler_context,
-    MHD_RequestCompletedCallback completed, void *completed_context, unsigned int connection_limit,
+    MHD_RequestCompletedCallback completed, void *completed_context, MHD_NotifyConnectionCallback notify,
+    void *notify_context, unsigned int connection_limit,
     unsigned int per_ip_limit, unsigned int timeout_seconds, size_t memory_limit, size_t random_size,
     void *random, const char *tls_certificate, const char *tls_key)
 {
@@ -38,6 +40,7 @@ static inline struct MHD_Daemon *vigil_mhd_start(
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_seconds,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, memory_limit,
         MHD_OPTION_NOTIFY_COMPLETED, completed, completed_context,
+        MHD_OPTION_NOTIFY_CONNECTION, notify, notify_context,
         MHD_OPTION_STRICT_FOR_CLIENT, (int) 1,
         MHD_OPTION_DIGEST_AUTH_RANDOM, random_size, random,
         MHD_OPTION_NONCE_NC_SIZE, (unsigned int) 1024,
@@ -45,6 +48,17 @@ static inline struct MHD_Daemon *vigil_mhd_start(
         MHD_OPTION_HTTPS_MEM_KEY, tls_key,
         MHD_OPTION_END);
 }
+
+// The socket of `connection` (MHD_get_connection_info is variadic), or -1.
+static inline int vigil_mhd_connection_fd(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    return info != NULL ? info->connect_fd : -1;
+}
+
+// What the connection notification says of a connection that has just started.
+static const enum MHD_ConnectionNotificationCode vigil_mhd_connection_started = MHD_CONNECTION_NOTIFY_STARTED;
 
 // Whether this libmicrohttpd can speak HTTPS (Debian's is built with GnuTLS).
 static inline int vigil_mhd_has_tls(void)

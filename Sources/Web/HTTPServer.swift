@@ -14,15 +14,28 @@ public struct HTTPServerError: Error, CustomStringConvertible, Sendable, Equatab
 /// connection (epoll), so a slow or stalled client costs a socket and a few kilobytes, never a
 /// thread of the agent's, and files go out with sendfile without passing through memory.
 ///
-/// Bounded: at most `Limits.connections` connections (`connectionsPerAddress` from one
-/// address), each closed after `idleSeconds` without traffic, with `requestMemory` bytes for
-/// its request line and headers (a longer one gets 431 or 414 from the library) and at most
-/// `bodyBytes` of body (413 beyond). The handler runs on the server's thread: it must answer
-/// from what it has, without waiting on the agent.
+/// Bounded: `Limits.connections` connections are kept (`connectionsPerAddress` from one
+/// address), and a new one always gets in: beyond them it pushes out the one that has waited
+/// longest for a whole request, else the one idle longest, else the slowest answer
+/// (`ConnectionRoom`), so slow clients never lock the others out. At most `streams` of them are
+/// streams (live viewers); one more is answered 503 at once. Each is closed after `idleSeconds`
+/// without traffic, with `requestMemory` bytes for its request line and headers (a longer one
+/// gets 431 or 414 from the library) and at most `bodyBytes` of body (413 beyond). The handler
+/// runs on the server's thread: it must answer from what it has, without waiting on the agent.
 public final class HTTPServer: Sendable {
-    public struct Limits: Sendable {
+    public struct Limits: Sendable, Equatable {
+        /// Connections kept: a new one beyond them pushes one out.
         public var connections = 128
+        /// Over `connections`, what the library may hold for a moment: it takes up to 10 new
+        /// connections in a round before it closes those they pushed out. The library's own
+        /// limit (`connections` + this) is a ceiling it never reaches while one can be pushed
+        /// out: at it, it would take no one until a connection closes.
+        public var spareConnections = 16
         public var connectionsPerAddress = 64
+        /// Streamed responses (live viewers) at once; at most a quarter of `connections`, so the
+        /// page, the API and the clips always have room, and a connection to push out is never
+        /// lacking.
+        public var streams = 32
         public var idleSeconds = 30
         public var requestMemory = 32 * 1024
         public var bodyBytes = 16 * 1024
@@ -35,6 +48,11 @@ public final class HTTPServer: Sendable {
     public let port: Int
     /// The address it listens on, as given.
     public let address: String
+    /// The limits it keeps: those asked, fitted (`Limits.fitted`).
+    public let limits: Limits
+    /// The process's open-file limit, when it made the server lower its connections (say so:
+    /// raise it); nil when the limits asked fit.
+    public let openFileLimit: Int?
     private let daemon: Mutex<Daemon?>
     private let context: Context
 
@@ -57,13 +75,21 @@ public final class HTTPServer: Sendable {
         let socket = try Self.listen(address: address, port: port)
         self.address = address
         self.port = socket.port
-        context = Context(handler: handler, bodyLimit: limits.bodyBytes, passwords: passwords, tls: tls)
+        let openFiles = Self.openFiles()
+        let fitted = limits.fitted(openFiles: openFiles)
+        let limits = fitted.limits
+        self.limits = limits
+        openFileLimit = fitted.lowered ? openFiles : nil
+        context = Context(
+            handler: handler, bodyLimit: limits.bodyBytes, passwords: passwords, tls: tls,
+            keep: limits.connections, streamLimit: limits.streams)
         let opaque = Unmanaged.passUnretained(context).toOpaque()
         guard
             let started = vigil_mhd_start(
-                socket.descriptor, accessHandler, opaque, requestCompleted, opaque, UInt32(limits.connections),
-                UInt32(limits.connectionsPerAddress), UInt32(limits.idleSeconds), limits.requestMemory,
-                Context.randomSize, context.random, context.tlsCertificate, context.tlsKey)
+                socket.descriptor, accessHandler, opaque, requestCompleted, opaque, connectionNotified, opaque,
+                UInt32(limits.connections + limits.spareConnections), UInt32(limits.connectionsPerAddress),
+                UInt32(limits.idleSeconds), limits.requestMemory, Context.randomSize, context.random,
+                context.tlsCertificate, context.tlsKey)
         else {
             close(socket.descriptor)
             throw HTTPServerError(
@@ -107,13 +133,23 @@ public final class HTTPServer: Sendable {
     /// How many streamed responses are being sent now (live viewers).
     public var streamsOpen: Int { context.streams.withLock { $0.open.count } }
 
+    /// How many connections the library holds now (those pushed out, until it closes them, too).
+    public var connectionsOpen: Int { context.room.withLock { $0.connections.count } }
+
     /// `address:port`, with brackets around an IPv6 address.
     static func endpoint(_ address: String, _ port: Int) -> String {
         address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)"
     }
 
     /// A listening TCP socket on `address` and `port`, close-on-exec, with SO_REUSEADDR (a
-    /// restarted agent takes its port back at once) and, for IPv6, IPv6 only.
+    /// restarted agent takes its port back at once) and, for IPv6, IPv6 only. Its queue holds
+    /// `backlog` connections the server has yet to take: a burst (many viewers at once, a flood)
+    /// waits there a moment, rather than being dropped and tried again by each client a second
+    /// later, then 3 s, 7 s… (which, with its request held back meanwhile, would make it look
+    /// like a slow client, the first to be pushed out).
+    static let backlog: Int32 = 1024
+
+    /// A listening TCP socket (`backlog` above) on `address` and `port`.
     static func listen(address: String, port: Int) throws(HTTPServerError) -> (descriptor: Int32, port: Int) {
         let said = endpoint(address, port)
         guard (0...65535).contains(port) else {
@@ -169,7 +205,7 @@ public final class HTTPServer: Sendable {
                 }
             throw HTTPServerError(description: "the web server cannot listen on \(said): \(error)\(hint)")
         }
-        guard Glibc.listen(fd, 64) == 0 else {
+        guard Glibc.listen(fd, Self.backlog) == 0 else {
             let error = SystemError(errno)
             close(fd)
             throw HTTPServerError(description: "the web server cannot listen on \(said): \(error)")
@@ -213,12 +249,21 @@ private final class Context: @unchecked Sendable {
         var stopping = false
     }
     let streams = Mutex(Streams())
+    /// How many streams may be open at once.
+    let streamLimit: Int
+    /// The connections, for keeping room for new ones (changed on the library's thread).
+    let room: Mutex<ConnectionRoom>
     /// The certificate and key as C strings for the library, freed (the key wiped) after the
     /// daemon stops; nil for plain HTTP.
     let tlsCertificate: UnsafeMutablePointer<CChar>?
     let tlsKey: UnsafeMutablePointer<CChar>?
-    init(handler: @escaping HTTPServer.Handler, bodyLimit: Int, passwords: WebPasswords?, tls: Settings.Web.TLS?) {
+    init(
+        handler: @escaping HTTPServer.Handler, bodyLimit: Int, passwords: WebPasswords?, tls: Settings.Web.TLS?,
+        keep: Int, streamLimit: Int
+    ) {
         self.handler = handler
+        self.streamLimit = streamLimit
+        room = Mutex(ConnectionRoom(keep: keep))
         self.bodyLimit = bodyLimit
         self.passwords = passwords
         tlsCertificate = tls.flatMap { strdup($0.certificate) }
@@ -480,14 +525,15 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer?, serv
     case .stream(let stream):
         guard let connection else { return MHD_Result.NO }
         let streamed = StreamResponse(stream: stream, connection: connection, context: server)
-        let accepted = server.streams.withLock { s -> Bool in
-            guard !s.stopping else { return false }
+        let refused = server.streams.withLock { s -> HTTPResponse? in
+            if s.stopping { return .error(503, "The server is stopping.") }
+            if s.open.count >= server.streamLimit { return .tooManyStreams(server.streamLimit) }
             s.open[ObjectIdentifier(streamed)] = streamed
-            return true
+            return nil
         }
-        guard accepted else {
+        if let refused {
             stream.close()
-            return queue(.error(503, "The server is stopping."), on: connection, server: server)
+            return queue(refused, on: connection, server: server)
         }
         let retained = Unmanaged.passRetained(streamed)
         made = vigil_mhd_stream_response(16 * 1024, streamReader, retained.toOpaque(), streamDone)
@@ -499,11 +545,36 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer?, serv
     guard let made else { return MHD_Result.NO }
     defer { MHD_destroy_response(made) }
     for (name, value) in response.headers { _ = MHD_add_response_header(made, name, value) }
+    let streaming = if case .stream = response.body { true } else { false }
+    server.room.withLock { $0.answering(UInt(bitPattern: connection), streaming: streaming) }
     return MHD_queue_response(connection, UInt32(response.status), made)
 }
 
-/// The library says a request is over (answered, or its connection gone): its body state goes.
-private let requestCompleted: MHD_RequestCompletedCallback = { _, _, requestContext, _ in
+/// The library's word that a connection began or closed (on its thread). A newcomer beyond the
+/// connections kept pushes one out: its socket is shut down here, on the library's thread, so
+/// it cannot have been closed and its number reused meanwhile; the library then finds it ended
+/// and closes it.
+private let connectionNotified: MHD_NotifyConnectionCallback = { context, connection, _, code in
+    guard let context, let connection else { return }
+    let server = Unmanaged<Context>.fromOpaque(context).takeUnretainedValue()
+    let key = UInt(bitPattern: connection)
+    if code == vigil_mhd_connection_started {
+        let descriptor = vigil_mhd_connection_fd(connection)
+        if let out = server.room.withLock({ $0.started(key, descriptor: descriptor) }), out >= 0 {
+            shutdown(out, Int32(SHUT_RDWR))
+        }
+    } else {
+        server.room.withLock { $0.closed(key) }
+    }
+}
+
+/// The library says a request is over (answered, or its connection gone): its body state goes,
+/// and the connection waits for the next.
+private let requestCompleted: MHD_RequestCompletedCallback = { context, connection, requestContext, _ in
+    if let context {
+        let server = Unmanaged<Context>.fromOpaque(context).takeUnretainedValue()
+        server.room.withLock { $0.completed(UInt(bitPattern: connection)) }
+    }
     guard let requestContext, let state = requestContext.pointee else { return }
     Unmanaged<RequestBody>.fromOpaque(state).release()
     requestContext.pointee = nil

@@ -25,6 +25,17 @@ public final class WebSink: EventSink {
             site.respond($0)
         }
         self.site = site
+        if let openFiles = server.openFileLimit {
+            log.warning(
+                "web server takes fewer connections: the agent may not open enough files — raise its limit (LimitNOFILE= in a drop-in: systemctl edit vigil), then restart",
+                [
+                    ("open_files", .integer(Int64(openFiles))),
+                    ("needs", .integer(Int64(HTTPServer.Limits().descriptors))),
+                    ("connections", .integer(Int64(server.limits.connections))),
+                    ("asked", .integer(Int64(HTTPServer.Limits().connections))),
+                    ("live_viewers", .integer(Int64(server.limits.streams))),
+                ])
+        }
         log.info(
             "web server listening",
             [

@@ -145,7 +145,9 @@ import Testing
         #expect(!agent.output.contains("level=warning"), "\(agent.output)")
     }
 
-    @Test func fiftyViewersAndStalledOnesDoNotCostTheRecordingAFrame() throws {
+    /// As many viewers as the server sends to (32: 30 players, one that reads a byte a second,
+    /// one that never reads).
+    @Test func thirtyTwoViewersAndStalledOnesDoNotCostTheRecordingAFrame() throws {
         let dir = try TemporaryDirectory("vigil-live-many")
         defer { dir.remove() }
         // 5 frames a second: the capture queue holds 3, so a frame is lost only when the
@@ -165,7 +167,7 @@ import Testing
         var viewers: [Process] = []
         // SIGKILL: the test's threads block SIGTERM, and what they start inherits the mask.
         defer { for v in viewers where v.isRunning { kill(v.processIdentifier, SIGKILL) } }
-        for i in 0..<50 {
+        for i in 0..<30 {
             viewers.append(try Self.startCurl(base + "/live.mp4", output: dir.file("viewer-\(i).mp4")))
         }
         // One that reads a byte a second, and one that asks and never reads.
@@ -188,10 +190,10 @@ import Testing
         var most = 0
         for _ in 0..<50 {
             most = max(most, try Self.metric(base, "live_viewers") ?? 0)
-            if most >= 52 { break }
+            if most >= 32 { break }
             Thread.sleep(forTimeInterval: 0.2)
         }
-        #expect(most == 52, "live viewers at most \(most)")
+        #expect(most == 32, "live viewers at most \(most)")
 
         // The footage ends; the agent records the event and stops as it always does.
         #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
@@ -208,6 +210,6 @@ import Testing
         for (i, viewer) in viewers.dropLast().enumerated() {
             #expect(Self.waitForExit(viewer, timeout: 30), "viewer \(i) still running")
         }
-        for i in [0, 17, 49] { try expectPlayable(dir.file("viewer-\(i).mp4")) }
+        for i in [0, 17, 29] { try expectPlayable(dir.file("viewer-\(i).mp4")) }
     }
 }

@@ -33,7 +33,7 @@ import Testing
     /// The agent on footage read in real time (so that it is still running when asked), its
     /// web server on a port the kernel chose; the server's base URL.
     static func agentWithWeb(
-        _ dir: TemporaryDirectory, seconds: Double, extra: String = ""
+        _ dir: TemporaryDirectory, seconds: Double, extra: String = "", launcher: [String] = []
     ) throws -> (agent: AgentProcess, base: String) {
         let footage = try AgentTests.footage(
             AgentTests.scene(seconds: seconds, objects: [AgentTests.object(2, 4)]), in: dir)
@@ -41,7 +41,7 @@ import Testing
             dir, footage: footage,
             extra: "web = { enabled = true; port = 0; };\nsnapshot = { live_interval = 1.0; };\n" + extra,
             realtime: true)
-        let agent = try AgentProcess(config: config)
+        let agent = try AgentProcess(config: config, launcher: launcher)
         do { return (agent, try webAddress(of: agent)) } catch {
             agent.kill(SIGKILL)
             throw error
@@ -60,7 +60,6 @@ import Testing
         let dir = try TemporaryDirectory("vigil-web")
         defer { dir.remove() }
         let (agent, base) = try Self.agentWithWeb(dir, seconds: 30)
-        defer { agent.kill(SIGKILL) }
         #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
 
         // The journal, newest first, with the clip and its picture.
@@ -133,6 +132,24 @@ import Testing
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 60) == 0)
         #expect(!agent.output.contains("level=error"), "\(agent.output)")
+    }
+
+    /// An agent that may open too few files for the web server's connections (a tight
+    /// LimitNOFILE): the server takes fewer, says so once with what to do, and serves.
+    @Test func tooFewFilesLowerTheConnectionsOnceSaid() throws {
+        let dir = try TemporaryDirectory("vigil-web-nofile")
+        defer { dir.remove() }
+        let (agent, base) = try Self.agentWithWeb(dir, seconds: 30, launcher: ["/usr/bin/prlimit", "--nofile=200"])
+        let said = agent.outputLines.filter { $0.contains("msg=\"web server takes fewer connections") }
+        #expect(said.count == 1, "\(agent.output)")
+        let line = try #require(said.first)
+        #expect(line.contains("level=warning") && line.contains("LimitNOFILE"), "\(line)")
+        #expect(logValue(line, "open_files") == "200" && logValue(line, "needs") == "352", "\(line)")
+        #expect(logValue(line, "connections") == "\((200 - 64) / 2 - 16)", "\(line)")
+        #expect(try Self.get(base + "/api/clips").status == 200)
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0)
+        #expect(agent.outputLines.filter { $0.contains("web server takes fewer connections") }.count == 1)
     }
 
     @Test func aPortAlreadyTakenIsSaidAndRecordingGoesOn() throws {
@@ -215,7 +232,6 @@ import Testing
                 dir, footage: footage,
                 extra: "web = { enabled = true; listen = \"0.0.0.0\"; port = 0; password_file = \"web-passwords\"; };",
                 realtime: true))
-        defer { agent.kill(SIGKILL) }
         let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60), "\(agent.output)")
         #expect(listening.contains("address=0.0.0.0:") && listening.contains("sign_in=\"2 user(s)\""), "\(listening)")
         // Outside #require: Swift 6.0's expansion of a property access on an optional chain
@@ -298,7 +314,6 @@ import Testing
         let set = try runTool(builtExecutable("vigil"), ["passwd", "--config", config], input: Data("pw\n".utf8))
         #expect(set.status == 0, "\(set.stderr)")
         let agent = try AgentProcess(config: config)
-        defer { agent.kill(SIGKILL) }
         let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60))
         let url = try #require(logValue(listening, "url"), "\(listening)")
         #expect(url.hasPrefix("https://127.0.0.1:"), "\(listening)")

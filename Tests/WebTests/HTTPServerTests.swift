@@ -203,25 +203,6 @@ import Testing
         withExtendedLifetime(stalled) {}
     }
 
-    @Test func aConnectionBeyondTheLimitWaitsForAPlace() throws {
-        var limits = HTTPServer.Limits()
-        limits.connections = 4
-        let server = try Self.serve(limits: limits) { _ in .text(200, "ok") }
-        defer { server.stop() }
-        let held = try (0..<4).map { _ in
-            let socket = try Self.connect(server)
-            socket.write(Data("GET / HTTP/1.1\r\nHost: x\r\n".utf8))
-            return socket
-        }
-        // The fifth is not taken while four hold their places; when they go, it is answered.
-        let fifth = try Self.connect(server)
-        fifth.write(Data("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
-        var ready = pollfd(fd: fifth.fileDescriptor, events: Int16(POLLIN), revents: 0)
-        #expect(poll(&ready, 1, 500) == 0, "answered beyond the connection limit")
-        for socket in held { try socket.close() }
-        #expect(Self.statusLine(fifth) == "HTTP/1.1 200 OK")
-    }
-
     @Test func aPortInUseIsSaidWithWhatToDo() throws {
         let first = try Self.serve { _ in .text(200, "ok") }
         defer { first.stop() }
