@@ -109,9 +109,11 @@ public final class HTTPServer: Sendable {
     deinit { stop() }
 
     /// Ends every streamed response (a viewer gets the end of its stream, within
-    /// `graceSeconds` if it reads), closes the listening socket and every connection, and waits
-    /// for the server's thread to end. Once is enough; again does nothing.
-    public func stop(graceSeconds: Double = 2) {
+    /// `graceSeconds` if it reads; one that does not is cut off then), closes the listening
+    /// socket and every connection, and waits for the server's thread to end: `graceSeconds`
+    /// and a few milliseconds at most, however many clients are slow or stalled. Once is
+    /// enough; again does nothing.
+    public func stop(graceSeconds: Double = 1) {
         let stopping = daemon.withLock { d -> Daemon? in
             defer { d = nil }
             return d

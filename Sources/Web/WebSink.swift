@@ -53,6 +53,8 @@ public final class WebSink: EventSink {
 
     public func handle(_ event: AgentEvent) { site.take(event) }
 
+    /// Ends the live streams and stops the server: within a second and a few milliseconds,
+    /// however many clients are slow or stalled (viewers that read get the end of their stream).
     public func finish() {
         site.control.live.close()
         server.stop()

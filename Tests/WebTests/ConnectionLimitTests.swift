@@ -181,6 +181,57 @@ import Testing
         #expect(server.streamsOpen == 1, "the viewer is still served")
     }
 
+    /// Issue 41, 14: the agent stops its sinks side by side, and the web sink's part must not
+    /// wait on its clients: a thousand slow ones, and viewers that never read (their last
+    /// chunk cannot go). `finish()` returns, nothing of the server is left open, and no viewer
+    /// is left counted. (How long it took is printed: the issue asks for 1.5 s at most.)
+    @Test func finishingLeavesNothingOpenWithAThousandSlowClientsAndViewersThatNeverRead() throws {
+        let web = try ConnectionLimitTests.sink(width: 1920, height: 1080, gops: 12, published: 1)
+        let port = web.sink.port
+        let viewers = try (0..<100).map { i in
+            let viewer = try LoopbackClient(port: port, from: "127.0.0.\(42 + i % 10)", receiveBuffer: 4096)
+            viewer.send("GET /live.mp4 HTTP/1.1\r\nHost: camera\r\n\r\n")
+            return viewer
+        }
+        #expect(LoopbackClient.wait(for: viewers, timeout: 30, reading: false) { $0.sent }.isEmpty)
+        let limit = HTTPServer.Limits().streams
+        for _ in 0..<600 where web.sink.server.streamsOpen < limit { usleep(50_000) }
+        let slow = try SlowClients(port: port, count: 1000, from: ConnectionLimitTests.addresses(2, 41))
+        defer { slow.close() }
+        // More of the picture than the viewers take: the server's side of each holds bytes it
+        // cannot send.
+        for gop in web.gops.dropFirst() {
+            web.control.live.publish(gop)
+            usleep(100_000)
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while serverConnections(onPort: port).filter({ $0 > 256 * 1024 }).count < limit && Date() < deadline {
+            usleep(50_000)
+        }
+        let streams = web.sink.server.streamsOpen
+        let stuck = serverConnections(onPort: port).filter { $0 > 256 * 1024 }.count
+        #expect(streams == limit && stuck >= limit, "\(streams) streams, \(stuck) connections that cannot send")
+
+        let done = DispatchSemaphore(value: 0)
+        let start = ContinuousClock.now
+        let sink = web.sink
+        Thread.detachNewThread {
+            sink.finish()
+            done.signal()
+        }
+        let finished = done.wait(timeout: .now() + 30) == .success
+        let took = ContinuousClock.now - start
+        #expect(finished, "finish() has not returned")
+        print(
+            "ConnectionRoomTests: WebSink.finish() took \(took) with \(streams) viewers that never read and 1000 slow clients"
+        )
+        #expect(web.sink.server.streamsOpen == 0 && web.sink.server.connectionsOpen == 0)
+        #expect(web.sink.site.viewers.load(ordering: .relaxed) == 0, "viewers left counted")
+        #expect(serverConnections(onPort: port).isEmpty, "the server's connections are closed")
+        #expect(!loopbackAccepts(port), "the port is closed")
+        withExtendedLifetime(viewers) {}
+    }
+
     /// The order of who goes, on the value itself: waiting (oldest first), then idle (longest
     /// first), then answering (longest first); never a stream, never the newcomer; none while
     /// there is room, and each pushed out once.
