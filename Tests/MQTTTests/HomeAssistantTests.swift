@@ -67,6 +67,9 @@ import Testing
         let disk = try config("sensor/vigil_yard/disk_free")
         #expect(disk["state_topic"] as? String == topics.stats)
         #expect(disk["value_template"] as? String == "{{ value_json.disk_free_mb }}")
+        // The stats' disk_free_mb counts MiB (2^20 bytes): said so, not MB (10^6), which Home
+        // Assistant would show 4.9 % low.
+        #expect(disk["unit_of_measurement"] as? String == "MiB" && disk["device_class"] as? String == "data_size")
         let detection = try config("switch/vigil_yard/detection")
         #expect(detection["command_topic"] as? String == topics.detectCommand)
         #expect(detection["state_topic"] as? String == topics.detect)
