@@ -20,7 +20,7 @@
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Libraries the build links, and the tools the tests use as independent readers.
-BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev libturbojpeg0-dev zlib1g-dev libmicrohttpd-dev libopus-dev libcurl4-openssl-dev libcamera-dev
+BUILD_DEPS := pkg-config libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev libturbojpeg0-dev zlib1g-dev libmicrohttpd-dev libgnutls28-dev libopus-dev libcurl4-openssl-dev libcamera-dev
 # What the agent reads at run time: the console font the timestamp overlay draws with.
 RUN_DEPS := psf-unifont
 TEST_DEPS := valgrind curl python3-venv openssh-server chromium console-setup-linux mosquitto mosquitto-clients openssl ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
@@ -29,16 +29,21 @@ TEST_DEPS := valgrind curl python3-venv openssh-server chromium console-setup-li
 TEST_DEPS += libcamera-tools libcamera-ipa libcamera-v4l2 udev
 SWIFT_FLAGS ?=
 
-.PHONY: all deps build release test test-faults soak run bench test-instructions compare-motion deb test-deb clean check-swift lint format
+.PHONY: all deps test-deps build release test test-faults soak run bench test-instructions compare-motion deb test-deb clean check-swift lint format
 
 all: build
 
 check-swift:
 	@[ -x "$(SWIFT)" ] || { echo "error: Swift 6 is not installed — get the toolchain for your system from https://www.swift.org/install/linux/ and put its usr/bin on PATH" >&2; exit 1; }
 
-# Installs with apt-get only the packages that are missing.
+# Installs with apt-get only the packages that are missing: `deps` what building and running
+# need (`make run`, `make deb`), `test-deps` the test tools as well (the readers, the broker,
+# the servers, the browser: what only the tests use).
 deps:
-	@. ./scripts/apt-install.sh && apt_ensure "make deps" $(BUILD_DEPS) $(RUN_DEPS) $(TEST_DEPS)
+	@. ./scripts/apt-install.sh && apt_ensure "make deps" $(BUILD_DEPS) $(RUN_DEPS)
+
+test-deps:
+	@. ./scripts/apt-install.sh && apt_ensure "make test-deps" $(BUILD_DEPS) $(RUN_DEPS) $(TEST_DEPS)
 
 build: deps check-swift
 	$(SWIFT) build $(SWIFT_FLAGS)
@@ -46,7 +51,7 @@ build: deps check-swift
 release: deps check-swift
 	$(SWIFT) build -c release $(SWIFT_FLAGS)
 
-test: deps check-swift
+test: test-deps check-swift
 	./scripts/test-servers.sh
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --skip FaultTests $(SWIFT_FLAGS)
@@ -54,14 +59,14 @@ test: deps check-swift
 # The fault suite (Tests/FaultTests; needs root for the small tmpfs it fills): SIGKILL at
 # random moments, a full disk, sources that stop or fail, broken configurations, corrupt
 # input, and a soak of 10 minutes of camera time. One test at a time: some run in real time.
-test-faults: deps check-swift
+test-faults: test-deps check-swift
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	$(SWIFT) test --skip-build --no-parallel --filter FaultTests $(SWIFT_FLAGS)
 
 # The soak alone, on SOAK_SECONDS of camera time fed as fast as the agent reads (an hour takes
 # about two minutes on two cores): memory, open files and the clip store must stay flat.
 SOAK_SECONDS ?= 3600
-soak: deps check-swift
+soak: test-deps check-swift
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	VIGIL_SOAK_SECONDS=$(SOAK_SECONDS) $(SWIFT) test --skip-build --filter FaultTests.SoakTests $(SWIFT_FLAGS)
 
@@ -70,7 +75,7 @@ run: build
 
 # About 3 minutes: the pieces, then vigil run against x264 alone and ffmpeg on the same frames,
 # then vigil run in real time at each size (docs/PERFORMANCE.md says what each figure means).
-bench: deps check-swift
+bench: test-deps check-swift
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil $(SWIFT_FLAGS)
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil-bench $(SWIFT_FLAGS)
 	@mkdir -p var/bench
@@ -79,7 +84,7 @@ bench: deps check-swift
 # About a minute: `vigil run` on 3 s and 8 s of the bench's event scene at 640×480 under valgrind's
 # callgrind, which counts instructions the same on every run; the instructions per frame beyond
 # x264 against the last line for this architecture in bench/instructions.txt (CI runs it).
-test-instructions: deps check-swift
+test-instructions: test-deps check-swift
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil $(SWIFT_FLAGS)
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil-bench $(SWIFT_FLAGS)
 	"$$($(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --instruction-gate bench/instructions.txt
@@ -88,7 +93,7 @@ test-instructions: deps check-swift
 # mask off and on; installed with apt-get when missing, its service left off), on the tree and
 # square footage of the real-footage tests and the tree with objects crossing; Motion watches
 # each scene in real time (scripts/compare-motion.sh says how and what each figure means).
-compare-motion: deps check-swift
+compare-motion: test-deps check-swift
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil $(SWIFT_FLAGS)
 	VIGIL="$$($(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --show-bin-path)/vigil" ./scripts/compare-motion.sh
 
@@ -150,7 +155,7 @@ test-deb: deb
 # (scripts/vm/run-vm.sh installs qemu and fetches the kernel once, into ~/.cache/vigil-vm).
 # About two minutes; results in var/device-tests/.
 .PHONY: test-devices
-test-devices: deps check-swift
+test-devices: test-deps check-swift
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/device-tests.sh
 
 # Power cuts (scripts/powercut/run.sh says more; results in var/powercut/): in the same VM with
@@ -163,11 +168,11 @@ test-devices: deps check-swift
 # writer, repair or storage); powercut-record re-records the fixtures on purpose. Each takes
 # 15-20 minutes on a busy 2-core machine.
 .PHONY: test-powercut test-powercut-explore powercut-record
-test-powercut: deps check-swift
+test-powercut: test-deps check-swift
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/powercut/run.sh gate
-test-powercut-explore: deps check-swift
+test-powercut-explore: test-deps check-swift
 	$(if $(SEED),POWERCUT_SEED="$(SEED)") SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/powercut/run.sh explore
-powercut-record: deps check-swift
+powercut-record: test-deps check-swift
 	SWIFT="$(SWIFT)" SWIFT_FLAGS="$(SWIFT_FLAGS)" ./scripts/powercut/run.sh record
 
 # The formatting is the toolchain's own formatter's (`swift format`, configured in .swift-format);

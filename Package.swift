@@ -27,6 +27,8 @@ let package = Package(
         .systemLibrary(name: "CTurboJPEG", pkgConfig: "libturbojpeg", providers: [.apt(["libturbojpeg0-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        // The web server's certificate, read for its dates (libmicrohttpd speaks TLS through it).
+        .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcamera (C++), for the plugin only.
@@ -57,7 +59,9 @@ let package = Package(
         .target(name: "Capture", dependencies: ["Media", "POSIX", "V4L2", "CV4L2", "CALSA", "CLibcameraPlugin"]),
         .target(
             name: "Configuration",
-            dependencies: ["CLibconfig", "Logging", "Capture", "H264", "MotionDetection", "Media", "Overlay", "POSIX"]),
+            dependencies: [
+                "CLibconfig", "CGnuTLS", "Logging", "Capture", "H264", "MotionDetection", "Media", "Overlay", "POSIX",
+            ]),
         // The storage directory on disk (Recorder's ClipStorage) and movie files, with POSIX calls.
         .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
         // Event snapshots: a downscaled copy of a 4:2:0 frame, encoded as JPEG with libturbojpeg.

@@ -32,12 +32,13 @@ import Synchronization
 /// 3. **The trigger socket closes.** `vigil trigger` is answered no more; the socket is removed.
 /// 4. **The writer drains.** It writes and syncs the last fragments, indexes the clip and hides
 ///    the fragments (`MovieFinish`), sends `clipSaved` (the journal line, the hook), and exits.
-/// 5. **Hooks get a moment.** Running hooks get up to `min(hooks.timeout + 1, 5)` seconds;
-///    those still running are then killed (SIGTERM to the process group, SIGKILL half a second
-///    later) and each is logged, so no hook outlives the agent.
-/// 6. **The sinks finish.** Each delivers what it still holds within a few seconds (MQTT: its
-///    queue, then "offline") and lets go.
-/// 7. **The last line.** "vigil stopped" with the totals; the outcome says how it ended.
+/// 5. **The sinks finish, side by side**, each on a thread of its own, within
+///    `EventSinks.finishSeconds` (1.5 s) whatever the network does: running hooks get a second
+///    (or less: their own `hooks.timeout`), then those still running are killed (SIGTERM to the
+///    process group, SIGKILL half a second later) and each is logged, so no hook outlives the
+///    agent; MQTT delivers what it can of its queue, then "offline"; an upload under way is
+///    cut (it starts again next time); the web server ends its streams and connections.
+/// 6. **The last line.** "vigil stopped" with the totals; the outcome says how it ended.
 public final class Agent: @unchecked Sendable {
     // `@unchecked Sendable`: the threads share only `stopping` (atomic), `stats`, the queues,
     // the pipeline's reload slot and `settings` (behind a Mutex); everything else is set before
@@ -267,8 +268,7 @@ public final class Agent: @unchecked Sendable {
         // 3. The trigger socket closes.
         trigger?.close()
         return finish(
-            writerThread: writerThread, captureThread: captureThread, hooks: hooks,
-            sourceError: sourceError.withLock { $0 })
+            writerThread: writerThread, captureThread: captureThread, sourceError: sourceError.withLock { $0 })
     }
 
     /// Why the camera delivers nothing now, or nil while it delivers: what `vigil trigger` is
@@ -310,9 +310,9 @@ public final class Agent: @unchecked Sendable {
         }
     }
 
-    /// Steps 4 to 7 of the stop (the pipeline has drained and closed the writer queue).
+    /// Steps 4 to 6 of the stop (the pipeline has drained and closed the writer queue).
     func finish(
-        writerThread: JoinableThread, captureThread: JoinableThread, hooks: HookSink, sourceError: CaptureError?
+        writerThread: JoinableThread, captureThread: JoinableThread, sourceError: CaptureError?
     ) -> Outcome {
         // The source ended (a stop already told systemd it is stopping).
         if !stopping.exchange(true, ordering: .relaxed) { environment.notifier?.stopping() }
@@ -321,13 +321,15 @@ public final class Agent: @unchecked Sendable {
         // 4. The writer drains: the last clip is finished and journaled.
         writerThread.join()
         _ = captureThread.join(timeout: Agent.stopGrace)  // a source stuck in a read goes with the process
-        // 5. Hooks get a moment; those still running are killed. An upload verified from now on
-        // is in uploads.jsonl, not announced (no hook may start that nothing would stop).
+        // 5. The sinks finish side by side: running hooks get a moment, then are killed; the
+        // others deliver what they still hold (MQTT: the queue, then "offline"). An upload
+        // verified from now on is in uploads.jsonl, not announced (no hook may start that
+        // nothing would stop).
         environment.control.attachAnnouncer(nil)
-        hooks.runner.drain(seconds: min(current.withLock { $0.hooks.timeout } + 1, 5))
-        // 6. The sinks deliver what they still hold (MQTT: the queue, then "offline").
-        running.withLock { $0?.sinks }?.finish()
-        // 7. The last line.
+        for late in running.withLock({ $0?.sinks })?.finishSideBySide() ?? [] {
+            log.warning("a sink did not finish in time; stopping without it", [("sink", .string(late))])
+        }
+        // 6. The last line.
         log.info("vigil stopped", Stats.logged(stats.snapshot.totals))
         if let sourceError {
             log.error("the source failed", [("error", .string(sourceError.description))])

@@ -102,7 +102,7 @@ extension ClipWriter {
         }
         let summary: MovieSummary
         do {
-            summary = try clip.writer.close()
+            summary = try closeMakingRoom(clip)
         } catch {
             notify(.clipUnfinished(file: clip.relativePath, error: error.description))
             clip.writer.abandon()
@@ -153,6 +153,24 @@ extension ClipWriter {
                 ("reason", .string(closing.reason.said)),
             ])
         sweep()
+    }
+
+    /// Finishes the clip's movie (its last fragment and its index). When that finds the disk
+    /// full, retention frees the oldest clips (never this one) and the close is tried once
+    /// more, as a clip's creation and its picture are: the clip is finished whole rather than
+    /// cut back to its last fragment by repair.
+    func closeMakingRoom(_ clip: OpenClip) throws(MovieWriterError) -> MovieSummary {
+        do {
+            return try clip.writer.close()
+        } catch {
+            guard case .file(let failure) = error, failure.isOutOfSpace else {
+                throw error
+            }
+            log.warning("no space to finish the clip; running retention", [("file", .string(clip.relativePath))])
+            sweep(
+                fullDisk: Int64(clip.writer.bufferedBytes) + ClipWriter.fullDiskHeadroom, protecting: clip.relativePath)
+            return try clip.writer.close()
+        }
     }
 
     /// Writes `<clip>.jpg` beside the clip (whole or not at all); nil, with a warning, when it

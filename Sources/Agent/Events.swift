@@ -1,5 +1,6 @@
 import Configuration
 import FoundationEssentials
+import POSIX
 import Recorder
 
 /// Where the agent's events go: the events journal and the hooks today, MQTT next. The
@@ -13,7 +14,8 @@ import Recorder
 public protocol EventSink: Sendable {
     func handle(_ event: AgentEvent)
     /// The agent is stopping and has handed over its last event: deliver what is still queued
-    /// (within a few seconds) and let go. Called once, on the agent's thread.
+    /// and let go, within `EventSinks.finishSeconds` whatever the network or the clients do.
+    /// Called once, on a thread of its own: the sinks finish side by side.
     func finish()
 }
 
@@ -184,7 +186,21 @@ public struct EventSinks: EventSink {
         for sink in sinks { sink.handle(event) }
     }
 
-    public func finish() {
-        for sink in sinks { sink.finish() }
+    /// How long a sink's `finish` may take: what it has not delivered by then is given up (the
+    /// events journal and the upload queue keep what matters for the next run).
+    public static let finishSeconds = 1.5
+
+    public func finish() { _ = finishSideBySide() }
+
+    /// Finishes every sink side by side, each on a thread of its own, so that one stuck on the
+    /// network (a broker, an upload server, a hook) costs the others nothing, and waits for
+    /// them: at most a second past `finishSeconds`. Returns the sinks still finishing then
+    /// (the agent says so and exits without them).
+    public func finishSideBySide() -> [String] {
+        let finishing = sinks.map { sink in (sink, startThread("finish") { sink.finish() }) }
+        let deadline = Condition.now() + Self.finishSeconds + 1
+        return finishing.filter { !$0.1.join(timeout: max(0, deadline - Condition.now())) }.map {
+            "\(type(of: $0.0))"
+        }
     }
 }

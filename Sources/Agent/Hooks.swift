@@ -58,6 +58,8 @@ final class HookRunner: @unchecked Sendable {
     static let maxRunningPerKind = 4
     /// Seconds between SIGTERM to a hook's process group and SIGKILL.
     static let killGrace = 0.5
+    /// How long running hooks may go on once the agent stops, before they are killed.
+    static let stopGrace = 1.0
 
     init(timeout: Double, log: Logger) {
         timeoutSeconds = Mutex(timeout)
@@ -257,6 +259,10 @@ final class HookSink: EventSink {
         runner = HookRunner(timeout: hooks.timeout, log: log)
         programs = Mutex(hooks)
     }
+
+    /// The agent stops: running hooks get `HookRunner.stopGrace` to end (or their own
+    /// timeout, if sooner), then are killed — within `EventSinks.finishSeconds` in all.
+    func finish() { runner.drain(seconds: HookRunner.stopGrace) }
 
     func handle(_ event: AgentEvent) {
         switch event {

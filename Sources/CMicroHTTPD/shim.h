@@ -80,3 +80,11 @@ static const ssize_t vigil_mhd_end_of_stream = MHD_CONTENT_READER_END_OF_STREAM;
 
 // Digest authentication with MD5, the algorithm every browser speaks.
 static const enum MHD_DigestAuthAlgorithm vigil_mhd_digest_md5 = MHD_DIGEST_ALG_MD5;
+
+// The address of the client on `connection` (the library's copy, valid while the connection
+// is); NULL when the library has none.
+static inline const struct sockaddr *vigil_mhd_client_address(struct MHD_Connection *connection)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info != NULL ? info->client_addr : NULL;
+}

@@ -320,11 +320,11 @@ public enum ConfigSchema {
         ),
         ConfigKey(
             "web.password_file", .text, .text(""),
-            "who may sign in (HTTP Digest), as `vigil passwd` writes it; every page then asks for a user and password, and web.listen may be another machine's way in. \"\": no password, this machine only"
+            "who may sign in (HTTP Digest), as `vigil passwd` writes it (mode 0600: others may not read it); every page then asks for a user and password, and web.listen may be another machine's way in. \"\": no password, this machine only"
         ),
         ConfigKey(
             "web.url", .text, .text(""),
-            "the address other machines reach the server at (http://camera.local:8080): links in MQTT's last_clip and saved events point there. \"\": this machine's name and web.port when web.listen is not loopback, else no links"
+            "the address other machines reach the server at (http://camera.local:8080): links in MQTT's last_clip and saved events point there, and the server answers to its name besides this machine's own. \"\": this machine's name and web.port when web.listen is not loopback, else no links"
         ),
         ConfigKey(
             "web.tls_cert_file", .text, .text(""),
@@ -333,6 +333,10 @@ public enum ConfigSchema {
         ConfigKey(
             "web.tls_key_file", .text, .text(""),
             "the certificate's private key, PEM, not encrypted (readable by the vigil user only)"
+        ),
+        ConfigKey(
+            "web.metrics_token_file", .text, .text(""),
+            "a file whose first line is a token (openssl rand -hex 32, at least 16 characters) with which Prometheus reads /metrics, and nothing else, without a user and password: it sends Authorization: Bearer TOKEN (its credentials_file); kept like the password file (mode 0600 or 0640). \"\": /metrics asks for a user and password like every page"
         ),
         // upload
         ConfigKey(

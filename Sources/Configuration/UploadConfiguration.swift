@@ -239,14 +239,15 @@ extension Settings {
     /// The first line of the secret file `path` (setting `key`): a regular file (a device or a
     /// pipe is refused without reading it) of at most `limit` bytes whose first line is text.
     /// `holding`: what the line is, for the messages; `meanwhile`: what waits until it is put
-    /// right. `trimmed`: spaces and a carriage return around the line dropped.
+    /// right. `trimmed`: spaces and a carriage return around the line dropped. `kept`: what the
+    /// file opens, when only its owner (and group) may read it (`SecretFile`).
     static func secretFileLine(
         _ v: ConfigValues, _ key: String, path: String, limit: Int, holding what: String, meanwhile: String,
-        trimmed: Bool = false
+        trimmed: Bool = false, kept: String? = nil
     ) throws(ConfigurationError) -> String {
-        let bytes: [UInt8]
+        let read: (bytes: [UInt8], status: FileStatus)
         do throws(SmallFile.Problem) {
-            bytes = try SmallFile.read(path, limit: limit)
+            read = try SmallFile.readWithStatus(path, limit: limit)
         } catch {
             switch error {
             case .notRegular:
@@ -263,6 +264,10 @@ extension Settings {
                 throw v.error(key, "\(key): \(path) cannot be read: \(error) — check its permissions; \(meanwhile)")
             }
         }
+        if let kept, let problem = SecretFile.problem(key: key, path: path, status: read.status, holding: kept) {
+            throw v.error(key, problem + "; \(meanwhile)")
+        }
+        let bytes = read.bytes
         var line = ArraySlice(bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).first ?? [])
         if trimmed {
             let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }

@@ -30,6 +30,19 @@ extension Settings {
         /// Why the server cannot run as configured (its password file, certificate or key cannot
         /// be read or is not one): the agent records without it, and says so.
         public var problem: ConfigurationError?
+        /// `web.metrics_token_file`, made absolute; nil when none is set.
+        public var metricsTokenFile: String?
+        /// Its first line (read when the settings are loaded, with the server on): a request
+        /// that sends it (`Authorization: Bearer TOKEN`, as Prometheus does) reads `/metrics`,
+        /// and nothing else, without a user and password.
+        public var metricsToken: String?
+        /// When the certificate is valid, seconds since 1970 (read with it).
+        public var certificateNotBefore: Int?
+        public var certificateNotAfter: Int?
+        /// What to say when the certificate has expired, is not valid yet, or ends within
+        /// `certificateNotice`: a warning, at start and from `vigil check` — it is served all
+        /// the same (it still encrypts; refusing it would lock the owner out).
+        public var certificateWarning: ConfigurationError?
 
         /// A certificate (its chain may follow it) and its private key, PEM text.
         public struct TLS: Equatable, Sendable {
@@ -98,26 +111,77 @@ extension Settings {
             passwordFile: file.isEmpty ? nil : resolve(file, against: directory), passwords: nil,
             tlsCertFile: certificate.isEmpty ? nil : resolve(certificate, against: directory),
             tlsKeyFile: key.isEmpty ? nil : resolve(key, against: directory), tls: nil, problem: nil)
+        let token = v.text("web.metrics_token_file")
+        web.metricsTokenFile = token.isEmpty ? nil : resolve(token, against: directory)
         // Only read when the server is on: a config that turns it off need not have the files.
+        // Each is read even after another's problem (the first is the one said), so the
+        // certificate's dates are said whatever else is wrong.
         guard web.enabled else { return web }
-        if let path = web.passwordFile {
-            do {
-                web.passwords = try WebPasswords.read(path)
-            } catch {
-                web.problem = v.error("web.password_file", "web.password_file: \(error)")
-                return web
-            }
-        }
         if let certificatePath = web.tlsCertFile, let keyPath = web.tlsKeyFile {
             do throws(ConfigurationError) {
-                web.tls = Web.TLS(
-                    certificate: try pemFile(v, "web.tls_cert_file", certificatePath, holding: .certificate),
-                    key: try pemFile(v, "web.tls_key_file", keyPath, holding: .privateKey))
+                let certificateText = try pemFile(v, "web.tls_cert_file", certificatePath, holding: .certificate)
+                guard let dates = CertificateDates.read(certificateText) else {
+                    throw v.error(
+                        "web.tls_cert_file",
+                        "web.tls_cert_file: \(certificatePath) holds no certificate GnuTLS can read — give the server's certificate in PEM, as openssl x509 -in FILE -noout -dates reads it"
+                    )
+                }
+                web.certificateNotBefore = dates.notBefore
+                web.certificateNotAfter = dates.notAfter
+                web.certificateWarning = Web.certificateWarning(
+                    dates, path: certificatePath, now: WallClock.now().seconds
+                ).map { v.error("web.tls_cert_file", $0) }
+                let keyText = try pemFile(v, "web.tls_key_file", keyPath, holding: .privateKey)
+                web.tls = Web.TLS(certificate: certificateText, key: keyText)
             } catch {
                 web.problem = error
             }
         }
+        if let path = web.passwordFile {
+            do {
+                let (passwords, status) = try WebPasswords.readWithStatus(path)
+                if let problem = SecretFile.problem(
+                    key: "web.password_file", path: path, status: status,
+                    holding: "hashes that sign in as well as the passwords")
+                {
+                    web.problem = web.problem ?? v.error("web.password_file", problem)
+                } else {
+                    web.passwords = passwords
+                }
+            } catch {
+                web.problem = web.problem ?? v.error("web.password_file", "web.password_file: \(error)")
+            }
+        }
+        if let path = web.metricsTokenFile {
+            do throws(ConfigurationError) {
+                web.metricsToken = try metricsToken(v, path: path)
+            } catch {
+                web.problem = web.problem ?? error
+            }
+        }
         return web
+    }
+
+    /// The shortest metrics token taken: one a person made up is guessed.
+    static let metricsTokenMinimum = 16
+
+    /// `web.metrics_token_file`'s first line (spaces around it dropped, as Prometheus drops
+    /// them from its credentials_file): a file kept like the password file, of a token long
+    /// enough not to be guessed.
+    static func metricsToken(_ v: ConfigValues, path: String) throws(ConfigurationError) -> String {
+        let key = "web.metrics_token_file"
+        // What the web server's problem adds (`checkWarning`, the log) says the rest.
+        let meanwhile = "or leave web.metrics_token_file unset"
+        let token = try secretFileLine(
+            v, key, path: path, limit: 4096, holding: "the token", meanwhile: meanwhile, trimmed: true,
+            kept: "the token that reads /metrics")
+        guard token.utf8.count >= metricsTokenMinimum, !token.contains(where: { $0 == " " || $0 == "\t" }) else {
+            throw v.error(
+                key,
+                "\(key): \(path) holds a token of \(token.utf8.count) characters, or with spaces in it — give one of at least \(metricsTokenMinimum) that nobody guesses: openssl rand -hex 32 > \(path)"
+            )
+        }
+        return token
     }
 
     /// What a PEM file given to the web server holds.
@@ -137,8 +201,9 @@ extension Settings {
     {
         let what = content == .certificate ? "a certificate" : "a private key"
         let bytes: [UInt8]
+        let status: FileStatus
         do throws(SmallFile.Problem) {
-            bytes = try SmallFile.read(path, limit: pemFileLimit)
+            (bytes, status) = try SmallFile.readWithStatus(path, limit: pemFileLimit)
         } catch {
             switch error {
             case .notRegular:
@@ -165,6 +230,13 @@ extension Settings {
                 key,
                 "\(key): \(path) is encrypted with a passphrase, which the agent has no one to ask for — decrypt a copy for it (openssl pkey -in \(path) -out KEY) and keep that one readable by vigil only"
             )
+        }
+        if content == .privateKey,
+            let problem = SecretFile.problem(
+                key: key, path: path, status: status,
+                holding: "the private key, with which anyone can pose as this camera")
+        {
+            throw v.error(key, problem)
         }
         return text
     }
@@ -264,9 +336,17 @@ public struct WebPasswords: Equatable, Sendable {
 
     /// The passwords in the file at `path`: a regular file of at most 64 KB.
     public static func read(_ path: String) throws(WebPasswordsError) -> WebPasswords {
+        try readWithStatus(path).passwords
+    }
+
+    /// `read`'s passwords, and what `fstat` said of their file (its mode and owner).
+    static func readWithStatus(
+        _ path: String
+    ) throws(WebPasswordsError) -> (passwords: WebPasswords, status: FileStatus) {
         let bytes: [UInt8]
+        let status: FileStatus
         do throws(SmallFile.Problem) {
-            bytes = try SmallFile.read(path, limit: sizeLimit)
+            (bytes, status) = try SmallFile.readWithStatus(path, limit: sizeLimit)
         } catch {
             switch error {
             case .notRegular:
@@ -282,7 +362,7 @@ public struct WebPasswords: Equatable, Sendable {
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw WebPasswordsError("\(path) is not text — make it with `vigil passwd`")
         }
-        do { return try parse(text) } catch { throw WebPasswordsError("\(path): \(error.description)") }
+        do { return (try parse(text), status) } catch { throw WebPasswordsError("\(path): \(error.description)") }
     }
 
     private static func hexBytes(_ text: Substring) -> [UInt8]? {

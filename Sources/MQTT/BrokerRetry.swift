@@ -5,13 +5,17 @@
 /// |---|---|---|
 /// | no connection made: refused, no route, no answer, a name that does not resolve (yet) | after 1 s, doubling to 5 s | the first failure of an outage |
 /// | the broker said no: a login refused, a certificate not trusted | after 1 s, doubling to 60 s | the first failure of that kind |
-/// | a connection lost | after 1 s, then as above | the loss |
-/// | a connection lost within 10 s of being made, the 3rd time in a row: another client with the same client id takes it over | after 60 s, doubling to 10 min | once, with the fix |
-/// | connected | — | the recovery: how long it was down, the tries (nothing during a take-over) |
+/// | a connection lost (a link cut, a broker restarted) | after 1 s, doubling to 5 s while the connections last less than 10 s | each loss |
+/// | another agent seen connected with this client id since our last connection (`ClientPresence`) | — | once, with the fix, until a connection finds none |
+/// | a connection lost while another agent uses this client id | after 60 s, doubling to 10 min | — (debug) |
+/// | connected | — | the recovery: how long it was down, the tries |
 ///
 /// So the broker is found within a few seconds of coming up however long it was away (a board
-/// that boots before the broker's after a power cut); a login that stays wrong costs a try a
-/// minute; and two agents that share a client id do not throw each other off every second.
+/// that boots before the broker's after a power cut); a link that drops connections is tried
+/// again within a few seconds each time; a login that stays wrong costs a try a minute; and two
+/// agents that share a client id do not throw each other off every second. A take-over is never
+/// concluded from timing alone: a broker that speaks MQTT 3.1.1 (or mosquitto before 2.0.15,
+/// in MQTT 5 too) says nothing to the client it drops, so only another agent's presence shows it.
 public struct BrokerRetry: Sendable, Equatable {
     /// What went wrong.
     public enum Failure: Sendable, Equatable {
@@ -23,13 +27,12 @@ public struct BrokerRetry: Sendable, Equatable {
         case lost
     }
 
-    /// What to say about a failure, at warning or error level.
+    /// What to say, at warning or error level.
     public enum Say: Sendable, Equatable {
-        /// The first failure of an outage, or the first of another kind within it.
+        /// The first failure of an outage, or the first of another kind within it; each loss.
         case outage(Failure)
-        /// The connection was lost right after it was made, `sessions` times in a row: another
-        /// client uses this client id (the broker drops the older one).
-        case takeOver(sessions: Int)
+        /// Another agent uses this client id: the broker lets one connect at a time.
+        case sharedClientID
     }
 
     /// What to do after a failure.
@@ -38,6 +41,14 @@ public struct BrokerRetry: Sendable, Equatable {
         public var retryIn: Double
         /// What to log; nil: nothing (debug at most).
         public var say: Say?
+        /// The loss is another agent's taking the connection over (with the same client id).
+        public var takenOver = false
+
+        public init(retryIn: Double, say: Say?, takenOver: Bool = false) {
+            self.retryIn = retryIn
+            self.say = say
+            self.takenOver = takenOver
+        }
     }
 
     /// A connection made, and what to say about it.
@@ -53,10 +64,9 @@ public struct BrokerRetry: Sendable, Equatable {
     public static let firstDelay = 1.0
     public static let unreachableMaximum = 5.0
     public static let refusedMaximum = 60.0
-    /// A session shorter than this, lost without our doing, counts towards a take-over.
+    /// A connection that lasts less than this keeps the waits growing (it is no sign that the
+    /// broker is back for good); one that lasts longer starts them again from `firstDelay`.
     public static let shortSession = 10.0
-    /// Short sessions in a row that mean a take-over.
-    public static let takeOverAfter = 3
     public static let takeOverFirst = 60.0
     public static let takeOverMaximum = 600.0
 
@@ -71,27 +81,18 @@ public struct BrokerRetry: Sendable, Equatable {
     /// When the connection up now was made.
     private var connectedAt: Double?
     private var everConnected = false
-    /// Short sessions in a row.
-    public private(set) var shortSessions = 0
-    private var takeOverSaid = false
+    /// Another agent was seen connected with this client id, and no connection since found
+    /// none: a loss is its taking the connection over.
+    public private(set) var sharedClientID = false
+    private var sharedSaid = false
+    /// The wait after the last take-over.
+    private var takeOverDelay: Double?
 
     public init() {}
 
-    /// True while connections keep being taken over (`takeOverAfter` short sessions in a row).
-    public var isTakenOver: Bool { shortSessions >= Self.takeOverAfter }
-
     /// A try failed, or the connection was lost, at `now`.
     public mutating func failed(_ failure: Failure, at now: Double) -> Decision {
-        if failure == .lost {
-            let session = connectedAt.map { now - $0 } ?? 0
-            if session < Self.shortSession {
-                shortSessions += 1
-            } else {
-                shortSessions = 0
-                takeOverSaid = false
-                delay = nil
-            }
-        }
+        let session = connectedAt.map { now - $0 }
         connectedAt = nil
         if outageSince == nil {
             outageSince = now
@@ -99,31 +100,30 @@ public struct BrokerRetry: Sendable, Equatable {
             said = nil
         }
         failures += 1
-        let next: Double
-        if isTakenOver {
-            next =
-                delay.map { $0 >= Self.takeOverFirst ? min($0 * 2, Self.takeOverMaximum) : Self.takeOverFirst }
-                ?? Self.takeOverFirst
-        } else {
-            let maximum = failure == .refused ? Self.refusedMaximum : Self.unreachableMaximum
-            next = delay.map { min($0 * 2, maximum) } ?? Self.firstDelay
+        if failure == .lost, let session {
+            // A connection held longer than any agent sharing the id waits: that agent is gone.
+            if sharedClientID && session > Self.takeOverMaximum + Self.shortSession { endSharing() }
+            if sharedClientID {
+                let next = takeOverDelay.map { min($0 * 2, Self.takeOverMaximum) } ?? Self.takeOverFirst
+                takeOverDelay = next
+                delay = nil
+                return Decision(retryIn: next, say: nil, takenOver: true)
+            }
+            if session >= Self.shortSession { delay = nil }
         }
+        let maximum = failure == .refused ? Self.refusedMaximum : Self.unreachableMaximum
+        let next = delay.map { min($0 * 2, maximum) } ?? Self.firstDelay
         delay = next
         var say: Say?
-        if isTakenOver {
-            if !takeOverSaid {
-                takeOverSaid = true
-                say = .takeOver(sessions: shortSessions)
-            }
-        } else if said != failure && !(failure == .unreachable && said == .lost) {
+        if said != failure && !(failure == .unreachable && said == .lost) {
             say = .outage(failure)
+            said = failure
         }
-        if let say, case .outage(let kind) = say { said = kind }
         return Decision(retryIn: next, say: say)
     }
 
-    /// A connection was made at `now`: what to say, or nil to say nothing (a take-over goes on).
-    public mutating func connected(at now: Double) -> Recovery? {
+    /// A connection was made at `now`: what to say.
+    public mutating func connected(at now: Double) -> Recovery {
         defer {
             connectedAt = now
             everConnected = true
@@ -131,8 +131,26 @@ public struct BrokerRetry: Sendable, Equatable {
             failures = 0
             said = nil
         }
-        if everConnected && isTakenOver { return nil }
         return Recovery(first: !everConnected, down: outageSince.map { now - $0 }, tries: failures + 1)
+    }
+
+    /// What a connection found of the agents with this client id: another one connected since
+    /// our last connection (`another`), or none. Says so the first time in a row.
+    public mutating func presence(another: Bool) -> Say? {
+        guard another else {
+            endSharing()
+            return nil
+        }
+        sharedClientID = true
+        guard !sharedSaid else { return nil }
+        sharedSaid = true
+        return .sharedClientID
+    }
+
+    private mutating func endSharing() {
+        sharedClientID = false
+        sharedSaid = false
+        takeOverDelay = nil
     }
 }
 

@@ -8,7 +8,7 @@ import FoundationEssentials
 /// | `binary_sensor` | `motion` | `motion` (device class motion) |
 /// | `image` | `snapshot` | the newest clip's picture (`snapshot`) |
 /// | `sensor` | `last_clip` | the newest clip's file (`last_clip`) |
-/// | `sensor` | `disk_free` | free space on `storage.path`, MB (from `stats`) |
+/// | `sensor` | `disk_free` | free space on `storage.path`, MiB (from `stats`) |
 /// | `switch` | `detection` | motion detection on or off (`detect`, `detect/set`) |
 /// | `button` | `record` | records 30 seconds now (`record/set`) |
 /// | `camera` | `live` | the live picture (`live`), when `snapshot.live_interval` makes one |
@@ -148,7 +148,8 @@ public struct HomeAssistantDiscovery: Sendable {
         var lastClip = Config(name: "Last clip")
         lastClip.stateTopic = topics.lastClip
         lastClip.icon = "mdi:filmstrip"
-        var diskFree = statsSensor("Disk free", figure: "disk_free_mb", unit: "MB")
+        // `disk_free_mb` counts MiB (2^20 bytes), a unit Home Assistant's data_size takes.
+        var diskFree = statsSensor("Disk free", figure: "disk_free_mb", unit: "MiB")
         diskFree.deviceClass = "data_size"
         var detection = Config(name: "Motion detection")
         detection.commandTopic = topics.detectCommand

@@ -30,7 +30,7 @@ public struct MQTTMessage: Sendable, Equatable {
 ///
 /// | topic | payload | retained |
 /// |---|---|---|
-/// | `availability` | `online`, `offline` (also the last will) | yes |
+/// | `availability` | `online`, `offline` (also the last will); `online` after the states at each connection | yes |
 /// | `motion` | `ON` when an event starts, `OFF` when it ends, and the state at each connection | yes |
 /// | `event` | one JSON object per phase: `start`, `end`, `saved`, `deleted` | no |
 /// | `stats` | the stats line's figures as JSON | yes |
@@ -39,6 +39,7 @@ public struct MQTTMessage: Sendable, Equatable {
 /// | `live` | the live picture's JPEG, every `snapshot.live_interval` (QoS 0; dropped while the broker is away) | no |
 /// | `detect` | `ON` or `OFF`: whether motion detection is on | yes |
 /// | `record/set`, `detect/set` | commands Vigil takes (`MQTTCommand`) | — |
+/// | `<topic_prefix>/client.id/<client id>` | who connected last with the client id (`ClientPresence`) | yes |
 ///
 /// Everything a newcomer needs to show the camera's state is retained (Home Assistant, which
 /// subscribes again when it restarts, would otherwise show `unknown` until the next change);
@@ -208,6 +209,25 @@ public struct MQTTMessages: Sendable {
     /// does not stay, and a new broker knows it before the first event.
     public var motionState: MQTTMessage {
         MQTTMessage(topic: motion, text: motionOn ? "ON" : "OFF", retain: true)
+    }
+
+    /// `online` or `offline` on `availability`, retained (`offline` is the last will too).
+    public func availabilityMessage(online: Bool) -> MQTTMessage {
+        MQTTMessage(topic: availability, text: online ? "online" : "offline", retain: true)
+    }
+
+    /// What goes out at each connection, before anything queued, in this order: Home
+    /// Assistant's configs (`discovery`), the retained states as they are now (the detection
+    /// switch when there is one, `motion`), then what follows them (`then`: the agent's
+    /// presence), and `online` last. One connection delivers in the order published, so a
+    /// newcomer has every state before the camera is available to it: Home Assistant never
+    /// shows, as the camera comes back, the motion `ON` an agent killed mid-event left
+    /// retained (an automation on motion turning on would fire).
+    public func connection(
+        discovery: [MQTTMessage], detecting: Bool?, then: [MQTTMessage] = []
+    ) -> [MQTTMessage] {
+        let states = (detecting.map { [state(detecting: $0)] } ?? []) + [motionState]
+        return Array([discovery, states, then, [availabilityMessage(online: true)]].joined())
     }
 
     /// The JSON of the `stats` topic: the camera, and the stats line's figures under its keys

@@ -51,15 +51,21 @@ struct HiddenBox: Equatable {
 /// it is the fragmented movie it was, with its oldest fragments (at least the first) still in
 /// it; from the write that hides the header and the first fragment together it is the finished
 /// movie. A stop part-way leaves a file repair finishes the same way, with every sample.
+///
+/// A finish that failed part-way (a full disk) may be run again: `indexAppended` says the
+/// `moov` is in the file already, so it is appended once (an append that fails leaves nothing).
 enum MovieFinish {
     static func finish(
         _ file: any MovieOutput, tracks: [(header: TrackHeader, table: SampleTable)], creationTime: UInt32,
-        fragmentBoxes: [HiddenBox], fragmentedHeader: HiddenBox?
+        fragmentBoxes: [HiddenBox], fragmentedHeader: HiddenBox?, indexAppended: inout Bool
     ) throws(FileError) {
         try file.synchronize()
-        var moov = ByteWriter(reservingCapacity: 4096 + tracks.reduce(0) { $0 + $1.table.sampleCount * 12 })
-        moov.writeMOOV(tracks: tracks, creationTime: creationTime, fragmented: false)
-        try file.append(moov.bytes)
+        if !indexAppended {
+            var moov = ByteWriter(reservingCapacity: 4096 + tracks.reduce(0) { $0 + $1.table.sampleCount * 12 })
+            moov.writeMOOV(tracks: tracks, creationTime: creationTime, fragmented: false)
+            try file.append(moov.bytes)
+            indexAppended = true
+        }
         try file.synchronize()
         if let header = fragmentedHeader, let whole = header.whole, let first = fragmentBoxes.first,
             first.offset == header.offset + UInt64(whole.count), whole.count <= 1 << 16

@@ -83,9 +83,10 @@ public enum MovieRepair {
 
         do {
             if file.length != plan.keepLength { try file.truncate(to: plan.keepLength) }
+            var indexAppended = false
             try MovieFinish.finish(
                 file, tracks: plan.tracks, creationTime: plan.creationTime,
-                fragmentBoxes: plan.fragmentBoxes, fragmentedHeader: plan.header)
+                fragmentBoxes: plan.fragmentBoxes, fragmentedHeader: plan.header, indexAppended: &indexAppended)
         } catch {
             throw MovieRepairError(
                 path: path,

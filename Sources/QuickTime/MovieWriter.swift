@@ -68,6 +68,9 @@ public final class MovieWriter {
     private let description: MovieDescription
     private let creationTime: UInt32
     private var isClosed = false
+    /// The finished movie's `moov` is in the file (a close that failed after it is tried again
+    /// without a second one).
+    private var indexAppended = false
 
     // Header and fragments written so far.
     private var headerMoov: HiddenBox?
@@ -258,6 +261,7 @@ public final class MovieWriter {
     // MARK: Closing
 
     /// Writes what is left, then turns the file into a normal movie with a complete index.
+    /// A close that failed (a full disk) may be tried again: nothing is written twice.
     @discardableResult
     public func close() throws(MovieWriterError) -> MovieSummary {
         guard !isClosed else { throw .closed }
@@ -271,7 +275,7 @@ public final class MovieWriter {
         do {
             try MovieFinish.finish(
                 output, tracks: finalTracks(), creationTime: creationTime,
-                fragmentBoxes: moofs, fragmentedHeader: headerMoov)
+                fragmentBoxes: moofs, fragmentedHeader: headerMoov, indexAppended: &indexAppended)
             try output.close()
         } catch {
             throw .file(error)

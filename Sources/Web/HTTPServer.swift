@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
 import Configuration
 internal import Glibc
+import Logging
 import Media
 import POSIX
 import Synchronization
@@ -59,12 +60,28 @@ public final class HTTPServer: Sendable {
     /// Listens on `address` (a numeric IPv4 or IPv6 address: 127.0.0.1, 0.0.0.0, ::1, ::) and
     /// `port` (0: any free one) and serves each request with `handler`.
     ///
-    /// With `passwords`, every request must sign in as one of its users (HTTP Digest, MD5, as
-    /// every browser speaks it): without, or with a wrong password, the answer is 401. With
-    /// `tls`, it speaks HTTPS only, with that certificate and key.
-    public init(
+    /// A request is served only when its `Host` is one of this machine's names (`HostCheck`,
+    /// with `names`: web.url's host) or an address; else 421. With `passwords`, every request
+    /// must sign in as one of its users (HTTP Digest, MD5, as every browser speaks it):
+    /// without, or with a wrong password, the answer is 401, and an address that fails too
+    /// often waits (429; said once in `log`); `metricsToken` (`Authorization: Bearer`) reads
+    /// `/metrics` alone. With `tls`, it speaks HTTPS only, with that certificate and key.
+    public convenience init(
         address: String, port: Int, limits: Limits = Limits(), passwords: WebPasswords? = nil,
-        tls: Settings.Web.TLS? = nil, handler: @escaping Handler
+        tls: Settings.Web.TLS? = nil, names: [String] = [], metricsToken: String? = nil, log: Logger? = nil,
+        handler: @escaping Handler
+    ) throws(HTTPServerError) {
+        try self.init(
+            address: address, port: port, limits: limits, passwords: passwords, tls: tls, names: names,
+            metricsToken: metricsToken, log: log, clock: Condition.now, handler: handler)
+    }
+
+    /// The same, on `clock` (seconds; the monotonic clock's for the agent), which the sign-in
+    /// throttle counts its waits on.
+    init(
+        address: String, port: Int, limits: Limits = Limits(), passwords: WebPasswords? = nil,
+        tls: Settings.Web.TLS? = nil, names: [String] = [], metricsToken: String? = nil, log: Logger? = nil,
+        clock: @escaping @Sendable () -> Double, handler: @escaping Handler
     ) throws(HTTPServerError) {
         if tls != nil && vigil_mhd_has_tls() == 0 {
             throw HTTPServerError(
@@ -82,7 +99,8 @@ public final class HTTPServer: Sendable {
         openFileLimit = fitted.lowered ? openFiles : nil
         context = Context(
             handler: handler, bodyLimit: limits.bodyBytes, passwords: passwords, tls: tls,
-            keep: limits.connections, streamLimit: limits.streams)
+            hosts: HostCheck(machine: HostName.current, extra: names), metricsToken: metricsToken, log: log,
+            clock: clock, keep: limits.connections, streamLimit: limits.streams)
         let opaque = Unmanaged.passUnretained(context).toOpaque()
         guard
             let started = vigil_mhd_start(
@@ -236,21 +254,34 @@ public final class HTTPServer: Sendable {
 
 /// What the C callbacks reach through their context pointer: the handler, the body limit, who
 /// may sign in, and the streamed responses being sent (woken when the server stops).
-private final class Context: @unchecked Sendable {
+final class Context: @unchecked Sendable {
     let handler: HTTPServer.Handler
     let bodyLimit: Int
     let passwords: WebPasswords?
+    /// The names served (`Host`).
+    let hosts: HostCheck
+    /// The metrics token's MD5 (compared with the MD5 of what is sent); nil without one.
+    let metricsToken: [UInt8]?
+    let log: Logger?
+    /// Seconds, for the throttle.
+    let clock: @Sendable () -> Double
+    /// Failed sign-ins per address (used on the server's polling thread only; locked all the
+    /// same).
+    let throttle = Mutex(SignInThrottle())
+    /// What an unknown user's response is checked against, random: the answer to a user who
+    /// does not exist is made as for one who does.
+    let unknownUserHash: [UInt8]
     /// What Digest authentication's nonces are made from: random, written once here and only
     /// read by the library afterwards (hence `@unchecked`), freed after the daemon stops.
     static let randomSize = 32
     let random: UnsafeMutableRawPointer
     /// Sent with every challenge, and back by the browser.
     let opaque: String
-    struct Streams {
+    fileprivate struct Streams {
         var open: [ObjectIdentifier: StreamResponse] = [:]
         var stopping = false
     }
-    let streams = Mutex(Streams())
+    fileprivate let streams = Mutex(Streams())
     /// How many streams may be open at once.
     let streamLimit: Int
     /// The connections, for keeping room for new ones (changed on the library's thread).
@@ -261,13 +292,18 @@ private final class Context: @unchecked Sendable {
     let tlsKey: UnsafeMutablePointer<CChar>?
     init(
         handler: @escaping HTTPServer.Handler, bodyLimit: Int, passwords: WebPasswords?, tls: Settings.Web.TLS?,
-        keep: Int, streamLimit: Int
+        hosts: HostCheck, metricsToken: String?, log: Logger?, clock: @escaping @Sendable () -> Double, keep: Int,
+        streamLimit: Int
     ) {
         self.handler = handler
         self.streamLimit = streamLimit
         room = Mutex(ConnectionRoom(keep: keep))
         self.bodyLimit = bodyLimit
         self.passwords = passwords
+        self.hosts = hosts
+        self.metricsToken = metricsToken.map { MD5.digest(Array($0.utf8)) }
+        self.log = log
+        self.clock = clock
         tlsCertificate = tls.flatMap { strdup($0.certificate) }
         tlsKey = tls.flatMap { strdup($0.key) }
         random = UnsafeMutableRawPointer.allocate(byteCount: Context.randomSize, alignment: 8)
@@ -277,6 +313,7 @@ private final class Context: @unchecked Sendable {
             random.storeBytes(of: generator.next() as UInt8, toByteOffset: i, as: UInt8.self)
         }
         opaque = (0..<16).map { _ in generator.next() as UInt8 }.lowercaseHex
+        unknownUserHash = (0..<16).map { _ in generator.next() as UInt8 }
     }
     deinit {
         random.deallocate()
@@ -416,14 +453,16 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     guard let context, let requestContext, let uploadSize else { return MHD_Result.NO }
     let server = Unmanaged<Context>.fromOpaque(context).takeUnretainedValue()
     guard let state = requestContext.pointee else {
-        // The headers are in: one who has not signed in is answered now (its body, if any, is
-        // never read).
+        // The headers are in: a request for another name, or one that has not signed in, is
+        // answered now (its body, if any, is never read).
         let body = RequestBody()
-        if let passwords = server.passwords {
-            switch challenge(connection, passwords, server) {
-            case .user(let user): body.user = user
-            case .refused(let refused): return refused
-            }
+        switch admit(
+            connection, path: url.map { String(cString: $0) } ?? "/",
+            method: method.map { String(cString: $0) } ?? "GET",
+            server: server)
+        {
+        case .admitted(let user): body.user = user
+        case .refused(let refused): return refused
         }
         requestContext.pointee = Unmanaged.passRetained(body).toOpaque()
         return MHD_Result.YES
@@ -457,56 +496,8 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     return queue(response, on: connection, server: server)
 }
 
-/// Whether the request signs in as one of `passwords`' users (HTTP Digest): who, or the 401
-/// that asks for a user and password, queued.
-private enum SignIn {
-    case user(String)
-    case refused(MHD_Result)
-}
-
-private func challenge(_ connection: OpaquePointer?, _ passwords: WebPasswords, _ server: Context) -> SignIn {
-    var stale = false
-    if let name = MHD_digest_auth_get_username(connection) {
-        let user = String(cString: name)
-        MHD_free(name)
-        if let ha1 = passwords.users[user] {
-            let checked = ha1.withUnsafeBufferPointer {
-                MHD_digest_auth_check_digest2(
-                    connection, passwords.realm, user, $0.baseAddress, $0.count, 300, vigil_mhd_digest_md5)
-            }
-            if checked == MHD_Result.YES.rawValue { return .user(user) }
-            stale = checked == MHD_INVALID_NONCE
-        }
-    }
-    let text = Array("Sign in to see this camera: a user and password made with `vigil passwd`.\n".utf8)
-    guard
-        let response = text.withUnsafeBytes({
-            MHD_create_response_from_buffer(
-                text.count, UnsafeMutableRawPointer(mutating: $0.baseAddress), MHD_ResponseMemoryMode.RESPMEM_MUST_COPY)
-        })
-    else { return .refused(MHD_Result.NO) }
-    defer { MHD_destroy_response(response) }
-    _ = MHD_add_response_header(response, "Content-Type", "text/plain; charset=utf-8")
-    _ = MHD_add_response_header(response, "Cache-Control", "no-store")
-    let queued = MHD_queue_auth_fail_response2(
-        connection, passwords.realm, server.opaque, response, stale ? 1 : 0, vigil_mhd_digest_md5)
-    // libmicrohttpd 0.9.75 (Debian bookworm's) writes the algorithm as "md5"; FFmpeg (and so
-    // Home Assistant's stream, VLC's HTTP access) answers only a challenge that says "MD5", the
-    // way RFC 7616 spells it, and sends no sign-in at all otherwise. The challenge is on this
-    // response, not yet sent (that happens after this handler returns, on this thread): it is
-    // put right here. Newer libraries write "MD5" already.
-    if queued == MHD_Result.YES, let given = MHD_get_response_header(response, "WWW-Authenticate") {
-        let header = String(cString: given)
-        let fixed = header.replacing("algorithm=md5", with: "algorithm=MD5")
-        if fixed != header, MHD_del_response_header(response, "WWW-Authenticate", header) == MHD_Result.YES {
-            _ = MHD_add_response_header(response, "WWW-Authenticate", fixed)
-        }
-    }
-    return .refused(queued)
-}
-
-/// Hands `response` to the library for `connection`.
-private func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Context) -> MHD_Result {
+/// Hands `response` to the library for `connection`, with `commonHeaders`.
+func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Context) -> MHD_Result {
     let made: OpaquePointer?
     switch response.body {
     case .bytes(let bytes):
@@ -547,6 +538,9 @@ private func queue(_ response: HTTPResponse, on connection: OpaquePointer?, serv
     guard let made else { return MHD_Result.NO }
     defer { MHD_destroy_response(made) }
     for (name, value) in response.headers { _ = MHD_add_response_header(made, name, value) }
+    for (name, value) in commonHeaders where MHD_get_response_header(made, name) == nil {
+        _ = MHD_add_response_header(made, name, value)
+    }
     let streaming = if case .stream = response.body { true } else { false }
     server.room.withLock { $0.answering(UInt(bitPattern: connection), streaming: streaming) }
     return MHD_queue_response(connection, UInt32(response.status), made)

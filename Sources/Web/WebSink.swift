@@ -20,7 +20,8 @@ public final class WebSink: EventSink {
             log: log)
         control.live.open()
         server = try HTTPServer(
-            address: settings.listen, port: settings.port, passwords: settings.passwords, tls: settings.tls
+            address: settings.listen, port: settings.port, passwords: settings.passwords, tls: settings.tls,
+            names: settings.urlHost.map { [$0] } ?? [], metricsToken: settings.metricsToken, log: log
         ) {
             site.respond($0)
         }

@@ -151,7 +151,7 @@ public final class WebSite: Sendable {
         return HTTPResponse(
             status: 200,
             headers: [
-                ("Content-Type", "video/mp4"), ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"),
+                ("Content-Type", "video/mp4"), ("Cache-Control", "no-store"),
             ],
             body: .stream(viewer))
     }
@@ -183,7 +183,7 @@ public final class WebSite: Sendable {
             let opened = try files.open(relativePath)
             var response = HTTPResponse.file(
                 opened, type: StorageFiles.contentType(relativePath) ?? "application/octet-stream", request: request)
-            response.headers += [("Cache-Control", cache), ("X-Content-Type-Options", "nosniff")]
+            response.headers.append(("Cache-Control", cache))
             return response
         } catch {
             switch error {
@@ -281,9 +281,10 @@ public final class WebSite: Sendable {
         value.isFinite ? DecimalText.short(value, 6) : "NaN"
     }
 
-    /// The page's headers: nothing from elsewhere, no script, not framed.
+    /// The page's headers: nothing from elsewhere, no script, not framed (the server adds
+    /// `nosniff` to every response).
     static let pageHeaders: [(name: String, value: String)] = [
-        ("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff"), ("X-Frame-Options", "DENY"),
+        ("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"),
         (
             "Content-Security-Policy",
             "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"

@@ -28,7 +28,10 @@ enum CheckCommand: Command {
         Reads the configuration as `vigil run` would and prints every setting in effect, in
         the file's own syntax, marking the ones left at their default. Nothing is opened or
         started. A problem is reported as FILE:LINE: what is wrong, with exit status 78; so
-        is a file that sets nothing (empty, or only comments), taken for one cut short.
+        is a file that sets nothing (empty, or only comments), taken for one cut short. Files
+        an add-on needs are read as the agent would read them: one that cannot be used (the web
+        server's password file or key readable by others, say) is a warning, as is a web
+        certificate that has expired, is not valid yet or ends within 14 days.
         """
     static let options = [configOption]
 
@@ -39,6 +42,7 @@ enum CheckCommand: Command {
         guard let (path, settings) = loadSettings(arguments) else { return .config }
         if let warning = settings.mqtt.checkWarning { printError(warning) }
         if let warning = settings.web.checkWarning { printError(warning) }
+        if settings.web.enabled, let warning = settings.web.certificateWarning { printError(warning.warning()) }
         if let warning = settings.upload.checkWarning { printError(warning) }
         if case .libcamera = settings.camera.device, let problem = LibcameraAvailability.problem() {
             printError("warning: \(problem); vigil run exits 69 until then")

@@ -17,8 +17,11 @@ enum PasswdCommand: Command {
         vigil user when there is one (the agent reads it as that user). Restart the agent for
         it to take effect.
 
+        A password is at most 1024 bytes: a longer one is refused, never cut.
+
         Exit 0 when written; 78 when web.password_file is not set or is not a password file; 65
-        for a password or user name that cannot be used; 73 when the file cannot be written.
+        for a password or user name that cannot be used (empty, or too long); 73 when the file
+        cannot be written.
         """
     static let options = [
         configOption,
@@ -65,8 +68,14 @@ enum PasswdCommand: Command {
         return .success
     }
 
+    /// The longest password taken, in bytes: well below what a terminal holds of one line
+    /// (4095 characters), so that a password is never cut on its way in, and longer than any
+    /// password a person types or a manager makes.
+    static let passwordLimit = 1024
+
     /// The password: asked twice with the echo off on a terminal, else the first line of
-    /// standard input. nil (said) when it is empty or the two differ.
+    /// standard input. nil (said) when it is empty, longer than `passwordLimit`, or the two
+    /// differ.
     static func readPassword(for user: String) -> String? {
         let terminal = isatty(0) == 1
         func line(_ prompt: String) -> String? {
@@ -86,15 +95,21 @@ enum PasswdCommand: Command {
             }
             var bytes: [UInt8] = []
             var byte: UInt8 = 0
-            while read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") {
+            // One byte past the limit is enough to refuse the line (nothing more is read).
+            while bytes.count <= passwordLimit, read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") {
                 bytes.append(byte)
-                if bytes.count > 4096 { break }
             }
             if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
             return String(validating: bytes, as: UTF8.self)
         }
         guard let first = line("password for \(user): "), !first.isEmpty else {
             printError("vigil passwd: no password given (an empty one is not taken)")
+            return nil
+        }
+        guard first.utf8.count <= passwordLimit else {
+            printError(
+                "vigil passwd: the password is longer than \(passwordLimit) bytes, which is not taken (it would be cut) — give a shorter one; nothing was changed"
+            )
             return nil
         }
         if terminal {

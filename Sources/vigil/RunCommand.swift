@@ -96,6 +96,19 @@ enum RunCommand: Command {
             }
         }
         // The web server too: a port already taken is said, and recording goes on without it.
+        // A certificate out of its dates is served, and said.
+        if settings.web.enabled, let warning = settings.web.certificateWarning {
+            var data: [(String, LogValue)] = [("file", .string(settings.web.tlsCertFile ?? ""))]
+            if let notBefore = settings.web.certificateNotBefore, let notAfter = settings.web.certificateNotAfter {
+                data += [
+                    ("not_before", .string(Settings.Web.dateText(notBefore))),
+                    ("not_after", .string(Settings.Web.dateText(notAfter))),
+                ]
+            }
+            log.warning(
+                "web server certificate expired, not valid yet, or ending soon: renew it, then restart",
+                data + [("problem", .string(warning.message))])
+        }
         if settings.web.enabled, let problem = settings.web.problem {
             log.error(
                 "web server off: a file it needs cannot be used; recording goes on without it — fix it, then restart",

@@ -149,4 +149,37 @@ import Testing
                 && harness.events.notices.filter { $0.level == .error }.map(\.kind) == [.clipUnfinished],
             "\(harness.errors)")
     }
+
+    /// Another program takes every free byte just as the third clip is being finished (its
+    /// index written): the close makes room as a video write does — retention deletes the
+    /// oldest clip — and finishes the clip whole, instead of giving it up to repair.
+    @Test func aDiskThatFillsAsAClipClosesMakesRoomAndFinishesIt() throws {
+        let storage = MemoryStorage(capacity: 12 << 20)
+        let harness = try AgentHarness(
+            config: testConfig(), storage: storage,
+            openSource: { _ throws(CaptureError) in
+                try synthetic(Self.footage)
+            },
+            onEvent: { event in
+                guard case .clipStarted(let clip) = event, clip.event == 3 else { return }
+                storage.fillBefore = { file, bytes in
+                    file == clip.file && bytes.count >= 8 && Array(bytes[4..<8]) == Array("moov".utf8)
+                }
+            })
+        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let output = harness.output
+        #expect(storage.fillBefore == nil, "the third clip's index was never written:\n\(output)")
+        #expect(output.contains("no space to finish the clip; running retention"), "\(output)")
+        #expect(harness.events.notices(.clipUnfinished).isEmpty, "\(output)")
+        let saved = harness.events.clipsSaved
+        #expect(saved.count == Self.events, "\(output)")
+        #expect(saved.allSatisfy { $0.origin == .closed }, "\(saved.map(\.origin))")
+        #expect(Set(saved.map(\.record.frames)).count == 1, "every event's clip has the same frames: \(saved)")
+        // Room was made by deleting the oldest clip (the disk stays full: later clips delete
+        // older ones in turn, the third among them once it is no longer the newest).
+        let deletions = harness.events.deletions
+        #expect(deletions.first?.clip.relativePath == saved.first?.record.file, "\(deletions)")
+        #expect(harness.errors.isEmpty, "\(harness.errors)")
+        try harness.expectCompletePlayableClips()
+    }
 }

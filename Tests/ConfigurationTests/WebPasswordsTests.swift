@@ -75,12 +75,14 @@ import Testing
         }
     }
 
-    /// A password file with the user admin (password pw), written at `path`.
+    /// A password file with the user admin (password pw), written at `path`, mode 0600 (as
+    /// `vigil passwd` makes it: others may not read it).
     @discardableResult
     static func writePasswords(_ path: String) throws -> WebPasswords {
         var passwords = WebPasswords(realm: "Vigil 00000001")
         passwords.set(user: "admin", password: "pw")
         try passwords.text.write(toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         return passwords
     }
 
@@ -113,15 +115,16 @@ import Testing
     }
 
     /// The certificate and key are read with the settings when the server is on; one without
-    /// the other is a mistake in the file; what is not a PEM certificate or an unencrypted key
-    /// is the server's problem (it stays off), named with what to do.
+    /// the other is a mistake in the file; what is not a PEM certificate (one GnuTLS reads) or
+    /// an unencrypted key is the server's problem (it stays off), named with what to do.
     @Test func theCertificateAndKeyAreReadWithTheSettings() throws {
         let dir = try TemporaryDirectory("vigil-web-tls")
         defer { dir.remove() }
-        let certificate = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-        let key = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
-        try certificate.write(toFile: dir.file("web.crt"), atomically: true, encoding: .utf8)
-        try key.write(toFile: dir.file("web.key"), atomically: true, encoding: .utf8)
+        let made = try TestCertificates(in: dir)
+        let certificate = try String(contentsOfFile: made.certificate, encoding: .utf8)
+        let key = try String(contentsOfFile: made.key, encoding: .utf8)
+        try FileManager.default.copyItem(atPath: made.certificate, toPath: dir.file("web.crt"))
+        try FileManager.default.copyItem(atPath: made.key, toPath: dir.file("web.key"))
         let on = try load(
             "web = { enabled = true; tls_cert_file = \"web.crt\"; tls_key_file = \"web.key\"; };",
             directory: dir.path)
@@ -151,6 +154,9 @@ import Testing
         try "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----\n".write(
             toFile: dir.file("locked.key"), atomically: true, encoding: .utf8)
         #expect(try problem("web.crt", "locked.key").contains("is encrypted with a passphrase"))
+        try "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n".write(
+            toFile: dir.file("broken.crt"), atomically: true, encoding: .utf8)
+        #expect(try problem("broken.crt", "web.key").contains("holds no certificate GnuTLS can read"))
 
         // Off, the files are not read.
         let off = try load(

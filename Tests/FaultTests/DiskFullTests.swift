@@ -41,12 +41,13 @@ import Testing
         return files
     }
 
-    /// A 24 MB file system (tmpfs) for the clips, and a directory elsewhere for the rest.
+    /// A small file system (tmpfs, 24 MB unless told) for the clips, and a directory elsewhere
+    /// for the rest.
     struct SmallDisk {
         let fs: SmallFileSystem
         let dir: TemporaryDirectory
-        init() throws {
-            fs = try SmallFileSystem(megabytes: 24)
+        init(megabytes: Int = 24) throws {
+            fs = try SmallFileSystem(megabytes: megabytes)
             do { dir = try TemporaryDirectory("vigil-faults-disk") } catch {
                 fs.unmount()
                 throw error
@@ -249,6 +250,33 @@ import Testing
         }
         print(
             "full disk, nothing to delete: the first clip kept \(firstFrames) of 328 frames; the next \(saved.count) were whole"
+        )
+    }
+
+    /// A disk smaller than three clips, with no space kept free (`min_free_mb = 0`): every
+    /// write of every clip may find it full — a fragment, the index at the close, the picture,
+    /// the journal — and retention makes room each time. Whatever it had to give up, each clip
+    /// left on it is a complete movie that decodes.
+    @Test func aDiskAlwaysFullLeavesOnlyClipsThatDecode() throws {
+        let disk = try SmallDisk(megabytes: 5)
+        defer { disk.remove() }
+        let (dir, storage) = (disk.dir, disk.storage)
+        let footage = try Self.footage(in: dir, events: 6)
+        let agent = try AgentProcess(
+            config: writeConfig(
+                dir.file("vigil.conf"), footage: footage, storage: storage,
+                storageExtra: "min_free_mb = 0; max_size_mb = 0;", extra: "snapshot = { live_interval = 1.0; };"))
+        let status = agent.waitForExit(timeout: 600)
+        let output = agent.output
+        #expect(status == 0, "\(output)")
+        #expect(!logLines(output, "clip deleted").isEmpty, "the disk never ran full:\n\(output)")
+        let files = try Self.checkClips(in: storage)
+        #expect(!files.isEmpty, "\(output)")
+        let journal = try EventsJournal(directory: storage).records()
+        #expect(
+            Set(journal.records.map(\.file)) == Set(files), "journal: \(journal.records.map(\.file)), left: \(files)")
+        print(
+            "always full: \(logLines(output, "clip saved").count) clips saved, \(logLines(output, "clip deleted").count) deleted, \(files.count) left, all decode"
         )
     }
 

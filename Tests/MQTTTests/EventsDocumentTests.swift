@@ -106,6 +106,37 @@ import Testing
         #expect(uploaded["url"] as? String == "s3://clips/yard/" + Self.record.file)
     }
 
+    /// The rows of the first table after the heading `heading` in docs/events.md, each its
+    /// cells (trimmed).
+    static func rows(_ heading: String) throws -> [[String]] {
+        let keys = try documented(heading)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("docs/events.md"), encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex { $0 == heading })
+        let table = lines[start...].drop { !$0.hasPrefix("| `") }.prefix { $0.hasPrefix("| `") }
+        #expect(table.count == keys.count)
+        return table.map { $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) } }
+    }
+
+    /// Home Assistant's entities in docs/events.md: each one the discovery announces (the
+    /// camera and the upload backlog included), in its order, with its component and the unit
+    /// its config gives (`—`: none).
+    @Test func homeAssistantsEntitiesAreTheDocumentedOnesWithTheirUnits() throws {
+        let discovery = HomeAssistantDiscovery(
+            prefix: "homeassistant", camera: "yard", version: "x",
+            topics: MQTTMessages(base: "vigil/yard", camera: "yard", timeZone: TimeZone.gmt), livePictures: true,
+            uploads: true)
+        let heading = "## Home Assistant's entities"
+        #expect(try Self.documented(heading) == discovery.entities.map(\.object))
+        for (row, entity) in zip(try Self.rows(heading), discovery.entities) {
+            #expect(row.count == 4, "\(row)")
+            #expect(row.dropFirst().first?.hasPrefix("`\(entity.component)`") == true, "\(row)")
+            #expect(row.last == (entity.config.unitOfMeasurement.map { "`\($0)`" } ?? "—"), "\(row)")
+        }
+    }
+
     /// An upload of `record`'s clip, every fact known.
     static func uploaded(_ storage: MemoryStorage) -> ClipUploaded {
         ClipUploaded(

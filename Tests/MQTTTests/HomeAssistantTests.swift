@@ -67,6 +67,9 @@ import Testing
         let disk = try config("sensor/vigil_yard/disk_free")
         #expect(disk["state_topic"] as? String == topics.stats)
         #expect(disk["value_template"] as? String == "{{ value_json.disk_free_mb }}")
+        // The stats' disk_free_mb counts MiB (2^20 bytes): said so, not MB (10^6), which Home
+        // Assistant would show 4.9 % low.
+        #expect(disk["unit_of_measurement"] as? String == "MiB" && disk["device_class"] as? String == "data_size")
         let detection = try config("switch/vigil_yard/detection")
         #expect(detection["command_topic"] as? String == topics.detectCommand)
         #expect(detection["state_topic"] as? String == topics.detect)
@@ -190,12 +193,13 @@ import Testing
             messages.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
         }
         #expect(live.waitFor(timeout: 30) { configs($0).count == 7 }, "\(live.messages)\n\(agent.output)")
-        #expect(live.waitFor(timeout: 10) { $0.contains { $0.topic == "vigil/yard/detect" } }, "\(live.messages)")
-        // In the order the sink sends them: online, the configs, the switch's state.
+        #expect(
+            live.waitFor(timeout: 10) { $0.contains { $0.topic == "vigil/yard/availability" } }, "\(live.messages)")
+        // In the order the sink sends them: the configs, the switch's state, `online` last.
         let order = live.messages.map(\.topic).filter {
             $0 == "vigil/yard/availability" || $0 == "vigil/yard/detect" || $0.hasSuffix("/config")
         }
-        #expect(order.first == "vigil/yard/availability" && order.last == "vigil/yard/detect", "\(order)")
+        #expect(order.count == 9 && order.suffix(2) == ["vigil/yard/detect", "vigil/yard/availability"], "\(order)")
         let first = configs(live.messages)
         #expect(Set(first.map(\.topic)).count == 7)
 
@@ -252,13 +256,15 @@ import Testing
             "\(live.messages)")
         #expect(agent.stop() == .stopped)
         live.stop()
-        let topics = Set(live.messages.map(\.topic))
+        // And the client id's presence.
+        let topics = Set(live.messages.map(\.topic).filter { !$0.hasPrefix("vigil/client.id/") })
         #expect(
             topics == [
                 "vigil/yard/availability", "vigil/yard/detect", "vigil/yard/motion", "vigil/yard/detect/set",
                 "homeassistant/status",
             ],
             "\(topics)")
+        #expect(live.messages.filter { $0.topic.hasPrefix("vigil/client.id/") }.count == 1)
     }
 
     /// `detect/set`: OFF, and an object crossing afterwards starts no event; ON, and the next

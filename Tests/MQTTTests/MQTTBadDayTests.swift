@@ -160,8 +160,9 @@ import Testing
     }
 
     /// Two agents that still share a client id (set so, on purpose or by a copied
-    /// configuration) take the connection from each other: each notices it is thrown off
-    /// right after connecting, says so once with the fix, and tries less often — no storm.
+    /// configuration) take the connection from each other: each sees the other's presence on
+    /// the client id's topic when it connects again, says so once with the fix and the other
+    /// agent's camera, and tries less often once thrown off again — no storm.
     @Test func twoAgentsWithOneClientIDBackOffAndSaySo() throws {
         let dir = try TemporaryDirectory("vigil-mqtt")
         defer { dir.remove() }
@@ -173,12 +174,15 @@ import Testing
             config: agents.config(dir, footage: nil, port: broker.port, mqtt: mqtt, camera: "gate", clips: "two"))
         defer { for agent in [one, two] { _ = agent.waitForExit(timeout: 1) } }
         let message =
-            "MQTT connection taken over again and again: two agents use this client id — set mqtt.client_id or camera.name so that each has its own; trying again less often meanwhile"
+            "MQTT client id in use by another agent: the broker lets one connect at a time and each throws the other off — set mqtt.client_id or camera.name so that each has its own; trying again less often meanwhile"
         func said() -> [String] { logLines(one.output + "\n" + two.output, message) }
         let deadline = Date().addingTimeInterval(90)
         while Date() < deadline && said().isEmpty { usleep(100_000) }
         #expect(said().first.flatMap { logValue($0, "client_id") } == "clash", "\(one.output)\n\(two.output)")
         #expect(said().first.flatMap { logValue($0, "level") } == "error")
+        // Each names the other.
+        #expect(logLines(one.output, message).allSatisfy { logValue($0, "other_camera") == "gate" })
+        #expect(logLines(two.output, message).allSatisfy { logValue($0, "other_camera") == "yard" })
         // From then on, no storm: one holds the connection, the other waits a minute.
         let before = connections(broker, "clash")
         sleep(10)

@@ -94,9 +94,14 @@ import Testing
         #expect(later.messages.first { $0.topic == "vigil/yard/snapshot" }?.bytes == pictures.last?.bytes)
         let lastStats = later.messages.first { $0.topic == "vigil/yard/stats" }
         #expect(lastStats?.retained == true && lastStats?.payload == on("stats").last?.payload, "\(later.messages)")
+        // Who connected last with this client id: this agent.
+        let presence = later.messages.first { $0.topic.hasPrefix("vigil/client.id/") }
+        #expect(presence?.retained == true && json(presence?.payload ?? "")["camera"] as? String == "yard")
         #expect(
             Set(
-                later.messages.filter { $0.topic != "vigil/yard/snapshot" && $0.topic != "vigil/yard/stats" }.map {
+                later.messages.filter {
+                    $0.topic != "vigil/yard/snapshot" && $0.topic != "vigil/yard/stats" && $0.topic != presence?.topic
+                }.map {
                     "\($0.topic)=\($0.payload) \($0.retained)"
                 })
                 == [

@@ -35,6 +35,9 @@ public final class MemoryStorage: ClipStorage, Sendable {
         public var now: Date
         /// False makes the directory refuse every write, as a read-only or missing one does.
         public var writable = true
+        /// Another program takes every free byte just before the first write to a movie file
+        /// that this picks (given the file and the bytes to write); then it is cleared.
+        public var fillBefore: (@Sendable (_ file: String, _ bytes: [UInt8]) -> Bool)?
     }
 
     struct State {
@@ -67,6 +70,15 @@ public final class MemoryStorage: ClipStorage, Sendable {
     /// Fills the disk: other data takes every free byte.
     public func fill() {
         state.withLock { $0.disk.otherData += max(0, $0.disk.capacity - $0.used) }
+    }
+
+    /// `Disk.fillBefore`'s cue, before `bytes` are written to the movie file `relativePath`.
+    func cue(_ relativePath: String, _ bytes: [UInt8]) {
+        state.withLock { s in
+            guard let fill = s.disk.fillBefore, fill(relativePath, bytes) else { return }
+            s.disk.fillBefore = nil
+            s.disk.otherData += max(0, s.disk.capacity - s.used)
+        }
     }
 
     /// Writes a file directly, as someone else (or an earlier run) left it.
@@ -306,6 +318,7 @@ final class MemoryMovieFile: MovieFile {
 
     func append(_ bytes: [UInt8]) throws(FileError) {
         try check("write")
+        storage.cue(relativePath, bytes)
         try storage.write(relativePath, operation: "write") { $0 += bytes }
     }
 

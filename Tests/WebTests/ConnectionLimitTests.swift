@@ -67,7 +67,7 @@ import Testing
         // Each asks as soon as it is connected, as a player does.
         let viewers = try (0..<200).map { i in
             let viewer = try LoopbackClient(port: web.sink.port, from: "127.0.0.\(2 + i % 10)")
-            viewer.send("GET /live.mp4 HTTP/1.1\r\nHost: camera\r\n\r\n")
+            viewer.send("GET /live.mp4 HTTP/1.1\r\nHost: localhost\r\n\r\n")
             return viewer
         }
         let unanswered = LoopbackClient.wait(for: viewers, timeout: 30) { $0.hasHeaders || $0.ended }
@@ -92,7 +92,7 @@ import Testing
         for _ in 0..<600 where slow.started < 64 { usleep(50_000) }
         let more = try LoopbackClient(port: server.port, from: "127.0.0.50")
         let other = try LoopbackClient(port: server.port, from: "127.0.0.51")
-        for client in [more, other] { client.send("GET / HTTP/1.1\r\nHost: camera\r\n\r\n") }
+        for client in [more, other] { client.send("GET / HTTP/1.1\r\nHost: localhost\r\n\r\n") }
         let waiting = LoopbackClient.wait(for: [more, other], timeout: 20) { $0.ended || $0.statusLine != nil }
         #expect(waiting.isEmpty)
         #expect(more.ended && more.received.isEmpty, "the 65th from one address: \(more.statusLine ?? "closed")")
@@ -132,10 +132,10 @@ import Testing
             request.path == "/live" ? HTTPResponse(status: 200, body: .stream(parts)) : .text(200, "ok")
         }
         defer { server.stop() }
-        let whole = "GET / HTTP/1.1\r\nHost: camera\r\n\r\n"
-        let viewer = try Self.client(server, "GET /live HTTP/1.1\r\nHost: camera\r\n\r\n")
+        let whole = "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        let viewer = try Self.client(server, "GET /live HTTP/1.1\r\nHost: localhost\r\n\r\n")
         let idle = try Self.client(server, whole)
-        let slowA = try Self.client(server, "GET / HTTP/1.1\r\nHost: camera\r\n")
+        let slowA = try Self.client(server, "GET / HTTP/1.1\r\nHost: localhost\r\n")
         let slowB = try Self.client(server, "GET / HT")
         // Four kept; each newcomer is served, and makes room.
         let c = try Self.client(server, whole)
@@ -166,16 +166,16 @@ import Testing
         defer { server.stop() }
         /// How many answers hold more than the readers take (their clients read nothing).
         func answersHeld() -> Int { serverConnections(onPort: server.port).filter { $0 > 256 * 1024 }.count }
-        let viewer = try Self.client(server, "GET /live HTTP/1.1\r\nHost: camera\r\n\r\n")
+        let viewer = try Self.client(server, "GET /live HTTP/1.1\r\nHost: localhost\r\n\r\n")
         let readers = try (0..<3).map { i in
             let reader = try LoopbackClient(port: server.port, receiveBuffer: 4096)
-            reader.send("GET /large HTTP/1.1\r\nHost: camera\r\n\r\n")
+            reader.send("GET /large HTTP/1.1\r\nHost: localhost\r\n\r\n")
             let deadline = Date().addingTimeInterval(20)
             while answersHeld() <= i && Date() < deadline { usleep(10_000) }
             return reader
         }
         #expect(answersHeld() == 3)
-        let newcomer = try Self.client(server, "GET / HTTP/1.1\r\nHost: camera\r\n\r\n")
+        let newcomer = try Self.client(server, "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         Self.expectPushedOut(readers[0], keeping: [viewer, newcomer], "the oldest answer")
         #expect(answersHeld() == 2, "the other two answers still go out")
         #expect(server.streamsOpen == 1, "the viewer is still served")
@@ -190,7 +190,7 @@ import Testing
         let port = web.sink.port
         let viewers = try (0..<100).map { i in
             let viewer = try LoopbackClient(port: port, from: "127.0.0.\(42 + i % 10)", receiveBuffer: 4096)
-            viewer.send("GET /live.mp4 HTTP/1.1\r\nHost: camera\r\n\r\n")
+            viewer.send("GET /live.mp4 HTTP/1.1\r\nHost: localhost\r\n\r\n")
             return viewer
         }
         #expect(LoopbackClient.wait(for: viewers, timeout: 30, reading: false) { $0.sent }.isEmpty)

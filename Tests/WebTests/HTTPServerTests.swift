@@ -176,13 +176,13 @@ import Testing
         #expect(nonsense == "", "\(nonsense)")
         let noHost = try Self.raw(server, "GET / HTTP/1.1\r\n\r\n")
         #expect(noHost.hasPrefix("HTTP/1.1 400"), "\(noHost)")
-        let longLine = "GET /" + String(repeating: "a", count: 100_000) + " HTTP/1.1\r\nHost: x\r\n\r\n"
+        let longLine = "GET /" + String(repeating: "a", count: 100_000) + " HTTP/1.1\r\nHost: localhost\r\n\r\n"
         let refused = try Self.raw(server, longLine)
         #expect(refused.hasPrefix("HTTP/1.1 414") || refused.hasPrefix("HTTP/1.1 431"), "\(refused)")
-        let spaced = try Self.raw(server, "GET /a b HTTP/1.1\r\nHost: x\r\n\r\n")
+        let spaced = try Self.raw(server, "GET /a b HTTP/1.1\r\nHost: localhost\r\n\r\n")
         #expect(spaced == "" || spaced.hasPrefix("HTTP/1.1 400"), "\(spaced)")
         let manyHeaders =
-            "GET / HTTP/1.1\r\nHost: x\r\n"
+            "GET / HTTP/1.1\r\nHost: localhost\r\n"
             + (0..<2000).map { "X-\($0): \(String(repeating: "v", count: 40))\r\n" }.joined()
             + "\r\n"
         let tooMany = try Self.raw(server, manyHeaders)
@@ -196,7 +196,7 @@ import Testing
         // Ten connections that send half a request and stop there.
         let stalled = try (0..<10).map { _ in
             let socket = try Self.connect(server)
-            socket.write(Data("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ".utf8))
+            socket.write(Data("GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ".utf8))
             return socket
         }
         for _ in 0..<5 { #expect(try Self.curl(server, "/").status == 200) }

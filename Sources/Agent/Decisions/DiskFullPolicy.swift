@@ -12,7 +12,8 @@ import Media
 ///   GOPs its output cannot take — and written when the directory is back. The video waiting
 ///   in all such clips is held to `limit` (`hold`): past it the rest of the event is dropped,
 ///   said once, and later events are not recorded until the directory is back.
-/// - A clip that cannot be created for want of space: retention once, then one more try.
+/// - A clip that cannot be created, or closed (its last fragment and index), for want of
+///   space: retention once, then one more try.
 /// - The disk being full is said once, and its end once (the next fragment that is synced).
 /// - Free space below `min_free_mb` that deleting clips cannot make up is said (at most hourly
 ///   while it lasts), and its end once.
