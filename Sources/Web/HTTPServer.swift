@@ -139,14 +139,14 @@ public final class HTTPServer: Sendable {
         guard let stopping else { return }
         // The library must not stop with a connection suspended: every stream is woken, to
         // find it is over.
-        for stream in context.streams.withLock({ s in
+        let ending = context.streams.withLock { s in
             s.stopping = true
             return Array(s.open.values)
-        }) {
-            stream.end()
         }
-        // Each ends at its next read, with the last chunk; one that does not read is cut off.
-        for _ in 0..<Int(graceSeconds * 50) where streamsOpen > 0 { usleep(20_000) }
+        for stream in ending { stream.end() }
+        // Each ends at its next read, with the last chunk; one that does not read is cut off
+        // when the grace is over, on the monotonic clock (however late a busy machine wakes us).
+        if !ending.isEmpty { _ = context.streamsEnded.wait(seconds: graceSeconds) }
         MHD_stop_daemon(stopping.pointer)
     }
 
@@ -282,6 +282,8 @@ final class Context: @unchecked Sendable {
         var stopping = false
     }
     fileprivate let streams = Mutex(Streams())
+    /// Rung when the server stops and its last stream has gone.
+    let streamsEnded = Event()
     /// How many streams may be open at once.
     let streamLimit: Int
     /// The connections, for keeping room for new ones (changed on the library's thread).
@@ -399,7 +401,11 @@ private final class StreamResponse: Sendable {
     /// The library is done with the response (the connection is closing).
     func gone() {
         state.withLock { $0.over = true }
-        _ = context.streams.withLock { $0.open.removeValue(forKey: ObjectIdentifier(self)) }
+        let last = context.streams.withLock { s in
+            s.open.removeValue(forKey: ObjectIdentifier(self))
+            return s.stopping && s.open.isEmpty
+        }
+        if last { context.streamsEnded.signal() }
         stream.close()
     }
 }
