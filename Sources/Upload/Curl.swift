@@ -148,6 +148,23 @@ final class CurlTransfer {
             self.abandon = abandon
             self.upload = upload
         }
+
+        /// A header line as libcurl hands it (with its CRLF): its name (lower case) and value,
+        /// parsed on bytes — in Swift "\r\n" is one Character, so dropping "\r" or "\n"
+        /// Characters from a String leaves it.
+        func header(_ line: UnsafeRawBufferPointer) {
+            var bytes = line[...]
+            // A new response (after 100 Continue, or a 401 before signing in) starts afresh.
+            if bytes.starts(with: Array("HTTP/".utf8)) { headers = [:] }
+            while let last = bytes.last, last == 0x0D || last == 0x0A || last == 0x20 || last == 0x09 {
+                bytes = bytes.dropLast()
+            }
+            guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), headers.count < 200 else { return }
+            var value = bytes[(colon + 1)...]
+            while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+            headers[String(decoding: bytes[..<colon], as: UTF8.self).lowercased()] = String(
+                decoding: value, as: UTF8.self)
+        }
     }
 
     func perform(_ request: CurlRequest) throws(CurlFailure) -> CurlResponse {
@@ -196,14 +213,7 @@ final class CurlTransfer {
                     let bytes = size * count
                     guard let buffer, let context else { return bytes }
                     let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
-                    let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: bytes), as: UTF8.self)
-                    // A new response (after 100 Continue, or a 401 before signing in) starts afresh.
-                    if line.hasPrefix("HTTP/") { exchange.headers = [:] }
-                    if let colon = line.firstIndex(of: ":"), exchange.headers.count < 200 {
-                        let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
-                        exchange.headers[line[..<colon].lowercased()] = String(
-                            value.reversed().drop { $0 == "\r" || $0 == "\n" || $0 == " " }.reversed())
-                    }
+                    exchange.header(UnsafeRawBufferPointer(start: buffer, count: bytes))
                     return bytes
                 })
             pointer(CURLOPT_WRITEDATA, context)
