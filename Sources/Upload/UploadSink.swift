@@ -120,8 +120,10 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         self.timeZone = timeZone
         store = RemoteStore(
             destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer)
-        control.attachUploads { [self] in uploadCounts }
-        control.attachUploadQueue { [self] in queueState }
+        // Weakly: the sink holds the control, and a test's sink (and the servers its control's
+        // closures hold) must go when the test ends.
+        control.attachUploads { [weak self] in self?.uploadCounts ?? UploadFigures() }
+        control.attachUploadQueue { [weak self] in self?.queueState ?? .reading }
     }
 
     /// What waits to be sent now, oldest first (not the clip being recorded).
