@@ -184,7 +184,8 @@ let package = Package(
         .testTarget(
             name: "UploadTests",
             dependencies: [
-                "Upload", "Agent", "Configuration", "Logging", "Media", "Recorder", "Storage", "TestSupport",
+                "Upload", "Agent", "AgentTestSupport", "Capture", "Configuration", "Logging", "Media", "Recorder",
+                "Storage", "TestSupport",
             ]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(

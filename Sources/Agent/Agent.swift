@@ -156,7 +156,7 @@ public final class Agent: @unchecked Sendable {
         defer { environment.control.attachAnnouncer(nil) }
         let clipWriter = ClipWriter(
             settings: WriterSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
-            monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,
+            control: environment.control, monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,
             memoryLimit: environment.memoryForWaitingVideo)
         switch clipWriter.bringUpStorage() {
         case .ready:

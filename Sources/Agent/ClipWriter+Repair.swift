@@ -217,10 +217,15 @@ extension ClipWriter {
                 "the wall clock stepped forward; the clips before the step keep the age they had",
                 [("seconds", .seconds(step.seconds))])
         }
-        // Clips not uploaded yet: what the upload queue says waits (read as the journal is).
-        var waiting: Set<String> = []
-        if settings.holdsUploads, let queue = try? UploadJournal.read(from: storage) {
-            waiting = Set(queue.backlog)
+        // Clips not uploaded yet: what the upload queue says waits, as the upload sink holds it
+        // (never read from the file here); every clip while the sink still reads the file.
+        var waiting: UploadHold = []
+        if settings.holdsUploads {
+            switch control.uploadQueue {
+            case .read(let queue)?: waiting = .files(queue.waitingFiles)
+            case .reading?: waiting = .all
+            case nil: break  // no upload sink runs (it could not be set up): nothing is sent
+            }
         }
         let result = store.sweep(
             settings.policy, now: now, protected: protected, fullDisk: need, clock: retentionClock, waiting: waiting)

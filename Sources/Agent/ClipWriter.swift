@@ -29,8 +29,8 @@ struct WriterSettings: Sendable {
     var naming: ClipNaming
     var policy: RetentionPolicy
     var camera: String
-    /// Clips wait to be uploaded (`upload.url` is set): retention keeps those `uploads.jsonl`
-    /// says wait, unless the disk is full.
+    /// Clips wait to be uploaded (`upload.url` is set): retention keeps those the upload queue
+    /// says wait (as the upload sink holds it: `AgentControl.uploadQueue`), unless the disk is full.
     var holdsUploads = false
 
     /// What `s` says, for clips in `storage`.
@@ -79,6 +79,8 @@ final class ClipWriter: @unchecked Sendable {
     let log: Logger
     let stats: Stats
     let events: any EventSink
+    /// Where the upload queue is asked what waits (retention).
+    let control: AgentControl
     let monotonicNow: @Sendable () -> Timestamp
     let wallNow: @Sendable () -> Date
     var stream: StreamInfo?
@@ -134,6 +136,7 @@ final class ClipWriter: @unchecked Sendable {
     /// (`DiskFullPolicy.limit`).
     init(
         settings: WriterSettings, log: Logger, stats: Stats, events: any EventSink,
+        control: AgentControl = AgentControl(),
         monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
         memoryLimit: Int = DiskFullPolicy.memoryLimit
     ) {
@@ -142,6 +145,7 @@ final class ClipWriter: @unchecked Sendable {
         self.log = log.with(("component", "writer"))
         self.stats = stats
         self.events = events
+        self.control = control
         self.monotonicNow = monotonicNow
         self.wallNow = wallNow
     }

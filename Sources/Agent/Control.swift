@@ -1,3 +1,4 @@
+import Recorder
 import Synchronization
 
 /// Requests from outside the pipeline — `vigil trigger`, MQTT's command topics — for the
@@ -20,6 +21,7 @@ public final class AgentControl: Sendable {
     private let readCamera = Mutex<(@Sendable () -> String?)?>(nil)
     private let deleter = Mutex<(@Sendable (String, String) -> Bool)?>(nil)
     private let readUploads = Mutex<(@Sendable () -> UploadFigures)?>(nil)
+    private let readUploadQueue = Mutex<(@Sendable () -> UploadQueueState)?>(nil)
     private let announcer = Mutex<(@Sendable (AgentEvent) -> Void)?>(nil)
 
     /// The encoded stream for live viewers: the agent publishes each complete GOP into it
@@ -88,6 +90,16 @@ public final class AgentControl: Sendable {
     /// Where `uploads` reads from: the upload sink, once it is made.
     package func attachUploads(_ read: @escaping @Sendable () -> UploadFigures) { readUploads.withLock { $0 = read } }
 
+    /// The upload queue as the upload sink holds it in memory (what retention keeps, what the
+    /// web page marks), or nil when no upload sink runs. Nothing on the recording path ever
+    /// reads `uploads.jsonl` itself.
+    public var uploadQueue: UploadQueueState? { readUploadQueue.withLock { $0 }?() }
+
+    /// Where `uploadQueue` reads from: the upload sink, once it is made.
+    package func attachUploadQueue(_ read: @escaping @Sendable () -> UploadQueueState) {
+        readUploadQueue.withLock { $0 = read }
+    }
+
     /// Hands `event` to the sinks of the agent's run (the journal, the hooks, MQTT, …), from a
     /// sink of its own thread (the upload sink: `clipUploaded`). Dropped when no agent runs.
     package func announce(_ event: AgentEvent) { announcer.withLock { $0 }?(event) }
@@ -125,4 +137,11 @@ public struct UploadFigures: Sendable, Equatable {
         self.bytes = bytes
         self.failures = failures
     }
+}
+
+/// The upload queue as the upload sink holds it.
+public enum UploadQueueState: Sendable {
+    /// `uploads.jsonl` is being read (on the upload thread, when the agent starts).
+    case reading
+    case read(UploadJournal)
 }

@@ -369,7 +369,8 @@ public enum ConfigSchema {
         ),
         ConfigKey(
             "upload.delete_local_after", .number(-1...87600), .number(-1), unit: "hours",
-            "delete a clip on the board this long after its upload was verified, or -1 for never"),
+            "delete a clip on the board this long after its upload was verified by reading the copy back (one download of each clip), or -1 for never"
+        ),
         ConfigKey(
             "upload.bandwidth_kbit", .integer(0...10_000_000), .integer(0), unit: "kbit/s",
             "the most uploads may send, or 0 for no limit"),

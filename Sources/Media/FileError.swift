@@ -16,8 +16,8 @@ public struct FileError: Error, CustomStringConvertible, Sendable, Equatable {
     public var isInUse: Bool
     /// The file system is mounted read-only (EROFS): waited for, like a disk not mounted yet.
     public var isReadOnly: Bool
-    /// The name is something other than a regular file (a named pipe, a device, a directory):
-    /// refused without opening it.
+    /// The name is something other than a regular file (a named pipe, a device, a directory, a
+    /// symbolic link): refused without opening it.
     public var isNotRegularFile: Bool
 
     public init(

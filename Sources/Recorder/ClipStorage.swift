@@ -93,6 +93,23 @@ public protocol ClipStorage: AnyObject, Sendable {
 extension ClipStorage {
     /// The path of `relativePath` as people know it.
     public func path(_ relativePath: String) -> String { root + "/" + relativePath }
+
+    /// Moves what has the name `relativePath` (a file the agent keeps that turned out not to be
+    /// a regular file: a named pipe, a link, a directory) aside, in place and whole, to the
+    /// first free name of `base`, `base-1`, … `base-99`; its new name.
+    public func moveAside(_ relativePath: String, to base: String) throws(FileError) -> String {
+        for suffix in 0..<100 {
+            let name = base + (suffix == 0 ? "" : "-\(suffix)")
+            do {
+                try rename(relativePath, to: name)
+                return name
+            } catch {
+                guard error.isAlreadyThere else { throw error }
+            }
+        }
+        throw FileError(
+            path: path(relativePath), operation: "move aside", reason: "\(base) to \(base)-99 are taken")
+    }
 }
 
 /// An agent's hold on a storage directory, for as long as the value lives.

@@ -98,19 +98,9 @@ extension EventsJournal {
 
     /// Moves what has the journal's name aside, to the first free `setAsideName`; its new name.
     private func moveAside() throws(JournalError) -> String {
-        for suffix in 0..<100 {
-            let name = Self.setAsideName + (suffix == 0 ? "" : "-\(suffix)")
-            do {
-                try storage.rename(Self.name, to: name)
-                return name
-            } catch {
-                guard error.isAlreadyThere else {
-                    throw JournalError(description: "\(error.description) — the journal cannot be written")
-                }
-            }
+        do { return try storage.moveAside(Self.name, to: Self.setAsideName) } catch {
+            throw JournalError(description: "\(error.description) — the journal cannot be written")
         }
-        throw JournalError(
-            description: "cannot move \(path) aside: \(Self.setAsideName) to \(Self.setAsideName)-99 are taken")
     }
 
     /// What the rebuild of the journal's `bytes` is, and its bytes after it. `contents` keeps the

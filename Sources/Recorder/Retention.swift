@@ -34,6 +34,22 @@ public struct Deletion: Equatable, Sendable {
     }
 }
 
+/// The clips retention holds back for their upload (deleted only when the disk is full): those
+/// the upload queue says wait, or — while the queue has not been read yet — every clip.
+public enum UploadHold: Sendable, Equatable, ExpressibleByArrayLiteral {
+    case files(Set<String>)
+    case all
+
+    public init(arrayLiteral files: String...) { self = .files(Set(files)) }
+
+    public func holds(_ file: String) -> Bool {
+        switch self {
+        case .files(let files): files.contains(file)
+        case .all: true
+        }
+    }
+}
+
 /// Which clips to delete, oldest first:
 ///
 /// - clips older than `maxAgeDays`, their age counted from when they were recorded as
@@ -48,7 +64,7 @@ public struct Deletion: Equatable, Sendable {
 ///
 /// A clip counts with its picture (`StoredFile.totalSize`), and a clip moved aside as damaged
 /// counts as a clip. Never the clip being written (`protected`), never the newest clip saved
-/// (a damaged one is never that clip: no player opens it), and a clip waiting to be uploaded
+/// (a damaged one is never that clip: no player opens it), and a clip held for its upload
 /// (`waiting`) only when the disk is full: a write failed for want of room, or less than
 /// `minFree` is free (then the room is made before a write fails: a clip that cannot be
 /// finished for want of room loses more than the oldest waiting clip).
@@ -80,7 +96,7 @@ public struct RetentionPolicy: Equatable, Sendable {
     /// what the agent knows of its wall clock (steps it saw) and decided before.
     public func decide(
         clips: [StoredFile], now: Date, freeBytes: Int64, protected: Set<String>, fullDisk need: Int64? = nil,
-        clock: RetentionClock = RetentionClock(), waiting: Set<String> = []
+        clock: RetentionClock = RetentionClock(), waiting: UploadHold = []
     ) -> Decision {
         // Each clip's age, from when its clock says it was recorded: decided while the clock
         // is plausible, and the dates that differ from the journal's written back.
@@ -106,8 +122,8 @@ public struct RetentionPolicy: Equatable, Sendable {
             candidates.remove(at: newest)
         }
         // Clips not uploaded yet are held back from every rule but the full disk's.
-        let held = candidates.filter { waiting.contains($0.relativePath) }
-        candidates.removeAll { waiting.contains($0.relativePath) }
+        let held = candidates.filter { waiting.holds($0.relativePath) }
+        candidates.removeAll { waiting.holds($0.relativePath) }
         var result: [Deletion] = []
         var total = clips.reduce(0) { $0 + $1.totalSize }
         var free = freeBytes
@@ -116,7 +132,7 @@ public struct RetentionPolicy: Equatable, Sendable {
             total -= clip.totalSize
             free += clip.totalSize
             result.append(
-                Deletion(clip: clip, reason: reason, notUploaded: waiting.contains(clip.relativePath)))
+                Deletion(clip: clip, reason: reason, notUploaded: waiting.holds(clip.relativePath)))
         }
         if let days = maxAgeDays {
             let cutoff = now.addingTimeInterval(-Double(days) * 86_400)
@@ -283,7 +299,7 @@ public struct ClipStore: Sendable {
     /// (a full disk must always free space), the others the journal names are not.
     public func sweep(
         _ policy: RetentionPolicy, now: Date = Date(), protected: Set<String>, fullDisk need: Int64? = nil,
-        clock: RetentionClock = RetentionClock(), waiting: Set<String> = []
+        clock: RetentionClock = RetentionClock(), waiting: UploadHold = []
     ) -> Sweep {
         var sweep = Sweep(clock: clock)
         let journal: JournalIndex

@@ -317,8 +317,10 @@ public final class DiskStorage: ClipStorage {
             return try body(directory, name)
         } catch {
             if error.isLink {
+                // The name itself a link is something other than a regular file, refused unopened.
                 throw FileError(
-                    path: reached, operation: operation, reason: "it is a symbolic link; refusing to follow it")
+                    path: reached, operation: operation, reason: "it is a symbolic link; refusing to follow it",
+                    isNotRegularFile: reached == path(relativePath))
             }
             if error.code == SystemError.notADirectory.code {
                 throw FileError(

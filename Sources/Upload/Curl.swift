@@ -19,6 +19,9 @@ struct CurlRequest {
     var afterTransfer: [String] = []
     /// SFTP: make the directories the path names when they are missing.
     var createDirectories = false
+    /// A download read through MD5 as it comes (`CurlResponse.digest`), never kept: given up
+    /// past this many bytes (the copy read back is the clip's size).
+    var digestUpTo: Int64? = nil
 
     enum Method {
         /// Sends the body (a file, streamed as libcurl asks for it).
@@ -42,6 +45,8 @@ struct CurlResponse {
     var sent: Int64
     /// The size the server reported (SFTP: of the file; HTTP: Content-Length), or -1.
     var contentLength: Int64
+    /// With `CurlRequest.digestUpTo`: the MD5 of the whole body and its size.
+    var digest: (md5: [UInt8], bytes: Int64)? = nil
 
     /// The `<Code>` of an S3 error document, when there is one.
     var s3ErrorCode: String? {
@@ -63,6 +68,8 @@ struct CurlFailure: Error, CustomStringConvertible {
     var stopped = false
     /// The transfer was given up because its file was deleted on the board meanwhile.
     var abandoned = false
+    /// A download read through MD5 was longer than `CurlRequest.digestUpTo`.
+    var tooLong = false
 
     var description: String { fileError?.description ?? message }
 
@@ -142,11 +149,48 @@ final class CurlTransfer {
         var upload: FileBody?
         let stop: StopSwitch
         let abandon: StopSwitch
+        /// A download read through MD5: the digest so far, the bytes, and the most there may be.
+        var md5: MD5?
+        var received: Int64 = 0
+        var limit: Int64 = 0
+        var tooLong = false
 
         init(stop: StopSwitch, abandon: StopSwitch, upload: FileBody?) {
             self.stop = stop
             self.abandon = abandon
             self.upload = upload
+        }
+
+        /// A header line as libcurl hands it (with its CRLF): its name (lower case) and value,
+        /// parsed on bytes — in Swift "\r\n" is one Character, so dropping "\r" or "\n"
+        /// Characters from a String leaves it.
+        func header(_ line: UnsafeRawBufferPointer) {
+            var bytes = line[...]
+            // A new response (after 100 Continue, or a 401 before signing in) starts afresh.
+            if bytes.starts(with: Array("HTTP/".utf8)) { headers = [:] }
+            while let last = bytes.last, last == 0x0D || last == 0x0A || last == 0x20 || last == 0x09 {
+                bytes = bytes.dropLast()
+            }
+            guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), headers.count < 200 else { return }
+            var value = bytes[(colon + 1)...]
+            while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+            headers[String(decoding: bytes[..<colon], as: UTF8.self).lowercased()] = String(
+                decoding: value, as: UTF8.self)
+        }
+
+        /// Body bytes as they come: the start kept (an error document), the rest, when a digest
+        /// is asked for, through MD5. False past the limit (the transfer is given up).
+        func received(_ bytes: UnsafeRawBufferPointer) -> Bool {
+            let room = max(0, CurlTransfer.bodyLimit - body.count)
+            body += bytes.prefix(room)
+            guard md5 != nil else { return true }
+            received += Int64(bytes.count)
+            guard received <= limit else {
+                tooLong = true
+                return false
+            }
+            md5?.update(bytes)
+            return true
         }
     }
 
@@ -155,6 +199,10 @@ final class CurlTransfer {
         var upload: FileBody?
         if case .put(let body) = request.method { upload = body }
         let exchange = Exchange(stop: stop, abandon: abandon, upload: upload)
+        if let limit = request.digestUpTo {
+            exchange.md5 = MD5()
+            exchange.limit = limit
+        }
         let context = Unmanaged.passUnretained(exchange).toOpaque()
         var list: UnsafeMutablePointer<curl_slist>?
         var quote: UnsafeMutablePointer<curl_slist>?
@@ -196,14 +244,7 @@ final class CurlTransfer {
                     let bytes = size * count
                     guard let buffer, let context else { return bytes }
                     let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
-                    let line = String(decoding: UnsafeRawBufferPointer(start: buffer, count: bytes), as: UTF8.self)
-                    // A new response (after 100 Continue, or a 401 before signing in) starts afresh.
-                    if line.hasPrefix("HTTP/") { exchange.headers = [:] }
-                    if let colon = line.firstIndex(of: ":"), exchange.headers.count < 200 {
-                        let value = line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" }
-                        exchange.headers[line[..<colon].lowercased()] = String(
-                            value.reversed().drop { $0 == "\r" || $0 == "\n" || $0 == " " }.reversed())
-                    }
+                    exchange.header(UnsafeRawBufferPointer(start: buffer, count: bytes))
                     return bytes
                 })
             pointer(CURLOPT_WRITEDATA, context)
@@ -213,9 +254,8 @@ final class CurlTransfer {
                     let bytes = size * count
                     guard let buffer, let context else { return bytes }
                     let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
-                    let room = max(0, CurlTransfer.bodyLimit - exchange.body.count)
-                    exchange.body += UnsafeRawBufferPointer(start: buffer, count: min(bytes, room))
-                    return bytes
+                    // Past the limit, fewer bytes taken than given: libcurl gives the transfer up.
+                    return exchange.received(UnsafeRawBufferPointer(start: buffer, count: bytes)) ? bytes : 0
                 })
             // Progress: where a transfer under way is told to stop, or to give up its file.
             long(CURLOPT_NOPROGRESS, 0)
@@ -264,6 +304,8 @@ final class CurlTransfer {
                 long(CURLOPT_NOBODY, 1)
             case .other(let method):
                 if method != "GET" { text(CURLOPT_CUSTOMREQUEST, method) }
+                // A copy read back takes no more of the network than uploads do.
+                if request.digestUpTo != nil, maxSendRate > 0 { offset(CURLOPT_MAX_RECV_SPEED_LARGE, maxSendRate) }
             }
             for header in request.headers { list = curl_slist_append(list, header) }
             if let list { pointer(CURLOPT_HTTPHEADER, list) }
@@ -317,11 +359,15 @@ final class CurlTransfer {
             throw CurlFailure(
                 code: Int(result.rawValue), message: message, fileError: upload?.failure,
                 stopped: result == CURLE_ABORTED_BY_CALLBACK && stop.isOn,
-                abandoned: result == CURLE_ABORTED_BY_CALLBACK && abandon.isOn)
+                abandoned: result == CURLE_ABORTED_BY_CALLBACK && abandon.isOn, tooLong: exchange.tooLong)
         }
         return CurlResponse(
             status: status, headers: exchange.headers, body: exchange.body, sent: Int64(sent),
-            contentLength: Int64(length))
+            contentLength: Int64(length),
+            digest: exchange.md5.map {
+                var md5 = $0
+                return (md5.finish(), exchange.received)
+            })
     }
 }
 

@@ -12,6 +12,8 @@ public struct UploadReceipt: Sendable, Equatable {
     public var bytes: Int64
     /// How long sending and verifying took.
     public var seconds: Double
+    /// The copy on the server was read back whole and its MD5 matched the clip's.
+    public var readBack = false
 }
 
 /// Why an upload did not happen.
@@ -64,8 +66,12 @@ final class RemoteStore {
         return (base.isEmpty ? "" : base + "/") + camera + "/" + relativePath
     }
 
-    /// Sends `relativePath` of `storage`, then checks it on the server.
-    func upload(_ relativePath: String, from storage: any ClipStorage) throws(UploadProblem) -> UploadReceipt {
+    /// Sends `relativePath` of `storage`, then checks it on the server: its size (and S3's ETag
+    /// when it is an MD5), and with `readBack` the copy itself, downloaded through MD5 and
+    /// compared with the clip's — the one check a server that lies cannot pass.
+    func upload(
+        _ relativePath: String, from storage: any ClipStorage, readBack: Bool = false
+    ) throws(UploadProblem) -> UploadReceipt {
         let started = Condition.now()
         let file: any MovieFile
         do { file = try storage.readMovie(relativePath) } catch {
@@ -77,13 +83,35 @@ final class RemoteStore {
         let url: String
         switch destination {
         case .s3(let bucket, _, let endpoint, let region):
-            url = try s3(body, bucket: bucket, key: remoteName(relativePath), endpoint: endpoint, region: region)
+            url = try s3(
+                body, bucket: bucket, key: remoteName(relativePath), endpoint: endpoint, region: region,
+                readBack: readBack)
         case .sftp(let user, let host, let port, _):
-            url = try sftp(body, user: user, host: host, port: port, name: remoteName(relativePath))
+            url = try sftp(body, user: user, host: host, port: port, name: remoteName(relativePath), readBack: readBack)
         case .webdav(let base, _):
-            url = try webdav(body, base: base, name: remoteName(relativePath))
+            url = try webdav(body, base: base, name: remoteName(relativePath), readBack: readBack)
         }
-        return UploadReceipt(url: url, bytes: body.size, seconds: Condition.now() - started)
+        return UploadReceipt(url: url, bytes: body.size, seconds: Condition.now() - started, readBack: readBack)
+    }
+
+    /// Reads the copy on the server back (`request`, a download), through MD5 as it comes and
+    /// never more than the clip's size, and compares it with the clip's digest.
+    private func readBack(
+        _ request: CurlRequest, url: String, md5: [UInt8], size: Int64
+    ) throws(UploadProblem) {
+        var request = request
+        request.digestUpTo = size
+        let response = try perform(request)
+        guard response.status == 0 || response.status == 200 else {
+            let code = response.s3ErrorCode.map { " \($0)" } ?? ""
+            throw .failed("\(url) cannot be read back from the server after the upload: HTTP \(response.status)\(code)")
+        }
+        let (copy, bytes) = response.digest ?? ([], 0)
+        guard copy == md5, bytes == size else {
+            throw .failed(
+                "\(url) read back from the server is not the clip: \(bytes) bytes with the MD5 \(copy.lowercaseHex), the clip \(size) bytes with the MD5 \(md5.lowercaseHex) — the server keeps a copy that differs"
+            )
+        }
     }
 
     // MARK: S3
@@ -92,7 +120,7 @@ final class RemoteStore {
     /// with SigV4 by libcurl (the payload unsigned: TLS and the MD5 protect it), then HEAD: the
     /// size, and the ETag when it is the MD5 (a single PUT's is, without KMS encryption).
     private func s3(
-        _ body: FileBody, bucket: String, key: String, endpoint: String, region: String
+        _ body: FileBody, bucket: String, key: String, endpoint: String, region: String, readBack: Bool
     )
         throws(UploadProblem) -> String
     {
@@ -127,6 +155,12 @@ final class RemoteStore {
             tag != md5.lowercaseHex
         {
             throw .failed("\(url) has the MD5 \(tag) on the server after the upload, not \(md5.lowercaseHex)")
+        }
+        if readBack {
+            try self.readBack(
+                CurlRequest(
+                    url: url, method: .other("GET"), headers: ["x-amz-content-sha256: UNSIGNED-PAYLOAD"],
+                    awsSignature: signature), url: url, md5: md5, size: body.size)
         }
         return "s3://\(bucket)/\(key)"
     }
@@ -171,7 +205,7 @@ final class RemoteStore {
     /// Sends `NAME.part` (the directories made as needed), then renames it over `NAME` (the old
     /// one removed first: OpenSSH does not rename over a file), then reads the size back.
     private func sftp(
-        _ body: FileBody, user: String, host: String, port: Int, name: String
+        _ body: FileBody, user: String, host: String, port: Int, name: String, readBack: Bool
     )
         throws(UploadProblem) -> String
     {
@@ -194,6 +228,11 @@ final class RemoteStore {
         guard check.contentLength == body.size else {
             throw .failed("\(url) is \(check.contentLength) bytes on the server after the upload, not \(body.size)")
         }
+        if readBack {
+            try self.readBack(
+                CurlRequest(url: url, method: .other("GET"), ssh: login), url: url, md5: try digest(body),
+                size: body.size)
+        }
         return "sftp://\(user)@\(host)" + (port == 22 ? "" : ":\(port)") + "/" + name
     }
 
@@ -205,7 +244,7 @@ final class RemoteStore {
 
     /// Makes the directories (MKCOL), PUTs `NAME.part`, MOVEs it to `NAME`, and reads the size
     /// back (PROPFIND).
-    private func webdav(_ body: FileBody, base: String, name: String) throws(UploadProblem) -> String {
+    private func webdav(_ body: FileBody, base: String, name: String, readBack: Bool) throws(UploadProblem) -> String {
         let login = credentials.password.map { password in
             (user: Self.webdavUser(destination) ?? "", password: password)
         }
@@ -248,6 +287,11 @@ final class RemoteStore {
                 "\(url) is \(listing.status == 207 ? "\(size.map(String.init) ?? "of no size") bytes" : "not there (HTTP \(listing.status))") on the server after the upload, not \(body.size) bytes"
             )
         }
+        if readBack {
+            try self.readBack(
+                CurlRequest(url: url, method: .other("GET"), login: login), url: url, md5: try digest(body),
+                size: body.size)
+        }
         return url
     }
 
@@ -285,6 +329,11 @@ final class RemoteStore {
             if error.stopped { throw .stopped }
             if error.abandoned { throw .fileGone("it was deleted on the board while it was sent") }
             if let fileError = error.fileError { throw .failed("the clip cannot be read: \(fileError)") }
+            if error.tooLong {
+                throw .failed(
+                    "\(request.url) read back from the server is longer than the clip's \(request.digestUpTo ?? 0) bytes — the server keeps a copy that differs"
+                )
+            }
             if let ssh = request.ssh, error.isPeerRefused {
                 throw .refused(
                     "\(request.url): the server's host key is not the one \(ssh.knownHosts) (upload.known_hosts_file) has for it — if it is the right server, add its key: ssh-keyscan -p PORT HOST >> \(ssh.knownHosts)"

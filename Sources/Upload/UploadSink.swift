@@ -1,53 +1,89 @@
 import Agent
-internal import CLinux
 import Configuration
 import FoundationEssentials
-internal import Glibc
 import Logging
 import Media
 import POSIX
 import Recorder
 
-/// Uploads as one of the agent's sinks: each saved clip is queued in `uploads.jsonl` (a line,
-/// synced, on the writer's thread, before the next clip), and a thread of its own sends the
-/// queue oldest first, one clip at a time, each verified on the server before its `uploaded`
-/// line is written. A failure is tried again after 1 s, doubling to 10 minutes; recording never
-/// waits for any of it. The queue outlives the agent: a clip queued and not uploaded when the
-/// agent stops (or is killed, or loses power) is uploaded when it runs again.
+/// Uploads as one of the agent's sinks: each clip is queued in `uploads.jsonl` when it starts
+/// (a line, synced, on the writer's thread, before its first fragment is written: a clip on
+/// the board is a clip in the queue, whatever moment a kill or a power cut comes), and a thread
+/// of its own sends each once it is saved, oldest first, one clip at a time, each verified on
+/// the server before its `uploaded` line is written. A failure is tried again after 1 s,
+/// doubling to 10 minutes, the other clips meanwhile; a clip the server refuses again and again
+/// while it takes the others is set aside. Recording never waits for any of it: the queue is
+/// read on the upload thread, a line at a time, and kept in memory as one state per file,
+/// which is what retention and the web page ask (`AgentControl.uploadQueue`). The queue
+/// outlives the agent: a clip queued and not uploaded when the agent stops (or is killed, or
+/// loses power) is uploaded when it runs again.
 ///
-/// `@unchecked Sendable`: the mutable state is guarded by `condition`; `store` is used by
-/// the upload thread alone.
+/// `@unchecked Sendable`: the mutable state is guarded by `condition`; `store` is used by the
+/// upload thread alone.
 public final class UploadSink: EventSink, @unchecked Sendable {
     let settings: Settings.Upload
     let camera: String
     let log: Logger
     let wallNow: @Sendable () -> Date
     let timeZone: any LocalTimeZone
-    private let store: RemoteStore
-    private let condition = Condition()
+    let store: RemoteStore
+    let condition = Condition()
     /// Guarded by `condition`.
-    private var state = State()
+    var state = State()
+    /// Held while `uploads.jsonl` is written (lines appended, the file written anew or moved
+    /// aside) and while the upload thread opens it to read it, so that every line is in the
+    /// queue in memory or in what the thread reads, never lost between them. Taken before
+    /// `condition`, never while holding it.
+    let fileLock = Condition()
 
     struct State {
-        /// The queue, once the storage directory is the agent's (`storageReady`).
-        var journal: UploadJournal?
+        /// The storage directory the queue is in, once it is the agent's (`storageReady`).
         var storage: (any ClipStorage)?
+        /// The queue, once the upload thread has read it.
+        var journal: UploadJournal?
+        /// Lines appended while the queue is not read yet, taken into it when it is, with
+        /// whether they reached the file.
+        var pending: [(record: UploadRecord, written: Bool)] = []
         var stopping = false
         var thread: JoinableThread?
+        /// Clips being recorded: queued when they started, sent once they are saved.
+        var recording: Set<String> = []
+        /// Clips whose `queued` line was written when they started (none is written again
+        /// when they are saved).
+        var queuedAtStart: Set<String> = []
         /// When the next try may be (the monotonic clock), and the wait after a failure.
         var nextTry = 0.0
         var backoff = Self.firstBackoff
         /// The failures in a row, and what the last said (logged when it changes).
         var failures = 0
         var lastProblem: String?
+        /// The last try: its clip and whether it worked. A clip that fails right after another
+        /// clip's upload worked is the next to wait for another (`avoid`), and the failure
+        /// counts against it (`Tries.strikes`).
+        var lastTry: (file: String, worked: Bool)?
+        var avoid: String?
+        /// Each clip's tries that failed, in this run.
+        var tries: [String: Tries] = [:]
         /// Clips handed to the writer to delete after their upload (not asked twice).
         var deleting: Set<String> = []
         /// The clip being sent now: deleted on the board meanwhile (a full disk), it is given
         /// up at once, so that its room is freed (an open file keeps it).
         var sending: String?
+        /// The queue's lines when writing it anew failed (tried again once it has doubled).
+        var compactionFailedAt = 0
 
         static let firstBackoff = 1.0
     }
+
+    struct Tries {
+        var failed = 0
+        /// Tries that failed right after another clip's upload worked: evidence that the fault
+        /// is this clip's, not the network's or the credentials'.
+        var strikes = 0
+    }
+
+    /// A clip that failed this many times right after another clip's upload worked is set aside.
+    static let setAsideAfter = 5
 
     /// The longest wait between tries: the wait doubles from 1 s up to it.
     let longestWait: Double
@@ -56,7 +92,7 @@ public final class UploadSink: EventSink, @unchecked Sendable {
 
     /// Counts since the agent started, for `/metrics` and the tests (`waiting` is read from
     /// the queue when asked).
-    private var counts = UploadFigures()
+    var counts = UploadFigures()
 
     /// `connectTimeout` and `stallTimeout` (seconds): how long connecting may take, and how
     /// long a transfer may send nothing, before the try is given up; `longestWait`: the
@@ -84,119 +120,153 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         self.timeZone = timeZone
         store = RemoteStore(
             destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer)
-        control.attachUploads { [self] in uploadCounts }
+        // Weakly: the sink holds the control, and a test's sink (and the servers its control's
+        // closures hold) must go when the test ends.
+        control.attachUploads { [weak self] in self?.uploadCounts ?? UploadFigures() }
+        control.attachUploadQueue { [weak self] in self?.queueState ?? .reading }
     }
 
-    /// What the queue holds now: the files waiting, oldest first.
-    public var backlog: [String] { condition.withLock { state.journal?.backlog ?? [] } }
+    /// What waits to be sent now, oldest first (not the clip being recorded).
+    public var backlog: [String] {
+        condition.withLock { (state.journal?.backlog ?? []).filter { !state.recording.contains($0) } }
+    }
 
     public var uploadCounts: UploadFigures {
         condition.withLock {
             var figures = counts
-            figures.waiting = state.journal?.backlogCount ?? 0
+            figures.waiting = waitingCount
             return figures
         }
+    }
+
+    /// The queue as retention and the web page see it.
+    var queueState: UploadQueueState { condition.withLock { state.journal.map { .read($0) } ?? .reading } }
+
+    /// The clips waiting, not the one being recorded (under `condition`).
+    var waitingCount: Int {
+        guard let journal = state.journal else { return 0 }
+        return journal.backlogCount - state.recording.filter { journal.waits($0) }.count
     }
 
     public func handle(_ event: AgentEvent) {
         switch event {
         case .storageReady(let storage):
             start(storage)
+        case .clipStarted(let clip):
+            started(clip)
         case .clipSaved(let saved):
-            queue(saved.record.file, in: saved.storage)
+            self.saved(saved.record.file, in: saved.storage)
         case .clipsDeleted(let deleted):
-            // The queue forgets them: waiting (retention on a full disk, a person), or uploaded.
-            let known = condition.withLock {
-                if let sending = state.sending, deleted.deletions.contains(where: { $0.clip.relativePath == sending }) {
-                    store.transfer.abandon.turnOn()
-                }
-                return deleted.deletions.compactMap { deletion -> (Deletion, Bool)? in
-                    let file = deletion.clip.relativePath
-                    guard let journal = state.journal else { return nil }
-                    if journal.waits(file) { return (deletion, true) }
-                    return journal.uploads[file] != nil ? (deletion, false) : nil
-                }
-            }
-            for (deletion, waiting) in known {
-                append(
-                    UploadRecord(
-                        deleted: deletion.clip.relativePath, at: timestamp(),
-                        reason: deletion.reason.description + (waiting ? ", before its upload" : "")),
-                    in: deleted.storage)
-            }
+            forget(deleted)
         default:
             break
         }
     }
 
-    /// The storage directory is the agent's: the queue is read (and written anew when it has
-    /// grown long), and the thread starts on it (once; later, after an outage, it is woken).
+    /// The storage directory is the agent's: the upload thread starts on it (once; later,
+    /// after an outage, it is woken). It reads the queue: nothing here waits for that.
     private func start(_ storage: any ClipStorage) {
-        let loaded = condition.withLock {
-            if state.journal != nil { condition.broadcast() }
-            return state.journal != nil
-        }
-        guard !loaded else { return }
-        var journal: UploadJournal
-        do { journal = try UploadJournal.read(from: storage) ?? UploadJournal() } catch {
-            log.error(
-                "the upload queue cannot be read; uploads wait until it can — check the file's permissions",
-                [("path", .string(storage.path(UploadJournal.name))), ("error", .string(error.description))])
-            return
-        }
-        if journal.wantsCompacting {
-            let text = journal.compacted.flatMap(UploadJournal.line)
-            do {
-                try storage.replace(UploadJournal.name, with: text)
-                journal = UploadJournal(text)
-            } catch {
-                log.warning("the upload queue was not shortened", [("error", .string(error.description))])
-            }
-        }
-        log.info(
-            "uploading clips",
-            [
-                ("to", .string(settings.destination?.display ?? "")), ("waiting", .int(journal.backlogCount)),
-                ("libcurl", .string(CurlTransfer.version)),
-            ])
-        condition.withLock {
-            state.journal = journal
+        let first = condition.withLock {
+            condition.broadcast()
+            guard state.storage == nil else { return false }
             state.storage = storage
+            return true
         }
-        if let problem = settings.problem {
-            log.error(
-                "uploads wait: a file they need cannot be read; clips are queued and uploaded once it is put right and the agent restarted",
-                [("problem", .string(problem.description))])
-            return
-        }
-        let thread = startThread("upload") { [self] in run() }
+        guard first else { return }
+        let thread = startThread("upload") { [self] in run(on: storage) }
         condition.withLock { state.thread = thread }
     }
 
-    /// A clip saved: a `queued` line for it, and the thread woken.
-    private func queue(_ file: String, in storage: any ClipStorage) {
-        append(UploadRecord(queued: file, at: timestamp()), in: storage)
+    /// A clip started: its `queued` line, before anything of it is on the disk but its empty
+    /// file (a kill now leaves a file repair finishes or removes, and the clip queued). It is
+    /// sent once it is saved.
+    private func started(_ clip: ClipStarted) {
+        let storage = condition.withLock { () -> (any ClipStorage)? in
+            guard let storage = state.storage, storage.path(clip.file) == clip.path else { return nil }
+            state.recording.insert(clip.file)
+            return storage
+        }
+        guard let storage else { return }
+        if append([UploadRecord(queued: clip.file, at: timestamp())], in: storage) {
+            condition.withLock { _ = state.queuedAtStart.insert(clip.file) }
+        }
     }
 
-    /// Appends a line to the queue (synced) and takes it into the one in memory.
-    private func append(_ record: UploadRecord, in storage: any ClipStorage) {
-        do {
-            try storage.append(UploadJournal.line(record), to: UploadJournal.name)
-        } catch {
-            log.error(
-                "the upload queue cannot be written; the clip is uploaded only if the agent runs until then",
-                [
-                    ("file", .string(record.file ?? "")), ("path", .string(storage.path(UploadJournal.name))),
-                    ("error", .string(error.description)),
-                ])
-        }
-        condition.withLock {
-            guard state.journal != nil, state.storage?.root == storage.root else { return }
-            state.journal?.apply(record)
+    /// A clip saved: it may be sent. Queued now unless it was when it started (a clip repaired
+    /// at start, finished after a write error, held in memory while the storage was away).
+    private func saved(_ file: String, in storage: any ClipStorage) {
+        let queued = condition.withLock {
+            state.recording.remove(file)
             condition.broadcast()
+            return state.queuedAtStart.remove(file) != nil
+        }
+        if !queued { append([UploadRecord(queued: file, at: timestamp())], in: storage) }
+    }
+
+    /// Clips deleted on the board (retention, a person, `delete_local_after`): the queue forgets
+    /// them; then the one being sent is given up (the queue no longer waits for it).
+    private func forget(_ deleted: ClipsDeleted) {
+        let at = timestamp()
+        let records = condition.withLock {
+            deleted.deletions.compactMap { deletion -> UploadRecord? in
+                let file = deletion.clip.relativePath
+                state.recording.remove(file)
+                state.queuedAtStart.remove(file)
+                state.tries[file] = nil
+                let waiting: Bool
+                if let journal = state.journal {
+                    guard let known = journal.state(of: file) else { return nil }
+                    waiting = known == .waiting
+                } else {
+                    // The queue is being read: said as retention saw it (a line for a clip the
+                    // queue never named is harmless).
+                    waiting = deletion.notUploaded
+                }
+                return UploadRecord(
+                    deleted: file, at: at, reason: deletion.reason.description + (waiting ? ", before its upload" : ""))
+            }
+        }
+        append(records, in: deleted.storage)
+        condition.withLock {
+            if let sending = state.sending, deleted.deletions.contains(where: { $0.clip.relativePath == sending }) {
+                store.transfer.abandon.turnOn()
+            }
         }
     }
 
+    /// Appends lines to the queue (synced, in one write) and takes them into the one in
+    /// memory; false when they could not be written (said).
+    @discardableResult
+    func append(_ records: [UploadRecord], in storage: any ClipStorage) -> Bool {
+        guard !records.isEmpty else { return true }
+        return fileLock.withLock {
+            var written = true
+            do throws(FileError) {
+                try storage.append(records.flatMap(UploadJournal.line), to: UploadJournal.name)
+            } catch {
+                written = false
+                log.error(
+                    "the upload queue cannot be written; the clip is uploaded only if the agent runs until then",
+                    [
+                        ("file", .string(records[0].file ?? "")), ("path", .string(storage.path(UploadJournal.name))),
+                        ("error", .string(error.description)),
+                    ])
+            }
+            condition.withLock {
+                guard state.storage == nil || state.storage?.root == storage.root else { return }
+                if state.journal != nil {
+                    for record in records { state.journal?.apply(record) }
+                } else {
+                    state.pending += records.map { ($0, written) }
+                }
+                condition.broadcast()
+            }
+            return written
+        }
+    }
+
+    /// The agent stops: the upload thread is told to (a transfer under way is ended) and
+    /// waited for 1.5 s at most.
     public func finish() {
         let thread = condition.withLock {
             state.stopping = true
@@ -204,181 +274,15 @@ public final class UploadSink: EventSink, @unchecked Sendable {
             return state.thread
         }
         store.transfer.stop.turnOn()
-        if let thread, !thread.join(timeout: 5) {
+        if let thread, !thread.join(timeout: 1.5) {
             log.warning("an upload was still going when the agent stopped; it starts again next time")
         }
     }
 
-    // MARK: The upload thread
-
-    /// What the thread does next.
-    private enum Work {
-        case upload(String, any ClipStorage)
-        /// Clips uploaded `delete_local_after` ago, to delete on the board.
-        case deleteLocal([String])
-    }
-
-    private func run() {
-        // Recording first: the thread's reads and its CPU (MD5, TLS) yield to the agent's.
-        if vigil_thread_background() != 0 {
-            log.debug("the upload thread's priority could not be lowered", [("errno", .int(errno))])
-        }
-        while let work = next() {
-            switch work {
-            case .upload(let file, let storage):
-                upload(file, from: storage)
-                condition.withLock { state.sending = nil }
-            case .deleteLocal(let files): deleteLocal(files)
-            }
-        }
-    }
-
-    private func upload(_ file: String, from storage: any ClipStorage) {
-        let result: Result<(UploadReceipt, Int64), UploadProblem>
-        do throws(UploadProblem) {
-            var receipt = try store.upload(file, from: storage)
-            var sent = receipt.bytes
-            if settings.snapshots {
-                let picture = ClipNaming.snapshotPath(of: file)
-                if picture != file, storage.exists(picture) {
-                    let withIt = try store.upload(picture, from: storage)
-                    receipt.seconds += withIt.seconds
-                    sent += withIt.bytes
-                }
-            }
-            result = .success((receipt, sent))
-        } catch {
-            result = .failure(error)
-        }
-        switch result {
-        case .success(let (receipt, sent)):
-            uploaded(file, receipt, sent: sent, in: storage)
-        case .failure(.stopped):
-            return
-        case .failure(.fileGone) where condition.withLock({ !(state.journal?.waits(file) ?? false) }):
-            // Deleted on the board while it was sent (retention on a full disk, a person): the
-            // queue has forgotten it already, and the error line said it.
-            log.debug("upload given up: the clip was deleted on the board", [("file", .string(file))])
-        case .failure(.fileGone(let why)):
-            // The directory must be there for a missing file to be gone (not a disk unmounted).
-            if (try? storage.read(UploadJournal.name)) != nil {
-                log.warning(
-                    "a queued clip is not on the board any more; not uploaded",
-                    [("file", .string(file)), ("why", .string(why))])
-                append(
-                    UploadRecord(deleted: file, at: timestamp(), reason: "not on the board when its upload began"),
-                    in: storage)
-            } else {
-                failed(file, why)
-            }
-        case .failure(let problem):
-            failed(file, problem.description)
-        }
-    }
-
-    /// Hands the clips to the agent's writer to delete (it never deletes the clip being written,
-    /// logs each, and tells the sinks: the journal drops its line, the queue its file).
-    private func deleteLocal(_ files: [String]) {
-        for file in files {
-            // Asked once in a run: when no agent takes it (stopping), the next run asks again.
-            condition.withLock { _ = state.deleting.insert(file) }
-            _ = control.deleteClip(file, by: "upload.delete_local_after, after its upload")
-        }
-    }
-
-    /// The next thing to do, waiting for it (a clip queued, the time of the next try, a clip's
-    /// time to be deleted on the board); nil when the agent stops.
-    private func next() -> Work? {
-        condition.withLock {
-            while !state.stopping {
-                var wait: Double?
-                if let after = settings.deleteLocalAfter, let journal = state.journal {
-                    let now = wallNow()
-                    var due: [String] = []
-                    for (file, record) in journal.uploads where !state.deleting.contains(file) {
-                        let at = ClipRecord.date(fromTimestamp: record.at) ?? now
-                        let left = at.addingTimeInterval(after).timeIntervalSince(now)
-                        if left <= 0 { due.append(file) } else { wait = min(wait ?? left, left) }
-                    }
-                    if !due.isEmpty { return .deleteLocal(due.sorted()) }
-                }
-                let now = Condition.now()
-                if let storage = state.storage, let file = state.journal?.backlog.first {
-                    if now >= state.nextTry {
-                        state.sending = file
-                        store.transfer.abandon.turnOff()
-                        return .upload(file, storage)
-                    }
-                    wait = min(wait ?? .infinity, state.nextTry - now)
-                }
-                if let wait { condition.wait(seconds: min(wait, 3600)) } else { condition.wait() }
-            }
-            return nil
-        }
-    }
-
-    /// `sent`: the bytes of the clip and its picture.
-    private func uploaded(_ file: String, _ receipt: UploadReceipt, sent: Int64, in storage: any ClipStorage) {
-        let at = timestamp()
-        let seconds = (receipt.seconds * 1000).rounded() / 1000
-        append(
-            UploadRecord(uploaded: file, at: at, url: receipt.url, bytes: UInt64(receipt.bytes), seconds: seconds),
-            in: storage)
-        let (recovered, waiting) = condition.withLock {
-            defer {
-                state.failures = 0
-                state.lastProblem = nil
-                state.backoff = State.firstBackoff
-                state.nextTry = 0
-                counts.uploaded += 1
-                counts.bytes += sent
-            }
-            return (state.failures, state.journal?.backlogCount ?? 0)
-        }
-        if recovered > 0 { log.info("uploads work again", [("failed_tries", .int(recovered))]) }
-        log.info(
-            "clip uploaded",
-            [
-                ("file", .string(file)), ("url", .string(receipt.url)), ("bytes", .int(receipt.bytes)),
-                ("seconds", .seconds(receipt.seconds)), ("waiting", .int(waiting)),
-            ])
-        // MQTT's `uploaded` event, `hooks.on_upload`.
-        control.announce(
-            .clipUploaded(
-                ClipUploaded(
-                    file: file, path: storage.path(file), camera: camera, url: receipt.url, bytes: receipt.bytes,
-                    seconds: seconds, at: at, waiting: waiting)))
-    }
-
-    private func failed(_ file: String, _ problem: String) {
-        let (delay, repeated, failures) = condition.withLock {
-            let delay = state.backoff
-            state.nextTry = Condition.now() + delay
-            state.backoff = min(longestWait, delay * 2)
-            state.failures += 1
-            counts.failures += 1
-            defer { state.lastProblem = problem }
-            return (delay, state.lastProblem == problem, state.failures)
-        }
-        // Each new problem is an error line; the same one again only now and then.
-        if !repeated || failures.isPowerOfTwo {
-            log.error(
-                "upload failed; the clip stays queued and is tried again",
-                [
-                    ("file", .string(file)), ("error", .string(problem)), ("retry_in", .seconds(delay)),
-                    ("failed_tries", .int(failures)),
-                ])
-        }
-    }
-
-    private func timestamp() -> String { ClipRecord.timestamp(wallNow(), timeZone: timeZone) }
+    func timestamp() -> String { ClipRecord.timestamp(wallNow(), timeZone: timeZone) }
 }
 
 /// Uploads cannot be set up at all (libcurl fails to start).
 public struct UploadSetupError: Error, CustomStringConvertible {
     public var description: String
-}
-
-extension Int {
-    fileprivate var isPowerOfTwo: Bool { self > 0 && (self & (self - 1)) == 0 }
 }

@@ -55,6 +55,7 @@ extension WebSite {
             a { color: #05c; }
             .uploaded { color: #060; }
             .waiting { color: #850; }
+            .failed { color: #b00; }
             .days { font-size: 0.9rem; color: #444; margin: 1rem 0; line-height: 1.8; }
             </style>
             </head>
@@ -101,10 +102,18 @@ extension WebSite {
             let time = record.start.count >= 19 ? String(record.start.dropFirst(11).prefix(8)) : record.start
             let cause = record.cause?.rawValue ?? "recovered"
             var upload = ""
-            if let url = queue?.uploads[record.file]?.url {
-                upload = " · <span class=\"uploaded\" title=\"\(MarkupText.escaped(url))\">uploaded</span>"
-            } else if uploading, queue?.waits(record.file) == true {
+            switch queue?.state(of: record.file) {
+            case .uploaded(let uploaded)?:
+                upload =
+                    " · <span class=\"uploaded\" title=\"\(MarkupText.escaped(uploaded.url ?? ""))\">uploaded</span>"
+            case .waiting? where uploading:
                 upload = " · <span class=\"waiting\">upload waiting</span>"
+            case .setAside(let aside)? where uploading:
+                // The server's answer, for the owner to put right (a restart tries it again).
+                upload =
+                    " · <span class=\"failed\" title=\"\(MarkupText.escaped(aside.reason ?? ""))\">upload failed</span>"
+            default:
+                break
             }
             var picture = ""
             if let snapshot = record.snapshot {

@@ -200,14 +200,21 @@ public final class WebSite: Sendable {
         return read.reversed().map { ($0, !storage.exists($0.file)) }
     }
 
-    /// The upload queue (`uploads.jsonl`), when there is one: what is uploaded, what waits.
+    /// The upload queue: what is uploaded, what waits, what was set aside — as the upload sink
+    /// holds it while uploads run (nil until it has read `uploads.jsonl`), else from the file
+    /// (read a piece at a time) when there is one.
     func uploads() -> UploadJournal? {
-        try? UploadJournal.read(from: storage)
+        switch control.uploadQueue {
+        case .read(let queue)?: queue
+        case .reading?: nil
+        case nil: try? UploadJournal.read(from: storage)
+        }
     }
 
     /// `/api/clips`: a JSON array of the journal's lines (docs/events.md says each field),
     /// newest first, with `"deleted": true` for a clip retention removed, and with uploads
-    /// `"uploaded"` (where it is now) or, while uploads run, `"upload_waiting": true`.
+    /// `"uploaded"` (where it is now) or, while uploads run, `"upload_waiting": true` or
+    /// `"upload_failed"` (the server's answer to a clip it refused until it was set aside).
     func clipsJSON() -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -218,10 +225,19 @@ public final class WebSite: Sendable {
             let object = String(decoding: data, as: UTF8.self)
             var added: [String] = []
             if item.deleted { added.append("\"deleted\":true") }
-            if let url = queue?.uploads[item.record.file]?.url, let quoted = try? encoder.encode(url) {
-                added.append("\"uploaded\":" + String(decoding: quoted, as: UTF8.self))
-            } else if uploading, queue?.waits(item.record.file) == true {
+            switch queue?.state(of: item.record.file) {
+            case .uploaded(let upload)?:
+                if let url = upload.url, let quoted = try? encoder.encode(url) {
+                    added.append("\"uploaded\":" + String(decoding: quoted, as: UTF8.self))
+                }
+            case .waiting? where uploading:
                 added.append("\"upload_waiting\":true")
+            case .setAside(let aside)? where uploading:
+                if let quoted = try? encoder.encode(aside.reason ?? "refused by the server") {
+                    added.append("\"upload_failed\":" + String(decoding: quoted, as: UTF8.self))
+                }
+            default:
+                break
             }
             guard !added.isEmpty, object.hasPrefix("{") else { return object }
             return "{" + added.joined(separator: ",") + "," + object.dropFirst()

@@ -14,7 +14,8 @@ enum ClipsCommand: Command {
         Reads storage.path/events.jsonl and prints one line per clip: when it starts, how long
         it is, the motion score, and its file (marked "deleted" once retention removed it,
         "damaged" for a clip the agent could not repair and moved aside as NAME.mov.damaged),
-        and with uploads whether it is uploaded or waits (storage.path/uploads.jsonl).
+        and with uploads whether it is uploaded, waits, or failed — the server refused it
+        again and again and the agent set it aside until it restarts (storage.path/uploads.jsonl).
         A damaged line (a full disk can tear one) is said, and the lines in it and after it
         are still read. Clips on disk that have no line — the agent was stopped before it
         wrote it, or the line was lost — are listed too, from their movie files, marked
@@ -86,7 +87,13 @@ enum ClipsCommand: Command {
         let queue = uploads ?? UploadJournal()
         func upload(_ file: String) -> String {
             guard uploading else { return "" }
-            let state = queue.uploads[file] != nil ? "uploaded" : queue.waits(file) ? "waiting" : "-"
+            let state =
+                switch queue.state(of: file) {
+                case .uploaded?: "uploaded"
+                case .waiting?: "waiting"
+                case .setAside?: "failed"
+                case nil: "-"
+                }
             return state.padding(to: 10)
         }
         printOut(
@@ -110,7 +117,11 @@ enum ClipsCommand: Command {
         printOut("\(rebuild.records.count) clip(s) in \(settings.storage.path)")
         if uploading {
             let to = settings.upload.destination.map { " to \($0.display)" } ?? ""
-            printOut("\(queue.uploads.count) uploaded\(to), \(queue.backlogCount) waiting (\(UploadJournal.name))")
+            let failed = queue.setAside.count
+            printOut(
+                "\(queue.uploads.count) uploaded\(to), \(queue.backlogCount) waiting"
+                    + (failed > 0 ? ", \(failed) failed (set aside; the agent tries them again when it restarts)" : "")
+                    + " (\(UploadJournal.name))")
         }
         return .success
     }

@@ -183,7 +183,9 @@ import Testing
         let left = Set(files.filter { $0.hasSuffix(".mov") })
         #expect(Set(queue.backlog) == left, "waiting \(queue.backlog), on the disk \(left)")
         #expect(queue.uploads.isEmpty)
-        let forgotten = queue.records.filter { $0.deleted != nil }
+        let forgotten = UploadJournal.records(
+            in: ((try? DiskStorage(root: storage).read(UploadJournal.name)) ?? nil) ?? []
+        ).filter { $0.deleted != nil }
         #expect(Set(forgotten.compactMap(\.deleted)) == Set(lostFiles), "\(forgotten)")
         #expect(forgotten.allSatisfy { $0.reason?.contains("before its upload") == true }, "\(forgotten)")
         print(

@@ -12,7 +12,7 @@ extension RetentionPolicyTests {
             clip("a", ageDays: 90, mb: 10), clip("b", ageDays: 60, mb: 10), clip("c", ageDays: 40, mb: 10),
             clip("d", ageDays: 1, mb: 10),
         ]
-        let waiting: Set = ["a", "c"]
+        let waiting: UploadHold = ["a", "c"]
         for policy in [
             RetentionPolicy(maxAgeDays: 30, maxSize: nil, minFree: 0),
             RetentionPolicy(maxAgeDays: nil, maxSize: 5 << 20, minFree: 0),
@@ -119,6 +119,6 @@ extension RetentionPolicyTests {
         let compacted = UploadJournal(text(journal.compacted))
         #expect(compacted.backlog == journal.backlog)
         #expect(compacted.uploads == journal.uploads)
-        #expect(compacted.records.count == 200 && !compacted.wantsCompacting)
+        #expect(compacted.lines == 200 && !compacted.wantsCompacting)
     }
 }

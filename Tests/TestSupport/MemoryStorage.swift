@@ -46,6 +46,8 @@ public final class MemoryStorage: ClipStorage, Sendable {
         /// Movie files being written (refused to repair).
         var writing: Set<String> = []
         var claimed = false
+        /// How many times each file was opened to be read (`read`, `readMovie`).
+        var reads: [String: Int] = [:]
         var used: Int64 { files.values.reduce(disk.otherData) { $0 + Int64($1.bytes.count) } }
     }
 
@@ -110,6 +112,21 @@ public final class MemoryStorage: ClipStorage, Sendable {
     /// Every regular file's name, sorted.
     public var fileNames: [String] {
         state.withLock { $0.files.filter { $0.value.isRegular }.keys.sorted() }
+    }
+
+    /// How many times `relativePath` was opened to be read, whole (`read`) or piece by piece
+    /// (`readMovie`).
+    public func reads(of relativePath: String) -> Int {
+        state.withLock { $0.reads[relativePath] ?? 0 }
+    }
+
+    /// What a kill leaves: a storage with every file as it is now (the files the storage has,
+    /// not what a writer still holds), on a disk of the same size.
+    public func copy() -> MemoryStorage {
+        let copy = MemoryStorage(root: root, capacity: self.capacity, now: self.now)
+        let files = state.withLock { $0.files }
+        copy.state.withLock { $0.files = files }
+        return copy
     }
 
     /// The time a file was last written.
@@ -193,6 +210,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
 
     public func readMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
         try refuseToOpenWhatIsNotAFile(relativePath)
+        state.withLock { $0.reads[relativePath, default: 0] += 1 }
         return MemoryMovieFile(storage: self, relativePath: relativePath, readOnly: true)
     }
 
@@ -241,11 +259,17 @@ public final class MemoryStorage: ClipStorage, Sendable {
 
     public func read(_ relativePath: String) throws(FileError) -> [UInt8]? {
         try refuseSpecial(relativePath, "read")
+        state.withLock { $0.reads[relativePath, default: 0] += 1 }
         return contents(relativePath)
     }
 
     /// A name that is not a regular file is refused, as `DiskStorage` refuses it (unopened).
     private func refuseSpecial(_ relativePath: String, _ operation: String) throws(FileError) {
+        if state.withLock({ $0.files[relativePath]?.isLink == true }), operation == "read" || operation == "open" {
+            throw FileError(
+                path: path(relativePath), operation: operation, reason: "it is a symbolic link; refusing to follow it",
+                isNotRegularFile: true)
+        }
         if let what = special(relativePath) {
             throw FileError(
                 path: path(relativePath), operation: operation,

@@ -1,0 +1,67 @@
+import Foundation
+import Media
+import Recorder
+import Storage
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `vigil run` with an upload queue grown to 60 MB (a board that uploaded for years without a
+/// restart), the server out of reach: the queue is read off the recording path, a line at a
+/// time, so memory stays bounded, every clip starts with its pre-roll, and a stop is prompt.
+@Suite struct UploadQueueTests {
+    @Test func aQueueOf60MBKeepsMemoryBoundedAndClipsWhole() throws {
+        let dir = try TemporaryDirectory("vigil-fault-queue")
+        defer { dir.remove() }
+        let storage = dir.file("clips")
+        try FileManager.default.createDirectory(atPath: storage, withIntermediateDirectories: true)
+        let queue = UploadQueues.large(bytes: 60 << 20, camera: "yard")
+        #expect(FileManager.default.createFile(atPath: storage + "/uploads.jsonl", contents: Data(queue)))
+        let footage = try writeFootage(
+            scene(seconds: 24, objects: [crossing(3, 6), crossing(13, 16)]), to: dir.file("scene.y4m"))
+        try "AKIDEXAMPLE\n".write(toFile: dir.file("access"), atomically: true, encoding: .utf8)
+        try "not-a-real-secret\n".write(toFile: dir.file("secret"), atomically: true, encoding: .utf8)
+        // A port nothing answers on (bound, never listening).
+        let (unanswered, nobody) = try #require(loopbackSocket(listening: false))
+        defer { close(unanswered) }
+        let agent = try AgentProcess(
+            config: writeConfig(
+                dir.file("vigil.conf"), footage: footage, storage: storage, realtime: true,
+                extra: """
+                    upload = {
+                      url = "s3://clips/fleet"; endpoint = "http://127.0.0.1:\(nobody)";
+                      access_key_file = "access"; secret_key_file = "secret";
+                    };
+                    """))
+        let secondClip = agent.waitFor("msg=\"clip saved\"", skip: 1, timeout: 300)
+        #expect(secondClip != nil, "\(agent.output)")
+        #expect(agent.waitFor("msg=\"uploading clips\"", timeout: 300) != nil, "the queue was read: \(agent.output)")
+        let peak = Self.peakResidentKB(agent.pid)
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 120) == 0, "\(agent.output)")
+        // The peak resident memory: the agent's own, not the queue's 60 MB many times over.
+        print("a queue of 60 MB: peak resident \((peak ?? 0) >> 10) MB")
+        #expect(peak.map { $0 < 200 << 10 } == true, "peak resident \(String(describing: peak)) kB")
+        // Every clip begins with its pre-roll (1 s): nothing on the recording path waited for the queue.
+        let records = try EventsJournal(storage: DiskStorage(root: storage)).records().records
+        #expect(records.count == 2, "\(records)")
+        for record in records {
+            let start = try #require(ClipRecord.date(fromTimestamp: record.start))
+            let trigger = try #require(record.triggerTime.flatMap(ClipRecord.date(fromTimestamp:)))
+            #expect(trigger.timeIntervalSince(start) > 0.5, "\(record.file) starts at its trigger: \(record)")
+        }
+        let size = (try FileManager.default.attributesOfItem(atPath: storage + "/uploads.jsonl")[.size] as? Int) ?? 0
+        #expect(size < 1 << 20, "the queue is written anew, small: \(size) bytes")
+    }
+
+    /// The highest resident memory of a running process so far (VmHWM, kB).
+    static func peakResidentKB(_ pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return nil }
+        return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+    }
+}
