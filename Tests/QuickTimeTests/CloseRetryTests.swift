@@ -6,43 +6,6 @@ import Testing
 
 @testable import QuickTime
 
-/// A file output on which one operation — the `failAt`-th, counting from 0 — finds the disk
-/// full once, leaving nothing of itself (as `FileMovieOutput`'s failed append does).
-final class FullOnceOutput: MovieOutput {
-    let inner: FileMovieOutput
-    var operations = 0
-    let failAt: Int
-
-    init(_ inner: FileMovieOutput, failAt: Int) {
-        self.inner = inner
-        self.failAt = failAt
-    }
-
-    var length: UInt64 { inner.length }
-
-    private func step() throws(FileError) {
-        defer { operations += 1 }
-        if operations == failAt {
-            throw FileError(
-                path: inner.path, operation: "write", reason: "no space left on the device", isOutOfSpace: true)
-        }
-    }
-
-    func append(_ bytes: [UInt8]) throws(FileError) {
-        try step()
-        try inner.append(bytes)
-    }
-    func overwrite(at offset: UInt64, with bytes: [UInt8]) throws(FileError) {
-        try step()
-        try inner.overwrite(at: offset, with: bytes)
-    }
-    func synchronize() throws(FileError) {
-        try step()
-        try inner.synchronize()
-    }
-    func close() throws(FileError) { try inner.close() }
-}
-
 /// A close that finds the disk full (the agent then frees room and closes again) writes
 /// nothing twice: whichever of its writes failed — the last GOP's fragment, the index, a sync,
 /// the hiding of a fragment or of the header — the next close makes the same movie, byte for
@@ -53,12 +16,13 @@ final class FullOnceOutput: MovieOutput {
     /// the operations made before the last GOP, and whether a close failed.
     static func write(
         _ path: String, failAt: Int
-    ) throws -> (output: FullOnceOutput, beforeLast: Int, closeFailed: Bool) {
+    ) throws -> (output: FailingOutput, beforeLast: Int, closeFailed: Bool) {
         let s = try Fixture.h264()
         let gops = s.gops(count: s.samples.count) {
             Timestamp(nanoseconds: 5_000_000_000 + Int64($0) * 1_000_000_000 / 30)
         }
-        let output = FullOnceOutput(try FileMovieOutput(creating: path), failAt: failAt)
+        let output = FailingOutput(try FileMovieOutput(creating: path))
+        output.fullOnce(at: failAt)
         let writer = try MovieWriter(output: output, path: path, description: Fixture.description(s))
         for gop in gops.dropLast() {
             try writer.append(gop)

@@ -87,9 +87,9 @@ final class ReadOnlyFile: MovieFile {
         var files: [String] = []
         for step in 1...40 {
             let path = Fixture.directory.file("contents-close-\(step).mov")
-            let output = StoppingOutput(try FileMovieOutput(creating: path))
+            let output = FailingOutput(try FileMovieOutput(creating: path))
             let (writer, open) = try SmallFixture.write(to: output, path: path, close: false)
-            output.stopAfter = output.operations + step
+            output.stop(from: output.operations + step)
             files.append(path)
             do {
                 try writer.append(try #require(open))

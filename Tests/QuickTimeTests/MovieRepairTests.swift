@@ -196,9 +196,9 @@ extension Collection {
         while true {
             step += 1
             let path = Fixture.directory.file("close-\(step).mov")
-            let output = StoppingOutput(try FileMovieOutput(creating: path))
+            let output = FailingOutput(try FileMovieOutput(creating: path))
             let (writer, open) = try SmallFixture.write(to: output, path: path, close: false)
-            output.stopAfter = output.operations + step
+            output.stop(from: output.operations + step)
             do {
                 // What the agent does at the end of a clip: the last GOP, then the close.
                 try writer.append(try #require(open))
@@ -321,22 +321,38 @@ extension Collection {
     }
 }
 
-/// A file output that stops working after a set number of operations, the way a killed
-/// process or a power cut stops a close part-way.
-final class StoppingOutput: MovieOutput {
+/// A file output whose operations (numbered from 0, appends, overwrites and syncs alike) fail
+/// as the test says: all from one on, the way a killed process or a power cut stops a close
+/// part-way (`stop(from:)`), or one alone finding the disk full (`fullOnce(at:)`). A failed
+/// operation leaves nothing of itself, as `FileMovieOutput`'s failed append does.
+final class FailingOutput: MovieOutput {
     let inner: FileMovieOutput
-    var operations = 0
-    var stopAfter = Int.max
+    private(set) var operations = 0
+    private var failure: (Int) -> FileError? = { _ in nil }
 
     init(_ inner: FileMovieOutput) { self.inner = inner }
+
+    /// Every operation from `first` on fails.
+    func stop(from first: Int) {
+        failure = { [path = inner.path] in
+            $0 >= first ? FileError(path: path, operation: "write", reason: "stopped for the test") : nil
+        }
+    }
+
+    /// Operation `operation` finds the disk full; the others go through.
+    func fullOnce(at operation: Int) {
+        failure = { [path = inner.path] in
+            $0 == operation
+                ? FileError(path: path, operation: "write", reason: "no space left on the device", isOutOfSpace: true)
+                : nil
+        }
+    }
 
     var length: UInt64 { inner.length }
 
     private func step() throws(FileError) {
-        operations += 1
-        if operations > stopAfter {
-            throw FileError(path: inner.path, operation: "write", reason: "stopped for the test")
-        }
+        defer { operations += 1 }
+        if let error = failure(operations) { throw error }
     }
 
     func append(_ bytes: [UInt8]) throws(FileError) {
