@@ -2,8 +2,9 @@
 import PackageDescription
 
 // Pure-Swift modules (Media, QuickTime, MotionDetection, Analysis, Recorder) import no C module.
-// Adapters (POSIX, V4L2, H264, Capture, Configuration, Storage, Snapshot, Overlay) reach C only through the C* system
-// libraries or Glibc, with `internal import`, so no C type can appear in a public signature.
+// Adapters (POSIX, V4L2, H264, Capture, Configuration, Storage, Snapshot, Overlay, MQTT, Web, Upload) reach C only
+// through the C* system libraries or Glibc, with `internal import`, so no C type can appear in a public signature.
+// Agent, MQTT, Web, Upload and `vigil` import no Glibc: the operating system is POSIX's (`make lint` checks all this).
 // Nothing the `vigil` product links imports Foundation: FoundationEssentials only, so the
 // binary carries neither ICU nor CoreFoundation.
 // VIGIL_NO_LIBCAMERA_PLUGIN=1 leaves the libcamera plugin out of the package: the aarch64 test
@@ -49,9 +50,10 @@ let package = Package(
 
         // Adapters.
         // The operating system at the edge: errors, retrying interrupted calls, file descriptors
-        // that close themselves, Unix sockets, threads and conditions, signals, sd_notify,
+        // that close themselves, the durable file replace, Unix sockets and the web server's TCP
+        // socket, threads (their signal masks and priority) and conditions, signals, sd_notify,
         // posix_spawn, the system time zone.
-        .target(name: "POSIX"),
+        .target(name: "POSIX", dependencies: ["CLinux"]),
         // V4L2 devices, for the cameras and the hardware encoder alike: the node, its
         // capabilities, its memory-mapped buffers, and what each call's errors mean.
         .target(name: "V4L2", dependencies: ["Media", "POSIX", "CV4L2"]),
@@ -100,7 +102,7 @@ let package = Package(
         .target(
             name: "Upload",
             dependencies: [
-                "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CCurl", "CLinux",
+                "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CCurl",
             ]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(

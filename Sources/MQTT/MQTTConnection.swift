@@ -1,6 +1,5 @@
 internal import CMosquitto
 import FoundationEssentials
-internal import Glibc
 import Logging
 import Media
 internal import POSIX
@@ -20,10 +19,9 @@ extension MQTTSink {
     func run() {
         // Signals are the agent's: SIGTERM or SIGHUP taken here would end the process before
         // the clip is finished, and a SIGPIPE from a TLS write must not end it either.
-        var all = sigset_t()
-        sigfillset(&all)
-        pthread_sigmask(SIG_SETMASK, &all, nil)
+        Signals.blockAllInThisThread()
         while true {
+            defer { changed.ring() }
             let step = state.withLock { state in nextStep(&state, at: Self.now()) }
             switch step {
             case .stop(let goodbye, let deadline):
@@ -34,12 +32,12 @@ extension MQTTSink {
             case .connect(let first):
                 // The name lookup (and a TLS set-up) happen here: on this thread, never the
                 // agent's. The TCP connection is made without waiting; `service` sees it through.
-                errno = 0
+                SystemError.clearCurrent()
                 let rc =
                     first
                     ? mosquitto_connect_async(client, settings.host, Int32(settings.port), Int32(settings.keepalive))
                     : mosquitto_reconnect_async(client)
-                let code = errno
+                let code = SystemError.current.code
                 state.withLock { state in
                     if rc == MOSQ_ERR_SUCCESS.rawValue {
                         state.link = .connecting(since: Self.now())
@@ -49,7 +47,7 @@ extension MQTTSink {
                 }
             case .service:
                 let rc = mosquitto_loop(client, Int32(Self.tick * 1000), 1)
-                let code = errno
+                let code = SystemError.current.code
                 if rc != MOSQ_ERR_SUCCESS.rawValue && mosquitto_socket(client) < 0 {
                     // A failure no callback reported (a TLS handshake refused, say).
                     state.withLock { state in
@@ -104,7 +102,7 @@ extension MQTTSink {
     /// the sink goes), and the broker says the last will, `offline`, once it sees it closed.
     func leave() {
         let socket = mosquitto_socket(client)
-        if socket >= 0 { shutdown(socket, Int32(SHUT_RDWR)) }
+        if socket >= 0 { try? FileDescriptor(unowned: socket).shutdownConnection() }
     }
 
     /// A try failed or the connection was lost: say so as `BrokerRetry` says, and wait.
@@ -151,7 +149,7 @@ extension MQTTSink {
         case MOSQ_ERR_ERRNO.rawValue:
             return code == 0 ? "the connection failed" : SystemError(code).text
         case MOSQ_ERR_EAI.rawValue:
-            return "\(settings.host) does not resolve: \(String(cString: gai_strerror(code)))"
+            return "\(settings.host) does not resolve: \(HostName.lookupErrorText(code))"
         case MOSQ_ERR_KEEPALIVE.rawValue:
             return connecting
                 ? "no answer within \(settings.keepalive) s (mqtt.keepalive) — is the broker up, and is it the right port?"

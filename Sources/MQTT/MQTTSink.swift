@@ -3,7 +3,6 @@ internal import CMosquitto
 import Capture
 import Configuration
 import FoundationEssentials
-internal import Glibc
 import Logging
 import Media
 internal import POSIX
@@ -82,6 +81,10 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     let libraryError = Mutex<String?>(nil)
     /// Set by `finish`: the connection thread ends.
     let stopAsked = Event()
+    /// Rung when what `finish` waits for may have changed: by the connection thread after each
+    /// step (a packet read or written, an acknowledgement, a connection made or lost), and by
+    /// `handle` after it queued.
+    let changed = StopToken()
     /// Set by the connection thread when it ends.
     let loopEnded = Event()
 
@@ -154,7 +157,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         self.log = log.with(("component", "mqtt"))
         mosquitto_lib_init()
         guard let client = mosquitto_new(clientID, true, nil) else {
-            throw MQTTError(description: "cannot make an MQTT client: \(String(cString: strerror(errno)))")
+            throw MQTTError(description: "cannot make an MQTT client: \(SystemError.current.text)")
         }
         self.client = client
         state = Mutex(State(messages: messages))
@@ -187,7 +190,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             Unmanaged<MQTTSink>.fromOpaque(object).takeUnretainedValue().connected(rc)
         }
         mosquitto_disconnect_callback_set(client) { _, object, rc in
-            let code = errno
+            let code = SystemError.current.code
             guard let object else { return }
             Unmanaged<MQTTSink>.fromOpaque(object).takeUnretainedValue().disconnected(rc, errno: code)
         }
@@ -252,6 +255,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             }
             drainIfInOrder(&state)
         }
+        changed.ring()
     }
 
     /// Delivers what it can within `deliverSeconds`, says `offline`, and lets go: within
@@ -261,7 +265,9 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         func settled() -> Bool {
             state.withLock { $0.connected && $0.announced && $0.queue.isEmpty && $0.inflight.isEmpty }
         }
-        while !settled() && Self.now() < start + Self.deliverSeconds { usleep(20_000) }
+        while !settled() && Self.now() < start + Self.deliverSeconds {
+            changed.wait(seconds: start + Self.deliverSeconds - Self.now())
+        }
         let left = state.withLock { state -> Int in
             state.finished = true
             if state.connected { publish(topics.availabilityMessage(online: false), &state) }
@@ -269,7 +275,9 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         }
         // `offline` acknowledged, or no answer in time.
         let offlineBy = start + Self.finishSeconds - 0.3
-        while !state.withLock({ $0.inflight.isEmpty || !$0.connected }) && Self.now() < offlineBy { usleep(20_000) }
+        while !state.withLock({ $0.inflight.isEmpty || !$0.connected }) && Self.now() < offlineBy {
+            changed.wait(seconds: offlineBy - Self.now())
+        }
         let unacknowledged = state.withLock { state -> Int in
             sayBadCommands(&state, at: nil)
             state.stopping = true

@@ -35,7 +35,8 @@ public struct FileDescriptor: ~Copyable, Sendable {
     }
 
     /// A descriptor the process owns rather than this value, never closed through it:
-    /// standard output (1) and standard error (2).
+    /// standard input (0), output (1) and error (2), or a socket a library holds (a
+    /// connection of libmicrohttpd's or libmosquitto's).
     public init(unowned rawValue: Int32) {
         self.rawValue = rawValue
         self.closing = nil
@@ -63,6 +64,20 @@ public struct FileDescriptor: ~Copyable, Sendable {
         discard self
         guard let closing, closing(rawValue) != 0 else { return }
         throw .current
+    }
+
+    /// Hands the descriptor over to whoever closes it from now on (a library that takes it,
+    /// such as libmicrohttpd its listening socket or a file it sends): it is not closed here.
+    public consuming func release() -> Int32 {
+        let rawValue = self.rawValue
+        discard self
+        return rawValue
+    }
+
+    /// A second descriptor for the same open file (`F_DUPFD_CLOEXEC`), owned and closed on its
+    /// own: for a library that closes what it is given while this one stays open.
+    public func duplicate() throws(SystemError) -> FileDescriptor {
+        FileDescriptor(adopting: try retryOnInterrupt { fcntl(rawValue, F_DUPFD_CLOEXEC, 0) })
     }
 
     /// How it is opened for reading and writing.

@@ -43,6 +43,15 @@ public enum Signals {
         pthread_sigmask(SIG_BLOCK, &s, nil)
     }
 
+    /// Blocks every signal in the calling thread (and the threads it starts): for a thread of a
+    /// library's that must never take one — the agent's signals are for the signal thread, and
+    /// a SIGPIPE from a write on a closed TLS connection must not end the process.
+    public static func blockAllInThisThread() {
+        var all = sigset_t()
+        sigfillset(&all)
+        pthread_sigmask(SIG_SETMASK, &all, nil)
+    }
+
     /// Starts the thread that waits for the signals (`sigwait`) and passes each to `handler`.
     public static func startWaiting(_ handler: @escaping @Sendable (Taken) -> Void) {
         startEssentialThread("signals") {

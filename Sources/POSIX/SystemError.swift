@@ -10,8 +10,12 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public init(_ code: Int32) { self.code = code }
 
-    /// The error the last failed call on this thread left in `errno`.
-    static var current: SystemError { SystemError(errno) }
+    /// The error the last failed call on this thread left in `errno` — a C library's own calls
+    /// (libmosquitto's) too; code 0 when none failed since `clearCurrent()`.
+    public static var current: SystemError { SystemError(errno) }
+
+    /// Sets `errno` to 0, so that `current` after a call tells whether that call set one.
+    public static func clearCurrent() { errno = 0 }
 
     /// The C library's words for it (`strerror`): "No space left on device".
     public var text: String { String(cString: strerror(code)) }
@@ -39,6 +43,10 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What a caller throws when an entry is not the regular file it must be (EFTYPE has no
     /// Linux number; EISDIR stands in, and callers give their own words).
     public static let notARegularFile = SystemError(EISDIR)
+    /// Another socket is bound to the address and port (EADDRINUSE).
+    public var isAddressInUse: Bool { code == EADDRINUSE }
+    /// The address is not one of this machine's (EADDRNOTAVAIL).
+    public var isAddressNotAvailable: Bool { code == EADDRNOTAVAIL }
     /// Something already has the name (EEXIST).
     public var alreadyExists: Bool { code == EEXIST }
     /// What a caller throws when a name it must not replace is taken (EEXIST).
@@ -51,15 +59,27 @@ public struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
         ENOTTY: "ENOTTY", ENOSPC: "ENOSPC", EPIPE: "EPIPE", ERANGE: "ERANGE", ESTRPIPE: "ESTRPIPE",
         ENOLINK: "ENOLINK", ETIMEDOUT: "ETIMEDOUT", ELOOP: "ELOOP", ENAMETOOLONG: "ENAMETOOLONG",
         EOPNOTSUPP: "EOPNOTSUPP", ESHUTDOWN: "ESHUTDOWN", ECONNREFUSED: "ECONNREFUSED", EADDRINUSE: "EADDRINUSE",
-        EROFS: "EROFS",
+        EADDRNOTAVAIL: "EADDRNOTAVAIL", EROFS: "EROFS",
     ]
 }
 
-/// The process's own id.
+/// The process itself: its id, the user it runs as, its open-file limit, its end.
 public enum ProcessID {
     public static var current: Int32 { getpid() }
     /// True when the process runs as root (its effective user).
     public static var isRoot: Bool { geteuid() == 0 }
     /// The user the process runs as (its effective user id).
     public static var userID: UInt32 { geteuid() }
+    /// How many descriptors the process may have open (RLIMIT_NOFILE's soft limit); nil when
+    /// there is no limit or it cannot be read.
+    public static var openFileLimit: Int? {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max
+        else { return nil }
+        return Int(clamping: limit.rlim_cur)
+    }
+
+    /// Ends the process with `status` (`exit`: standard output is flushed, as at the end of
+    /// `main`).
+    public static func exit(_ status: Int32) -> Never { Glibc.exit(status) }
 }

@@ -1,3 +1,4 @@
+internal import CLinux
 internal import Glibc
 
 /// A mutex with a condition variable, whose timed waits run on the monotonic clock (a board
@@ -107,6 +108,16 @@ public func startEssentialThread(_ name: String, _ body: @escaping @Sendable () 
     do { try startDetachedThread(name, body) } catch {
         _ = try? FileDescriptor(unowned: 2).writeAll("vigil: \(error.description)\n")
         exit(71)  // EX_OSERR
+    }
+}
+
+/// A thread's priority, for a thread whose work must never slow the recording (uploads).
+public enum ThreadPriority {
+    /// The calling thread (not the process) yields to the others: its I/O at the lowest
+    /// best-effort priority (`ioprio_set`, best-effort level 7) and its CPU at nice 10. Throws
+    /// the error of the call that failed; the thread then goes on at the priority it had.
+    public static func lowerForThisThread() throws(SystemError) {
+        guard vigil_thread_background() == 0 else { throw .current }
     }
 }
 

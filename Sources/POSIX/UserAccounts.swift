@@ -8,6 +8,11 @@ public enum UserAccounts {
         lookUpUser { getpwnam_r(name, &$0, $1, $2, &$3) }.map(\.id)
     }
 
+    /// The user `name` and its primary group, as a file's owner; nil when there is no such user.
+    public static func owner(named name: String) -> FileOwner? {
+        lookUpUser { getpwnam_r(name, &$0, $1, $2, &$3) }.map { FileOwner(user: $0.id, group: $0.group) }
+    }
+
     /// The name of user `id`; nil when it has none.
     public static func userName(of id: UInt32) -> String? {
         lookUpUser { getpwuid_r(id, &$0, $1, $2, &$3) }.map(\.name)
@@ -28,7 +33,7 @@ public enum UserAccounts {
 
     private static func lookUpUser(
         _ call: (inout passwd, UnsafeMutablePointer<CChar>, Int, inout UnsafeMutablePointer<passwd>?) -> Int32
-    ) -> (id: UInt32, name: String)? {
+    ) -> (id: UInt32, group: UInt32, name: String)? {
         var entry = passwd()
         var found: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: bufferSize)
@@ -37,6 +42,6 @@ public enum UserAccounts {
             return call(&entry, base, b.count, &found)
         }
         guard result == 0, found != nil, let name = entry.pw_name else { return nil }
-        return (entry.pw_uid, String(cString: name))
+        return (entry.pw_uid, entry.pw_gid, String(cString: name))
     }
 }

@@ -181,29 +181,18 @@ public final class DiskStorage: ClipStorage {
         }
     }
 
-    /// Replaces the file at once: written beside it (`NAME.new`, `replacementSuffix`), synced, renamed over it, the
-    /// rename synced — a crash leaves the old file or the new one, never a mix.
+    /// Replaces the file at once (POSIX's durable replace): written beside it (`NAME.new`,
+    /// `replacementSuffix`), synced, renamed over it, the rename synced — a crash leaves the old
+    /// file or the new one, never a mix.
     public func replace(_ relativePath: String, with bytes: [UInt8]) throws(FileError) {
         try inParent(of: relativePath, "replace") { directory, name throws(SystemError) in
-            let temporary = name + replacementSuffix
-            try? directory.removeFile(named: temporary)  // left by a crash
             // The new file keeps the old one's owner: rewritten by root (`sudo vigil clips
             // --rescan`), the journal must stay the agent's to append to.
             let old = try? directory.status(ofEntry: name)
-            do throws(SystemError) {
-                let file = try directory.openFile(named: temporary, .writeOnly, options: [.create, .exclusive])
-                if let old, old.kind == .regular, ProcessID.isRoot {
-                    try file.changeOwner(to: old.owner, group: old.group)
-                }
-                try file.writeAll(bytes)
-                try file.synchronize()
-                try file.close()
-                try directory.rename(named: temporary, to: name)
-                try directory.synchronize()
-            } catch {
-                try? directory.removeFile(named: temporary)
-                throw error
+            let owner = old.flatMap {
+                $0.kind == .regular && ProcessID.isRoot ? FileOwner(user: $0.owner, group: $0.group) : nil
             }
+            try directory.replaceFile(named: name, with: bytes, temporary: name + replacementSuffix, owner: owner)
         }
     }
 

@@ -20,18 +20,11 @@ public func writeFile(bytes: [UInt8], to path: String) throws(FileError) {
     try replaceFile(at: path, with: bytes, operation: "write")
 }
 
-/// Replaces the file at `path` with `bytes` at once: written beside it (`PATH.new`), synced,
-/// renamed over it, so that a crash leaves the old file or the new one, never a mix.
+/// Replaces the file at `path` with `bytes` at once (POSIX's durable replace): written beside
+/// it (`PATH.new`), synced, renamed over it, so that a crash leaves the old file or the new
+/// one, never a mix.
 func replaceFile(at path: String, with bytes: [UInt8], operation: String) throws(FileError) {
-    let temporary = path + ".new"
-    do {
-        let file = try FileDescriptor(opening: temporary, .writeOnly, options: [.create, .truncate])
-        try file.writeAll(bytes)
-        try file.synchronize()
-        try file.close()
-        try Paths.rename(temporary, to: path)
-    } catch {
-        try? Paths.removeFile(temporary)
+    do { try Paths.replaceFile(path, with: bytes) } catch {
         throw FileError(path: path, operation: operation, error)
     }
 }

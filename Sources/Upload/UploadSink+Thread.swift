@@ -1,7 +1,5 @@
 import Agent
-internal import CLinux
 import FoundationEssentials
-internal import Glibc
 import Logging
 import Media
 import POSIX
@@ -21,8 +19,8 @@ extension UploadSink {
 
     func run(on storage: any ClipStorage) {
         // Recording first: the thread's reads and its CPU (MD5, TLS) yield to the agent's.
-        if vigil_thread_background() != 0 {
-            log.debug("the upload thread's priority could not be lowered", [("errno", .int(errno))])
+        do { try ThreadPriority.lowerForThisThread() } catch {
+            log.debug("the upload thread's priority could not be lowered", [("error", .string(error.description))])
         }
         guard let (journal, movedTo) = load(storage) else { return }
         // A new queue: written whole, with what was queued again and what could not be written.

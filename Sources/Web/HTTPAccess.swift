@@ -1,8 +1,8 @@
 internal import CMicroHTTPD
 import Configuration
-internal import Glibc
 import Logging
 import Media
+import POSIX
 
 // Who may reach the server, decided when a request's headers are in, before its body is read
 // and before the handler sees it, on the server's polling thread (nothing here waits):
@@ -145,20 +145,7 @@ private func header(_ connection: OpaquePointer?, _ name: String) -> String? {
 /// The address the request came from.
 private func clientAddress(_ connection: OpaquePointer?) -> ClientAddress? {
     guard let connection, let address = vigil_mhd_client_address(connection) else { return nil }
-    switch Int32(address.pointee.sa_family) {
-    case AF_INET:
-        return address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { v4 in
-            var bytes = v4.pointee.sin_addr
-            return ClientAddress(bytes: withUnsafeBytes(of: &bytes) { Array($0) })
-        }
-    case AF_INET6:
-        return address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { v6 in
-            var bytes = v6.pointee.sin6_addr
-            return ClientAddress(bytes: withUnsafeBytes(of: &bytes) { Array($0) })
-        }
-    default:
-        return nil
-    }
+    return NumericAddress.bytes(ofSocketAddress: UnsafeRawPointer(address)).flatMap { ClientAddress(bytes: $0) }
 }
 
 /// The token of `Authorization: Bearer TOKEN`; nil for another scheme.

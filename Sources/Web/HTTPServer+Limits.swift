@@ -1,5 +1,3 @@
-internal import Glibc
-
 // What the server's limits cost in file descriptors, and what it answers beyond its streams.
 
 extension HTTPServer.Limits {
@@ -32,16 +30,6 @@ extension HTTPServer.Limits {
         }
         fitted.streams = max(1, min(streams, fitted.connections / 4))
         return (fitted, lowered)
-    }
-}
-
-extension HTTPServer {
-    /// How many descriptors this process may open (RLIMIT_NOFILE's soft limit); nil when unknown.
-    static func openFiles() -> Int? {
-        var limit = rlimit()
-        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max
-        else { return nil }
-        return Int(clamping: limit.rlim_cur)
     }
 }
 

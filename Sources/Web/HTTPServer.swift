@@ -1,6 +1,5 @@
 internal import CMicroHTTPD
 import Configuration
-internal import Glibc
 import Logging
 import Media
 import POSIX
@@ -91,8 +90,8 @@ public final class HTTPServer: Sendable {
         }
         let socket = try Self.listen(address: address, port: port)
         self.address = address
-        self.port = socket.port
-        let openFiles = Self.openFiles()
+        self.port = (try? socket.localPort()) ?? port
+        let openFiles = ProcessID.openFileLimit
         let fitted = limits.fitted(openFiles: openFiles)
         let limits = fitted.limits
         self.limits = limits
@@ -104,18 +103,19 @@ public final class HTTPServer: Sendable {
         let opaque = Unmanaged.passUnretained(context).toOpaque()
         guard
             let started = vigil_mhd_start(
-                socket.descriptor, accessHandler, opaque, requestCompleted, opaque, connectionNotified, opaque,
+                socket.rawValue, accessHandler, opaque, requestCompleted, opaque, connectionNotified, opaque,
                 UInt32(limits.connections + limits.spareConnections), UInt32(limits.connectionsPerAddress),
                 UInt32(limits.idleSeconds), limits.requestMemory, Context.randomSize, context.random,
-                context.tlsCertificate, context.tlsKey)
+                context.tlsCertificate?.pointer, context.tlsKey?.pointer)
         else {
-            close(socket.descriptor)
             throw HTTPServerError(
                 description: tls == nil
-                    ? "the web server on \(Self.endpoint(address, socket.port)) could not start its thread (libmicrohttpd refused: out of memory or threads?)"
-                    : "the web server on \(Self.endpoint(address, socket.port)) could not start: GnuTLS refused its certificate and key (web.tls_cert_file, web.tls_key_file) — is the key the certificate's own? (openssl x509 -noout -pubkey -in CERT and openssl pkey -pubout -in KEY print the same)"
+                    ? "the web server on \(Self.endpoint(address, self.port)) could not start its thread (libmicrohttpd refused: out of memory or threads?)"
+                    : "the web server on \(Self.endpoint(address, self.port)) could not start: GnuTLS refused its certificate and key (web.tls_cert_file, web.tls_key_file) — is the key the certificate's own? (openssl x509 -noout -pubkey -in CERT and openssl pkey -pubout -in KEY print the same)"
             )
         }
+        // The daemon closes the listening socket when it stops.
+        _ = socket.release()
         daemon = Mutex(Daemon(pointer: started))
     }
 
@@ -157,9 +157,7 @@ public final class HTTPServer: Sendable {
     public var connectionsOpen: Int { context.room.withLock { $0.connections.count } }
 
     /// `address:port`, with brackets around an IPv6 address.
-    static func endpoint(_ address: String, _ port: Int) -> String {
-        address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)"
-    }
+    static func endpoint(_ address: String, _ port: Int) -> String { TCPListener.endpoint(address, port) }
 
     /// A listening TCP socket on `address` and `port`, close-on-exec, with SO_REUSEADDR (a
     /// restarted agent takes its port back at once) and, for IPv6, IPv6 only. Its queue holds
@@ -169,86 +167,27 @@ public final class HTTPServer: Sendable {
     /// like a slow client, the first to be pushed out).
     static let backlog: Int32 = 1024
 
-    /// A listening TCP socket (`backlog` above) on `address` and `port`.
-    static func listen(address: String, port: Int) throws(HTTPServerError) -> (descriptor: Int32, port: Int) {
-        let said = endpoint(address, port)
-        guard (0...65535).contains(port) else {
-            throw HTTPServerError(description: "web.port \(port) is not a port: give one from 1 to 65535")
-        }
-        var v4 = sockaddr_in()
-        var v6 = sockaddr_in6()
-        let family: Int32
-        if inet_pton(AF_INET, address, &v4.sin_addr) == 1 {
-            family = AF_INET
-            v4.sin_family = sa_family_t(AF_INET)
-            v4.sin_port = UInt16(port).bigEndian
-        } else if inet_pton(AF_INET6, address, &v6.sin6_addr) == 1 {
-            family = AF_INET6
-            v6.sin6_family = sa_family_t(AF_INET6)
-            v6.sin6_port = UInt16(port).bigEndian
-        } else {
-            throw HTTPServerError(
-                description:
+    /// A listening TCP socket (`backlog` above) on `address` and `port`, or why not in the
+    /// settings' words.
+    static func listen(address: String, port: Int) throws(HTTPServerError) -> FileDescriptor {
+        do { return try TCPListener.listen(address: address, port: port, backlog: backlog) } catch {
+            let said = error.endpoint
+            let description =
+                switch error.step {
+                case .notAPort: "web.port \(port) is not a port: give one from 1 to 65535"
+                case .notAnAddress:
                     "web.listen \"\(address)\" is not an IP address: give one such as 127.0.0.1 (this machine only), 0.0.0.0 (every IPv4 address) or :: (every address)"
-            )
-        }
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else {
-            throw HTTPServerError(description: "the web server cannot make a socket for \(said): \(SystemError(errno))")
-        }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        if family == AF_INET6 {
-            setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size))
-        }
-        let bound =
-            family == AF_INET
-            ? withUnsafePointer(to: &v4) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                case .socket(let error): "the web server cannot make a socket for \(said): \(error)"
+                case .bind(let error) where error.isAddressInUse:
+                    "the web server cannot listen on \(said): \(error) — another program (or another agent) listens there: give web.port another number"
+                case .bind(let error) where error.isAddressNotAvailable:
+                    "the web server cannot listen on \(said): \(error) — the address is not one of this machine's: check web.listen"
+                case .bind(let error) where error.isPermissionDenied:
+                    "the web server cannot listen on \(said): \(error) — ports below 1024 need privileges the agent does not have: give web.port 1024 or more"
+                case .bind(let error), .listen(let error): "the web server cannot listen on \(said): \(error)"
                 }
-            }
-            : withUnsafePointer(to: &v6) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-                }
-            }
-        if bound != 0 {
-            let error = SystemError(errno)
-            close(fd)
-            let hint =
-                switch error.code {
-                case EADDRINUSE: " — another program (or another agent) listens there: give web.port another number"
-                case EADDRNOTAVAIL: " — the address is not one of this machine's: check web.listen"
-                case EACCES: " — ports below 1024 need privileges the agent does not have: give web.port 1024 or more"
-                default: ""
-                }
-            throw HTTPServerError(description: "the web server cannot listen on \(said): \(error)\(hint)")
+            throw HTTPServerError(description: description)
         }
-        guard Glibc.listen(fd, Self.backlog) == 0 else {
-            let error = SystemError(errno)
-            close(fd)
-            throw HTTPServerError(description: "the web server cannot listen on \(said): \(error)")
-        }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let named = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        var actual = port
-        if named == 0 {
-            actual = withUnsafePointer(to: &storage) { p -> Int in
-                if family == AF_INET {
-                    return p.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-                        Int(UInt16(bigEndian: $0.pointee.sin_port))
-                    }
-                }
-                return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-                    Int(UInt16(bigEndian: $0.pointee.sin6_port))
-                }
-            }
-        }
-        return (fd, actual)
     }
 }
 
@@ -288,10 +227,10 @@ final class Context: @unchecked Sendable {
     let streamLimit: Int
     /// The connections, for keeping room for new ones (changed on the library's thread).
     let room: Mutex<ConnectionRoom>
-    /// The certificate and key as C strings for the library, freed (the key wiped) after the
-    /// daemon stops; nil for plain HTTP.
-    let tlsCertificate: UnsafeMutablePointer<CChar>?
-    let tlsKey: UnsafeMutablePointer<CChar>?
+    /// The certificate and key as C strings for the library, wiped and freed after the daemon
+    /// stops; nil for plain HTTP.
+    let tlsCertificate: CStringCopy?
+    let tlsKey: CStringCopy?
     init(
         handler: @escaping HTTPServer.Handler, bodyLimit: Int, passwords: WebPasswords?, tls: Settings.Web.TLS?,
         hosts: HostCheck, metricsToken: String?, log: Logger?, clock: @escaping @Sendable () -> Double, keep: Int,
@@ -306,8 +245,8 @@ final class Context: @unchecked Sendable {
         self.metricsToken = metricsToken.map { MD5.digest(Array($0.utf8)) }
         self.log = log
         self.clock = clock
-        tlsCertificate = tls.flatMap { strdup($0.certificate) }
-        tlsKey = tls.flatMap { strdup($0.key) }
+        tlsCertificate = tls.map { CStringCopy($0.certificate) }
+        tlsKey = tls.map { CStringCopy($0.key) }
         random = UnsafeMutableRawPointer.allocate(byteCount: Context.randomSize, alignment: 8)
         // The system's generator: getrandom(2), as unpredictable as the kernel makes it.
         var generator = SystemRandomNumberGenerator()
@@ -319,11 +258,6 @@ final class Context: @unchecked Sendable {
     }
     deinit {
         random.deallocate()
-        free(tlsCertificate)
-        if let tlsKey {
-            memset(tlsKey, 0, strlen(tlsKey))
-            free(tlsKey)
-        }
     }
 }
 
@@ -514,13 +448,13 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Cont
         }
     case .file(let file, let offset, let length):
         // The library closes what it is given: a duplicate, so the shared file stays open.
-        let fd = dup(file.descriptor.rawValue)
-        guard fd >= 0 else {
+        guard let copy = try? file.descriptor.duplicate() else {
             return queue(
                 .error(503, "The server is out of file descriptors; try again."), on: connection, server: server)
         }
-        made = MHD_create_response_from_fd_at_offset64(length, fd, offset)
-        if made == nil { close(fd) }
+        made = MHD_create_response_from_fd_at_offset64(length, copy.rawValue, offset)
+        // Made, the response owns it; else it is closed here.
+        if made != nil { _ = copy.release() }
     case .stream(let stream):
         guard let connection else { return MHD_Result.NO }
         let streamed = StreamResponse(stream: stream, connection: connection, context: server)
@@ -563,7 +497,7 @@ private let connectionNotified: MHD_NotifyConnectionCallback = { context, connec
     if code == vigil_mhd_connection_started {
         let descriptor = vigil_mhd_connection_fd(connection)
         if let out = server.room.withLock({ $0.started(key, descriptor: descriptor) }), out >= 0 {
-            shutdown(out, Int32(SHUT_RDWR))
+            try? FileDescriptor(unowned: out).shutdownConnection()
         }
     } else {
         server.room.withLock { $0.closed(key) }

@@ -1,5 +1,5 @@
 import Configuration
-import Glibc
+import POSIX
 import Storage
 
 /// `vigil passwd [--user NAME] [--config FILE]`: sets a password for the web server.
@@ -45,7 +45,7 @@ enum PasswdCommand: Command {
             return .config
         }
         var passwords: WebPasswords
-        if access(file, F_OK) == 0 {
+        if (try? Paths.status(file)) != nil {
             do { passwords = try WebPasswords.read(file) } catch {
                 printError("vigil passwd: \(error.description); remove it to start a new one")
                 return .config
@@ -77,30 +77,22 @@ enum PasswdCommand: Command {
     /// standard input. nil (said) when it is empty, longer than `passwordLimit`, or the two
     /// differ.
     static func readPassword(for user: String) -> String? {
-        let terminal = isatty(0) == 1
+        let terminal = Terminal.isTerminal(0)
         func line(_ prompt: String) -> String? {
             if terminal { writeAll(prompt, to: 2) }
-            var saved = termios()
-            let quiet = terminal && tcgetattr(0, &saved) == 0
-            if quiet {
-                var silent = saved
-                silent.c_lflag &= ~tcflag_t(ECHO)
-                tcsetattr(0, TCSAFLUSH, &silent)
-            }
-            defer {
-                if quiet {
-                    tcsetattr(0, TCSAFLUSH, &saved)
-                    writeAll("\n", to: 2)
+            return Terminal.withoutEcho(0) { quiet in
+                defer { if quiet { writeAll("\n", to: 2) } }
+                let input = FileDescriptor(unowned: 0)
+                var bytes: [UInt8] = []
+                // One byte past the limit is enough to refuse the line (nothing more is read).
+                while bytes.count <= passwordLimit, let byte = try? input.read(count: 1).first,
+                    byte != UInt8(ascii: "\n")
+                {
+                    bytes.append(byte)
                 }
+                if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+                return String(validating: bytes, as: UTF8.self)
             }
-            var bytes: [UInt8] = []
-            var byte: UInt8 = 0
-            // One byte past the limit is enough to refuse the line (nothing more is read).
-            while bytes.count <= passwordLimit, read(0, &byte, 1) == 1, byte != UInt8(ascii: "\n") {
-                bytes.append(byte)
-            }
-            if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
-            return String(validating: bytes, as: UTF8.self)
         }
         guard let first = line("password for \(user): "), !first.isEmpty else {
             printError("vigil passwd: no password given (an empty one is not taken)")
@@ -121,46 +113,16 @@ enum PasswdCommand: Command {
         return first
     }
 
-    /// Writes `text` to `path` whole or not at all: a new file beside it, mode 0600 (owned by
-    /// the vigil user when run as root and there is one), synced, renamed over it. The error,
-    /// or nil.
+    /// Writes `text` to `path` whole or not at all (POSIX's durable replace): a new file beside
+    /// it (`NAME.new-PID`), mode 0600, owned by the vigil user when run as root and there is
+    /// one, synced, renamed over it. The error, or nil.
     static func write(_ text: String, to path: String) -> String? {
-        let temporary = path + ".new-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { return String(cString: strerror(errno)) }
-        var failed: String?
-        let bytes = Array(text.utf8)
-        if !writeBytes(bytes, fd) || fsync(fd) != 0 { failed = String(cString: strerror(errno)) }
-        if failed == nil, getuid() == 0, let account = getpwnam("vigil") {
-            if fchown(fd, account.pointee.pw_uid, account.pointee.pw_gid) != 0 {
-                failed = String(cString: strerror(errno))
-            }
-        }
-        close(fd)
-        if failed == nil, rename(temporary, path) != 0 { failed = String(cString: strerror(errno)) }
-        if let failed {
-            unlink(temporary)
-            return failed
-        }
-        let directory = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-        let dir = open(directory.isEmpty ? "/" : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dir >= 0 {
-            fsync(dir)
-            close(dir)
-        }
+        let owner = ProcessID.isRoot ? UserAccounts.owner(named: "vigil") : nil
+        do {
+            try Paths.replaceFile(
+                path, with: Array(text.utf8), temporarySuffix: ".new-\(ProcessID.current)", permissions: 0o600,
+                owner: owner)
+        } catch { return error.description }
         return nil
-    }
-
-    private static func writeBytes(_ bytes: [UInt8], _ fd: Int32) -> Bool {
-        var done = 0
-        while done < bytes.count {
-            let n = bytes[done...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            done += n
-        }
-        return true
     }
 }

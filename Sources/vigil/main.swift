@@ -1,4 +1,4 @@
-import Glibc
+import POSIX
 import Storage
 
 /// The `vigil` command: the agent and its subcommands.
@@ -71,4 +71,4 @@ let rootHelp: String = {
     }
 }
 
-exit(main().rawValue)
+ProcessID.exit(main().rawValue)
