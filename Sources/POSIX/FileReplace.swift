@@ -1,13 +1,5 @@
 /// Who a file belongs to: a user and a group, by number.
-public struct FileOwner: Sendable, Equatable {
-    public var user: UInt32
-    public var group: UInt32
-
-    public init(user: UInt32, group: UInt32) {
-        self.user = user
-        self.group = group
-    }
-}
+public typealias FileOwner = (user: UInt32, group: UInt32)
 
 extension FileDescriptor {
     /// Replaces the file `name` in this directory with `bytes`, whole or not at all — the one

@@ -58,9 +58,7 @@ public enum LocalSocket {
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
         }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        return withGenericAddress(&address, body)
     }
 }
 

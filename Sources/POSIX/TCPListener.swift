@@ -88,21 +88,23 @@ public enum TCPListener {
             v4.sin_family = sa_family_t(AF_INET)
             v4.sin_port = UInt16(port).bigEndian
             withUnsafeMutableBytes(of: &v4.sin_addr) { $0.copyBytes(from: bytes) }
-            return withUnsafePointer(to: &v4) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
-                }
-            }
+            return withGenericAddress(&v4, body)
         }
         var v6 = sockaddr_in6()
         v6.sin6_family = sa_family_t(AF_INET6)
         v6.sin6_port = UInt16(port).bigEndian
         withUnsafeMutableBytes(of: &v6.sin6_addr) { $0.copyBytes(from: bytes) }
-        return withUnsafePointer(to: &v6) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
-            }
-        }
+        return withGenericAddress(&v6, body)
+    }
+}
+
+/// `address` (a `sockaddr_in`, `sockaddr_in6`, `sockaddr_un`…) as the `struct sockaddr *` and
+/// length the socket calls take.
+func withGenericAddress<Address, T>(
+    _ address: inout Address, _ body: (UnsafePointer<sockaddr>, socklen_t) -> T
+) -> T {
+    withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<Address>.size)) }
     }
 }
 

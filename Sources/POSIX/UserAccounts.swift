@@ -10,7 +10,7 @@ public enum UserAccounts {
 
     /// The user `name` and its primary group, as a file's owner; nil when there is no such user.
     public static func owner(named name: String) -> FileOwner? {
-        lookUpUser { getpwnam_r(name, &$0, $1, $2, &$3) }.map { FileOwner(user: $0.id, group: $0.group) }
+        lookUpUser { getpwnam_r(name, &$0, $1, $2, &$3) }.map { (user: $0.id, group: $0.group) }
     }
 
     /// The name of user `id`; nil when it has none.

@@ -190,7 +190,7 @@ public final class DiskStorage: ClipStorage {
             // --rescan`), the journal must stay the agent's to append to.
             let old = try? directory.status(ofEntry: name)
             let owner = old.flatMap {
-                $0.kind == .regular && ProcessID.isRoot ? FileOwner(user: $0.owner, group: $0.group) : nil
+                $0.kind == .regular && ProcessID.isRoot ? (user: $0.owner, group: $0.group) : nil
             }
             try directory.replaceFile(named: name, with: bytes, temporary: name + replacementSuffix, owner: owner)
         }
