@@ -43,12 +43,10 @@ public final class SyntheticAudioSource: AudioSource {
         let origin = start ?? MonotonicClock.now()
         start = origin
         let time =
-            origin
-            + Timestamp.Duration(nanoseconds: Rational.scale(produced, by: 1_000_000_000, over: Int64(sampleRate)))
+            origin + Timestamp.Duration(frames: produced, rate: Rational(Int64(sampleRate), 1))
         // Deliver the chunk once its last frame has been "captured".
         let ready =
-            time
-            + Timestamp.Duration(nanoseconds: Rational.scale(Int64(period), by: 1_000_000_000, over: Int64(sampleRate)))
+            time + Timestamp.Duration(frames: period, sampleRate: sampleRate)
         MonotonicClock.sleep(until: ready)
         var data = [UInt8](repeating: 0, count: period * channels * 2)
         let step = 2 * Double.pi * frequency / Double(sampleRate)

@@ -74,7 +74,7 @@ public struct FrameTimeline: Sendable {
     public init(rate: Rational) {
         precondition(rate.numerator > 0 && rate.denominator > 0, "a frame rate must be positive")
         self.rate = rate
-        let interval = Timestamp(frameIndex: 1, rate: rate).nanoseconds
+        let interval = Timestamp.Duration(frames: 1, rate: rate).nanoseconds
         tolerance = interval / 4
         minimumStep = interval / 2
     }
@@ -82,9 +82,8 @@ public struct FrameTimeline: Sendable {
     public mutating func place(_ measured: Timestamp) -> Timestamp {
         if let anchor {
             // The nearest grid point: index = round(elapsed · rate).
-            let index = Rational.scale(
-                (measured - anchor).nanoseconds, by: rate.numerator, over: 1_000_000_000 * rate.denominator)
-            let grid = anchor + Timestamp.Duration(nanoseconds: Timestamp(frameIndex: index, rate: rate).nanoseconds)
+            let index = (measured - anchor).frames(at: rate)
+            let grid = anchor + Timestamp.Duration(frames: index, rate: rate)
             if index > lastIndex && abs((measured - grid).nanoseconds) <= tolerance {
                 lastIndex = index
                 last = grid
@@ -153,7 +152,7 @@ public struct AudioTimeline: Sendable {
     /// Where the next chunk should start.
     var expectedNext: Timestamp? {
         guard let anchor else { return nil }
-        let elapsed = Rational.scale(framesSinceAnchor, by: 1_000_000_000, over: Int64(sampleRate))
+        let elapsed = Timestamp.Duration(frames: framesSinceAnchor, rate: Rational(Int64(sampleRate), 1)).nanoseconds
         return Timestamp(nanoseconds: anchor.nanoseconds + elapsed + Int64(correction.rounded()))
     }
 
@@ -164,8 +163,6 @@ public struct AudioTimeline: Sendable {
         timestamp: Timestamp, available: Int, sampleRate: Int, now: Timestamp
     ) -> Timestamp {
         let base = timestamp.nanoseconds > 0 && abs((now - timestamp).nanoseconds) < 1_000_000_000 ? timestamp : now
-        return base
-            - Timestamp.Duration(
-                nanoseconds: Rational.scale(Int64(available), by: 1_000_000_000, over: Int64(sampleRate)))
+        return base - Timestamp.Duration(frames: available, sampleRate: sampleRate)
     }
 }

@@ -127,7 +127,7 @@ public final class LibcameraSource: FrameSource {
         do { try stream.map(buffers, plan: plan, source: source, stride: Int(configured.stride)) } catch {
             throw CaptureError.cannotOpen(source: name, reason: "mapping the camera's buffers (mmap) failed: \(error)")
         }
-        let duration = Rational.scale(rate.denominator, by: 1_000_000_000, over: rate.numerator)
+        let duration = Timestamp.Duration(frames: 1, rate: rate).nanoseconds
         var started = vigil_lc_started()
         guard plugin.start(handle, duration, &started, &error) == 0 else {
             throw LibcameraSource.openError(name, LibcameraCallError(error))

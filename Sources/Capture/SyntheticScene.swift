@@ -122,15 +122,14 @@ public struct SyntheticScene: Hashable, Sendable {
 
     /// Timestamp of frame `index`.
     public func timestamp(ofFrame index: Int64) -> Timestamp {
-        startTime + Timestamp.Duration(nanoseconds: Timestamp(frameIndex: index, rate: frameRate).nanoseconds)
+        startTime + Timestamp.Duration(frames: index, rate: frameRate)
     }
 
     /// Number of frames in the scene, or nil when it runs for ever.
     public var frameCount: Int64? {
         guard let duration else { return nil }
         // Frames n with n / rate < duration.
-        let exact = Rational.scale(
-            duration.nanoseconds, by: frameRate.numerator, over: frameRate.denominator * 1_000_000_000)
+        let exact = duration.frames(at: frameRate)
         var n = max(exact - 1, 0)
         while (timestamp(ofFrame: n) - startTime) < duration { n += 1 }
         return n

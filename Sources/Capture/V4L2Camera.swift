@@ -162,11 +162,7 @@ public final class V4L2Camera: FrameSource {
         } catch {
             throw CaptureError.cannotOpen(source: path, reason: "\(error)")
         }
-        let fiveFrames =
-            format.frameRate.map {
-                Timestamp.Duration(
-                    nanoseconds: Rational.scale(5 * $0.denominator, by: 1_000_000_000, over: $0.numerator))
-            } ?? .zero
+        let fiveFrames = format.frameRate.map { Timestamp.Duration(frames: 5, rate: $0) } ?? .zero
         let timeouts = V4L2Camera.frameTimeouts(asked: stallTimeout, fiveFrames: fiveFrames)
         self.stallTimeout = timeouts.stall
         firstFrameTimeout = timeouts.firstFrame

@@ -18,24 +18,21 @@ public struct AudioChunk: Hashable, Sendable {
     public var bytesPerFrame: Int { channels * 2 }
     public var frames: Int { data.count / bytesPerFrame }
     /// The capture time just after the last sample frame.
-    public var end: Timestamp { time + duration(frames: frames) }
-
-    func duration(frames: Int) -> Timestamp.Duration {
-        Timestamp.Duration(nanoseconds: Rational.scale(Int64(frames), by: 1_000_000_000, over: Int64(sampleRate)))
-    }
+    public var end: Timestamp { time + Timestamp.Duration(frames: frames, sampleRate: sampleRate) }
 
     /// Splits the chunk at `instant`: the frames captured before it, and those from it on.
     /// Either part is nil when empty.
     public func split(at instant: Timestamp) -> (before: AudioChunk?, after: AudioChunk?) {
         if instant <= time { return (nil, self) }
         if instant >= end { return (self, nil) }
-        let cut = Int(Rational.scale((instant - time).nanoseconds, by: Int64(sampleRate), over: 1_000_000_000))
+        let cut = (instant - time).frames(sampleRate: sampleRate)
         guard cut > 0 else { return (nil, self) }
         guard cut < frames else { return (self, nil) }
         let bytes = cut * bytesPerFrame
         let before = AudioChunk(data: Array(data[..<bytes]), time: time, sampleRate: sampleRate, channels: channels)
         let after = AudioChunk(
-            data: Array(data[bytes...]), time: time + duration(frames: cut), sampleRate: sampleRate, channels: channels)
+            data: Array(data[bytes...]), time: time + Timestamp.Duration(frames: cut, sampleRate: sampleRate),
+            sampleRate: sampleRate, channels: channels)
         return (before, after)
     }
 }

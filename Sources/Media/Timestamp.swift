@@ -15,8 +15,7 @@ public struct Timestamp: Hashable, Comparable, Sendable, CustomStringConvertible
 
     /// The instant of frame `index` at `rate` frames per second, exactly rounded to the nanosecond.
     public init(frameIndex index: Int64, rate: Rational) {
-        // index * 1e9 * rate.denominator / rate.numerator, without intermediate overflow.
-        self.nanoseconds = Rational.scale(index, by: 1_000_000_000 * rate.denominator, over: rate.numerator)
+        self = .zero + Duration(frames: index, rate: rate)
     }
 
     public var seconds: Double { Double(nanoseconds) / 1e9 }
@@ -56,6 +55,27 @@ extension Timestamp {
             Duration(nanoseconds: a.nanoseconds - b.nanoseconds)
         }
         public var description: String { DecimalText.fixed(seconds, 3) + "s" }
+
+        /// How long `frames` frames last at `rate` frames per second, exactly rounded to the
+        /// nanosecond: video frames at a camera's rate, or sound's sample frames at its sample
+        /// rate. The one conversion from frames to time; `frames(at:)` is the way back.
+        public init(frames: Int64, rate: Rational) {
+            // frames * 1e9 * rate.denominator / rate.numerator, without intermediate overflow.
+            nanoseconds = Rational.scale(frames, by: 1_000_000_000 * rate.denominator, over: rate.numerator)
+        }
+
+        /// How long `frames` sample frames of sound last at `sampleRate` (Hz).
+        public init(frames: Int, sampleRate: Int) {
+            self.init(frames: Int64(frames), rate: Rational(Int64(sampleRate), 1))
+        }
+
+        /// The frames at `rate` frames per second this span holds, rounded to the nearest.
+        public func frames(at rate: Rational) -> Int64 {
+            Rational.scale(nanoseconds, by: rate.numerator, over: 1_000_000_000 * rate.denominator)
+        }
+
+        /// The sample frames of sound at `sampleRate` (Hz) this span holds, rounded to the nearest.
+        public func frames(sampleRate: Int) -> Int { Int(frames(at: Rational(Int64(sampleRate), 1))) }
     }
 }
 

@@ -41,13 +41,10 @@ package final class LiveSound: Sendable {
         }
 
         func duration(frames: Int64) -> Timestamp.Duration {
-            Timestamp.Duration(
-                nanoseconds: Rational.scale(frames, by: 1_000_000_000, over: Int64(encoder.sampleRate)))
+            Timestamp.Duration(frames: frames, rate: Rational(Int64(encoder.sampleRate), 1))
         }
 
-        func frames(in span: Timestamp.Duration) -> Int {
-            Int(Rational.scale(span.nanoseconds, by: Int64(encoder.sampleRate), over: 1_000_000_000))
-        }
+        func frames(in span: Timestamp.Duration) -> Int { span.frames(sampleRate: encoder.sampleRate) }
     }
 
     struct State {

@@ -76,10 +76,7 @@ enum AudioScenarios {
                 for i in 0..<chunk.frames {
                     let s = Int16(bitPattern: UInt16(chunk.data[2 * i]) | UInt16(chunk.data[2 * i + 1]) << 8)
                     if heard == nil && abs(Int(s)) > 2000 {
-                        heard =
-                            chunk.time
-                            + .init(
-                                nanoseconds: Rational.scale(Int64(i), by: 1_000_000_000, over: Int64(chunk.sampleRate)))
+                        heard = chunk.time + .init(frames: i, sampleRate: chunk.sampleRate)
                     }
                     if heard != nil { samples.append(s) }
                 }

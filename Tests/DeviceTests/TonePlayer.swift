@@ -114,7 +114,7 @@ final class TonePlayer: Sendable {
                         // Frames still queued at `stamp` play before the next one written.
                         let queued = total - Int64(available)
                         let at = Timestamp(nanoseconds: Int64(stamp.tv_sec) * 1_000_000_000 + Int64(stamp.tv_nsec))
-                        s.onset = at + .init(nanoseconds: Rational.scale(queued, by: 1_000_000_000, over: Int64(rate)))
+                        s.onset = at + .init(frames: queued, rate: Rational(Int64(rate), 1))
                         s.toneFromFrame = written
                     }
                 }
