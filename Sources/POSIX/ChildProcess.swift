@@ -1,7 +1,8 @@
 internal import Glibc
 
 /// A program the agent started (a hook), in a process group of its own: the group is what a
-/// timeout kills, so whatever the program started in the background goes with it.
+/// timeout kills, so whatever the program started in the background goes with it. The bench
+/// runs its programs with it too, measured (`reapMeasured`).
 public struct ChildProcess: Sendable, Equatable {
     public let pid: Int32
 
@@ -18,19 +19,36 @@ public struct ChildProcess: Sendable, Equatable {
         case signalled(Int32)
     }
 
-    /// A signal for the process group.
+    /// A signal for the program, or its process group.
     public enum GroupSignal: Sendable {
         case terminate, kill
         var number: Int32 { self == .terminate ? SIGTERM : SIGKILL }
     }
 
+    /// Where its standard output and error go (its standard input is /dev/null).
+    public enum Output: Sendable, Equatable {
+        /// /dev/null.
+        case discarded
+        /// Both to this file, made or emptied first (mode 0644).
+        case file(String)
+    }
+
+    /// The process group it runs in.
+    public enum ProcessGroup: Sendable, Equatable {
+        /// One of its own: a timeout kills whatever it started too (a hook).
+        case own
+        /// This process's: a Ctrl-C at the terminal reaches it too (a program the bench runs).
+        case inherited
+    }
+
     /// Starts `path` with `arguments` (its `argv`, the program's name first) and `environment`
-    /// (`NAME=value`) directly (no shell), in a process group of its own, with every signal
-    /// unblocked and at its default action in the child — the agent blocks SIGTERM, SIGINT and
-    /// SIGHUP in its own threads, and a hook must not inherit that. Standard input and output
-    /// go to /dev/null.
+    /// (`NAME=value`) directly (no shell), with every signal unblocked and at its default action
+    /// in the child — the agent blocks SIGTERM, SIGINT and SIGHUP in its own threads, and a hook
+    /// must not inherit that — its output where `output` says, in a process group of its own
+    /// unless `group` says otherwise.
     public static func spawn(
-        _ path: String, arguments: [String], environment: [String]
+        _ path: String, arguments: [String], environment: [String], output: Output = .discarded,
+        group: ProcessGroup = .own
     ) throws(SpawnError) -> ChildProcess {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -41,15 +59,21 @@ public struct ChildProcess: Sendable, Equatable {
         sigfillset(&all)
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setsigdefault(&attributes, &all)
-        // Its own process group, so a timeout kills whatever the hook started too.
         posix_spawnattr_setpgroup(&attributes, 0)
         posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
+            &attributes,
+            Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (group == .own ? POSIX_SPAWN_SETPGROUP : 0)))
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd: Int32 in [0, 1, 2] {
-            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        switch output {
+        case .discarded:
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        case .file(let file):
+            posix_spawn_file_actions_addopen(&actions, 2, file, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            posix_spawn_file_actions_adddup2(&actions, 2, 1)
         }
         var cArgv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         var cEnvp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
@@ -80,10 +104,36 @@ public struct ChildProcess: Sendable, Equatable {
         kill(-pid, signal.number)
     }
 
+    /// Sends `signal` to the program alone.
+    public func signal(_ signal: GroupSignal) {
+        kill(pid, signal.number)
+    }
+
+    /// Waits until it has ended, without reaping it: what /proc says of it can still be read.
+    public func waitUntilEnded() {
+        var info = siginfo_t()
+        _ = try? retryOnInterrupt { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
+    }
+
+    /// The CPU time a program used, as the kernel accounts it for the program and every thread
+    /// it ran (`wait4`).
+    public struct CPUTime: Sendable, Equatable {
+        public var userSeconds: Double
+        public var systemSeconds: Double
+    }
+
     /// Waits for it to end and reaps it; `.exited(0)` when there is nothing to reap.
-    public func reap() -> Ending {
+    public func reap() -> Ending { reapMeasured().ending }
+
+    /// Waits for it to end and reaps it: how it ended and the CPU time it used.
+    public func reapMeasured() -> (ending: Ending, cpu: CPUTime) {
         var status: Int32 = 0
-        _ = try? retryOnInterrupt { waitpid(pid, &status, 0) }
-        return status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signalled(status & 0x7F)
+        var usage = rusage()
+        _ = try? retryOnInterrupt { wait4(pid, &status, 0, &usage) }
+        let seconds = { (time: timeval) in Double(time.tv_sec) + Double(time.tv_usec) / 1e6 }
+        return (
+            status & 0x7F == 0 ? .exited((status >> 8) & 0xFF) : .signalled(status & 0x7F),
+            CPUTime(userSeconds: seconds(usage.ru_utime), systemSeconds: seconds(usage.ru_stime))
+        )
     }
 }

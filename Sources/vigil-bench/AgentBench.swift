@@ -129,7 +129,7 @@ func agentOnFile(
     try? FileManager.default.removeItem(atPath: storage)
     let config = dir + "/file-\(label).conf"
     try writeFileSourceConfig(config, footage: footage, storage: storage)
-    let r = try ChildProcess.run(vigil, ["run", "--config", config], outputPath: dir + "/file-\(label).log")
+    let r = try MeasuredProcess.run(vigil, ["run", "--config", config], outputPath: dir + "/file-\(label).log")
     guard !r.signalled, r.status == 0 else {
         throw AgentRunError(
             description: "vigil run on \(footage) exited \(r.signalled ? "on signal " : "")\(r.status):\n\(r.output)")
@@ -143,7 +143,7 @@ func agentOnFile(
 /// camera (`-preset ultrafast -tune zerolatency -g 30`, CRF 23 by default); its CPU seconds.
 func ffmpegOnFile(_ ffmpeg: String, footage: String, in dir: String) throws -> Double {
     let output = dir + "/ffmpeg.mov"
-    let r = try ChildProcess.run(
+    let r = try MeasuredProcess.run(
         ffmpeg, ffmpegArguments(footage: footage, output: output), outputPath: dir + "/ffmpeg.log")
     try? FileManager.default.removeItem(atPath: output)
     guard !r.signalled, r.status == 0 else {
@@ -192,10 +192,10 @@ func agentRealtime(_ vigil: String, width: Int, height: Int, seconds: Double, in
     storage = { path = "\(storage)"; min_free_mb = 1; };
     log = { level = "debug"; stats_interval = 1; };
     """.write(toFile: config, atomically: true, encoding: .utf8)
-    let child = try ChildProcess(vigil, ["run", "--config", config], outputPath: dir + "/rt-\(label).log")
+    let agent = try MeasuredProcess(vigil, ["run", "--config", config], outputPath: dir + "/rt-\(label).log")
     usleep(UInt32(seconds * 1_000_000))
-    child.signal(SIGTERM)
-    let r = child.wait()
+    agent.child.signal(.terminate)
+    let r = agent.wait()
     defer { try? FileManager.default.removeItem(atPath: storage) }
     guard !r.signalled, r.status == 0 else {
         throw AgentRunError(

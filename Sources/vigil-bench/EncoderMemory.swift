@@ -34,7 +34,7 @@ func encoderMemoryChild(width: Int, height: Int) throws {
 
 /// In the bench: libx264's own resident memory at `width × height`, in bytes.
 func encoderMemory(width: Int, height: Int, in dir: String) throws -> Int {
-    let r = try ChildProcess.run(
+    let r = try MeasuredProcess.run(
         siblingExecutable("vigil-bench"), ["--encoder-memory", "\(width)x\(height)"],
         outputPath: dir + "/encoder-memory.log")
     guard !r.signalled, r.status == 0,

@@ -133,7 +133,7 @@ func countInstructions(
 /// A program to profile on a footage file (its label tells its files apart): the program, its
 /// arguments, and a check of its run.
 typealias ProfiledCommand = (_ footage: String, _ label: String) throws -> (
-    program: String, arguments: [String], check: (ChildProcess.Result) throws -> Void
+    program: String, arguments: [String], check: (MeasuredProcess.Result) throws -> Void
 )
 
 /// Each command under callgrind on the first `short` and the first `long` seconds of the event
@@ -159,7 +159,7 @@ func profilePairs(
             let name = (program as NSString).lastPathComponent
             let out = dir + "/\(label).callgrind"
             defer { try? FileManager.default.removeItem(atPath: out) }
-            let r = try ChildProcess.run(
+            let r = try MeasuredProcess.run(
                 valgrind, ["--tool=callgrind", "--callgrind-out-file=\(out)", program] + arguments,
                 outputPath: dir + "/\(label).log")
             guard !r.signalled, r.status == 0 else {

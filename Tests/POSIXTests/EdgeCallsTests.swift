@@ -230,3 +230,37 @@ import Testing
         #expect(ProcessID.openFileLimit == Int(soft))
     }
 }
+
+/// The bench's programs: POSIX's `ChildProcess`, their output kept, in the bench's own group,
+/// measured.
+@Suite struct MeasuredChildTests {
+    @Test func theOutputGoesToAFileAndTheCPUTimeIsCounted() throws {
+        let path = "/tmp/vigil-child-output-\(getpid())"
+        defer { unlink(path) }
+        let child = try ChildProcess.spawn(
+            "/bin/sh",
+            arguments: [
+                "sh", "-c", "echo out; echo err >&2; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exit 4",
+            ],
+            environment: [], output: .file(path), group: .inherited)
+        child.waitUntilEnded()
+        #expect(child.hasEnded() == true, "ended, and not reaped yet")
+        let (ending, cpu) = child.reapMeasured()
+        #expect(ending == .exited(4))
+        #expect(cpu.userSeconds + cpu.systemSeconds > 0)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "out\nerr\n")
+        #expect(child.hasEnded() == nil, "reaped: nothing is left to wait for")
+    }
+
+    @Test func aProgramStartedInThisGroupIsInThisGroupAndOneOfItsOwnIsNot() throws {
+        for (group, same) in [(ChildProcess.ProcessGroup.inherited, true), (.own, false)] {
+            let child = try ChildProcess.spawn(
+                "/bin/sleep", arguments: ["sleep", "100"], environment: [], group: group)
+            let stat = try String(contentsOfFile: "/proc/\(child.pid)/stat", encoding: .utf8)
+            let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+            #expect((Int32(fields[2]) == getpgrp()) == same, "\(group): process group \(fields[2])")
+            child.signal(.kill)
+            #expect(child.reap() == .signalled(SIGKILL))
+        }
+    }
+}

@@ -5,9 +5,10 @@ import POSIX
 import Glibc
 #endif
 
-/// A program run as a child process, its CPU time and peak memory taken from `wait4`: the
-/// kernel's own accounting for the child and every thread it ran.
-struct ChildProcess {
+/// A program the bench runs and measures (POSIX's `ChildProcess`, in the bench's own process
+/// group): its CPU time from the kernel's accounting of the child and every thread it ran, its
+/// peak memory sampled from /proc while it runs.
+struct MeasuredProcess {
     struct Result {
         var status: Int32
         /// True when it ended by a signal (`status` is then the signal number).
@@ -27,11 +28,7 @@ struct ChildProcess {
         var output: String
     }
 
-    struct SpawnError: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    let pid: pid_t
+    let child: ChildProcess
     private let outputPath: String
     private let started: Date
     private let peak: PeakMemory
@@ -46,30 +43,13 @@ struct ChildProcess {
             environment.removeValue(forKey: key)
         }
         environment.merge(extra) { $1 }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, outputPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 2, 1)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard status == 0 else {
-            throw SpawnError(description: "cannot start \(executable): \(String(cString: strerror(status)))")
-        }
-        self.pid = pid
+        child = try ChildProcess.spawn(
+            executable, arguments: [executable] + arguments, environment: environment.map { "\($0.key)=\($0.value)" },
+            output: .file(outputPath), group: .inherited)
         self.outputPath = outputPath
         self.started = Date()
-        self.peak = PeakMemory(pid: pid)
+        self.peak = PeakMemory(pid: child.pid)
     }
-
-    func signal(_ number: Int32) { kill(pid, number) }
 
     /// The output so far.
     var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
@@ -87,27 +67,26 @@ struct ChildProcess {
     /// Waits for the child to end and collects its accounting.
     func wait() -> Result {
         // Until the child is a zombie its memory can still grow; once it is, VmHWM is gone.
-        var info = siginfo_t()
-        _ = try? retryOnInterrupt { waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) }
+        child.waitUntilEnded()
         let (peakRSS, peakFileRSS) = peak.stop()
-        var status: Int32 = 0
-        var usage = rusage()
-        _ = try? retryOnInterrupt { wait4(pid, &status, 0, &usage) }
+        let (ending, cpu) = child.reapMeasured()
         let wall = Date().timeIntervalSince(started)
-        let user = usage.ru_utime.seconds, system = usage.ru_stime.seconds
-        // WIFSIGNALED / WEXITSTATUS, which Swift does not import (they are macros).
-        let signalled = (status & 0x7f) != 0 && (status & 0x7f) != 0x7f
+        let (status, signalled) =
+            switch ending {
+            case .exited(let status): (status, false)
+            case .signalled(let signal): (signal, true)
+            }
         return Result(
-            status: signalled ? status & 0x7f : (status >> 8) & 0xff, signalled: signalled,
-            cpuSeconds: user + system, userSeconds: user, systemSeconds: system,
-            peakRSS: peakRSS, peakFileRSS: peakFileRSS, wallSeconds: wall, output: output)
+            status: status, signalled: signalled, cpuSeconds: cpu.userSeconds + cpu.systemSeconds,
+            userSeconds: cpu.userSeconds, systemSeconds: cpu.systemSeconds, peakRSS: peakRSS,
+            peakFileRSS: peakFileRSS, wallSeconds: wall, output: output)
     }
 
     /// Runs to completion.
     static func run(
         _ executable: String, _ arguments: [String], outputPath: String, environment: [String: String] = [:]
     ) throws -> Result {
-        try ChildProcess(executable, arguments, outputPath: outputPath, environment: environment).wait()
+        try MeasuredProcess(executable, arguments, outputPath: outputPath, environment: environment).wait()
     }
 }
 
@@ -188,6 +167,6 @@ func logValue(_ line: Substring, _ key: String) -> String? {
 }
 
 extension timeval {
-    /// The time as seconds (`getrusage` and `wait4` report CPU time this way).
+    /// The time as seconds (`getrusage` reports CPU time this way).
     var seconds: Double { Double(tv_sec) + Double(tv_usec) / 1e6 }
 }
