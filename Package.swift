@@ -53,7 +53,7 @@ let package = Package(
         // that close themselves, the durable file replace, Unix sockets and the web server's TCP
         // socket, threads (their signal masks and priority) and conditions, signals, sd_notify,
         // posix_spawn, the system time zone.
-        .target(name: "POSIX", dependencies: ["CLinux"]),
+        .target(name: "POSIX", dependencies: ["Media", "CLinux"]),
         // V4L2 devices, for the cameras and the hardware encoder alike: the node, its
         // capabilities, its memory-mapped buffers, and what each call's errors mean.
         .target(name: "V4L2", dependencies: ["Media", "POSIX", "CV4L2"]),
@@ -139,7 +139,7 @@ let package = Package(
         .target(name: "FakeLibcamera", path: "Tests/Fixtures/FakeLibcamera"),
         .executableTarget(name: "y4m-feeder", dependencies: ["Capture", "Media"], path: "Tests/Fixtures/Y4MFeeder"),
         .testTarget(name: "MediaTests", dependencies: ["Media", "TestSupport"]),
-        .testTarget(name: "POSIXTests", dependencies: ["POSIX"]),
+        .testTarget(name: "POSIXTests", dependencies: ["POSIX", "Media"]),
         .testTarget(name: "QuickTimeTests", dependencies: ["QuickTime", "Storage", "Media", "TestSupport"]),
         .testTarget(
             name: "H264Tests",
@@ -179,8 +179,8 @@ let package = Package(
         .testTarget(
             name: "MQTTTests",
             dependencies: [
-                "MQTT", "Agent", "Configuration", "H264", "Media", "Capture", "Logging", "Recorder", "TestSupport",
-                "AgentTestSupport",
+                "MQTT", "Agent", "Configuration", "H264", "Media", "Capture", "Logging", "POSIX", "Recorder",
+                "TestSupport", "AgentTestSupport",
             ]),
         // Against real servers on loopback: SeaweedFS (S3), OpenSSH (SFTP), wsgidav (WebDAV).
         .testTarget(

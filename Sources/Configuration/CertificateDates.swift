@@ -1,4 +1,5 @@
 internal import CGnuTLS
+import Media
 internal import POSIX
 
 /// When a certificate is valid: from `notBefore` to `notAfter`, seconds since 1970 (UTC), as
@@ -27,10 +28,9 @@ struct CertificateDates: Equatable, Sendable {
 
     /// `seconds` since 1970 as a person reads a date: `2026-12-04 18:30:00 UTC`.
     static func text(_ seconds: Int) -> String {
-        CalendarTime.utc(secondsSince1970: Double(seconds)) { year, month, day, hour, minute, second, _ in
-            func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
-            return "\(year)-\(two(month))-\(two(day)) \(two(hour)):\(two(minute)):\(two(second)) UTC"
-        }
+        let t = CalendarTime.utc(secondsSince1970: Double(seconds))
+        let two = { (n: Int) in DecimalText.zeroPadded(n, 2) }
+        return "\(t.year)-\(two(t.month))-\(two(t.day)) \(two(t.hour)):\(two(t.minute)):\(two(t.second)) UTC"
     }
 }
 

@@ -1,6 +1,18 @@
 import FoundationEssentials
 import Media
 
+extension TimeZone: LocalTimeZone {
+    public func localTime(secondsSince1970: Double) -> LocalTime {
+        let date = Date(timeIntervalSince1970: secondsSince1970)
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = self
+        let c = calendar.dateComponents([.year, .month, .day, .hour, .minute, .second], from: date)
+        return LocalTime(
+            year: c.year ?? 0, month: c.month ?? 0, day: c.day ?? 0, hour: c.hour ?? 0, minute: c.minute ?? 0,
+            second: c.second ?? 0, utcOffset: secondsFromGMT(for: date))
+    }
+}
+
 /// Clip file names from `storage.file_pattern`: strftime fields `%Y %m %d %H %M %S %%` in the
 /// local time of the clip's first frame, and `{camera}` for the camera's name, relative to
 /// the storage directory. The same pattern recognises the agent's own files, so retention
@@ -10,7 +22,7 @@ public struct ClipNaming: Sendable {
     public let camera: String
     public let timeZone: any LocalTimeZone
 
-    /// `timeZone` gives the local time (the agent's asks the C library; see `LocalTimeZone`).
+    /// `timeZone` gives the local time (the agent's asks the C library: POSIX's `SystemTimeZone`).
     public init(pattern: String, camera: String, timeZone: any LocalTimeZone) {
         self.pattern = pattern
         self.camera = camera
@@ -20,7 +32,7 @@ public struct ClipNaming: Sendable {
     /// The relative path for a clip whose first frame was at `date`. `suffix` (1, 2, ...)
     /// tells apart clips that would get the same name.
     public func relativePath(for date: Date, suffix: Int = 0) -> String {
-        let c = timeZone.localTime(date)
+        let c = timeZone.localTime(secondsSince1970: date.timeIntervalSince1970)
         var out = ""
         var chars = Array(pattern)[...]
         while let ch = chars.popFirst() {

@@ -162,7 +162,7 @@ public struct ClipRecord: Codable, Equatable, Sendable {
     public static func timestamp(_ date: Date, timeZone: any LocalTimeZone) -> String {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
         let seconds = (milliseconds / 1000).rounded(.down)
-        let t = timeZone.localTime(Date(timeIntervalSince1970: seconds))
+        let t = timeZone.localTime(secondsSince1970: seconds)
         var text =
             "\(DecimalText.zeroPadded(t.year, 4))-\(DecimalText.zeroPadded(t.month, 2))-\(DecimalText.zeroPadded(t.day, 2))T"
             + "\(DecimalText.zeroPadded(t.hour, 2)):\(DecimalText.zeroPadded(t.minute, 2)):\(DecimalText.zeroPadded(t.second, 2)).\(DecimalText.zeroPadded(Int(milliseconds - seconds * 1000), 3))"

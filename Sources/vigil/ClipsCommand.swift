@@ -2,6 +2,7 @@ import Agent
 import Configuration
 import FoundationEssentials
 import Media
+import POSIX
 import Recorder
 import Storage
 

@@ -27,9 +27,8 @@ final class StderrLogSink: LogSink {
     static func timestamp() -> String {
         let now = WallClock.now()
         let pad = DecimalText.zeroPadded
-        return CalendarTime.utc(secondsSince1970: Double(now.seconds)) { year, month, day, hour, minute, second, _ in
-            "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T"
-                + "\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(now.nanoseconds / 1_000_000, 3))Z"
-        }
+        let t = CalendarTime.utc(secondsSince1970: Double(now.seconds))
+        return "\(pad(t.year, 4))-\(pad(t.month, 2))-\(pad(t.day, 2))T"
+            + "\(pad(t.hour, 2)):\(pad(t.minute, 2)):\(pad(t.second, 2)).\(pad(now.nanoseconds / 1_000_000, 3))Z"
     }
 }

@@ -2,6 +2,7 @@ import AgentTestSupport
 import Capture
 import Foundation
 import Media
+import POSIX
 import Recorder
 import TestSupport
 import Testing

@@ -6,6 +6,7 @@ import H264
 import Logging
 import MQTT
 import Media
+import POSIX
 import Recorder
 import Synchronization
 import TestSupport

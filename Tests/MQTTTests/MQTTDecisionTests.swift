@@ -1,6 +1,7 @@
 import Configuration
 import Foundation
 import Media
+import POSIX
 import Recorder
 import TestSupport
 import Testing

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import MQTT
 import Media
+import POSIX
 import TestSupport
 import Testing
 

@@ -1,4 +1,6 @@
+import FoundationEssentials
 import Logging
+import POSIX
 import Recorder
 
 /// The events journal as an event sink: a line for every saved clip, in the storage directory
@@ -26,5 +28,19 @@ public struct JournalSink: EventSink {
             .storageReady, .clipUploaded:
             break
         }
+    }
+}
+
+extension ClipNaming {
+    /// Names in the system's local time.
+    init(pattern: String, camera: String) {
+        self.init(pattern: pattern, camera: camera, timeZone: SystemTimeZone())
+    }
+}
+
+extension ClipRecord {
+    /// A journal timestamp in the system's local time.
+    static func timestamp(_ date: Date) -> String {
+        timestamp(date, timeZone: SystemTimeZone())
     }
 }
