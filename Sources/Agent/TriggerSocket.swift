@@ -51,8 +51,6 @@ public enum TriggerSocket {
     public static let readDeadline = 2.0
     /// Clients read at once; one more is answered `unavailable: busy` at once.
     public static let maximumClients = 16
-    /// How long `vigil trigger` records without `--seconds`.
-    public static let defaultSeconds = 10
 
     /// Why `directory` must not be used, or nil: it lies in a directory anyone may write to
     /// (`/tmp`), and it is not a directory of this user's closed to everyone else — someone
@@ -281,12 +279,10 @@ public enum TriggerSocket {
         guard words.first == "record", words.count <= 2 else {
             return "error: unknown request \"\(line)\" — send \"record\" or \"record SECONDS\""
         }
-        var seconds = Double(TriggerSocket.defaultSeconds)
-        if words.count == 2 {
-            guard let s = OutsideTrigger.seconds(words[1]) else {
-                return "error: \"\(words[1])\" is not \(OutsideTrigger.accepted)"
-            }
-            seconds = s
+        let seconds: Double
+        switch OutsideRequest.seconds(words.count == 2 ? words[1] : nil) {
+        case .success(let asked): seconds = asked
+        case .failure(let error): return "error: \(error)"
         }
         if let problem = noCamera() {
             log.warning(
@@ -294,7 +290,7 @@ public enum TriggerSocket {
                 [("asked_by", .string("vigil trigger")), ("reason", .string(problem))])
             return "unavailable: no camera: \(problem)"
         }
-        control.record(seconds: seconds, by: "vigil trigger")
+        control.ask(.record(seconds: seconds), by: "vigil trigger")
         return "ok: recording for \(DecimalText.fixed(seconds, 1)) s, then the post-roll"
     }
 }

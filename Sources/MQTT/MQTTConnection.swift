@@ -244,8 +244,7 @@ extension MQTTSink {
             return
         }
         switch MQTTCommand.parse(topic: topic, payload: payload, messages: topics) {
-        case .success(.record(let seconds)): control.record(seconds: seconds, by: "mqtt")
-        case .success(.stopRecording): control.stopRecording(by: "mqtt")
+        case .success(.outside(let request)): control.ask(request, by: "mqtt")
         case .success(.detection(let on)): control.setDetection(on, by: "mqtt")
         case .failure(let error):
             state.withLock { state in

@@ -285,8 +285,7 @@ public struct MQTTMessages: Sendable {
 public enum MQTTCommand: Sendable, Equatable {
     /// `record/set`: `ON` records until `OFF` (at most `recording.max_clip`), a number records
     /// that many seconds (1 to 3600); the post-roll follows either.
-    case record(seconds: Double?)
-    case stopRecording
+    case outside(OutsideRequest)
     /// `detect/set`: `ON` or `OFF`.
     case detection(Bool)
 
@@ -301,15 +300,15 @@ public enum MQTTCommand: Sendable, Equatable {
         switch topic {
         case messages.recordCommand:
             switch text.uppercased() {
-            case "ON": return .success(.record(seconds: nil))
-            case "OFF": return .success(.stopRecording)
+            case "ON": return .success(.outside(.recordUntilStopped))
+            case "OFF": return .success(.outside(.stop))
             default:
-                if let seconds = OutsideTrigger.seconds(text) {
-                    return .success(.record(seconds: seconds))
+                guard case .success(let seconds) = OutsideRequest.seconds(Substring(text)) else {
+                    return .failure(
+                        MQTTCommandError(
+                            topic: topic, payload: text, expected: "ON, OFF or " + OutsideRequest.accepted))
                 }
-                return .failure(
-                    MQTTCommandError(
-                        topic: topic, payload: text, expected: "ON, OFF or " + OutsideTrigger.accepted))
+                return .success(.outside(.record(seconds: seconds)))
             }
         case messages.detectCommand:
             switch text.uppercased() {

@@ -102,24 +102,24 @@ public final class WebSite: Sendable {
                 415,
                 "Send the request as JSON: Content-Type: application/json, a body such as {\"seconds\": 30} (or {}).")
         }
-        var seconds = Double(TriggerSocket.defaultSeconds)
+        struct Asked: Decodable { var seconds: Double? }
+        var asked = Asked()
         if !request.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
-            struct Asked: Decodable { var seconds: Double? }
-            guard let asked = try? JSONDecoder().decode(Asked.self, from: Data(request.body)) else {
+            guard let decoded = try? JSONDecoder().decode(Asked.self, from: Data(request.body)) else {
                 return .error(
                     400, "The body is not a JSON object with \"seconds\" a number: send {\"seconds\": 30}, or {}.")
             }
-            if let number = asked.seconds {
-                guard (1...OutsideTrigger.longest.seconds).contains(number) else {
-                    return .error(400, "\"seconds\" must be a number from 1 to 3600.")
-                }
-                seconds = number
-            }
+            asked = decoded
+        }
+        let seconds: Double
+        switch OutsideRequest.seconds(asked.seconds) {
+        case .success(let number): seconds = number
+        case .failure(let error): return .error(400, "\"seconds\": \(error).")
         }
         if let problem = control.cameraProblem {
             return .error(503, "Not recording: no camera: \(problem).")
         }
-        control.record(seconds: seconds, by: "web")
+        control.ask(.record(seconds: seconds), by: "web")
         return .text(
             202, "{\"recording\":true,\"seconds\":\(DecimalText.short(seconds, 3))}\n", type: "application/json",
             headers: [("Cache-Control", "no-store")])

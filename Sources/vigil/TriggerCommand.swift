@@ -29,8 +29,8 @@ enum TriggerCommand: Command {
         }
         var seconds: Double?
         if let text = arguments.value("seconds") {
-            guard let value = OutsideTrigger.seconds(text) else {
-                throw UsageError(message: "--seconds \(text): give \(OutsideTrigger.accepted)")
+            guard case .success(let value) = OutsideRequest.seconds(Substring(text)) else {
+                throw UsageError(message: "--seconds \(text): give \(OutsideRequest.accepted)")
             }
             seconds = value
         }

@@ -1,3 +1,4 @@
+import Logging
 import Testing
 
 @testable import Agent
@@ -18,5 +19,46 @@ import Testing
     ])
     func anythingElseIsRefused(text: String) {
         #expect(OutsideTrigger.seconds(text) == nil, "\(text)")
+    }
+}
+
+/// One parser of an outside request's seconds, one set of limits and words, whichever front end
+/// reads the request (the socket's line, the web's JSON, MQTT's payload).
+@Suite struct OutsideRequestTests {
+    @Test func secondsAsTextAsANumberOrNoneAtAll() {
+        #expect(OutsideRequest.seconds("2.5" as Substring) == .success(2.5))
+        #expect(OutsideRequest.seconds(nil as Substring?) == .success(10))
+        #expect(OutsideRequest.seconds(3600.0) == .success(3600))
+        #expect(OutsideRequest.seconds(nil as Double?) == .success(OutsideRequest.defaultSeconds))
+        #expect(OutsideRequest.seconds("1e2" as Substring) == .failure(OutsideRequestError(given: "1e2")))
+        #expect(OutsideRequest.seconds(0.5) == .failure(OutsideRequestError(given: "0.5")))
+        #expect(
+            OutsideRequestError(given: "0x10").description
+                == "\"0x10\" is not plain decimal seconds from 1 to 3600 (such as 30 or 2.5)")
+    }
+
+    @Test func eachRequestReachesTheAgentAsAsked() {
+        let control = AgentControl()
+        control.ask(.record(seconds: 30), by: "web")
+        #expect(control.take().record?.seconds == 30)
+        control.ask(.recordUntilStopped, by: "mqtt")
+        let untilStopped = control.take().record
+        #expect(untilStopped != nil && untilStopped?.seconds == nil && untilStopped?.by == "mqtt")
+        control.ask(.stop, by: "mqtt")
+        #expect(control.take().stopRecording == "mqtt")
+    }
+
+    /// `vigil trigger`'s socket answers a line it cannot record in the parser's words.
+    @Test func theSocketRefusesInTheSameWords() {
+        let control = AgentControl()
+        let answer = TriggerSocket.answer(
+            .line("record 0x10"), control: control, noCamera: { nil }, log: Logger(level: .error, sink: MemoryLogSink())
+        )
+        #expect(answer == "error: \"0x10\" is not plain decimal seconds from 1 to 3600 (such as 30 or 2.5)")
+        #expect(
+            TriggerSocket.answer(
+                .line("record"), control: control, noCamera: { nil }, log: Logger(level: .error, sink: MemoryLogSink()))
+                == "ok: recording for 10.0 s, then the post-roll")
+        #expect(control.take().record?.seconds == 10)
     }
 }

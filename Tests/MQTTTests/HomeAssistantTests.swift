@@ -81,7 +81,7 @@ import Testing
         #expect(
             MQTTCommand.parse(
                 topic: topics.recordCommand, payload: Array(HomeAssistantDiscovery.buttonSeconds.utf8),
-                messages: topics) == .success(.record(seconds: 30)), "the button's press is a command")
+                messages: topics) == .success(.outside(.record(seconds: 30))), "the button's press is a command")
         // The camera: the live picture's topic; the event: the event topic and its phases.
         #expect(try config("camera/vigil_yard/live")["topic"] as? String == topics.live)
         let event = try config("event/vigil_yard/event")
@@ -137,14 +137,14 @@ import Testing
         }
         let record = topics.recordCommand, detect = topics.detectCommand
         #expect(record == "vigil/yard/record/set" && detect == "vigil/yard/detect/set")
-        #expect(parse(record, "ON") == .success(.record(seconds: nil)))
-        #expect(parse(record, "on") == .success(.record(seconds: nil)))
-        #expect(parse(record, "OFF") == .success(.stopRecording))
-        #expect(parse(record, " 30 ") == .success(.record(seconds: 30)))
-        #expect(parse(record, "30\n") == .success(.record(seconds: 30)))
-        #expect(parse(record, "1") == .success(.record(seconds: 1)))
-        #expect(parse(record, "3600") == .success(.record(seconds: 3600)))
-        #expect(parse(record, "2.5") == .success(.record(seconds: 2.5)))
+        #expect(parse(record, "ON") == .success(.outside(.recordUntilStopped)))
+        #expect(parse(record, "on") == .success(.outside(.recordUntilStopped)))
+        #expect(parse(record, "OFF") == .success(.outside(.stop)))
+        #expect(parse(record, " 30 ") == .success(.outside(.record(seconds: 30))))
+        #expect(parse(record, "30\n") == .success(.outside(.record(seconds: 30))))
+        #expect(parse(record, "1") == .success(.outside(.record(seconds: 1))))
+        #expect(parse(record, "3600") == .success(.outside(.record(seconds: 3600))))
+        #expect(parse(record, "2.5") == .success(.outside(.record(seconds: 2.5))))
         for refused in ["0", "0.5", "3601", "-5", "garbage", "", "nan", "inf"] {
             guard case .failure(let error) = parse(record, refused) else {
                 Issue.record("record/set took \"\(refused)\"")

@@ -88,6 +88,25 @@ import Testing
         #expect(control.take().record?.seconds == 10)
     }
 
+    /// Seconds `POST /api/trigger` cannot record are refused in the words `vigil trigger` and
+    /// MQTT's `record/set` use: the same limits, said the same way.
+    @Test func secondsOutOfRangeAreRefusedInTheWordsOfEveryOtherWayToTrigger() {
+        let control = AgentControl()
+        let site = WebSite(camera: "yard", version: "0.1.0", storage: MemoryStorage(), control: control)
+        for (seconds, said) in [("0", "0"), ("3600.5", "3600.5"), ("-2", "-2"), ("0.25", "0.25")] {
+            let refused = site.respond(
+                HTTPRequest(
+                    method: "POST", path: "/api/trigger", headers: ["content-type": "application/json"],
+                    body: Array("{\"seconds\": \(seconds)}".utf8)))
+            #expect(refused.status == 400)
+            guard case .bytes(let body) = refused.body else { continue }
+            #expect(
+                String(decoding: body, as: UTF8.self)
+                    == "\"seconds\": \"\(said)\" is not plain decimal seconds from 1 to 3600 (such as 30 or 2.5).\n")
+        }
+        #expect(control.take().record == nil)
+    }
+
     /// With uploads, the page and `/api/clips` say which clips are on the server (and where)
     /// and which wait, from `uploads.jsonl`; a clip never queued says neither.
     @Test func uploadedClipsAreMarkedAndWaitingOnesSaid() throws {
