@@ -178,6 +178,18 @@ final class CurlTransfer {
                 decoding: value, as: UTF8.self)
         }
 
+        /// What a header or write function does with the `count` bytes at `buffer` libcurl gives
+        /// it: hands them to `take` with the exchange its `context` points to; the bytes taken
+        /// (fewer than given: libcurl gives the transfer up).
+        static func take(
+            _ buffer: UnsafeMutablePointer<CChar>?, _ count: Int, _ context: UnsafeMutableRawPointer?,
+            _ take: (Exchange, UnsafeRawBufferPointer) -> Bool
+        ) -> Int {
+            guard let buffer, let context else { return count }
+            let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
+            return take(exchange, UnsafeRawBufferPointer(start: buffer, count: count)) ? count : 0
+        }
+
         /// Body bytes as they come: the start kept (an error document), the rest, when a digest
         /// is asked for, through MD5. False past the limit (the transfer is given up).
         func received(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -237,26 +249,21 @@ final class CurlTransfer {
             long(CURLOPT_LOW_SPEED_TIME, stallTimeout)
             // Redirects are not followed: a signed request is for one address.
             long(CURLOPT_FOLLOWLOCATION, 0)
-            pointer(CURLOPT_HEADERDATA, context)
-            check(
-                CURLOPT_HEADERFUNCTION,
-                vigil_curl_set_function(handle, CURLOPT_HEADERFUNCTION) { buffer, size, count, context in
-                    let bytes = size * count
-                    guard let buffer, let context else { return bytes }
-                    let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
-                    exchange.header(UnsafeRawBufferPointer(start: buffer, count: bytes))
-                    return bytes
-                })
-            pointer(CURLOPT_WRITEDATA, context)
-            check(
-                CURLOPT_WRITEFUNCTION,
-                vigil_curl_set_function(handle, CURLOPT_WRITEFUNCTION) { buffer, size, count, context in
-                    let bytes = size * count
-                    guard let buffer, let context else { return bytes }
-                    let exchange = Unmanaged<Exchange>.fromOpaque(context).takeUnretainedValue()
-                    // Past the limit, fewer bytes taken than given: libcurl gives the transfer up.
-                    return exchange.received(UnsafeRawBufferPointer(start: buffer, count: bytes)) ? bytes : 0
-                })
+            /// What libcurl receives, a header line or a piece of the body, handed to the exchange.
+            func receiving(_ option: CURLoption, data: CURLoption, _ function: vigil_curl_data_function) {
+                pointer(data, context)
+                check(option, vigil_curl_set_function(handle, option, function))
+            }
+            receiving(CURLOPT_HEADERFUNCTION, data: CURLOPT_HEADERDATA) {
+                Exchange.take($0, $1 * $2, $3) { exchange, line in
+                    exchange.header(line)
+                    return true
+                }
+            }
+            // Past the limit, fewer bytes taken than given: libcurl gives the transfer up.
+            receiving(CURLOPT_WRITEFUNCTION, data: CURLOPT_WRITEDATA) {
+                Exchange.take($0, $1 * $2, $3) { exchange, piece in exchange.received(piece) }
+            }
             // Progress: where a transfer under way is told to stop, or to give up its file.
             long(CURLOPT_NOPROGRESS, 0)
             pointer(CURLOPT_XFERINFODATA, context)

@@ -48,6 +48,24 @@ import Testing
         }
     }
 
+    /// The configuration of an agent on `seconds` of footage whose web server speaks HTTPS with
+    /// `certificates` and asks for a password — `pw` for admin, set by `vigil passwd`.
+    static func httpsConfig(
+        _ dir: TemporaryDirectory, certificates: TestCertificates, seconds: Double, realtime: Bool = false
+    ) throws -> String {
+        let footage = try AgentTests.footage(
+            AgentTests.scene(seconds: seconds, objects: [AgentTests.object(2, 4)]), in: dir)
+        let config = try AgentTests.config(
+            dir, footage: footage,
+            extra: """
+                web = { enabled = true; port = 0; password_file = "web-passwords";
+                  tls_cert_file = "\(certificates.certificate)"; tls_key_file = "\(certificates.key)"; };
+                """, realtime: realtime)
+        let set = try runTool(builtExecutable("vigil"), ["passwd", "--config", config], input: Data("pw\n".utf8))
+        #expect(set.status == 0, "\(set.stderr)")
+        return config
+    }
+
     /// The base URL of `agent`'s web server, from its "web server listening" line.
     static func webAddress(of agent: AgentProcess) throws -> String {
         let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60), "\(agent.output)")
@@ -306,16 +324,7 @@ import Testing
         defer { dir.remove() }
         let certificates = try TestCertificates(in: dir)
         let other = try TestCertificates(in: dir, name: "other")
-        let footage = try AgentTests.footage(
-            AgentTests.scene(seconds: 40, objects: [AgentTests.object(2, 4)]), in: dir)
-        let config = try AgentTests.config(
-            dir, footage: footage,
-            extra: """
-                web = { enabled = true; port = 0; password_file = "web-passwords";
-                  tls_cert_file = "\(certificates.certificate)"; tls_key_file = "\(certificates.key)"; };
-                """, realtime: true)
-        let set = try runTool(builtExecutable("vigil"), ["passwd", "--config", config], input: Data("pw\n".utf8))
-        #expect(set.status == 0, "\(set.stderr)")
+        let config = try Self.httpsConfig(dir, certificates: certificates, seconds: 40, realtime: true)
         let agent = try AgentProcess(config: config)
         let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60))
         let url = try #require(logValue(listening, "url"), "\(listening)")

@@ -19,16 +19,7 @@ import Testing
         let dir = try TemporaryDirectory("vigil-web-files")
         defer { dir.remove() }
         let certificates = try TestCertificates(in: dir, validity: ("20200101000000Z", "20200102000000Z"))
-        let footage = try AgentTests.footage(
-            AgentTests.scene(seconds: 8, objects: [AgentTests.object(2, 4)]), in: dir)
-        let config = try AgentTests.config(
-            dir, footage: footage,
-            extra: """
-                web = { enabled = true; port = 0; password_file = "web-passwords";
-                  tls_cert_file = "\(certificates.certificate)"; tls_key_file = "\(certificates.key)"; };
-                """)
-        let set = try runTool(builtExecutable("vigil"), ["passwd", "--config", config], input: Data("pw\n".utf8))
-        #expect(set.status == 0, "\(set.stderr)")
+        let config = try WebCommandTests.httpsConfig(dir, certificates: certificates, seconds: 8)
         let passwords = dir.file("web-passwords")
         let clean = try vigil("check", "--config", config)
         #expect(clean.status == 0)

@@ -137,21 +137,12 @@ import Testing
         defer { disk.remove() }
         let (dir, storage, filler) = (disk.dir, disk.storage, disk.filler)
         let footage = try Self.footage(in: dir, events: 6)
-        try "AKIDEXAMPLE\n".write(toFile: dir.file("access"), atomically: true, encoding: .utf8)
-        try "not-a-real-secret\n".write(toFile: dir.file("secret"), atomically: true, encoding: .utf8)
-        // A port of the test's own that nothing listens on (bound, never listening: refused).
-        let (unanswered, nobody) = try #require(loopbackSocket(listening: false))
+        let (upload, unanswered) = try unansweredUpload(in: dir)
         defer { close(unanswered) }
         let agent = try AgentProcess(
             config: writeConfig(
                 dir.file("vigil.conf"), footage: footage, storage: storage,
-                storageExtra: "min_free_mb = 1; max_size_mb = 0;",
-                extra: """
-                    upload = {
-                      url = "s3://clips/fleet"; endpoint = "http://127.0.0.1:\(nobody)";
-                      access_key_file = "access"; secret_key_file = "secret";
-                    };
-                    """))
+                storageExtra: "min_free_mb = 1; max_size_mb = 0;", extra: upload))
         try #require(agent.waitFor("msg=\"clip started\"", skip: 2, timeout: 300) != nil, "\(agent.output)")
         _ = Self.fillUp(filler)
         let status = agent.waitForExit(timeout: 600)

@@ -22,10 +22,8 @@ import Testing
         let broker = try Broker(dir)
         defer { broker.stop() }
         // An upload server that takes connections (the kernel's backlog) and never reads or answers.
-        let (server, uploadPort) = try #require(loopbackSocket(listening: true))
+        let (upload, server) = try unansweredUpload(in: dir, listening: true)
         defer { close(server) }
-        try "AKIDEXAMPLE\n".write(toFile: dir.file("access"), atomically: true, encoding: .utf8)
-        try "not-a-real-secret\n".write(toFile: dir.file("secret"), atomically: true, encoding: .utf8)
         let config = dir.file("vigil.conf")
         try """
         camera = { device = "synthetic"; name = "yard"; width = 640; height = 480; fps = 15.0; };
@@ -34,10 +32,7 @@ import Testing
         log = { level = "info"; stats_interval = 0; };
         hooks = { on_event_start = "\(hook)"; on_clip_saved = "\(hook)"; timeout = 600; };
         mqtt = { enabled = true; host = "127.0.0.1"; port = \(broker.port); };
-        upload = {
-          url = "s3://clips/fleet"; endpoint = "http://127.0.0.1:\(uploadPort)";
-          access_key_file = "access"; secret_key_file = "secret";
-        };
+        \(upload)
         web = { enabled = true; port = 0; };
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let agent = try AgentProcess(config: config)

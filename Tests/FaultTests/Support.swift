@@ -46,6 +46,23 @@ func fedAgent(
     return (feeder, agent)
 }
 
+/// Uploads to an S3 server that never answers: the `upload` group for a configuration's
+/// `extra`, its endpoint a port of the test's own — bound and never listening (connections
+/// refused) or, `listening`, taking connections into the kernel's backlog and never reading
+/// them — its key files written in `dir`; and that port's socket, to close.
+func unansweredUpload(in dir: TemporaryDirectory, listening: Bool = false) throws -> (group: String, socket: Int32) {
+    try "AKIDEXAMPLE\n".write(toFile: dir.file("access"), atomically: true, encoding: .utf8)
+    try "not-a-real-secret\n".write(toFile: dir.file("secret"), atomically: true, encoding: .utf8)
+    let (socket, port) = try #require(loopbackSocket(listening: listening))
+    let group = """
+        upload = {
+          url = "s3://clips/fleet"; endpoint = "http://127.0.0.1:\(port)";
+          access_key_file = "access"; secret_key_file = "secret";
+        };
+        """
+    return (group, socket)
+}
+
 /// The resident memory (kB) and open file descriptors of a running process.
 func processResources(_ pid: Int32) -> (rssKB: Int, fds: Int)? {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),

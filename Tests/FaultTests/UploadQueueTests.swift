@@ -22,20 +22,11 @@ import Glibc
         #expect(FileManager.default.createFile(atPath: storage + "/uploads.jsonl", contents: Data(queue)))
         let footage = try writeFootage(
             scene(seconds: 24, objects: [crossing(3, 6), crossing(13, 16)]), to: dir.file("scene.y4m"))
-        try "AKIDEXAMPLE\n".write(toFile: dir.file("access"), atomically: true, encoding: .utf8)
-        try "not-a-real-secret\n".write(toFile: dir.file("secret"), atomically: true, encoding: .utf8)
-        // A port nothing answers on (bound, never listening).
-        let (unanswered, nobody) = try #require(loopbackSocket(listening: false))
+        let (upload, unanswered) = try unansweredUpload(in: dir)
         defer { close(unanswered) }
         let agent = try AgentProcess(
             config: writeConfig(
-                dir.file("vigil.conf"), footage: footage, storage: storage, realtime: true,
-                extra: """
-                    upload = {
-                      url = "s3://clips/fleet"; endpoint = "http://127.0.0.1:\(nobody)";
-                      access_key_file = "access"; secret_key_file = "secret";
-                    };
-                    """))
+                dir.file("vigil.conf"), footage: footage, storage: storage, realtime: true, extra: upload))
         let secondClip = agent.waitFor("msg=\"clip saved\"", skip: 1, timeout: 300)
         #expect(secondClip != nil, "\(agent.output)")
         #expect(agent.waitFor("msg=\"uploading clips\"", timeout: 300) != nil, "the queue was read: \(agent.output)")

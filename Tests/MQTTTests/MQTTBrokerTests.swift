@@ -145,6 +145,17 @@ import Testing
         #expect(watcher.waitFor(timeout: 15) { $0.last?.payload == "offline" }, "\(watcher.messages)")
     }
 
+    /// The agent on `footage`, with the broker on `port` and `mqtt` added to its `mqtt` group,
+    /// run to the footage's end: it exits 0, whatever the broker did.
+    func runToItsEnd(
+        _ dir: TemporaryDirectory, footage: String, port: Int, mqtt: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws -> AgentProcess {
+        let agent = try AgentProcess(config: config(dir, footage: footage, port: port, realtime: false, mqtt: mqtt))
+        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)", sourceLocation: sourceLocation)
+        return agent
+    }
+
     /// A broker that wants a login: the password comes from a file, and a wrong one is said
     /// once in the log while recording goes on.
     @Test func usernameAndPasswordFromAFile() throws {
@@ -161,19 +172,13 @@ import Testing
 
         let watcher = try Subscriber(
             port: broker.port, topic: "vigil/#", in: dir, arguments: ["-u", "cam", "-P", "s3cret"])
-        let good = try AgentProcess(
-            config: config(
-                dir, footage: footage, port: broker.port, realtime: false,
-                mqtt: "username = \"cam\"; password_file = \"good\";"))
-        #expect(good.waitForExit(timeout: 60) == 0, "\(good.output)")
+        let good = try runToItsEnd(
+            dir, footage: footage, port: broker.port, mqtt: "username = \"cam\"; password_file = \"good\";")
         #expect(good.waitFor("msg=\"MQTT connected\"", timeout: 1) != nil, "\(good.output)")
         #expect(watcher.waitFor(timeout: 5) { $0.contains { $0.payload == "offline" } }, "\(watcher.messages)")
 
-        let bad = try AgentProcess(
-            config: config(
-                dir, footage: footage, port: broker.port, realtime: false,
-                mqtt: "username = \"cam\"; password_file = \"bad\";"))
-        #expect(bad.waitForExit(timeout: 60) == 0, "\(bad.output)")
+        let bad = try runToItsEnd(
+            dir, footage: footage, port: broker.port, mqtt: "username = \"cam\"; password_file = \"bad\";")
         let refused = logLines(bad.output, "MQTT broker refused the connection; trying again")
         #expect(refused.count == 1, "\(bad.output)")
         #expect(refused.first.flatMap { logValue($0, "error") }?.contains("not authorised") == true, "\(refused)")
@@ -242,21 +247,15 @@ import Testing
         let watcher = try Subscriber(
             port: broker.port, topic: "vigil/#", in: dir, arguments: ["--cafile", certificates.caCertificate])
 
-        let trusted = try AgentProcess(
-            config: config(
-                dir, footage: footage, port: broker.port, realtime: false,
-                mqtt: "tls_ca_file = \"\(certificates.caCertificate)\";"))
-        #expect(trusted.waitForExit(timeout: 60) == 0, "\(trusted.output)")
+        let trusted = try runToItsEnd(
+            dir, footage: footage, port: broker.port, mqtt: "tls_ca_file = \"\(certificates.caCertificate)\";")
         #expect(trusted.waitFor("msg=\"MQTT connected\"", timeout: 1) != nil, "\(trusted.output)")
         #expect(
             watcher.waitFor(timeout: 5) { m in m.contains { $0.payload.contains("\"type\":\"saved\"") } },
             "\(watcher.messages)")
 
-        let untrusted = try AgentProcess(
-            config: config(
-                dir, footage: footage, port: broker.port, realtime: false,
-                mqtt: "tls_ca_file = \"\(other.caCertificate)\";"))
-        #expect(untrusted.waitForExit(timeout: 60) == 0, "\(untrusted.output)")
+        let untrusted = try runToItsEnd(
+            dir, footage: footage, port: broker.port, mqtt: "tls_ca_file = \"\(other.caCertificate)\";")
         #expect(untrusted.waitFor("msg=\"MQTT connected\"", timeout: 1) == nil, "\(untrusted.output)")
         #expect(logLines(untrusted.output, "clip saved").count == 1, "recording went on")
         #expect(
