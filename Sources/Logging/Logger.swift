@@ -141,24 +141,16 @@ public struct Logger: Sendable {
                 $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F
             }
         guard needsQuotes else { return s }
-        var out = "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 || scalar.value == 0x7F {
-                    out += "\\u{" + String(scalar.value, radix: 16) + "}"
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
+        let escaped = s.replacingScalars { scalar in
+            escapes[scalar]
+                ?? (scalar.value < 0x20 || scalar.value == 0x7F ? "\\u{" + String(scalar.value, radix: 16) + "}" : nil)
         }
-        return out + "\""
+        return "\"" + escaped + "\""
     }
+
+    private static let escapes: [Unicode.Scalar: String] = [
+        "\"": "\\\"", "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t",
+    ]
 }
 
 /// The level, shared and changeable at runtime.

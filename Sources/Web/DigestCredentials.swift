@@ -51,24 +51,8 @@ struct DigestCredentials: Equatable, Sendable {
             skip([" ", "\t"])
             var value = ""
             if rest.first == "\"" {
-                rest.removeFirst()
-                var escaped = false
-                var closed = false
-                while let c = rest.first {
-                    rest.removeFirst()
-                    if escaped {
-                        value.append(c)
-                        escaped = false
-                    } else if c == "\\" {
-                        escaped = true
-                    } else if c == "\"" {
-                        closed = true
-                        break
-                    } else {
-                        value.append(c)
-                    }
-                }
-                guard closed else { return nil }
+                guard let quoted = rest.quotedString() else { return nil }
+                (value, rest) = quoted
             } else {
                 let end = rest.firstIndex(of: ",") ?? rest.endIndex
                 value = rest[..<end].trimmingCharacters([" ", "\t"])

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 
 /// `vigil run` (or another subcommand) as a child process, its stderr collected line by line.
 public final class AgentProcess: Sendable {
@@ -89,21 +90,8 @@ public func logValue(_ line: String, _ key: String) -> String? {
     guard let start = prefix ?? line.range(of: " \(key)=")?.upperBound else { return nil }
     let rest = line[(prefix == nil ? start : line.index(start, offsetBy: key.count + 1))...]
     if rest.first == "\"" {
-        var value = ""
-        var escaped = false
-        for c in rest.dropFirst() {
-            if escaped {
-                value.append(c)
-                escaped = false
-            } else if c == "\\" {
-                escaped = true
-            } else if c == "\"" {
-                break
-            } else {
-                value.append(c)
-            }
-        }
-        return value
+        // A quote that never closes (a line cut short): what there is of it.
+        return rest.quotedString()?.value ?? String(rest.dropFirst())
     }
     return String(rest.prefix { $0 != " " })
 }
