@@ -44,9 +44,6 @@ enum AnalyzeCommand: Command {
     ]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.isEmpty else {
-            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
-        }
         guard let sourceText = arguments.value("source") else { throw UsageError(message: "--source is required") }
         guard let (configPath, settings) = loadSettings(arguments) else { return .config }
         var limit: Double?

@@ -103,11 +103,15 @@ protocol Command {
     /// What the command does and what it prints, for `--help`.
     static var discussion: String { get }
     static var options: [OptionSpec] { get }
+    /// How many arguments other than options it takes (a device, files); none unless it says.
+    static var positionalLimit: Int { get }
     /// Checks the arguments and runs; returns the exit code.
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode
 }
 
 extension Command {
+    static var positionalLimit: Int { 0 }
+
     static var help: String {
         var text = "usage: vigil \(name) \(synopsis)\n\n\(abstract)\n"
         if !discussion.isEmpty { text += "\n\(discussion)\n" }

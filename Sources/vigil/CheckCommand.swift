@@ -36,9 +36,6 @@ enum CheckCommand: Command {
     static let options = [configOption]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.isEmpty else {
-            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
-        }
         guard let (path, settings) = loadSettings(arguments) else { return .config }
         if let warning = settings.mqtt.checkWarning { printError(warning) }
         if let warning = settings.web.checkWarning { printError(warning) }

@@ -35,9 +35,6 @@ enum ClipsCommand: Command {
     ]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.isEmpty else {
-            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
-        }
         guard let (_, settings) = loadSettings(arguments) else { return .config }
         let storage = DiskStorage(root: settings.storage.path)
         let journal = EventsJournal(storage: storage)

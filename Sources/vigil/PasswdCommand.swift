@@ -29,9 +29,6 @@ enum PasswdCommand: Command {
     ]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.isEmpty else {
-            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
-        }
         let user = arguments.value("user") ?? "admin"
         if let problem = WebPasswords.nameProblem(user) {
             printError("vigil passwd: --user \(user): give \(problem)")

@@ -30,11 +30,9 @@ enum ProbeCommand: Command {
         OptionSpec(name: "size", valueName: "WxH", help: "the picture size to suggest a mode for (default 1280x720)"),
         OptionSpec(name: "fps", valueName: "RATE", help: "the frame rate to suggest a mode for (default 30)"),
     ]
+    static let positionalLimit = 1
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.count <= 1 else {
-            throw UsageError(message: "unexpected argument \(arguments.positionals[1])")
-        }
         var width = 1280, height = 720
         if let size = arguments.value("size") {
             let parts = size.split(separator: "x")

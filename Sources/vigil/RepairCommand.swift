@@ -26,6 +26,7 @@ enum RepairCommand: Command {
         writing it.
         """
     static let options: [OptionSpec] = []
+    static let positionalLimit = Int.max
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
         guard !arguments.positionals.isEmpty else { throw UsageError(message: "name at least one FILE to repair") }

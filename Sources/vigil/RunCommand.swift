@@ -39,9 +39,6 @@ enum RunCommand: Command {
     static let options = [configOption]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.isEmpty else {
-            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
-        }
         // First of all, before anything is made: a SIGTERM or SIGHUP that comes while the agent
         // starts waits for the agent to take it (a clean stop, a reload) instead of ending it.
         Signals.block()

@@ -24,9 +24,6 @@ enum TriggerCommand: Command {
     ]
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        guard arguments.positionals.isEmpty else {
-            throw UsageError(message: "unexpected argument \(arguments.positionals[0])")
-        }
         var seconds: Double?
         if let text = arguments.value("seconds") {
             guard case .success(let value) = OutsideRequest.seconds(Substring(text)) else {

@@ -58,11 +58,14 @@ let rootHelp: String = {
         printError("vigil: unknown command '\(first)' — run `vigil --help` for the list")
         return .usage
     }
-    do {
+    do throws(UsageError) {
         let parsed = try parseArguments(arguments, options: command.options)
         if parsed.flag("help") {
             printOut(command.help)
             return .success
+        }
+        if parsed.positionals.count > command.positionalLimit {
+            throw UsageError(message: "unexpected argument \(parsed.positionals[command.positionalLimit])")
         }
         return try command.run(parsed)
     } catch {
