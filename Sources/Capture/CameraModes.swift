@@ -28,12 +28,7 @@ extension V4L2Device {
         // ENOTTY: the driver does not list sizes.
         try enumerate(
             CV4L2_VIDIOC_ENUM_FRAMESIZES, .enumerateSizes, unlistedIsEmpty: true,
-            entry: { index in
-                var size = v4l2_frmsizeenum()
-                size.index = index
-                size.pixel_format = fourcc.littleEndianValue
-                return size
-            }
+            entry: { v4l2_frmsizeenum(entry: $0, of: fourcc) }
         ) { (size) throws(V4L2Error) in
             switch size.type {
             case V4L2_FRMSIZE_TYPE_DISCRETE.rawValue:
@@ -67,9 +62,7 @@ extension V4L2Device {
         try enumerate(
             CV4L2_VIDIOC_ENUM_FRAMEINTERVALS, .enumerateIntervals, unlistedIsEmpty: true,
             entry: { index in
-                var interval = v4l2_frmivalenum()
-                interval.index = index
-                interval.pixel_format = fourcc.littleEndianValue
+                var interval = v4l2_frmivalenum(entry: index, of: fourcc)
                 interval.width = UInt32(clamping: width)
                 interval.height = UInt32(clamping: height)
                 return interval
@@ -101,3 +94,22 @@ extension V4L2Device {
         return range ?? (list.isEmpty ? .unknown : .discrete(list))
     }
 }
+
+/// The request for entry `index` of one of a format's lists (`VIDIOC_ENUM_FRAMESIZES`,
+/// `VIDIOC_ENUM_FRAMEINTERVALS`).
+protocol FormatListEntry {
+    init()
+    var index: UInt32 { get set }
+    var pixel_format: UInt32 { get set }
+}
+
+extension FormatListEntry {
+    init(entry index: UInt32, of fourcc: FourCC) {
+        self.init()
+        self.index = index
+        pixel_format = fourcc.littleEndianValue
+    }
+}
+
+extension v4l2_frmsizeenum: FormatListEntry {}
+extension v4l2_frmivalenum: FormatListEntry {}

@@ -127,7 +127,7 @@ public struct HomeAssistantDiscovery: Sendable {
             case payloadNotAvailable = "payload_not_available"
         }
 
-        init(name: String) { self.name = name }
+        // Made with its memberwise initializer: the name and the keys the entity sets, in order.
     }
 
     /// One entity: where its config goes and what it says.
@@ -138,36 +138,23 @@ public struct HomeAssistantDiscovery: Sendable {
     }
 
     public var entities: [Entity] {
-        var motion = Config(name: "Motion")
-        motion.deviceClass = "motion"
-        motion.stateTopic = topics.motion
-        (motion.payloadOn, motion.payloadOff) = ("ON", "OFF")
-        var snapshot = Config(name: "Snapshot")
-        snapshot.imageTopic = topics.snapshot
-        snapshot.contentType = "image/jpeg"
-        var lastClip = Config(name: "Last clip")
-        lastClip.stateTopic = topics.lastClip
-        lastClip.icon = "mdi:filmstrip"
+        let motion = Config(
+            name: "Motion", deviceClass: "motion", stateTopic: topics.motion, payloadOn: "ON", payloadOff: "OFF")
+        let snapshot = Config(name: "Snapshot", imageTopic: topics.snapshot, contentType: "image/jpeg")
+        let lastClip = Config(name: "Last clip", stateTopic: topics.lastClip, icon: "mdi:filmstrip")
         // `disk_free_mb` counts MiB (2^20 bytes), a unit Home Assistant's data_size takes.
         var diskFree = statsSensor("Disk free", figure: "disk_free_mb", unit: "MiB")
         diskFree.deviceClass = "data_size"
-        var detection = Config(name: "Motion detection")
-        detection.commandTopic = topics.detectCommand
-        detection.stateTopic = topics.detect
-        (detection.payloadOn, detection.payloadOff) = ("ON", "OFF")
-        detection.icon = "mdi:motion-sensor"
-        var record = Config(name: "Record")
-        record.commandTopic = topics.recordCommand
-        record.payloadPress = Self.buttonSeconds
-        record.icon = "mdi:record-rec"
+        let detection = Config(
+            name: "Motion detection", stateTopic: topics.detect, commandTopic: topics.detectCommand, payloadOn: "ON",
+            payloadOff: "OFF", icon: "mdi:motion-sensor")
+        let record = Config(
+            name: "Record", commandTopic: topics.recordCommand, payloadPress: Self.buttonSeconds, icon: "mdi:record-rec"
+        )
         var backlog = statsSensor("Upload backlog", figure: "upload_waiting", unit: "clips")
         backlog.icon = "mdi:cloud-upload"
-        var live = Config(name: "Live")
-        live.topic = topics.live
-        var events = Config(name: "Event")
-        events.stateTopic = topics.eventTopic
-        events.eventTypes = Self.eventTypes
-        events.icon = "mdi:cctv"
+        let live = Config(name: "Live", topic: topics.live)
+        let events = Config(name: "Event", stateTopic: topics.eventTopic, eventTypes: Self.eventTypes, icon: "mdi:cctv")
         return [
             Entity(component: "binary_sensor", object: "motion", config: motion),
             Entity(component: "image", object: "snapshot", config: snapshot),
@@ -182,13 +169,9 @@ public struct HomeAssistantDiscovery: Sendable {
 
     /// A diagnostic sensor of one figure of the `stats` topic.
     private func statsSensor(_ name: String, figure: String, unit: String) -> Config {
-        var sensor = Config(name: name)
-        sensor.stateTopic = topics.stats
-        sensor.valueTemplate = "{{ value_json.\(figure) }}"
-        sensor.unitOfMeasurement = unit
-        sensor.stateClass = "measurement"
-        sensor.entityCategory = "diagnostic"
-        return sensor
+        Config(
+            name: name, stateTopic: topics.stats, valueTemplate: "{{ value_json.\(figure) }}", unitOfMeasurement: unit,
+            stateClass: "measurement", entityCategory: "diagnostic")
     }
 
     /// The retained config messages, with the device, availability and unique ids filled in.

@@ -24,22 +24,6 @@ import Testing
         /// Whether an event had begun (at 1 s, frame 15) before the input broke.
         var clip = false
         var testDescription: String { name }
-
-        /// A file that is `text` and nothing else, whatever the good file holds.
-        init(name: String, text: String, status: Int32, message: String) {
-            self.init(name: name, make: { _, _ in Array(text.utf8) }, status: status, message: message)
-        }
-
-        init(
-            name: String, make: @escaping @Sendable ([UInt8], [[UInt8]]) -> [UInt8], status: Int32, message: String,
-            clip: Bool = false
-        ) {
-            self.name = name
-            self.make = make
-            self.status = status
-            self.message = message
-            self.clip = clip
-        }
     }
 
     static let cases: [Case] = [
@@ -195,5 +179,12 @@ import Testing
             builtExecutable("vigil"), ["run", "--config", config], environment: isolatedVigilEnvironment(in: dir))
         #expect(run.status == 66)
         #expect(run.stderr.contains("cannot open file:\(input): it is a directory"), "\(run.stderr)")
+    }
+}
+
+extension BadInputTests.Case {
+    /// A file that is `text` and nothing else, whatever the good file holds.
+    init(name: String, text: String, status: Int32, message: String) {
+        self.init(name: name, make: { _, _ in Array(text.utf8) }, status: status, message: message)
     }
 }
