@@ -13,8 +13,9 @@
 #   make deb-arm64  the Raspberry Pi package (trixie, arm64), cross-built with Debian trixie's Swift
 #   make test-arm64  that package on arm64 under qemu-user, its results beside x86-64's
 #   make test-trixie  the whole suite with Debian trixie's Swift 6.0.3
-#   make lint   check the formatting (.swift-format), the layering rules of docs/ARCHITECTURE.md and
-#               what Swift 6.0 (Debian trixie's) cannot compile
+#   make lint   check the formatting (.swift-format), the layering rules of docs/ARCHITECTURE.md,
+#               what Swift 6.0 (Debian trixie's) cannot compile, no file over 600 lines and at most
+#               45 pairs of repeated places (`duplicates`, where it is installed, boilerplate aside)
 #   make format format the tree with the toolchain's swift format
 
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
@@ -177,12 +178,14 @@ powercut-record: test-deps check-swift
 
 # The formatting is the toolchain's own formatter's (`swift format`, configured in .swift-format);
 # the layering check is scripts/check-layering.sh; scripts/check-swift60.sh keeps out the shapes
-# Debian trixie's Swift 6.0.3 (the Raspberry Pi package's) cannot compile.
+# Debian trixie's Swift 6.0.3 (the Raspberry Pi package's) cannot compile; scripts/check-tree.sh
+# holds files to 600 lines and the tree to 45 pairs of repeated places.
 FORMATTED := Sources Tests Package.swift
 lint: check-swift
 	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
 	./scripts/check-layering.sh
 	./scripts/check-swift60.sh
+	./scripts/check-tree.sh
 
 format: check-swift
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
