@@ -9,11 +9,6 @@ public enum LibcameraLayout {
         public var descriptor: Int32
         public var offset: Int
         public var length: Int
-        public init(descriptor: Int32, offset: Int, length: Int) {
-            self.descriptor = descriptor
-            self.offset = offset
-            self.length = length
-        }
     }
 
     /// The packed RGB layouts libcamera names, with the byte order in memory (libcamera's names

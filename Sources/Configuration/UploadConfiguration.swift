@@ -66,18 +66,6 @@ public struct UploadCredentials: Equatable, Sendable {
     /// HTTPS (S3, WebDAV): the CA certificates (PEM) the server's must be signed by, instead of
     /// the machine's (`upload.tls_ca_file`).
     public var caFile: String?
-
-    public init(
-        accessKey: String? = nil, secretKey: String? = nil, sshKeyFile: String? = nil, knownHostsFile: String? = nil,
-        password: String? = nil, caFile: String? = nil
-    ) {
-        self.accessKey = accessKey
-        self.secretKey = secretKey
-        self.sshKeyFile = sshKeyFile
-        self.knownHostsFile = knownHostsFile
-        self.password = password
-        self.caFile = caFile
-    }
 }
 
 extension Settings {

@@ -45,7 +45,7 @@ struct DigestCredentials: Equatable, Sendable {
             skip([" ", "\t", ","])
             if rest.isEmpty { return parameters }
             guard let equals = rest.firstIndex(of: "=") else { return nil }
-            let name = rest[..<equals].trimmingCharacters([" ", "\t"]).lowercased()
+            let name = rest[..<equals].trimmingSpaces.lowercased()
             guard !name.isEmpty else { return nil }
             rest = rest[rest.index(after: equals)...]
             skip([" ", "\t"])
@@ -55,19 +55,10 @@ struct DigestCredentials: Equatable, Sendable {
                 (value, rest) = quoted
             } else {
                 let end = rest.firstIndex(of: ",") ?? rest.endIndex
-                value = rest[..<end].trimmingCharacters([" ", "\t"])
+                value = rest[..<end].trimmingSpaces
                 rest = rest[end...]
             }
             parameters[name] = value
         }
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingCharacters(_ characters: Set<Character>) -> String {
-        var s = self
-        while let c = s.first, characters.contains(c) { s.removeFirst() }
-        while let c = s.last, characters.contains(c) { s.removeLast() }
-        return String(s)
     }
 }

@@ -143,12 +143,12 @@ public enum ByteRange: Equatable, Sendable {
     /// What `header` asks of a representation of `size` bytes.
     public static func parse(_ header: String?, size: UInt64) -> ByteRange {
         guard let header else { return .whole }
-        let text = header.trimmed
+        let text = header.trimmingSpaces
         guard text.lowercased().hasPrefix("bytes=") else { return .whole }
-        let spec = text.dropFirst("bytes=".count).trimmed
+        let spec = text.dropFirst("bytes=".count).trimmingSpaces
         // Several ranges would need a multipart answer: the whole file is a valid one.
         guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return .whole }
-        let from = spec[..<dash].trimmed, to = spec[spec.index(after: dash)...].trimmed
+        let from = spec[..<dash].trimmingSpaces, to = spec[spec.index(after: dash)...].trimmingSpaces
         if from.isEmpty {
             guard let suffix = UInt64(to) else { return .whole }
             guard suffix > 0, size > 0 else { return .unsatisfiable }
@@ -163,7 +163,8 @@ public enum ByteRange: Equatable, Sendable {
 }
 
 extension StringProtocol {
-    fileprivate var trimmed: String {
+    /// Without the spaces and tabs around it (a header's value, a part of one).
+    var trimmingSpaces: String {
         var s = Substring(self)
         while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
         while let c = s.last, c == " " || c == "\t" { s.removeLast() }

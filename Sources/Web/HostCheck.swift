@@ -90,12 +90,3 @@ public struct HostCheck: Sendable, Equatable {
         return lower
     }
 }
-
-extension String {
-    fileprivate var trimmingSpaces: String {
-        var s = Substring(self)
-        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
-        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
-        return String(s)
-    }
-}
