@@ -73,6 +73,21 @@ import Testing
             brightness: 210)
     }
 
+    /// The configuration of `vigil run` on the synthetic camera (`width`×`height` at 15 fps),
+    /// which runs until the agent is stopped, recording into `clips`; `extra`: more groups.
+    static func syntheticConfig(
+        _ dir: TemporaryDirectory, width: Int = 320, height: Int = 240, extra: String = ""
+    ) throws -> String {
+        let path = dir.file("vigil.conf")
+        try """
+        camera = { device = "synthetic"; name = "yard"; width = \(width); height = \(height); fps = 15.0; };
+        storage = { path = "clips"; min_free_mb = 1; };
+        log = { level = "info"; stats_interval = 0; };
+        \(extra)
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
     static func config(
         _ dir: TemporaryDirectory, footage: String, extra: String = "", realtime: Bool = false
     ) throws -> String {

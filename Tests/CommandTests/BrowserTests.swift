@@ -80,16 +80,14 @@ import Testing
         defer { dir.remove() }
         // The synthetic camera, which runs until the agent is stopped (footage would end, and a
         // busy machine can make the browser slow).
-        let config = dir.file("vigil.conf")
-        try """
-        camera = { device = "synthetic"; name = "yard"; width = 320; height = 240; fps = 15.0; };
-        audio = { enabled = true; device = "synthetic"; };
-        recording = { pre_roll = 2.0; post_roll = 2.0; max_clip = 10.0; };
-        storage = { path = "clips"; min_free_mb = 1; };
-        log = { level = "info"; stats_interval = 0; };
-        snapshot = { live_interval = 1.0; };
-        web = { enabled = true; port = 0; };
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let config = try AgentTests.syntheticConfig(
+            dir,
+            extra: """
+                audio = { enabled = true; device = "synthetic"; };
+                recording = { pre_roll = 2.0; post_roll = 2.0; max_clip = 10.0; };
+                snapshot = { live_interval = 1.0; };
+                web = { enabled = true; port = 0; };
+                """)
         let agent = try AgentProcess(config: config)
         defer { agent.kill(SIGKILL) }
         let base = try WebCommandTests.webAddress(of: agent)

@@ -10,13 +10,8 @@ import Testing
     @Test func triggerTimesAreCaptureTimes() throws {
         let dir = try TemporaryDirectory("vigil-clock")
         defer { dir.remove() }
-        let config = dir.file("vigil.conf")
-        try """
-        camera = { device = "synthetic"; name = "yard"; width = 640; height = 480; fps = 15.0; };
-        recording = { pre_roll = 1.0; post_roll = 1.0; };
-        storage = { path = "clips"; min_free_mb = 1; };
-        log = { level = "info"; stats_interval = 0; };
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let config = try AgentTests.syntheticConfig(
+            dir, width: 640, height: 480, extra: "recording = { pre_roll = 1.0; post_roll = 1.0; };")
         let agent = try AgentProcess(config: config)
         let started = agent.waitFor("msg=\"clip started\"", timeout: 60)
         agent.kill(SIGTERM)

@@ -107,14 +107,12 @@ import Testing
         defer { dir.remove() }
         // The synthetic camera and microphone (a 440 Hz tone), on one clock as a camera and a
         // sound card are.
-        let config = dir.file("vigil.conf")
-        try """
-        camera = { device = "synthetic"; name = "yard"; width = 320; height = 240; fps = 15.0; };
-        audio = { enabled = true; device = "synthetic"; rate = 48000; channels = 1; };
-        storage = { path = "clips"; min_free_mb = 1; };
-        log = { level = "info"; stats_interval = 0; };
-        web = { enabled = true; port = 0; };
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let config = try AgentTests.syntheticConfig(
+            dir,
+            extra: """
+                audio = { enabled = true; device = "synthetic"; rate = 48000; channels = 1; };
+                web = { enabled = true; port = 0; };
+                """)
         let agent = try AgentProcess(config: config)
         defer { agent.kill(SIGKILL) }
         let base = try WebCommandTests.webAddress(of: agent)
