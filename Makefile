@@ -183,6 +183,7 @@ lint: check-swift
 	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
 	./scripts/check-layering.sh
 	./scripts/check-swift60.sh
+	./scripts/check-links.sh
 
 format: check-swift
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)
