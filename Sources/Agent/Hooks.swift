@@ -295,7 +295,7 @@ final class HookSink: EventSink {
 
 extension HookSink {
     /// What `on_event_start` gets: the arguments, and the facts (each `VIGIL_<KEY>`) under the
-    /// journal's keys (docs/events.md). `score` is the old name of `peak_score`, kept for hooks
+    /// journal's keys (docs/reference/events.md). `score` is the old name of `peak_score`, kept for hooks
     /// written before.
     static func eventStart(_ clip: ClipStarted) -> (arguments: [String], facts: [(String, String)]) {
         let trigger = ClipRecord.timestamp(clip.trigger)
@@ -323,7 +323,7 @@ extension HookSink {
     }
 
     /// What `on_clip_saved` gets: the arguments, and the facts — the journal line's every key
-    /// (docs/events.md), with `file` and `snapshot` as full paths. `duration` is the old name
+    /// (docs/reference/events.md), with `file` and `snapshot` as full paths. `duration` is the old name
     /// of `duration_s`, kept for hooks written before.
     static func clipSaved(_ saved: ClipSaved) -> (arguments: [String], facts: [(String, String)]) {
         let r = saved.record

@@ -140,7 +140,7 @@ func run() throws {
         guard size.count == 2 else { throw UsageError("--encoder-memory needs a size as in 1920x1080") }
         return try encoderMemoryChild(width: size[0], height: size[1])
     }
-    if arguments.first == "--write-footage" {  // for profiling by hand: docs/PERFORMANCE.md
+    if arguments.first == "--write-footage" {  // for profiling by hand: docs/design/performance.md
         let size = arguments.dropFirst().first?.split(separator: "x").compactMap { Int($0) } ?? []
         guard arguments.count == 4, size.count == 2, let seconds = Double(arguments[2]) else {
             throw UsageError("--write-footage needs a size, seconds and a path: 640x480 10 events.y4m")

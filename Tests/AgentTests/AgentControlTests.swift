@@ -46,8 +46,9 @@ import Testing
 
     /// An object crosses from 2 s to 5 s; `vigil trigger --seconds 6` at 3 s, during the
     /// motion, lengthens the event to 9 s and its post-roll — and the clip is recorded on it:
-    /// the journal, the `on_clip_saved` facts and the event's end say `external` (the README's
-    /// promise), while the event's start, before the request, said `motion`.
+    /// the journal, the `on_clip_saved` facts and the event's end say `external` (the promise of
+    /// docs/guide/home-assistant.md's outside triggers), while the event's start, before the
+    /// request, said `motion`.
     @Test func anOutsideTriggerDuringMotionMarksTheClipExternal() throws {
         let agent = try EmbeddedAgent()
         try agent.run(

@@ -246,7 +246,7 @@ enum LibcameraScenarios {
         return expected
     }
 
-    /// The README's fallback: vigil's V4L2 camera under libcamera's compatibility layer.
+    /// The cameras guide's fallback (docs/guide/cameras.md): vigil's V4L2 camera under libcamera's compatibility layer.
     static func libcamerify(_ r: Report, vigil: String, out: String) -> [ClipExpectation] {
         let dir = out + "/libcamerify", storage = dir + "/clips"
         var expected: [ClipExpectation] = []
