@@ -81,7 +81,7 @@ extension Agent {
     /// A camera that fails is closed and reopened as `Retry` says; the open clip is closed meanwhile.
     func capture(_ first: (any FrameSource)?, into queue: WorkQueue<CaptureItem>, live: Bool, sinks: EventSinks) {
         var retry = Retry(maximum: .init(seconds: 30))
-        if first == nil { _ = retry.failed(at: environment.monotonicNow()) }
+        if first == nil { _ = retry.failed(at: environment.clock.now()) }
         guard var source = first ?? reopen(&retry, firstTime: true, sinks: sinks) else {
             queue.push(.end(nil))
             return
@@ -108,7 +108,7 @@ extension Agent {
                 }
                 cameraDownSince.withLock { $0 = $0 ?? environment.wallNow() }
                 queue.push(.interrupted)
-                _ = retry.failed(at: environment.monotonicNow())
+                _ = retry.failed(at: environment.clock.now())
                 guard let back = reopen(&retry, firstTime: false, sinks: sinks) else { break }
                 source = back
                 converter = PlanarConverter(input: source.format)
@@ -147,7 +147,7 @@ extension Agent {
             do {
                 let source = try openSource().source
                 cameraDownSince.withLock { $0 = nil }
-                let back = retry.succeeded(at: environment.monotonicNow())
+                let back = retry.succeeded(at: environment.clock.now())
                 let name = source.name
                 let format = source.format.description
                 let attempts = back?.tries ?? 1
@@ -158,7 +158,7 @@ extension Agent {
                     sinks)
                 return source
             } catch {
-                let failure = retry.failed(at: environment.monotonicNow())
+                let failure = retry.failed(at: environment.clock.now())
                 log.debug(
                     "camera still unavailable",
                     [("error", .string(error.description)), ("retry_in", .seconds(failure.retryIn.seconds))])
@@ -189,13 +189,13 @@ extension Agent {
             do {
                 microphone = try environment.openMicrophone(audio, log)
             } catch {
-                if retry.failed(at: environment.monotonicNow()).isFirst {
+                if retry.failed(at: environment.clock.now()).isFirst {
                     notify(.microphoneUnavailable(device: audio.device, error: error.description), sinks)
                 }
                 sleepUnlessStopping(retry.delay.seconds)
                 continue
             }
-            let wasFailing = retry.succeeded(at: environment.monotonicNow()) != nil
+            let wasFailing = retry.succeeded(at: environment.clock.now()) != nil
             notify(
                 .microphoneOpen(
                     device: microphone.name, rate: microphone.sampleRate, channels: microphone.channels,
@@ -211,7 +211,7 @@ extension Agent {
                     stats.update { $0.audioOverruns = total }
                 } catch {
                     notify(.microphoneFailed(device: microphone.name, error: error.description), sinks)
-                    _ = retry.failed(at: environment.monotonicNow())
+                    _ = retry.failed(at: environment.clock.now())
                     sleepUnlessStopping(retry.delay.seconds)
                     break
                 }
@@ -227,7 +227,7 @@ extension Agent {
         let notifier = environment.notifier
         startThread("housekeeping") { [self] in
             var previous = stats.snapshot
-            var lastStats = environment.monotonicNow()
+            var lastStats = environment.clock.now()
             var lastSweep = lastStats
             var lastFrames = previous.framesIn
             var lastPing = lastStats
@@ -235,7 +235,7 @@ extension Agent {
             // Woken when the next task is due, by a reload (the stats interval may have
             // changed) and by the stop.
             while !housekeepingWake.wait(seconds: wait) {
-                let now = environment.monotonicNow()
+                let now = environment.clock.now()
                 let current = stats.snapshot
                 let watchdogInterval = notifier?.watchdogInterval
                 if let interval = watchdogInterval, (now - lastPing).seconds >= interval {

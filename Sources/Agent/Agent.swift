@@ -149,14 +149,14 @@ public final class Agent: @unchecked Sendable {
         // directory), proven writable, then what an earlier run left open repaired and
         // retention applied. A directory that is not there yet or not writable is waited for.
         let storage = environment.storage(settings.storage.path)
-        let hooks = HookSink(settings.hooks, log: log)
+        let hooks = HookSink(settings.hooks, log: log, clock: environment.clock)
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
         // What a sink's own thread tells the others (an upload verified), while the run lasts.
         environment.control.attachAnnouncer { sinks.handle($0) }
         defer { environment.control.attachAnnouncer(nil) }
         let clipWriter = ClipWriter(
             settings: WriterSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
-            control: environment.control, monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,
+            control: environment.control, clock: environment.clock, wallNow: environment.wallNow,
             memoryLimit: environment.memoryForWaitingVideo)
         switch clipWriter.bringUpStorage() {
         case .ready:
@@ -211,7 +211,7 @@ public final class Agent: @unchecked Sendable {
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
         let pipeline = Pipeline(
             settings: settings, encoders: environment.encoders, log: log,
-            stats: stats, writerLoad: { writerQueue.load }, monotonicNow: environment.monotonicNow,
+            stats: stats, writerLoad: { writerQueue.load }, clock: environment.clock,
             wallNow: environment.wallNow)
         pipeline.live = environment.control.live
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }

@@ -35,8 +35,9 @@ public struct AgentEnvironment: Sendable {
     public var handlesSignals: Bool
     /// systemd's notification socket (ready, watchdog, stopping), when there is one.
     public var notifier: SystemdNotifier?
-    /// The monotonic clock capture timestamps are on, and the wall clock.
-    public var monotonicNow: @Sendable () -> Timestamp
+    /// The clock every reading of time in the agent goes through (`Clock.monotonic`, which
+    /// capture timestamps are on; a test's manual clock), and the wall clock.
+    public var clock: Clock
     public var wallNow: @Sendable () -> Date
     /// Waits this many seconds (between tries to reopen a camera or a microphone), or less:
     /// until the token stops (the agent's stop).
@@ -49,7 +50,7 @@ public struct AgentEnvironment: Sendable {
         openMicrophone: @escaping @Sendable (Settings.Audio, Logger) throws(CaptureError) -> any AudioSource,
         storage: @escaping @Sendable (String) -> any ClipStorage, log: Logger, sinks: [any EventSink] = [],
         triggerDirectories: [String]? = nil, handlesSignals: Bool, notifier: SystemdNotifier? = nil,
-        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
+        clock: Clock, wallNow: @escaping @Sendable () -> Date,
         pause: @escaping @Sendable (Double, StopToken) -> Void = { seconds, stop in stop.wait(seconds: seconds) }
     ) {
         self.encoders = EncoderChoice(fallback: encoders)
@@ -61,7 +62,7 @@ public struct AgentEnvironment: Sendable {
         self.triggerDirectories = triggerDirectories
         self.handlesSignals = handlesSignals
         self.notifier = notifier
-        self.monotonicNow = monotonicNow
+        self.clock = clock
         self.wallNow = wallNow
         self.pause = pause
     }

@@ -5,6 +5,7 @@ import Logging
 import Media
 import MotionDetection
 import Overlay
+import POSIX
 import QuickTime
 import Recorder
 import Snapshot
@@ -97,7 +98,8 @@ final class Pipeline: @unchecked Sendable {
     var overlay: (drawer: TextOverlay, text: OverlayText)?
     /// Whether the log said the overlay's text had to be shortened (once per run).
     var overlayShortenedSaid = false
-    let monotonicNow: @Sendable () -> Timestamp
+    /// What the pipeline reads the time from (the agent's `Clock`), and the wall clock.
+    let clock: Clock
     let wallNow: @Sendable () -> Date
     var detector: MotionDetector
     var eventLogic: EventStateMachine
@@ -135,7 +137,7 @@ final class Pipeline: @unchecked Sendable {
     init(
         settings: Settings, encoders: EncoderChoice, log: Logger,
         stats: Stats, writerLoad: @escaping @Sendable () -> Int = { 0 },
-        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date
+        clock: Clock, wallNow: @escaping @Sendable () -> Date
     ) {
         self.settings = settings
         self.encoders = encoders
@@ -143,7 +145,7 @@ final class Pipeline: @unchecked Sendable {
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
         self.writerLoad = writerLoad
-        self.monotonicNow = monotonicNow
+        self.clock = clock
         self.wallNow = wallNow
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
         eventLogic = EventStateMachine(settings: EventSettings(settings.recording))
@@ -297,9 +299,9 @@ final class Pipeline: @unchecked Sendable {
 
         takeRequests(requests, at: frame.timestamp)
 
-        let t0 = monotonicNow()
+        let t0 = clock.now()
         let result = detector.process(frame.luma, at: frame.timestamp)
-        let t1 = monotonicNow()
+        let t1 = clock.now()
         var commands: [ClipCommand] = []
         // Motion counts while detection is on; an outside recording counts as motion.
         let moving = detecting && result.motion
@@ -333,7 +335,7 @@ final class Pipeline: @unchecked Sendable {
             overlay.drawer.draw(text, into: frame)
         }
         let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
-        let t2 = monotonicNow()
+        let t2 = clock.now()
         for sample in samples {
             // A keyframe completes the GOP before it: live viewers get it whole.
             if sample.isKeyframe, let live, let done = recorder.ring.newestGOP {

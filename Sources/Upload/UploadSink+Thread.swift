@@ -209,7 +209,7 @@ extension UploadSink {
                     }
                     if !due.isEmpty { return .deleteLocal(due.sorted()) }
                 }
-                let now = Condition.now()
+                let now = clock.now().seconds
                 if let file = pick(journal) {
                     if now >= state.nextTry {
                         state.sending = file
@@ -340,7 +340,7 @@ extension UploadSink {
             state.lastTry = (file, false)
             state.avoid = evidence && !setAside ? file : nil
             let delay = state.backoff
-            state.nextTry = Condition.now() + delay
+            state.nextTry = clock.now().seconds + delay
             state.backoff = min(longestWait, delay * 2)
             state.failures += 1
             counts.failures += 1

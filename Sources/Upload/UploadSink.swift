@@ -25,6 +25,8 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     let camera: String
     let log: Logger
     let wallNow: @Sendable () -> Date
+    /// What the sink reads the time from (the agent's `Clock`): when a clip is tried again.
+    let clock: Clock
     let timeZone: any LocalTimeZone
     let store: RemoteStore
     let condition = Condition()
@@ -96,11 +98,11 @@ public final class UploadSink: EventSink, @unchecked Sendable {
 
     /// `connectTimeout` and `stallTimeout` (seconds): how long connecting may take, and how
     /// long a transfer may send nothing, before the try is given up; `longestWait`: the
-    /// longest wait between tries (10 minutes).
+    /// longest wait between tries (10 minutes); `clock`: the agent's.
     public init(
         settings: Settings.Upload, camera: String, log: Logger, wallNow: @escaping @Sendable () -> Date = { Date() },
         timeZone: any LocalTimeZone, control: AgentControl = AgentControl(), connectTimeout: Int = 20,
-        stallTimeout: Int = 60, longestWait: Double = 600
+        stallTimeout: Int = 60, longestWait: Double = 600, clock: Clock = .monotonic
     ) throws(UploadSetupError) {
         guard let destination = settings.destination else {
             throw UploadSetupError(description: "upload.url is not set")
@@ -117,9 +119,11 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         self.control = control
         self.log = log.with(("component", "upload"))
         self.wallNow = wallNow
+        self.clock = clock
         self.timeZone = timeZone
         store = RemoteStore(
-            destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer)
+            destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer,
+            clock: clock)
         // Weakly: the sink holds the control, and a test's sink (and the servers its control's
         // closures hold) must go when the test ends.
         control.attachUploads { [weak self] in self?.uploadCounts ?? UploadFigures() }

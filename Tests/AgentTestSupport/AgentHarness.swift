@@ -5,6 +5,7 @@ import Foundation
 import H264
 import Logging
 import Media
+import POSIX
 import QuickTime
 import Recorder
 import Synchronization
@@ -66,7 +67,7 @@ public final class AgentHarness: Sendable {
             storage: { _ in storage },
             log: .agent(settings, sink: logs), sinks: [events],
             handlesSignals: false,
-            monotonicNow: { MonotonicClock.now() }, wallNow: wallNow,
+            clock: .monotonic, wallNow: wallNow,
             pause: { seconds, _ in sleep(seconds) })
         if let encoders { environment.encoders = encoders }
         environment.control = control

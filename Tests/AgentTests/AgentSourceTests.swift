@@ -3,6 +3,7 @@ import Capture
 import Configuration
 import Foundation
 import Media
+import POSIX
 import Recorder
 import Synchronization
 import TestSupport
@@ -208,7 +209,7 @@ import Testing
 
         init(_ scene: SyntheticScene) throws(CaptureError) {
             frames = try SyntheticSource(scene: scene)
-            shift = MonotonicClock.now() - scene.startTime
+            shift = Clock.monotonic.now() - scene.startTime
         }
 
         var format: VideoFormat { frames.format }

@@ -5,6 +5,7 @@ import Foundation
 import H264
 import Logging
 import Media
+import POSIX
 import QuickTime
 import Recorder
 import Synchronization
@@ -44,18 +45,17 @@ final class EmbeddedAgent {
         storage.now = EmbeddedAgent.wallOrigin
         self.storage = storage
         let log = Logger.agent(settings, sink: logs)
-        sinks = EventSinks([JournalSink(log: log), HookSink(settings.hooks, log: log), events])
         let clock = self.clock
-        let monotonicNow: @Sendable () -> Timestamp = { clock.now }
+        sinks = EventSinks([JournalSink(log: log), HookSink(settings.hooks, log: log, clock: clock.clock), events])
         let wallNow: @Sendable () -> Date = { EmbeddedAgent.wallOrigin.addingTimeInterval(clock.now.seconds) }
         let stats = Stats()
         writer = ClipWriter(
             settings: WriterSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
-            monotonicNow: monotonicNow, wallNow: wallNow)
+            clock: clock.clock, wallNow: wallNow)
         pipeline = Pipeline(
             settings: settings, encoders: EncoderChoice(fallback: X264EncoderFactory(settings: settings.encoder.x264)),
             log: log, stats: stats,
-            monotonicNow: monotonicNow, wallNow: wallNow)
+            clock: clock.clock, wallNow: wallNow)
         guard case .ready = writer.bringUpStorage() else { throw EmbeddedError.storageNotReady }
     }
 
@@ -63,7 +63,7 @@ final class EmbeddedAgent {
 
     /// Steps one input through the pipeline, and what it returns through the writer and the sinks.
     func step(_ input: PipelineInput) {
-        if case .frame(let frame, _) = input { clock.now = frame.timestamp }
+        if case .frame(let frame, _) = input { clock.advance(to: frame.timestamp) }
         for output in pipeline.step(input) {
             switch output {
             case .writer(let item, _, _): writer.step(.item(item))
@@ -115,14 +115,5 @@ extension TemporaryDirectory {
         let directory = try TemporaryDirectory(label)
         defer { directory.remove() }
         return try body(directory)
-    }
-}
-
-/// A clock that reads what the test set it to.
-final class ManualClock: Sendable {
-    private let time = Mutex(Timestamp.zero)
-    var now: Timestamp {
-        get { time.withLock { $0 } }
-        set { time.withLock { $0 = newValue } }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import POSIX
 import TestSupport
 import Testing
 
@@ -25,7 +26,7 @@ import Testing
             }
         }
         let logs = MemoryLogSink()
-        let runner = HookRunner(timeout: 600, log: Logger(level: .debug, sink: logs))
+        let runner = HookRunner(timeout: 600, log: Logger(level: .debug, sink: logs), clock: .monotonic)
 
         for n in 1...HookRunner.maxRunningPerKind {
             runner.run(hung, for: Self.event(.clipSaved, n), arguments: [], facts: [])
@@ -68,7 +69,7 @@ import Testing
         let ran = dir.file("ran")
         let quick = try writeScript("echo ran > \(ran)\n", named: "quick.sh", in: dir)
         let logs = MemoryLogSink()
-        let runner = HookRunner(timeout: 600, log: Logger(level: .debug, sink: logs))
+        let runner = HookRunner(timeout: 600, log: Logger(level: .debug, sink: logs), clock: .monotonic)
         runner.drain(seconds: 0)
         runner.run(quick, for: Self.event(.upload, 1), arguments: [], facts: [])
         #expect(runner.runningCount == 0)
