@@ -288,6 +288,9 @@ final class ClipWriter: @unchecked Sendable {
     /// due to be tried again, even when nothing comes; nil: for ever.
     var nextTry: Double? { nextStorageTry.map { max(0.05, ($0 - clock.now()).seconds) } }
 
+    /// When a `.tick` has something to do (the storage's next try); nil: nothing is due.
+    var due: Timestamp? { nextStorageTry }
+
     /// What the writer takes, one at a time (`step`).
     enum Input {
         /// From the pipeline (or housekeeping).

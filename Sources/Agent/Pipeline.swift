@@ -38,8 +38,9 @@ enum PipelineInput: Sendable {
     case audio(AudioChunk)
     /// The camera went away: the open clip is closed.
     case interrupted
-    /// Nothing came for `seconds` (the stall timeout, `silenceTimeout`).
-    case silence(seconds: Double)
+    /// Time passed with nothing to take (the wait for the next item ran out): a source silent
+    /// since `silenceDue` is stalled.
+    case tick
     /// A reloaded configuration and what it changes: applied at the first frame with no event open.
     case reload(Settings, plan: ReloadPlan)
     /// The source ended (or failed); or, with nil, the capture queue closed.
@@ -59,7 +60,7 @@ enum PipelineOutput: Sendable {
 
 /// The pipeline, a step: motion detection on each frame's luma, the event state machine, the
 /// encoder, and the pre-roll ring and clip logic. `step` takes one input (a frame, sound, an
-/// interruption, silence, a reload, the end) and returns what it makes: writer commands and
+/// interruption, time passing with nothing to take, a reload, the end) and returns what it makes: writer commands and
 /// sink events. It never touches a queue or a thread, so a test drives it frame by frame;
 /// `run` is the pipeline thread, which only moves values between the capture queue, `step`
 /// and the writer queue. It never waits on the disk: when the writer falls behind by more than
@@ -114,6 +115,8 @@ final class Pipeline: @unchecked Sendable {
     /// Where the stream's keyframes go, whichever encoder makes them.
     var keyframes: KeyframeSchedule
     var stall = StallWatch()
+    /// When the last input was taken (the clock's reading): the stall timeout counts from it.
+    var lastInput: Timestamp?
     var firstFrame: Timestamp?
     var droppingVideo = false
     /// What the writer was last told about the stream, and the sound format once sound came.
@@ -162,9 +165,16 @@ final class Pipeline: @unchecked Sendable {
     /// True when no event is open (a reload may then replace the detection and event logic).
     var isIdle: Bool { eventLogic.state == .idle && !recorder.isRecording }
 
-    /// How long the pipeline waits for the source before it counts as stalled (`.silence`);
+    /// How long the pipeline waits for the source before it counts as stalled (`.tick`);
     /// nil: for ever.
     var silenceTimeout: Double? { stall.timeout(streaming: encoder != nil) }
+
+    /// When the source, silent since the last input, counts as stalled (a `.tick` then says
+    /// so); nil: never.
+    var silenceDue: Timestamp? {
+        guard let timeout = silenceTimeout, let lastInput else { return nil }
+        return lastInput + .init(seconds: timeout)
+    }
 
     /// The pipeline thread: capture items in, through `step`, outputs to the writer's queue
     /// and the sinks, until the stream is over; the source's error, if it failed.
@@ -174,8 +184,9 @@ final class Pipeline: @unchecked Sendable {
     ) -> CaptureError? {
         while true {
             let input: PipelineInput
-            let timeout = silenceTimeout
-            switch frames.pop(waitingAtMost: timeout) {
+            // The whole stall timeout of time the process ran (`pop`), from now: the tick
+            // that ends it finds the source silent since `silenceDue`.
+            switch frames.pop(waitingAtMost: silenceTimeout) {
             case .element(.frame(let frame)):
                 if let new = pendingReload.withLock({ value in
                     defer { value = nil }
@@ -187,7 +198,7 @@ final class Pipeline: @unchecked Sendable {
             case .element(.audio(let chunk)): input = .audio(chunk)
             case .element(.interrupted): input = .interrupted
             case .element(.end(let error)): input = .end(error)
-            case .timedOut: input = .silence(seconds: timeout ?? 0)
+            case .timedOut: input = .tick
             case .closed: input = .end(nil)
             }
             if case .finished(let error) = deliver(step(input), writer: writer, sinks: sinks) { return error }
@@ -219,6 +230,7 @@ final class Pipeline: @unchecked Sendable {
     func step(_ input: PipelineInput) -> [PipelineOutput] {
         outputs = []
         outputCost = 0
+        if case .tick = input {} else { lastInput = clock.now() }
         switch input {
         case .frame(let frame, let requests):
             switch stall.frame(at: frame.timestamp) {
@@ -253,7 +265,8 @@ final class Pipeline: @unchecked Sendable {
             }
         case .interrupted:
             interrupt()
-        case .silence(let seconds):
+        case .tick:
+            guard let due = silenceDue, let seconds = silenceTimeout, clock.now() >= due else { break }
             let open = recorder.isRecording || eventLogic.state != .idle
             notify(.sourceStalled(seconds: seconds, closingClip: open))
             stall.timedOut()
