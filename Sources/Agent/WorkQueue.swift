@@ -35,6 +35,8 @@ final class WorkQueue<Element>: @unchecked Sendable {
 
     /// The sum of the costs queued.
     var load: Int { condition.withLock { totalCost } }
+    /// Threads waiting in `pop` now.
+    var consumersWaiting: Int { condition.withLock { waitingConsumers } }
     var count: Int { condition.withLock { items.count - head } }
 
     /// Queues `element`; `wake: false` leaves a waiting consumer asleep until a later push
