@@ -87,15 +87,9 @@ extension Agent {
             open: { [self] () throws(CaptureError) in
                 try openSource().source
             }, log: log, notify: { [self] in notify($0, sinks) }, at: clock.now())
-        var down = first == nil
         while !stopping.load(ordering: .relaxed) {
             switch camera.next(at: clock.now()) {
             case .frame(let frame, let lost):
-                if down {
-                    // Back: `vigil trigger` is answered again.
-                    cameraDownSince.withLock { $0 = nil }
-                    down = false
-                }
                 if lost > 0 { stats.update { $0.framesLostAtSource += lost } }
                 if live {
                     if queue.count >= queue.capacity,
@@ -108,9 +102,11 @@ extension Agent {
                     queue.pushWaiting(.frame(frame))
                 }
             case .interrupted:
-                down = true
                 cameraDownSince.withLock { $0 = $0 ?? environment.wallNow() }
                 queue.push(.interrupted)
+            case .opened:
+                // Back: `vigil trigger` is answered again.
+                cameraDownSince.withLock { $0 = nil }
             case .wait(let until):
                 // Until the next try, or the stop.
                 stopToken.wait(seconds: (until - clock.now()).seconds)

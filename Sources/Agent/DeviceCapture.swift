@@ -19,6 +19,8 @@ final class CameraCapture {
         case frame(VideoFrame, lostBefore: Int)
         /// The camera went away (said): the open clip is closed; it is tried again.
         case interrupted
+        /// The camera is open again, or at last (said): its frames follow.
+        case opened
         /// Nothing to do before `until`: the next try to open the camera.
         case wait(until: Timestamp)
         /// No more frames: the end of a file, a source that failed, a camera that needs the
@@ -94,7 +96,7 @@ final class CameraCapture {
                         ? .cameraOpen(source: name, format: format, attempts: attempts)
                         : .cameraBack(source: name, format: format, down: back?.down.seconds ?? 0, attempts: attempts))
                 state = .reading(source, PlanarConverter(input: source.format), lastSequence: nil)
-                return next(at: now)
+                return .opened
             } catch {
                 let failure = retry.failed(at: now)
                 log.debug(

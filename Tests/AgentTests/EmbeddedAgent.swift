@@ -201,6 +201,7 @@ final class EmbeddedAgent {
         case .interrupted:
             step(.interrupted)
             pullCamera()
+        case .opened: pullCamera()
         case .wait(let until): cameraDue = until
         case .end(let error): step(.end(error))
         }
