@@ -14,6 +14,7 @@ import H264
 import Media
 import MotionDetection
 import Overlay
+import POSIX
 import QuickTime
 
 struct Options {
@@ -114,9 +115,9 @@ func defaultEncoderSettings() throws -> Settings.Encoder {
 
 /// Seconds taken by `body`.
 func time(_ body: () throws -> Void) rethrows -> Double {
-    let start = MonotonicClock.now()
+    let start = Clock.monotonic.now()
     try body()
-    return (MonotonicClock.now() - start).seconds
+    return (Clock.monotonic.now() - start).seconds
 }
 
 /// Runs `body` over `frames` until at least `minimum` seconds and `rounds` rounds have

@@ -25,7 +25,7 @@ import Testing
     /// after its two seconds.
     @Test func anOutsideTriggerRecordsAnEventMarkedExternal() throws {
         let agent = try EmbeddedAgent()
-        try agent.run(try SyntheticSource(scene: scene(seconds: 10, objects: [])), asked: Self.at(4, .record(2)))
+        agent.run(try SyntheticSource(scene: scene(seconds: 10, objects: [])), asked: Self.at(4, .record(2)))
 
         let journal = try agent.journal()
         try #require(journal.count == 1 && agent.clipFiles.count == 1, "\(journal) \(agent.clipFiles)")
@@ -51,7 +51,7 @@ import Testing
     /// request, said `motion`.
     @Test func anOutsideTriggerDuringMotionMarksTheClipExternal() throws {
         let agent = try EmbeddedAgent()
-        try agent.run(
+        agent.run(
             try SyntheticSource(scene: scene(seconds: 14, objects: [crossing(2, 5)])), asked: Self.at(3, .record(6)))
 
         let journal = try agent.journal()
@@ -73,7 +73,7 @@ import Testing
     /// at their frames.
     @Test func detectionTurnedOffRecordsNoMotionUntilTurnedOn() throws {
         let agent = try EmbeddedAgent()
-        try agent.run(try SyntheticSource(scene: scene(seconds: 11, objects: [crossing(2, 4), crossing(7, 9)]))) {
+        agent.run(try SyntheticSource(scene: scene(seconds: 11, objects: [crossing(2, 4), crossing(7, 9)]))) {
             frame in
             switch frame.sequence {
             case 0: .detection(false)
