@@ -5,6 +5,7 @@ import Logging
 import Media
 import MotionDetection
 import Overlay
+import POSIX
 import QuickTime
 import Recorder
 import Snapshot
@@ -37,8 +38,9 @@ enum PipelineInput: Sendable {
     case audio(AudioChunk)
     /// The camera went away: the open clip is closed.
     case interrupted
-    /// Nothing came for `seconds` (the stall timeout, `silenceTimeout`).
-    case silence(seconds: Double)
+    /// Time passed with nothing to take (the wait for the next item ran out): a source silent
+    /// since `silenceDue` is stalled.
+    case tick
     /// A reloaded configuration and what it changes: applied at the first frame with no event open.
     case reload(Settings, plan: ReloadPlan)
     /// The source ended (or failed); or, with nil, the capture queue closed.
@@ -58,7 +60,7 @@ enum PipelineOutput: Sendable {
 
 /// The pipeline, a step: motion detection on each frame's luma, the event state machine, the
 /// encoder, and the pre-roll ring and clip logic. `step` takes one input (a frame, sound, an
-/// interruption, silence, a reload, the end) and returns what it makes: writer commands and
+/// interruption, time passing with nothing to take, a reload, the end) and returns what it makes: writer commands and
 /// sink events. It never touches a queue or a thread, so a test drives it frame by frame;
 /// `run` is the pipeline thread, which only moves values between the capture queue, `step`
 /// and the writer queue. It never waits on the disk: when the writer falls behind by more than
@@ -97,7 +99,8 @@ final class Pipeline: @unchecked Sendable {
     var overlay: (drawer: TextOverlay, text: OverlayText)?
     /// Whether the log said the overlay's text had to be shortened (once per run).
     var overlayShortenedSaid = false
-    let monotonicNow: @Sendable () -> Timestamp
+    /// What the pipeline reads the time from (the agent's `Clock`), and the wall clock.
+    let clock: Clock
     let wallNow: @Sendable () -> Date
     var detector: MotionDetector
     var eventLogic: EventStateMachine
@@ -112,6 +115,8 @@ final class Pipeline: @unchecked Sendable {
     /// Where the stream's keyframes go, whichever encoder makes them.
     var keyframes: KeyframeSchedule
     var stall = StallWatch()
+    /// When the last input was taken (the clock's reading): the stall timeout counts from it.
+    var lastInput: Timestamp?
     var firstFrame: Timestamp?
     var droppingVideo = false
     /// What the writer was last told about the stream, and the sound format once sound came.
@@ -135,7 +140,7 @@ final class Pipeline: @unchecked Sendable {
     init(
         settings: Settings, encoders: EncoderChoice, log: Logger,
         stats: Stats, writerLoad: @escaping @Sendable () -> Int = { 0 },
-        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date
+        clock: Clock, wallNow: @escaping @Sendable () -> Date
     ) {
         self.settings = settings
         self.encoders = encoders
@@ -143,7 +148,7 @@ final class Pipeline: @unchecked Sendable {
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
         self.writerLoad = writerLoad
-        self.monotonicNow = monotonicNow
+        self.clock = clock
         self.wallNow = wallNow
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
         eventLogic = EventStateMachine(settings: EventSettings(settings.recording))
@@ -160,9 +165,16 @@ final class Pipeline: @unchecked Sendable {
     /// True when no event is open (a reload may then replace the detection and event logic).
     var isIdle: Bool { eventLogic.state == .idle && !recorder.isRecording }
 
-    /// How long the pipeline waits for the source before it counts as stalled (`.silence`);
+    /// How long the pipeline waits for the source before it counts as stalled (`.tick`);
     /// nil: for ever.
     var silenceTimeout: Double? { stall.timeout(streaming: encoder != nil) }
+
+    /// When the source, silent since the last input, counts as stalled (a `.tick` then says
+    /// so); nil: never.
+    var silenceDue: Timestamp? {
+        guard let timeout = silenceTimeout, let lastInput else { return nil }
+        return lastInput + .init(seconds: timeout)
+    }
 
     /// The pipeline thread: capture items in, through `step`, outputs to the writer's queue
     /// and the sinks, until the stream is over; the source's error, if it failed.
@@ -172,8 +184,9 @@ final class Pipeline: @unchecked Sendable {
     ) -> CaptureError? {
         while true {
             let input: PipelineInput
-            let timeout = silenceTimeout
-            switch frames.pop(waitingAtMost: timeout) {
+            // The whole stall timeout of time the process ran (`pop`), from now: the tick
+            // that ends it finds the source silent since `silenceDue`.
+            switch frames.pop(waitingAtMost: silenceTimeout) {
             case .element(.frame(let frame)):
                 if let new = pendingReload.withLock({ value in
                     defer { value = nil }
@@ -185,7 +198,7 @@ final class Pipeline: @unchecked Sendable {
             case .element(.audio(let chunk)): input = .audio(chunk)
             case .element(.interrupted): input = .interrupted
             case .element(.end(let error)): input = .end(error)
-            case .timedOut: input = .silence(seconds: timeout ?? 0)
+            case .timedOut: input = .tick
             case .closed: input = .end(nil)
             }
             if case .finished(let error) = deliver(step(input), writer: writer, sinks: sinks) { return error }
@@ -217,6 +230,7 @@ final class Pipeline: @unchecked Sendable {
     func step(_ input: PipelineInput) -> [PipelineOutput] {
         outputs = []
         outputCost = 0
+        if case .tick = input {} else { lastInput = clock.now() }
         switch input {
         case .frame(let frame, let requests):
             switch stall.frame(at: frame.timestamp) {
@@ -251,7 +265,8 @@ final class Pipeline: @unchecked Sendable {
             }
         case .interrupted:
             interrupt()
-        case .silence(let seconds):
+        case .tick:
+            guard let due = silenceDue, let seconds = silenceTimeout, clock.now() >= due else { break }
             let open = recorder.isRecording || eventLogic.state != .idle
             notify(.sourceStalled(seconds: seconds, closingClip: open))
             stall.timedOut()
@@ -297,9 +312,9 @@ final class Pipeline: @unchecked Sendable {
 
         takeRequests(requests, at: frame.timestamp)
 
-        let t0 = monotonicNow()
+        let t0 = clock.now()
         let result = detector.process(frame.luma, at: frame.timestamp)
-        let t1 = monotonicNow()
+        let t1 = clock.now()
         var commands: [ClipCommand] = []
         // Motion counts while detection is on; an outside recording counts as motion.
         let moving = detecting && result.motion
@@ -333,7 +348,7 @@ final class Pipeline: @unchecked Sendable {
             overlay.drawer.draw(text, into: frame)
         }
         let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
-        let t2 = monotonicNow()
+        let t2 = clock.now()
         for sample in samples {
             // A keyframe completes the GOP before it: live viewers get it whole.
             if sample.isKeyframe, let live, let done = recorder.ring.newestGOP {

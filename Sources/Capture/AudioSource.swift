@@ -1,4 +1,5 @@
 import Media
+internal import POSIX
 
 /// Where sound comes from: an ALSA microphone, or a synthetic tone for demos and tests.
 ///
@@ -40,14 +41,14 @@ public final class SyntheticAudioSource: AudioSource {
     }
 
     public func read() throws(CaptureError) -> AudioChunk? {
-        let origin = start ?? MonotonicClock.now()
+        let origin = start ?? Clock.monotonic.now()
         start = origin
         let time =
             origin + Timestamp.Duration(frames: produced, rate: Rational(Int64(sampleRate), 1))
         // Deliver the chunk once its last frame has been "captured".
         let ready =
             time + Timestamp.Duration(frames: period, sampleRate: sampleRate)
-        MonotonicClock.sleep(until: ready)
+        Clock.sleep(untilMonotonic: ready)
         var data = [UInt8](repeating: 0, count: period * channels * 2)
         let step = 2 * Double.pi * frequency / Double(sampleRate)
         for i in 0..<period {

@@ -25,6 +25,8 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     let camera: String
     let log: Logger
     let wallNow: @Sendable () -> Date
+    /// What the sink reads the time from (the agent's `Clock`): when a clip is tried again.
+    let clock: Clock
     let timeZone: any LocalTimeZone
     let store: RemoteStore
     let condition = Condition()
@@ -51,11 +53,11 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         /// Clips whose `queued` line was written when they started (none is written again
         /// when they are saved).
         var queuedAtStart: Set<String> = []
-        /// When the next try may be (the monotonic clock), and the wait after a failure.
-        var nextTry = 0.0
-        var backoff = Self.firstBackoff
-        /// The failures in a row, and what the last said (logged when it changes).
-        var failures = 0
+        /// When the next try may be (on the sink's clock; nil: now), and the failures in a row
+        /// with the wait each gives (`Retry`: 1 s doubling to `longestWait`).
+        var nextTry: Timestamp?
+        var retry = Retry(maximum: .init(seconds: 600))
+        /// What the last failure said (logged when it changes).
         var lastProblem: String?
         /// The last try: its clip and whether it worked. A clip that fails right after another
         /// clip's upload worked is the next to wait for another (`avoid`), and the failure
@@ -71,8 +73,6 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         var sending: String?
         /// The queue's lines when writing it anew failed (tried again once it has doubled).
         var compactionFailedAt = 0
-
-        static let firstBackoff = 1.0
     }
 
     struct Tries {
@@ -85,8 +85,9 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     /// A clip that failed this many times right after another clip's upload worked is set aside.
     static let setAsideAfter = 5
 
-    /// The longest wait between tries: the wait doubles from 1 s up to it.
-    let longestWait: Double
+    /// The longest wait between tries (and between reads of a queue that cannot be read): the
+    /// wait doubles from 1 s up to it.
+    let longestWait: Timestamp.Duration
     /// Where clips are deleted after their upload (`upload.delete_local_after`): the agent's writer.
     let control: AgentControl
 
@@ -96,11 +97,11 @@ public final class UploadSink: EventSink, @unchecked Sendable {
 
     /// `connectTimeout` and `stallTimeout` (seconds): how long connecting may take, and how
     /// long a transfer may send nothing, before the try is given up; `longestWait`: the
-    /// longest wait between tries (10 minutes).
+    /// longest wait between tries (10 minutes); `clock`: the agent's.
     public init(
         settings: Settings.Upload, camera: String, log: Logger, wallNow: @escaping @Sendable () -> Date = { Date() },
         timeZone: any LocalTimeZone, control: AgentControl = AgentControl(), connectTimeout: Int = 20,
-        stallTimeout: Int = 60, longestWait: Double = 600
+        stallTimeout: Int = 60, longestWait: Double = 600, clock: Clock = .monotonic
     ) throws(UploadSetupError) {
         guard let destination = settings.destination else {
             throw UploadSetupError(description: "upload.url is not set")
@@ -113,13 +114,16 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         transfer.caFile = settings.credentials.caFile
         self.settings = settings
         self.camera = camera
-        self.longestWait = longestWait
+        self.longestWait = .init(seconds: longestWait)
         self.control = control
         self.log = log.with(("component", "upload"))
         self.wallNow = wallNow
+        self.clock = clock
         self.timeZone = timeZone
         store = RemoteStore(
-            destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer)
+            destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer,
+            clock: clock)
+        state.retry = Retry(maximum: self.longestWait)
         // Weakly: the sink holds the control, and a test's sink (and the servers its control's
         // closures hold) must go when the test ends.
         control.attachUploads { [weak self] in self?.uploadCounts ?? UploadFigures() }
