@@ -54,8 +54,9 @@ import Testing
         var gops = Self.gops(5, length: 12, from: start)
         gops.remove(at: 2)  // dropped while the disk fell behind: the frame before stays on screen
         var digests: [String] = []
-        // Sound from before the first frame (cut), then each GOP's, a little ahead of the
-        // video at the end (kept for the next fragment, cut at the close).
+        // Sound from before the first frame (cut), then each GOP's from its start: longer than
+        // the GOP (the rest waits for the next fragment; overlaps are dropped) or shorter (the
+        // gap is filled with silence).
         try writer.appendAudio(Self.pcm(4000, seed: 1), time: start - Timestamp.Duration(nanoseconds: 100_000_000))
         for (gop, frames) in zip(gops, [7000, 9000, 6000, 5000]) {
             try writer.appendAudio(Self.pcm(frames, seed: frames), time: gop.start)
