@@ -211,9 +211,7 @@ public final class Agent: @unchecked Sendable {
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
         let pipeline = Pipeline(
             settings: settings, encoders: environment.encoders, log: log,
-            stats: stats, writerLoad: { writerQueue.load }, monotonicNow: environment.monotonicNow,
-            wallNow: environment.wallNow)
-        pipeline.live = environment.control.live
+            stats: stats, monotonicNow: environment.monotonicNow, wallNow: environment.wallNow)
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         environment.control.attachDeleter { file, by in
             writerQueue.push(.delete(file, by: by), cost: 0)
@@ -223,7 +221,7 @@ public final class Agent: @unchecked Sendable {
         let pipelineDone = Event()
         let control = environment.control
         startThread("pipeline") {
-            let error = pipeline.run(frames, control: control, writer: writerQueue, sinks: sinks)
+            let error = pipeline.run(frames, control: control, writer: writerQueue, sinks: sinks, live: control.live)
             sourceError.withLock { $0 = error }
             // 2. The pipeline has drained: nothing more goes to the writer.
             writerQueue.close()

@@ -31,6 +31,11 @@ final class EmbeddedAgent {
     private let sinks: EventSinks
     /// What the pipeline returned when the stream ended (the source's error).
     private(set) var ended: CaptureError??
+    /// The bytes the writer's queue holds, as each step is told (the embedded writer takes
+    /// every item at once: 0 unless a test says otherwise).
+    var writerLoad = 0
+    /// What live viewers were given, step after step.
+    private(set) var live: [LiveFeed.Update] = []
     /// The time of the frame being stepped: what the monotonic clock reads.
     private let clock = ManualClock()
     static let wallOrigin = Date(timeIntervalSince1970: 1_796_000_000)
@@ -64,10 +69,11 @@ final class EmbeddedAgent {
     /// Steps one input through the pipeline, and what it returns through the writer and the sinks.
     func step(_ input: PipelineInput) {
         if case .frame(let frame, _) = input { clock.now = frame.timestamp }
-        for output in pipeline.step(input) {
+        for output in pipeline.step(input, writerLoad: writerLoad) {
             switch output {
             case .writer(let item, _, _): writer.step(.item(item))
             case .event(let event): sinks.handle(event)
+            case .live(let update): live.append(update)
             case .finished(let error):
                 writer.step(.end)
                 ended = .some(error)
