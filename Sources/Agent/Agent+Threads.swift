@@ -252,7 +252,7 @@ extension Agent {
                 if let statsInterval, (now - lastStats).seconds >= statsInterval {
                     var report = StatsReport(
                         now: stats.closeInterval(), previous: previous, seconds: (now - lastStats).seconds)
-                    report.uploadWaiting = environment.control.uploadsIfRunning?.waiting
+                    report.uploadWaiting = uploads?.uploadCounts.waiting
                     log.info("stats", Stats.line(report))
                     sinks.handle(.stats(report))
                     previous = report.now

@@ -30,7 +30,7 @@ struct WriterSettings: Sendable {
     var policy: RetentionPolicy
     var camera: String
     /// Clips wait to be uploaded (`upload.url` is set): retention keeps those the upload queue
-    /// says wait (as the upload sink holds it: `AgentControl.uploadQueue`), unless the disk is full.
+    /// says wait (as the upload sink holds it: `UploadStatus.uploadQueue`), unless the disk is full.
     var holdsUploads = false
 
     /// What `s` says, for clips in `storage`.
@@ -79,8 +79,8 @@ final class ClipWriter: @unchecked Sendable {
     let log: Logger
     let stats: Stats
     let events: any EventSink
-    /// Where the upload queue is asked what waits (retention).
-    let control: AgentControl
+    /// The upload queue, asked what waits (retention); nil without uploads.
+    let uploads: (any UploadStatus)?
     let monotonicNow: @Sendable () -> Timestamp
     let wallNow: @Sendable () -> Date
     var stream: StreamInfo?
@@ -136,7 +136,7 @@ final class ClipWriter: @unchecked Sendable {
     /// (`DiskFullPolicy.limit`).
     init(
         settings: WriterSettings, log: Logger, stats: Stats, events: any EventSink,
-        control: AgentControl = AgentControl(),
+        uploads: (any UploadStatus)? = nil,
         monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
         memoryLimit: Int = DiskFullPolicy.memoryLimit
     ) {
@@ -145,7 +145,7 @@ final class ClipWriter: @unchecked Sendable {
         self.log = log.with(("component", "writer"))
         self.stats = stats
         self.events = events
-        self.control = control
+        self.uploads = uploads
         self.monotonicNow = monotonicNow
         self.wallNow = wallNow
     }
