@@ -170,7 +170,9 @@ final class Pipeline: @unchecked Sendable {
 
     /// The pipeline thread: capture items in, through `step` (with the writer queue's load),
     /// outputs to the writer's queue, the sinks and the live feed, until the stream is over; the
-    /// source's error, if it failed.
+    /// source's error, if it failed. Never inlined: `make test-instructions` tells the pipeline
+    /// thread's own work by this function (vigil-bench's Instructions.swift).
+    @inline(never)
     func run(
         _ frames: WorkQueue<CaptureItem>, control: AgentControl, writer: WorkQueue<WriterItem>,
         sinks: any EventSink, live: LiveFeed

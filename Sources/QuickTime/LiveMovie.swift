@@ -151,15 +151,15 @@ public struct LiveMovie: Hashable, Sendable {
             FragmentSample(duration: Sound.packetTicks, size: UInt32($0.count), isSync: true)
         }
         // The video's samples, then the sound's (every Opus packet a sync sample).
-        let (moof, mdat) = MovieFragment(
+        let header = MovieFragment(
             sequenceNumber: sequence,
             runs: [
                 .init(trackID: 1, decodeTime: starts[0], samples: samples, flagsEachSample: true),
                 .init(trackID: 2, decodeTime: soundStart, samples: soundSamples, flagsEachSample: false),
             ]
-        ).header()
+        ).header().bytes
         var segment = Segment(
-            header: moof + mdat, payload: gop.samples.map(\.data) + soundPackets,
+            header: header, payload: gop.samples.map(\.data) + soundPackets,
             duration: samples.reduce(0) { $0 + UInt64($1.duration) }, frames: samples.count)
         if sound != nil {
             segment.soundEnd =

@@ -31,20 +31,21 @@ struct MovieFragment {
     /// nil writes none (the live view's segments).
     var payloadCheck: UInt32?
 
-    /// The bytes before the payload: the `moof`, its runs' data offsets pointing into the
-    /// `mdat`, and the `mdat`'s header (the 64-bit form when the payload needs it).
-    func header() -> (moof: [UInt8], mdatHeader: [UInt8]) {
-        // The exact size: moof and mfhd 24 bytes; traf, tfhd, tfdt and trun 64, and 8 or 12 a sample.
-        var capacity = 24 + (payloadCheck == nil ? 0 : PayloadCheck.boxSize)
+    /// The bytes before the payload: the `moof` (its first `moofSize` bytes), its runs' data
+    /// offsets pointing into the `mdat`, then the `mdat`'s header (the 64-bit form when the
+    /// payload needs it). The payload follows it.
+    func header() -> (bytes: [UInt8], moofSize: Int) {
+        // moof and mfhd 24 bytes; traf, tfhd, tfdt and trun 64, and 8 or 12 a sample; the mdat's 16 at most.
+        var capacity = 24 + (payloadCheck == nil ? 0 : PayloadCheck.boxSize) + 16
         for run in runs where !run.samples.isEmpty {
             capacity += 64 + run.samples.count * (run.flagsEachSample ? 12 : 8)
         }
-        var moof = ByteWriter(reservingCapacity: capacity)
+        var w = ByteWriter(reservingCapacity: capacity)
         // Where each run's data offset is, and where its data starts in the payload.
         var offsets: [(position: Int, inPayload: Int)] = []
         offsets.reserveCapacity(runs.count)
         var payload = 0
-        moof.box("moof") { w in
+        w.box("moof") { w in
             w.writeMFHD(sequenceNumber: sequenceNumber)
             for run in runs where !run.samples.isEmpty {
                 w.box("traf") { w in
@@ -56,10 +57,9 @@ struct MovieFragment {
             }
             if let payloadCheck { w.writePayloadCheck(crc: payloadCheck) }
         }
-        var mdat = ByteWriter(reservingCapacity: 16)
-        mdat.writeMDATHeader(payloadSize: UInt64(payload))
-        let dataStart = moof.count + mdat.count
-        for offset in offsets { moof.patchUInt32(at: offset.position, UInt32(dataStart + offset.inPayload)) }
-        return (moof.bytes, mdat.bytes)
+        let moofSize = w.count
+        w.writeMDATHeader(payloadSize: UInt64(payload))
+        for offset in offsets { w.patchUInt32(at: offset.position, UInt32(w.count + offset.inPayload)) }
+        return (w.bytes, moofSize)
     }
 }

@@ -382,7 +382,7 @@ public final class MovieWriter {
         var crc = CRC32()
         for sample in run?.gop.samples ?? [] { crc.update(sample.data) }
         crc.update(pendingAudio[..<audioBytes])
-        let (moof, mdatHeader) = MovieFragment(
+        let (header, moofSize) = MovieFragment(
             sequenceNumber: nextSequenceNumber,
             runs: [
                 .init(trackID: 1, decodeTime: videoDecodeTime, samples: videoSamples, flagsEachSample: true),
@@ -393,7 +393,7 @@ public final class MovieWriter {
             payloadCheck: crc.value
         ).header()
         let payload = UInt64(videoBytes + audioBytes)
-        let dataStart = moof.count + mdatHeader.count
+        let dataStart = header.count
 
         // The fragment goes to disk with its moof typed `free`, and becomes a `moof` only once
         // all of it is durable (`synchronize`): a file cut off part-way through the write, or
@@ -402,9 +402,8 @@ public final class MovieWriter {
         // samples are whole H.264, and drops one that is not as part of the tail.)
         var buffer = prefix.bytes
         buffer.reserveCapacity(prefix.count + dataStart + Int(payload))
-        buffer.append(contentsOf: moof)
+        buffer.append(contentsOf: header)
         buffer.replaceSubrange((prefix.count + 4)..<(prefix.count + 8), with: FourCC.free.bytes)
-        buffer.append(contentsOf: mdatHeader)
         for sample in run?.gop.samples ?? [] { buffer.append(contentsOf: sample.data) }
         buffer.append(contentsOf: pendingAudio[..<audioBytes])
         do { try output.append(buffer) } catch { throw .file(error) }
@@ -415,7 +414,7 @@ public final class MovieWriter {
             headerMoov = HiddenBox(
                 offset: position.inFile, bytes: prefix.bytes[position.inPrefix...], headerSize: 8, whole: true)
         }
-        moofs.append(HiddenBox(offset: moofOffset, bytes: moof[...], headerSize: 8)!)
+        moofs.append(HiddenBox(offset: moofOffset, bytes: header[..<moofSize], headerSize: 8)!)
         unrevealed.append(moofOffset)
         nextSequenceNumber += 1
         let absoluteData = moofOffset + UInt64(dataStart)

@@ -212,8 +212,11 @@ import Testing
         let sound = MovieFragment.Run(
             trackID: 2, decodeTime: 1024, samples: [FragmentSample(duration: 1024, size: 20, isSync: true)],
             flagsEachSample: false)
-        let (moof, mdat) = MovieFragment(sequenceNumber: 3, runs: [video, sound], payloadCheck: 0xDEAD_BEEF).header()
-        func text(_ b: [UInt8]) -> String { b.map { String(format: "%02x", $0) }.joined() }
+        let (header, moofSize) = MovieFragment(
+            sequenceNumber: 3, runs: [video, sound], payloadCheck: 0xDEAD_BEEF
+        ).header()
+        func text<B: Sequence<UInt8>>(_ b: B) -> String { b.map { String(format: "%02x", $0) }.joined() }
+        let (moof, mdat) = (header[..<moofSize], header[moofSize...])
         #expect(
             text(moof)
                 == hex(
@@ -235,8 +238,8 @@ import Testing
         var silent = video
         silent.samples = []
         let alone = MovieFragment(sequenceNumber: 4, runs: [silent, sound]).header()
-        #expect(alone.moof.count == 8 + 16 + 72 && alone.mdatHeader == [0, 0, 0, 28] + Array("mdat".utf8))
-        #expect(text(Array(alone.moof[24..<32])) == hex("00000048 74726166"))
+        #expect(alone.moofSize == 8 + 16 + 72 && Array(alone.bytes[96...]) == [0, 0, 0, 28] + Array("mdat".utf8))
+        #expect(text(alone.bytes[24..<32]) == hex("00000048 74726166"))
     }
 
     @Test func handlerNamesArePascalStrings() {
