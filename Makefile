@@ -74,7 +74,7 @@ run: build
 	@./scripts/run-demo.sh "$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)"
 
 # About 3 minutes: the pieces, then vigil run against x264 alone and ffmpeg on the same frames,
-# then vigil run in real time at each size (docs/PERFORMANCE.md says what each figure means).
+# then vigil run in real time at each size (docs/design/performance.md says what each figure means).
 bench: test-deps check-swift
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil $(SWIFT_FLAGS)
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil-bench $(SWIFT_FLAGS)
@@ -183,6 +183,7 @@ lint: check-swift
 	$(SWIFT) format lint --strict --recursive --parallel $(FORMATTED)
 	./scripts/check-layering.sh
 	./scripts/check-swift60.sh
+	./scripts/check-links.sh
 
 format: check-swift
 	$(SWIFT) format --in-place --recursive --parallel $(FORMATTED)

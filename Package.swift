@@ -50,8 +50,8 @@ let package = Package(
         // Adapters.
         // The operating system at the edge: errors, retrying interrupted calls, file descriptors
         // that close themselves, Unix sockets, threads and conditions, signals, sd_notify,
-        // posix_spawn, the system time zone.
-        .target(name: "POSIX"),
+        // posix_spawn, the system time zone, the monotonic clock (`Clock`, read as Media's `Timestamp`).
+        .target(name: "POSIX", dependencies: ["Media"]),
         // V4L2 devices, for the cameras and the hardware encoder alike: the node, its
         // capabilities, its memory-mapped buffers, and what each call's errors mean.
         .target(name: "V4L2", dependencies: ["Media", "POSIX", "CV4L2"]),
@@ -122,13 +122,14 @@ let package = Package(
 
         // Tests.
         .target(
-            name: "TestSupport", dependencies: ["Media", "QuickTime", "Recorder", "Capture", "Overlay"],
+            name: "TestSupport", dependencies: ["Media", "POSIX", "QuickTime", "Recorder", "Capture", "Overlay"],
             path: "Tests/TestSupport"),
         // The agent run in process with its threads, for AgentTests and MQTTTests.
         .target(
             name: "AgentTestSupport",
             dependencies: [
-                "Agent", "Capture", "Configuration", "H264", "Logging", "Media", "QuickTime", "Recorder", "TestSupport",
+                "Agent", "Capture", "Configuration", "H264", "Logging", "Media", "POSIX", "QuickTime", "Recorder",
+                "TestSupport",
             ],
             path: "Tests/AgentTestSupport"),
         .executableTarget(
@@ -177,8 +178,8 @@ let package = Package(
         .testTarget(
             name: "MQTTTests",
             dependencies: [
-                "MQTT", "Agent", "Configuration", "H264", "Media", "Capture", "Logging", "Recorder", "TestSupport",
-                "AgentTestSupport",
+                "MQTT", "Agent", "Configuration", "H264", "Media", "Capture", "Logging", "POSIX", "Recorder",
+                "TestSupport", "AgentTestSupport",
             ]),
         // Against real servers on loopback: SeaweedFS (S3), OpenSSH (SFTP), wsgidav (WebDAV).
         .testTarget(
@@ -199,7 +200,7 @@ let package = Package(
         // target, so that `swift test` on a machine without those devices never runs it.
         .executableTarget(
             name: "vigil-device-tests",
-            dependencies: ["Capture", "H264", "V4L2", "Media", "CV4L2", "CALSA", "TestSupport"],
+            dependencies: ["Capture", "H264", "V4L2", "Media", "POSIX", "CV4L2", "CALSA", "TestSupport"],
             path: "Tests/DeviceTests"),
     ],
     swiftLanguageModes: [.v6],

@@ -78,93 +78,44 @@ extension Agent {
 
     /// The capture thread: frames into the queue until the source ends or the agent stops.
     /// A live source never waits: when the pipeline is behind, the oldest queued frame is dropped.
-    /// A camera that fails is closed and reopened as `Retry` says; the open clip is closed meanwhile.
+    /// A camera that fails is closed and reopened as `CameraCapture` says (its steps are this
+    /// thread's logic); the open clip is closed meanwhile.
     func capture(_ first: (any FrameSource)?, into queue: WorkQueue<CaptureItem>, live: Bool, sinks: EventSinks) {
-        var retry = Retry(maximum: .init(seconds: 30))
-        if first == nil { _ = retry.failed(at: environment.monotonicNow()) }
-        guard var source = first ?? reopen(&retry, firstTime: true, sinks: sinks) else {
-            queue.push(.end(nil))
-            return
-        }
-        var lastSequence: UInt64?
-        // YUYV and 4:2:2 become 4:2:0 here, once, for both the detector and the encoder.
-        var converter = PlanarConverter(input: source.format)
-        let isCamera = initial.camera.device.isCamera
+        let clock = environment.clock
+        let camera = CameraCapture(
+            first: first, isCamera: initial.camera.device.isCamera,
+            open: { [self] () throws(CaptureError) in
+                try openSource().source
+            }, log: log, notify: { [self] in notify($0, sinks) }, at: clock.now())
         while !stopping.load(ordering: .relaxed) {
-            let frame: VideoFrame?
-            do { frame = try source.nextFrame().map(converter.convert) } catch {
-                guard isCamera else {
-                    log.error(
-                        "reading the source failed",
-                        [("source", .string(source.name)), ("error", .string(error.description))])
-                    queue.push(.end(error))
-                    return
+            switch camera.next(at: clock.now()) {
+            case .frame(let frame, let lost):
+                if lost > 0 { stats.update { $0.framesLostAtSource += lost } }
+                if live {
+                    if queue.count >= queue.capacity,
+                        queue.dropOldest(where: { if case .frame = $0 { true } else { false } }) != nil
+                    {
+                        stats.update { $0.framesDroppedAtCapture += 1 }
+                    }
+                    queue.push(.frame(frame))
+                } else {
+                    queue.pushWaiting(.frame(frame))
                 }
-                let restart = if case .needsRestart = error { true } else { false }
-                notify(.cameraLost(source: source.name, error: error.description, restart: restart), sinks)
-                if restart {
-                    queue.push(.end(error))
-                    return
-                }
+            case .interrupted:
                 cameraDownSince.withLock { $0 = $0 ?? environment.wallNow() }
                 queue.push(.interrupted)
-                _ = retry.failed(at: environment.monotonicNow())
-                guard let back = reopen(&retry, firstTime: false, sinks: sinks) else { break }
-                source = back
-                converter = PlanarConverter(input: source.format)
-                lastSequence = nil
-                continue
-            }
-            guard let frame else {
-                notify(.endOfSource(source: source.name), sinks)
-                queue.push(.end(nil))
+            case .opened:
+                // Back: `vigil trigger` is answered again.
+                cameraDownSince.withLock { $0 = nil }
+            case .wait(let until):
+                // Until the next try, or the stop.
+                stopToken.wait(seconds: (until - clock.now()).seconds)
+            case .end(let error):
+                queue.push(.end(error))
                 return
-            }
-            if let last = lastSequence, frame.sequence > last + 1 {
-                stats.update { $0.framesLostAtSource += Int(frame.sequence - last - 1) }
-            }
-            lastSequence = frame.sequence
-            if live {
-                if queue.count >= queue.capacity,
-                    queue.dropOldest(where: { if case .frame = $0 { true } else { false } }) != nil
-                {
-                    stats.update { $0.framesDroppedAtCapture += 1 }
-                }
-                queue.push(.frame(frame))
-            } else {
-                queue.pushWaiting(.frame(frame))
             }
         }
         queue.push(.end(nil))
-    }
-
-    /// Reopens the camera as `retry` says (it was lost, or never there), logging its return
-    /// once; nil when the agent is stopping.
-    func reopen(_ retry: inout Retry, firstTime: Bool, sinks: EventSinks) -> (any FrameSource)? {
-        while !stopping.load(ordering: .relaxed) {
-            sleepUnlessStopping(retry.delay.seconds)
-            guard !stopping.load(ordering: .relaxed) else { return nil }
-            do {
-                let source = try openSource().source
-                cameraDownSince.withLock { $0 = nil }
-                let back = retry.succeeded(at: environment.monotonicNow())
-                let name = source.name
-                let format = source.format.description
-                let attempts = back?.tries ?? 1
-                notify(
-                    firstTime
-                        ? .cameraOpen(source: name, format: format, attempts: attempts)
-                        : .cameraBack(source: name, format: format, down: back?.down.seconds ?? 0, attempts: attempts),
-                    sinks)
-                return source
-            } catch {
-                let failure = retry.failed(at: environment.monotonicNow())
-                log.debug(
-                    "camera still unavailable",
-                    [("error", .string(error.description)), ("retry_in", .seconds(failure.retryIn.seconds))])
-            }
-        }
-        return nil
     }
 
     /// Logs `notice` and hands it to the sinks.
@@ -173,48 +124,18 @@ extension Agent {
         sinks.handle(.notice(notice))
     }
 
-    /// Waits `seconds`, returning at once when the agent stops.
-    func sleepUnlessStopping(_ seconds: Double) {
-        environment.pause(seconds, stopToken)
-    }
-
     /// The audio thread: microphone chunks into the pipeline's queue (never dropped: they are
     /// small). A microphone that cannot be opened or fails leaves clips with video only; it
-    /// is retried as `Retry` says, and each change is logged once.
+    /// is retried as `MicrophoneCapture` says, and each change is logged once.
     func captureAudio(into queue: WorkQueue<CaptureItem>, sinks: EventSinks) {
-        let audio = initial.audio
-        var retry = Retry(maximum: .init(seconds: 60))
+        let clock = environment.clock
+        let microphone = MicrophoneCapture(
+            initial.audio, open: environment.openMicrophone, stats: stats, log: log,
+            notify: { [self] in notify($0, sinks) })
         while !stopping.load(ordering: .relaxed) {
-            let microphone: any AudioSource
-            do {
-                microphone = try environment.openMicrophone(audio, log)
-            } catch {
-                if retry.failed(at: environment.monotonicNow()).isFirst {
-                    notify(.microphoneUnavailable(device: audio.device, error: error.description), sinks)
-                }
-                sleepUnlessStopping(retry.delay.seconds)
-                continue
-            }
-            let wasFailing = retry.succeeded(at: environment.monotonicNow()) != nil
-            notify(
-                .microphoneOpen(
-                    device: microphone.name, rate: microphone.sampleRate, channels: microphone.channels,
-                    back: wasFailing),
-                sinks)
-            // Overruns of microphones opened before, so the count only grows.
-            let overrunsBefore = stats.snapshot.audioOverruns
-            while !stopping.load(ordering: .relaxed) {
-                do {
-                    guard let chunk = try microphone.read() else { break }
-                    queue.push(.audio(chunk), cost: 0)
-                    let total = overrunsBefore + microphone.overruns
-                    stats.update { $0.audioOverruns = total }
-                } catch {
-                    notify(.microphoneFailed(device: microphone.name, error: error.description), sinks)
-                    _ = retry.failed(at: environment.monotonicNow())
-                    sleepUnlessStopping(retry.delay.seconds)
-                    break
-                }
+            switch microphone.next(at: clock.now()) {
+            case .chunk(let chunk): queue.push(.audio(chunk), cost: 0)
+            case .wait(let until): stopToken.wait(seconds: (until - clock.now()).seconds)
             }
         }
     }
@@ -222,52 +143,29 @@ extension Agent {
     // MARK: Housekeeping
 
     /// Every minute: retention; every stats interval: the stats line (and the `stats` event);
-    /// and the watchdog ping while frames keep coming.
+    /// and the watchdog ping while frames keep coming — `Housekeeping`'s steps, each when it is
+    /// due.
     func startHousekeeping(writer: WorkQueue<WriterItem>, sinks: EventSinks) {
         let notifier = environment.notifier
+        let clock = environment.clock
+        let housekeeping = Housekeeping(
+            stats: stats, log: log, uploads: uploads, watchdogInterval: notifier?.watchdogInterval,
+            statsInterval: { [self] in current.withLock({ $0.log.statsInterval }).map(Double.init) },
+            at: clock.now())
         startThread("housekeeping") { [self] in
-            var previous = stats.snapshot
-            var lastStats = environment.monotonicNow()
-            var lastSweep = lastStats
-            var lastFrames = previous.framesIn
-            var lastPing = lastStats
             var wait = 0.0
             // Woken when the next task is due, by a reload (the stats interval may have
             // changed) and by the stop.
             while !housekeepingWake.wait(seconds: wait) {
-                let now = environment.monotonicNow()
-                let current = stats.snapshot
-                let watchdogInterval = notifier?.watchdogInterval
-                if let interval = watchdogInterval, (now - lastPing).seconds >= interval {
-                    // Only while the pipeline makes progress: a stall lets systemd restart us.
-                    if current.framesIn != lastFrames { notifier?.watchdog() }
-                    lastFrames = current.framesIn
-                    lastPing = now
+                for output in housekeeping.step(at: clock.now()) {
+                    switch output {
+                    case .writer(let item): writer.push(item, cost: 0)
+                    case .event(let event): sinks.handle(event)
+                    case .watchdog: notifier?.watchdog()
+                    }
                 }
-                if (now - lastSweep).seconds >= Agent.sweepInterval {
-                    writer.push(.housekeeping, cost: 0)
-                    lastSweep = now
-                }
-                let statsInterval = self.current.withLock({ $0.log.statsInterval }).map(Double.init)
-                if let statsInterval, (now - lastStats).seconds >= statsInterval {
-                    var report = StatsReport(
-                        now: stats.closeInterval(), previous: previous, seconds: (now - lastStats).seconds)
-                    report.uploadWaiting = uploads?.uploadCounts.waiting
-                    log.info("stats", Stats.line(report))
-                    sinks.handle(.stats(report))
-                    previous = report.now
-                    lastStats = now
-                }
-                let due = [
-                    watchdogInterval.map { (lastPing - now).seconds + $0 },
-                    (lastSweep - now).seconds + Agent.sweepInterval,
-                    statsInterval.map { (lastStats - now).seconds + $0 },
-                ]
-                wait = max(0.001, due.compactMap { $0 }.min() ?? Agent.sweepInterval)
+                wait = max(0.001, (housekeeping.due - clock.now()).seconds)
             }
         }
     }
-
-    /// Retention is applied this often (and after each clip).
-    static let sweepInterval = 60.0
 }

@@ -15,7 +15,7 @@ import Synchronization
 ///     audio  ──chunks──▶        (3 frames live,      (Pipeline.step) (bounded by bytes:     (ClipWriter.step)
 ///                               8 from a file)                  64 MB, then GOPs
 ///                                                               are dropped)
-///     housekeeping (stats, retention every minute, watchdog) ──▶ writer queue
+///     housekeeping (stats, retention every minute, watchdog: `Housekeeping`) ──▶ writer queue
 ///     signals (SIGTERM/SIGINT stop, SIGHUP reload), trigger (`vigil trigger`'s socket),
 ///     stop (the grace for a stuck source), mqtt (MQTTSink's), hook (one per running hook)
 ///
@@ -158,7 +158,7 @@ public final class Agent: @unchecked Sendable {
         // directory), proven writable, then what an earlier run left open repaired and
         // retention applied. A directory that is not there yet or not writable is waited for.
         let storage = environment.storage(settings.storage.path)
-        let hooks = HookSink(settings.hooks, log: log)
+        let hooks = HookSink(settings.hooks, log: log, clock: environment.clock)
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
         // What the sinks may read and do while the run lasts, before any event: what a sink's
         // own thread tells the others (an upload verified) reaches them until they finish.
@@ -170,7 +170,7 @@ public final class Agent: @unchecked Sendable {
                 announce: { [weak self] in self?.announce($0) }))
         let clipWriter = ClipWriter(
             settings: WriterSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
-            uploads: uploads, monotonicNow: environment.monotonicNow, wallNow: environment.wallNow,
+            uploads: uploads, clock: environment.clock, wallNow: environment.wallNow,
             memoryLimit: environment.memoryForWaitingVideo)
         switch clipWriter.bringUpStorage() {
         case .ready:
@@ -203,21 +203,17 @@ public final class Agent: @unchecked Sendable {
         // is waited for, as one that goes away later is.
         let opened: OpenedSource?
         do {
-            let source = try openSource()
-            log.info(
-                "source open",
-                [("source", .string(source.source.name)), ("format", .string(source.source.format.description))])
-            opened = source
+            opened = try CameraCapture.openAtStart(settings.camera, open: openSource, notify: { notify($0, sinks) })
         } catch {
-            guard settings.camera.device.isCamera else {
-                log.error(
-                    "cannot open the source",
-                    [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
-                return .sourceCannotOpen
-            }
-            notify(.cameraUnavailable(source: settings.camera.device.description, error: error.description), sinks)
+            log.error(
+                "cannot open the source",
+                [("source", .string(settings.camera.device.description)), ("error", .string(error.description))])
+            return .sourceCannotOpen
+        }
+        if let source = opened?.source {
+            log.info("source open", [("source", .string(source.name)), ("format", .string(source.format.description))])
+        } else {
             cameraDownSince.withLock { $0 = environment.wallNow() }
-            opened = nil
         }
         let live = opened?.isLive ?? true
 
@@ -225,7 +221,7 @@ public final class Agent: @unchecked Sendable {
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
         let pipeline = Pipeline(
             settings: settings, encoders: environment.encoders, log: log,
-            stats: stats, monotonicNow: environment.monotonicNow, wallNow: environment.wallNow)
+            stats: stats, clock: environment.clock, wallNow: environment.wallNow)
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         environment.control.attachDeleter { file, by in
             writerQueue.push(.delete(file, by: by), cost: 0)
@@ -369,28 +365,16 @@ public final class Agent: @unchecked Sendable {
         var status = "configuration reloaded"
         defer { environment.notifier?.ready(status: status) }
         let inUse = current.withLock { $0 }
-        let new: Settings
-        do throws(ConfigurationError) {
-            new = try Settings.load(path: configPath)
-            if let problem = ReloadPlan.refusal(of: new.values, running: inUse.values) {
-                throw ConfigurationError(file: configPath, line: nil, message: problem)
-            }
-        } catch {
-            notify(.reloadRefused(error: error.description))
+        let applied: Settings, plan: ReloadPlan
+        switch Agent.reloading(configPath, inUse: inUse, initial: initial) {
+        case .refused(let notice):
+            notify(notice)
             status = "configuration not reloaded; the settings in use are kept"
             return
+        case .applied(let settings, let changes, let notices):
+            (applied, plan) = (settings, changes)
+            for notice in notices { notify(notice) }
         }
-        // What needs a restart stays as it began: the camera, the microphone, the encoder,
-        // the storage directory.
-        let applied = ReloadPlan.applicable(new, running: initial)
-        let plan = ReloadPlan(from: inUse, to: new)
-        // Retention decides what is deleted: never changed without a word.
-        for change in ReloadPlan.retentionChanges(from: inUse.storage, to: applied.storage) {
-            notify(
-                .retentionChanged(
-                    setting: change.setting, old: change.old, new: change.new, deletesMore: change.deletesMore))
-        }
-        if !plan.needsRestart.isEmpty { notify(.restartNeeded(changed: plan.needsRestart)) }
         if plan.logChanged { log.level = applied.log.level }
         current.withLock { $0 = applied }
         housekeepingWake.ring()
@@ -404,6 +388,38 @@ public final class Agent: @unchecked Sendable {
         log.info("configuration reloaded; it applies from the next clip", [("config", .string(configPath))])
     }
 
+    /// What reloading the configuration file comes to.
+    enum Reloaded {
+        /// Kept the settings in use: why (said).
+        case refused(Notice)
+        /// The settings to apply, what they change, and what to say first.
+        case applied(Settings, plan: ReloadPlan, notices: [Notice])
+    }
+
+    /// Reads the configuration file at `path` again, with `inUse` in effect and `initial` the
+    /// settings the agent started with, as `ReloadPlan` says: what `reload` applies to the
+    /// threads (and a stepped test to its pipeline and writer).
+    static func reloading(_ path: String, inUse: Settings, initial: Settings) -> Reloaded {
+        let new: Settings
+        do throws(ConfigurationError) {
+            new = try Settings.load(path: path)
+            if let problem = ReloadPlan.refusal(of: new.values, running: inUse.values) {
+                throw ConfigurationError(file: path, line: nil, message: problem)
+            }
+        } catch {
+            return .refused(.reloadRefused(error: error.description))
+        }
+        // What needs a restart stays as it began: the camera, the microphone, the encoder,
+        // the storage directory.
+        let applied = ReloadPlan.applicable(new, running: initial)
+        let plan = ReloadPlan(from: inUse, to: new)
+        // Retention decides what is deleted: never changed without a word.
+        var notices = ReloadPlan.retentionChanges(from: inUse.storage, to: applied.storage).map {
+            Notice.retentionChanged(setting: $0.setting, old: $0.old, new: $0.new, deletesMore: $0.deletesMore)
+        }
+        if !plan.needsRestart.isEmpty { notices.append(.restartNeeded(changed: plan.needsRestart)) }
+        return .applied(applied, plan: plan, notices: notices)
+    }
 }
 
 /// A value handed to exactly one other thread, which alone uses it from then on.

@@ -9,7 +9,7 @@ import Recorder
 /// What the agent runs on: the devices, the disk, the clocks, where logs and events go.
 /// `vigil run` (`RunCommand`, the one composition root) makes the machine's own; tests pass
 /// their own — a synthetic source read as fast as it goes, an in-memory disk that fills up on
-/// cue, a pause that does not wait.
+/// cue. (A test of the agent's logic steps it on a clock it moves instead: `EmbeddedAgent`.)
 public struct AgentEnvironment: Sendable {
     /// Make the encoder once the source's format is known: the hardware one first when there
     /// is one, x264 otherwise and after it is given up (`encoder.backend`).
@@ -35,12 +35,10 @@ public struct AgentEnvironment: Sendable {
     public var handlesSignals: Bool
     /// systemd's notification socket (ready, watchdog, stopping), when there is one.
     public var notifier: SystemdNotifier?
-    /// The monotonic clock capture timestamps are on, and the wall clock.
-    public var monotonicNow: @Sendable () -> Timestamp
+    /// The clock every reading of time in the agent goes through (`Clock.monotonic`, which
+    /// capture timestamps are on; a test's manual clock), and the wall clock.
+    public var clock: Clock
     public var wallNow: @Sendable () -> Date
-    /// Waits this many seconds (between tries to reopen a camera or a microphone), or less:
-    /// until the token stops (the agent's stop).
-    public var pause: @Sendable (Double, StopToken) -> Void
 
     /// `encoders` records alone (x264), unannounced; set `self.encoders` for a hardware one.
     public init(
@@ -49,8 +47,7 @@ public struct AgentEnvironment: Sendable {
         openMicrophone: @escaping @Sendable (Settings.Audio, Logger) throws(CaptureError) -> any AudioSource,
         storage: @escaping @Sendable (String) -> any ClipStorage, log: Logger, sinks: [any EventSink] = [],
         triggerDirectories: [String]? = nil, handlesSignals: Bool, notifier: SystemdNotifier? = nil,
-        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
-        pause: @escaping @Sendable (Double, StopToken) -> Void = { seconds, stop in stop.wait(seconds: seconds) }
+        clock: Clock, wallNow: @escaping @Sendable () -> Date
     ) {
         self.encoders = EncoderChoice(fallback: encoders)
         self.openSource = openSource
@@ -61,9 +58,8 @@ public struct AgentEnvironment: Sendable {
         self.triggerDirectories = triggerDirectories
         self.handlesSignals = handlesSignals
         self.notifier = notifier
-        self.monotonicNow = monotonicNow
+        self.clock = clock
         self.wallNow = wallNow
-        self.pause = pause
     }
 }
 

@@ -31,7 +31,7 @@ extension ClipWriter {
     func recover(from error: MovieWriterError, during what: String, gop: GOP? = nil) {
         guard let clip = open else { return }
         let outOfSpace: Bool = if case .file(let f) = error { f.isOutOfSpace } else { false }
-        var decision = disk.writeFailed(outOfSpace: outOfSpace, buffered: clip.writer.bufferedBytes, at: monotonicNow())
+        var decision = disk.writeFailed(outOfSpace: outOfSpace, buffered: clip.writer.bufferedBytes, at: clock.now())
         switch decision {
         case .sweepAndRetry(let sayFull), .keepWaiting(let sayFull):
             if sayFull {
@@ -246,7 +246,7 @@ extension ClipWriter {
     /// `latest.jpg` is not written for want of space: said when this begins (at most hourly).
     func liveWaitsForSpace() {
         guard liveWaiting == nil else { return }
-        let now = monotonicNow()
+        let now = clock.now()
         let say = liveWaitingSaid.map { now - $0 >= DiskFullPolicy.lowSpaceRepeat } ?? true
         liveWaiting = say
         guard say else { return }

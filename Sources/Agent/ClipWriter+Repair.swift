@@ -211,7 +211,7 @@ extension ClipWriter {
         let store = ClipStore(storage: storage, naming: settings.naming)
         let protected = Set([open?.relativePath, protecting].compactMap { $0 })
         let now = wallNow()
-        if let step = clockWatch.look(wall: now, monotonic: monotonicNow()) {
+        if let step = clockWatch.look(wall: now, monotonic: clock.now()) {
             retentionClock.stepped(step)
             log.info(
                 "the wall clock stepped forward; the clips before the step keep the age they had",
@@ -257,7 +257,7 @@ extension ClipWriter {
         guard let free = result.freeBytes else { return }
         stats.update { $0.diskFreeBytes = free }
         switch disk.measured(
-            free: free, minFree: settings.policy.minFree, shortfall: result.shortfall, at: monotonicNow())
+            free: free, minFree: settings.policy.minFree, shortfall: result.shortfall, at: clock.now())
         {
         case .low(let shortfall)?:
             notify(

@@ -2,6 +2,7 @@ import Configuration
 import FoundationEssentials
 import Logging
 import Media
+import POSIX
 import QuickTime
 import Recorder
 import Snapshot
@@ -81,7 +82,8 @@ final class ClipWriter: @unchecked Sendable {
     let events: any EventSink
     /// The upload queue, asked what waits (retention); nil without uploads.
     let uploads: (any UploadStatus)?
-    let monotonicNow: @Sendable () -> Timestamp
+    /// What the writer reads the time from (the agent's `Clock`), and the wall clock.
+    let clock: Clock
     let wallNow: @Sendable () -> Date
     var stream: StreamInfo?
 
@@ -137,7 +139,7 @@ final class ClipWriter: @unchecked Sendable {
     init(
         settings: WriterSettings, log: Logger, stats: Stats, events: any EventSink,
         uploads: (any UploadStatus)? = nil,
-        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date,
+        clock: Clock, wallNow: @escaping @Sendable () -> Date,
         memoryLimit: Int = DiskFullPolicy.memoryLimit
     ) {
         self.settings = settings
@@ -146,7 +148,7 @@ final class ClipWriter: @unchecked Sendable {
         self.stats = stats
         self.events = events
         self.uploads = uploads
-        self.monotonicNow = monotonicNow
+        self.clock = clock
         self.wallNow = wallNow
     }
 
@@ -220,7 +222,7 @@ final class ClipWriter: @unchecked Sendable {
     /// True when the storage directory is up; tries it again when an outage's next try is due.
     func storageIsReady() -> Bool {
         if nextStorageTry == nil { return true }
-        let now = monotonicNow()
+        let now = clock.now()
         if let due = nextStorageTry, now < due { return false }
         return bringUpOrWait()
     }
@@ -231,7 +233,7 @@ final class ClipWriter: @unchecked Sendable {
         case .ready:
             if nextStorageTry != nil {
                 nextStorageTry = nil
-                let back = storageOutage.succeeded(at: monotonicNow())
+                let back = storageOutage.succeeded(at: clock.now())
                 notify(
                     .storageBack(
                         path: settings.storage.root, down: back?.down.seconds ?? 0, attempts: back?.tries ?? 1))
@@ -251,8 +253,8 @@ final class ClipWriter: @unchecked Sendable {
     /// Its claim is let go: the directory may come back as another mount, to be claimed again.
     func storageUnavailable(_ reason: String) {
         claim = nil
-        let failure = storageOutage.failed(at: monotonicNow())
-        nextStorageTry = monotonicNow() + failure.retryIn
+        let failure = storageOutage.failed(at: clock.now())
+        nextStorageTry = clock.now() + failure.retryIn
         if failure.isFirst {
             notify(.storageUnavailable(path: settings.storage.root, error: reason))
         } else {
@@ -284,7 +286,10 @@ final class ClipWriter: @unchecked Sendable {
 
     /// How long the writer may wait for its next item: while the storage is down, until it is
     /// due to be tried again, even when nothing comes; nil: for ever.
-    var nextTry: Double? { nextStorageTry.map { max(0.05, ($0 - monotonicNow()).seconds) } }
+    var nextTry: Double? { nextStorageTry.map { max(0.05, ($0 - clock.now()).seconds) } }
+
+    /// When a `.tick` has something to do (the storage's next try); nil: nothing is due.
+    var due: Timestamp? { nextStorageTry }
 
     /// What the writer takes, one at a time (`step`).
     enum Input {
@@ -355,7 +360,7 @@ final class ClipWriter: @unchecked Sendable {
             return
         }
         open?.fragmentsSynced = clip.writer.fragmentsWritten
-        if disk.synced(at: monotonicNow()) != nil {
+        if disk.synced(at: clock.now()) != nil {
             notify(.diskSpaceAgain(file: clip.relativePath))
         }
         // What is durable now, and how long after the motion began (the benchmark's latency).

@@ -1,5 +1,6 @@
 import Configuration
 import FoundationEssentials
+import Media
 import POSIX
 import Recorder
 
@@ -206,8 +207,9 @@ public struct EventSinks: EventSink {
     /// (the agent says so and exits without them).
     public func finishSideBySide() -> [String] {
         let finishing = sinks.map { sink in (sink, startThread("finish") { sink.finish() }) }
-        let deadline = Condition.now() + Self.finishSeconds + 1
-        return finishing.filter { !$0.1.join(timeout: max(0, deadline - Condition.now())) }.map {
+        // A wait: on the real monotonic clock.
+        let deadline = Clock.monotonic.now() + Timestamp.Duration(seconds: Self.finishSeconds + 1)
+        return finishing.filter { !$0.1.join(timeout: max(0, (deadline - Clock.monotonic.now()).seconds)) }.map {
             "\(type(of: $0.0))"
         }
     }

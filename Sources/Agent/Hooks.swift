@@ -39,9 +39,11 @@ struct HookEvent: Sendable {
 /// left running there (`sleep 100 &`) is sent SIGTERM, then SIGKILL `killGrace` later — a
 /// hook that starts work in the background must wait for it (`wait`), within its timeout. At most
 /// `maxRunningPerKind` hooks of each kind run at once; beyond that a run is skipped and
-/// logged. None outlives the agent: `drain` kills what is still running when it stops.
+/// logged. None outlives the agent: `drain` kills what is still running when it stops. A
+/// hook's time is read on `clock` (the agent's); its watcher looks every 20 ms of real time.
 final class HookRunner: @unchecked Sendable {
     let log: Logger
+    let clock: Clock
     private struct State {
         var running: [HookKind: Int] = [:]
         /// Set when the agent stops: each watcher then kills its hook.
@@ -61,9 +63,10 @@ final class HookRunner: @unchecked Sendable {
     /// How long running hooks may go on once the agent stops, before they are killed.
     static let stopGrace = 1.0
 
-    init(timeout: Double, log: Logger) {
+    init(timeout: Double, log: Logger, clock: Clock) {
         timeoutSeconds = Mutex(timeout)
         self.log = log.with(("component", "hooks"))
+        self.clock = clock
     }
 
     /// How long a hook may run before it is killed (a reload changes it for the next run).
@@ -96,12 +99,13 @@ final class HookRunner: @unchecked Sendable {
         if stuck > 0 { log.error("hooks did not end after SIGKILL", [("count", .int(stuck))]) }
     }
 
-    /// Waits until no hook runs, at most `seconds`: woken by each hook's end.
+    /// Waits until no hook runs, at most `seconds` (of the real monotonic clock: a wait): woken
+    /// by each hook's end.
     private func waitForHooks(seconds: Double) {
-        let deadline = Condition.now() + seconds
+        let deadline = Clock.monotonic.now() + Timestamp.Duration(seconds: seconds)
         condition.withLock {
             while state.total > 0 {
-                let remaining = deadline - Condition.now()
+                let remaining = (deadline - Clock.monotonic.now()).seconds
                 if remaining <= 0 { return }
                 condition.wait(seconds: remaining)
             }
@@ -149,12 +153,8 @@ final class HookRunner: @unchecked Sendable {
     /// SIGTERM to the hook's process group, SIGKILL `killGrace` later.
     private static func killGroup(_ child: ChildProcess) {
         child.signalGroup(.terminate)
-        pause(HookRunner.killGrace)
+        Clock.sleep(seconds: HookRunner.killGrace)
         child.signalGroup(.kill)
-    }
-
-    private static func pause(_ seconds: Double) {
-        MonotonicClock.sleep(until: MonotonicClock.now() + Timestamp.Duration(seconds: seconds))
     }
 
     private func finished(_ kind: HookKind) {
@@ -177,7 +177,7 @@ final class HookRunner: @unchecked Sendable {
     ) throws(ThreadStartError) {
         try startDetachedThread("hook") { [self] in
             defer { self.finished(event.kind) }
-            let start = MonotonicClock.now().seconds
+            let start = clock.now()
             let child: ChildProcess
             do throws(ChildProcess.SpawnError) {
                 child = try ChildProcess.spawn(program, arguments: argv, environment: envp)
@@ -204,7 +204,7 @@ final class HookRunner: @unchecked Sendable {
                     break
                 }
                 if killed == nil {
-                    if MonotonicClock.now().seconds - start > timeout {
+                    if (clock.now() - start).seconds > timeout {
                         killed = .timeout
                     } else if condition.withLock({ state.stopping }) {
                         killed = .agentStopping
@@ -215,9 +215,9 @@ final class HookRunner: @unchecked Sendable {
                         continue
                     }
                 }
-                Self.pause(0.02)
+                Clock.sleep(seconds: 0.02)
             }
-            let elapsed = MonotonicClock.now().seconds - start
+            let elapsed = (clock.now() - start).seconds
             switch killed {
             case .timeout:
                 log.warning(
@@ -255,8 +255,8 @@ final class HookSink: EventSink {
     let runner: HookRunner
     private let programs: Mutex<Settings.Hooks>
 
-    init(_ hooks: Settings.Hooks, log: Logger) {
-        runner = HookRunner(timeout: hooks.timeout, log: log)
+    init(_ hooks: Settings.Hooks, log: Logger, clock: Clock) {
+        runner = HookRunner(timeout: hooks.timeout, log: log, clock: clock)
         programs = Mutex(hooks)
     }
 
@@ -295,7 +295,7 @@ final class HookSink: EventSink {
 
 extension HookSink {
     /// What `on_event_start` gets: the arguments, and the facts (each `VIGIL_<KEY>`) under the
-    /// journal's keys (docs/events.md). `score` is the old name of `peak_score`, kept for hooks
+    /// journal's keys (docs/reference/events.md). `score` is the old name of `peak_score`, kept for hooks
     /// written before.
     static func eventStart(_ clip: ClipStarted) -> (arguments: [String], facts: [(String, String)]) {
         let trigger = ClipRecord.timestamp(clip.trigger)
@@ -323,7 +323,7 @@ extension HookSink {
     }
 
     /// What `on_clip_saved` gets: the arguments, and the facts — the journal line's every key
-    /// (docs/events.md), with `file` and `snapshot` as full paths. `duration` is the old name
+    /// (docs/reference/events.md), with `file` and `snapshot` as full paths. `duration` is the old name
     /// of `duration_s`, kept for hooks written before.
     static func clipSaved(_ saved: ClipSaved) -> (arguments: [String], facts: [(String, String)]) {
         let r = saved.record

@@ -15,7 +15,7 @@ extension Pipeline {
         let format = frame.format
         let now = wallNow()
         let captured = Pipeline.wallClockOfCapture(
-            frame.timestamp, now: now, monotonicNow: monotonicNow(),
+            frame.timestamp, now: now, monotonicNow: clock.now(),
             monotonicTimestamps: Pipeline.hasMonotonicTimestamps(settings.camera.device))
         let encoder = try makeEncoder(for: format)
         self.encoder = encoder
@@ -91,7 +91,7 @@ extension Pipeline {
     /// The hardware encoder failed: the clip is closed, and the next frame opens the encoder
     /// again — x264 once `EncoderFailures` gives the hardware one up.
     func hardwareFailed(_ error: EncoderError) {
-        let verdict = hardwareFailures.failed(at: monotonicNow())
+        let verdict = hardwareFailures.failed(at: clock.now())
         notify(.hardwareEncoderFailed(error: error.description, failuresIn10Minutes: hardwareFailures.recent.count))
         if encoder != nil { interrupt() }
         encoder = nil
@@ -128,7 +128,7 @@ extension Pipeline {
     /// told — a stream on the monotonic clock only (a file's times are its own).
     func followWallClock() {
         guard let stream = streamInfo, stream.onMonotonicClock else { return }
-        let drift = wallNow().timeIntervalSince(stream.wallClock(monotonicNow()))
+        let drift = wallNow().timeIntervalSince(stream.wallClock(clock.now()))
         guard abs(drift) > Pipeline.wallClockTolerance else { return }
         var moved = stream
         moved.wallAtFirstFrame = stream.wallAtFirstFrame.addingTimeInterval(drift)

@@ -5,6 +5,7 @@ import Logging
 import Media
 import MotionDetection
 import Overlay
+import POSIX
 import QuickTime
 import Recorder
 import Snapshot
@@ -37,8 +38,9 @@ enum PipelineInput: Sendable {
     case audio(AudioChunk)
     /// The camera went away: the open clip is closed.
     case interrupted
-    /// Nothing came for `seconds` (the stall timeout, `silenceTimeout`).
-    case silence(seconds: Double)
+    /// Time passed with nothing to take (the wait for the next item ran out): a source silent
+    /// since `silenceDue` is stalled.
+    case tick
     /// A reloaded configuration and what it changes: applied at the first frame with no event open.
     case reload(Settings, plan: ReloadPlan)
     /// The source ended (or failed); or, with nil, the capture queue closed.
@@ -61,12 +63,13 @@ enum PipelineOutput: Sendable {
 
 /// The pipeline, a step: motion detection on each frame's luma, the event state machine, the
 /// encoder, and the pre-roll ring and clip logic. `step` takes one input (a frame, sound, an
-/// interruption, silence, a reload, the end) with the bytes the writer's queue holds then, and
-/// returns what it makes: writer commands, sink events, what live viewers get. It never
-/// touches a queue, a thread or the live feed, so a test drives it frame by frame; `run` is the
-/// pipeline thread, which only moves values between the capture queue, `step`, the writer
-/// queue, the sinks and the live feed. It never waits on the disk: when the writer falls behind
-/// by more than `writerBacklogLimit` bytes, whole GOPs are dropped (counted), so clips stay
+/// interruption, time passing with nothing to take, a reload, the end) with the bytes the
+/// writer's queue holds then, and returns what it makes: writer commands, sink events, what live
+/// viewers get. It never touches a queue, a thread or the live feed, so a test drives it frame
+/// by frame; `run` is the pipeline thread, which only moves values between the capture queue,
+/// `step`, the writer queue, the sinks and the live feed. It never waits on the disk: when the
+/// writer falls behind by more than `writerBacklogLimit` bytes, whole GOPs are dropped
+/// (counted), so clips stay
 /// decodable.
 ///
 /// Its decisions are values it drives: `EventStateMachine` (when events start, split and
@@ -102,7 +105,8 @@ final class Pipeline: @unchecked Sendable {
     var overlay: (drawer: TextOverlay, text: OverlayText)?
     /// Whether the log said the overlay's text had to be shortened (once per run).
     var overlayShortenedSaid = false
-    let monotonicNow: @Sendable () -> Timestamp
+    /// What the pipeline reads the time from (the agent's `Clock`), and the wall clock.
+    let clock: Clock
     let wallNow: @Sendable () -> Date
     var detector: MotionDetector
     var eventLogic: EventStateMachine
@@ -117,6 +121,8 @@ final class Pipeline: @unchecked Sendable {
     /// Where the stream's keyframes go, whichever encoder makes them.
     var keyframes: KeyframeSchedule
     var stall = StallWatch()
+    /// When the last input was taken (the clock's reading): the stall timeout counts from it.
+    var lastInput: Timestamp?
     var firstFrame: Timestamp?
     var droppingVideo = false
     /// What the writer was last told about the stream, and the sound format once sound came.
@@ -139,15 +145,14 @@ final class Pipeline: @unchecked Sendable {
 
     init(
         settings: Settings, encoders: EncoderChoice, log: Logger,
-        stats: Stats,
-        monotonicNow: @escaping @Sendable () -> Timestamp, wallNow: @escaping @Sendable () -> Date
+        stats: Stats, clock: Clock, wallNow: @escaping @Sendable () -> Date
     ) {
         self.settings = settings
         self.encoders = encoders
         keyframes = KeyframeSchedule(interval: .init(seconds: settings.encoder.keyframeInterval))
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
-        self.monotonicNow = monotonicNow
+        self.clock = clock
         self.wallNow = wallNow
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
         eventLogic = EventStateMachine(settings: EventSettings(settings.recording))
@@ -164,9 +169,16 @@ final class Pipeline: @unchecked Sendable {
     /// True when no event is open (a reload may then replace the detection and event logic).
     var isIdle: Bool { eventLogic.state == .idle && !recorder.isRecording }
 
-    /// How long the pipeline waits for the source before it counts as stalled (`.silence`);
+    /// How long the pipeline waits for the source before it counts as stalled (`.tick`);
     /// nil: for ever.
     var silenceTimeout: Double? { stall.timeout(streaming: encoder != nil) }
+
+    /// When the source, silent since the last input, counts as stalled (a `.tick` then says
+    /// so); nil: never.
+    var silenceDue: Timestamp? {
+        guard let timeout = silenceTimeout, let lastInput else { return nil }
+        return lastInput + .init(seconds: timeout)
+    }
 
     /// The pipeline thread: capture items in, through `step` (with the writer queue's load),
     /// outputs to the writer's queue, the sinks and the live feed, until the stream is over; the
@@ -179,8 +191,9 @@ final class Pipeline: @unchecked Sendable {
     ) -> CaptureError? {
         while true {
             let input: PipelineInput
-            let timeout = silenceTimeout
-            switch frames.pop(waitingAtMost: timeout) {
+            // The whole stall timeout of time the process ran (`pop`), from now: the tick
+            // that ends it finds the source silent since `silenceDue`.
+            switch frames.pop(waitingAtMost: silenceTimeout) {
             case .element(.frame(let frame)):
                 if let new = pendingReload.withLock({ value in
                     defer { value = nil }
@@ -192,7 +205,7 @@ final class Pipeline: @unchecked Sendable {
             case .element(.audio(let chunk)): input = .audio(chunk)
             case .element(.interrupted): input = .interrupted
             case .element(.end(let error)): input = .end(error)
-            case .timedOut: input = .silence(seconds: timeout ?? 0)
+            case .timedOut: input = .tick
             case .closed: input = .end(nil)
             }
             let outputs = step(input, writerLoad: writer.load)
@@ -227,6 +240,7 @@ final class Pipeline: @unchecked Sendable {
         outputs = []
         outputCost = 0
         self.writerLoad = writerLoad
+        if case .tick = input {} else { lastInput = clock.now() }
         switch input {
         case .frame(let frame, let requests):
             switch stall.frame(at: frame.timestamp) {
@@ -262,7 +276,8 @@ final class Pipeline: @unchecked Sendable {
             }
         case .interrupted:
             interrupt()
-        case .silence(let seconds):
+        case .tick:
+            guard let due = silenceDue, let seconds = silenceTimeout, clock.now() >= due else { break }
             let open = recorder.isRecording || eventLogic.state != .idle
             notify(.sourceStalled(seconds: seconds, closingClip: open))
             stall.timedOut()
@@ -309,9 +324,9 @@ final class Pipeline: @unchecked Sendable {
 
         takeRequests(requests, at: frame.timestamp)
 
-        let t0 = monotonicNow()
+        let t0 = clock.now()
         let result = detector.process(frame.luma, at: frame.timestamp)
-        let t1 = monotonicNow()
+        let t1 = clock.now()
         var commands: [ClipCommand] = []
         // Motion counts while detection is on; an outside recording counts as motion.
         let moving = detecting && result.motion
@@ -345,7 +360,7 @@ final class Pipeline: @unchecked Sendable {
             overlay.drawer.draw(text, into: frame)
         }
         let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
-        let t2 = monotonicNow()
+        let t2 = clock.now()
         for sample in samples { commands += recorded(sample) }
         send(commands)
         // After the commands: a clip this frame closed does not get its picture, one it opened does.

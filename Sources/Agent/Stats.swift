@@ -70,7 +70,7 @@ final class Stats: Sendable {
 ///
 /// The rule for its name: a key ending in `_total` counts since the agent started; any other
 /// counts over the line's interval (`seconds`), or says the state now (`score`, `ring_s`,
-/// `recording`, `disk_free_mb`). docs/events.md lists them.
+/// `recording`, `disk_free_mb`). docs/reference/events.md lists them.
 public struct StatsFigure: Sendable, Equatable {
     public enum Kind: Sendable, Equatable {
         /// Over the interval since the previous line (a rate, a count, an average).

@@ -41,6 +41,8 @@ final class WorkQueue<Element>: @unchecked Sendable {
 
     /// The sum of the costs queued.
     var load: Int { loadNow.load(ordering: .relaxed) }
+    /// Threads waiting in `pop` now.
+    var consumersWaiting: Int { condition.withLock { waitingConsumers } }
     var count: Int { condition.withLock { items.count - head } }
 
     /// Queues `element`; `wake: false` leaves a waiting consumer asleep until a later push
@@ -104,20 +106,20 @@ final class WorkQueue<Element>: @unchecked Sendable {
     /// a stop (SIGSTOP, a paused VM, a host too busy to schedule it) moves the deadline on, so
     /// that the producer — stopped as long — is not taken for silent.
     func pop(waitingAtMost seconds: Double?) -> Popped {
-        var deadline = seconds.map { MonotonicClock.now() + Timestamp.Duration(seconds: $0) }
+        var deadline = seconds.map { Clock.monotonic.now() + Timestamp.Duration(seconds: $0) }
         return condition.withLock {
             waitingConsumers += 1
             defer { waitingConsumers -= 1 }
             while head == items.count && !closed {
                 if let end = deadline {
-                    let before = MonotonicClock.now()
+                    let before = Clock.monotonic.now()
                     let remaining = (end - before).seconds
                     if remaining <= 0 { return .timedOut }
                     // In short steps against the monotonic clock: the wall clock may jump (a
                     // board without a clock battery sets it from the network after booting).
                     let step = min(remaining, 0.25)
                     condition.wait(seconds: step)
-                    let overrun = (MonotonicClock.now() - before).seconds - step
+                    let overrun = (Clock.monotonic.now() - before).seconds - step
                     if overrun > WorkQueue.overrunAllowance { deadline = end + Timestamp.Duration(seconds: overrun) }
                 } else {
                     condition.wait()

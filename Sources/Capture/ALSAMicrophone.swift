@@ -174,7 +174,7 @@ public final class ALSAMicrophone: AudioSource {
             throw error.openError(device)
         }
         timeline = AudioTimeline(sampleRate: self.sampleRate)
-        lastSound = MonotonicClock.now()
+        lastSound = Clock.monotonic.now()
     }
 
     private static func setHardware(
@@ -238,7 +238,7 @@ public final class ALSAMicrophone: AudioSource {
             } catch {
                 throw error.streamError(name, frame: 0)
             }
-            if MonotonicClock.now() - lastSound > stallTimeout {
+            if Clock.monotonic.now() - lastSound > stallTimeout {
                 throw CaptureError.stalled(source: name, seconds: stallTimeout.seconds)
             }
         }
@@ -251,7 +251,7 @@ public final class ALSAMicrophone: AudioSource {
         var available: snd_pcm_uframes_t = 0
         var stamp = snd_htimestamp_t()
         _ = try handle.call(.position) { snd_pcm_htimestamp($0, &available, &stamp) }
-        let now = MonotonicClock.now()
+        let now = Clock.monotonic.now()
         let frames = min(Int(available), bufferFrames)
         guard frames > 0 else { return nil }
         let bytesPerFrame = channels * 2

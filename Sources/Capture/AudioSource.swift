@@ -1,4 +1,5 @@
 import Media
+internal import POSIX
 
 /// Where sound comes from: an ALSA microphone, or a synthetic tone for demos and tests.
 ///
@@ -40,7 +41,7 @@ public final class SyntheticAudioSource: AudioSource {
     }
 
     public func read() throws(CaptureError) -> AudioChunk? {
-        let origin = start ?? MonotonicClock.now()
+        let origin = start ?? Clock.monotonic.now()
         start = origin
         let time =
             origin
@@ -49,7 +50,7 @@ public final class SyntheticAudioSource: AudioSource {
         let ready =
             time
             + Timestamp.Duration(nanoseconds: Rational.scale(Int64(period), by: 1_000_000_000, over: Int64(sampleRate)))
-        MonotonicClock.sleep(until: ready)
+        Clock.sleep(untilMonotonic: ready)
         var data = [UInt8](repeating: 0, count: period * channels * 2)
         let step = 2 * Double.pi * frequency / Double(sampleRate)
         for i in 0..<period {

@@ -181,7 +181,7 @@ public final class LibcameraSource: FrameSource {
         let (wait, deadline) = frameWait()
         while true {
             if let failure = stream.failure { throw streamError(failure) }
-            let remaining = deadline - MonotonicClock.now()
+            let remaining = deadline - Clock.monotonic.now()
             guard remaining > .zero else { throw CaptureError.stalled(source: name, seconds: wait.seconds) }
             var frame = vigil_lc_frame()
             var error = vigil_lc_error()
@@ -205,7 +205,7 @@ public final class LibcameraSource: FrameSource {
             }
             let stamped = LibcameraLayout.captureTime(
                 sensor: frame.has_sensor_timestamp != 0 ? frame.sensor_timestamp_ns : nil,
-                buffer: frame.buffer_timestamp_ns, monotonicNow: MonotonicClock.now(), boottimeNow: BootClock.now())
+                buffer: frame.buffer_timestamp_ns, monotonicNow: Clock.monotonic.now(), boottimeNow: BootClock.now())
             let time = timeline?.place(stamped) ?? stamped
             let (number, _) = sequence.count(frame.sequence)
             let bytes: FrameBuffer
@@ -239,7 +239,7 @@ public final class LibcameraSource: FrameSource {
 enum BootClock {
     static func now() -> Timestamp {
         var ts = timespec()
-        guard clock_gettime(CLOCK_BOOTTIME, &ts) == 0 else { return MonotonicClock.now() }
+        guard clock_gettime(CLOCK_BOOTTIME, &ts) == 0 else { return Clock.monotonic.now() }
         return Timestamp(nanoseconds: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
     }
 }

@@ -1,4 +1,5 @@
 import Media
+internal import POSIX
 
 /// A source, opened: what `vigil run`, `vigil analyze` and `vigil probe` get from `open`.
 public struct OpenedSource {
@@ -55,7 +56,7 @@ public enum SourceOpener {
             case .recording:
                 scene = SyntheticScene(
                     width: width, height: height, frameRate: Rational(framesPerSecond: fps), schedule: .demo(),
-                    startTime: MonotonicClock.now())
+                    startTime: Clock.monotonic.now())
                 live = true
             case .analysis:
                 scene = SyntheticScene(

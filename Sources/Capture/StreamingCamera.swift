@@ -1,4 +1,5 @@
 import Media
+internal import POSIX
 
 /// A camera's running stream (`V4L2Stream`, `LibcameraStream`).
 protocol CameraStream: AnyObject {
@@ -38,7 +39,7 @@ extension StreamingCamera {
     /// `stallTimeout`), and when that wait ends on the monotonic clock.
     func frameWait() -> (wait: Timestamp.Duration, deadline: Timestamp) {
         let wait = delivered == 0 ? firstFrameTimeout : stallTimeout
-        return (wait, MonotonicClock.now() + wait)
+        return (wait, Clock.monotonic.now() + wait)
     }
 
     /// `FrameSource.nextFrame` for a camera: the stream's next frame, or its failure, after

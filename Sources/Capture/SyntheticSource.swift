@@ -1,4 +1,5 @@
 import Media
+internal import POSIX
 
 /// Renders a `SyntheticScene`, frame after frame.
 ///
@@ -82,10 +83,10 @@ public final class SyntheticSource: FrameSource {
         nextIndex += 1
         let frame = self.frame(index)
         guard realtime else { return frame }
-        let origin = clockOrigin ?? MonotonicClock.now()
+        let origin = clockOrigin ?? Clock.monotonic.now()
         clockOrigin = origin
         let due = origin + (frame.timestamp - scene.startTime)
-        MonotonicClock.sleep(until: due)
+        Clock.sleep(untilMonotonic: due)
         return VideoFrame(format: frame.format, buffer: frame.buffer, timestamp: due, sequence: frame.sequence)
     }
 

@@ -211,7 +211,7 @@ public final class V4L2Camera: FrameSource {
             }
             let stamped = BufferTimestamp.capture(
                 seconds: buffer.seconds, microseconds: buffer.microseconds, flags: buffer.flags.rawValue,
-                dequeuedAt: MonotonicClock.now())
+                dequeuedAt: Clock.monotonic.now())
             let time = timeline?.place(stamped) ?? stamped
             let (number, _) = sequence.count(buffer.sequence)
             let owner = stream
@@ -232,7 +232,7 @@ public final class V4L2Camera: FrameSource {
             // A buffer the driver refused back (on the thread that released its frame) starves
             // the stream: that failure is the reason, not the stall it causes.
             if let failure = stream.failure { throw failure.streamError(frame: delivered + 1) }
-            let remaining = deadline - MonotonicClock.now()
+            let remaining = deadline - Clock.monotonic.now()
             guard remaining > .zero else { throw CaptureError.stalled(source: name, seconds: waited.seconds) }
             let milliseconds = Int32(clamping: (remaining.nanoseconds + 999_999) / 1_000_000)
             let events: PollEvents

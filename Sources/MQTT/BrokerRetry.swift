@@ -1,5 +1,10 @@
+import Media
+
 /// When the MQTT client tries the broker again, and what it says about it: a value without a
-/// clock or I/O (the connection thread passes the time, in seconds of the monotonic clock).
+/// clock or I/O (the connection thread passes the time, in seconds of its clock). The waits
+/// are Media's `Retry` (the one retry/backoff type); what this adds is MQTT's policy: which
+/// failures are said, how long a connection must last before the waits start again from 1 s,
+/// and take-overs.
 ///
 /// | what happened | next try | said |
 /// |---|---|---|
@@ -70,12 +75,13 @@ public struct BrokerRetry: Sendable, Equatable {
     public static let takeOverFirst = 60.0
     public static let takeOverMaximum = 600.0
 
-    /// The wait before the last try; nil before any failure since the last long session.
-    private var delay: Double?
-    /// When the outage under way began; nil while connected (or before the first try).
-    private var outageSince: Double?
-    /// Failed tries in the outage under way.
-    private var failures = 0
+    /// The waits between tries: they grow from failure to failure, across short sessions, and
+    /// start again from `firstDelay` after a long session (or a take-over).
+    private var waits = Retry(
+        first: .init(seconds: BrokerRetry.firstDelay), maximum: .init(seconds: BrokerRetry.refusedMaximum))
+    /// The outage under way (from its first failure to the next connection): how long it
+    /// lasted and how many tries it took.
+    private var outage = Retry(maximum: .init(seconds: BrokerRetry.refusedMaximum))
     /// The kind of failure last said in this outage.
     private var said: Failure?
     /// When the connection up now was made.
@@ -85,35 +91,30 @@ public struct BrokerRetry: Sendable, Equatable {
     /// none: a loss is its taking the connection over.
     public private(set) var sharedClientID = false
     private var sharedSaid = false
-    /// The wait after the last take-over.
-    private var takeOverDelay: Double?
+    /// The waits after take-overs.
+    private var takeOvers = Retry(
+        first: .init(seconds: BrokerRetry.takeOverFirst), maximum: .init(seconds: BrokerRetry.takeOverMaximum))
 
     public init() {}
 
     /// A try failed, or the connection was lost, at `now`.
     public mutating func failed(_ failure: Failure, at now: Double) -> Decision {
+        let time = Timestamp(seconds: now)
         let session = connectedAt.map { now - $0 }
         connectedAt = nil
-        if outageSince == nil {
-            outageSince = now
-            failures = 0
-            said = nil
-        }
-        failures += 1
+        if !outage.isFailing { said = nil }
+        _ = outage.failed(at: time)
         if failure == .lost, let session {
             // A connection held longer than any agent sharing the id waits: that agent is gone.
             if sharedClientID && session > Self.takeOverMaximum + Self.shortSession { endSharing() }
             if sharedClientID {
-                let next = takeOverDelay.map { min($0 * 2, Self.takeOverMaximum) } ?? Self.takeOverFirst
-                takeOverDelay = next
-                delay = nil
-                return Decision(retryIn: next, say: nil, takenOver: true)
+                waits.reset()
+                return Decision(retryIn: takeOvers.failed(at: time).retryIn.seconds, say: nil, takenOver: true)
             }
-            if session >= Self.shortSession { delay = nil }
+            if session >= Self.shortSession { waits.reset() }
         }
         let maximum = failure == .refused ? Self.refusedMaximum : Self.unreachableMaximum
-        let next = delay.map { min($0 * 2, maximum) } ?? Self.firstDelay
-        delay = next
+        let next = waits.failed(at: time, upTo: .init(seconds: maximum)).retryIn.seconds
         var say: Say?
         if said != failure && !(failure == .unreachable && said == .lost) {
             say = .outage(failure)
@@ -127,11 +128,12 @@ public struct BrokerRetry: Sendable, Equatable {
         defer {
             connectedAt = now
             everConnected = true
-            outageSince = nil
-            failures = 0
             said = nil
         }
-        return Recovery(first: !everConnected, down: outageSince.map { now - $0 }, tries: failures + 1)
+        // Every failure of the outage was a try (a loss too: a connection that did not last),
+        // and this one worked.
+        let ended = outage.succeeded(at: Timestamp(seconds: now))
+        return Recovery(first: !everConnected, down: ended?.down.seconds, tries: (ended?.tries ?? 0) + 1)
     }
 
     /// What a connection found of the agents with this client id: another one connected since
@@ -150,7 +152,7 @@ public struct BrokerRetry: Sendable, Equatable {
     private mutating func endSharing() {
         sharedClientID = false
         sharedSaid = false
-        takeOverDelay = nil
+        takeOvers.reset()
     }
 }
 

@@ -3,7 +3,7 @@ import FoundationEssentials
 internal import Glibc
 import Logging
 import Media
-internal import POSIX
+import POSIX
 
 /// The sink's connection thread (`mqtt`) and libmosquitto's callbacks, which run on it inside
 /// `mosquitto_loop`.
@@ -24,7 +24,7 @@ extension MQTTSink {
         sigfillset(&all)
         pthread_sigmask(SIG_SETMASK, &all, nil)
         while true {
-            let step = state.withLock { state in nextStep(&state, at: Self.now()) }
+            let step = state.withLock { state in nextStep(&state, at: now()) }
             switch step {
             case .stop(let goodbye, let deadline):
                 if goodbye { disconnect(by: deadline) } else { leave() }
@@ -42,7 +42,7 @@ extension MQTTSink {
                 let code = errno
                 state.withLock { state in
                     if rc == MOSQ_ERR_SUCCESS.rawValue {
-                        state.link = .connecting(since: Self.now())
+                        state.link = .connecting(since: now())
                     } else {
                         failed(kind(rc), reason(rc, errno: code, connecting: true), &state)
                     }
@@ -91,11 +91,13 @@ extension MQTTSink {
     }
 
     /// Says goodbye (`DISCONNECT`, so that the broker does not send the last will) and waits
-    /// until `deadline` at most for it to go out.
+    /// until `deadline` (seconds of the real monotonic clock: the stop's bound) at most for it
+    /// to go out.
     func disconnect(by deadline: Double) {
         mosquitto_disconnect(client)
-        while mosquitto_socket(client) >= 0 && Self.now() < deadline {
-            let wait = Int32(max(10, min(100, (deadline - Self.now()) * 1000)))
+        func now() -> Double { Clock.monotonic.now().seconds }
+        while mosquitto_socket(client) >= 0 && now() < deadline {
+            let wait = Int32(max(10, min(100, (deadline - now()) * 1000)))
             guard mosquitto_loop(client, wait, 1) == MOSQ_ERR_SUCCESS.rawValue else { break }
         }
     }
@@ -109,7 +111,7 @@ extension MQTTSink {
 
     /// A try failed or the connection was lost: say so as `BrokerRetry` says, and wait.
     func failed(_ failure: BrokerRetry.Failure, _ reason: String, _ state: inout State) {
-        let now = Self.now()
+        let now = self.now()
         state.connected = false
         let decision = state.retry.failed(failure, at: now)
         state.link = .waiting(until: now + decision.retryIn)
@@ -177,7 +179,7 @@ extension MQTTSink {
                 failed(.refused, String(cString: mosquitto_connack_string(rc)), &state)
                 return
             }
-            let now = Self.now()
+            let now = self.now()
             state.link = .connected
             state.connected = true
             state.connections += 1
@@ -230,7 +232,7 @@ extension MQTTSink {
             guard String(decoding: payload, as: UTF8.self) == "online" else { return }
             state.withLock { state in
                 // Before the connection's own announcement, that one answers it.
-                guard !state.finished, state.announced, state.announcements.requested(at: Self.now()) else { return }
+                guard !state.finished, state.announced, state.announcements.requested(at: now()) else { return }
                 log.debug("Home Assistant is online; announcing the camera again")
                 for message in discovery.messages { publish(message, &state) }
             }
@@ -252,7 +254,7 @@ extension MQTTSink {
         case .failure(let error):
             state.withLock { state in
                 state.lastBadCommand = error.description
-                guard let notLogged = state.badCommands.occurred(at: Self.now()) else { return }
+                guard let notLogged = state.badCommands.occurred(at: now()) else { return }
                 log.warning(
                     "MQTT command ignored",
                     [("error", .string(error.description))] + (notLogged > 0 ? [("not_logged", .int(notLogged))] : []))

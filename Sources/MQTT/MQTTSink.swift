@@ -6,7 +6,7 @@ import FoundationEssentials
 internal import Glibc
 import Logging
 import Media
-internal import POSIX
+import POSIX
 import Recorder
 import Synchronization
 
@@ -66,6 +66,9 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     let broker: String
     let clientID: String
     let log: Logger
+    /// What the sink reads the time from (the agent's `Clock`): the broker's retries, the
+    /// announcements' pacing, the waits of the stop.
+    let clock: Clock
     /// Where commands go (`record/set`, `detect/set`); nil: none are taken.
     let control: AgentControl?
     /// The topics, for the commands (the state's copy changes with the events).
@@ -131,13 +134,15 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     }
 
     /// `control`: where the command topics' requests go; `version`: for Home Assistant's
-    /// device. Returns at once: the connection is made on the sink's own thread.
+    /// device; `clock`: the agent's. Returns at once: the connection is made on the sink's own
+    /// thread.
     public init(
         settings: Settings.MQTT, camera: String, log: Logger, timeZone: any LocalTimeZone,
         control: AgentControl? = nil, version: String = "unknown", linkBase: String? = nil, livePictures: Bool = false,
-        uploads: Bool = false
+        uploads: Bool = false, clock: Clock = .monotonic
     ) throws(MQTTError) {
         self.settings = settings
+        self.clock = clock
         broker = "\(settings.host):\(settings.port)"
         let messages = MQTTMessages(
             base: settings.base(camera: camera), camera: camera, timeZone: timeZone, linkBase: linkBase)
@@ -229,7 +234,8 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         mosquitto_destroy(client)
     }
 
-    static func now() -> Double { MonotonicClock.now().seconds }
+    /// Seconds on the sink's clock: the unit of its decisions (`BrokerRetry`, `AnnouncementPacing`).
+    func now() -> Double { clock.now().seconds }
 
     // MARK: EventSink
 
@@ -255,13 +261,15 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     }
 
     /// Delivers what it can within `deliverSeconds`, says `offline`, and lets go: within
-    /// `finishSeconds` whatever the broker does.
+    /// `finishSeconds` whatever the broker does (of the real monotonic clock: the stop is bounded
+    /// in real time, whatever clock the sink reads).
     public func finish() {
-        let start = Self.now()
+        func now() -> Double { Clock.monotonic.now().seconds }
+        let start = now()
         func settled() -> Bool {
             state.withLock { $0.connected && $0.announced && $0.queue.isEmpty && $0.inflight.isEmpty }
         }
-        while !settled() && Self.now() < start + Self.deliverSeconds { usleep(20_000) }
+        while !settled() && now() < start + Self.deliverSeconds { usleep(20_000) }
         let left = state.withLock { state -> Int in
             state.finished = true
             if state.connected { publish(topics.availabilityMessage(online: false), &state) }
@@ -269,7 +277,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         }
         // `offline` acknowledged, or no answer in time.
         let offlineBy = start + Self.finishSeconds - 0.3
-        while !state.withLock({ $0.inflight.isEmpty || !$0.connected }) && Self.now() < offlineBy { usleep(20_000) }
+        while !state.withLock({ $0.inflight.isEmpty || !$0.connected }) && now() < offlineBy { usleep(20_000) }
         let unacknowledged = state.withLock { state -> Int in
             sayBadCommands(&state, at: nil)
             state.stopping = true
@@ -280,7 +288,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         stopAsked.signal()
         // A thread stuck in a name lookup, a connect or a goodbye the broker does not take is
         // not waited for: the process ends without it.
-        _ = loopEnded.wait(seconds: max(0, start + Self.finishSeconds - 0.05 - Self.now()))
+        _ = loopEnded.wait(seconds: max(0, start + Self.finishSeconds - 0.05 - now()))
         if left > 0 {
             log.warning(
                 "MQTT messages not delivered: the broker was unreachable when the agent stopped",
@@ -313,7 +321,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
     func drainIfInOrder(_ state: inout State) {
         guard state.connected else { return }
         if let since = state.resendingSince {
-            guard state.inflight.isEmpty || Self.now() - since > Self.resendPatience else { return }
+            guard state.inflight.isEmpty || now() - since > Self.resendPatience else { return }
             state.resendingSince = nil
             state.inflight.removeAll()
         }
@@ -324,7 +332,7 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
             for message in messages {
                 guard publish(message, &state) else { return }
             }
-            state.announcements.announced(at: Self.now())
+            state.announcements.announced(at: now())
             state.announced = true
         }
         while let message = state.queue.first {

@@ -262,6 +262,6 @@ public final class LineServer: @unchecked Sendable {
         try retryOnInterrupt { fcntl(fd, F_SETFD, FD_CLOEXEC) }
     }
 
-    /// Seconds on the monotonic clock.
-    private static func now() -> Double { Condition.now() }
+    /// Seconds on the monotonic clock (a client's deadline: a wait, never an injected clock's).
+    private static func now() -> Double { Clock.monotonic.now().seconds }
 }

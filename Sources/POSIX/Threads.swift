@@ -1,4 +1,5 @@
 internal import Glibc
+import Media
 
 /// A mutex with a condition variable, whose timed waits run on the monotonic clock (a board
 /// without a clock battery may set its wall clock from the network long after booting).
@@ -51,13 +52,6 @@ public final class Condition: @unchecked Sendable {
 
     public func broadcast() {
         pthread_cond_broadcast(condition)
-    }
-
-    /// Seconds on the monotonic clock, for deadlines of timed waits.
-    public static func now() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 }
 
@@ -199,10 +193,10 @@ public final class StopToken: @unchecked Sendable {
     /// Waits `seconds`, or less when stopped or rung; true when stopped.
     @discardableResult
     public func wait(seconds: Double) -> Bool {
-        let deadline = Condition.now() + seconds
+        let deadline = Clock.monotonic.now() + Timestamp.Duration(seconds: seconds)
         return condition.withLock {
             while !stopped && !rung {
-                let remaining = deadline - Condition.now()
+                let remaining = (deadline - Clock.monotonic.now()).seconds
                 if remaining <= 0 { break }
                 condition.wait(seconds: remaining)
             }

@@ -44,7 +44,7 @@ public struct ClipRecord: Codable, Equatable, Sendable {
     public var agedFrom: String?
 
     /// The journal's keys: the names of a saved clip's fields everywhere (the journal, MQTT's
-    /// `saved` event, the hooks' `VIGIL_*` facts; docs/events.md lists them).
+    /// `saved` event, the hooks' `VIGIL_*` facts; docs/reference/events.md lists them).
     enum CodingKeys: String, CodingKey, CaseIterable {
         case file, camera, start, end
         case cause = "trigger"
@@ -123,7 +123,7 @@ public struct ClipRecord: Codable, Equatable, Sendable {
         self.agedFrom = agedFrom
     }
 
-    /// Every key a journal line may have, in the order docs/events.md lists them.
+    /// Every key a journal line may have, in the order docs/reference/events.md lists them.
     public static var keys: [String] { CodingKeys.allCases.map(\.stringValue) }
 
     /// The record as text under the journal's keys, every key, "" for what is not known: the

@@ -45,14 +45,20 @@ final class RemoteStore {
     let credentials: UploadCredentials
     let camera: String
     let transfer: CurlTransfer
+    /// What an upload's seconds are read on (the sink's clock).
+    let clock: Clock
     /// WebDAV directories known to exist (made or found), so each is made once.
     private var collections: Set<String> = []
 
-    init(destination: UploadDestination, credentials: UploadCredentials, camera: String, transfer: CurlTransfer) {
+    init(
+        destination: UploadDestination, credentials: UploadCredentials, camera: String, transfer: CurlTransfer,
+        clock: Clock
+    ) {
         self.destination = destination
         self.credentials = credentials
         self.camera = camera
         self.transfer = transfer
+        self.clock = clock
     }
 
     /// The name of `relativePath` on the server, under the prefix or directory (no leading /).
@@ -72,7 +78,7 @@ final class RemoteStore {
     func upload(
         _ relativePath: String, from storage: any ClipStorage, readBack: Bool = false
     ) throws(UploadProblem) -> UploadReceipt {
-        let started = Condition.now()
+        let started = clock.now()
         let file: any MovieFile
         do { file = try storage.readMovie(relativePath) } catch {
             if !storage.exists(relativePath) { throw .fileGone("\(storage.path(relativePath)) is not there any more") }
@@ -91,7 +97,7 @@ final class RemoteStore {
         case .webdav(let base, _):
             url = try webdav(body, base: base, name: remoteName(relativePath), readBack: readBack)
         }
-        return UploadReceipt(url: url, bytes: body.size, seconds: Condition.now() - started, readBack: readBack)
+        return UploadReceipt(url: url, bytes: body.size, seconds: (clock.now() - started).seconds, readBack: readBack)
     }
 
     /// Reads the copy on the server back (`request`, a download), through MD5 as it comes and

@@ -61,12 +61,13 @@ extension UploadSink {
     /// memory; nil when the agent stops first. A queue that is not a regular file is moved
     /// aside (its new name returned) and a new one begun.
     private func load(_ storage: any ClipStorage) -> (UploadJournal, movedTo: String?)? {
-        var wait = State.firstBackoff
+        var retry = Retry(maximum: longestWait)
         while true {
             do throws(FileError) {
                 return try read(storage)
             } catch {
                 guard !store.transfer.stop.isOn else { return nil }
+                let wait = retry.failed(at: clock.now()).retryIn.seconds
                 log.error(
                     "the upload queue cannot be read; uploads wait until it can — check the file's permissions",
                     [
@@ -78,7 +79,6 @@ extension UploadSink {
                     return state.stopping
                 }
                 if stopping { return nil }
-                wait = min(longestWait, wait * 2)
             }
             if store.transfer.stop.isOn { return nil }
         }
@@ -209,14 +209,14 @@ extension UploadSink {
                     }
                     if !due.isEmpty { return .deleteLocal(due.sorted()) }
                 }
-                let now = Condition.now()
+                let now = clock.now()
                 if let file = pick(journal) {
-                    if now >= state.nextTry {
+                    guard let nextTry = state.nextTry, now < nextTry else {
                         state.sending = file
                         store.transfer.abandon.turnOff()
                         return .upload(file, storage)
                     }
-                    wait = min(wait ?? .infinity, state.nextTry - now)
+                    wait = min(wait ?? .infinity, (nextTry - now).seconds)
                 }
                 if let wait { condition.wait(seconds: min(wait, 3600)) } else { condition.wait() }
             }
@@ -303,18 +303,17 @@ extension UploadSink {
                     readBack: receipt.readBack ? true : nil)
             ], in: storage)
         let (recovered, waiting, context) = condition.withLock {
+            let recovery = state.retry.succeeded(at: clock.now())
             defer {
-                state.failures = 0
                 state.lastProblem = nil
-                state.backoff = State.firstBackoff
-                state.nextTry = 0
+                state.nextTry = nil
                 state.lastTry = (file, true)
                 state.avoid = nil
                 state.tries[file] = nil
                 counts.uploaded += 1
                 counts.bytes += sent
             }
-            return (state.failures, waitingCount, state.context)
+            return (recovery?.tries ?? 0, waitingCount, state.context)
         }
         if recovered > 0 { log.info("uploads work again", [("failed_tries", .int(recovered))]) }
         log.info(
@@ -342,13 +341,12 @@ extension UploadSink {
             state.tries[file] = setAside ? nil : tries
             state.lastTry = (file, false)
             state.avoid = evidence && !setAside ? file : nil
-            let delay = state.backoff
-            state.nextTry = Condition.now() + delay
-            state.backoff = min(longestWait, delay * 2)
-            state.failures += 1
+            let now = clock.now()
+            let delay = state.retry.failed(at: now).retryIn
+            state.nextTry = now + delay
             counts.failures += 1
             defer { state.lastProblem = problem }
-            return (delay, state.lastProblem == problem, state.failures, tries.failed, setAside)
+            return (delay.seconds, state.lastProblem == problem, state.retry.failures, tries.failed, setAside)
         }
         if setAside {
             append([UploadRecord(setAside: file, at: timestamp(), reason: problem, tries: tries)], in: storage)

@@ -26,6 +26,8 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
     let camera: String
     let log: Logger
     let wallNow: @Sendable () -> Date
+    /// What the sink reads the time from (the agent's `Clock`): when a clip is tried again.
+    let clock: Clock
     let timeZone: any LocalTimeZone
     let store: RemoteStore
     let condition = Condition()
@@ -55,11 +57,11 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
         /// Clips whose `queued` line was written when they started (none is written again
         /// when they are saved).
         var queuedAtStart: Set<String> = []
-        /// When the next try may be (the monotonic clock), and the wait after a failure.
-        var nextTry = 0.0
-        var backoff = Self.firstBackoff
-        /// The failures in a row, and what the last said (logged when it changes).
-        var failures = 0
+        /// When the next try may be (on the sink's clock; nil: now), and the failures in a row
+        /// with the wait each gives (`Retry`: 1 s doubling to `longestWait`).
+        var nextTry: Timestamp?
+        var retry = Retry(maximum: .init(seconds: 600))
+        /// What the last failure said (logged when it changes).
         var lastProblem: String?
         /// The last try: its clip and whether it worked. A clip that fails right after another
         /// clip's upload worked is the next to wait for another (`avoid`), and the failure
@@ -75,8 +77,6 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
         var sending: String?
         /// The queue's lines when writing it anew failed (tried again once it has doubled).
         var compactionFailedAt = 0
-
-        static let firstBackoff = 1.0
     }
 
     struct Tries {
@@ -89,8 +89,9 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
     /// A clip that failed this many times right after another clip's upload worked is set aside.
     static let setAsideAfter = 5
 
-    /// The longest wait between tries: the wait doubles from 1 s up to it.
-    let longestWait: Double
+    /// The longest wait between tries (and between reads of a queue that cannot be read): the
+    /// wait doubles from 1 s up to it.
+    let longestWait: Timestamp.Duration
 
     /// Counts since the agent started, for `/metrics` and the tests (`waiting` is read from
     /// the queue when asked).
@@ -98,11 +99,11 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
 
     /// `connectTimeout` and `stallTimeout` (seconds): how long connecting may take, and how
     /// long a transfer may send nothing, before the try is given up; `longestWait`: the
-    /// longest wait between tries (10 minutes).
+    /// longest wait between tries (10 minutes); `clock`: the agent's.
     public init(
         settings: Settings.Upload, camera: String, log: Logger, wallNow: @escaping @Sendable () -> Date = { Date() },
         timeZone: any LocalTimeZone, connectTimeout: Int = 20,
-        stallTimeout: Int = 60, longestWait: Double = 600
+        stallTimeout: Int = 60, longestWait: Double = 600, clock: Clock = .monotonic
     ) throws(UploadSetupError) {
         guard let destination = settings.destination else {
             throw UploadSetupError(description: "upload.url is not set")
@@ -115,12 +116,15 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
         transfer.caFile = settings.credentials.caFile
         self.settings = settings
         self.camera = camera
-        self.longestWait = longestWait
+        self.longestWait = .init(seconds: longestWait)
         self.log = log.with(("component", "upload"))
         self.wallNow = wallNow
+        self.clock = clock
         self.timeZone = timeZone
         store = RemoteStore(
-            destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer)
+            destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer,
+            clock: clock)
+        state.retry = Retry(maximum: self.longestWait)
     }
 
     /// What waits to be sent now, oldest first (not the clip being recorded).

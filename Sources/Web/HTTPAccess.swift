@@ -30,7 +30,7 @@ func admit(_ connection: OpaquePointer?, path: String, method: String, server: C
     }
     guard let passwords = server.passwords else { return .admitted(user: nil) }
     let client = clientAddress(connection)
-    let now = server.clock()
+    let now = server.clock.now().seconds
     if let client, let wait = server.throttle.withLock({ $0.wait(for: client, at: now) }) {
         let seconds = max(1, Int(wait.rounded(.up)))
         var refused = HTTPResponse.error(

@@ -73,15 +73,15 @@ public final class HTTPServer: Sendable {
     ) throws(HTTPServerError) {
         try self.init(
             address: address, port: port, limits: limits, passwords: passwords, tls: tls, names: names,
-            metricsToken: metricsToken, log: log, clock: Condition.now, handler: handler)
+            metricsToken: metricsToken, log: log, clock: .monotonic, handler: handler)
     }
 
-    /// The same, on `clock` (seconds; the monotonic clock's for the agent), which the sign-in
+    /// The same, on `clock` (the monotonic clock for the agent; a test's), which the sign-in
     /// throttle counts its waits on.
     init(
         address: String, port: Int, limits: Limits = Limits(), passwords: WebPasswords? = nil,
         tls: Settings.Web.TLS? = nil, names: [String] = [], metricsToken: String? = nil, log: Logger? = nil,
-        clock: @escaping @Sendable () -> Double, handler: @escaping Handler
+        clock: Clock, handler: @escaping Handler
     ) throws(HTTPServerError) {
         if tls != nil && vigil_mhd_has_tls() == 0 {
             throw HTTPServerError(
@@ -263,8 +263,8 @@ final class Context: @unchecked Sendable {
     /// The metrics token's MD5 (compared with the MD5 of what is sent); nil without one.
     let metricsToken: [UInt8]?
     let log: Logger?
-    /// Seconds, for the throttle.
-    let clock: @Sendable () -> Double
+    /// What the throttle reads the time from.
+    let clock: Clock
     /// Failed sign-ins per address (used on the server's polling thread only; locked all the
     /// same).
     let throttle = Mutex(SignInThrottle())
@@ -294,7 +294,7 @@ final class Context: @unchecked Sendable {
     let tlsKey: UnsafeMutablePointer<CChar>?
     init(
         handler: @escaping HTTPServer.Handler, bodyLimit: Int, passwords: WebPasswords?, tls: Settings.Web.TLS?,
-        hosts: HostCheck, metricsToken: String?, log: Logger?, clock: @escaping @Sendable () -> Double, keep: Int,
+        hosts: HostCheck, metricsToken: String?, log: Logger?, clock: Clock, keep: Int,
         streamLimit: Int
     ) {
         self.handler = handler

@@ -213,7 +213,7 @@ public final class WebSite: Sendable {
         }
     }
 
-    /// `/api/clips`: a JSON array of the journal's lines (docs/events.md says each field),
+    /// `/api/clips`: a JSON array of the journal's lines (docs/reference/events.md says each field),
     /// newest first, with `"deleted": true` for a clip retention removed, and with uploads
     /// `"uploaded"` (where it is now) or, while uploads run, `"upload_waiting": true` or
     /// `"upload_failed"` (the server's answer to a clip it refused until it was set aside).

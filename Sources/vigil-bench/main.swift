@@ -14,6 +14,7 @@ import H264
 import Media
 import MotionDetection
 import Overlay
+import POSIX
 import QuickTime
 
 struct Options {
@@ -114,9 +115,9 @@ func defaultEncoderSettings() throws -> Settings.Encoder {
 
 /// Seconds taken by `body`.
 func time(_ body: () throws -> Void) rethrows -> Double {
-    let start = MonotonicClock.now()
+    let start = Clock.monotonic.now()
     try body()
-    return (MonotonicClock.now() - start).seconds
+    return (Clock.monotonic.now() - start).seconds
 }
 
 /// Runs `body` over `frames` until at least `minimum` seconds and `rounds` rounds have
@@ -140,7 +141,7 @@ func run() throws {
         guard size.count == 2 else { throw UsageError("--encoder-memory needs a size as in 1920x1080") }
         return try encoderMemoryChild(width: size[0], height: size[1])
     }
-    if arguments.first == "--write-footage" {  // for profiling by hand: docs/PERFORMANCE.md
+    if arguments.first == "--write-footage" {  // for profiling by hand: docs/design/performance.md
         let size = arguments.dropFirst().first?.split(separator: "x").compactMap { Int($0) } ?? []
         guard arguments.count == 4, size.count == 2, let seconds = Double(arguments[2]) else {
             throw UsageError("--write-footage needs a size, seconds and a path: 640x480 10 events.y4m")

@@ -65,7 +65,8 @@ enum RunCommand: Command {
         if settings.upload.enabled {
             do {
                 uploadSink = try UploadSink(
-                    settings: settings.upload, camera: settings.camera.name, log: log, timeZone: SystemTimeZone())
+                    settings: settings.upload, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
+                    clock: environment.clock)
             } catch {
                 log.error(
                     "uploads off: they cannot be set up; recording goes on without them",
@@ -86,7 +87,8 @@ enum RunCommand: Command {
                             settings: settings.mqtt, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
                             control: environment.control, version: version,
                             linkBase: settings.web.linkBase(host: HostName.current),
-                            livePictures: settings.snapshot.liveInterval > 0, uploads: uploadSink != nil))
+                            livePictures: settings.snapshot.liveInterval > 0, uploads: uploadSink != nil,
+                            clock: environment.clock))
                 } catch {
                     log.error(
                         "MQTT off: the client cannot be made; recording goes on without it",
@@ -166,7 +168,7 @@ enum RunCommand: Command {
             triggerDirectories: TriggerSocket.directories(),
             handlesSignals: true,
             notifier: SystemdNotifier(environment: ProcessInfo.processInfo.environment),
-            monotonicNow: { MonotonicClock.now() },
+            clock: .monotonic,
             wallNow: { Date() })
         environment.encoders = encoders
         return environment

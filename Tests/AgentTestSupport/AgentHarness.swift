@@ -5,18 +5,20 @@ import Foundation
 import H264
 import Logging
 import Media
+import POSIX
 import QuickTime
 import Recorder
 import Synchronization
 import TestSupport
 import Testing
 
-/// The agent in process, threads and all, on a test's environment (AgentTests, and MQTTTests
-/// with an MQTT sink): for what the threads, the queues and the stop do — a test of the
-/// pipeline's logic steps it instead (`EmbeddedAgent`). Sources the test makes (read as fast as
-/// they go), the real x264 encoder, one `MemoryStorage` for every storage path, log lines and
-/// events collected in memory, no signals, and waits between camera retries that return at
-/// once. Nothing here measures time: tests wait for what they expect, with generous limits.
+/// The agent in process, threads and all, on a test's environment (AgentTests, MQTTTests with
+/// an MQTT sink, UploadTests): for what the threads, the queues and the stop do — a test of the
+/// agent's logic steps it instead, on a clock it moves (AgentTests' `EmbeddedAgent`). Sources
+/// the test makes (read as fast as they go), the real x264 encoder, one `MemoryStorage` for
+/// every storage path, log lines and events collected in memory, no signals, the real
+/// monotonic clock. Nothing here measures time: tests wait for what they expect, with generous
+/// limits.
 public final class AgentHarness: Sendable {
     /// Long enough for a busy shared host; only a broken agent waits this long.
     public static let patience = 300.0
@@ -34,8 +36,8 @@ public final class AgentHarness: Sendable {
     /// An agent for the configuration `config` (written to a file, for reloads), recording
     /// into `storage`, reading what `openSource` opens (and `openMicrophone`: by default there
     /// is none); `onEvent` sees each event on the thread that sent it, after it is recorded;
-    /// `sleep` is the wait between tries to reopen a device (by default none); `sinks` makes
-    /// more event sinks from the settings, the agent's control and its logger (MQTT's).
+    /// `sinks` makes more event sinks from the settings, the agent's control and its logger
+    /// (MQTT's).
     public init(
         config: String, storage: MemoryStorage = MemoryStorage(),
         openSource: @escaping @Sendable (Settings.Camera) throws(CaptureError) -> OpenedSource,
@@ -44,7 +46,6 @@ public final class AgentHarness: Sendable {
             throw .cannotOpen(source: "microphone", reason: "none in these tests")
         },
         onEvent: @escaping @Sendable (AgentEvent) -> Void = { _ in },
-        sleep: @escaping @Sendable (Double) -> Void = { _ in },
         wallNow: @escaping @Sendable () -> Date = { Date() },
         encoders: EncoderChoice? = nil, control: AgentControl = AgentControl(),
         memoryForWaitingVideo: Int = DiskFullPolicy.memoryLimit,
@@ -66,8 +67,7 @@ public final class AgentHarness: Sendable {
             storage: { _ in storage },
             log: .agent(settings, sink: logs), sinks: [events],
             handlesSignals: false,
-            monotonicNow: { MonotonicClock.now() }, wallNow: wallNow,
-            pause: { seconds, _ in sleep(seconds) })
+            clock: .monotonic, wallNow: wallNow)
         if let encoders { environment.encoders = encoders }
         environment.control = control
         environment.memoryForWaitingVideo = memoryForWaitingVideo

@@ -25,7 +25,7 @@ import Testing
     /// after its two seconds.
     @Test func anOutsideTriggerRecordsAnEventMarkedExternal() throws {
         let agent = try EmbeddedAgent()
-        try agent.run(try SyntheticSource(scene: scene(seconds: 10, objects: [])), asked: Self.at(4, .record(2)))
+        agent.run(try SyntheticSource(scene: scene(seconds: 10, objects: [])), asked: Self.at(4, .record(2)))
 
         let journal = try agent.journal()
         try #require(journal.count == 1 && agent.clipFiles.count == 1, "\(journal) \(agent.clipFiles)")
@@ -46,11 +46,12 @@ import Testing
 
     /// An object crosses from 2 s to 5 s; `vigil trigger --seconds 6` at 3 s, during the
     /// motion, lengthens the event to 9 s and its post-roll — and the clip is recorded on it:
-    /// the journal, the `on_clip_saved` facts and the event's end say `external` (the README's
-    /// promise), while the event's start, before the request, said `motion`.
+    /// the journal, the `on_clip_saved` facts and the event's end say `external` (the promise of
+    /// docs/guide/home-assistant.md's outside triggers), while the event's start, before the
+    /// request, said `motion`.
     @Test func anOutsideTriggerDuringMotionMarksTheClipExternal() throws {
         let agent = try EmbeddedAgent()
-        try agent.run(
+        agent.run(
             try SyntheticSource(scene: scene(seconds: 14, objects: [crossing(2, 5)])), asked: Self.at(3, .record(6)))
 
         let journal = try agent.journal()
@@ -72,7 +73,7 @@ import Testing
     /// at their frames.
     @Test func detectionTurnedOffRecordsNoMotionUntilTurnedOn() throws {
         let agent = try EmbeddedAgent()
-        try agent.run(try SyntheticSource(scene: scene(seconds: 11, objects: [crossing(2, 4), crossing(7, 9)]))) {
+        agent.run(try SyntheticSource(scene: scene(seconds: 11, objects: [crossing(2, 4), crossing(7, 9)]))) {
             frame in
             switch frame.sequence {
             case 0: .detection(false)

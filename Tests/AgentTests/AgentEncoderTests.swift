@@ -58,12 +58,13 @@ final class FlakyHardwareEncoders: VideoEncoderFactory, Sendable {
 private let deterministicX264 = EncoderSettings(
     preset: .ultrafast, tune: [.zerolatency], profile: .high, crf: 23, rateCap: .uncapped, threads: 1)
 
+/// The hardware encoder as the pipeline uses it, stepped (`EmbeddedAgent`).
 @Suite(.serialized) struct AgentEncoderTests {
     /// The agent on `scene` with `hardware` tried before x264.
-    func agent(
+    func recording(
         _ hardware: FlakyHardwareEncoders, required: Bool = false, scene: SyntheticScene
-    ) throws -> AgentHarness {
-        try AgentHarness(
+    ) throws -> EmbeddedAgent {
+        try EmbeddedAgent(
             config: testConfig(), openSource: { _ throws(CaptureError) in try synthetic(scene) },
             encoders: EncoderChoice(
                 preferred: hardware, fallback: X264EncoderFactory(settings: deterministicX264), required: required,
@@ -75,45 +76,45 @@ private let deterministicX264 = EncoderSettings(
     /// given up for x264, with an error line, and recording goes on.
     @Test func aHardwareEncoderThatKeepsFailingIsGivenUpForX264() throws {
         let hardware = FlakyHardwareEncoders(failAfter: 30)
-        let harness = try agent(hardware, scene: scene(seconds: 16, objects: [crossing(0.5, 15)]))
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        let agent = try recording(hardware, scene: scene(seconds: 16, objects: [crossing(0.5, 15)]))
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
 
-        let failed = harness.events.notices(.hardwareEncoderFailed)
-        #expect(failed.count == 3 && failed.allSatisfy { $0.level == .error }, "\(harness.output)")
+        let failed = agent.events.notices(.hardwareEncoderFailed)
+        #expect(failed.count == 3 && failed.allSatisfy { $0.level == .error }, "\(agent.output)")
         #expect(failed.map { $0.field("failures_in_10_min") } == ["1", "2", "3"])
-        #expect(harness.events.notices(.hardwareEncoderGivenUp) == [.hardwareEncoderGivenUp(failures: 3)])
+        #expect(agent.events.notices(.hardwareEncoderGivenUp) == [.hardwareEncoderGivenUp(failures: 3)])
         #expect(hardware.encodersOpened == 3)
-        let encoders = harness.events.notices(.encoding).compactMap { $0.field("encoder") }
+        let encoders = agent.events.notices(.encoding).compactMap { $0.field("encoder") }
         #expect(encoders == ["test-hardware", "test-hardware", "test-hardware", "x264"], "\(encoders)")
-        #expect(harness.events.notices(.encoderChosen).first?.field("backend") == "v4l2")
+        #expect(agent.events.notices(.encoderChosen).first?.field("backend") == "v4l2")
 
         // A clip for each stretch the hardware encoder recorded, and one from x264 after.
-        let saved = harness.events.clipsSaved.map(\.record)
-        #expect(saved.count == 4, "\(harness.output)")
-        try harness.expectCompletePlayableClips()
+        let saved = agent.events.clipsSaved.map(\.record)
+        #expect(saved.count == 4, "\(agent.output)")
+        try agent.expectCompletePlayableClips()
     }
 
     /// `auto` with a hardware encoder that cannot open for the stream (the Pi's CMA pool
     /// exhausted): a warning, and x264 records from the first frame.
     @Test func aHardwareEncoderThatCannotOpenLeavesTheStreamToX264() throws {
         let hardware = FlakyHardwareEncoders(refuse: true)
-        let harness = try agent(hardware, scene: scene(seconds: 5, objects: [crossing(0.5, 3)]))
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        let warned = harness.events.notices(.hardwareEncoderCannotOpen)
+        let agent = try recording(hardware, scene: scene(seconds: 5, objects: [crossing(0.5, 3)]))
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
+        let warned = agent.events.notices(.hardwareEncoderCannotOpen)
         #expect(warned.count == 1 && warned.allSatisfy { $0.field("error")?.contains("out of memory") == true })
-        #expect(harness.events.notices(.encoding).compactMap { $0.field("encoder") } == ["x264"])
-        #expect(harness.events.clipsSaved.count == 1)
-        try harness.expectCompletePlayableClips()
+        #expect(agent.events.notices(.encoding).compactMap { $0.field("encoder") } == ["x264"])
+        #expect(agent.events.clipsSaved.count == 1)
+        try agent.expectCompletePlayableClips()
     }
 
     /// `encoder.backend = "v4l2"`: the hardware encoder was asked for by name, and one that
     /// cannot open for the first stream stops the agent with the device's words.
     @Test func aRequiredHardwareEncoderThatCannotOpenStopsTheAgent() throws {
-        let harness = try agent(
+        let agent = try recording(
             FlakyHardwareEncoders(refuse: true), required: true, scene: scene(seconds: 5, objects: [crossing(0.5, 3)]))
-        #expect(harness.runToTheEnd() == .sourceFailed, "\(harness.output)")
-        let stopped = harness.events.notices(.encoderFailed)
+        #expect(agent.runToTheEnd() == .sourceFailed, "\(agent.output)")
+        let stopped = agent.events.notices(.encoderFailed)
         #expect(stopped.count == 1 && stopped.allSatisfy { $0.field("error")?.contains("VIDIOC_REQBUFS") == true })
-        #expect(harness.clipFiles.isEmpty)
+        #expect(agent.clipFiles.isEmpty)
     }
 }

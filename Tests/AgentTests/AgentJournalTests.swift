@@ -58,19 +58,19 @@ import Testing
         storage.put(EventsJournal.name, lines[0] + lines[1] + Array(lines[2].prefix(30)) + lines[3])
         #expect(try EventsJournal(storage: storage).records().records.map(\.file) == [old, names[0], names[2]])
 
-        let harness = try runAtStart(on: storage, config: testConfig(storage: "max_age_days = 30;"))
+        let agent = try runAtStart(on: storage, config: testConfig(storage: "max_age_days = 30;"))
 
-        let rebuilt = harness.events.notices(.journalRebuilt)
-        #expect(rebuilt.count == 1 && rebuilt.first?.field("added") == "2", "\(harness.output)")
+        let rebuilt = agent.events.notices(.journalRebuilt)
+        #expect(rebuilt.count == 1 && rebuilt.first?.field("added") == "2", "\(agent.output)")
         #expect(rebuilt.first?.field("damaged_dropped") == "1")
-        #expect(harness.events.deletions.map(\.clip.relativePath) == [old], "\(harness.output)")
+        #expect(agent.events.deletions.map(\.clip.relativePath) == [old], "\(agent.output)")
         #expect(!storage.exists(old) && storage.exists(stranger))
 
         let journal = try EventsJournal(storage: storage).records()
         #expect(journal.unreadableLines.isEmpty)
         #expect(journal.records.map(\.file) == [names[0], names[2], names[1], names[3]])
         #expect(journal.records.map { $0.rebuilt == true } == [false, false, true, true])
-        #expect(harness.errors.isEmpty, "\(harness.errors)")
+        #expect(agent.errors.isEmpty, "\(agent.errors)")
     }
 
     /// The journal's line for `record`, as the agent writes it.
@@ -167,17 +167,17 @@ import Testing
         for name in strangers { storage.put(name, [1, 2, 3]) }
         storage.put(EventsJournal.name, [UInt8](repeating: 0, count: 4096) + (0..<512).map { UInt8($0 % 251) })
 
-        let harness = try runAtStart(on: storage)
-        let removed = harness.events.notices(.leftoverRemoved)
+        let agent = try runAtStart(on: storage)
+        let removed = agent.events.notices(.leftoverRemoved)
         #expect(
             Set(removed.compactMap { $0.field("file") }) == Set(leftovers) && removed.count == leftovers.count,
-            "\(harness.output)")
+            "\(agent.output)")
         for name in leftovers { #expect(!storage.exists(name), "\(name) is left") }
         for name in strangers { #expect(storage.exists(name), "\(name) is not the agent's") }
-        let rebuilt = harness.events.notices(.journalRebuilt)
-        #expect(rebuilt.count == 1 && rebuilt.first?.field("damaged_dropped") != "0", "\(harness.output)")
+        let rebuilt = agent.events.notices(.journalRebuilt)
+        #expect(rebuilt.count == 1 && rebuilt.first?.field("damaged_dropped") != "0", "\(agent.output)")
         let journal = try EventsJournal(storage: storage).records()
         #expect(journal.unreadableLines.isEmpty && journal.records.map(\.file) == [clip])
-        #expect(harness.errors.isEmpty, "\(harness.errors)")
+        #expect(agent.errors.isEmpty, "\(agent.errors)")
     }
 }

@@ -20,25 +20,25 @@ import Testing
     /// `firstFrame`: the luma of each frame of its one clip (320×240), decoded by ffmpeg, which
     /// must say nothing and find as many frames as the journal; the clip's start in the
     /// source's seconds (frame i was captured that long plus i/15 s after the first frame).
-    static func oneCrossing(config: String) throws -> (frames: [[UInt8]], clipStart: Double, harness: AgentHarness) {
-        let harness = try AgentHarness(
+    static func oneCrossing(config: String) throws -> (frames: [[UInt8]], clipStart: Double, agent: EmbeddedAgent) {
+        let agent = try EmbeddedAgent(
             config: config,
             openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 6, objects: [crossing(2, 4)])) },
-            wallNow: { AgentOverlayTests.firstFrame })
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        _ = try harness.expectCompletePlayableClips()
-        let clips = harness.clipFiles
-        try #require(clips.count == 1, "\(clips)\n\(harness.output)")
-        let record = try #require(try harness.journal().first)
-        let path = harness.directory.file("clip.mov")
-        try Data(try #require(harness.storage.contents(clips[0]))).write(to: URL(fileURLWithPath: path))
+            wall: { AgentOverlayTests.firstFrame.addingTimeInterval($0.seconds) })
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
+        _ = try agent.expectCompletePlayableClips()
+        let clips = agent.clipFiles
+        try #require(clips.count == 1, "\(clips)\n\(agent.output)")
+        let record = try #require(try agent.journal().first)
+        let path = agent.directory.file("clip.mov")
+        try Data(try #require(agent.storage.contents(clips[0]))).write(to: URL(fileURLWithPath: path))
         let decoded = try runTool("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
         #expect(decoded.stderr.isEmpty, "\(decoded.stderr)")
         let size = 320 * 240
         let bytes = [UInt8](decoded.stdoutData)
         let frames = stride(from: 0, to: bytes.count - size + 1, by: size).map { Array(bytes[$0..<($0 + size)]) }
         try #require(frames.count == record.frames, "decoded \(frames.count) frames, the journal says \(record.frames)")
-        return (frames, try #require(record.triggerSourceSeconds) - (record.preRollSeconds ?? 0), harness)
+        return (frames, try #require(record.triggerSourceSeconds) - (record.preRollSeconds ?? 0), agent)
     }
 
     /// One object crossing: the clip's frames carry the capture time and the camera's name,
@@ -65,7 +65,7 @@ import Testing
     @Test func theTimeIsKeptWhenTheTextIsTooWide() throws {
         let name = "frontdoorcamera-north-side-gate1"
         let pattern = "{camera} %H:%M:%S"
-        let (frames, clipStart, harness) = try Self.oneCrossing(
+        let (frames, clipStart, agent) = try Self.oneCrossing(
             config: testConfig(extra: "overlay = { text = \"\(pattern)\"; scale = 1; };")
                 .replacingOccurrences(of: "name = \"yard\"", with: "name = \"\(name)\""))
         let font = try BitmapFont.load(path: BitmapFont.defaultPath)
@@ -77,18 +77,18 @@ import Testing
                 alphabet: "0123456789: -" + name)
             #expect(read == String(name.prefix(30)) + " " + time.text(at: captured), "frame \(i) of \(frames.count)")
         }
-        let said = harness.events.notices(.overlayShortened)
-        #expect(said.count == 1 && said.first?.field("characters_that_fit") == "39", "\(harness.output)")
+        let said = agent.events.notices(.overlayShortened)
+        #expect(said.count == 1 && said.first?.field("characters_that_fit") == "39", "\(agent.output)")
     }
 
     /// A scene where nothing moves, with the seconds ticking on the picture: no event.
     @Test func theTickingClockIsNoMotion() throws {
-        let harness = try AgentHarness(
+        let agent = try EmbeddedAgent(
             config: testConfig(extra: "overlay = { text = \"%Y-%m-%d %H:%M:%S\"; scale = 2; };"),
             openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 10, objects: [])) })
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        #expect(harness.clipFiles.isEmpty, "\(harness.output)")
-        #expect(harness.events.count(.motionStarted) == 0)
-        #expect(harness.errors.isEmpty, "\(harness.errors)")
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
+        #expect(agent.clipFiles.isEmpty, "\(agent.output)")
+        #expect(agent.events.count(.motionStarted) == 0)
+        #expect(agent.errors.isEmpty, "\(agent.errors)")
     }
 }

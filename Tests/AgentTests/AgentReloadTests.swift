@@ -10,7 +10,8 @@ import Testing
 
 /// A reload that reads a file that cannot be what the owner meant — empty, cut short before
 /// its `storage` group, broken — keeps the settings in use and says so; a retention change
-/// that a reload does apply is logged with its old and new values.
+/// that a reload does apply is logged with its old and new values. Stepped (`EmbeddedAgent`):
+/// each reload is taken between the frames the test says.
 @Suite(.serialized) struct AgentReloadTests {
     /// An agent that keeps clips however old (`max_age_days = 0`), with a 40-day-old clip in
     /// its storage. An empty file, then one cut before its `storage` group, are refused: the
@@ -29,46 +30,46 @@ import Testing
         storage.now = now
 
         let keepForever = testConfig(storage: "max_age_days = 0;")
-        let harness = try AgentHarness(
+        let agent = try EmbeddedAgent(
             config: keepForever, storage: storage,
-            openSource: { _ throws(CaptureError) in try synthetic(AgentRunTests.endless(period: 5)) })
-        harness.start()
-        defer { _ = harness.stopAndWait() }
-        try #require(harness.waitForClips(), "\(harness.output)")
+            openSource: { _ throws(CaptureError) in try synthetic(AgentRunTests.endless(period: 5)) },
+            wall: { now.addingTimeInterval($0.seconds) })
+        defer { agent.stop() }
+        try #require(agent.run { agent.events.clipsSaved.count >= 1 }, "\(agent.output)")
         #expect(storage.fileNames.contains(old), "kept at start: max_age_days = 0")
 
         // An empty file (a save cut short, an editor that truncated it first).
-        try harness.rewriteConfig("")
-        harness.agent.reload()
-        let refused = { harness.events.notices(.reloadRefused).compactMap { $0.field("error") } }
-        #expect(refused().count == 1, "\(harness.output)")
+        try agent.rewriteConfig("")
+        agent.reload()
+        let refused = { agent.events.notices(.reloadRefused).compactMap { $0.field("error") } }
+        #expect(refused().count == 1, "\(agent.output)")
         #expect(refused().first?.contains("sets nothing") == true, "\(refused())")
-        let savedBefore = harness.events.clipsSaved.count
-        try #require(harness.waitForClips(savedBefore + 1), "\(harness.output)")
+        let savedBefore = agent.events.clipsSaved.count
+        try #require(agent.run { agent.events.clipsSaved.count >= savedBefore + 1 }, "\(agent.output)")
         #expect(storage.fileNames.contains(old), "an empty file must not bring max_age_days back to 30")
 
         // Half-written: the camera and recording groups are there, storage is not.
         let cut = String(keepForever[..<(keepForever.range(of: "storage = {")!.lowerBound)])
-        try harness.rewriteConfig(cut)
-        harness.agent.reload()
-        #expect(refused().count == 2, "\(harness.output)")
+        try agent.rewriteConfig(cut)
+        agent.reload()
+        #expect(refused().count == 2, "\(agent.output)")
         #expect(refused().last?.contains("no storage group") == true, "\(refused())")
-        let savedAfterCut = harness.events.clipsSaved.count
-        try #require(harness.waitForClips(savedAfterCut + 1), "\(harness.output)")
+        let savedAfterCut = agent.events.clipsSaved.count
+        try #require(agent.run { agent.events.clipsSaved.count >= savedAfterCut + 1 }, "\(agent.output)")
         #expect(storage.fileNames.contains(old))
-        #expect(harness.events.count(.reloaded) == 0)
+        #expect(agent.events.count(.reloaded) == 0)
 
         // Asked for: applied, and said with the old and the new value.
-        try harness.rewriteConfig(testConfig(storage: "max_age_days = 30;"))
-        harness.agent.reload()
-        let changed = harness.events.notices(.retentionChanged)
+        try agent.rewriteConfig(testConfig(storage: "max_age_days = 30;"))
+        agent.reload()
+        let changed = agent.events.notices(.retentionChanged)
         #expect(
             changed == [.retentionChanged(setting: "storage.max_age_days", old: "0", new: "30", deletesMore: true)],
-            "\(harness.output)")
+            "\(agent.output)")
         #expect(changed.first?.level == .warning, "it deletes clips kept until now")
         #expect(
-            harness.waitUntil { harness.events.deletions.contains { $0.clip.relativePath == old } },
-            "\(harness.output)")
+            agent.run { agent.events.deletions.contains { $0.clip.relativePath == old } },
+            "\(agent.output)")
         #expect(!storage.fileNames.contains(old))
     }
 }

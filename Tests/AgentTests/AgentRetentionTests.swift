@@ -9,7 +9,7 @@ import Testing
 
 @testable import Agent
 
-/// Retention in the running agent when the wall clock is set while it records.
+/// Retention in the agent (stepped) when the wall clock is set while it records.
 @Suite(.serialized) struct AgentRetentionTests {
     /// A board without a clock battery booted at its last shutdown time (fake-hwclock), 30
     /// days behind, and records an event; then NTP sets the clock. With `max_age_days = 7`,
@@ -18,8 +18,9 @@ import Testing
     /// line now says.
     @Test func aClipRecordedBeforeTheClockWasSetIsNotDeletedByAge() throws {
         let behind = Mutex(-30 * 86_400.0)
+        let start = Date()
         let storage = MemoryStorage()
-        let harness = try AgentHarness(
+        let agent = try EmbeddedAgent(
             config: testConfig(storage: "max_age_days = 7;"), storage: storage,
             openSource: { _ throws(CaptureError) in
                 try synthetic(scene(seconds: 24, objects: [crossing(2, 5), crossing(14, 17)]))
@@ -31,20 +32,20 @@ import Testing
                     storage.now = Date()
                 }
             },
-            wallNow: { Date().addingTimeInterval(behind.withLock { $0 }) })
+            wall: { start.addingTimeInterval($0.seconds + behind.withLock { $0 }) })
         // Files are stamped by the same clock.
         storage.now = Date().addingTimeInterval(-30 * 86_400)
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
 
-        let saved = harness.events.clipsSaved.map(\.record.file)
-        try #require(saved.count == 2, "\(harness.output)")
-        #expect(harness.events.deletions.isEmpty, "\(harness.output)")
-        #expect(harness.clipFiles == saved.sorted(), "\(harness.output)")
+        let saved = agent.events.clipsSaved.map(\.record.file)
+        try #require(saved.count == 2, "\(agent.output)")
+        #expect(agent.events.deletions.isEmpty, "\(agent.output)")
+        #expect(agent.clipFiles == saved.sorted(), "\(agent.output)")
         let lines = String(decoding: try #require(storage.contents(EventsJournal.name)), as: UTF8.self)
             .split(separator: "\n")
         #expect(
             lines.first { $0.contains("\"file\":\"\(saved[0])\"") }?.contains("\"aged_from\":") == true, "\(lines)")
-        #expect(harness.errors.isEmpty, "\(harness.errors)")
+        #expect(agent.errors.isEmpty, "\(agent.errors)")
 
         // Started again a moment later, with the clock right: the clips stay.
         let again = try runAtStart(on: storage, config: testConfig(storage: "max_age_days = 7;"))

@@ -16,19 +16,19 @@ import Testing
     /// crosses in.
     @Test func eachClipHasAPictureOfItsPeakFrame() throws {
         let footage = scene(seconds: 8, objects: [crossing(2, 5)])
-        let harness = try AgentHarness(
+        let agent = try EmbeddedAgent(
             config: testConfig(extra: "snapshot = { width = 0; quality = 90; live_interval = 1.0; };"),
             openSource: { _ throws(CaptureError) in try synthetic(footage) })
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
 
-        let record = try #require(try harness.journal().first, "\(harness.output)")
+        let record = try #require(try agent.journal().first, "\(agent.output)")
         let file = try #require(record.snapshot, "\(record)")
         #expect(file == String(record.file.dropLast(4)) + ".jpg")
-        let jpeg = try #require(harness.storage.contents(file))
-        let saved = try #require(harness.events.clipsSaved.first)
+        let jpeg = try #require(agent.storage.contents(file))
+        let saved = try #require(agent.events.clipsSaved.first)
         #expect(saved.snapshotJPEG == jpeg && saved.record.snapshot == file)
 
-        let path = harness.directory.file("snapshot.jpg")
+        let path = agent.directory.file("snapshot.jpg")
         try Data(jpeg).write(to: URL(fileURLWithPath: path))
         let probe = try runTool(
             "ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", path])
@@ -54,19 +54,19 @@ import Testing
         #expect(meanY > 0.35 * 240 && meanY < 0.65 * 240, "the changed patch centres at y \(meanY)")
 
         // latest.jpg: replaced while the source ran, a whole JPEG at the end.
-        let latest = try #require(harness.storage.contents("latest.jpg"))
+        let latest = try #require(agent.storage.contents("latest.jpg"))
         #expect(latest.starts(with: [0xFF, 0xD8]) && latest.suffix(2) == [0xFF, 0xD9])
-        #expect(harness.errors.isEmpty && harness.warnings.isEmpty, "\(harness.output)")
+        #expect(agent.errors.isEmpty && agent.warnings.isEmpty, "\(agent.output)")
     }
 
     /// With snapshots off, no picture and no `snapshot` in the journal.
     @Test func snapshotsOff() throws {
-        let harness = try AgentHarness(
+        let agent = try EmbeddedAgent(
             config: testConfig(extra: "snapshot = { enabled = false; };"),
             openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 8, objects: [crossing(2, 5)])) })
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        let record = try #require(try harness.journal().first)
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
+        let record = try #require(try agent.journal().first)
         #expect(record.snapshot == nil)
-        #expect(!harness.storage.fileNames.contains { $0.hasSuffix(".jpg") }, "\(harness.storage.fileNames)")
+        #expect(!agent.storage.fileNames.contains { $0.hasSuffix(".jpg") }, "\(agent.storage.fileNames)")
     }
 }

@@ -1,4 +1,5 @@
 import AgentTestSupport
+import Foundation
 import Media
 import TestSupport
 import Testing
@@ -16,14 +17,17 @@ func synthetic(_ scene: SyntheticScene) throws(CaptureError) -> OpenedSource {
     opened(try SyntheticSource(scene: scene))
 }
 
-/// The agent started on `storage`, run to the end of two seconds of an empty scene: what the
-/// tests of what it does at start (repairs, the journal, retention) run, once or again.
+/// The agent started on `storage`, its wall clock now, run to the end of two seconds of an
+/// empty scene: what the tests of what it does at start (repairs, the journal, retention) run,
+/// once or again.
 func runAtStart(
     on storage: MemoryStorage, config: String = testConfig(), sourceLocation: SourceLocation = #_sourceLocation
-) throws -> AgentHarness {
-    let harness = try AgentHarness(
+) throws -> EmbeddedAgent {
+    let now = Date()
+    let agent = try EmbeddedAgent(
         config: config, storage: storage,
-        openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) })
-    #expect(harness.runToTheEnd() == .stopped, "\(harness.output)", sourceLocation: sourceLocation)
-    return harness
+        openSource: { _ throws(CaptureError) in try synthetic(scene(seconds: 2, objects: [])) },
+        wall: { now.addingTimeInterval($0.seconds) })
+    #expect(agent.runToTheEnd() == .stopped, "\(agent.output)", sourceLocation: sourceLocation)
+    return agent
 }

@@ -1,6 +1,7 @@
 import AgentTestSupport
 import Capture
 import Foundation
+import POSIX
 import Synchronization
 import TestSupport
 import Testing
@@ -16,6 +17,8 @@ import Testing
     final class Meeting: Sendable {
         let names: [String]
         let told = Mutex<Set<String>>([])
+        /// Signalled when the last of them is told.
+        let everyoneTold = Event()
         let sawEveryone = Mutex<[String: Bool]>([:])
         /// Made when the first sink is told to finish (what the hook looks for).
         let marker: String
@@ -33,12 +36,12 @@ import Testing
             func handle(_ event: AgentEvent) {}
             func finish() {
                 FileManager.default.createFile(atPath: meeting.marker, contents: Data())
-                meeting.told.withLock { _ = $0.insert(name) }
-                let deadline = Date().addingTimeInterval(10)
-                while meeting.told.withLock({ $0.count }) < meeting.names.count && Date() < deadline {
-                    usleep(5_000)
+                let count = meeting.told.withLock {
+                    $0.insert(name)
+                    return $0.count
                 }
-                let all = meeting.told.withLock { $0.count } == meeting.names.count
+                if count == meeting.names.count { meeting.everyoneTold.signal() }
+                let all = meeting.everyoneTold.wait(seconds: 10)
                 meeting.sawEveryone.withLock { $0[name] = all }
             }
         }

@@ -10,8 +10,8 @@ import Testing
 
 @testable import Agent
 
-/// The storage directory on a bad day, in process: read-only at start, gone while the agent
-/// records, back again.
+/// The storage directory on a bad day: read-only at start, gone while the agent records, back
+/// again — tried again as `Retry` says on the clock the stepped agent (`EmbeddedAgent`) moves.
 @Suite(.serialized) struct AgentStorageOutageTests {
     /// A read-only storage directory at start (a card the kernel remounted after an error):
     /// its lock file cannot be made, which is not another agent. The agent runs, waits for
@@ -20,18 +20,18 @@ import Testing
     @Test func aReadOnlyStorageDirectoryAtStartIsWaitedForNotTakenForAnotherAgent() throws {
         let storage = MemoryStorage()
         storage.writable = false
-        let harness = try AgentHarness(
+        let agent = try EmbeddedAgent(
             config: testConfig(), storage: storage,
             openSource: { _ throws(CaptureError) in
                 try synthetic(scene(seconds: 4, objects: []))
             })
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        let waiting = harness.events.notices(.storageUnavailable)
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
+        let waiting = agent.events.notices(.storageUnavailable)
         #expect(
             waiting.count == 1 && waiting.allSatisfy { $0.field("error")?.contains("Read-only file system") == true },
-            "\(harness.output)")
+            "\(agent.output)")
         // Not taken for another agent's directory: that would be an error, and stop the agent.
-        #expect(harness.errors.isEmpty, "\(harness.errors)")
+        #expect(agent.errors.isEmpty, "\(agent.errors)")
     }
 
     /// Three events, something crossing from 2 to 5 s, 12 to 15 s and 22 to 25 s.
@@ -41,10 +41,10 @@ import Testing
     /// when the `n`th event ends, with `memory` bytes of video allowed to wait for it.
     static func unavailableUntil(
         event n: Int, memory: Int = DiskFullPolicy.memoryLimit
-    ) throws -> AgentHarness {
+    ) throws -> EmbeddedAgent {
         let storage = MemoryStorage()
         storage.writable = false
-        return try AgentHarness(
+        return try EmbeddedAgent(
             config: testConfig(), storage: storage,
             openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
             onEvent: Self.writable(storage, afterEvent: n), memoryForWaitingVideo: memory)
@@ -65,15 +65,15 @@ import Testing
 
     /// Every clip saved is a complete movie that plays, each event has one, and the journal
     /// has a line for each clip on disk.
-    func expectEveryEventRecorded(_ harness: AgentHarness, events: Int) throws {
-        let saved = harness.events.clipsSaved
-        let started = harness.events.clipsStarted
-        #expect(Set(started.map(\.event)) == Set(1...events), "\(harness.output)")
-        #expect(Set(saved.map(\.record.file)) == Set(harness.clipFiles), "\(harness.output)")
-        #expect(Set(try harness.journal().map(\.file)) == Set(harness.clipFiles))
-        let frames = try harness.expectCompletePlayableClips()
+    func expectEveryEventRecorded(_ agent: EmbeddedAgent, events: Int) throws {
+        let saved = agent.events.clipsSaved
+        let started = agent.events.clipsStarted
+        #expect(Set(started.map(\.event)) == Set(1...events), "\(agent.output)")
+        #expect(Set(saved.map(\.record.file)) == Set(agent.clipFiles), "\(agent.output)")
+        #expect(Set(try agent.journal().map(\.file)) == Set(agent.clipFiles))
+        let frames = try agent.expectCompletePlayableClips()
         #expect(frames.values.allSatisfy { $0 > 0 }, "\(frames)")
-        let lost = harness.events.notices.filter { [.clipNotRecorded, .clipLostWithTheStorage].contains($0.kind) }
+        let lost = agent.events.notices.filter { [.clipNotRecorded, .clipLostWithTheStorage].contains($0.kind) }
         #expect(lost.isEmpty, "\(lost)")
     }
 
@@ -82,16 +82,16 @@ import Testing
     /// the events meanwhile are recorded in memory and written as clips once it is back —
     /// none is lost.
     @Test func eventsWhileTheStorageIsUnavailableAreKeptInMemoryAndWrittenWhenItIsBack() throws {
-        let harness = try Self.unavailableUntil(event: 2)
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        try expectEveryEventRecorded(harness, events: 3)
-        #expect(harness.events.clipsSaved.count == 3, "\(harness.output)")
-        let held = harness.events.notices(.clipHeld)
-        #expect(!held.isEmpty && held.allSatisfy { $0.level == .warning }, "\(harness.output)")
-        #expect(harness.events.notices(.clipWrittenFromMemory).count == held.count)
-        #expect(harness.events.notices(.storageUnavailable).count == 1, "\(harness.output)")
-        #expect(harness.events.notices(.storageBack).count == 1, "\(harness.output)")
-        #expect(harness.errors.isEmpty, "\(harness.errors)")
+        let agent = try Self.unavailableUntil(event: 2)
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
+        try expectEveryEventRecorded(agent, events: 3)
+        #expect(agent.events.clipsSaved.count == 3, "\(agent.output)")
+        let held = agent.events.notices(.clipHeld)
+        #expect(!held.isEmpty && held.allSatisfy { $0.level == .warning }, "\(agent.output)")
+        #expect(agent.events.notices(.clipWrittenFromMemory).count == held.count)
+        #expect(agent.events.notices(.storageUnavailable).count == 1, "\(agent.output)")
+        #expect(agent.events.notices(.storageBack).count == 1, "\(agent.output)")
+        #expect(agent.errors.isEmpty, "\(agent.errors)")
     }
 
     /// The storage directory goes away while the first event's clip is written (a USB disk
@@ -101,7 +101,7 @@ import Testing
     @Test func aDiskThatGoesAwayMidClipLosesNoEvent() throws {
         let storage = MemoryStorage()
         let started = Mutex(0)
-        let harness = try AgentHarness(
+        let agent = try EmbeddedAgent(
             config: testConfig(), storage: storage,
             openSource: { _ throws(CaptureError) in try synthetic(Self.threeEvents) },
             onEvent: { event in
@@ -116,11 +116,11 @@ import Testing
                     storage.writable = true
                 }
             })
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        try expectEveryEventRecorded(harness, events: 3)
-        let first = harness.events.clipsStarted.filter { $0.event == 1 }
-        #expect(first.map(\.part) == [1, 2], "\(harness.output)")
-        #expect(!harness.events.notices(.clipWrittenFromMemory).isEmpty, "\(harness.output)")
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
+        try expectEveryEventRecorded(agent, events: 3)
+        let first = agent.events.clipsStarted.filter { $0.event == 1 }
+        #expect(first.map(\.part) == [1, 2], "\(agent.output)")
+        #expect(!agent.events.notices(.clipWrittenFromMemory).isEmpty, "\(agent.output)")
     }
 
     /// The video waiting for the storage directory is bounded (here 300 kB, half an event;
@@ -128,22 +128,22 @@ import Testing
     /// with what is dropped, and the events after it are not recorded (each an error) until
     /// the directory is back. What was kept is written then, a complete movie.
     @Test func theVideoWaitingForTheStorageIsBoundedAndWhatIsDroppedIsSaid() throws {
-        let harness = try Self.unavailableUntil(event: 3, memory: 300_000)
-        #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
-        let full = harness.events.notices(.heldVideoFull)
+        let agent = try Self.unavailableUntil(event: 3, memory: 300_000)
+        #expect(agent.runToTheEnd() == .stopped, "\(agent.output)")
+        let full = agent.events.notices(.heldVideoFull)
         guard full.count == 1, case .heldVideoFull(let event, _, let keptSeconds, _, _) = full[0] else {
-            Issue.record("\(harness.events.notices)")
+            Issue.record("\(agent.events.notices)")
             return
         }
         #expect(full[0].level == .warning && event == 1 && keptSeconds > 0, "\(full)")
-        let refused = harness.events.notices(.clipNotRecorded)
-        #expect(refused.compactMap { $0.field("event") } == ["2", "3"], "\(harness.output)")
-        #expect(refused.allSatisfy { $0.level == .error } && harness.errors.count == 2, "\(harness.errors)")
-        let saved = harness.events.clipsSaved
-        try #require(saved.count == 1, "\(harness.output)")
+        let refused = agent.events.notices(.clipNotRecorded)
+        #expect(refused.compactMap { $0.field("event") } == ["2", "3"], "\(agent.output)")
+        #expect(refused.allSatisfy { $0.level == .error } && agent.errors.count == 2, "\(agent.errors)")
+        let saved = agent.events.clipsSaved
+        try #require(saved.count == 1, "\(agent.output)")
         #expect(saved[0].record.frames > 0 && saved[0].record.frames < 75, "\(saved[0].record)")
-        #expect(harness.clipFiles == [saved[0].record.file])
-        let frames = try harness.expectCompletePlayableClips()
+        #expect(agent.clipFiles == [saved[0].record.file])
+        let frames = try agent.expectCompletePlayableClips()
         #expect(frames[saved[0].record.file] == saved[0].record.frames)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import POSIX
 import TestSupport
 import Testing
 
@@ -25,7 +26,7 @@ import Testing
             }
         }
         let logs = MemoryLogSink()
-        let runner = HookRunner(timeout: 600, log: Logger(level: .debug, sink: logs))
+        let runner = HookRunner(timeout: 600, log: Logger(level: .debug, sink: logs), clock: .monotonic)
 
         for n in 1...HookRunner.maxRunningPerKind {
             runner.run(hung, for: Self.event(.clipSaved, n), arguments: [], facts: [])
@@ -68,11 +69,12 @@ import Testing
         let ran = dir.file("ran")
         let quick = try writeScript("echo ran > \(ran)\n", named: "quick.sh", in: dir)
         let logs = MemoryLogSink()
-        let runner = HookRunner(timeout: 600, log: Logger(level: .debug, sink: logs))
+        let runner = HookRunner(timeout: 600, log: Logger(level: .debug, sink: logs), clock: .monotonic)
         runner.drain(seconds: 0)
         runner.run(quick, for: Self.event(.upload, 1), arguments: [], facts: [])
         #expect(runner.runningCount == 0)
-        usleep(300_000)
+        // Had it started, a second drain would wait for it to end (it writes its file at once).
+        runner.drain(seconds: 5)
         #expect(!FileManager.default.fileExists(atPath: ran), "a hook ran after the drain")
         let said = logLines(logs.written.joined(separator: "\n"), "hook not run: the agent is stopping")
         #expect(said.count == 1 && logValue(said.first ?? "", "event") == "upload", "\(logs.written)")

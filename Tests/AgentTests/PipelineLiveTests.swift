@@ -30,7 +30,7 @@ import Testing
                 agent.step(.audio(chunk))
             }
             let before = agent.liveGOPs.count
-            agent.step(.frame(frame))
+            agent.feed(frame)
             if agent.liveGOPs.count > before { heardBefore.append(chunks.count) }
         }
         agent.step(.end(nil))
@@ -66,7 +66,7 @@ import Testing
             while let frame = try source.nextFrame() {
                 let loaded = loadedFrom.map { frame.timestamp.seconds >= $0 && frame.timestamp.seconds < $0 + 1 }
                 agent.writerLoad = loaded == true ? Pipeline.writerBacklogLimit + 1 : 0
-                agent.step(.frame(frame))
+                agent.feed(frame)
             }
             agent.step(.end(nil))
             let journal = try agent.journal()

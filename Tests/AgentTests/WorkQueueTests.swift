@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 import POSIX
 import Synchronization
@@ -89,14 +90,22 @@ import Testing
     @Test func elementsPushedWithoutWakingArriveWithTheNextWake() {
         let queue = WorkQueue<Int>(capacity: .max)
         let received = Mutex<[Int]>([])
+        let three = DispatchSemaphore(value: 0)
         let consumer = startThread("test-consumer") {
-            while let v = queue.pop() { received.withLock { $0.append(v) } }
+            while let v = queue.pop() {
+                if received.withLock({
+                    $0.append(v)
+                    return $0.count
+                }) == 3 {
+                    three.signal()
+                }
+            }
         }
-        usleep(50_000)  // the consumer is waiting on the empty queue
+        while queue.consumersWaiting == 0 { sched_yield() }  // the consumer waits on the empty queue
         queue.push(1, wake: false)
         queue.push(2, wake: false)
         queue.push(3)
-        for _ in 0..<5000 where received.withLock({ $0.count }) < 3 { usleep(1000) }
+        #expect(three.wait(timeout: .now() + 5) == .success)
         #expect(received.withLock { $0 } == [1, 2, 3])
         queue.push(4, wake: false)
         queue.close()

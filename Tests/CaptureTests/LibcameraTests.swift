@@ -285,9 +285,9 @@ import Testing
         #expect(camera.name == "libcamera:one-buffer")
         #expect(camera.negotiation.copied == nil)
         #expect(camera.format.pixelFormat == .nv12 && camera.format.planes.map(\.offset) == [0, 320 * 240])
-        let before = MonotonicClock.now()
+        let before = Clock.monotonic.now()
         var held = try (0..<3).map { _ in try #require(try camera.nextFrame()) }
-        let after = MonotonicClock.now()
+        let after = Clock.monotonic.now()
         #expect(held.map(\.sequence) == [0, 1, 2])
         #expect(held.map { $0.luma.row(0)[0] } == [0, 1, 2])
         // Stamped on the monotonic clock, in order, while they were taken (a grid tick of 10 ms

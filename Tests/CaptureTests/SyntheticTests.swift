@@ -1,5 +1,6 @@
 import Capture
 import Media
+import POSIX
 import TestSupport
 import Testing
 
@@ -198,7 +199,7 @@ let short = Timestamp.Duration(seconds: 1)
         // it must not arrive before that time, and the stamps are one frame interval apart.
         var first: Timestamp?
         while let f = try source.nextFrame() {
-            let now = MonotonicClock.now()
+            let now = Clock.monotonic.now()
             #expect(now >= f.timestamp, "frame \(f.sequence) came early")
             let origin = first ?? f.timestamp
             first = origin
@@ -213,14 +214,15 @@ let short = Timestamp.Duration(seconds: 1)
     @Test func realtimeFramesCarryTheTimeTheyAreDelivered() throws {
         let scene = SyntheticScene(
             width: 32, height: 16, frameRate: Rational(20, 1), schedule: .empty,
-            duration: Timestamp.Duration(seconds: 0.2), startTime: MonotonicClock.now() - Timestamp.Duration(seconds: 5)
+            duration: Timestamp.Duration(seconds: 0.2),
+            startTime: Clock.monotonic.now() - Timestamp.Duration(seconds: 5)
         )
         let source = try SyntheticSource(scene: scene, realtime: true)
         var previous: Timestamp?
         while true {
-            let before = MonotonicClock.now()
+            let before = Clock.monotonic.now()
             guard let f = try source.nextFrame() else { break }
-            let after = MonotonicClock.now()
+            let after = Clock.monotonic.now()
             if previous == nil { #expect(f.timestamp >= before, "frame 0 is stamped before it was asked for") }
             #expect(f.timestamp <= after, "frame \(f.sequence) is stamped after it was delivered")
             if let previous { #expect(f.timestamp - previous == Timestamp.Duration(seconds: 0.05)) }

@@ -6,7 +6,7 @@ import Testing
 /// Who may reach the agent's web server, as the commands and the running agent show it:
 /// `vigil check` and the start read its secret files and certificate as the server would,
 /// `vigil passwd` refuses what it would cut, and the agent answers a rebinding page, a
-/// password guesser and Prometheus as README's "Security" says.
+/// password guesser and Prometheus as docs/guide/web.md's "Security" says.
 @Suite struct WebSecurityCommandTests {
     static func chmod(_ path: String, _ mode: Int) throws {
         try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)

@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import Glibc
 import Media
+import POSIX
 import TestSupport
 
 /// `vigil run` as a child process, its stderr (the log) going to a file the test reads.
@@ -40,8 +41,8 @@ final class AgentProcess {
     /// or when the agent exits first.
     @discardableResult
     func waitFor(_ message: String, count: Int = 1, timeout: Double) -> Bool {
-        let end = MonotonicClock.now() + .init(seconds: timeout)
-        while MonotonicClock.now() < end {
+        let end = Clock.monotonic.now() + .init(seconds: timeout)
+        while Clock.monotonic.now() < end {
             if entries(message).count >= count { return true }
             if !isRunning { return entries(message).count >= count }
             usleep(100_000)
@@ -52,8 +53,8 @@ final class AgentProcess {
     /// SIGTERM, then the exit status (nil if it did not exit within `timeout` seconds: killed).
     func stop(timeout: Double = 15) -> Int32? {
         if isRunning { child.signal(SIGTERM) }
-        let end = MonotonicClock.now() + .init(seconds: timeout)
-        while isRunning && MonotonicClock.now() < end { usleep(100_000) }
+        let end = Clock.monotonic.now() + .init(seconds: timeout)
+        while isRunning && Clock.monotonic.now() < end { usleep(100_000) }
         if isRunning {
             child.signal(SIGKILL)
             exitStatus = child.wait()

@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Media
+import POSIX
 import TestSupport
 
 /// The scenarios of one VM run, and what they leave for the host to check.
@@ -204,10 +205,10 @@ enum AgentScenarios {
                 _ = agent.stop()
                 return []
             }
-            MonotonicClock.sleep(until: onset)
-            let before = MonotonicClock.now()
+            Clock.sleep(untilMonotonic: onset)
+            let before = Clock.monotonic.now()
             try pattern.set(Vivid.Pattern.white.rawValue)
-            let after = MonotonicClock.now()
+            let after = Clock.monotonic.now()
             let changeAfterOnset = (before - onset).seconds + (after - before).seconds / 2
             r.figure(
                 "tone onset at \(onset) (monotonic); picture turned white \(fixed(changeAfterOnset * 1000, 2)) ms later (the ioctl took \(fixed((after - before).seconds * 1000, 2)) ms)"

@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Media
+import POSIX
 
 enum AudioScenarios {
     static let capture = "hw:Loopback,1,0"
@@ -35,10 +36,10 @@ enum AudioScenarios {
         }
         func read(seconds: Double) throws(CaptureError) -> [Got] {
             var got: [Got] = []
-            let end = MonotonicClock.now() + .init(seconds: seconds)
-            while MonotonicClock.now() < end {
+            let end = Clock.monotonic.now() + .init(seconds: seconds)
+            while Clock.monotonic.now() < end {
                 guard let chunk = try mic.read() else { break }
-                got.append(Got(chunk: chunk, returned: MonotonicClock.now()))
+                got.append(Got(chunk: chunk, returned: Clock.monotonic.now()))
             }
             return got
         }

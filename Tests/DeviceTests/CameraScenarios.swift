@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Media
+import POSIX
 
 /// One frame as a test looks at it: when it was captured and taken, its number, its brightness.
 struct Seen {
@@ -33,7 +34,7 @@ func take(_ camera: any FrameSource, count: Int) throws(CaptureError) -> [Seen] 
         guard let frame = try camera.nextFrame() else { break }
         seen.append(
             Seen(
-                timestamp: frame.timestamp, dequeued: MonotonicClock.now(), sequence: frame.sequence,
+                timestamp: frame.timestamp, dequeued: Clock.monotonic.now(), sequence: frame.sequence,
                 luma: meanLuma(frame)))
     }
     return seen
@@ -47,11 +48,11 @@ func pullWhileStreaming(
     ifNoError: String, figure: String, places: Int, judge: (CaptureError) -> Bool?
 ) throws {
     _ = try take(camera, count: 5)
-    let pulled = MonotonicClock.now()
+    let pulled = Clock.monotonic.now()
     try pull()
     r.expectError(
         what, label: label, ifNoError: ifNoError,
-        figure: { "\(figure): \($0) (after \(fixed((MonotonicClock.now() - pulled).seconds, places)) s)" },
+        figure: { "\(figure): \($0) (after \(fixed((Clock.monotonic.now() - pulled).seconds, places)) s)" },
         judge: judge
     ) { () throws(CaptureError) in _ = try take(camera, count: frames) }
 }
@@ -250,16 +251,16 @@ enum CameraScenarios {
                 held.append(frame)
                 seen.append(
                     Seen(
-                        timestamp: frame.timestamp, dequeued: MonotonicClock.now(), sequence: frame.sequence, luma: 0))
+                        timestamp: frame.timestamp, dequeued: Clock.monotonic.now(), sequence: frame.sequence, luma: 0))
                 // Counted from the first frame seen, as the gaps below are (a starved driver may
                 // lose a frame while the buffers are being taken, too).
                 if seen.count == 1 { before = camera.lostFrames }
             }
-            let sleepStart = MonotonicClock.now()
+            let sleepStart = Clock.monotonic.now()
             Thread.sleep(forTimeInterval: 1.0)
             held.removeAll()
             // A starved VM oversleeps: the frames lost are those of the time really slept.
-            let slept = (MonotonicClock.now() - sleepStart).seconds
+            let slept = (Clock.monotonic.now() - sleepStart).seconds
             seen += try take(camera, count: 10)
             let lost = camera.lostFrames - before
             let gaps = gapCounts(seen, period: 0.04)
@@ -350,12 +351,12 @@ enum CameraScenarios {
             let camera = try openVivid(stallTimeout: .init(seconds: 1))
             _ = try take(camera, count: 5)
             try Vivid.set("percentage_of_dropped_buffers", 100)
-            let start = MonotonicClock.now()
+            let start = Clock.monotonic.now()
             r.expectError(
                 "a stalled stream throws stalled after the timeout, never blocks", label: "a stalled stream",
                 ifNoError: "frames came while vivid dropped them all",
                 figure: { error in
-                    let waited = (MonotonicClock.now() - start).seconds
+                    let waited = (Clock.monotonic.now() - start).seconds
                     return "stalled stream: \(error) (after \(fixed(waited, 2)) s, stall timeout 1 s)"
                 },
                 judge: { if case .stalled = $0 { true } else { nil } }
@@ -379,9 +380,9 @@ enum CameraScenarios {
                 // Change at a different point of the frame period each time.
                 _ = try take(camera, count: 1)
                 usleep(UInt32(5000 * round))
-                let before = MonotonicClock.now()
+                let before = Clock.monotonic.now()
                 try pattern.set(Vivid.Pattern.white.rawValue)
-                let after = MonotonicClock.now()
+                let after = Clock.monotonic.now()
                 let changed = before + .init(nanoseconds: (after - before).nanoseconds / 2)
                 var latency: Double?
                 for _ in 0..<10 {

@@ -2,6 +2,7 @@ import Capture
 import Foundation
 import Glibc
 import Media
+import POSIX
 import TestSupport
 
 /// The libcamera source against a real kernel camera: vimc through libcamera's vimc pipeline,
@@ -59,7 +60,7 @@ enum LibcameraScenarios {
     /// Frames straight from the source: size, timestamps on the capture clock, the rate, the picture.
     static func direct(_ r: Report) {
         do {
-            let opened = MonotonicClock.now()
+            let opened = Clock.monotonic.now()
             let camera = try LibcameraSource(
                 camera: nil, request: CameraRequest(width: width, height: height, fps: 30))
             r.figure("\(width)x\(height) at 30 asked: \(camera.negotiation)")
@@ -155,7 +156,7 @@ enum LibcameraScenarios {
             // Pools and libcamera's own allocations settle in the first frames.
             _ = try take(camera, count: 1000)
             let before = residentBytes()
-            let start = MonotonicClock.now()
+            let start = Clock.monotonic.now()
             var taken = 0
             while taken < count {
                 guard try camera.nextFrame() != nil else { break }
@@ -163,7 +164,7 @@ enum LibcameraScenarios {
             }
             let after = residentBytes()
             r.figure(
-                "\(taken) frames of 320x240 in \(fixed((MonotonicClock.now() - start).seconds, 1)) s; resident \(before >> 10) KiB before, \(after >> 10) KiB after"
+                "\(taken) frames of 320x240 in \(fixed((Clock.monotonic.now() - start).seconds, 1)) s; resident \(before >> 10) KiB before, \(after >> 10) KiB after"
             )
             r.check(
                 taken == count && after - before < 2 << 20,
@@ -246,7 +247,7 @@ enum LibcameraScenarios {
         return expected
     }
 
-    /// The README's fallback: vigil's V4L2 camera under libcamera's compatibility layer.
+    /// The cameras guide's fallback (docs/guide/cameras.md): vigil's V4L2 camera under libcamera's compatibility layer.
     static func libcamerify(_ r: Report, vigil: String, out: String) -> [ClipExpectation] {
         let dir = out + "/libcamerify", storage = dir + "/clips"
         var expected: [ClipExpectation] = []

@@ -1,6 +1,7 @@
 import Capture
 import Foundation
 import Media
+import POSIX
 import Synchronization
 
 /// What the device tests print: a section per scenario, one line per check (`ok` or `FAIL`),
@@ -111,9 +112,9 @@ final class StarvationMonitor: Sendable {
     init() {
         let thread = Thread { [self] in
             while true {
-                let start = MonotonicClock.now()
+                let start = Clock.monotonic.now()
                 usleep(20_000)
-                let late = (MonotonicClock.now() - start).seconds - 0.02
+                let late = (Clock.monotonic.now() - start).seconds - 0.02
                 worst.withLock { $0 = max($0, late) }
             }
         }

@@ -9,29 +9,23 @@ import Testing
 @testable import MQTT
 @testable import Recorder
 
-/// docs/events.md against the code: every key each output sends is in the document, and
+/// docs/reference/events.md against the code: every key each output sends is in the document, and
 /// every key the document lists is sent. A saved clip's keys are the journal's in all three
 /// outputs, with the same values.
 @Suite struct EventsDocumentTests {
-    /// The keys of the first table after the heading `heading` in docs/events.md.
+    static let document = "docs/reference/events.md"
+
+    /// The rows of the first table after the heading `heading` in the document, each its cells.
+    static func rows(_ heading: String) throws -> [[String]] {
+        let table = try #require(
+            markdownTable(in: repositoryText(document), under: heading), "\(document) has no heading \(heading)")
+        #expect(!table.isEmpty, "no table under \(heading)")
+        return table
+    }
+
+    /// The keys of the first table after the heading `heading` in the document: its first column.
     static func documented(_ heading: String) throws -> [String] {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let text = try String(contentsOf: root.appendingPathComponent("docs/events.md"), encoding: .utf8)
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        let start = try #require(lines.firstIndex(of: heading), "docs/events.md has no heading \(heading)")
-        var keys: [String] = []
-        for line in lines[(start + 1)...] {
-            if line.hasPrefix("#") { break }
-            guard line.hasPrefix("| `") else {
-                if !keys.isEmpty { break }
-                continue
-            }
-            let cell = line.dropFirst(3).prefix { $0 != "`" }
-            keys.append(String(cell))
-        }
-        #expect(!keys.isEmpty, "no table under \(heading)")
-        return keys
+        try rows(heading).map { ($0.first ?? "").trimmingCharacters(in: CharacterSet(charactersIn: "`")) }
     }
 
     static let journalHeading = "## The journal: `events.jsonl`"
@@ -106,21 +100,7 @@ import Testing
         #expect(uploaded["url"] as? String == "s3://clips/yard/" + Self.record.file)
     }
 
-    /// The rows of the first table after the heading `heading` in docs/events.md, each its
-    /// cells (trimmed).
-    static func rows(_ heading: String) throws -> [[String]] {
-        let keys = try documented(heading)
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let text = try String(contentsOf: root.appendingPathComponent("docs/events.md"), encoding: .utf8)
-        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
-        let start = try #require(lines.firstIndex { $0 == heading })
-        let table = lines[start...].drop { !$0.hasPrefix("| `") }.prefix { $0.hasPrefix("| `") }
-        #expect(table.count == keys.count)
-        return table.map { $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) } }
-    }
-
-    /// Home Assistant's entities in docs/events.md: each one the discovery announces (the
+    /// Home Assistant's entities in docs/reference/events.md: each one the discovery announces (the
     /// camera and the upload backlog included), in its order, with its component and the unit
     /// its config gives (`—`: none).
     @Test func homeAssistantsEntitiesAreTheDocumentedOnesWithTheirUnits() throws {
@@ -184,7 +164,7 @@ import Testing
     }
 }
 
-/// The stats line and MQTT's `stats` against docs/events.md: the same keys with the same
+/// The stats line and MQTT's `stats` against docs/reference/events.md: the same keys with the same
 /// meaning, `_total` for what counts since the start.
 @Suite struct StatsDocumentTests {
     /// Two reports' worth of counters: 40 frames lost before, 42 now.
@@ -286,19 +266,16 @@ import Testing
         .overlayShortened(pattern: "{camera} %F %T", charactersThatFit: 39, drawn: "yard"),
     ]
 
-    /// docs/events.md lists every notice, in `Notice`'s order, with its level and the start of
+    /// docs/reference/events.md lists every notice, in `Notice`'s order, with its level and the start of
     /// its message.
     @Test func theNoticesAreTheDocumentedOnes() throws {
         #expect(Set(Self.notices.map(\.kind)) == Set(Notice.Kind.allCases), "a notice kind has no sample here")
         let heading = "## Notices: what the agent says as things change"
         #expect(try EventsDocumentTests.documented(heading) == Notice.Kind.allCases.map { "\($0)" })
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let text = try String(contentsOf: root.appendingPathComponent("docs/events.md"), encoding: .utf8)
+        let rows = try EventsDocumentTests.rows(heading)
         for notice in Self.notices {
-            let row = try #require(
-                text.split(separator: "\n").first { $0.hasPrefix("| `\(notice.kind)` |") }, "\(notice.kind)")
-            let cells = row.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+            let cells = try #require(rows.first { $0.first == "`\(notice.kind)`" }, "\(notice.kind)")
+            let row = cells.joined(separator: " | ")
             #expect(cells.count == 3, "\(row)")
             #expect(cells.dropFirst().first?.hasPrefix(notice.level.description) == true, "\(notice.kind): \(row)")
             let start = notice.line.message.prefix(16)

@@ -6,6 +6,7 @@ import H264
 import Logging
 import MQTT
 import Media
+import POSIX
 import Recorder
 import Synchronization
 import TestSupport
@@ -475,10 +476,10 @@ final class GatedScene: FrameSource {
             }
             index += 1
         }
-        let start = origin ?? MonotonicClock.now()
+        let start = origin ?? Clock.monotonic.now()
         origin = start
         let due = start + (Timestamp(frameIndex: delivered, rate: rate) - .zero)
-        MonotonicClock.sleep(until: due)
+        Clock.sleep(untilMonotonic: due)
         delivered += 1
         return VideoFrame(format: frame.format, buffer: frame.buffer, timestamp: due, sequence: UInt64(delivered - 1))
     }

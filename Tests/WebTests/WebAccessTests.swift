@@ -22,13 +22,6 @@ import Testing
     }()
     static let token = "0123456789abcdef0123456789abcdef"
 
-    /// A clock the test moves (seconds).
-    final class TestClock: Sendable {
-        let seconds = Mutex(1000.0)
-        var now: Double { seconds.withLock { $0 } }
-        func advance(_ by: Double) { seconds.withLock { $0 += by } }
-    }
-
     /// `curl` once on each of `count` copies of `path`, in one process (one connection, as
     /// fast as it goes): each answer's status, in order.
     static func statuses(_ server: HTTPServer, _ path: String, count: Int, _ arguments: [String]) throws -> [Int] {
@@ -92,11 +85,11 @@ import Testing
     /// whatever it sends — the right password too — until the wait is over; another address is
     /// not slowed; one warning line says so, and one line when the address signs in again.
     @Test func failedSignInsFromOneAddressAreSlowedAndSaidOnce() throws {
-        let clock = TestClock()
+        let clock = ManualClock(.s(1000))
         let lines = MemoryLogSink()
         let server = try HTTPServer(
             address: "127.0.0.1", port: 0, passwords: Self.passwords, log: Logger(level: .info, sink: lines),
-            clock: { clock.now }
+            clock: clock.clock
         ) { _ in .text(200, "inside") }
         defer { server.stop() }
         let tries = try Self.statuses(server, "/", count: 50, ["--digest", "-u", "admin:wrong"])
@@ -118,14 +111,14 @@ import Testing
                 && logValue(line, "failures") == "5" && logValue(line, "wait_s") == "1", "\(line)")
 
         // The wait over, the right password: in, and the address starts anew.
-        clock.advance(1)
+        clock.advance(seconds: 1)
         #expect(try HTTPServerTests.curl(server, "/", ["--digest", "-u", "admin:right"]).status == 200)
         #expect(lines.written(at: .info).contains { $0.contains("address=127.0.0.1") }, "\(lines.written)")
         let again = try Self.statuses(server, "/", count: 5, ["--digest", "-u", "admin:wrong"])
         #expect(again == [401, 401, 401, 401, 401], "\(again)")
         #expect(lines.written(at: .warning).count == 2, "a new burst, a new line")
         // Each failure past the limit doubles the wait.
-        clock.advance(1)
+        clock.advance(seconds: 1)
         #expect(try Self.statuses(server, "/", count: 2, ["--digest", "-u", "admin:wrong"]) == [401, 429])
         let doubled = try HTTPServerTests.curl(server, "/", ["--digest", "-u", "admin:right"])
         #expect(doubled.status == 429 && doubled.headers["retry-after"] == "2", "\(doubled.headers)")
@@ -147,9 +140,9 @@ import Testing
     /// A stale nonce is said stale whoever it names: the answer does not tell who exists; and
     /// a nonce that is not the server's is no failed sign-in.
     @Test func theChallengeSaysNothingOfWhoExists() throws {
-        let clock = TestClock()
+        let clock = ManualClock(.s(1000))
         let server = try HTTPServer(
-            address: "127.0.0.1", port: 0, passwords: Self.passwords, clock: { clock.now }
+            address: "127.0.0.1", port: 0, passwords: Self.passwords, clock: clock.clock
         ) { _ in .text(200, "inside") }
         defer { server.stop() }
         let known = try Self.challenge(server, user: "admin")
@@ -166,9 +159,9 @@ import Testing
     /// Prometheus's scrape with `Authorization: Bearer TOKEN` (its credentials_file) reads
     /// /metrics, and nothing else; a wrong token is a failed sign-in.
     @Test func theMetricsTokenOpensMetricsOnly() throws {
-        let clock = TestClock()
+        let clock = ManualClock(.s(1000))
         let server = try HTTPServer(
-            address: "127.0.0.1", port: 0, passwords: Self.passwords, metricsToken: Self.token, clock: { clock.now }
+            address: "127.0.0.1", port: 0, passwords: Self.passwords, metricsToken: Self.token, clock: clock.clock
         ) { request in .text(200, "served \(request.path)") }
         defer { server.stop() }
         let bearer = ["-H", "Authorization: Bearer \(Self.token)"]
@@ -191,7 +184,7 @@ import Testing
     /// Every answer, the errors that repeat what was asked above all, says `nosniff`: no
     /// browser takes a text page for a script or a page.
     @Test func everyAnswerSaysNosniff() throws {
-        let clock = TestClock()
+        let clock = ManualClock(.s(1000))
         let site = Self.site(AgentControl())
         let open = try HTTPServer(address: "127.0.0.1", port: 0) { site.respond($0) }
         defer { open.stop() }
@@ -205,7 +198,7 @@ import Testing
             #expect(r.headers["x-content-type-options"] == "nosniff", "\(path) \(arguments): \(r.headers)")
         }
         let signed = try HTTPServer(
-            address: "127.0.0.1", port: 0, passwords: Self.passwords, clock: { clock.now }
+            address: "127.0.0.1", port: 0, passwords: Self.passwords, clock: clock.clock
         ) { site.respond($0) }
         defer { signed.stop() }
         let challenge = try HTTPServerTests.curl(signed, "/")

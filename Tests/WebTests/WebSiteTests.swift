@@ -9,21 +9,17 @@ import Testing
 @testable import Web
 
 /// The site's answers that need no agent running: what `/metrics` names, against the table of
-/// docs/events.md, and how the page writes what it is given.
+/// docs/reference/metrics.md, and how the page writes what it is given.
 @Suite struct WebSiteTests {
     static let site = WebSite(camera: "yard", version: "0.1.0", storage: MemoryStorage(), context: SinkContext())
 
     @Test func metricsAreTheOnesDocumented() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let document = try String(contentsOf: root.appendingPathComponent("docs/events.md"), encoding: .utf8)
-        let section =
-            try #require(document.components(separatedBy: "## The web server's `/metrics`").last)
-            .components(separatedBy: "\n## ").first ?? ""
+        let table = try #require(
+            markdownTable(in: repositoryText("docs/reference/metrics.md"), under: "## The metrics"),
+            "docs/reference/metrics.md has no heading ## The metrics")
         var documented: [String: String] = [:]
-        for line in section.split(separator: "\n") where line.hasPrefix("| `vigil_") {
-            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            documented[cells[0].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = cells[1]
+        for cells in table {
+            documented[cells[0].trimmingCharacters(in: CharacterSet(charactersIn: "`"))] = cells.dropFirst().first ?? ""
         }
         var served: [String: String] = [:]
         for line in Self.site.metrics().split(separator: "\n") where line.hasPrefix("# TYPE ") {

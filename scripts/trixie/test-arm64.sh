@@ -234,7 +234,7 @@ note "probe names the missing package; run exits 69: $(head -1 "$work/run-libcam
 step "the libcamera plugin built against trixie's libcamera (the build root, x86-64)"
 # libcamera's API moves between releases: the plugin must still compile against the newer one
 # (trixie's) as against bookworm's. (On a Raspberry Pi it is built against Raspberry Pi OS's
-# libcamera with make deb-libcamera, as the README says.)
+# libcamera with make deb-libcamera, as docs/guide/cameras.md says.)
 mkdir -p "$out/plugin"
 chmod 0777 "$out/plugin"
 in_root "$build" --bind "$out/plugin:/plugin" env CXX=/usr/libexec/swift/bin/clang++ \

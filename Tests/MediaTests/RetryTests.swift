@@ -2,10 +2,9 @@ import Media
 import TestSupport
 import Testing
 
-@testable import Agent
-
 /// `Retry`, driven with chosen timestamps: the backoff of the camera (up to 30 s), the
-/// microphone (up to 60 s) and a full disk (1 s, constant), and what is said about an outage.
+/// microphone (up to 60 s), a full disk (1 s, constant), uploads (up to 10 minutes) and the
+/// broker (its waits capped by the kind of failure), and what is said about an outage.
 @Suite struct RetryTests {
     /// Fails `count` times, one second apart from `start`; the delays each failure gives.
     static func delays(_ retry: inout Retry, failures count: Int, from start: Double = 0) -> [Double] {
@@ -85,5 +84,29 @@ import Testing
         #expect(again == Retry.Failure(isFirst: true, retryIn: .s(1)))
         #expect(retry.failed(at: .s(51)).retryIn == .s(2))
         #expect(retry.succeeded(at: .s(52)) == Retry.Recovery(down: .s(2), tries: 2))
+    }
+
+    /// The broker's waits: one backoff whose cap depends on the failure (5 s for a broker not
+    /// there, 60 s for a login refused), doubling on from where the last failure left it.
+    @Test func aCapPerFailureLimitsThatWaitOnly() {
+        var retry = Retry(maximum: .s(60))
+        let five = Timestamp.Duration.s(5)
+        let waits = (0..<5).map { retry.failed(at: .s(Double($0)), upTo: five).retryIn.seconds }
+        #expect(waits == [1, 2, 4, 5, 5])
+        #expect(retry.failed(at: .s(5)).retryIn == .s(10), "uncapped, it doubles from the last wait")
+        #expect(retry.failed(at: .s(6), upTo: .s(200)).retryIn == .s(20), "a cap above the maximum is the maximum")
+        #expect(retry.failed(at: .s(7), upTo: .s(0.5)).retryIn == .s(1), "never below the first wait")
+    }
+
+    /// Forgetting an outage: nothing to say, and the next failure starts one from the first wait.
+    @Test func aResetForgetsTheOutage() {
+        var retry = Retry(maximum: .s(30))
+        _ = retry.failed(at: .s(1))
+        _ = retry.failed(at: .s(2))
+        #expect(retry.failures == 2 && retry.delay == .s(2))
+        retry.reset()
+        #expect(!retry.isFailing && retry.failures == 0 && retry.delay == .s(1))
+        #expect(retry.succeeded(at: .s(3)) == nil)
+        #expect(retry.failed(at: .s(4)) == Retry.Failure(isFirst: true, retryIn: .s(1)))
     }
 }
