@@ -149,7 +149,7 @@ extension Agent {
         let notifier = environment.notifier
         let clock = environment.clock
         let housekeeping = Housekeeping(
-            stats: stats, log: log, control: environment.control, watchdogInterval: notifier?.watchdogInterval,
+            stats: stats, log: log, uploads: uploads, watchdogInterval: notifier?.watchdogInterval,
             statsInterval: { [self] in current.withLock({ $0.log.statsInterval }).map(Double.init) },
             at: clock.now())
         startThread("housekeeping") { [self] in

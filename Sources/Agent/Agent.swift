@@ -71,6 +71,15 @@ public final class Agent: @unchecked Sendable {
     let environment: AgentEnvironment
     let log: Logger
     let stats = Stats()
+    /// The encoded stream for live viewers, which the pipeline thread publishes into (a sink
+    /// opens it: the web server).
+    let live = LiveFeed()
+    /// The upload queue, when one of the sinks sends clips: what retention keeps, what the
+    /// stats line counts, what the sinks are told.
+    let uploads: (any UploadStatus)?
+    /// The sinks a sink's own thread hands events to (`SinkContext.announce`): the run's, from
+    /// its start until they finish (step 5).
+    let announcing = Mutex<EventSinks?>(nil)
     let stopping = Atomic<Bool>(false)
     /// What waits between tries (a camera, a microphone) wait on: a stop ends them at once.
     let stopToken = StopToken()
@@ -101,7 +110,7 @@ public final class Agent: @unchecked Sendable {
         current = Mutex(settings)
         self.environment = environment
         log = environment.log
-        environment.control.attach { [stats] in stats.snapshot }
+        uploads = environment.sinks.lazy.compactMap { $0 as? any UploadStatus }.first
         environment.control.attachCamera { [weak self] in self?.noCamera() }
     }
 
@@ -151,12 +160,17 @@ public final class Agent: @unchecked Sendable {
         let storage = environment.storage(settings.storage.path)
         let hooks = HookSink(settings.hooks, log: log, clock: environment.clock)
         let sinks = EventSinks([JournalSink(log: log), hooks] + environment.sinks)
-        // What a sink's own thread tells the others (an upload verified), while the run lasts.
-        environment.control.attachAnnouncer { sinks.handle($0) }
-        defer { environment.control.attachAnnouncer(nil) }
+        // What the sinks may read and do while the run lasts, before any event: what a sink's
+        // own thread tells the others (an upload verified) reaches them until they finish.
+        announcing.withLock { $0 = sinks }
+        defer { announcing.withLock { $0 = nil } }
+        sinks.start(
+            SinkContext(
+                requests: environment.control, live: live, counters: { [stats] in stats.snapshot }, uploads: uploads,
+                announce: { [weak self] in self?.announce($0) }))
         let clipWriter = ClipWriter(
             settings: WriterSettings(settings, storage: storage), log: log, stats: stats, events: sinks,
-            control: environment.control, clock: environment.clock, wallNow: environment.wallNow,
+            uploads: uploads, clock: environment.clock, wallNow: environment.wallNow,
             memoryLimit: environment.memoryForWaitingVideo)
         switch clipWriter.bringUpStorage() {
         case .ready:
@@ -207,9 +221,7 @@ public final class Agent: @unchecked Sendable {
         let writerQueue = WorkQueue<WriterItem>(capacity: Int.max)
         let pipeline = Pipeline(
             settings: settings, encoders: environment.encoders, log: log,
-            stats: stats, writerLoad: { writerQueue.load }, clock: environment.clock,
-            wallNow: environment.wallNow)
-        pipeline.live = environment.control.live
+            stats: stats, clock: environment.clock, wallNow: environment.wallNow)
         let writerThread = startThread("writer") { clipWriter.run(writerQueue) }
         environment.control.attachDeleter { file, by in
             writerQueue.push(.delete(file, by: by), cost: 0)
@@ -218,8 +230,9 @@ public final class Agent: @unchecked Sendable {
         let sourceError = Mutex<CaptureError?>(nil)
         let pipelineDone = Event()
         let control = environment.control
+        let feed = self.live
         startThread("pipeline") {
-            let error = pipeline.run(frames, control: control, writer: writerQueue, sinks: sinks)
+            let error = pipeline.run(frames, control: control, writer: writerQueue, sinks: sinks, live: feed)
             sourceError.withLock { $0 = error }
             // 2. The pipeline has drained: nothing more goes to the writer.
             writerQueue.close()
@@ -321,7 +334,7 @@ public final class Agent: @unchecked Sendable {
         // others deliver what they still hold (MQTT: the queue, then "offline"). An upload
         // verified from now on is in uploads.jsonl, not announced (no hook may start that
         // nothing would stop).
-        environment.control.attachAnnouncer(nil)
+        announcing.withLock { $0 = nil }
         for late in running.withLock({ $0?.sinks })?.finishSideBySide() ?? [] {
             log.warning("a sink did not finish in time; stopping without it", [("sink", .string(late))])
         }
@@ -332,6 +345,11 @@ public final class Agent: @unchecked Sendable {
             return .sourceFailed
         }
         return .stopped
+    }
+
+    /// Hands `event` from a sink's own thread to the sinks of the run, until they finish.
+    func announce(_ event: AgentEvent) {
+        announcing.withLock { $0 }?.handle(event)
     }
 
     /// Logs `notice` and hands it to the sinks of the run (a reload's, from any thread).

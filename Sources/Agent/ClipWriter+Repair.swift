@@ -221,7 +221,7 @@ extension ClipWriter {
         // (never read from the file here); every clip while the sink still reads the file.
         var waiting: UploadHold = []
         if settings.holdsUploads {
-            switch control.uploadQueue {
+            switch uploads?.uploadQueue {
             case .read(let queue)?: waiting = .files(queue.waitingFiles)
             case .reading?: waiting = .all
             case nil: break  // no upload sink runs (it could not be set up): nothing is sent

@@ -31,7 +31,7 @@ struct WriterSettings: Sendable {
     var policy: RetentionPolicy
     var camera: String
     /// Clips wait to be uploaded (`upload.url` is set): retention keeps those the upload queue
-    /// says wait (as the upload sink holds it: `AgentControl.uploadQueue`), unless the disk is full.
+    /// says wait (as the upload sink holds it: `UploadStatus.uploadQueue`), unless the disk is full.
     var holdsUploads = false
 
     /// What `s` says, for clips in `storage`.
@@ -80,8 +80,8 @@ final class ClipWriter: @unchecked Sendable {
     let log: Logger
     let stats: Stats
     let events: any EventSink
-    /// Where the upload queue is asked what waits (retention).
-    let control: AgentControl
+    /// The upload queue, asked what waits (retention); nil without uploads.
+    let uploads: (any UploadStatus)?
     /// What the writer reads the time from (the agent's `Clock`), and the wall clock.
     let clock: Clock
     let wallNow: @Sendable () -> Date
@@ -138,7 +138,7 @@ final class ClipWriter: @unchecked Sendable {
     /// (`DiskFullPolicy.limit`).
     init(
         settings: WriterSettings, log: Logger, stats: Stats, events: any EventSink,
-        control: AgentControl = AgentControl(),
+        uploads: (any UploadStatus)? = nil,
         clock: Clock, wallNow: @escaping @Sendable () -> Date,
         memoryLimit: Int = DiskFullPolicy.memoryLimit
     ) {
@@ -147,7 +147,7 @@ final class ClipWriter: @unchecked Sendable {
         self.log = log.with(("component", "writer"))
         self.stats = stats
         self.events = events
-        self.control = control
+        self.uploads = uploads
         self.clock = clock
         self.wallNow = wallNow
     }

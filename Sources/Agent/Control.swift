@@ -1,8 +1,11 @@
-import Recorder
 import Synchronization
 
-/// Requests from outside the pipeline — `vigil trigger`, MQTT's command topics — for the
-/// pipeline thread, which takes them at its next frame. Any thread may ask; nothing waits.
+/// Requests from outside the agent — `vigil trigger`, MQTT's command topics, the web page —
+/// and nothing else: record now (or stop), motion detection on or off, delete a clip. Any
+/// thread may ask; nothing waits. The pipeline thread takes the first two at its next frame
+/// (`take`); a deletion goes to the writer's queue while the agent runs. What a sink may read
+/// and do besides (the live feed, the counters, the uploads, announcing an event) is its
+/// `SinkContext`, handed to it when the agent starts.
 public final class AgentControl: Sendable {
     /// What is asked and not yet taken.
     struct Requests {
@@ -17,16 +20,9 @@ public final class AgentControl: Sendable {
 
     private let pending = Mutex(Requests())
     private let detecting = Atomic<Bool>(true)
-    private let readCounters = Mutex<(@Sendable () -> Counters)?>(nil)
+    /// The running agent's: why a recording cannot be asked now, and where deletions go.
     private let readCamera = Mutex<(@Sendable () -> String?)?>(nil)
     private let deleter = Mutex<(@Sendable (String, String) -> Bool)?>(nil)
-    private let readUploads = Mutex<(@Sendable () -> UploadFigures)?>(nil)
-    private let readUploadQueue = Mutex<(@Sendable () -> UploadQueueState)?>(nil)
-    private let announcer = Mutex<(@Sendable (AgentEvent) -> Void)?>(nil)
-
-    /// The encoded stream for live viewers: the agent publishes each complete GOP into it
-    /// (once the web server has opened it).
-    public let live = LiveFeed()
 
     public init() {}
 
@@ -57,14 +53,6 @@ public final class AgentControl: Sendable {
     /// Whether motion detection is on (as last asked: the pipeline takes it at its next frame).
     public var detectionEnabled: Bool { pending.withLock { $0.detection?.0 } ?? detecting.load(ordering: .relaxed) }
 
-    /// The agent's counters as they are now (frames, drops, clips, the ring, the disk's free
-    /// space): what the stats line reports, without waiting for its interval. All zero before
-    /// an agent runs with this control.
-    public var counters: Counters { readCounters.withLock { $0 }?() ?? Counters() }
-
-    /// Where `counters` reads from: the agent's, once it is made.
-    func attach(_ read: @escaping @Sendable () -> Counters) { readCounters.withLock { $0 = read } }
-
     /// Why a request to record cannot be taken now — the camera delivers no frames (which one,
     /// since when) — or nil when it can.
     public var cameraProblem: String? { readCamera.withLock { $0 }?() }
@@ -80,36 +68,7 @@ public final class AgentControl: Sendable {
         deleter.withLock { $0 }?(file, by) ?? false
     }
 
-    /// The upload queue's figures now (all 0 without uploads).
-    public var uploads: UploadFigures { uploadsIfRunning ?? UploadFigures() }
-
-    /// The upload queue's figures, or nil when no upload sink runs (no `upload.url`, or it
-    /// could not be set up).
-    public var uploadsIfRunning: UploadFigures? { readUploads.withLock { $0 }?() }
-
-    /// Where `uploads` reads from: the upload sink, once it is made.
-    package func attachUploads(_ read: @escaping @Sendable () -> UploadFigures) { readUploads.withLock { $0 = read } }
-
-    /// The upload queue as the upload sink holds it in memory (what retention keeps, what the
-    /// web page marks), or nil when no upload sink runs. Nothing on the recording path ever
-    /// reads `uploads.jsonl` itself.
-    public var uploadQueue: UploadQueueState? { readUploadQueue.withLock { $0 }?() }
-
-    /// Where `uploadQueue` reads from: the upload sink, once it is made.
-    package func attachUploadQueue(_ read: @escaping @Sendable () -> UploadQueueState) {
-        readUploadQueue.withLock { $0 = read }
-    }
-
-    /// Hands `event` to the sinks of the agent's run (the journal, the hooks, MQTT, …), from a
-    /// sink of its own thread (the upload sink: `clipUploaded`). Dropped when no agent runs.
-    package func announce(_ event: AgentEvent) { announcer.withLock { $0 }?(event) }
-
-    /// Where `announce` hands events: the sinks of the agent's run, once it runs.
-    package func attachAnnouncer(_ announce: (@Sendable (AgentEvent) -> Void)?) {
-        announcer.withLock { $0 = announce }
-    }
-
-    /// What `deleteClip` asks: the agent's writer queue, once it runs.
+    /// What `deleteClip` asks: the agent's writer queue, once it runs (a test stands in for it).
     package func attachDeleter(_ delete: (@Sendable (String, String) -> Bool)?) { deleter.withLock { $0 = delete } }
 
     /// The pipeline takes what was asked.
@@ -120,28 +79,4 @@ public final class AgentControl: Sendable {
             return requests
         }
     }
-}
-
-/// The upload queue's figures since the agent started (`waiting`: now).
-public struct UploadFigures: Sendable, Equatable {
-    /// Clips queued and not uploaded yet.
-    public var waiting = 0
-    public var uploaded = 0
-    public var bytes: Int64 = 0
-    /// Tries that failed (each is tried again).
-    public var failures = 0
-
-    public init(waiting: Int = 0, uploaded: Int = 0, bytes: Int64 = 0, failures: Int = 0) {
-        self.waiting = waiting
-        self.uploaded = uploaded
-        self.bytes = bytes
-        self.failures = failures
-    }
-}
-
-/// The upload queue as the upload sink holds it.
-public enum UploadQueueState: Sendable {
-    /// `uploads.jsonl` is being read (on the upload thread, when the agent starts).
-    case reading
-    case read(UploadJournal)
 }

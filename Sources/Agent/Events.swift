@@ -13,6 +13,9 @@ import Recorder
 /// `clipSaved` goes out). It must return promptly: capture, encoding and writing wait for it.
 /// A sink that talks to the network hands the event to a thread of its own.
 public protocol EventSink: Sendable {
+    /// The agent's run begins: what the sink may read and do while it lasts. Called once, on
+    /// the thread that runs the agent, before any event.
+    func start(_ context: SinkContext)
     func handle(_ event: AgentEvent)
     /// The agent is stopping and has handed over its last event: deliver what is still queued
     /// and let go, within `EventSinks.finishSeconds` whatever the network or the clients do.
@@ -21,6 +24,7 @@ public protocol EventSink: Sendable {
 }
 
 extension EventSink {
+    public func start(_ context: SinkContext) {}
     public func finish() {}
 }
 
@@ -181,6 +185,10 @@ public struct EventSinks: EventSink {
 
     public init(_ sinks: [any EventSink]) {
         self.sinks = sinks
+    }
+
+    public func start(_ context: SinkContext) {
+        for sink in sinks { sink.start(context) }
     }
 
     public func handle(_ event: AgentEvent) {

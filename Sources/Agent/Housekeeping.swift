@@ -25,8 +25,8 @@ final class Housekeeping: @unchecked Sendable {
 
     let stats: Stats
     let log: Logger
-    /// Where the upload queue's backlog is asked for the stats.
-    let control: AgentControl
+    /// The upload queue, asked its backlog for the stats; nil without uploads.
+    let uploads: (any UploadStatus)?
     /// How often systemd wants a ping; nil: it does not watch.
     let watchdogInterval: Double?
     /// The stats interval in effect (a reload may change it); nil: no stats lines.
@@ -39,12 +39,12 @@ final class Housekeeping: @unchecked Sendable {
 
     /// Housekeeping from `now` on: each task is first due an interval later.
     init(
-        stats: Stats, log: Logger, control: AgentControl, watchdogInterval: Double?,
+        stats: Stats, log: Logger, uploads: (any UploadStatus)?, watchdogInterval: Double?,
         statsInterval: @escaping @Sendable () -> Double?, at now: Timestamp
     ) {
         self.stats = stats
         self.log = log
-        self.control = control
+        self.uploads = uploads
         self.watchdogInterval = watchdogInterval
         self.statsInterval = statsInterval
         previous = stats.snapshot
@@ -70,7 +70,7 @@ final class Housekeeping: @unchecked Sendable {
         }
         if let interval = statsInterval(), (now - lastStats).seconds >= interval {
             var report = StatsReport(now: stats.closeInterval(), previous: previous, seconds: (now - lastStats).seconds)
-            report.uploadWaiting = control.uploadsIfRunning?.waiting
+            report.uploadWaiting = uploads?.uploadCounts.waiting
             log.info("stats", Stats.line(report))
             outputs.append(.event(.stats(report)))
             previous = report.now

@@ -2,17 +2,18 @@ import Media
 import QuickTime
 import Synchronization
 
-/// The encoded stream as it happens, for live viewers: the pipeline publishes each GOP when it
-/// is complete (the next keyframe came), with the stream's format; viewers (the web server's
-/// `/live.mp4`, its HLS playlist) take them from here, on their own threads.
+/// The encoded stream as it happens, for live viewers: each GOP when it is complete (the next
+/// keyframe came), with the stream's format; viewers (the web server's `/live.mp4`, its HLS
+/// playlist) take them from here, on their own threads. What goes in is a pipeline step's
+/// output (`Update`, `PipelineOutput.live`), which the pipeline thread hands over.
 ///
 /// Publishing never waits and costs a lock and an append: the pipeline does not know how many
 /// viewers there are or how fast they read. The feed keeps the last `window` GOPs (shared with
 /// the pre-roll ring, not copied); a viewer that falls behind takes the newest, one that has
 /// nothing new to read leaves a wake-up to be called at the next publish.
 ///
-/// The sound captured meanwhile comes with each GOP, as it was captured (PCM): the feed never
-/// encodes it; viewers encode it for themselves, only while there are any.
+/// The sound captured meanwhile comes with each GOP, as it was captured (PCM, `HeardSound`):
+/// the feed never encodes it; viewers encode it for themselves, only while there are any.
 ///
 /// Off until `open()` (the web server opens it): an agent without viewers keeps nothing here.
 public final class LiveFeed: Sendable {
@@ -43,6 +44,17 @@ public final class LiveFeed: Sendable {
         case closed
     }
 
+    /// What the pipeline tells the feed, as a step's output.
+    public enum Update: Sendable {
+        /// A new stream begins, in this format (its SPS and PPS).
+        case begin(LiveMovie)
+        /// A GOP of the stream is complete; `sound`: what was captured since the GOP before
+        /// (`HeardSound`).
+        case gop(GOP, sound: [AudioChunk])
+        /// The stream was interrupted: what follows is another stream (`begin`).
+        case interrupt
+    }
+
     struct State {
         var open = false
         var closed = false
@@ -52,15 +64,9 @@ public final class LiveFeed: Sendable {
         var items: [Item] = []
         var nextSequence: UInt64 = 1
         var wakes: [@Sendable () -> Void] = []
-        /// The stream's sound format, and what was heard since the last publish.
+        /// The stream's sound format, once sound came with a GOP.
         var sound: AudioTrackFormat?
-        var heard: [AudioChunk] = []
-        var heardBytes = 0
     }
-
-    /// Sound kept for the next GOP at most: a GOP lasts a second or two, so more means GOPs
-    /// stopped coming while sound did (the oldest goes).
-    static let heardSeconds = 4
 
     /// How many GOPs are kept (HLS lists them; a viewer starts at the newest).
     public let window: Int
@@ -73,6 +79,15 @@ public final class LiveFeed: Sendable {
     /// Starts keeping what is published.
     public func open() { state.withLock { $0.open = true } }
 
+    /// Takes what a pipeline step said.
+    package func take(_ update: Update) {
+        switch update {
+        case .begin(let movie): begin(movie)
+        case .gop(let gop, let sound): publish(gop, sound: sound)
+        case .interrupt: interrupt()
+        }
+    }
+
     /// A new stream begins, in `movie`'s format (its SPS and PPS); GOPs published from now on
     /// are of it.
     package func begin(_ movie: LiveMovie) {
@@ -82,58 +97,38 @@ public final class LiveFeed: Sendable {
             $0.origin = nil
             $0.stream += 1
             $0.sound = nil
-            $0.heard = []
-            $0.heardBytes = 0
         }
     }
 
     /// The stream was interrupted: what follows is another stream (`begin`).
     package func interrupt() {
-        state.withLock {
-            $0.movie = nil
-            $0.heard = []
-            $0.heardBytes = 0
-        }
+        state.withLock { $0.movie = nil }
     }
 
-    /// Sound captured while the stream goes on, in capture order; it goes out with the next
-    /// GOP. The stream's first sound says its format; sound that comes only after a GOP of the
-    /// stream went out without it (a microphone slower to start than the camera), or in another
-    /// format, begins a new stream with it — a viewer of the old one asks again and hears it.
-    package func hear(_ chunk: AudioChunk) {
-        state.withLock { s in
-            guard s.open, !s.closed, s.movie != nil else { return }
-            let format = AudioTrackFormat(sampleRate: chunk.sampleRate, channels: chunk.channels)
-            if s.sound != format {
-                if s.origin != nil {
-                    s.origin = nil
-                    s.stream += 1
-                }
-                s.sound = format
-                s.heard = []
-                s.heardBytes = 0
-            }
-            s.heard.append(chunk)
-            s.heardBytes += chunk.data.count
-            let most = Self.heardSeconds * chunk.sampleRate * chunk.bytesPerFrame
-            while s.heardBytes > most, s.heard.count > 1 {
-                s.heardBytes -= s.heard.removeFirst().data.count
-            }
-        }
-    }
-
-    /// A complete GOP of the current stream.
-    package func publish(_ gop: GOP) {
+    /// A complete GOP of the current stream, with the sound captured since the GOP before, in
+    /// capture order. The stream's first sound says its format; sound that comes only after a
+    /// GOP of the stream went out without it (a microphone slower to start than the camera),
+    /// or in another format, begins a new stream with it — a viewer of the old one asks again
+    /// and hears it.
+    package func publish(_ gop: GOP, sound: [AudioChunk] = []) {
         let wakes = state.withLock { s -> [@Sendable () -> Void] in
             guard s.open, !s.closed, let movie = s.movie else { return [] }
+            if let last = sound.last {
+                let format = AudioTrackFormat(sampleRate: last.sampleRate, channels: last.channels)
+                if s.sound != format {
+                    if s.origin != nil {
+                        s.origin = nil
+                        s.stream += 1
+                    }
+                    s.sound = format
+                }
+            }
             let origin = s.origin ?? gop.start
             s.origin = origin
             s.items.append(
                 Item(
                     sequence: s.nextSequence, stream: s.stream, movie: movie, gop: gop, origin: origin,
-                    sound: s.sound, audio: s.heard))
-            s.heard = []
-            s.heardBytes = 0
+                    sound: s.sound, audio: sound))
             s.nextSequence += 1
             if s.items.count > window { s.items.removeFirst(s.items.count - window) }
             defer { s.wakes = [] }
@@ -168,4 +163,36 @@ public final class LiveFeed: Sendable {
 
     /// The GOPs kept, oldest first.
     public var items: [Item] { state.withLock { $0.items } }
+}
+
+/// The sound captured since the last complete GOP, for the live view: it goes out with the
+/// next one (`LiveFeed.Update.gop`). Kept by the pipeline while a stream goes on, as it comes
+/// (shared with the pre-roll ring, not copied); at most `keptSeconds` of it, and only of the
+/// newest format (sound in another format drops what came before).
+struct HeardSound {
+    private(set) var chunks: [AudioChunk] = []
+    private var bytes = 0
+
+    /// A GOP lasts a second or two, so more means GOPs stopped coming while sound did (the
+    /// oldest goes).
+    static let keptSeconds = 4
+
+    mutating func hear(_ chunk: AudioChunk) {
+        if let last = chunks.last, last.sampleRate != chunk.sampleRate || last.channels != chunk.channels {
+            chunks = []
+            bytes = 0
+        }
+        chunks.append(chunk)
+        bytes += chunk.data.count
+        let most = Self.keptSeconds * chunk.sampleRate * chunk.bytesPerFrame
+        while bytes > most, chunks.count > 1 {
+            bytes -= chunks.removeFirst().data.count
+        }
+    }
+
+    /// What was heard, for the GOP completed now; nothing is kept.
+    mutating func take() -> [AudioChunk] {
+        defer { self = HeardSound() }
+        return chunks
+    }
 }

@@ -42,10 +42,9 @@ extension Pipeline {
             onMonotonicClock: origin.2)
         streamInfo = info
         emit(.stream(info))
-        if let live {
-            do { live.begin(try LiveMovie(video: video)) } catch {
-                log.warning("no live view of this stream", [("error", .string(error.description))])
-            }
+        heard = HeardSound()
+        do { outputs.append(.live(.begin(try LiveMovie(video: video)))) } catch {
+            log.warning("no live view of this stream", [("error", .string(error.description))])
         }
         notify(
             .encoding(

@@ -54,17 +54,22 @@ enum PipelineOutput: Sendable {
     case writer(WriterItem, cost: Int, wake: Bool)
     /// For the event sinks.
     case event(AgentEvent)
+    /// For live viewers (`LiveFeed`): a stream begins or is interrupted, or a GOP is complete,
+    /// with the sound heard since the one before.
+    case live(LiveFeed.Update)
     /// The stream is over: nothing more goes to the writer; the source's error, if it failed.
     case finished(CaptureError?)
 }
 
 /// The pipeline, a step: motion detection on each frame's luma, the event state machine, the
 /// encoder, and the pre-roll ring and clip logic. `step` takes one input (a frame, sound, an
-/// interruption, time passing with nothing to take, a reload, the end) and returns what it makes: writer commands and
-/// sink events. It never touches a queue or a thread, so a test drives it frame by frame;
-/// `run` is the pipeline thread, which only moves values between the capture queue, `step`
-/// and the writer queue. It never waits on the disk: when the writer falls behind by more than
-/// `writerBacklogLimit` bytes (`writerLoad`), whole GOPs are dropped (counted), so clips stay
+/// interruption, time passing with nothing to take, a reload, the end) with the bytes the
+/// writer's queue holds then, and returns what it makes: writer commands, sink events, what live
+/// viewers get. It never touches a queue, a thread or the live feed, so a test drives it frame
+/// by frame; `run` is the pipeline thread, which only moves values between the capture queue,
+/// `step`, the writer queue, the sinks and the live feed. It never waits on the disk: when the
+/// writer falls behind by more than `writerBacklogLimit` bytes, whole GOPs are dropped
+/// (counted), so clips stay
 /// decodable.
 ///
 /// Its decisions are values it drives: `EventStateMachine` (when events start, split and
@@ -78,8 +83,9 @@ final class Pipeline: @unchecked Sendable {
     var settings: Settings
     let log: Logger
     let stats: Stats
-    /// The bytes the writer's queue holds now (before this step's outputs).
-    let writerLoad: @Sendable () -> Int
+    /// The bytes the writer's queue held when this step began (its input), before the step's
+    /// outputs (`outputCost`).
+    var writerLoad = 0
     /// This step's outputs so far, and their cost to the writer's queue.
     var outputs: [PipelineOutput] = []
     var outputCost = 0
@@ -122,8 +128,8 @@ final class Pipeline: @unchecked Sendable {
     /// What the writer was last told about the stream, and the sound format once sound came.
     var streamInfo: StreamInfo?
     var audioFormat: AudioTrackFormat?
-    /// Where each complete GOP goes for live viewers (`AgentControl.live`).
-    var live: LiveFeed?
+    /// The sound captured since the last complete GOP, which goes with the next to live viewers.
+    var heard = HeardSound()
     /// A reloaded configuration from another thread, for `run` to step in.
     private let pendingReload = Mutex<(settings: Settings, plan: ReloadPlan)?>(nil)
 
@@ -139,15 +145,13 @@ final class Pipeline: @unchecked Sendable {
 
     init(
         settings: Settings, encoders: EncoderChoice, log: Logger,
-        stats: Stats, writerLoad: @escaping @Sendable () -> Int = { 0 },
-        clock: Clock, wallNow: @escaping @Sendable () -> Date
+        stats: Stats, clock: Clock, wallNow: @escaping @Sendable () -> Date
     ) {
         self.settings = settings
         self.encoders = encoders
         keyframes = KeyframeSchedule(interval: .init(seconds: settings.encoder.keyframeInterval))
         self.log = log.with(("component", "pipeline"))
         self.stats = stats
-        self.writerLoad = writerLoad
         self.clock = clock
         self.wallNow = wallNow
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
@@ -176,11 +180,14 @@ final class Pipeline: @unchecked Sendable {
         return lastInput + .init(seconds: timeout)
     }
 
-    /// The pipeline thread: capture items in, through `step`, outputs to the writer's queue
-    /// and the sinks, until the stream is over; the source's error, if it failed.
+    /// The pipeline thread: capture items in, through `step` (with the writer queue's load),
+    /// outputs to the writer's queue, the sinks and the live feed, until the stream is over; the
+    /// source's error, if it failed. Never inlined: `make test-instructions` tells the pipeline
+    /// thread's own work by this function (vigil-bench's Instructions.swift).
+    @inline(never)
     func run(
         _ frames: WorkQueue<CaptureItem>, control: AgentControl, writer: WorkQueue<WriterItem>,
-        sinks: any EventSink
+        sinks: any EventSink, live: LiveFeed
     ) -> CaptureError? {
         while true {
             let input: PipelineInput
@@ -192,7 +199,7 @@ final class Pipeline: @unchecked Sendable {
                     defer { value = nil }
                     return value
                 }) {
-                    deliver(step(.reload(new.settings, plan: new.plan)), writer: writer, sinks: sinks)
+                    deliver(step(.reload(new.settings, plan: new.plan)), writer: writer, sinks: sinks, live: live)
                 }
                 input = .frame(frame, requests: control.take())
             case .element(.audio(let chunk)): input = .audio(chunk)
@@ -201,7 +208,8 @@ final class Pipeline: @unchecked Sendable {
             case .timedOut: input = .tick
             case .closed: input = .end(nil)
             }
-            if case .finished(let error) = deliver(step(input), writer: writer, sinks: sinks) { return error }
+            let outputs = step(input, writerLoad: writer.load)
+            if case .finished(let error) = deliver(outputs, writer: writer, sinks: sinks, live: live) { return error }
         }
     }
 
@@ -213,23 +221,25 @@ final class Pipeline: @unchecked Sendable {
     /// Hands outputs on; `.finished` when the stream is over.
     @discardableResult
     func deliver(
-        _ outputs: [PipelineOutput], writer: WorkQueue<WriterItem>, sinks: any EventSink
+        _ outputs: [PipelineOutput], writer: WorkQueue<WriterItem>, sinks: any EventSink, live: LiveFeed
     ) -> Delivered {
         var delivered = Delivered.going
         for output in outputs {
             switch output {
             case .writer(let item, let cost, let wake): writer.push(item, cost: cost, wake: wake)
             case .event(let event): sinks.handle(event)
+            case .live(let update): live.take(update)
             case .finished(let error): delivered = .finished(error)
             }
         }
         return delivered
     }
 
-    /// One input in, what it makes out.
-    func step(_ input: PipelineInput) -> [PipelineOutput] {
+    /// One input in, what it makes out; `writerLoad`: the bytes the writer's queue holds now.
+    func step(_ input: PipelineInput, writerLoad: Int = 0) -> [PipelineOutput] {
         outputs = []
         outputCost = 0
+        self.writerLoad = writerLoad
         if case .tick = input {} else { lastInput = clock.now() }
         switch input {
         case .frame(let frame, let requests):
@@ -261,7 +271,8 @@ final class Pipeline: @unchecked Sendable {
             // Before the first frame no clip can hold it.
             if audioFormat != nil {
                 send(recorder.handle(chunk))
-                live?.hear(chunk)
+                // For live viewers while the stream goes on (its next GOP takes it).
+                if encoder != nil { heard.hear(chunk) }
             }
         case .interrupted:
             interrupt()
@@ -298,7 +309,8 @@ final class Pipeline: @unchecked Sendable {
     /// motion from before the break, and the new event a trigger before its clip.
     func interrupt() {
         finish()
-        live?.interrupt()
+        outputs.append(.live(.interrupt))
+        heard = HeardSound()
         outside.stop()  // asked of the stream that ended (its times may not go on in the next)
         stall.streamEnded()
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
@@ -349,13 +361,7 @@ final class Pipeline: @unchecked Sendable {
         }
         let samples = try encoder?.encode(frame, keyframe: keyframes.keyframeDue(at: frame.timestamp)) ?? []
         let t2 = clock.now()
-        for sample in samples {
-            // A keyframe completes the GOP before it: live viewers get it whole.
-            if sample.isKeyframe, let live, let done = recorder.ring.newestGOP {
-                live.publish(done.ended(at: sample.pts))
-            }
-            commands += recorder.handle(sample)
-        }
+        for sample in samples { commands += recorded(sample) }
         send(commands)
         // After the commands: a clip this frame closed does not get its picture, one it opened does.
         takePictures(of: frame, score: result.score)
@@ -478,7 +484,7 @@ final class Pipeline: @unchecked Sendable {
         for command in commands {
             switch command {
             case .video(let gop):
-                if writerLoad() + outputCost > Pipeline.writerBacklogLimit {
+                if writerLoad + outputCost > Pipeline.writerBacklogLimit {
                     if !droppingVideo { log.warning("the disk is falling behind; dropping video until it catches up") }
                     droppingVideo = true
                     stats.update { $0.samplesDroppedAtWriter += gop.count }
@@ -503,12 +509,20 @@ final class Pipeline: @unchecked Sendable {
         }
     }
 
+    /// `sample` into the ring and the clip logic: its commands for the writer. The GOP it
+    /// completed, if any, goes to live viewers whole, with the sound heard since the one before.
+    func recorded(_ sample: EncodedSample) -> [ClipCommand] {
+        let recorded = recorder.handle(sample)
+        if let gop = recorded.completedGOP { outputs.append(.live(.gop(gop, sound: heard.take()))) }
+        return recorded.commands
+    }
+
     /// End of stream: flushes the encoder, ends an open event, closes its clip.
     func finish() {
         var commands: [ClipCommand] = []
         if let encoder {
             do {
-                for sample in try encoder.flush() { commands += recorder.handle(sample) }
+                for sample in try encoder.flush() { commands += recorded(sample) }
             } catch {
                 log.warning("encoder could not flush its last frames", [("error", .string(error.description))])
             }

@@ -1,6 +1,7 @@
 import Capture
 import Media
 import POSIX
+import Synchronization
 
 /// A queue between two threads of the pipeline, with its bound and drop policy explicit:
 ///
@@ -15,7 +16,8 @@ import POSIX
 /// for sound until the next GOP), a producer blocked in `pushWaiting` once the queue has
 /// drained to half its bound, so that it refills it in a batch.
 ///
-/// `@unchecked Sendable`: every stored property is read and written only while holding `condition`.
+/// `@unchecked Sendable`: every stored property is read and written only while holding `condition`
+/// (`loadNow`, an atomic copy of `totalCost` written there, is read without it).
 final class WorkQueue<Element>: @unchecked Sendable {
     private let condition = Condition()
     /// Elements from `head` on are queued; the slots before it are emptied as they are popped,
@@ -23,7 +25,11 @@ final class WorkQueue<Element>: @unchecked Sendable {
     /// soon as the consumer drops it) and are cut off in batches.
     private var items: [(element: Element?, cost: Int)] = []
     private var head = 0
-    private var totalCost = 0
+    private var totalCost = 0 {
+        didSet { loadNow.store(totalCost, ordering: .relaxed) }
+    }
+    /// `totalCost` as last set: what `load` reads, with no lock (the pipeline asks at every step).
+    private let loadNow = Atomic<Int>(0)
     private var closed = false
     /// Threads waiting in `pop` and in `pushWaiting`.
     private var waitingConsumers = 0
@@ -34,7 +40,7 @@ final class WorkQueue<Element>: @unchecked Sendable {
     init(capacity: Int) { self.capacity = capacity }
 
     /// The sum of the costs queued.
-    var load: Int { condition.withLock { totalCost } }
+    var load: Int { loadNow.load(ordering: .relaxed) }
     /// Threads waiting in `pop` now.
     var consumersWaiting: Int { condition.withLock { waitingConsumers } }
     var count: Int { condition.withLock { items.count - head } }

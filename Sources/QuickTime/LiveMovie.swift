@@ -150,34 +150,16 @@ public struct LiveMovie: Hashable, Sendable {
         let soundSamples = soundPackets.map {
             FragmentSample(duration: Sound.packetTicks, size: UInt32($0.count), isSync: true)
         }
-        let soundBytes = soundPackets.reduce(0) { $0 + $1.count }
-        var moof = ByteWriter(reservingCapacity: 160 + samples.count * 12 + soundSamples.count * 8)
-        var videoOffset = 0
-        var soundOffset: Int?
-        moof.box("moof") { w in
-            w.writeMFHD(sequenceNumber: sequence)
-            w.box("traf") { w in
-                w.writeTFHD(trackID: 1)
-                w.writeTFDT(baseMediaDecodeTime: starts[0])
-                videoOffset = w.writeTRUN(samples: samples, withFlags: true)
-            }
-            if !soundSamples.isEmpty {
-                w.box("traf") { w in
-                    w.writeTFHD(trackID: 2)
-                    w.writeTFDT(baseMediaDecodeTime: soundStart)
-                    // Every Opus packet is a sync sample: the track's default flags (zero) say so.
-                    soundOffset = w.writeTRUN(samples: soundSamples, withFlags: false)
-                }
-            }
-        }
-        // One `mdat`: the video's samples, then the sound's.
-        var mdat = ByteWriter()
-        mdat.writeMDATHeader(payloadSize: UInt64(gop.byteCount + soundBytes))
-        let dataStart = moof.count + mdat.count
-        moof.patchUInt32(at: videoOffset, UInt32(dataStart))
-        if let soundOffset { moof.patchUInt32(at: soundOffset, UInt32(dataStart + gop.byteCount)) }
+        // The video's samples, then the sound's (every Opus packet a sync sample).
+        let header = MovieFragment(
+            sequenceNumber: sequence,
+            runs: [
+                .init(trackID: 1, decodeTime: starts[0], samples: samples, flagsEachSample: true),
+                .init(trackID: 2, decodeTime: soundStart, samples: soundSamples, flagsEachSample: false),
+            ]
+        ).header().bytes
         var segment = Segment(
-            header: moof.bytes + mdat.bytes, payload: gop.samples.map(\.data) + soundPackets,
+            header: header, payload: gop.samples.map(\.data) + soundPackets,
             duration: samples.reduce(0) { $0 + UInt64($1.duration) }, frames: samples.count)
         if sound != nil {
             segment.soundEnd =

@@ -382,33 +382,18 @@ public final class MovieWriter {
         var crc = CRC32()
         for sample in run?.gop.samples ?? [] { crc.update(sample.data) }
         crc.update(pendingAudio[..<audioBytes])
-        var moof = ByteWriter(reservingCapacity: 256 + videoSamples.count * 12)
-        var dataOffsetFields: [(position: Int, dataStart: Int)] = []
-        moof.box("moof") { w in
-            w.writeMFHD(sequenceNumber: nextSequenceNumber)
-            if !videoSamples.isEmpty {
-                w.box("traf") { w in
-                    w.writeTFHD(trackID: 1)
-                    w.writeTFDT(baseMediaDecodeTime: videoDecodeTime)
-                    dataOffsetFields.append((w.writeTRUN(samples: videoSamples, withFlags: true), 0))
-                }
-            }
-            if !audioSamples.isEmpty {
-                w.box("traf") { w in
-                    w.writeTFHD(trackID: 2)
-                    w.writeTFDT(baseMediaDecodeTime: UInt64(max(0, (audioStartFrames ?? 0) + audioFramesWritten)))
-                    dataOffsetFields.append((w.writeTRUN(samples: audioSamples, withFlags: false), videoBytes))
-                }
-            }
-            w.writePayloadCheck(crc: crc.value)
-        }
+        let (header, moofSize) = MovieFragment(
+            sequenceNumber: nextSequenceNumber,
+            runs: [
+                .init(trackID: 1, decodeTime: videoDecodeTime, samples: videoSamples, flagsEachSample: true),
+                .init(
+                    trackID: 2, decodeTime: UInt64(max(0, (audioStartFrames ?? 0) + audioFramesWritten)),
+                    samples: audioSamples, flagsEachSample: false),
+            ],
+            payloadCheck: crc.value
+        ).header()
         let payload = UInt64(videoBytes + audioBytes)
-        var mdatHeader = ByteWriter()
-        mdatHeader.writeMDATHeader(payloadSize: payload)
-        let dataStart = moof.count + mdatHeader.count
-        for field in dataOffsetFields {
-            moof.patchUInt32(at: field.position, UInt32(dataStart + field.dataStart))
-        }
+        let dataStart = header.count
 
         // The fragment goes to disk with its moof typed `free`, and becomes a `moof` only once
         // all of it is durable (`synchronize`): a file cut off part-way through the write, or
@@ -417,9 +402,8 @@ public final class MovieWriter {
         // samples are whole H.264, and drops one that is not as part of the tail.)
         var buffer = prefix.bytes
         buffer.reserveCapacity(prefix.count + dataStart + Int(payload))
-        buffer.append(contentsOf: moof.bytes)
+        buffer.append(contentsOf: header)
         buffer.replaceSubrange((prefix.count + 4)..<(prefix.count + 8), with: FourCC.free.bytes)
-        buffer.append(contentsOf: mdatHeader.bytes)
         for sample in run?.gop.samples ?? [] { buffer.append(contentsOf: sample.data) }
         buffer.append(contentsOf: pendingAudio[..<audioBytes])
         do { try output.append(buffer) } catch { throw .file(error) }
@@ -430,7 +414,7 @@ public final class MovieWriter {
             headerMoov = HiddenBox(
                 offset: position.inFile, bytes: prefix.bytes[position.inPrefix...], headerSize: 8, whole: true)
         }
-        moofs.append(HiddenBox(offset: moofOffset, bytes: moof.bytes[...], headerSize: 8)!)
+        moofs.append(HiddenBox(offset: moofOffset, bytes: header[..<moofSize], headerSize: 8)!)
         unrevealed.append(moofOffset)
         nextSequenceNumber += 1
         let absoluteData = moofOffset + UInt64(dataStart)

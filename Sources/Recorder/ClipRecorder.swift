@@ -76,8 +76,9 @@ public struct ClipClosing: Sendable, Equatable {
 /// at it", and an end into "close after the last frame of the event".
 ///
 /// GOPs travel whole from the ring to the writer: the ring groups samples once, a GOP is
-/// complete (and ended) when the next keyframe arrives, and the GOP being recorded when a clip
-/// closes goes as far as the clip does.
+/// complete (and ended) when the next keyframe arrives — each sample reports the GOP it
+/// completed (`Recorded.completedGOP`), which the clip and the live view both take — and the
+/// GOP being recorded when a clip closes goes as far as the clip does.
 ///
 /// A value with no clock, thread or I/O: every sample goes to exactly one clip or none, in
 /// order, so nothing between the pre-roll keyframe and the live stream is lost or repeated.
@@ -194,8 +195,25 @@ public struct ClipRecorder: Sendable {
 
     // MARK: Media
 
-    public mutating func handle(_ sample: EncodedSample) -> [ClipCommand] {
-        var commands: [ClipCommand] = []
+    /// What one encoded sample made.
+    public struct Recorded: Sendable {
+        /// For the clip writer, in order.
+        public var commands: [ClipCommand] = []
+        /// The GOP the sample completed — its keyframe ended the one before, at the keyframe's
+        /// time — reported this once, whether a clip takes it or not (the live view takes every
+        /// one); nil when it completed none. A clip's `.video` of a complete GOP is this one.
+        public var completedGOP: GOP?
+    }
+
+    public mutating func handle(_ sample: EncodedSample) -> Recorded {
+        // The event's end before this sample, which is no keyframe: the GOP being recorded is
+        // cut here, short of complete (taken before the ring gives it the sample).
+        var cut: GOP?
+        if case .recording = state, let end = pendingEnd, sample.pts > end, !sample.isKeyframe {
+            cut = ring.newestGOP?.ended(at: sample.pts)
+        }
+        // The ring groups the samples into GOPs: where a GOP ends is found there, once.
+        var recorded = Recorded(completedGOP: ring.append(sample))
         switch state {
         case .idle:
             break
@@ -203,11 +221,12 @@ public struct ClipRecorder: Sendable {
             if sample.isKeyframe {
                 info.start = sample.pts
                 state = .recording(info)
-                commands = [.open(info)]
+                recorded.commands = [.open(info)]
             }
         case .recording(let info):
-            // The GOP being recorded, as far as this clip has it (`sample` not yet in it).
-            let current = ring.newestGOP?.ended(at: sample.pts)
+            // The GOP being recorded, as far as this clip has it (`sample` not in it).
+            let current = recorded.completedGOP ?? cut
+            var commands: [ClipCommand] = []
             if let end = pendingEnd, sample.pts > end {
                 commands = current.map { [.video($0)] } ?? []
                 commands += heldAudio.map(ClipCommand.audio)
@@ -236,9 +255,9 @@ public struct ClipRecorder: Sendable {
             } else if sample.isKeyframe {
                 commands = current.map { [.video($0)] } ?? []
             }
+            recorded.commands = commands
         }
-        ring.append(sample)
-        return commands
+        return recorded
     }
 
     public mutating func handle(_ chunk: AudioChunk) -> [ClipCommand] {

@@ -282,8 +282,11 @@ extension UploadSink {
     private func deleteLocal(_ files: [String]) {
         for file in files {
             // Asked once in a run: when no agent takes it (stopping), the next run asks again.
-            condition.withLock { _ = state.deleting.insert(file) }
-            _ = control.deleteClip(file, by: "upload.delete_local_after, after its upload")
+            let requests = condition.withLock {
+                state.deleting.insert(file)
+                return state.context.requests
+            }
+            _ = requests.deleteClip(file, by: "upload.delete_local_after, after its upload")
         }
     }
 
@@ -297,7 +300,7 @@ extension UploadSink {
                     uploaded: file, at: at, url: receipt.url, bytes: UInt64(receipt.bytes), seconds: seconds,
                     readBack: receipt.readBack ? true : nil)
             ], in: storage)
-        let (recovered, waiting) = condition.withLock {
+        let (recovered, waiting, context) = condition.withLock {
             let recovery = state.retry.succeeded(at: clock.now())
             defer {
                 state.lastProblem = nil
@@ -308,7 +311,7 @@ extension UploadSink {
                 counts.uploaded += 1
                 counts.bytes += sent
             }
-            return (recovery?.tries ?? 0, waitingCount)
+            return (recovery?.tries ?? 0, waitingCount, state.context)
         }
         if recovered > 0 { log.info("uploads work again", [("failed_tries", .int(recovered))]) }
         log.info(
@@ -318,7 +321,7 @@ extension UploadSink {
                 ("seconds", .seconds(receipt.seconds)), ("waiting", .int(waiting)),
             ])
         // MQTT's `uploaded` event, `hooks.on_upload`.
-        control.announce(
+        context.announce(
             .clipUploaded(
                 ClipUploaded(
                     file: file, path: storage.path(file), camera: camera, url: receipt.url, bytes: receipt.bytes,

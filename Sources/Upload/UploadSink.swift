@@ -14,13 +14,14 @@ import Recorder
 /// doubling to 10 minutes, the other clips meanwhile; a clip the server refuses again and again
 /// while it takes the others is set aside. Recording never waits for any of it: the queue is
 /// read on the upload thread, a line at a time, and kept in memory as one state per file,
-/// which is what retention and the web page ask (`AgentControl.uploadQueue`). The queue
+/// which is what retention and the web page ask (`UploadStatus`, which the agent finds among
+/// its sinks and hands to the others in their `SinkContext`). The queue
 /// outlives the agent: a clip queued and not uploaded when the agent stops (or is killed, or
 /// loses power) is uploaded when it runs again.
 ///
 /// `@unchecked Sendable`: the mutable state is guarded by `condition`; `store` is used by the
 /// upload thread alone.
-public final class UploadSink: EventSink, @unchecked Sendable {
+public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
     let settings: Settings.Upload
     let camera: String
     let log: Logger
@@ -39,6 +40,9 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     let fileLock = Condition()
 
     struct State {
+        /// What the agent's run lets the sink do (`start`): delete a clip after its upload,
+        /// announce the upload to the other sinks. Until then, no agent does either.
+        var context = SinkContext()
         /// The storage directory the queue is in, once it is the agent's (`storageReady`).
         var storage: (any ClipStorage)?
         /// The queue, once the upload thread has read it.
@@ -88,8 +92,6 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     /// The longest wait between tries (and between reads of a queue that cannot be read): the
     /// wait doubles from 1 s up to it.
     let longestWait: Timestamp.Duration
-    /// Where clips are deleted after their upload (`upload.delete_local_after`): the agent's writer.
-    let control: AgentControl
 
     /// Counts since the agent started, for `/metrics` and the tests (`waiting` is read from
     /// the queue when asked).
@@ -100,7 +102,7 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     /// longest wait between tries (10 minutes); `clock`: the agent's.
     public init(
         settings: Settings.Upload, camera: String, log: Logger, wallNow: @escaping @Sendable () -> Date = { Date() },
-        timeZone: any LocalTimeZone, control: AgentControl = AgentControl(), connectTimeout: Int = 20,
+        timeZone: any LocalTimeZone, connectTimeout: Int = 20,
         stallTimeout: Int = 60, longestWait: Double = 600, clock: Clock = .monotonic
     ) throws(UploadSetupError) {
         guard let destination = settings.destination else {
@@ -115,7 +117,6 @@ public final class UploadSink: EventSink, @unchecked Sendable {
         self.settings = settings
         self.camera = camera
         self.longestWait = .init(seconds: longestWait)
-        self.control = control
         self.log = log.with(("component", "upload"))
         self.wallNow = wallNow
         self.clock = clock
@@ -124,10 +125,6 @@ public final class UploadSink: EventSink, @unchecked Sendable {
             destination: destination, credentials: settings.credentials, camera: camera, transfer: transfer,
             clock: clock)
         state.retry = Retry(maximum: self.longestWait)
-        // Weakly: the sink holds the control, and a test's sink (and the servers its control's
-        // closures hold) must go when the test ends.
-        control.attachUploads { [weak self] in self?.uploadCounts ?? UploadFigures() }
-        control.attachUploadQueue { [weak self] in self?.queueState ?? .reading }
     }
 
     /// What waits to be sent now, oldest first (not the clip being recorded).
@@ -144,12 +141,18 @@ public final class UploadSink: EventSink, @unchecked Sendable {
     }
 
     /// The queue as retention and the web page see it.
-    var queueState: UploadQueueState { condition.withLock { state.journal.map { .read($0) } ?? .reading } }
+    public var uploadQueue: UploadQueueState { condition.withLock { state.journal.map { .read($0) } ?? .reading } }
 
     /// The clips waiting, not the one being recorded (under `condition`).
     var waitingCount: Int {
         guard let journal = state.journal else { return 0 }
         return journal.backlogCount - state.recording.filter { journal.waits($0) }.count
+    }
+
+    /// The agent's run begins. The context is kept without the upload queue it hands the other
+    /// sinks, which is this sink: holding itself, it would never go.
+    public func start(_ context: SinkContext) {
+        condition.withLock { state.context = context.withoutUploadStatus }
     }
 
     public func handle(_ event: AgentEvent) {

@@ -72,7 +72,7 @@ extension WebSite {
         guard savedRecord(file) != nil else {
             return Self.noSuchClip
         }
-        guard control.deleteClip(file, by: "web user \(request.user ?? "?")") else {
+        guard context.requests.deleteClip(file, by: "web user \(request.user ?? "?")") else {
             return .error(503, "The agent is not running: nothing can be deleted now.")
         }
         if type == "application/json" {

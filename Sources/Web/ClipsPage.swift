@@ -11,7 +11,7 @@ extension WebSite {
     /// `clipsPerPage`, with a link to every day; or the clips of `day` (YYYY-MM-DD) alone.
     func page(day chosen: String? = nil) -> String {
         let items = records()
-        let counters = control.counters
+        let counters = context.counters
         let all = items.filter { !$0.deleted }
         // Each day and its clips, newest first (the journal's order reversed).
         var days: [(day: String, count: Int)] = []
@@ -33,7 +33,7 @@ extension WebSite {
         let kept = all.filter { shown.contains(String($0.record.start.prefix(10))) }
         let queue = uploads()
         // What waits is said only while uploads run (not after upload.url was taken out).
-        let uploading = control.uploadsIfRunning != nil
+        let uploading = context.uploadsIfRunning != nil
         var html = """
             <!doctype html>
             <html lang="en">

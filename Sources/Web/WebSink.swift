@@ -2,30 +2,38 @@ import Agent
 import Configuration
 import Logging
 import Recorder
+import Synchronization
 
 /// The web server as one of the agent's sinks: it starts with the agent (`web.enabled`),
 /// serves `WebSite` on its own thread, follows the agent's events, and stops with it. A server
 /// that cannot start (the port taken) is said, and the agent records without it.
 public final class WebSink: EventSink {
     let server: HTTPServer
-    let site: WebSite
+    /// What the server serves, made when the agent's run starts (`start`): until then (the
+    /// moment between the server's start and the agent's) a request is answered 503.
+    let served: Served
+    let makeSite: @Sendable (SinkContext) -> WebSite
+
+    final class Served: Sendable {
+        let site = Mutex<WebSite?>(nil)
+    }
 
     /// Starts the server `settings` describe for the agent whose clips `storage` holds.
     public init(
-        settings: Settings.Web, camera: String, version: String, storage: any ClipStorage, control: AgentControl,
-        log: Logger
+        settings: Settings.Web, camera: String, version: String, storage: any ClipStorage, log: Logger
     ) throws(HTTPServerError) {
-        let site = WebSite(
-            camera: camera, version: version, storage: storage, control: control, signIn: settings.passwords != nil,
-            log: log)
-        control.live.open()
+        let signIn = settings.passwords != nil
+        makeSite = { context in
+            WebSite(camera: camera, version: version, storage: storage, context: context, signIn: signIn, log: log)
+        }
+        let served = Served()
         server = try HTTPServer(
             address: settings.listen, port: settings.port, passwords: settings.passwords, tls: settings.tls,
             names: settings.urlHost.map { [$0] } ?? [], metricsToken: settings.metricsToken, log: log
         ) {
-            site.respond($0)
+            served.site.withLock { $0 }?.respond($0) ?? WebSink.starting
         }
-        self.site = site
+        self.served = served
         if let openFiles = server.openFileLimit {
             log.warning(
                 "web server takes fewer connections: the agent may not open enough files — raise its limit (LimitNOFILE= in a drop-in: systemctl edit vigil), then restart",
@@ -52,12 +60,29 @@ public final class WebSink: EventSink {
     /// The port it listens on.
     public var port: Int { server.port }
 
-    public func handle(_ event: AgentEvent) { site.take(event) }
+    /// The agent's run begins: the site is served with what it shares, and the live feed kept.
+    public func start(_ context: SinkContext) {
+        let site = makeSite(context)
+        context.live.open()
+        served.site.withLock { $0 = site }
+    }
+
+    /// What it serves, once the run started.
+    var site: WebSite? { served.site.withLock { $0 } }
+
+    public func handle(_ event: AgentEvent) { site?.take(event) }
 
     /// Ends the live streams and stops the server: within a second and a few milliseconds,
     /// however many clients are slow or stalled (viewers that read get the end of their stream).
     public func finish() {
-        site.control.live.close()
+        site?.context.live.close()
         server.stop()
     }
+
+    /// The answer before the agent's run starts.
+    static let starting: HTTPResponse = {
+        var response = HTTPResponse.error(503, "The agent is starting: ask again in a moment.")
+        response.headers.append(("Retry-After", "1"))
+        return response
+    }()
 }

@@ -7,15 +7,17 @@ import Synchronization
 
 /// What the web server serves: the page of clips, `/api/clips` (the journal as JSON),
 /// the clips and their pictures, `latest.jpg` and `/metrics`. It answers from the journal,
-/// the storage directory and the agent's counters, on the server's thread: nothing here
-/// waits on the agent.
+/// the storage directory and what the agent's run shares with its sinks (`SinkContext`: the
+/// live feed, the counters, the uploads; requests go to its `requests`), on the server's
+/// thread: nothing here waits on the agent.
 public final class WebSite: Sendable {
     let camera: String
     let version: String
     let files: StorageFiles
     let journal: EventsJournal
     let storage: any ClipStorage
-    let control: AgentControl
+    /// What the agent's run shares with its sinks.
+    let context: SinkContext
     /// Whether a motion event is open, as the sink last heard (the agent keeps no counter of it:
     /// recording and detection are read from the agent itself).
     let motion = Atomic<Bool>(false)
@@ -28,15 +30,15 @@ public final class WebSite: Sendable {
     let sound: LiveSound
 
     public init(
-        camera: String, version: String, storage: any ClipStorage, control: AgentControl, signIn: Bool = false,
+        camera: String, version: String, storage: any ClipStorage, context: SinkContext, signIn: Bool = false,
         log: Logger? = nil
     ) {
-        sound = LiveSound(feed: control.live, log: log)
+        sound = LiveSound(feed: context.live, log: log)
         self.camera = camera
         self.version = version
         self.signIn = signIn
         self.storage = storage
-        self.control = control
+        self.context = context
         files = StorageFiles(root: storage.root)
         journal = EventsJournal(storage: storage)
     }
@@ -75,7 +77,7 @@ public final class WebSite: Sendable {
         case "/live.mp4":
             return liveStream(request)
         case "/live.m3u8":
-            guard let playlist = LivePlaylist.playlist(control.live.items) else { return Self.noLivePicture }
+            guard let playlist = LivePlaylist.playlist(context.live.items) else { return Self.noLivePicture }
             return .text(200, playlist, type: LivePlaylist.type, headers: [("Cache-Control", "no-store")])
         default:
             if request.path.hasPrefix("/live/") { return liveSegment(String(request.path.dropFirst("/live/".count))) }
@@ -116,10 +118,10 @@ public final class WebSite: Sendable {
         case .success(let number): seconds = number
         case .failure(let error): return .error(400, "\"seconds\": \(error).")
         }
-        if let problem = control.cameraProblem {
+        if let problem = context.requests.cameraProblem {
             return .error(503, "Not recording: no camera: \(problem).")
         }
-        control.ask(.record(seconds: seconds), by: "web")
+        context.requests.ask(.record(seconds: seconds), by: "web")
         return .text(
             202, "{\"recording\":true,\"seconds\":\(DecimalText.short(seconds, 3))}\n", type: "application/json",
             headers: [("Cache-Control", "no-store")])
@@ -143,9 +145,9 @@ public final class WebSite: Sendable {
             }
             limit = n
         }
-        guard !control.live.items.isEmpty else { return Self.noLivePicture }
+        guard !context.live.items.isEmpty else { return Self.noLivePicture }
         viewers.add(1, ordering: .relaxed)
-        let viewer = LiveViewer(feed: control.live, sound: sound, limit: limit) { [self] in
+        let viewer = LiveViewer(feed: context.live, sound: sound, limit: limit) { [self] in
             viewers.subtract(1, ordering: .relaxed)
         }
         return HTTPResponse(
@@ -158,7 +160,7 @@ public final class WebSite: Sendable {
 
     /// `/live/init-STREAM.mp4` and `/live/SEQUENCE.m4s`: HLS's pieces, while the feed keeps them.
     func liveSegment(_ name: String) -> HTTPResponse {
-        let items = control.live.items
+        let items = context.live.items
         let headers: [(name: String, value: String)] = [("Cache-Control", "max-age=60")]
         if name.hasPrefix("init-"), name.hasSuffix(".mp4"), let stream = Int(name.dropFirst(5).dropLast(4)),
             let item = items.first(where: { $0.stream == stream })
@@ -204,7 +206,7 @@ public final class WebSite: Sendable {
     /// holds it while uploads run (nil until it has read `uploads.jsonl`), else from the file
     /// (read a piece at a time) when there is one.
     func uploads() -> UploadJournal? {
-        switch control.uploadQueue {
+        switch context.uploadQueue {
         case .read(let queue)?: queue
         case .reading?: nil
         case nil: try? UploadJournal.read(from: storage)
@@ -219,7 +221,7 @@ public final class WebSite: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let queue = uploads()
-        let uploading = control.uploadsIfRunning != nil
+        let uploading = context.uploadsIfRunning != nil
         let items = records().compactMap { item -> String? in
             guard let data = try? encoder.encode(item.record) else { return nil }
             let object = String(decoding: data, as: UTF8.self)
@@ -247,7 +249,7 @@ public final class WebSite: Sendable {
 
     /// `/metrics`: the agent's counters in Prometheus's text format.
     func metrics() -> String {
-        let c = control.counters
+        let c = context.counters
         let label = "{camera=\"\(Self.labelValue(camera))\"}"
         var lines: [String] = []
         func add(_ name: String, _ type: String, _ help: String, _ value: String) {
@@ -272,9 +274,11 @@ public final class WebSite: Sendable {
         add("disk_free_bytes", "gauge", "Free space where the clips go.", "\(c.diskFreeBytes)")
         add("recording", "gauge", "1 while a clip is being recorded.", c.recording ? "1" : "0")
         add("motion", "gauge", "1 during a motion event.", motion.load(ordering: .relaxed) ? "1" : "0")
-        add("detection_enabled", "gauge", "1 while motion detection is on.", control.detectionEnabled ? "1" : "0")
+        add(
+            "detection_enabled", "gauge", "1 while motion detection is on.",
+            context.requests.detectionEnabled ? "1" : "0")
         add("live_viewers", "gauge", "Live streams (/live.mp4) being sent.", "\(viewers.load(ordering: .relaxed))")
-        let uploads = control.uploads
+        let uploads = context.uploads
         add("upload_waiting", "gauge", "Clips waiting to be uploaded.", "\(uploads.waiting)")
         add("uploads_total", "counter", "Clips uploaded and verified.", "\(uploads.uploaded)")
         add("upload_bytes_total", "counter", "Bytes of the clips uploaded.", "\(uploads.bytes)")

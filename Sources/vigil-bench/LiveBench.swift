@@ -33,8 +33,7 @@ func measureLiveView(
             let watching = (0..<10).map { _ in LiveViewer(feed: feed, sound: sound, limit: nil) {} }
             elapsed += time {
                 for (gop, chunks) in zip(gops, heard) {
-                    if withSound { for chunk in chunks { feed.hear(chunk) } }
-                    feed.publish(gop)
+                    feed.publish(gop, sound: withSound ? chunks : [])
                     for viewer in watching {
                         while case .bytes(let n) = buffer.withUnsafeMutableBytes({
                             viewer.read(into: $0, sleep: {}, wake: {})
@@ -67,8 +66,7 @@ func measureLiveView(
         let feed = openedFeed(movie)
         let sound = LiveSound(feed: feed, log: nil)
         for (gop, chunks) in zip(gops, heard) {
-            for chunk in chunks { feed.hear(chunk) }
-            feed.publish(gop)
+            feed.publish(gop, sound: chunks)
             let item = feed.items.last!
             encoding += time { precondition(sound.run(for: item) != nil) }
         }

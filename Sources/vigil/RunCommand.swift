@@ -63,7 +63,7 @@ enum RunCommand: Command {
             do {
                 uploadSink = try UploadSink(
                     settings: settings.upload, camera: settings.camera.name, log: log, timeZone: SystemTimeZone(),
-                    control: environment.control, clock: environment.clock)
+                    clock: environment.clock)
             } catch {
                 log.error(
                     "uploads off: they cannot be set up; recording goes on without them",
@@ -116,7 +116,7 @@ enum RunCommand: Command {
                 environment.sinks.append(
                     try WebSink(
                         settings: settings.web, camera: settings.camera.name, version: version,
-                        storage: DiskStorage(root: settings.storage.path), control: environment.control, log: log))
+                        storage: DiskStorage(root: settings.storage.path), log: log))
             } catch {
                 log.error(
                     "web server off: it cannot start; recording goes on without it — fix what the error says, then restart",

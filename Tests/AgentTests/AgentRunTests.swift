@@ -15,14 +15,18 @@ import Testing
 /// at a time: each agent encodes with x264 as fast as it can, and a shared host has two cores.
 @Suite(.serialized) struct AgentRunTests {
     /// One object crossing from 2 to 5 s of an 8 s scene: one event, one clip, then the end
-    /// of the source ends the run.
+    /// of the source ends the run. A sink got what the run shares with its sinks when it
+    /// started (`ContextSink`).
     @Test func anEventBecomesOneClip() throws {
+        let sink = ContextSink()
+        let control = AgentControl()
         let harness = try AgentHarness(
             config: testConfig(),
             openSource: { _ throws(CaptureError) in
                 try synthetic(scene(seconds: 8, objects: [crossing(2, 5)]))
-            })
+            }, control: control, sinks: { _, _, _ in [sink] })
         #expect(harness.runToTheEnd() == .stopped, "\(harness.output)")
+        try sink.expectTheRunsContext(harness, control: control, frames: 120, gops: 7)
 
         let clips = harness.clipFiles
         try #require(clips.count == 1, "\(clips)\n\(harness.output)")

@@ -62,6 +62,11 @@ final class EmbeddedAgent {
     private(set) var ended: CaptureError??
     /// The source could not be opened at start.
     private(set) var cannotOpen = false
+    /// The bytes the writer's queue holds, as each step is told (the embedded writer takes
+    /// every item at once: 0 unless a test says otherwise).
+    var writerLoad = 0
+    /// What live viewers were given, step after step.
+    private(set) var live: [LiveFeed.Update] = []
     static let wallOrigin = Date(timeIntervalSince1970: 1_796_000_000)
 
     /// An agent for the configuration `config` (written to a file, for `reload`), recording
@@ -105,7 +110,7 @@ final class EmbeddedAgent {
             settings: initial, encoders: self.encoders, log: log, stats: stats, clock: clock.clock, wallNow: wallNow)
         let statsInterval = initial.log.statsInterval.map(Double.init)
         housekeeping = Housekeeping(
-            stats: stats, log: log, control: AgentControl(), watchdogInterval: nil, statsInterval: { statsInterval },
+            stats: stats, log: log, uploads: nil, watchdogInterval: nil, statsInterval: { statsInterval },
             at: clock.now)
         let sinks = self.sinks
         let notify: (Notice) -> Void = { notice in
@@ -242,10 +247,11 @@ final class EmbeddedAgent {
 
     /// Steps one input through the pipeline, and what it returns through the writer and the sinks.
     func step(_ input: PipelineInput) {
-        for output in pipeline.step(input) {
+        for output in pipeline.step(input, writerLoad: writerLoad) {
             switch output {
             case .writer(let item, _, _): writer.step(.item(item))
             case .event(let event): sinks.handle(event)
+            case .live(let update): live.append(update)
             case .finished(let error):
                 writer.step(.end)
                 // The run is over: its storage directory is let go, as the agent's is when

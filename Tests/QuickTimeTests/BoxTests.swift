@@ -198,6 +198,50 @@ import Testing
         #expect(bytes { $0.writeMDATHeader(payloadSize: 0x1_0000_0000) } == hex("00000001 6d646174 0000000100000010"))
     }
 
+    /// A fragment as the clips and the live view make it: the video's run with each sample's
+    /// flags, the sound's without, each data offset pointing at its samples in the `mdat`
+    /// after the `moof` (208 bytes in: the video's 150 bytes, then the sound's 20), and the
+    /// clip's payload check last; a run without samples writes no `traf`.
+    @Test func aFragmentPointsEachRunAtItsSamples() {
+        let video = MovieFragment.Run(
+            trackID: 1, decodeTime: 90000,
+            samples: [
+                FragmentSample(duration: 3000, size: 100, isSync: true),
+                FragmentSample(duration: 3000, size: 50, isSync: false),
+            ], flagsEachSample: true)
+        let sound = MovieFragment.Run(
+            trackID: 2, decodeTime: 1024, samples: [FragmentSample(duration: 1024, size: 20, isSync: true)],
+            flagsEachSample: false)
+        let (header, moofSize) = MovieFragment(
+            sequenceNumber: 3, runs: [video, sound], payloadCheck: 0xDEAD_BEEF
+        ).header()
+        func text<B: Sequence<UInt8>>(_ b: B) -> String { b.map { String(format: "%02x", $0) }.joined() }
+        let (moof, mdat) = (header[..<moofSize], header[moofSize...])
+        #expect(
+            text(moof)
+                == hex(
+                    """
+                    000000c8 6d6f6f66
+                    00000010 6d666864 00000000 00000003
+                    00000058 74726166
+                    00000010 74666864 00020000 00000001
+                    00000014 74666474 01000000 00000000 00015f90
+                    0000002c 7472756e 00000701 00000002 000000d0
+                    00000bb8 00000064 02000000 00000bb8 00000032 01010000
+                    00000048 74726166
+                    00000010 74666864 00020000 00000002
+                    00000014 74666474 01000000 00000000 00000400
+                    0000001c 7472756e 00000301 00000001 00000166 00000400 00000014
+                    00000010 66726565 7667636b deadbeef
+                    """))
+        #expect(text(mdat) == hex("000000b2 6d646174"))
+        var silent = video
+        silent.samples = []
+        let alone = MovieFragment(sequenceNumber: 4, runs: [silent, sound]).header()
+        #expect(alone.moofSize == 8 + 16 + 72 && Array(alone.bytes[96...]) == [0, 0, 0, 28] + Array("mdat".utf8))
+        #expect(text(alone.bytes[24..<32]) == hex("00000048 74726166"))
+    }
+
     @Test func handlerNamesArePascalStrings() {
         #expect(
             bytes { $0.writeHDLR(componentType: "mhlr", subtype: "vide", name: "VideoHandler") }

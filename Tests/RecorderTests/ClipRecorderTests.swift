@@ -53,7 +53,7 @@ import Testing
             let t = time(i)
             if i == outsideTriggerAt { recorder.outsideTriggerTaken() }
             for action in actions[i] ?? [] { apply(recorder.handle(action)) }
-            if let s = pending { apply(recorder.handle(s)) }
+            if let s = pending { apply(recorder.handle(s).commands) }
             let sample = EncodedSample(
                 data: [UInt8(i & 0xFF), UInt8(i >> 8)], pts: t, dts: t, isKeyframe: i % gop == 0)
             stream.append(sample)
@@ -67,7 +67,7 @@ import Testing
             }
         }
         frame = frames
-        if let s = pending { apply(recorder.handle(s)) }
+        if let s = pending { apply(recorder.handle(s).commands) }
         apply(recorder.finish(at: finishAt))
         return (clips, stream)
     }
@@ -230,8 +230,10 @@ import Testing
             for action in f.actions { commands += recorder.handle(action) }
             recorder.noteFrame(score: 0.05, runStart: f.runStart.map { .s($0) })
             let t = Timestamp.s(f.seconds)
-            commands += recorder.handle(
-                EncodedSample(data: [UInt8](repeating: 7, count: 100), pts: t, dts: t, isKeyframe: f.keyframe))
+            commands +=
+                recorder.handle(
+                    EncodedSample(data: [UInt8](repeating: 7, count: 100), pts: t, dts: t, isKeyframe: f.keyframe)
+                ).commands
         }
         return commands
     }

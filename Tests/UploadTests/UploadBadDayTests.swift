@@ -60,7 +60,7 @@ struct UploadBadDayTests {
         let log = MemoryLogSink()
         let sink = try board.sink(
             try Self.settings(server, in: directory, extra: "delete_local_after = 0; snapshots = false;"), log: log,
-            control: deleter.control, longestWait: 1)
+            context: SinkContext(requests: deleter.control), longestWait: 1)
         #expect(UploadTests.wait(60) { sink.uploadCounts.failures >= 2 }, "\(log.written)")
         sink.finish()
         #expect(deleter.files.isEmpty, "a clip the server lied about was handed over to be deleted")
@@ -85,7 +85,7 @@ struct UploadBadDayTests {
         let log = MemoryLogSink()
         let sink = try board.sink(
             try Self.settings(server, in: directory, extra: "delete_local_after = 0;"), log: log,
-            control: deleter.control)
+            context: SinkContext(requests: deleter.control))
         #expect(UploadTests.wait(60) { deleter.files.count == 2 }, "\(log.written)")
         sink.finish()
         #expect(deleter.files == board.clips)
@@ -121,7 +121,7 @@ struct UploadBadDayTests {
             let log = MemoryLogSink()
             let sink = try board.sink(
                 try UploadTests.settings(destination + " delete_local_after = 0;", in: directory), log: log,
-                control: deleter.control)
+                context: SinkContext(requests: deleter.control))
             #expect(UploadTests.wait(60) { deleter.files.count == 2 }, "\(destination): \(log.written)")
             sink.finish()
             #expect(deleter.files == board.clips, "\(destination)")

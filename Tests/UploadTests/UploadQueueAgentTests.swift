@@ -56,11 +56,10 @@ struct UploadQueueAgentTests {
                     camera.device, width: camera.width, height: camera.height, fps: camera.fps,
                     purpose: .recording(realtime: true))
             },
-            sinks: { settings, control, log in
+            sinks: { settings, _, log in
                 before + [
                     try UploadSink(
-                        settings: settings.upload, camera: settings.camera.name, log: log, timeZone: TimeZone.gmt,
-                        control: control)
+                        settings: settings.upload, camera: settings.camera.name, log: log, timeZone: TimeZone.gmt)
                 ]
             })
     }

@@ -46,17 +46,17 @@ struct UploadTests {
             return .clipSaved(ClipSaved(record: record, path: storage.path(file), origin: .closed, storage: storage))
         }
 
-        /// An upload sink as `vigil run` makes it, started on this board's storage, its clips
-        /// saved one after the other (`queue`).
+        /// An upload sink as `vigil run` makes it, started (with `context`, as an agent's run
+        /// hands it) on this board's storage, its clips saved one after the other (`queue`).
         func sink(
             _ settings: Settings.Upload, log: MemoryLogSink, level: LogLevel = .info,
-            control: AgentControl = AgentControl(),
+            context: SinkContext = SinkContext(),
             stallTimeout: Int = 60, longestWait: Double = 4, queue: Bool = true
         ) throws -> UploadSink {
             let sink = try UploadSink(
                 settings: settings, camera: "shed", log: Logger(level: level, sink: log), timeZone: TimeZone.gmt,
-                control: control, connectTimeout: min(20, stallTimeout), stallTimeout: stallTimeout,
-                longestWait: longestWait)
+                connectTimeout: min(20, stallTimeout), stallTimeout: stallTimeout, longestWait: longestWait)
+            sink.start(context)
             sink.handle(.storageReady(storage))
             if queue { for clip in clips { sink.handle(saved(clip)) } }
             return sink
@@ -135,13 +135,12 @@ struct UploadTests {
         let server = try S3Server(directory)
         let board = try Board(directory, clips: 3)
         let log = MemoryLogSink()
-        let control = AgentControl()
         // What the agent's sinks are told (MQTT's `uploaded` event, `hooks.on_upload`).
         let told = Mutex<[ClipUploaded]>([])
-        control.attachAnnouncer { event in
+        let context = SinkContext(announce: { event in
             if case .clipUploaded(let uploaded) = event { told.withLock { $0.append(uploaded) } }
-        }
-        let sink = try board.sink(try Self.s3Settings(server, in: directory), log: log, control: control)
+        })
+        let sink = try board.sink(try Self.s3Settings(server, in: directory), log: log, context: context)
         #expect(Self.wait { sink.uploadCounts.uploaded == 3 }, "\(log.written)")
         // The upload thread yields its CPU to recording (nice 10; its I/O priority too).
         let nice = Self.niceOfThreads(named: "upload")
@@ -174,7 +173,7 @@ struct UploadTests {
         let bytes = try board.clips.reduce(Int64(0)) {
             try $0 + Int64(board.bytes($1).count + board.bytes(ClipNaming.snapshotPath(of: $1)).count)
         }
-        #expect(control.uploads == UploadFigures(waiting: 0, uploaded: 3, bytes: bytes, failures: 0))
+        #expect(SinkContext(uploads: sink).uploads == UploadFigures(waiting: 0, uploaded: 3, bytes: bytes, failures: 0))
         let events = told.withLock { $0 }
         #expect(events.map(\.file) == board.clips)
         #expect(events.map(\.url) == uploads.map(\.url) && events.last?.waiting == 0)
@@ -505,8 +504,8 @@ struct UploadTests {
         }
         let log = MemoryLogSink()
         let sink = try board.sink(
-            try Self.s3Settings(server, in: directory, extra: "delete_local_after = 0;"), log: log, control: control,
-            longestWait: 2)
+            try Self.s3Settings(server, in: directory, extra: "delete_local_after = 0;"), log: log,
+            context: SinkContext(requests: control), longestWait: 2)
         usleep(1_500_000)
         #expect(asked.withLock { $0 }.isEmpty, "nothing is deleted while the server is down")
         try server.restart()

@@ -14,11 +14,11 @@ import Testing
 /// connections at once, from many loopback addresses (127.0.0.x plays the machines of a
 /// network): slow ones never lock a visitor out, viewers beyond the limit are refused at once.
 @Suite struct ConnectionLimitTests {
-    /// The agent's web server on a loopback port, with a live picture to serve (`published` of
-    /// `gops` GOPs of a second; the rest are for the test to publish).
+    /// The agent's web server on a loopback port, started with a live picture to serve
+    /// (`published` of `gops` GOPs of a second; the rest are for the test to publish).
     static func sink(
         width: Int = 160, height: Int = 120, gops: Int = 6, published: Int = 6
-    ) throws -> (sink: WebSink, control: AgentControl, gops: [GOP]) {
+    ) throws -> (sink: WebSink, live: LiveFeed, gops: [GOP]) {
         let directory = try LiveViewTests.directory.get()
         let s = try H264TestStream.make(width: width, height: height, frames: gops * 10, gop: 10, in: directory)
         let movie = try LiveMovie(
@@ -28,14 +28,15 @@ import Testing
         settings.enabled = true
         settings.listen = "127.0.0.1"
         settings.port = 0
-        let control = AgentControl()
         let sink = try WebSink(
-            settings: settings, camera: "yard", version: "0.1.0", storage: MemoryStorage(), control: control,
+            settings: settings, camera: "yard", version: "0.1.0", storage: MemoryStorage(),
             log: Logger(level: .info, sink: MemoryLogSink()))
-        control.live.begin(movie)
+        let context = SinkContext()
+        sink.start(context)
+        context.live.begin(movie)
         let made = s.gops(end: LiveViewTests.time(gops * 10), time: LiveViewTests.time)
-        for gop in made.prefix(published) { control.live.publish(gop) }
-        return (sink, control, made)
+        for gop in made.prefix(published) { context.live.publish(gop) }
+        return (sink, context.live, made)
     }
 
     /// 127.0.0.`first` … 127.0.0.`last`.
@@ -201,7 +202,7 @@ import Testing
         // More of the picture than the viewers take: the server's side of each holds bytes it
         // cannot send.
         for gop in web.gops.dropFirst() {
-            web.control.live.publish(gop)
+            web.live.publish(gop)
             usleep(100_000)
         }
         let deadline = Date().addingTimeInterval(30)
@@ -226,7 +227,7 @@ import Testing
             "ConnectionRoomTests: WebSink.finish() took \(took) with \(streams) viewers that never read and 1000 slow clients"
         )
         #expect(web.sink.server.streamsOpen == 0 && web.sink.server.connectionsOpen == 0)
-        #expect(web.sink.site.viewers.load(ordering: .relaxed) == 0, "viewers left counted")
+        #expect(web.sink.site?.viewers.load(ordering: .relaxed) == 0, "viewers left counted")
         #expect(serverConnections(onPort: port).isEmpty, "the server's connections are closed")
         #expect(!loopbackAccepts(port), "the port is closed")
         withExtendedLifetime(viewers) {}

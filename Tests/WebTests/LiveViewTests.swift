@@ -181,13 +181,14 @@ import Testing
         let tone = Self.tone(from: gops[0].start, until: gops[gops.count - 1].end!)
         var heard = 0
         for (i, gop) in gops.enumerated() {
+            var sound: [AudioChunk] = []
             if i < soundUntil ?? gops.count {
                 while heard < tone.count, tone[heard].end <= gop.end! - lag {
-                    feed.hear(tone[heard])
+                    sound.append(tone[heard])
                     heard += 1
                 }
             }
-            feed.publish(gop)
+            feed.publish(gop, sound: sound)
             each(i)
         }
     }
@@ -278,18 +279,16 @@ import Testing
         feed.publish(gops[0])
         let viewer = LiveViewer(feed: feed, sound: LiveSound(feed: feed, log: nil), limit: nil) {}
         #expect(Self.drain(viewer).last == .waiting)
-        for chunk in Self.tone(from: gops[1].start, until: gops[1].end!) { feed.hear(chunk) }
-        feed.publish(gops[1])
+        feed.publish(gops[1], sound: Self.tone(from: gops[1].start, until: gops[1].end!))
         let items = feed.items
         #expect(
             items.map(\.stream) == [1, 2]
                 && items.map(\.sound) == [nil, AudioTrackFormat(sampleRate: 48000, channels: 1)])
         #expect(Self.drain(viewer).last == .end, "the picture-only stream ends: the player asks again")
         // Sound of another format is another stream too; the same format goes on in it.
-        for chunk in Self.tone(from: gops[2].start, until: gops[2].end!) { feed.hear(chunk) }
-        feed.publish(gops[2])
-        feed.hear(AudioChunk(data: [0, 0, 0, 0], time: gops[3].start, sampleRate: 16000, channels: 2))
-        feed.publish(gops[3])
+        feed.publish(gops[2], sound: Self.tone(from: gops[2].start, until: gops[2].end!))
+        feed.publish(
+            gops[3], sound: [AudioChunk(data: [0, 0, 0, 0], time: gops[3].start, sampleRate: 16000, channels: 2)])
         #expect(feed.items.map(\.stream) == [1, 2, 2, 3])
     }
 
@@ -323,10 +322,12 @@ import Testing
         let viewer = LiveViewer(feed: feed, sound: sound, limit: 3) {}
         var bytes: [UInt8] = []
         for gop in gops[0..<3] {
-            feed.hear(
-                AudioChunk(data: [UInt8](repeating: 0, count: 882 * 2), time: gop.start, sampleRate: 44100, channels: 1)
-            )
-            feed.publish(gop)
+            feed.publish(
+                gop,
+                sound: [
+                    AudioChunk(
+                        data: [UInt8](repeating: 0, count: 882 * 2), time: gop.start, sampleRate: 44100, channels: 1)
+                ])
             bytes += Self.drain(viewer).bytes
         }
         let path = try Self.directory.get().file("no-sound.mp4")

@@ -36,7 +36,7 @@ import Testing
 
     /// The site of an agent that is not running: `control` says what it was asked.
     static func site(_ control: AgentControl) -> WebSite {
-        WebSite(camera: "yard", version: "0.1.0", storage: MemoryStorage(), control: control)
+        WebSite(camera: "yard", version: "0.1.0", storage: MemoryStorage(), context: SinkContext(requests: control))
     }
 
     /// A page another site's script reaches through a name that resolves to this machine (DNS

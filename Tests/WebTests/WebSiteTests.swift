@@ -11,7 +11,7 @@ import Testing
 /// The site's answers that need no agent running: what `/metrics` names, against the table of
 /// docs/reference/metrics.md, and how the page writes what it is given.
 @Suite struct WebSiteTests {
-    static let site = WebSite(camera: "yard", version: "0.1.0", storage: MemoryStorage(), control: AgentControl())
+    static let site = WebSite(camera: "yard", version: "0.1.0", storage: MemoryStorage(), context: SinkContext())
 
     @Test func metricsAreTheOnesDocumented() throws {
         let table = try #require(
@@ -55,7 +55,8 @@ import Testing
     /// `POST /api/trigger` asks the agent to record as `vigil trigger` does; only JSON is taken.
     @Test func aTriggerIsTakenAsJSONOnly() {
         let control = AgentControl()
-        let site = WebSite(camera: "yard", version: "0.1.0", storage: MemoryStorage(), control: control)
+        let site = WebSite(
+            camera: "yard", version: "0.1.0", storage: MemoryStorage(), context: SinkContext(requests: control))
         func post(_ body: String, type: String? = "application/json") -> HTTPResponse {
             site.respond(
                 HTTPRequest(
@@ -126,16 +127,15 @@ import Testing
         ] {
             try storage.append(UploadJournal.line(record), to: UploadJournal.name)
         }
-        // Uploads run (an upload sink reports to the agent's control).
-        let control = AgentControl()
-        control.attachUploads { UploadFigures(waiting: 1, uploaded: 1, bytes: 1) }
-        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: control)
+        // Uploads run (an upload sink holds the queue, which the agent hands the web sink).
+        let uploads = UploadsRunning(storage: storage, uploadCounts: UploadFigures(waiting: 1, uploaded: 1, bytes: 1))
+        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, context: SinkContext(uploads: uploads))
         func body(_ path: String, of site: WebSite = site) -> String {
             guard case .bytes(let b) = site.respond(HTTPRequest(method: "GET", path: path)).body else { return "" }
             return String(decoding: b, as: UTF8.self)
         }
         // Without uploads running (upload.url taken out), the queue's leftovers wait for nothing.
-        let without = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: AgentControl())
+        let without = WebSite(camera: "yard", version: "0.1.0", storage: storage, context: SinkContext())
         #expect(!body("/", of: without).contains("upload waiting") && body("/", of: without).contains(">uploaded<"))
         #expect(!body("/api/clips", of: without).contains("upload_waiting"))
         let items = body("/").components(separatedBy: "<li>").dropFirst()
@@ -172,7 +172,7 @@ import Testing
                         part: 1))
             }
         }
-        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: AgentControl())
+        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, context: SinkContext())
         func page(_ query: [String: String] = [:]) -> (status: Int, html: String) {
             let r = site.respond(HTTPRequest(method: "GET", path: "/", query: query))
             guard case .bytes(let b) = r.body else { return (r.status, "") }
@@ -217,8 +217,9 @@ import Testing
         try storage.delete("2026-11-04/gone.mov")
         let control = AgentControl()
         let asked = Mutex<[String]>([])
-        let open = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: control)
-        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: control, signIn: true)
+        let open = WebSite(camera: "yard", version: "0.1.0", storage: storage, context: SinkContext(requests: control))
+        let site = WebSite(
+            camera: "yard", version: "0.1.0", storage: storage, context: SinkContext(requests: control), signIn: true)
         func post(
             _ site: WebSite, _ type: String, _ body: String, _ headers: [String: String] = [:]
         ) -> HTTPResponse {

@@ -28,9 +28,8 @@ import Testing
             "{\"at\":\"t\",\"reason\":\"\(reason)\",\"set_aside\":\"\(files[1])\",\"tries\":5}",
         ]
         storage.put("uploads.jsonl", Array((lines.joined(separator: "\n") + "\n").utf8))
-        let control = AgentControl()
-        control.attachUploads { UploadFigures(waiting: 1) }
-        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, control: control)
+        let uploads = UploadsRunning(storage: storage, uploadCounts: UploadFigures(waiting: 1))
+        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, context: SinkContext(uploads: uploads))
         func body(_ path: String) -> String {
             guard case .bytes(let b) = site.respond(HTTPRequest(method: "GET", path: path)).body else { return "" }
             return String(decoding: b, as: UTF8.self)
@@ -44,5 +43,15 @@ import Testing
         let item = body("/").components(separatedBy: "<li>").first { $0.contains(files[1]) } ?? ""
         #expect(item.contains("upload failed") && !item.contains("upload waiting"), "\(item)")
         #expect(item.contains("title=\"\(MarkupText.escaped(reason))\""), "the server's answer: \(item)")
+    }
+}
+
+/// Uploads running, as the agent hands them to the web sink: the upload sink's figures, and its
+/// queue as `uploads.jsonl` in `storage` holds it.
+struct UploadsRunning: UploadStatus {
+    let storage: any ClipStorage
+    var uploadCounts: UploadFigures
+    var uploadQueue: UploadQueueState {
+        ((try? UploadJournal.read(from: storage)) ?? nil).map { .read($0) } ?? .reading
     }
 }
