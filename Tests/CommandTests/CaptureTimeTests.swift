@@ -18,10 +18,10 @@ import Testing
         log = { level = "info"; stats_interval = 0; };
         """.write(toFile: config, atomically: true, encoding: .utf8)
         let agent = try AgentProcess(config: config)
-        let started = agent.waitFor("msg=\"clip started\"", timeout: 60)
+        let started = agent.waitUntil(timeout: 60) { !movieFiles(in: dir.file("clips")).isEmpty }
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 30) == 0, "\(agent.output)")
-        #expect(started != nil, "\(agent.output)")
+        #expect(started, "\(agent.output)")
         let lines = agent.output.split(separator: "\n").map(String.init)
         let motion = try #require(lines.first { $0.contains("msg=\"motion started\"") }, "\(agent.output)")
         let clip = try #require(lines.first { $0.contains("msg=\"clip started\"") }, "\(agent.output)")
