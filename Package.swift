@@ -124,7 +124,8 @@ let package = Package(
 
         // Tests.
         .target(
-            name: "TestSupport", dependencies: ["Media", "POSIX", "QuickTime", "Recorder", "Capture", "Overlay"],
+            name: "TestSupport",
+            dependencies: ["Media", "POSIX", "QuickTime", "Recorder", "Storage", "Capture", "Overlay"],
             path: "Tests/TestSupport"),
         // The agent run in process with its threads, for AgentTests and MQTTTests.
         .target(

@@ -121,18 +121,16 @@ public final class AgentHarness: Sendable {
 
     // MARK: Waiting
 
-    /// Waits until `condition` holds; false if it did not within `timeout` seconds.
+    /// Waits until `condition` holds (of the events, the storage, a broker…); false if it did
+    /// not within `timeout` seconds.
     @discardableResult
     public func waitUntil(timeout: Double = AgentHarness.patience, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            if Date() > deadline { return false }
-            usleep(5_000)
-        }
-        return true
+        TestSupport.waitUntil(timeout: timeout, condition)
     }
 
-    /// Waits for the `count`th log line with message `message`; false if it did not come.
+    /// Waits for the `count`th log line with message `message`; false if it did not come. Only
+    /// for what nothing but the log says (a warning that is itself the behaviour under test):
+    /// what happened is waited for in the events, the storage or on a broker (`waitUntil`).
     @discardableResult
     public func waitFor(_ message: String, count: Int = 1, timeout: Double = AgentHarness.patience) -> Bool {
         waitUntil(timeout: timeout) { lines(message).count >= count }
@@ -217,6 +215,8 @@ public final class EventRecorder: EventSink {
 
     public var clipsStarted: [ClipStarted] { all.compactMap { if case .clipStarted(let c) = $0 { c } else { nil } } }
     public var clipsSaved: [ClipSaved] { all.compactMap { if case .clipSaved(let c) = $0 { c } else { nil } } }
+    /// Motion detection switched on (true) or off, in order.
+    public var detections: [Bool] { all.compactMap { if case .detection(let on) = $0 { on } else { nil } } }
     /// What the agent said about its devices, stream and configuration, in order.
     public var notices: [Notice] { all.compactMap { if case .notice(let n) = $0 { n } else { nil } } }
     public var deletions: [Deletion] {

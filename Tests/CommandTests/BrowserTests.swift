@@ -91,7 +91,7 @@ import Testing
         let agent = try AgentProcess(config: config)
         defer { agent.kill(SIGKILL) }
         let base = try WebCommandTests.webAddress(of: agent)
-        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 120) != nil, "\(agent.output)")
+        #expect(try WebCommandTests.waitForClips(at: base, of: agent, timeout: 120), "\(agent.output)")
         try #require(try LiveCommandTests.waitForLive(base), "\(agent.output)")
         let api = try WebCommandTests.get(base + "/api/clips")
         let list = try #require(try JSONSerialization.jsonObject(with: api.body) as? [[String: Any]])

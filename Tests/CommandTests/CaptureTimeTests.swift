@@ -13,10 +13,10 @@ import Testing
         let config = try AgentTests.syntheticConfig(
             dir, width: 640, height: 480, extra: "recording = { pre_roll = 1.0; post_roll = 1.0; };")
         let agent = try AgentProcess(config: config)
-        let started = agent.waitFor("msg=\"clip started\"", timeout: 60)
+        let started = agent.waitUntil(timeout: 60) { !movieFiles(in: dir.file("clips")).isEmpty }
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 30) == 0, "\(agent.output)")
-        #expect(started != nil, "\(agent.output)")
+        #expect(started, "\(agent.output)")
         let lines = agent.output.split(separator: "\n").map(String.init)
         let motion = try #require(lines.first { $0.contains("msg=\"motion started\"") }, "\(agent.output)")
         let clip = try #require(lines.first { $0.contains("msg=\"clip started\"") }, "\(agent.output)")

@@ -94,7 +94,8 @@ import Testing
             ["trigger", "--config", config, "--seconds", "2"],
             environment: ["VIGIL_RUNTIME_DIR": agent.runtimeDirectory])
         #expect(trigger.status == 0, "\(trigger)")
-        _ = try #require(agent.waitFor("msg=\"clip saved\"", timeout: 60), "\(agent.output)")
+        try #require(
+            agent.waitUntil(timeout: 60) { !journalRecords(in: dir.file("clips")).isEmpty }, "\(agent.output)")
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
         let records = try EventsJournal(directory: dir.file("clips")).records().records

@@ -8,13 +8,10 @@ import Testing
 /// ffmpeg and GStreamer as they read a clip, `/live.m3u8` by ffmpeg and GStreamer's HLS player,
 /// and many viewers — one of them stalled — beside the recording.
 @Suite struct LiveCommandTests {
-    /// Waits until the agent's web server has a live picture (a whole GOP since it started).
-    static func waitForLive(_ base: String) throws -> Bool {
-        for _ in 0..<200 {
-            if try WebCommandTests.get(base + "/live.m3u8").status == 200 { return true }
-            Thread.sleep(forTimeInterval: 0.2)
-        }
-        return false
+    /// Waits until the agent's web server has a live picture (a whole GOP since it started),
+    /// asked with `arguments` (a sign-in); false if it had none within 40 s.
+    static func waitForLive(_ base: String, _ arguments: [String] = []) throws -> Bool {
+        try waitUntil(timeout: 40) { try WebCommandTests.get(base + "/live.m3u8", arguments).status == 200 }
     }
 
     /// `curl` on `url` in the background, its body into `output`.
@@ -81,11 +78,11 @@ import Testing
         #expect(try WebCommandTests.get(base + "/live.mp4?gops=0").status == 400)
 
         // Recording asked for from the web, as `vigil trigger` asks: a clip of the outside event.
-        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "the footage's own event")
+        #expect(try WebCommandTests.waitForClips(at: base, of: agent), "the footage's own event")
         let asked = try WebCommandTests.get(
             base + "/api/trigger", ["-X", "POST", "-H", "Content-Type: application/json", "-d", "{\"seconds\": 2}"])
         #expect(asked.status == 202, "\(String(decoding: asked.body, as: UTF8.self))")
-        #expect(agent.waitFor("msg=\"clip saved\"", skip: 1, timeout: 60) != nil, "\(agent.output)")
+        #expect(try WebCommandTests.waitForClips(2, at: base, of: agent), "\(agent.output)")
         let clips = try JSONSerialization.jsonObject(with: try WebCommandTests.get(base + "/api/clips").body)
         let newest = (clips as? [[String: Any]])?.first
         #expect(newest?["trigger"] as? String == "external", "\(String(describing: newest))")

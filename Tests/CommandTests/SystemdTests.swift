@@ -56,7 +56,7 @@ import Testing
         let agent = try AgentProcess(
             config: config,
             environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "1000000", "JOURNAL_STREAM": "8:12345"])
-        #expect(agent.waitFor("msg=\"clip started\"", timeout: 60) != nil, "\(agent.output)")
+        #expect(agent.waitUntil(timeout: 60) { !movieFiles(in: dir.file("clips")).isEmpty }, "\(agent.output)")
         usleep(1_500_000)
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 20) == 0)

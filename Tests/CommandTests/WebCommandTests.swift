@@ -68,17 +68,31 @@ import Testing
 
     /// The base URL of `agent`'s web server, from its "web server listening" line.
     static func webAddress(of agent: AgentProcess) throws -> String {
-        let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60), "\(agent.output)")
+        let listening = try #require(agent.webServerListening(), "\(agent.output)")
         let address = try #require(
             listening.split(separator: " ").first { $0.hasPrefix("address=") }?.dropFirst("address=".count))
         return "http://\(address)"
+    }
+
+    /// What `/api/clips` at `base` lists now (newest first); nil when it answers no list.
+    static func listedClips(_ base: String, _ arguments: [String] = []) throws -> [[String: Any]]? {
+        let body = try get(base + "/api/clips", arguments).body
+        return (try? JSONSerialization.jsonObject(with: body)) as? [[String: Any]]
+    }
+
+    /// Waits until `/api/clips` at `base` lists `count` clips, saved (their journal lines in);
+    /// false if it did not within `timeout` seconds, or `agent` ended first.
+    static func waitForClips(
+        _ count: Int = 1, at base: String, _ arguments: [String] = [], of agent: AgentProcess, timeout: Double = 60
+    ) throws -> Bool {
+        try agent.waitUntil(timeout: timeout) { try (listedClips(base, arguments)?.count ?? 0) >= count }
     }
 
     @Test func servesTheClipsTheirPicturesTheJournalAndTheFigures() throws {
         let dir = try TemporaryDirectory("vigil-web")
         defer { dir.remove() }
         let (agent, base) = try Self.agentWithWeb(dir, seconds: 30)
-        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
+        #expect(try Self.waitForClips(at: base, of: agent), "\(agent.output)")
 
         // The journal, newest first, with the clip and its picture.
         let api = try Self.get(base + "/api/clips")
@@ -250,7 +264,7 @@ import Testing
                 dir, footage: footage,
                 extra: "web = { enabled = true; listen = \"0.0.0.0\"; port = 0; password_file = \"web-passwords\"; };",
                 realtime: true))
-        let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60), "\(agent.output)")
+        let listening = try #require(agent.webServerListening(), "\(agent.output)")
         #expect(listening.contains("address=0.0.0.0:") && listening.contains("sign_in=\"2 user(s)\""), "\(listening)")
         // Outside #require: Swift 6.0's expansion of a property access on an optional chain
         // does not compile.
@@ -267,17 +281,14 @@ import Testing
         }
         let page = try Self.get(base + "/", ["--digest", "-u", "admin:correct horse"])
         #expect(page.status == 200 && String(decoding: page.body, as: UTF8.self).contains("<h1>yard</h1>"))
-        for _ in 0..<100 {
-            if try Self.get(base + "/live.m3u8", ["--digest", "-u", "bob:b"]).status == 200 { break }
-            Thread.sleep(forTimeInterval: 0.2)
-        }
+        _ = try LiveCommandTests.waitForLive(base, ["--digest", "-u", "bob:b"])
         let live = try Self.get(base + "/live.mp4?gops=2", ["--digest", "-u", "bob:b"])
         #expect(live.status == 200 && live.body.count > 1000)
 
         // Signed in, a saved clip can be deleted: the agent deletes it and its picture, says who
         // asked, and the journal drops its line.
-        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
         let admin = ["--digest", "-u", "admin:correct horse"]
+        #expect(try Self.waitForClips(at: base, admin, of: agent), "\(agent.output)")
         let listed = try JSONSerialization.jsonObject(with: try Self.get(base + "/api/clips", admin).body)
         let clips = try #require(listed as? [[String: Any]])
         let clip = try #require(clips.first)
@@ -288,7 +299,13 @@ import Testing
             base + "/api/clips/delete",
             admin + ["-X", "POST", "-H", "Content-Type: application/json", "-d", "{\"file\": \"\(file)\"}"])
         #expect(deleting.status == 202, "\(String(decoding: deleting.body, as: UTF8.self))")
-        let deleted = try #require(agent.waitFor("msg=\"clip deleted\"", timeout: 30), "\(agent.output)")
+        // Its journal line is dropped once it is deleted and said so.
+        #expect(
+            try agent.waitUntil(timeout: 30) {
+                try Self.listedClips(base, admin).map { !$0.contains { $0["file"] as? String == file } } == true
+            },
+            "\(agent.output)")
+        let deleted = try #require(logLines(agent.output, "clip deleted").first, "\(agent.output)")
         #expect(
             deleted.contains("file=\(file)") && deleted.contains("reason=\"deleted by web user admin\""), "\(deleted)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("clips/" + file)))
@@ -326,12 +343,12 @@ import Testing
         let other = try TestCertificates(in: dir, name: "other")
         let config = try Self.httpsConfig(dir, certificates: certificates, seconds: 40, realtime: true)
         let agent = try AgentProcess(config: config)
-        let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 60))
+        let listening = try #require(agent.webServerListening())
         let url = try #require(logValue(listening, "url"), "\(listening)")
         #expect(url.hasPrefix("https://127.0.0.1:"), "\(listening)")
         let base = String(url.dropLast())
         let trust = ["--cacert", certificates.caCertificate, "--digest", "-u", "admin:pw"]
-        #expect(agent.waitFor("msg=\"clip saved\"", timeout: 60) != nil, "\(agent.output)")
+        #expect(try Self.waitForClips(at: base, trust, of: agent), "\(agent.output)")
         let api = try Self.get(base + "/api/clips", trust)
         let list = try #require(try JSONSerialization.jsonObject(with: api.body) as? [[String: Any]])
         let file = try #require(list.first?["file"] as? String)
@@ -344,10 +361,7 @@ import Testing
         #expect(plain.status != 0 && !plain.stdout.contains("<h1>"), "\(plain)")
         // The live stream over TLS: fetched, then read by every reader; and by ffmpeg itself,
         // checking the certificate against the CA.
-        for _ in 0..<100 {
-            if try Self.get(base + "/live.m3u8", trust).status == 200 { break }
-            Thread.sleep(forTimeInterval: 0.2)
-        }
+        _ = try LiveCommandTests.waitForLive(base, trust)
         let live = try Self.get(base + "/live.mp4?gops=3", trust)
         #expect(live.status == 200)
         try live.body.write(to: URL(fileURLWithPath: dir.file("live.mp4")))

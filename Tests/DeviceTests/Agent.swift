@@ -37,17 +37,26 @@ final class AgentProcess {
         return exitStatus == nil
     }
 
+    /// Waits until `condition` holds (of the clips in the storage directory, say), or the agent
+    /// has exited (then `condition` is asked once more); false if it did not hold within
+    /// `timeout` seconds. Asked every 100 ms: the VM's two emulated CPUs are the agent's.
+    @discardableResult
+    func waitUntil(timeout: Double, _ condition: () -> Bool) -> Bool {
+        var holds = false
+        TestSupport.waitUntil(timeout: timeout, every: 0.1) {
+            holds = condition()
+            return holds || !isRunning
+        }
+        if !holds && !isRunning { holds = condition() }
+        return holds
+    }
+
     /// Waits until `count` lines with `message` are in the log; false after `timeout` seconds
-    /// or when the agent exits first.
+    /// or when the agent exits first. For what only the log says (the camera lost or back, the
+    /// stats): clips are waited for in the storage directory (`waitUntil`).
     @discardableResult
     func waitFor(_ message: String, count: Int = 1, timeout: Double) -> Bool {
-        let end = Clock.monotonic.now() + .init(seconds: timeout)
-        while Clock.monotonic.now() < end {
-            if entries(message).count >= count { return true }
-            if !isRunning { return entries(message).count >= count }
-            usleep(100_000)
-        }
-        return false
+        waitUntil(timeout: timeout) { entries(message).count >= count }
     }
 
     /// SIGTERM, then the exit status (nil if it did not exit within `timeout` seconds: killed).

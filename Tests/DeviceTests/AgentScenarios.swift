@@ -188,15 +188,17 @@ enum AgentScenarios {
                 "the agent negotiates NV12 640x480 at 25 fps")
             Thread.sleep(forTimeInterval: 3)
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
-            r.check(agent.waitFor("clip started", timeout: eventTimeout), "moving colour bars start a clip")
+            r.check(
+                agent.waitUntil(timeout: eventTimeout) { !movieFiles(in: storage).isEmpty },
+                "moving colour bars start a clip")
             Thread.sleep(forTimeInterval: 1)
             // The change must fall in a clip. A starved agent sees few frames of the moving bars,
             // and may end the event while they move (seen at about 9 frames a second): then wait
             // for the next clip the bars start.
-            let started = agent.entries("clip started").count
-            if agent.entries("clip saved").count >= started {
+            let started = movieFiles(in: storage).count
+            if unsavedClips(in: storage).isEmpty {
                 r.note("the event ended while the bars moved (a starved agent?): waiting for the next clip")
-                agent.waitFor("clip started", count: started + 1, timeout: eventTimeout)
+                agent.waitUntil(timeout: eventTimeout) { movieFiles(in: storage).count > started }
                 Thread.sleep(forTimeInterval: 0.5)
             }
             let pattern = try Vivid.Control("test_pattern")
@@ -216,7 +218,7 @@ enum AgentScenarios {
             Thread.sleep(forTimeInterval: 1.5)
             try Vivid.set("horizontal_movement", Vivid.Movement.none.rawValue)
             r.check(
-                agent.waitFor("clip saved", count: agent.entries("clip started").count, timeout: eventTimeout),
+                agent.waitUntil(timeout: eventTimeout) { unsavedClips(in: storage).isEmpty },
                 "the clip is saved after the post-roll")
             // The driver drops frames now and then (still picture: no clip): the stats line counts them.
             let lostBefore = sum("lost_at_source", agent)
@@ -276,7 +278,8 @@ enum AgentScenarios {
                 "the agent warns that it gets 12.5 fps, not 30")
             Thread.sleep(forTimeInterval: 2)
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
-            r.check(agent.waitFor("clip started", timeout: eventTimeout), "motion starts a clip")
+            r.check(
+                agent.waitUntil(timeout: eventTimeout) { !movieFiles(in: storage).isEmpty }, "motion starts a clip")
             // Bars that stop where they were not before still differ from the learned
             // background (for 30 s, as a parked car would): stop the agent while it records.
             Thread.sleep(forTimeInterval: 3)
@@ -325,7 +328,8 @@ enum AgentScenarios {
                 "a missing microphone is logged, video goes on")
             Thread.sleep(forTimeInterval: 2)
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
-            r.check(agent.waitFor("clip started", timeout: eventTimeout), "motion starts a clip")
+            r.check(
+                agent.waitUntil(timeout: eventTimeout) { !movieFiles(in: storage).isEmpty }, "motion starts a clip")
             Thread.sleep(forTimeInterval: 1.5)
 
             try Vivid.unplug()
@@ -334,7 +338,9 @@ enum AgentScenarios {
                 agent.waitFor("camera lost; closing the clip and retrying", timeout: eventTimeout),
                 "the agent notices the unplug"
             )
-            r.check(agent.waitFor("clip saved", timeout: eventTimeout), "and closes the open clip")
+            r.check(
+                agent.waitUntil(timeout: eventTimeout) { !journalRecords(in: storage).isEmpty },
+                "and closes the open clip")
             r.figure("seen \(fixed(Date().timeIntervalSince(pulled), 2)) s after the unplug:")
             for line in agent.entries("camera lost; closing the clip and retrying") + agent.entries("clip saved") {
                 r.figure(line)
@@ -354,7 +360,7 @@ enum AgentScenarios {
             for line in agent.entries("camera back") + agent.entries("camera negotiated").suffix(1) { r.figure(line) }
             try Vivid.set("horizontal_movement", Vivid.Movement.fastRight.rawValue)
             r.check(
-                agent.waitFor("clip started", count: 2, timeout: eventTimeout),
+                agent.waitUntil(timeout: eventTimeout) { movieFiles(in: storage).count >= 2 },
                 "recording resumes: motion starts a new clip")
             Thread.sleep(forTimeInterval: 2)
             try Vivid.set("horizontal_movement", Vivid.Movement.none.rawValue)

@@ -195,7 +195,7 @@ enum LibcameraScenarios {
             // once, which the detector takes for a light switched on, not motion.
             r.check(
                 trigger(vigil, config: configPath, seconds: 60)
-                    && agent.waitFor("clip started", timeout: AgentScenarios.eventTimeout),
+                    && agent.waitUntil(timeout: AgentScenarios.eventTimeout) { !movieFiles(in: storage).isEmpty },
                 "vigil trigger starts a clip")
             Thread.sleep(forTimeInterval: 2)
             try Vimc.unbind()
@@ -204,7 +204,9 @@ enum LibcameraScenarios {
             r.check(
                 agent.waitFor(lostMessage, timeout: AgentScenarios.eventTimeout),
                 "vimc unbound while recording: the agent says the camera is lost and that it stops for a restart")
-            r.check(agent.waitFor("clip saved", timeout: AgentScenarios.eventTimeout), "and saves the open clip")
+            r.check(
+                agent.waitUntil(timeout: AgentScenarios.eventTimeout) { !journalRecords(in: storage).isEmpty },
+                "and saves the open clip")
             for line in agent.entries(lostMessage) { r.figure(line) }
             for _ in 0..<300 where agent.isRunning { usleep(100_000) }  // it exits by itself
             let status = agent.stop(timeout: 30)
@@ -216,12 +218,17 @@ enum LibcameraScenarios {
                 "restarted while vimc is unbound, the agent waits for the camera")
             try Vimc.bind()
             r.check(restarted.waitFor("camera open", timeout: 60), "bound again: the camera opens")
+            let before = movieFiles(in: storage).count
             r.check(
                 trigger(vigil, config: configPath, seconds: 2)
-                    && restarted.waitFor("clip started", timeout: AgentScenarios.eventTimeout),
+                    && restarted.waitUntil(timeout: AgentScenarios.eventTimeout) {
+                        movieFiles(in: storage).count > before
+                    },
                 "recording resumes: vigil trigger starts a new clip")
             r.check(
-                restarted.waitFor("clip saved", timeout: AgentScenarios.eventTimeout), "the clip is saved")
+                restarted.waitUntil(timeout: AgentScenarios.eventTimeout) {
+                    journalRecords(in: storage).count > before
+                }, "the clip is saved")
             let stopped = restarted.stop()
             r.check(stopped == 0, "SIGTERM stops the agent with status 0", "\(stopped.map(String.init) ?? "killed")")
             // Started again: the camera was let go.
@@ -267,9 +274,11 @@ enum LibcameraScenarios {
             if running {
                 r.check(
                     trigger(vigil, config: configPath, seconds: 2)
-                        && agent.waitFor("clip started", timeout: AgentScenarios.eventTimeout),
+                        && agent.waitUntil(timeout: AgentScenarios.eventTimeout) { !movieFiles(in: storage).isEmpty },
                     "vigil trigger starts a clip")
-                r.check(agent.waitFor("clip saved", timeout: AgentScenarios.eventTimeout), "the clip is saved")
+                r.check(
+                    agent.waitUntil(timeout: AgentScenarios.eventTimeout) { !journalRecords(in: storage).isEmpty },
+                    "the clip is saved")
             }
             let status = agent.stop()
             r.check(status == 0, "SIGTERM stops it with status 0", "\(status.map(String.init) ?? "killed")")

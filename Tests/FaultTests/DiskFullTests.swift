@@ -87,7 +87,8 @@ import Testing
             config: writeConfig(
                 dir.file("vigil.conf"), footage: footage, storage: storage,
                 storageExtra: "min_free_mb = 1; max_size_mb = 0;"))
-        try #require(agent.waitFor("msg=\"clip started\"", skip: 2, timeout: 300) != nil, "\(agent.output)")
+        // The third clip's file made (nothing is deleted before the disk fills).
+        try #require(agent.waitUntil(timeout: 300) { movieFiles(in: storage).count >= 3 }, "\(agent.output)")
         let filled = Self.fillUp(filler)
         let status = agent.waitForExit(timeout: 600)
         let output = agent.output
@@ -143,7 +144,8 @@ import Testing
             config: writeConfig(
                 dir.file("vigil.conf"), footage: footage, storage: storage,
                 storageExtra: "min_free_mb = 1; max_size_mb = 0;", extra: upload))
-        try #require(agent.waitFor("msg=\"clip started\"", skip: 2, timeout: 300) != nil, "\(agent.output)")
+        // The third clip's file made (nothing is deleted before the disk fills).
+        try #require(agent.waitUntil(timeout: 300) { movieFiles(in: storage).count >= 3 }, "\(agent.output)")
         _ = Self.fillUp(filler)
         let status = agent.waitForExit(timeout: 600)
         let output = agent.output
@@ -201,9 +203,11 @@ import Testing
         let (feeder, agent) = try fedAgent(
             Self.eventScene(events: 3), in: dir, storage: storage, storageExtra: "min_free_mb = 1; max_size_mb = 0;")
         try feeder.feed(until: 13)
-        let first = try #require(
-            agent.waitFor("msg=\"clip repaired\"", timeout: 120) ?? agent.waitFor("msg=\"clip saved\"", timeout: 1),
+        // Saved or repaired, the first clip has its journal line.
+        #expect(
+            agent.waitUntil(timeout: 120) { !journalRecords(in: storage).isEmpty },
             "the first clip was neither saved nor repaired:\n\(agent.output)")
+        let firstFile = try #require(journalRecords(in: storage).first?.file, "\(agent.output)")
         // The other program frees its space; the next two events come.
         try FileManager.default.removeItem(atPath: filler)
         try feeder.feed(until: 42)
@@ -220,7 +224,6 @@ import Testing
                 "disk space low and deleting clips would not make it up; the clips are kept — free space on this file system or lower storage.min_free_mb"
             ).count == 1, "\(output)")
         // The first clip kept what fitted, as a complete movie that plays.
-        let firstFile = try #require(logValue(first, "file"))
         let firstPath = storage + "/" + firstFile
         #expect((try? MovieRepair.inspect(path: firstPath)) == .complete)
         let probe = try expectPlayable(firstPath)

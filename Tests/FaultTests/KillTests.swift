@@ -29,11 +29,12 @@ import Testing
             config: writeConfig(
                 dir.file("vigil.conf"), footage: footage, storage: storage, realtime: true, level: "debug",
                 recording: "pre_roll = 0.0; post_roll = 1.0;"))
-        let started = try #require(agent.waitFor("msg=\"clip started\"", timeout: 60), "\(agent.output)")
+        // The clip's file is made as it starts.
+        #expect(agent.waitUntil(timeout: 60) { !movieFiles(in: storage).isEmpty }, "\(agent.output)")
         usleep(300_000)  // the first fragment is a second of video away
         agent.kill(SIGKILL)
         #expect(agent.waitForExit(timeout: 30) == 128 + SIGKILL)
-        let file = try #require(logValue(started, "file"))
+        let file = try #require(movieFiles(in: storage).first, "\(agent.output)")
         try #require(
             logLines(agent.output, "fragment on disk").isEmpty, "a fragment was written already:\n\(agent.output)")
         #expect(movieFiles(in: storage) == [file])
@@ -84,27 +85,29 @@ import Testing
             let agent = try AgentProcess(config: config)
             let unit = Double(random.next() % 10_000) / 10_000
             let delay: Double
-            let waited: String?
+            let waited: Bool
             // Three minutes for a few seconds of footage: a host busy enough to stall the agent for a
             // minute (a run of make test-trixie beside a CI run did) must not fail the test.
+            // The moments a clip's file or its journal line mark are waited for there; the motion's
+            // start and end, which come before the file and the close, only the log says.
             switch phase {
             case .start:
                 // From the moment the motion is confirmed: the clip opens, the pre-roll is flushed.
-                waited = agent.waitFor("msg=\"motion started\"", timeout: 180)
+                waited = agent.waitFor("msg=\"motion started\"", timeout: 180) != nil
                 delay = unit * 0.15
             case .middle:
-                waited = agent.waitFor("msg=\"clip started\"", timeout: 180)
+                waited = agent.waitUntil(timeout: 180) { !movieFiles(in: storage).isEmpty }
                 delay = 0.2 + unit * 2.0
             case .close where run == 17:
-                // Just after the close: the journal line, the hooks and retention still to come.
-                waited = agent.waitFor("msg=\"clip saved\"", timeout: 180)
+                // Just after the close: its journal line in, retention still to come.
+                waited = agent.waitUntil(timeout: 180) { !journalRecords(in: storage).isEmpty }
                 delay = unit * 0.005
             case .close:
                 // The clip closes with the first frame after the post-roll, right after this line.
-                waited = agent.waitFor("msg=\"motion ended\"", timeout: 180)
+                waited = agent.waitFor("msg=\"motion ended\"", timeout: 180) != nil
                 delay = 0.03 + unit * 0.2
             }
-            try #require(waited != nil, "run \(run): the agent never got to the \(phase) of the clip:\n\(agent.output)")
+            try #require(waited, "run \(run): the agent never got to the \(phase) of the clip:\n\(agent.output)")
             usleep(UInt32(delay * 1_000_000))
             agent.kill(SIGKILL)
             #expect(agent.waitForExit(timeout: 30) == 128 + SIGKILL, "run \(run)")

@@ -19,7 +19,7 @@ import Testing
         let (feeder, agent) = try fedAgent(
             scene(seconds: 28, objects: [crossing(2, 9), crossing(20, 24)]), in: dir, storage: storage)
         try feeder.feed(until: 5)
-        try #require(agent.waitFor("msg=\"clip started\"", timeout: 120) != nil, "\(agent.output)")
+        try #require(agent.waitUntil(timeout: 120) { !movieFiles(in: storage).isEmpty }, "\(agent.output)")
         usleep(500_000)
         agent.kill(SIGSTOP)
         usleep(7_000_000)

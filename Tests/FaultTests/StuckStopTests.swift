@@ -35,11 +35,13 @@ import Testing
         \(upload)
         web = { enabled = true; port = 0; };
         """.write(toFile: config, atomically: true, encoding: .utf8)
+        let online = try Subscriber(port: broker.port, topic: "vigil/yard/availability", in: dir)
         let agent = try AgentProcess(config: config)
         defer { if agent.isRunning { agent.kill(SIGKILL) } }
-        let listening = try #require(agent.waitFor("msg=\"web server listening\"", timeout: 120), "\(agent.output)")
+        let listening = try #require(agent.webServerListening(timeout: 120), "\(agent.output)")
         let port = try #require(logValue(listening, "address")?.split(separator: ":").last.flatMap { Int($0) })
-        try #require(agent.waitFor("msg=\"MQTT connected\"", timeout: 60) != nil, "\(agent.output)")
+        try #require(online.waitFor(timeout: 60) { $0.last?.payload == "online" }, "\(agent.output)")
+        online.stop()
         // A short event whose clip's upload then hangs, and a long one under way at the stop.
         let trigger = { (seconds: Int) throws -> String in
             try runTool(
@@ -51,10 +53,13 @@ import Testing
                 ]
             ).stdout
         }
+        let clips = dir.file("clips")
         #expect(try trigger(2) == "202")
-        try #require(agent.waitFor("msg=\"clip saved\"", timeout: 120) != nil, "\(agent.output)")
+        try #require(agent.waitUntil(timeout: 120) { !journalRecords(in: clips).isEmpty }, "\(agent.output)")
         #expect(try trigger(60) == "202")
-        let started = try #require(agent.waitFor("msg=\"clip started\"", skip: 1, timeout: 120), "\(agent.output)")
+        // The second clip's file, not in the journal while it is recorded.
+        try #require(agent.waitUntil(timeout: 120) { !unsavedClips(in: clips).isEmpty }, "\(agent.output)")
+        let file = try #require(unsavedClips(in: clips).first, "\(agent.output)")
         let addresses = (2...41).map { "127.0.0.\($0)" }
         let slow = try SlowClients(port: port, count: 1000, from: addresses)
         defer { slow.close() }
@@ -73,7 +78,6 @@ import Testing
         let took = Date().timeIntervalSince(asked)
         let output = agent.output
         #expect(status == 0, "\(output)")
-        let file = try #require(logValue(started, "file"))
         #expect(
             logLines(output, "clip saved").contains { logValue($0, "file") == file },
             "the open clip was not saved:\n\(output)")

@@ -227,7 +227,8 @@ import Testing
         let state = try #require(config["state_topic"] as? String)
         try publish(broker, command, try #require(config["payload_off"] as? String))
         #expect(live.waitFor(timeout: 30) { $0.last { $0.topic == state }?.payload == "OFF" }, "\(live.messages)")
-        #expect(agent.waitFor("motion detection off"), "\(agent.output)")
+        // Said before the state went out.
+        #expect(agent.lines("motion detection off").count == 1, "\(agent.output)")
         #expect(configs(live.messages).count == 14, "\(live.messages.map(\.topic))")
         #expect(agent.stop() == .stopped)
         #expect(agent.errors.isEmpty, "\(agent.errors)")
@@ -289,12 +290,17 @@ import Testing
             newcomer.stop()
             return newcomer.messages.first.map { "\($0.payload)\($0.retained ? "" : " (not retained)")" }
         }
-        /// Publishes `detect/set` and waits for the agent to log it, the watcher to see the new
-        /// state and a newcomer to get it retained.
+        /// Publishes `detect/set` and waits for the agent to take it (its `detection` event, said
+        /// in the log first), the watcher to see the new state and a newcomer to get it retained.
         func setDetect(_ payload: String, logged: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let taken = agent.events.detections.count
             try publish(broker, "vigil/yard/detect/set", payload)
-            #expect(agent.waitFor(logged), "\(agent.output)", sourceLocation: sourceLocation)
-            // The state reaches the broker a moment after the line is logged.
+            #expect(
+                agent.waitUntil { Array(agent.events.detections.dropFirst(taken)) == [payload == "ON"] },
+                "\(agent.output)",
+                sourceLocation: sourceLocation)
+            #expect(agent.lines(logged).count == 1, "\(agent.output)", sourceLocation: sourceLocation)
+            // The state reaches the broker a moment after the event.
             #expect(
                 live.waitFor(timeout: 10) { $0.last { $0.topic == "vigil/yard/detect" }?.payload == payload },
                 "\(live.messages)", sourceLocation: sourceLocation)
@@ -315,7 +321,7 @@ import Testing
 
         // The second is recorded, as motion.
         gates.open(1)
-        #expect(agent.waitFor("clip saved"), "\(agent.output)")
+        #expect(agent.waitForClips(), "\(agent.output)")
         #expect(agent.stop() == .stopped)
         #expect(agent.clipFiles.count == 1, "\(agent.clipFiles)")
         #expect(try agent.journal().map(\.cause) == [.motion])
@@ -344,11 +350,10 @@ import Testing
         agent.start()
         defer { _ = agent.stop() }
         #expect(live.waitFor(timeout: 30) { $0.contains { $0.topic == "vigil/yard/detect" } }, "\(agent.output)")
-        #expect(agent.waitFor("source open"), "\(agent.output)")
-        #expect(
-            agent.waitFor(
-                "MQTT command ignored: a retained message on record/set is no request — publish it without retain"),
-            "\(agent.output)")
+        // The warnings are the behaviour under test: nothing but the log says them.
+        let retainedIgnored =
+            "MQTT command ignored: a retained message on record/set is no request — publish it without retain"
+        #expect(agent.waitFor(retainedIgnored), "\(agent.output)")
 
         // Nothing from what says no command — then a command that does, whose answer
         // comes after the warnings. The first is said; the next, within a minute, counted.
@@ -368,7 +373,7 @@ import Testing
         #expect(live.messages.filter { $0.topic == "vigil/yard/detect" }.map(\.payload) == ["ON"])
 
         try publish(broker, "vigil/yard/record/set", "5")
-        #expect(agent.waitFor("clip saved"), "\(agent.output)")
+        #expect(agent.waitForClips(), "\(agent.output)")
         #expect(
             live.waitFor(timeout: 10) { $0.contains { $0.payload.contains("\"type\":\"saved\"") } }, "\(live.messages)")
         #expect(agent.stop() == .stopped)
@@ -381,6 +386,7 @@ import Testing
                 == "vigil/yard/detect/set: \"maybe\" is no command — send ON or OFF", "\(counted)")
 
         #expect(agent.clipFiles.count == 1, "\(agent.clipFiles)")
+        #expect(agent.lines("source open").count == 1, "\(agent.output)")
         let recording = agent.lines("recording on an outside trigger")
         #expect(recording.count == 1 && recording.first.flatMap { logValue($0, "asked_by") } == "mqtt", "\(recording)")
         let journal = try #require(agent.storage.contents(EventsJournal.name))
@@ -428,12 +434,7 @@ final class Gates: Sendable {
 
     /// Waits until the source is held at gate `n`; false if it was not within `timeout` seconds.
     func waitUntilHeld(_ n: Int, timeout: Double = 60) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if state.withLock({ $0.held == n }) { return true }
-            usleep(20_000)
-        }
-        return false
+        waitUntil(timeout: timeout) { state.withLock { $0.held == n } }
     }
 }
 

@@ -51,19 +51,21 @@ public final class AgentProcess: Sendable {
     public var outputLines: [String] { reader.lines }
 
     /// The first line containing `text` (after the first `skip` such lines), waiting up to
-    /// `timeout` seconds for it; nil if it did not come, or the agent ended without it.
+    /// `timeout` seconds for it; nil if it did not come, or the agent ended without it. For what
+    /// only the log says (a warning that is the behaviour under test, the port the kernel chose):
+    /// what a clip, a broker or the web server shows is waited for with `waitUntil`.
     public func waitFor(_ text: String, skip: Int = 0, timeout: Double) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
         func find() -> String? { reader.lines.filter { $0.contains(text) }.dropFirst(skip).first }
-        while Date() < deadline {
-            if let line = find() { return line }
-            if !process.isRunning {
-                reader.waitUntilClosed()
-                return find()
-            }
-            usleep(5_000)
+        var line: String?
+        TestSupport.waitUntil(timeout: timeout) {
+            line = find()
+            return line != nil || !process.isRunning
         }
-        return nil
+        if line == nil && !process.isRunning {
+            reader.waitUntilClosed()
+            line = find()
+        }
+        return line
     }
 
     public func kill(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }

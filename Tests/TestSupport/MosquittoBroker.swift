@@ -168,12 +168,9 @@ public final class Subscriber {
         }
     }
 
+    /// Waits until `condition` holds of the messages so far; false if it did not within
+    /// `timeout` seconds.
     public func waitFor(timeout: Double, _ condition: ([Message]) -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition(messages) { return true }
-            usleep(50_000)
-        }
-        return condition(messages)
+        waitUntil(timeout: timeout) { condition(messages) }
     }
 }

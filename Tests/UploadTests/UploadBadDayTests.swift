@@ -61,7 +61,7 @@ struct UploadBadDayTests {
         let sink = try board.sink(
             try Self.settings(server, in: directory, extra: "delete_local_after = 0; snapshots = false;"), log: log,
             context: SinkContext(requests: deleter.control), longestWait: 1)
-        #expect(UploadTests.wait(60) { sink.uploadCounts.failures >= 2 }, "\(log.written)")
+        #expect(waitUntil(timeout: 60) { sink.uploadCounts.failures >= 2 }, "\(log.written)")
         sink.finish()
         #expect(deleter.files.isEmpty, "a clip the server lied about was handed over to be deleted")
         #expect(FileManager.default.fileExists(atPath: board.storage.path(clip)))
@@ -86,7 +86,7 @@ struct UploadBadDayTests {
         let sink = try board.sink(
             try Self.settings(server, in: directory, extra: "delete_local_after = 0;"), log: log,
             context: SinkContext(requests: deleter.control))
-        #expect(UploadTests.wait(60) { deleter.files.count == 2 }, "\(log.written)")
+        #expect(waitUntil(timeout: 60) { deleter.files.count == 2 }, "\(log.written)")
         sink.finish()
         #expect(deleter.files == board.clips)
         for clip in board.clips {
@@ -122,7 +122,7 @@ struct UploadBadDayTests {
             let sink = try board.sink(
                 try UploadTests.settings(destination + " delete_local_after = 0;", in: directory), log: log,
                 context: SinkContext(requests: deleter.control))
-            #expect(UploadTests.wait(60) { deleter.files.count == 2 }, "\(destination): \(log.written)")
+            #expect(waitUntil(timeout: 60) { deleter.files.count == 2 }, "\(destination): \(log.written)")
             sink.finish()
             #expect(deleter.files == board.clips, "\(destination)")
             #expect(board.lines.filter { $0.uploaded != nil }.map(\.readBack) == [true, true], "\(destination)")
@@ -142,7 +142,7 @@ struct UploadBadDayTests {
         let log = MemoryLogSink()
         let sink = try board.sink(
             try Self.settings(server, in: directory, extra: "snapshots = false;"), log: log, longestWait: 1)
-        #expect(UploadTests.wait(60) { sink.uploadCounts.failures >= 1 }, "\(log.written)")
+        #expect(waitUntil(timeout: 60) { sink.uploadCounts.failures >= 1 }, "\(log.written)")
         sink.finish()
         #expect(!log.written.contains { $0.contains("clip uploaded") }, "\(log.written)")
         let error = try #require(log.written(at: .error).first)
@@ -167,7 +167,7 @@ struct UploadBadDayTests {
         let sink = try board.sink(try Self.settings(server, in: directory), log: log, longestWait: 2)
         let others = board.clips.filter { $0 != bad }
         #expect(
-            UploadTests.wait(90) { sink.uploadCounts.uploaded == others.count && sink.backlog.isEmpty },
+            waitUntil(timeout: 90) { sink.uploadCounts.uploaded == others.count && sink.backlog.isEmpty },
             "\(sink.uploadCounts) \(log.written)")
         sink.finish()
         let lines = board.lines
@@ -193,7 +193,7 @@ struct UploadBadDayTests {
         // The server put right, the agent restarted: the clip set aside is queued again and sent.
         let fixed = try LyingS3Server(directory)
         let again = try board.sink(try Self.settings(fixed, in: directory), log: log, queue: false)
-        #expect(UploadTests.wait(60) { again.uploadCounts.uploaded == 1 }, "\(log.written)")
+        #expect(waitUntil(timeout: 60) { again.uploadCounts.uploaded == 1 }, "\(log.written)")
         again.finish()
         #expect(try fixed.object("fleet/shed/" + bad) == board.bytes(bad))
         #expect(log.written.contains { $0.contains("clips set aside in an earlier run are tried again") })
@@ -235,7 +235,7 @@ struct UploadBadDayTests {
                 """, in: directory)
             let sink = try board.sink(settings, log: log, queue: false)
             sink.handle(board.saved(board.clips[1]))
-            #expect(UploadTests.wait(60) { sink.uploadCounts.uploaded == 2 }, "\(kind): \(log.written)")
+            #expect(waitUntil(timeout: 60) { sink.uploadCounts.uploaded == 2 }, "\(kind): \(log.written)")
             sink.finish()
             for clip in board.clips {
                 #expect(try server.object("\(prefix)/shed/" + clip) == board.bytes(clip), "\(kind): \(clip)")
@@ -285,7 +285,7 @@ struct UploadBadDayTests {
                         ], storage: board.storage)))
         }
         // 1401 lines were written: it was written anew at least once past a thousand.
-        #expect(UploadTests.wait(60) { board.lines.count <= 1001 }, "\(board.lines.count) lines")
+        #expect(waitUntil(timeout: 60) { board.lines.count <= 1001 }, "\(board.lines.count) lines")
         sink.finish()
         // What it must hold: the clip that waits.
         #expect(board.queue.backlog == board.clips)

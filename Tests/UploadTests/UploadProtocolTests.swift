@@ -16,7 +16,7 @@ extension UploadTests {
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> String {
         let refused = try board.sink(settings, log: log)
-        #expect(Self.wait { refused.uploadCounts.failures >= 1 }, "\(log.written)", sourceLocation: sourceLocation)
+        #expect(waitUntil(timeout: 120) { refused.uploadCounts.failures >= 1 }, "\(log.written)", sourceLocation: sourceLocation)
         refused.finish()
         return try #require(log.written(at: .error).first, sourceLocation: sourceLocation)
     }
@@ -28,7 +28,7 @@ extension UploadTests {
         _ board: Board, _ settings: Settings.Upload, log: MemoryLogSink, root: String, over: String
     ) throws {
         let sink = try board.sink(settings, log: log, queue: false)
-        #expect(Self.wait { sink.uploadCounts.uploaded == board.clips.count }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { sink.uploadCounts.uploaded == board.clips.count }, "\(log.written)")
         sink.finish()
         for clip in board.clips {
             let remote = root + "/fleet/shed/" + clip

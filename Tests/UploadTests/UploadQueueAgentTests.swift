@@ -78,7 +78,7 @@ struct UploadQueueAgentTests {
         let first = try Self.agent(
             storage, upload: try Self.upload("http://127.0.0.1:\(nobody)", in: directory), before: [kill])
         first.start()
-        #expect(UploadTests.wait(AgentHarness.patience) { kill.left != nil }, "\(first.output)")
+        #expect(waitUntil(timeout: AgentHarness.patience) { kill.left != nil }, "\(first.output)")
         _ = first.stopAndWait()
         let (file, left) = try #require(kill.left)
         #expect(
@@ -87,7 +87,7 @@ struct UploadQueueAgentTests {
 
         let second = try Self.agent(left, upload: try Self.upload(server.endpoint, in: directory))
         second.start()
-        let arrived = UploadTests.wait(120) { (try? server.object("fleet/yard/" + file)) != nil }
+        let arrived = waitUntil(timeout: 120) { (try? server.object("fleet/yard/" + file)) != nil }
         _ = second.stopAndWait()
         #expect(arrived, "the clip saved before the kill was not uploaded after it:\n\(second.output)")
         #expect(try server.object("fleet/yard/" + file) == Data(left.contents(file) ?? []))
@@ -107,7 +107,7 @@ struct UploadQueueAgentTests {
         agent.start()
         // Two clips, and the queue read and written anew by the upload thread (on a busy machine
         // it may take longer to read than the clips to record: the stop must not come first).
-        let saved = UploadTests.wait(AgentHarness.patience) {
+        let saved = waitUntil(timeout: AgentHarness.patience) {
             agent.events.clipsSaved.count >= 2 && (storage.contents(UploadJournal.name)?.count ?? 0) < 1 << 20
         }
         _ = agent.stopAndWait()

@@ -93,16 +93,6 @@ struct UploadTests {
             """, in: directory)
     }
 
-    /// Waits until `condition` holds (a busy machine: a generous deadline).
-    static func wait(_ seconds: Double = 120, until condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if condition() { return true }
-            usleep(50_000)
-        }
-        return condition()
-    }
-
     /// The nice value of each of this process's threads called `name` (/proc/self/task).
     static func niceOfThreads(named name: String) -> [Int] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
@@ -141,7 +131,7 @@ struct UploadTests {
             if case .clipUploaded(let uploaded) = event { told.withLock { $0.append(uploaded) } }
         })
         let sink = try board.sink(try Self.s3Settings(server, in: directory), log: log, context: context)
-        #expect(Self.wait { sink.uploadCounts.uploaded == 3 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { sink.uploadCounts.uploaded == 3 }, "\(log.written)")
         // The upload thread yields its CPU to recording (nice 10; its I/O priority too).
         let nice = Self.niceOfThreads(named: "upload")
         #expect(!nice.isEmpty && nice.allSatisfy { $0 == 10 }, "\(nice)")
@@ -190,7 +180,7 @@ struct UploadTests {
         let sink = try board.sink(
             try Self.s3Settings(server, in: directory, secret: "not-the-secret"), log: log, queue: false)
         sink.handle(board.saved(board.clips[0]))
-        #expect(Self.wait { sink.uploadCounts.failures >= 2 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { sink.uploadCounts.failures >= 2 }, "\(log.written)")
         sink.finish()
         let errors = log.written(at: .error)
         let first = try #require(errors.first, "\(log.written)")
@@ -203,7 +193,7 @@ struct UploadTests {
 
         // Put right (the agent restarted with the right secret), it goes up from the queue.
         let fixed = try board.sink(try Self.s3Settings(server, in: directory), log: log, queue: false)
-        #expect(Self.wait { fixed.uploadCounts.uploaded == 1 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { fixed.uploadCounts.uploaded == 1 }, "\(log.written)")
         fixed.finish()
         #expect(try server.object("fleet/shed/" + board.clips[0]) == (try board.bytes(board.clips[0])))
     }
@@ -220,9 +210,9 @@ struct UploadTests {
         usleep(1_000_000)
         #expect(sink.uploadCounts.uploaded == 0, "the first clip is still being sent")
         server.stop()
-        #expect(Self.wait { sink.uploadCounts.failures >= 1 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { sink.uploadCounts.failures >= 1 }, "\(log.written)")
         try server.restart()
-        #expect(Self.wait { sink.uploadCounts.uploaded == 2 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { sink.uploadCounts.uploaded == 2 }, "\(log.written)")
         sink.finish()
         for clip in board.clips {
             #expect(try server.object("fleet/shed/" + clip) == (try board.bytes(clip)), "\(clip)")
@@ -252,14 +242,14 @@ struct UploadTests {
         // The relay cuts itself 3000 bytes in: inside the first clip's body (its PUT's headers
         // are well under that, and the clip is larger).
         #expect(size > 10_000)
-        #expect(Self.wait { relay.isCutNow }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { relay.isCutNow }, "\(log.written)")
         #expect(relay.bytesToServer == 3000)
-        #expect(Self.wait { sink.uploadCounts.failures >= 2 }, "tried again while cut: \(log.written)")
+        #expect(waitUntil(timeout: 120) { sink.uploadCounts.failures >= 2 }, "tried again while cut: \(log.written)")
         #expect(sink.uploadCounts.uploaded == 0)
         let whileCut = try server.keys()
         #expect(whileCut.isEmpty, "nothing on the server while the network is cut: \(whileCut)")
         relay.mend()
-        #expect(Self.wait { sink.uploadCounts.uploaded == 2 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { sink.uploadCounts.uploaded == 2 }, "\(log.written)")
         sink.finish()
         for clip in board.clips {
             #expect(try server.object("fleet/shed/" + clip) == (try board.bytes(clip)), "\(clip)")
@@ -285,7 +275,7 @@ struct UploadTests {
             try Self.s3Settings(server, in: directory, extra: "bandwidth_kbit = 64;"), log: log, level: .debug)
         let first = board.clips[0]
         // The first clip is being sent (8 KB a second: 40 KB take five).
-        #expect(Self.wait(30) { Self.openFiles().contains { $0.hasSuffix(first) } }, "\(log.written)")
+        #expect(waitUntil(timeout: 30) { Self.openFiles().contains { $0.hasSuffix(first) } }, "\(log.written)")
         let size = try board.bytes(first).count
         try FileManager.default.removeItem(atPath: board.storage.path(first))
         sink.handle(
@@ -297,9 +287,9 @@ struct UploadTests {
                             reason: .diskFull, notUploaded: true)
                     ], storage: board.storage)))
         #expect(
-            Self.wait(10) { !Self.openFiles().contains { $0.contains(first) } },
+            waitUntil(timeout: 10) { !Self.openFiles().contains { $0.contains(first) } },
             "the deleted clip is still open: \(Self.openFiles())")
-        #expect(Self.wait { sink.uploadCounts.uploaded == 1 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { sink.uploadCounts.uploaded == 1 }, "\(log.written)")
         sink.finish()
         #expect(sink.uploadCounts.failures == 0, "\(log.written(at: .error))")
         #expect(try server.object("fleet/shed/" + first) == nil)
@@ -329,11 +319,11 @@ struct UploadTests {
         sink.handle(board.saved(board.clips[0]))
         usleep(1_000_000)
         server.pause()
-        #expect(Self.wait { sink.uploadCounts.failures >= 1 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { sink.uploadCounts.failures >= 1 }, "\(log.written)")
         // SeaweedFS does not come back from being frozen (its parts lost one another): started anew.
         server.resume()
         try server.restart()
-        #expect(Self.wait { sink.uploadCounts.uploaded == 1 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { sink.uploadCounts.uploaded == 1 }, "\(log.written)")
         sink.finish()
         let failure = try #require(log.written(at: .error).first)
         #expect(failure.contains("upload failed"), "\(failure)")
@@ -365,7 +355,7 @@ struct UploadTests {
             try Self.s3Settings(server, in: directory, extra: "snapshots = false;"), log: log, level: .warning)
         #expect(sink.backlog == board.clips)
         try server.restart()
-        #expect(Self.wait(300) { sink.uploadCounts.uploaded == 500 }, "\(sink.uploadCounts)")
+        #expect(waitUntil(timeout: 300) { sink.uploadCounts.uploaded == 500 }, "\(sink.uploadCounts)")
         sink.finish()
         Self.expectUploadedOnceInOrder(board, board.clips)
         #expect(Set(try server.keys()) == Set(board.clips.map { "fleet/shed/" + $0 }))
@@ -385,7 +375,7 @@ struct UploadTests {
         #expect(board.queue.backlog == board.clips)
         try server.restart()
         let second = try board.sink(settings, log: log, queue: false)
-        #expect(Self.wait { second.uploadCounts.uploaded == 2 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { second.uploadCounts.uploaded == 2 }, "\(log.written)")
         second.finish()
         Self.expectUploadedOnceInOrder(board, board.clips)
         #expect(log.written.contains { $0.contains("uploading clips") && $0.contains("waiting=2") }, "\(log.written)")
@@ -424,14 +414,14 @@ struct UploadTests {
           access_key_file = "access"; secret_key_file = "secret"; bandwidth_kbit = 800;
         };
         """.write(toFile: config, atomically: true, encoding: .utf8)
+        let storage = DiskStorage(root: directory.file("clips"))
         let first = try AgentProcess(config: config)
-        let saved = try #require(first.waitFor("clip saved", timeout: 120), "\(first.output)")
-        let file = try #require(logValue(saved, "file"))
+        #expect(first.waitUntil(timeout: 120) { !journalRecords(in: storage.root).isEmpty }, "\(first.output)")
+        let file = try #require(journalRecords(in: storage.root).first?.file, "\(first.output)")
         usleep(1_000_000)
-        #expect(first.waitFor("clip uploaded", timeout: 0.1) == nil, "the upload is still under way")
+        #expect(Self.queueLines(in: storage).allSatisfy { $0.uploaded == nil }, "the upload is still under way")
         first.kill(SIGKILL)
         _ = first.waitForExit(timeout: 30)
-        let storage = DiskStorage(root: directory.file("clips"))
         let queue = (try? UploadJournal.read(from: storage)) ?? UploadJournal()
         #expect(queue.backlog.first == file, "the clip is queued: \(queue.compacted)")
         #expect(try server.object("fleet/shed/" + file) == nil, "no object under the clip's name before it is whole")
@@ -439,11 +429,16 @@ struct UploadTests {
         let subscriber = try Subscriber(port: broker.port, topic: "#", in: directory)
         defer { subscriber.stop() }
         let second = try AgentProcess(config: config)
-        let uploaded = second.waitFor("clip uploaded", timeout: 120)
-        #expect(Self.wait(60) { FileManager.default.fileExists(atPath: facts) }, "on_upload ran: \(second.output)")
+        let uploaded = second.waitUntil(timeout: 120) {
+            Self.queueLines(in: storage).contains { $0.uploaded == file }
+        }
+        #expect(
+            waitUntil(timeout: 60) { FileManager.default.fileExists(atPath: facts) }, "on_upload ran: \(second.output)")
         second.kill(SIGKILL)
         _ = second.waitForExit(timeout: 30)
-        #expect(uploaded?.contains(file) == true, "\(second.output)")
+        #expect(uploaded, "\(second.output)")
+        #expect(
+            logLines(second.output, "clip uploaded").contains { logValue($0, "file") == file }, "\(second.output)")
         let object = try #require(try server.object("fleet/shed/" + file))
         #expect(try object == Data(contentsOf: URL(fileURLWithPath: storage.path(file))))
         let copy = directory.file("downloaded.mov")
@@ -509,7 +504,7 @@ struct UploadTests {
         usleep(1_500_000)
         #expect(asked.withLock { $0 }.isEmpty, "nothing is deleted while the server is down")
         try server.restart()
-        #expect(Self.wait { asked.withLock { $0 }.count == 2 }, "\(log.written)")
+        #expect(waitUntil(timeout: 120) { asked.withLock { $0 }.count == 2 }, "\(log.written)")
         #expect(asked.withLock { $0 } == board.clips)
         // The writer deleted them and told the sinks: the queue forgets them.
         sink.handle(
