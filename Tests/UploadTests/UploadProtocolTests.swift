@@ -16,7 +16,9 @@ extension UploadTests {
         sourceLocation: SourceLocation = #_sourceLocation
     ) throws -> String {
         let refused = try board.sink(settings, log: log)
-        #expect(waitUntil(timeout: 120) { refused.uploadCounts.failures >= 1 }, "\(log.written)", sourceLocation: sourceLocation)
+        #expect(
+            waitUntil(timeout: 120) { refused.uploadCounts.failures >= 1 }, "\(log.written)",
+            sourceLocation: sourceLocation)
         refused.finish()
         return try #require(log.written(at: .error).first, sourceLocation: sourceLocation)
     }

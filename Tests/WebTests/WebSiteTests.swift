@@ -89,7 +89,8 @@ import Testing
     /// MQTT's `record/set` use: the same limits, said the same way.
     @Test func secondsOutOfRangeAreRefusedInTheWordsOfEveryOtherWayToTrigger() {
         let control = AgentControl()
-        let site = WebSite(camera: "yard", version: "0.1.0", storage: MemoryStorage(), context: SinkContext(requests: control))
+        let site = WebSite(
+            camera: "yard", version: "0.1.0", storage: MemoryStorage(), context: SinkContext(requests: control))
         for (seconds, said) in [("0", "0"), ("3600.5", "3600.5"), ("-2", "-2"), ("0.25", "0.25")] {
             let refused = site.respond(
                 HTTPRequest(
