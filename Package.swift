@@ -31,6 +31,8 @@ let package = Package(
         // The web server's certificate, read for its dates (libmicrohttpd speaks TLS through it).
         .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        // The clip catalogue (SQLite, in WAL mode).
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // libcamera (C++), for the plugin only.
         .systemLibrary(name: "CLibcamera", pkgConfig: "libcamera", providers: [.apt(["libcamera-dev"])]),
@@ -65,7 +67,7 @@ let package = Package(
                 "CLibconfig", "CGnuTLS", "Logging", "Capture", "H264", "MotionDetection", "Media", "Overlay", "POSIX",
             ]),
         // The storage directory on disk (Recorder's ClipStorage) and movie files, with POSIX calls.
-        .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder"]),
+        .target(name: "Storage", dependencies: ["Media", "POSIX", "QuickTime", "Recorder", "CSQLite"]),
         // Event snapshots: a downscaled copy of a 4:2:0 frame, encoded as JPEG with libturbojpeg.
         .target(name: "Snapshot", dependencies: ["Media", "CTurboJPEG"]),
         // Text drawn into the picture (the time, the camera's name) in a PSF console font,

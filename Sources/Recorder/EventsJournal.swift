@@ -266,7 +266,7 @@ public struct EventsJournal: Sendable {
     }
 
     /// A record as the journal writes it: JSON with sorted keys, and a newline.
-    static func line(_ record: ClipRecord) throws(JournalError) -> [UInt8] {
+    public static func line(_ record: ClipRecord) throws(JournalError) -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do { return [UInt8](try encoder.encode(record)) + [UInt8(ascii: "\n")] } catch {
