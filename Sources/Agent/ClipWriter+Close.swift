@@ -137,7 +137,7 @@ extension ClipWriter {
         record.snapshot = picture?.file
         // The journal's line (a sink) goes in before the clip is said saved: a clip logged as
         // saved is in the journal even if the agent is killed the next moment.
-        events.handle(
+        tell(
             .clipSaved(
                 ClipSaved(
                     record: record, path: clip.storage.path(clip.relativePath), origin: .closed,

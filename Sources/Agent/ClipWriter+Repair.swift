@@ -45,7 +45,7 @@ extension ClipWriter {
                 audioFrames: report.audioFrames, bytes: report.bytes, peakScore: peakScore)
         else { return }
         notify(.clipRepaired(file: relative, frames: report.videoFrames))
-        events.handle(
+        tell(
             .clipSaved(ClipSaved(record: record, path: storage.path(relative), origin: .abandoned, storage: storage)))
     }
 
@@ -105,7 +105,7 @@ extension ClipWriter {
                     cause: nil, triggerTime: nil, triggerSourceSeconds: nil, preRollSeconds: nil,
                     durationSeconds: report.videoDuration.seconds.rounded(toPlaces: 3), frames: report.videoFrames,
                     audioFrames: report.audioFrames, bytes: report.bytes, peakScore: nil, part: nil, repaired: true)
-                events.handle(
+                tell(
                     .clipSaved(
                         ClipSaved(
                             record: record, path: storage.path(relative), origin: .repairedAtStart, storage: storage)))
@@ -200,7 +200,7 @@ extension ClipWriter {
                 ("file", .string(file)), ("bytes", .int(clip.totalSize)),
                 ("reason", .string(deletion.reason.description)),
             ])
-        events.handle(.clipsDeleted(ClipsDeleted(deletions: [deletion], storage: storage)))
+        tell(.clipsDeleted(ClipsDeleted(deletions: [deletion], storage: storage)))
         if let free = try? storage.freeBytes() { stats.update { $0.diskFreeBytes = free } }
     }
 
@@ -252,7 +252,7 @@ extension ClipWriter {
         }
         for e in result.errors { log.warning("retention problem", [("error", .string(e.description))]) }
         if !result.deleted.isEmpty {
-            events.handle(.clipsDeleted(ClipsDeleted(deletions: result.deleted, storage: storage)))
+            tell(.clipsDeleted(ClipsDeleted(deletions: result.deleted, storage: storage)))
         }
         guard let free = result.freeBytes else { return }
         stats.update { $0.diskFreeBytes = free }

@@ -86,6 +86,9 @@ final class ClipWriter: @unchecked Sendable {
     let clock: Clock
     let wallNow: @Sendable () -> Date
     var stream: StreamInfo?
+    /// The storage directory's clip catalogue, while the directory is up (nil when it could
+    /// not be opened: said, and the clips are still recorded).
+    var catalogue: (any ClipCatalogue)?
 
     struct OpenClip {
         var writer: MovieWriter
@@ -192,9 +195,11 @@ final class ClipWriter: @unchecked Sendable {
         do { try storage.probe() } catch { return .unavailable(error.description) }
         removeLeftovers()
         repairInterrupted()
+        var rebuilt: JournalRebuild?
         do {
             let rebuild = try EventsJournal(storage: settings.storage).rebuild(
                 from: ClipStore(storage: settings.storage, naming: settings.naming))
+            rebuilt = rebuild
             if let aside = rebuild.setAside {
                 // Clips are still the record: the journal starts again beside what was there.
                 log.error(
@@ -214,6 +219,7 @@ final class ClipWriter: @unchecked Sendable {
         } catch {
             log.warning("events journal not rebuilt", [("error", .string(error.description))])
         }
+        bringUpCatalogue(after: rebuilt)
         sweep()
         events.handle(.storageReady(settings.storage))
         return .ready
@@ -253,6 +259,7 @@ final class ClipWriter: @unchecked Sendable {
     /// Its claim is let go: the directory may come back as another mount, to be claimed again.
     func storageUnavailable(_ reason: String) {
         claim = nil
+        catalogue = nil
         let failure = storageOutage.failed(at: clock.now())
         nextStorageTry = clock.now() + failure.retryIn
         if failure.isFirst {

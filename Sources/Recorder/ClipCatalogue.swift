@@ -13,10 +13,15 @@ import Media
 /// in the catalogue after a power cut.
 public protocol ClipCatalogue: AnyObject, Sendable {
     /// Adds a saved clip's entry, or replaces the one under its name (a clip repaired, its
-    /// picture written later); durable on return.
+    /// picture written later; an entry without an upload state keeps the one it had); durable
+    /// on return.
     func add(_ entry: CatalogueEntry) throws(CatalogueError)
     /// Adds many entries at once, in one transaction (a migration, a rescan); durable on return.
     func add(_ entries: [CatalogueEntry]) throws(CatalogueError)
+    /// Makes the catalogue list exactly `entries`: those it lacks or holds otherwise are
+    /// written, those it holds of other clips removed, in one transaction (the upload states of
+    /// the clips it keeps stay); how many entries were written and removed. Durable on return.
+    func synchronize(with entries: [CatalogueEntry]) throws(CatalogueError) -> (written: Int, removed: Int)
     /// Removes the entries of these clips (retention deleted them, or the owner did), in one
     /// transaction; a name without an entry is no error. Durable on return.
     func remove(_ files: [String]) throws(CatalogueError)
@@ -36,6 +41,15 @@ public protocol ClipCatalogue: AnyObject, Sendable {
     /// Where a clip's upload stands (nil: it is not to be uploaded); no error for a clip without
     /// an entry.
     func setUpload(_ state: UploadState?, of file: String) throws(CatalogueError)
+}
+
+/// The catalogue's files in the storage directory.
+public enum CatalogueFile {
+    /// The database.
+    public static let name = "catalogue.sqlite"
+    /// The database and what SQLite keeps beside it (its write-ahead log and the log's index):
+    /// moved aside together, or a new database would be read through the old one's log.
+    public static let names = [name, name + "-wal", name + "-shm"]
 }
 
 /// What went wrong with the catalogue: the file, the problem, and what to do.

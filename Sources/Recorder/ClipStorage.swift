@@ -88,6 +88,11 @@ public protocol ClipStorage: AnyObject, Sendable {
     func claim() throws(ClaimError) -> any StorageClaim
     /// Proves the directory can be written: a test file made, written, synced and removed.
     func probe() throws(FileError)
+    /// Opens the directory's clip catalogue (`CatalogueFile.name`), making it when there is
+    /// none: a new connection at each call, for the thread that asks. One that cannot be read
+    /// throws an error whose `isUnreadable` is true: move it aside (`CatalogueFile.names`) and
+    /// open again.
+    func openCatalogue() throws(CatalogueError) -> any ClipCatalogue
 }
 
 extension ClipStorage {

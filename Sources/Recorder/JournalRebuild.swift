@@ -27,6 +27,8 @@ public struct JournalRebuild: Equatable, Sendable {
     /// directory): what was wrong, and where it was moved (nil when it was not: a rebuild that
     /// does not write). The journal is then read as empty and a new one written.
     public var setAside: SetAside?
+    /// The clips found on disk, each with the bytes of its picture beside it.
+    public var onDisk: [String: Int64] = [:]
 
     public struct SetAside: Equatable, Sendable {
         public var problem: String
@@ -223,7 +225,10 @@ extension EventsJournal {
             JournalRebuild(
                 kept: kept, added: added.map(\.record), damagedLines: text.damagedLines, droppedDamaged: droppedDamaged,
                 droppedDuplicates: droppedDuplicates, followed: follow.values.sorted(), unreadable: unreadable,
-                written: false),
+                written: false,
+                onDisk: Dictionary(
+                    clips.map { ($0.relativePath, $0.pictureSize) }, uniquingKeysWith: { first, _ in first })
+            ),
             after
         )
     }

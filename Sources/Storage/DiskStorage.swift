@@ -273,6 +273,11 @@ public final class DiskStorage: ClipStorage {
         }
     }
 
+    /// The catalogue in SQLite beside the clips (`catalogue.sqlite`), a new connection.
+    public func openCatalogue() throws(CatalogueError) -> any ClipCatalogue {
+        try SQLiteCatalogue(path: path(CatalogueFile.name))
+    }
+
     /// Runs `body` on the directory that holds the last component of `relativePath`, reached
     /// from the storage directory one component at a time without following a link (made when
     /// missing with `creatingDirectories`), and that component's name.

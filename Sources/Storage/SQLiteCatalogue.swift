@@ -14,7 +14,7 @@ import Synchronization
 /// read while the writer writes, so a page never holds up a clip.
 public final class SQLiteCatalogue: ClipCatalogue {
     /// The catalogue's name in the storage directory (and beside it, SQLite's `-wal` and `-shm`).
-    public static let name = "catalogue.sqlite"
+    public static let name = CatalogueFile.name
     /// The version of the tables this code writes (SQLite's `user_version`).
     static let schemaVersion = 1
 
@@ -33,6 +33,12 @@ public final class SQLiteCatalogue: ClipCatalogue {
         if !readOnly {
             try database.execute("PRAGMA journal_mode = WAL")
             try database.execute("PRAGMA synchronous = FULL")
+            // The log is copied into the database every 100 pages (400 KB) and kept at 1 MB at
+            // most: on a small card the catalogue's files stay small, and once copied the log is
+            // written again from its start, in blocks it already has — a clip's entry needs no
+            // new space on a disk that has just filled.
+            try database.execute("PRAGMA wal_autocheckpoint = 100")
+            try database.execute("PRAGMA journal_size_limit = 1048576")
         }
         try Self.check(database)
         if !readOnly { try Self.makeTables(database) }
@@ -103,16 +109,61 @@ public final class SQLiteCatalogue: ClipCatalogue {
         for entry in entries { rows.append(try Self.row(entry)) }
         try database.withLock { (database) throws(CatalogueError) in
             try database.transaction { () throws(CatalogueError) in
-                for row in rows {
-                    try database.run(
-                        """
-                        INSERT OR REPLACE INTO clip
-                            (file, start_ms, age_ms, day, cause, damaged, bytes, picture_bytes, upload, upload_detail, record)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                        """, row)
-                }
+                for row in rows { try database.run(Self.upsert, row) }
             }
         }
+    }
+
+    /// An entry in, over the one under its name; an upload state not given keeps the old one.
+    private static let upsert = """
+        INSERT INTO clip
+            (file, start_ms, age_ms, day, cause, damaged, bytes, picture_bytes, upload, upload_detail, record)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (file) DO UPDATE SET
+            start_ms = excluded.start_ms, age_ms = excluded.age_ms, day = excluded.day, cause = excluded.cause,
+            damaged = excluded.damaged, bytes = excluded.bytes, picture_bytes = excluded.picture_bytes,
+            upload = coalesce(excluded.upload, clip.upload),
+            upload_detail = CASE WHEN excluded.upload IS NULL THEN clip.upload_detail ELSE excluded.upload_detail END,
+            record = excluded.record
+        """
+
+    public func synchronize(with entries: [CatalogueEntry]) throws(CatalogueError) -> (written: Int, removed: Int) {
+        var wanted: [String: [SQLiteValue]] = [:]
+        wanted.reserveCapacity(entries.count)
+        for entry in entries { wanted[entry.file] = try Self.row(entry) }
+        let changed = try database.withLock { (database) throws(CatalogueError) in
+            try database.transaction { () throws(CatalogueError) in
+                // What it holds now, by name: its record and its picture's bytes, to compare.
+                var held: [String: (record: String, pictureBytes: Int64)] = [:]
+                for (file, record, pictureBytes) in try database.rows(
+                    "SELECT file, record, picture_bytes FROM clip", [],
+                    { ($0.text(0) ?? "", $0.text(1) ?? "", $0.integer(2)) })
+                {
+                    held[file] = (record, pictureBytes)
+                }
+                var written = 0
+                for (file, row) in wanted {
+                    if let now = held[file], case .text(let record) = row[10], case .integer(let pictureBytes) = row[7],
+                        now.record == record, now.pictureBytes == pictureBytes
+                    {
+                        continue
+                    }
+                    try database.run(Self.upsert, row)
+                    written += 1
+                }
+                var removed = 0
+                for file in held.keys where wanted[file] == nil {
+                    try database.run("DELETE FROM clip WHERE file = ?", [.text(file)])
+                    removed += 1
+                }
+                return (written, removed)
+            }
+        }
+        // Copied into the database now, so the next entries reuse the log's blocks.
+        try? database.withLock { (database) throws(CatalogueError) in
+            try database.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        }
+        return changed
     }
 
     public func remove(_ files: [String]) throws(CatalogueError) {

@@ -117,7 +117,7 @@ final class SQLiteDatabase {
         case SQLITE_CORRUPT, SQLITE_NOTADB:
             return CatalogueError(
                 description:
-                    "the clip catalogue \(path) is damaged (\(message), at \(what)): it is set aside and rebuilt from the clips",
+                    "the clip catalogue \(path) is damaged (\(message)): it is set aside and rebuilt from the clips",
                 isUnreadable: true)
         case SQLITE_FULL:
             return CatalogueError(

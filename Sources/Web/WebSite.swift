@@ -16,6 +16,8 @@ public final class WebSite: Sendable {
     let files: StorageFiles
     let journal: EventsJournal
     let storage: any ClipStorage
+    /// The web server's own connection to the clip catalogue, opened at the first ask.
+    let catalogue = Mutex<(any ClipCatalogue)?>(nil)
     /// What the agent's run shares with its sinks.
     let context: SinkContext
     /// Whether a motion event is open, as the sink last heard (the agent keeps no counter of it:
@@ -69,7 +71,7 @@ public final class WebSite: Sendable {
         case "/delete":
             return deletePage(request)
         case "/api/clips":
-            return .text(200, clipsJSON(), type: "application/json", headers: [("Cache-Control", "no-store")])
+            return clipsAPI(request)
         case "/metrics":
             return .text(200, metrics(), type: "text/plain; version=0.0.4; charset=utf-8")
         case "/latest.jpg":
@@ -211,40 +213,6 @@ public final class WebSite: Sendable {
         case .reading?: nil
         case nil: try? UploadJournal.read(from: storage)
         }
-    }
-
-    /// `/api/clips`: a JSON array of the journal's lines (docs/reference/events.md says each field),
-    /// newest first, with `"deleted": true` for a clip retention removed, and with uploads
-    /// `"uploaded"` (where it is now) or, while uploads run, `"upload_waiting": true` or
-    /// `"upload_failed"` (the server's answer to a clip it refused until it was set aside).
-    func clipsJSON() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let queue = uploads()
-        let uploading = context.uploadsIfRunning != nil
-        let items = records().compactMap { item -> String? in
-            guard let data = try? encoder.encode(item.record) else { return nil }
-            let object = String(decoding: data, as: UTF8.self)
-            var added: [String] = []
-            if item.deleted { added.append("\"deleted\":true") }
-            switch queue?.state(of: item.record.file) {
-            case .uploaded(let upload)?:
-                if let url = upload.url, let quoted = try? encoder.encode(url) {
-                    added.append("\"uploaded\":" + String(decoding: quoted, as: UTF8.self))
-                }
-            case .waiting? where uploading:
-                added.append("\"upload_waiting\":true")
-            case .setAside(let aside)? where uploading:
-                if let quoted = try? encoder.encode(aside.reason ?? "refused by the server") {
-                    added.append("\"upload_failed\":" + String(decoding: quoted, as: UTF8.self))
-                }
-            default:
-                break
-            }
-            guard !added.isEmpty, object.hasPrefix("{") else { return object }
-            return "{" + added.joined(separator: ",") + "," + object.dropFirst()
-        }
-        return "[" + items.joined(separator: ",\n") + "]\n"
     }
 
     /// `/metrics`: the agent's counters in Prometheus's text format.

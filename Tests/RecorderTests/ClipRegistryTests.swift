@@ -117,6 +117,7 @@ final class JournalReadHook: ClipStorage {
 
     var root: String { inner.root }
     func createRoot() throws(FileError) {}
+    func openCatalogue() throws(CatalogueError) -> any ClipCatalogue { try inner.openCatalogue() }
     func walk() throws(FileError) -> [StoredFile] { try inner.walk() }
     func freeBytes() throws(FileError) -> Int64 { try inner.freeBytes() }
     func exists(_ relativePath: String) -> Bool { inner.exists(relativePath) }

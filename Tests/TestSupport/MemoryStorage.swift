@@ -2,6 +2,7 @@ import Foundation
 import Media
 import QuickTime
 import Recorder
+import Storage
 import Synchronization
 
 /// A storage directory in memory, with a disk of `capacity` bytes: what the recorder and the
@@ -52,6 +53,8 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     let state: Mutex<State>
+    /// The directory's catalogue: SQLite in memory, made at the first ask, the same one after.
+    let catalogue = Mutex<SQLiteCatalogue?>(nil)
 
     public init(
         root: String = "/memory/clips", capacity: Int64 = 1 << 40,
@@ -135,6 +138,15 @@ public final class MemoryStorage: ClipStorage, Sendable {
     }
 
     // MARK: ClipStorage
+
+    public func openCatalogue() throws(CatalogueError) -> any ClipCatalogue {
+        try catalogue.withLock { (made) throws(CatalogueError) -> SQLiteCatalogue in
+            if let made { return made }
+            let opened = try SQLiteCatalogue.inMemory()
+            made = opened
+            return opened
+        }
+    }
 
     public func createRoot() throws(FileError) {}
 

@@ -109,11 +109,10 @@ import Testing
     /// and which wait, from `uploads.jsonl`; a clip never queued says neither.
     @Test func uploadedClipsAreMarkedAndWaitingOnesSaid() throws {
         let storage = MemoryStorage()
-        let journal = EventsJournal(storage: storage)
         let files = (0..<3).map { "2026-12-04/yard-20261204-10000\($0).mov" }
         for (i, file) in files.enumerated() {
             storage.put(file, [0])
-            try journal.append(
+            try storage.enter(
                 ClipRecord(
                     file: file, camera: "yard", start: "2026-12-04T10:00:0\(i).000+00:00",
                     end: "2026-12-04T10:00:0\(i).500+00:00", cause: .motion, triggerTime: nil,
@@ -158,14 +157,13 @@ import Testing
     /// every day; a day's page has its clips alone.
     @Test func thePageListsTheNewestDaysAndLinksEveryDay() throws {
         let storage = MemoryStorage()
-        let journal = EventsJournal(storage: storage)
         // Day 1: 30 clips, day 2: 60, day 3: 50, day 4: 70 (oldest first, as recorded).
         for (day, count) in [("2026-11-01", 30), ("2026-11-02", 60), ("2026-11-03", 50), ("2026-11-04", 70)] {
             for i in 0..<count {
                 let time = String(format: "%02d:%02d:00", i / 60, i % 60)
                 let file = "\(day)/yard-\(day.replacing("-", with: ""))-\(time.replacing(":", with: "")).mov"
                 storage.put(file, [0])
-                try journal.append(
+                try storage.enter(
                     ClipRecord(
                         file: file, camera: "yard", start: "\(day)T\(time).000+00:00",
                         end: "\(day)T\(time).000+00:00", cause: .motion, triggerTime: nil, triggerSourceSeconds: nil,
@@ -208,7 +206,7 @@ import Testing
         storage.put("2026-11-04/yard-20261104-101500.jpg", [0])
         storage.put("2026-11-04/gone.mov", [0])
         for name in [file, "2026-11-04/gone.mov"] {
-            try EventsJournal(storage: storage).append(
+            try storage.enter(
                 ClipRecord(
                     file: name, camera: "yard", start: "2026-11-04T10:15:00.000+00:00",
                     end: "2026-11-04T10:15:05.000+00:00", cause: .motion, triggerTime: nil, triggerSourceSeconds: nil,

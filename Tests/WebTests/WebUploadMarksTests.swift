@@ -15,7 +15,7 @@ import Testing
         let files = (0..<2).map { "2026-12-04/yard-20261204-10000\($0).mov" }
         for (i, file) in files.enumerated() {
             storage.put(file, [0])
-            try EventsJournal(storage: storage).append(
+            try storage.enter(
                 ClipRecord(
                     file: file, camera: "yard", start: "2026-12-04T10:00:0\(i).000+00:00",
                     end: "2026-12-04T10:00:0\(i).500+00:00", cause: .motion, triggerTime: nil,
