@@ -22,9 +22,15 @@ public final class JournalReadHook: ClipStorage {
     public func freeBytes() throws(FileError) -> Int64 { try inner.freeBytes() }
     public func exists(_ relativePath: String) -> Bool { inner.exists(relativePath) }
     public func delete(_ relativePath: String) throws(FileError) { try inner.delete(relativePath) }
-    public func createMovie(_ relativePath: String) throws(FileError) -> any MovieFile { try inner.createMovie(relativePath) }
-    public func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile { try inner.openMovie(relativePath) }
-    public func readMovie(_ relativePath: String) throws(FileError) -> any MovieFile { try inner.readMovie(relativePath) }
+    public func createMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        try inner.createMovie(relativePath)
+    }
+    public func openMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        try inner.openMovie(relativePath)
+    }
+    public func readMovie(_ relativePath: String) throws(FileError) -> any MovieFile {
+        try inner.readMovie(relativePath)
+    }
     public func read(_ relativePath: String) throws(FileError) -> [UInt8]? {
         if relativePath == EventsJournal.name {
             try beforeRead(
