@@ -19,7 +19,7 @@ struct ConnectionRoom {
         case waiting
         /// Between requests (keep-alive): one answered, the next not whole yet.
         case idle
-        /// A response is being sent.
+        /// A response is being sent (or built on one of the server's work threads).
         case answering
         /// A streamed response (live video) is being sent.
         case streaming

@@ -21,7 +21,10 @@ public struct HTTPServerError: Error, CustomStringConvertible, Sendable, Equatab
 /// streams (live viewers); one more is answered 503 at once. Each is closed after `idleSeconds`
 /// without traffic, with `requestMemory` bytes for its request line and headers (a longer one
 /// gets 431 or 414 from the library) and at most `bodyBytes` of body (413 beyond). The handler
-/// runs on the server's thread: it must answer from what it has, without waiting on the agent.
+/// runs on the polling thread, answering from memory, except for the requests `needsWork` picks
+/// (an answer that reads the disk): those are built on `workThreads` threads of the server's own
+/// (HTTPWork.swift) while their connections wait, `workQueue` of them waiting at most (503
+/// beyond). No answer waits on the agent.
 public final class HTTPServer: Sendable {
     public struct Limits: Sendable, Equatable {
         /// Connections kept: a new one beyond them pushes one out.
@@ -39,10 +42,18 @@ public final class HTTPServer: Sendable {
         public var idleSeconds = 30
         public var requestMemory = 32 * 1024
         public var bodyBytes = 16 * 1024
+        /// Threads that build the answers needing work (pages read from the disk): a Pi's
+        /// storage reads one thing at a time, so more would wait on it together.
+        public var workThreads = 2
+        /// Requests waiting for a work thread; one more is answered 503 at once.
+        public var workQueue = 32
         public init() {}
     }
 
     public typealias Handler = @Sendable (HTTPRequest) -> HTTPResponse
+    /// Whether a request's answer needs work beyond memory (reading the disk): it is then built
+    /// on a work thread. Asked on the polling thread: it must only look at the request.
+    public typealias WorkPicker = @Sendable (HTTPRequest) -> Bool
 
     /// The port it listens on (the one the kernel chose when asked for port 0).
     public let port: Int
@@ -64,15 +75,16 @@ public final class HTTPServer: Sendable {
     /// must sign in as one of its users (HTTP Digest, MD5, as every browser speaks it):
     /// without, or with a wrong password, the answer is 401, and an address that fails too
     /// often waits (429; said once in `log`); `metricsToken` (`Authorization: Bearer`) reads
-    /// `/metrics` alone. With `tls`, it speaks HTTPS only, with that certificate and key.
+    /// `/metrics` alone. With `tls`, it speaks HTTPS only, with that certificate and key. The
+    /// requests `needsWork` picks are answered on the work threads (none by default).
     public convenience init(
         address: String, port: Int, limits: Limits = Limits(), passwords: WebPasswords? = nil,
         tls: Settings.Web.TLS? = nil, names: [String] = [], metricsToken: String? = nil, log: Logger? = nil,
-        handler: @escaping Handler
+        needsWork: @escaping WorkPicker = { _ in false }, handler: @escaping Handler
     ) throws(HTTPServerError) {
         try self.init(
             address: address, port: port, limits: limits, passwords: passwords, tls: tls, names: names,
-            metricsToken: metricsToken, log: log, clock: .monotonic, handler: handler)
+            metricsToken: metricsToken, log: log, clock: .monotonic, needsWork: needsWork, handler: handler)
     }
 
     /// The same, on `clock` (the monotonic clock for the agent; a test's), which the sign-in
@@ -80,7 +92,7 @@ public final class HTTPServer: Sendable {
     init(
         address: String, port: Int, limits: Limits = Limits(), passwords: WebPasswords? = nil,
         tls: Settings.Web.TLS? = nil, names: [String] = [], metricsToken: String? = nil, log: Logger? = nil,
-        clock: Clock, handler: @escaping Handler
+        clock: Clock, needsWork: @escaping WorkPicker = { _ in false }, handler: @escaping Handler
     ) throws(HTTPServerError) {
         if tls != nil && vigil_mhd_has_tls() == 0 {
             throw HTTPServerError(
@@ -97,9 +109,14 @@ public final class HTTPServer: Sendable {
         self.limits = limits
         openFileLimit = fitted.lowered ? openFiles : nil
         context = Context(
-            handler: handler, bodyLimit: limits.bodyBytes, passwords: passwords, tls: tls,
+            handler: handler, needsWork: needsWork, bodyLimit: limits.bodyBytes, passwords: passwords, tls: tls,
             hosts: HostCheck(machine: HostName.current, extra: names), metricsToken: metricsToken, log: log,
-            clock: clock, keep: limits.connections, streamLimit: limits.streams)
+            clock: clock, keep: limits.connections, streamLimit: limits.streams,
+            work: WorkThreads(threads: limits.workThreads, capacity: limits.workQueue, handler: handler))
+        do { try context.work.start() } catch {
+            throw HTTPServerError(
+                description: "the web server on \(Self.endpoint(address, self.port)) could not start: \(error)")
+        }
         let opaque = Unmanaged.passUnretained(context).toOpaque()
         guard
             let started = vigil_mhd_start(
@@ -108,6 +125,7 @@ public final class HTTPServer: Sendable {
                 UInt32(limits.idleSeconds), limits.requestMemory, Context.randomSize, context.random,
                 context.tlsCertificate?.pointer, context.tlsKey?.pointer)
         else {
+            _ = context.work.stop()
             throw HTTPServerError(
                 description: tls == nil
                     ? "the web server on \(Self.endpoint(address, self.port)) could not start its thread (libmicrohttpd refused: out of memory or threads?)"
@@ -127,18 +145,22 @@ public final class HTTPServer: Sendable {
     deinit { stop() }
 
     /// Ends every streamed response (a viewer gets the end of its stream, within
-    /// `graceSeconds` if it reads; one that does not is cut off then), closes the listening
-    /// socket and every connection, and waits for the server's thread to end: `graceSeconds`
-    /// and a few milliseconds at most, however many clients are slow or stalled. Once is
-    /// enough; again does nothing.
+    /// `graceSeconds` if it reads; one that does not is cut off then), answers 503 to every
+    /// request waiting for a work thread or being built on one (a build under way is not waited
+    /// for: its answer is dropped), closes the listening socket and every connection, and waits
+    /// for the polling thread to end: `graceSeconds` and a few milliseconds at most, however
+    /// many clients are slow or stalled and however long a page takes. Once is enough; again
+    /// does nothing.
     public func stop(graceSeconds: Double = 1) {
         let stopping = daemon.withLock { d -> Daemon? in
             defer { d = nil }
             return d
         }
         guard let stopping else { return }
-        // The library must not stop with a connection suspended: every stream is woken, to
+        // The library must not stop with a connection suspended: every request handed to the
+        // work threads is answered (its connection resumed), and every stream is woken, to
         // find it is over.
+        for pending in context.work.stop() { pending.answer(.serverStopping) }
         let ending = context.streams.withLock { s in
             s.stopping = true
             return Array(s.open.values)
@@ -155,6 +177,9 @@ public final class HTTPServer: Sendable {
 
     /// How many connections the library holds now (those pushed out, until it closes them, too).
     public var connectionsOpen: Int { context.room.withLock { $0.connections.count } }
+
+    /// Requests waiting for a work thread, and answers being built on one.
+    var work: (waiting: Int, building: Int) { context.work.counts }
 
     /// `address:port`, with brackets around an IPv6 address.
     static func endpoint(_ address: String, _ port: Int) -> String { TCPListener.endpoint(address, port) }
@@ -195,6 +220,9 @@ public final class HTTPServer: Sendable {
 /// may sign in, and the streamed responses being sent (woken when the server stops).
 final class Context: @unchecked Sendable {
     let handler: HTTPServer.Handler
+    let needsWork: HTTPServer.WorkPicker
+    /// The threads that build what `needsWork` picks.
+    let work: WorkThreads
     let bodyLimit: Int
     let passwords: WebPasswords?
     /// The names served (`Host`).
@@ -232,11 +260,13 @@ final class Context: @unchecked Sendable {
     let tlsCertificate: CStringCopy?
     let tlsKey: CStringCopy?
     init(
-        handler: @escaping HTTPServer.Handler, bodyLimit: Int, passwords: WebPasswords?, tls: Settings.Web.TLS?,
-        hosts: HostCheck, metricsToken: String?, log: Logger?, clock: Clock, keep: Int,
-        streamLimit: Int
+        handler: @escaping HTTPServer.Handler, needsWork: @escaping HTTPServer.WorkPicker, bodyLimit: Int,
+        passwords: WebPasswords?, tls: Settings.Web.TLS?, hosts: HostCheck, metricsToken: String?, log: Logger?,
+        clock: Clock, keep: Int, streamLimit: Int, work: WorkThreads
     ) {
         self.handler = handler
+        self.needsWork = needsWork
+        self.work = work
         self.streamLimit = streamLimit
         room = Mutex(ConnectionRoom(keep: keep))
         self.bodyLimit = bodyLimit
@@ -261,8 +291,9 @@ final class Context: @unchecked Sendable {
     }
 }
 
-/// A connection's library pointer, used only under `StreamResponse`'s lock.
-private struct ConnectionPointer: @unchecked Sendable {
+/// A connection's library pointer, used only under the lock of the `StreamResponse` or
+/// `PendingAnswer` that holds it.
+struct ConnectionPointer: @unchecked Sendable {
     let pointer: OpaquePointer
 }
 
@@ -356,12 +387,15 @@ private let streamDone: MHD_ContentReaderFreeCallback = { context in
     response.gone()
 }
 
-/// One request's body while it arrives (the library calls the handler once per piece).
-private final class RequestBody {
+/// One request's body while it arrives (the library calls the handler once per piece), and its
+/// answer while a work thread builds it (used on the polling thread only).
+final class RequestBody {
     var bytes: [UInt8] = []
     var tooLarge = false
     /// Who signed in (Digest), when the server has passwords.
     var user: String?
+    /// Handed to the work threads: the handler is called again once its answer is built.
+    var pending: PendingAnswer?
 }
 
 /// The pairs of one kind of a connection's values (headers, query arguments).
@@ -387,7 +421,8 @@ private func values(of connection: OpaquePointer?, kind: MHD_ValueKind, lowercas
 }
 
 /// The library's access handler: called when a request's headers are in (the body state is
-/// made), once per piece of its body, and once more when it is whole (then answered).
+/// made), once per piece of its body, and once more when it is whole (then answered, or handed
+/// to the work threads: then once more when its answer is built).
 private let accessHandler: MHD_AccessHandlerCallback = {
     context, connection, url, method, _, uploadData, uploadSize, requestContext in
     guard let context, let requestContext, let uploadSize else { return MHD_Result.NO }
@@ -408,6 +443,10 @@ private let accessHandler: MHD_AccessHandlerCallback = {
         return MHD_Result.YES
     }
     let body = Unmanaged<RequestBody>.fromOpaque(state).takeUnretainedValue()
+    if let pending = body.pending {
+        let built = pending.answered ?? .error(500, "The answer was lost: please ask again.")
+        return queue(built, on: connection, server: server)
+    }
     if uploadSize.pointee > 0 {
         if !body.tooLarge, let uploadData {
             if body.bytes.count + uploadSize.pointee > server.bodyLimit {
@@ -431,6 +470,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             query: values(of: connection, kind: MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
             headers: values(of: connection, kind: MHD_ValueKind.HEADER_KIND, lowercased: true), body: body.bytes,
             user: body.user)
+        if server.needsWork(request) { return handToWork(request, on: connection, body: body, server: server) }
         response = server.handler(request)
     }
     return queue(response, on: connection, server: server)
@@ -459,7 +499,7 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Cont
         guard let connection else { return MHD_Result.NO }
         let streamed = StreamResponse(stream: stream, connection: connection, context: server)
         let refused = server.streams.withLock { s -> HTTPResponse? in
-            if s.stopping { return .error(503, "The server is stopping.") }
+            if s.stopping { return .serverStopping }
             if s.open.count >= server.streamLimit { return .tooManyStreams(server.streamLimit) }
             s.open[ObjectIdentifier(streamed)] = streamed
             return nil

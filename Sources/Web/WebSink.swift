@@ -5,7 +5,8 @@ import Recorder
 import Synchronization
 
 /// The web server as one of the agent's sinks: it starts with the agent (`web.enabled`),
-/// serves `WebSite` on its own thread, follows the agent's events, and stops with it. A server
+/// serves `WebSite` on its own threads (the pages that read the journal on its work threads:
+/// `WebSite.needsWork`), follows the agent's events, and stops with it. A server
 /// that cannot start (the port taken) is said, and the agent records without it.
 public final class WebSink: EventSink {
     let server: HTTPServer
@@ -29,7 +30,8 @@ public final class WebSink: EventSink {
         let served = Served()
         server = try HTTPServer(
             address: settings.listen, port: settings.port, passwords: settings.passwords, tls: settings.tls,
-            names: settings.urlHost.map { [$0] } ?? [], metricsToken: settings.metricsToken, log: log
+            names: settings.urlHost.map { [$0] } ?? [], metricsToken: settings.metricsToken, log: log,
+            needsWork: WebSite.needsWork
         ) {
             served.site.withLock { $0 }?.respond($0) ?? WebSink.starting
         }

@@ -8,8 +8,9 @@ import Synchronization
 /// What the web server serves: the page of clips, `/api/clips` (the journal as JSON),
 /// the clips and their pictures, `latest.jpg` and `/metrics`. It answers from the journal,
 /// the storage directory and what the agent's run shares with its sinks (`SinkContext`: the
-/// live feed, the counters, the uploads; requests go to its `requests`), on the server's
-/// thread: nothing here waits on the agent.
+/// live feed, the counters, the uploads; requests go to its `requests`): nothing here waits on
+/// the agent. What reads the journal is built on the server's work threads (`needsWork`), the
+/// rest on its polling thread.
 public final class WebSite: Sendable {
     let camera: String
     let version: String
@@ -54,7 +55,24 @@ public final class WebSite: Sendable {
         }
     }
 
-    /// The answer to `request`.
+    /// Whether the answer to `request` needs work beyond memory, and so is built on one of the
+    /// server's work threads rather than its polling thread (which every other client, the live
+    /// viewers too, waits on), decided by the address alone:
+    /// - the page (`/`), `/api/clips`, the delete question (`/delete`) and `POST
+    ///   /api/clips/delete` read the events journal and ask the storage whether each clip is
+    ///   there: work (seconds with a year of clips on an SD card);
+    /// - everything else answers from memory or opens one file: `/metrics` (the counters),
+    ///   the live stream and HLS's pieces (the feed), `POST /api/trigger` (a request to the
+    ///   agent), the clips, their pictures and `latest.jpg` (opened, then sent with sendfile by
+    ///   the polling thread as the client takes them).
+    public static func needsWork(_ request: HTTPRequest) -> Bool {
+        switch request.path {
+        case "/", "/index.html", "/api/clips", "/delete", "/api/clips/delete": true
+        default: false
+        }
+    }
+
+    /// The answer to `request`, built on the calling thread.
     public func respond(_ request: HTTPRequest) -> HTTPResponse {
         if request.path == "/api/trigger" { return trigger(request) }
         if request.path == "/api/clips/delete" { return deleteClip(request) }

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Media
 import QuickTime
+import Recorder
 import Synchronization
 import TestSupport
 import Testing
@@ -14,10 +15,12 @@ import Testing
 /// connections at once, from many loopback addresses (127.0.0.x plays the machines of a
 /// network): slow ones never lock a visitor out, viewers beyond the limit are refused at once.
 @Suite struct ConnectionLimitTests {
-    /// The agent's web server on a loopback port, started with a live picture to serve
-    /// (`published` of `gops` GOPs of a second; the rest are for the test to publish).
+    /// The agent's web server on a loopback port for the clips of `storage`, started with a live
+    /// picture to serve (`published` of `gops` GOPs of a second; the rest are for the test to
+    /// publish).
     static func sink(
-        width: Int = 160, height: Int = 120, gops: Int = 6, published: Int = 6
+        width: Int = 160, height: Int = 120, gops: Int = 6, published: Int = 6,
+        storage: any ClipStorage = MemoryStorage()
     ) throws -> (sink: WebSink, live: LiveFeed, gops: [GOP]) {
         let directory = try LiveViewTests.directory.get()
         let s = try H264TestStream.make(width: width, height: height, frames: gops * 10, gop: 10, in: directory)
@@ -29,7 +32,7 @@ import Testing
         settings.listen = "127.0.0.1"
         settings.port = 0
         let sink = try WebSink(
-            settings: settings, camera: "yard", version: "0.1.0", storage: MemoryStorage(),
+            settings: settings, camera: "yard", version: "0.1.0", storage: storage,
             log: Logger(level: .info, sink: MemoryLogSink()))
         let context = SinkContext()
         sink.start(context)
