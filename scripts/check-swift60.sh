@@ -12,7 +12,10 @@
 #  4. a chain of four or more `+` of arrays (an array literal, `Array(…)`, `.joined()`, a slice
 #     among them; 6.0 gives up type-checking it): `Array([a, [0, 1], b].joined())`;
 #  5. a slice (`.prefix(n)`, `.suffix(n)`, `.dropFirst(n)`, `.dropLast(n)`) or a `.joined()` in a
-#     sum of two or more `+` (6.0 takes the sum for one of them): `a + Array(x.prefix(n)) + b`.
+#     sum of two or more `+` (6.0 takes the sum for one of them): `a + Array(x.prefix(n)) + b`;
+#  6. a noncopyable value (a `FileDescriptor`) released on one path only, `if made != nil { _ =
+#     copy.release() }` (6.0.3's optimizer crashes in CopyPropagation): consume it on every path,
+#     in a function that takes it `consuming`.
 # Comments and the inside of string literals are not looked at. `make lint` runs it; make
 # test-trixie builds everything with 6.0.3, which finds what this does not.
 # Usage: scripts/check-swift60.sh [FILE.swift…]   (default: every .swift file under Sources and Tests)
@@ -233,6 +236,9 @@ FNR == 1 {
         && s ~ /#(expect|require)\(throws:/)
         report(FNR, "the value of #expect(throws:) or #require(throws:), which return nothing in 6.0: use expectError(E.self) { ... } (TestSupport)")
     if (s ~ /[^ \t]/) previous = s
+    # 6. A noncopyable value consumed on one path only (`if … { _ = x.release() }`).
+    if (s ~ /(if|guard)[^{]*\{[ \t]*_[ \t]*=[ \t]*[A-Za-z_][A-Za-z_0-9.]*\.release\(\)[ \t]*\}/)
+        report(FNR, "a noncopyable value released on one path only (the optimizer of 6.0.3 crashes in CopyPropagation): consume it on every path, in a function taking it consuming")
     # Statements for the + rules.
     trimmed = s
     sub(/^[ \t]+/, "", trimmed)

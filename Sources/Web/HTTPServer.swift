@@ -492,9 +492,7 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Cont
             return queue(
                 .error(503, "The server is out of file descriptors; try again."), on: connection, server: server)
         }
-        made = MHD_create_response_from_fd_at_offset64(length, copy.rawValue, offset)
-        // Made, the response owns it; else it is closed here.
-        if made != nil { _ = copy.release() }
+        made = fileResponse(copy, offset: offset, length: length)
     case .stream(let stream):
         guard let connection else { return MHD_Result.NO }
         let streamed = StreamResponse(stream: stream, connection: connection, context: server)
@@ -524,6 +522,16 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Cont
     let streaming = if case .stream = response.body { true } else { false }
     server.room.withLock { $0.answering(UInt(bitPattern: connection), streaming: streaming) }
     return MHD_queue_response(connection, UInt32(response.status), made)
+}
+
+/// A response of `length` bytes of `descriptor` from `offset`. Once made, the response owns the
+/// descriptor; else it is closed here. (The descriptor is consumed on every path: Swift 6.0.3's
+/// optimizer crashes on a noncopyable value consumed on one path only.)
+private func fileResponse(_ descriptor: consuming FileDescriptor, offset: UInt64, length: UInt64) -> OpaquePointer? {
+    let raw = descriptor.release()
+    let made = MHD_create_response_from_fd_at_offset64(length, raw, offset)
+    if made == nil { _ = FileDescriptor(adopting: raw) }
+    return made
 }
 
 /// The library's word that a connection began or closed (on its thread). A newcomer beyond the
