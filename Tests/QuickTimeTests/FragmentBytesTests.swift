@@ -28,10 +28,10 @@ import Testing
 
     /// `count` GOPs of `length` frames at 25 fps from `start`, each frame's size its own.
     static func gops(_ count: Int, length: Int, from start: Timestamp, seed: Int = 0) -> [GOP] {
-        let samples = (0..<count * length).map { i in
-            sample(
-                seed + i, size: 40 + (i * 37) % 300, at: start + Timestamp.Duration(nanoseconds: Int64(i) * 40_000_000),
-                keyframe: i % length == 0)
+        let samples = (0..<count * length).map { (i: Int) -> EncodedSample in
+            let size: Int = 40 + (i * 37) % 300
+            let time: Timestamp = start + Timestamp.Duration(nanoseconds: Int64(i) * 40_000_000)
+            return sample(seed + i, size: size, at: time, keyframe: i % length == 0)
         }
         return GOP.grouped(samples)
     }
