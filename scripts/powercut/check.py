@@ -45,7 +45,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import logwrites  # noqa: E402
 import states as statelist  # noqa: E402
 
-OK_FILES = (".vigil.lock", "events.jsonl")  # and the clips, and their snapshots (NAME.jpg)
+# And the clips, and their snapshots (NAME.jpg); the clip catalogue and SQLite's files beside it.
+OK_FILES = (".vigil.lock", "events.jsonl", "catalogue.sqlite", "catalogue.sqlite-wal", "catalogue.sqlite-shm")
 DAMAGED = ".damaged"  # what start-up repair appends to the name of a clip it cannot read
 # What fsck.fat and fsck.exfat say of any state taken while mounted (the volume's dirty
 # flag), and their greetings and totals: not damage.
