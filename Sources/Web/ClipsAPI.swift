@@ -5,11 +5,11 @@ import Synchronization
 /// `/api/clips`, from the clip catalogue: a page of clips, newest first, as a JSON array of
 /// their journal records (docs/reference/events.md says each field), 100 by default; the next
 /// page's address in a `Link` header (`rel="next"`, with its cursor: `before=…`). Filters:
-/// `day=YYYY-MM-DD`, `trigger=motion|external`, `upload=waiting|uploaded|failed`,
-/// `damaged=true|false`.
+/// `day=YYYY-MM-DD`, `trigger=motion|external`, `damaged=true|false`. (By upload state once the
+/// upload sink writes them into the catalogue: it does not yet.)
 extension WebSite {
     /// The filters and the cursor `/api/clips` understands, and the values each takes.
-    static let clipsParameters = ["limit", "before", "day", "trigger", "upload", "damaged"]
+    static let clipsParameters = ["limit", "before", "day", "trigger", "damaged"]
 
     func clipsAPI(_ request: HTTPRequest) -> HTTPResponse {
         let query: ClipQuery
@@ -59,13 +59,6 @@ extension WebSite {
                 return .failure(WebProblem("trigger=\(trigger) is not a trigger: give motion or external."))
             }
             query.cause = cause
-        }
-        if let upload = parameters["upload"] {
-            guard ["waiting", "uploaded", "failed"].contains(upload) else {
-                return .failure(
-                    WebProblem("upload=\(upload) is not an upload's state: give waiting, uploaded or failed."))
-            }
-            query.upload = upload
         }
         if let damaged = parameters["damaged"] {
             guard damaged == "true" || damaged == "false" else {

@@ -102,7 +102,6 @@ import Testing
         ("before=yesterday", "before=yesterday is not a place in the list: give the one a page's Link header gave."),
         ("day=2026-12", "day=2026-12 is not a day: give one as YYYY-MM-DD."),
         ("trigger=cat", "trigger=cat is not a trigger: give motion or external."),
-        ("upload=sent", "upload=sent is not an upload's state: give waiting, uploaded or failed."),
         ("damaged=maybe", "damaged=maybe is neither true nor false."),
     ])
     func parametersItCannotTakeAreRefusedInWords(query: String, said: String) throws {
