@@ -233,18 +233,18 @@ func measureScale(counts: [Int], repeats: Int, directory: String) throws -> (Ben
         for count in counts { try? FileManager.default.removeItem(atPath: dir + "/clips-\(count)") }
     }
 
-    print("scale: recording the sample clip…")
+    progress("scale: recording the sample clip…")
     let sample = try ScaleStore.recordSample(vigil: vigil, in: dir)
-    print("scale: the sample clip is \(sample.totalBytes) bytes with its picture; making the directories…")
+    progress("scale: the sample clip is \(sample.totalBytes) bytes with its picture; making the directories…")
     var made: [String: Double] = [:]
     for count in counts {
         made[String(count)] = try ScaleStore.make(dir + "/clips-\(count)", count: count, sample: sample)
-        print("scale: \(count) clips made in \(DecimalText.short(made[String(count)] ?? 0, 3)) s")
+        progress("scale: \(count) clips made in \(DecimalText.short(made[String(count)] ?? 0, 3)) s")
     }
     var raw: [[String: Any]] = []
     let mb = { (bytes: Int) in Double(bytes) / 1_048_576 }
     for (count, column) in zip(counts, columns) {
-        print("scale: \(column)…")
+        progress("scale: \(column)…")
         let storage = dir + "/clips-\(count)", config = dir + "/scale-\(count).conf"
         var figures: [String: Any] = ["clips": count, "made_s": made[String(count)] ?? 0]
         try writeScaleConfig(config, storage: storage)
@@ -308,7 +308,7 @@ func measureScale(counts: [Int], repeats: Int, directory: String) throws -> (Ben
         figures["api_first_page"] = ["bytes": list.bytes, "seconds": list.runs]
         figures["api_page_50"] = deep.map { ["bytes": $0.bytes, "seconds": $0.runs] } as Any
         for (label, s) in [("first start", firstStart), ("restart", start)] {
-            print(
+            progress(
                 "  \(label): \(DecimalText.short(s.seconds, 3)) s; longest waits: "
                     + s.slowest.map { "\(DecimalText.short($0.seconds, 3)) s before \"\($0.before)\"" }.joined(
                         separator: ", "))
@@ -357,4 +357,10 @@ func grouped(_ n: Int) -> String {
         i -= 3
     }
     return digits
+}
+
+/// A line of progress, out at once (stdout to a file is buffered).
+func progress(_ text: String) {
+    print(text)
+    fflush(nil)  // every stream: `stdout` itself is a C global Swift 6 will not read
 }

@@ -100,7 +100,10 @@ enum ScaleStore {
                     try FileManager.default.createDirectory(
                         atPath: path + "/" + day, withIntermediateDirectories: true)
                 }
-                try hardLink(sample.movie, path + "/" + file)
+                // A file system counts a file's links (ext4: 65,000 at most): a copy of the
+                // sample for each 50,000.
+                let copy = n / 50_000
+                try hardLink(try sampleCopy(sample.movie, copy), path + "/" + file)
                 var record = sample.record
                 record.file = file
                 record.camera = benchCameraName
@@ -109,7 +112,7 @@ enum ScaleStore {
                 record.triggerTime = ClipRecord.timestamp(start.addingTimeInterval(preRoll), timeZone: SystemTimeZone())
                 if let picture = sample.picture {
                     let snapshot = ClipNaming.snapshotPath(of: file)
-                    try hardLink(picture, path + "/" + snapshot)
+                    try hardLink(try sampleCopy(picture, copy), path + "/" + snapshot)
                     record.snapshot = snapshot
                 }
                 lines += try EventsJournal.line(record)
@@ -122,12 +125,23 @@ enum ScaleStore {
         }
     }
 
-    /// `link(2)`: a second name for the same file (no copy: the disk holds the sample once).
+    /// The sample file `path`, or its `n`th copy beside it (made when missing).
+    static func sampleCopy(_ path: String, _ n: Int) throws -> String {
+        guard n > 0 else { return path }
+        let copy = "\(path).\(n)"
+        if !FileManager.default.fileExists(atPath: copy) {
+            try FileManager.default.copyItem(atPath: path, toPath: copy)
+        }
+        return copy
+    }
+
+    /// `link(2)`: a second name for the same file (no copy: the disk holds the sample once or twice).
     static func hardLink(_ existing: String, _ new: String) throws {
         guard link(existing, new) == 0 else {
-            let reason = String(cString: strerror(errno))
+            let code = errno
             throw UsageError(
-                "cannot link \(new) to \(existing): \(reason) — the bench's directory must be on one file system")
+                "cannot make \(new) a link to \(existing): \(String(cString: strerror(code)))"
+                    + (code == EXDEV ? " — the bench's directory must be on one file system" : ""))
         }
     }
 }
