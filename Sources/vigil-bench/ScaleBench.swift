@@ -150,8 +150,9 @@ struct SweepFigures {
     /// event's next part, being recorded meanwhile, waited for the writer.
     var partOpened: Double
     /// The most the video on disk lagged the camera (a fragment synced after the frames it
-    /// ends with were captured, `since_trigger − through`): in the event's first part, before
-    /// the sweep, and in its second part, recorded while the sweep ran.
+    /// ends with were captured, `since_trigger − through`, the pre-roll's fragments aside): in
+    /// the event's first part, before the sweep, and in its second part, recorded while the
+    /// sweep ran.
     var lagBefore: Double
     var lagDuring: Double
     var droppedAtWriter: Int
@@ -196,15 +197,12 @@ func measureSweep(
     }
     let continued = lines[saved...].first { $0.contains("msg=\"clip continues in a new part\"") }.flatMap(logTime)
     func lag(part: String) -> Double {
-        // Not a part's first fragment: written at the trigger, it ends with the pre-roll's last
-        // whole GOP, a GOP or more before.
-        lines.filter {
-            $0.contains("msg=\"fragment on disk\"") && logValue($0, "part") == part && logValue($0, "fragments") != "1"
-        }.compactMap { line in
+        lines.filter { $0.contains("msg=\"fragment on disk\"") && logValue($0, "part") == part }.compactMap { line in
             guard let since = logValue(line, "since_trigger").flatMap(Double.init),
                 let through = logValue(line, "through").flatMap(Double.init)
             else { return nil }
-            return since - through
+            // The pre-roll's fragments, written at the trigger, end a GOP or more before it.
+            return through > 0 ? since - through : nil
         }.max() ?? .nan
     }
     let stopped = lines.last { $0.contains("msg=\"vigil stopped\"") }
