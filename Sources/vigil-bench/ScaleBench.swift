@@ -257,89 +257,103 @@ func measureScale(counts: [Int], repeats: Int, directory: String) throws -> (Ben
             value: firstStart.seconds, goal: "–")
         // A restart, the catalogue there.
         let (agent, start) = try startScaleAgent(vigil, config: config, log: dir + "/again-\(count).log")
-        table.record(
-            "start → \"source open\", restart (catalogue there)", unit: "s", column: column, value: start.seconds,
-            goal: "≤ 2")
-        usleep(5_000_000)
-        let rss = processStatus("VmRSS", of: String(agent.child.pid)) ?? 0
-        let hwm = processStatus("VmHWM", of: String(agent.child.pid)) ?? 0
-        table.record(
-            "resident memory at rest, 5 s after the restart", unit: "MB", column: column, value: mb(rss),
-            goal: "≤ 0 clips' + 5")
-        table.record("  after the first start", unit: "MB", column: column, value: mb(firstRSS))
-        table.record("  peak during the first start (VmHWM)", unit: "MB", column: column, value: mb(firstEnd.peakRSS))
-        table.record("  peak during the restart (VmHWM)", unit: "MB", column: column, value: mb(hwm))
-        let base = "http://127.0.0.1:\(start.port)"
-        let page = try timedGets(curl, base + "/", repeats: repeats, in: dir)
-        table.record(
-            "/ (the first screen), to the last byte", unit: "ms", column: column, value: page.seconds * 1000,
-            goal: "≤ 100")
-        table.record(
-            "/ (the first screen)", unit: "KB", column: column, value: Double(page.bytes) / 1000, goal: "≤ 100")
-        let list = try timedGets(curl, base + "/api/clips", repeats: repeats, in: dir)
-        table.record(
-            "/api/clips, first page (100)", unit: "ms", column: column, value: list.seconds * 1000, goal: "≤ 50")
-        table.record("/api/clips, first page (100)", unit: "KB", column: column, value: Double(list.bytes) / 1000)
-        // Page 50, by the Link headers.
-        var path: String? = "/api/clips", depth = 1
-        while depth < 50, let here = path {
-            path = try httpGet(curl, base + here, in: dir).next
-            depth += 1
-        }
-        var deep: (seconds: Double, bytes: Int, runs: [Double])?
-        if let path {
-            deep = try timedGets(curl, base + path, repeats: repeats, in: dir)
+        do {
             table.record(
-                "/api/clips, page 50 (by its Link headers)", unit: "ms", column: column, value: deep!.seconds * 1000,
-                goal: "≤ 50")
-        }
-        figures["first_start"] = [
-            "seconds": firstStart.seconds,
-            "slowest": firstStart.slowest.map { ["seconds": $0.seconds, "before": $0.before] }, "rss_bytes": firstRSS,
-            "peak_rss_bytes": firstEnd.peakRSS,
-        ]
-        figures["restart"] = [
-            "seconds": start.seconds, "slowest": start.slowest.map { ["seconds": $0.seconds, "before": $0.before] },
-            "rss_bytes": rss, "peak_rss_bytes": hwm,
-        ]
-        figures["page"] = ["bytes": page.bytes, "seconds": page.runs]
-        figures["api_first_page"] = ["bytes": list.bytes, "seconds": list.runs]
-        figures["api_page_50"] = deep.map { ["bytes": $0.bytes, "seconds": $0.runs] } as Any
-        for (label, s) in [("first start", firstStart), ("restart", start)] {
-            progress(
-                "  \(label): \(DecimalText.short(s.seconds, 3)) s; longest waits: "
-                    + s.slowest.map { "\(DecimalText.short($0.seconds, 3)) s before \"\($0.before)\"" }.joined(
-                        separator: ", "))
-        }
-        if count >= 2000 {
-            let sweep = try measureSweep(
-                vigil, agent: agent, config: config, storage: storage, clips: count, sample: sample, in: dir)
-            table.record(
-                "retention sweep: clips deleted", unit: "clips", column: column, value: Double(sweep.deleted),
-                goal: "1,000")
-            table.record(
-                "retention sweep, its start → last \"clip deleted\"", unit: "s", column: column, value: sweep.seconds,
+                "start → \"source open\", restart (catalogue there)", unit: "s", column: column, value: start.seconds,
                 goal: "≤ 2")
+            usleep(5_000_000)
+            let rss = processStatus("VmRSS", of: String(agent.child.pid)) ?? 0
+            let hwm = processStatus("VmHWM", of: String(agent.child.pid)) ?? 0
             table.record(
-                "  writer: the next part, recorded meanwhile, opened after", unit: "s", column: column,
-                value: sweep.partOpened, goal: "not held up")
+                "resident memory at rest, 5 s after the restart", unit: "MB", column: column, value: mb(rss),
+                goal: "≤ 0 clips' + 5")
+            table.record("  after the first start", unit: "MB", column: column, value: mb(firstRSS))
             table.record(
-                "  writer: clip on disk behind the camera, before", unit: "ms", column: column,
-                value: sweep.lagBefore * 1000)
+                "  peak during the first start (VmHWM)", unit: "MB", column: column, value: mb(firstEnd.peakRSS))
+            table.record("  peak during the restart (VmHWM)", unit: "MB", column: column, value: mb(hwm))
+            let base = "http://127.0.0.1:\(start.port)"
+            let page = try timedGets(curl, base + "/", repeats: repeats, in: dir)
             table.record(
-                "  writer: clip on disk behind the camera, during", unit: "ms", column: column,
-                value: sweep.lagDuring * 1000)
+                "/ (the first screen), to the last byte", unit: "ms", column: column, value: page.seconds * 1000,
+                goal: "≤ 100")
             table.record(
-                "  writer: video samples dropped (queue full)", unit: "samples", column: column,
-                value: Double(sweep.droppedAtWriter), goal: "0")
-            figures["sweep"] = [
-                "deleted": sweep.deleted, "seconds": sweep.seconds, "next_part_opened_s": sweep.partOpened,
-                "lag_before_s": sweep.lagBefore, "lag_during_s": sweep.lagDuring,
-                "dropped_at_writer": sweep.droppedAtWriter,
+                "/ (the first screen)", unit: "KB", column: column, value: Double(page.bytes) / 1000, goal: "≤ 100")
+            let list = try timedGets(curl, base + "/api/clips", repeats: repeats, in: dir)
+            table.record(
+                "/api/clips, first page (100)", unit: "ms", column: column, value: list.seconds * 1000, goal: "≤ 50")
+            table.record("/api/clips, first page (100)", unit: "KB", column: column, value: Double(list.bytes) / 1000)
+            // Page 50, by the Link headers.
+            var path: String? = "/api/clips", depth = 1
+            while depth < 50, let here = path {
+                path = try httpGet(curl, base + here, in: dir).next
+                depth += 1
+            }
+            var deep: (seconds: Double, bytes: Int, runs: [Double])?
+            if let path {
+                let got = try timedGets(curl, base + path, repeats: repeats, in: dir)
+                deep = got
+                table.record(
+                    "/api/clips, page 50 (by its Link headers)", unit: "ms", column: column, value: got.seconds * 1000,
+                    goal: "≤ 50")
+            }
+            figures["first_start"] = [
+                "seconds": firstStart.seconds,
+                "slowest": firstStart.slowest.map { ["seconds": $0.seconds, "before": $0.before] },
+                "rss_bytes": firstRSS,
+                "peak_rss_bytes": firstEnd.peakRSS,
             ]
-        } else {
-            agent.child.signal(.terminate)
-            _ = agent.wait()
+            figures["restart"] = [
+                "seconds": start.seconds,
+                "slowest": start.slowest.map { ["seconds": $0.seconds, "before": $0.before] },
+                "rss_bytes": rss, "peak_rss_bytes": hwm,
+            ]
+            figures["page"] = ["bytes": page.bytes, "seconds": page.runs]
+            figures["api_first_page"] = ["bytes": list.bytes, "seconds": list.runs]
+            figures["api_page_50"] = deep.map { ["bytes": $0.bytes, "seconds": $0.runs] } as Any
+            for (label, s) in [("first start", firstStart), ("restart", start)] {
+                progress(
+                    "  \(label): \(DecimalText.short(s.seconds, 3)) s; longest waits: "
+                        + s.slowest.map { "\(DecimalText.short($0.seconds, 3)) s before \"\($0.before)\"" }.joined(
+                            separator: ", "))
+            }
+            if count >= 2000 {
+                let sweep = try measureSweep(
+                    vigil, agent: agent, config: config, storage: storage, clips: count, sample: sample, in: dir)
+                table.record(
+                    "retention sweep: clips deleted", unit: "clips", column: column, value: Double(sweep.deleted),
+                    goal: "1,000")
+                table.record(
+                    "retention sweep, its start → last \"clip deleted\"", unit: "s", column: column,
+                    value: sweep.seconds,
+                    goal: "≤ 2")
+                table.record(
+                    "  writer: the next part, recorded meanwhile, opened after", unit: "s", column: column,
+                    value: sweep.partOpened, goal: "not held up")
+                table.record(
+                    "  writer: clip on disk behind the camera, before", unit: "ms", column: column,
+                    value: sweep.lagBefore * 1000)
+                table.record(
+                    "  writer: clip on disk behind the camera, during", unit: "ms", column: column,
+                    value: sweep.lagDuring * 1000)
+                table.record(
+                    "  writer: video samples dropped (queue full)", unit: "samples", column: column,
+                    value: Double(sweep.droppedAtWriter), goal: "0")
+                figures["sweep"] = [
+                    "deleted": sweep.deleted, "seconds": sweep.seconds, "next_part_opened_s": sweep.partOpened,
+                    "lag_before_s": sweep.lagBefore, "lag_during_s": sweep.lagDuring,
+                    "dropped_at_writer": sweep.droppedAtWriter,
+                ]
+            } else {
+                agent.child.signal(.terminate)
+                _ = agent.wait()
+            }
+        } catch {
+            // Not left running when a measurement fails: ended and reaped (nil: reaped already).
+            if agent.child.hasEnded() != nil {
+                agent.child.signal(.terminate)
+                _ = agent.wait()
+            }
+            throw error
         }
         raw.append(figures)
     }
