@@ -71,8 +71,10 @@ struct Options {
                 }
                 sizes = parsed.map { ($0[0], $0[1]) }
             case "--only":
-                guard args.popFirst() == "scale" else {
-                    throw UsageError("--only needs scale (the only part run alone)")
+                let part = args.popFirst() ?? ""
+                guard part == "scale" else {
+                    throw UsageError(
+                        "--only \(part): no such part — give --only scale (the scale rows, the one part run alone)")
                 }
                 onlyScale = true
             case "--clips":
@@ -93,7 +95,7 @@ struct Options {
                       trigger-to-disk latency.
                       Then the scale rows, at 0, 10,000 and 100,000 clips (--clips), made in var/bench/scale
                       (beside --json's file): the agent's start, its memory, the page, /api/clips and a
-                      retention sweep; --only scale runs those alone.
+                      retention sweep, times the medians of up to N (--repeats); --only scale runs those alone.
                       `vigil` must be built beside vigil-bench (`make bench` does it).
                     """)
                 exit(0)
