@@ -3,7 +3,9 @@
 #   make test   install what is missing, build, run every test (but the fault suite)
 #   make test-faults   the fault suite: kills, full disks, failing sources, broken input
 #   make soak   an hour of camera time through the agent: memory, files and disk stay flat
-#   make bench  measure the pipeline (prints a table, writes var/bench/bench.json)
+#   make bench  measure the pipeline and how the agent scales with its clips (prints the tables,
+#               writes var/bench/bench.json); the scale rows alone:
+#               make bench BENCH_ARGS="--only scale" (and --clips 0,10000 for fewer clips)
 #   make test-instructions  the pipeline's instructions per frame beyond x264 (callgrind) against
 #               the number kept in bench/instructions.txt: fails when they grew more than 10 %
 #   make compare-motion  Vigil's motion detector beside Motion 4.5.1 on real footage (prints a table)
@@ -75,12 +77,15 @@ run: build
 	@./scripts/run-demo.sh "$$($(SWIFT) build $(SWIFT_FLAGS) --show-bin-path)"
 
 # About 3 minutes: the pieces, then vigil run against x264 alone and ffmpeg on the same frames,
-# then vigil run in real time at each size (docs/design/performance.md says what each figure means).
+# then vigil run in real time at each size; then the scale rows, vigil run on directories of 0,
+# 10,000 and 100,000 clips made in var/bench/scale (docs/design/performance.md says what each
+# figure means and how long they take).
+BENCH_ARGS ?=
 bench: test-deps check-swift
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil $(SWIFT_FLAGS)
 	$(SWIFT) build -c release --static-swift-stdlib --product vigil-bench $(SWIFT_FLAGS)
 	@mkdir -p var/bench
-	"$$($(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json
+	"$$($(SWIFT) build -c release --static-swift-stdlib $(SWIFT_FLAGS) --show-bin-path)/vigil-bench" --json var/bench/bench.json $(BENCH_ARGS)
 
 # About a minute: `vigil run` on 3 s and 8 s of the bench's event scene at 640×480 under valgrind's
 # callgrind, which counts instructions the same on every run; the instructions per frame beyond

@@ -6,6 +6,8 @@ struct BenchTable {
         var measurement: String
         var unit: String
         var values: [String: Double] = [:]
+        /// What the issue asks of the figure, printed in a last column when a row has one.
+        var goal: String?
     }
 
     let columns: [String]
@@ -13,25 +15,27 @@ struct BenchTable {
 
     init(columns: [String]) { self.columns = columns }
 
-    mutating func record(_ measurement: String, unit: String, column: String, value: Double) {
+    mutating func record(_ measurement: String, unit: String, column: String, value: Double, goal: String? = nil) {
         precondition(columns.contains(column), "unknown column \(column)")
         if let i = rows.firstIndex(where: { $0.measurement == measurement && $0.unit == unit }) {
             rows[i].values[column] = value
         } else {
-            rows.append(Row(measurement: measurement, unit: unit, values: [column: value]))
+            rows.append(Row(measurement: measurement, unit: unit, values: [column: value], goal: goal))
         }
     }
 
     func render() -> String {
-        let header = ["measurement", "unit"] + columns
+        let goals = rows.contains { $0.goal != nil }
+        let header = ["measurement", "unit"] + columns + (goals ? ["goal"] : [])
         let body = rows.map { row in
             [row.measurement, row.unit] + columns.map { c in row.values[c].map(BenchTable.format) ?? "–" }
+                + (goals ? [row.goal ?? ""] : [])
         }
         let widths = header.indices.map { i in ([header] + body).map { $0[i].count }.max() ?? 0 }
         func line(_ cells: [String]) -> String {
             cells.enumerated().map { i, cell in
                 let pad = String(repeating: " ", count: widths[i] - cell.count)
-                return i < 2 ? cell + pad : pad + cell
+                return i < 2 || (goals && i == header.count - 1) ? cell + pad : pad + cell
             }.joined(separator: "  ")
         }
         let rule = widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")

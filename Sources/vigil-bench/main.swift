@@ -6,6 +6,7 @@
 // are printed, never asserted.
 //
 //   vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
+//               [--only scale] [--clips N,…]
 
 import Capture
 import Configuration
@@ -30,6 +31,10 @@ struct Options {
     var realtimeSeconds = 36.0
     /// Picture sizes to measure.
     var sizes = [(640, 480), (1280, 720), (1920, 1080)]
+    /// Only the scale rows (`--only scale`), or everything.
+    var onlyScale = false
+    /// The numbers of clips the scale rows start the agent on (ScaleBench.swift).
+    var clips = [0, 10_000, 100_000]
 
     init(_ arguments: [String]) throws {
         var args = arguments[...]
@@ -65,15 +70,32 @@ struct Options {
                     throw UsageError("--sizes needs sizes as in 640x480,1920x1080 (even, 16 to 4096)")
                 }
                 sizes = parsed.map { ($0[0], $0[1]) }
+            case "--only":
+                let part = args.popFirst() ?? ""
+                guard part == "scale" else {
+                    throw UsageError(
+                        "--only \(part): no such part — give --only scale (the scale rows, the one part run alone)")
+                }
+                onlyScale = true
+            case "--clips":
+                let parsed = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
+                guard !parsed.isEmpty, parsed.allSatisfy({ (0...1_000_000).contains($0) }) else {
+                    throw UsageError("--clips needs counts of clips as in 0,10000,100000 (0 to 1000000)")
+                }
+                clips = parsed
             case "-h", "--help":
                 print(
                     """
                     usage: vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
+                                         [--only scale] [--clips N,…]
                       at 640×480, 1280×720 and 1920×1080, 30 fps: YUYV→NV12 and 4:2:2→4:2:0 conversion, x264
                       encoding, motion detection and the timestamp overlay; `vigil run` on S seconds of footage
                       (default 10) against x264 alone and ffmpeg, by CPU time, medians of N runs (default 5);
                       and `vigil run` in real time for S seconds (default 36): peak RSS, dropped frames,
                       trigger-to-disk latency.
+                      Then the scale rows, at 0, 10,000 and 100,000 clips (--clips), made in var/bench/scale
+                      (beside --json's file): the agent's start, its memory, the page, /api/clips and a
+                      retention sweep, times the medians of up to N (--repeats); --only scale runs those alone.
                       `vigil` must be built beside vigil-bench (`make bench` does it).
                     """)
                 exit(0)
@@ -155,10 +177,11 @@ func run() throws {
         exit(try instructionGate(baselinePath: arguments[1]))
     }
     let options = try Options(arguments)
+    let info = machine()
+    if options.onlyScale { return try runScale(options, machine: info) }
     let sizes = options.sizes
     let columns = sizes.map { "\($0.0)×\($0.1)" }
     var table = BenchTable(columns: columns)
-    let info = machine()
     let rate = Rational(30, 1)
     let defaults = try defaultEncoderSettings()
     print(
@@ -322,6 +345,8 @@ func run() throws {
     }
 
     print(table.render())
+    let (scaleTable, scale) = try measureScale(options)
+    print(scaleTable.render())
 
     if let path = options.jsonPath {
         var results: [[String: Any]] = []
@@ -347,13 +372,45 @@ func run() throws {
             "results": results,
             "pipeline": pipeline,
             "hardware_encoder": hardware.map { "\($0.path) \($0.name)" } ?? "none found",
+            "scale": scale,
         ]
-        let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
-        let url = URL(fileURLWithPath: path)
-        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try data.write(to: url)
-        print("\nwrote \(path)")
+        try writeJSON(document, to: path)
     }
+}
+
+/// Writes `document` as JSON to `path`, its directory made if missing.
+func writeJSON(_ document: [String: Any], to path: String) throws {
+    let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
+    let url = URL(fileURLWithPath: path)
+    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+    try data.write(to: url)
+    print("\nwrote \(path)")
+}
+
+/// The scale rows (`--only scale`): their table, and the JSON with the machine and date.
+func runScale(_ options: Options, machine info: [String: Any]) throws {
+    print(
+        "vigil-bench: \(info["cpu"] ?? "?"), \(info["cores"] ?? "?") cores (load average \(info["load_average_1min"] ?? "?"))"
+    )
+    let (table, scale) = try measureScale(options)
+    print(table.render())
+    if let path = options.jsonPath {
+        try writeJSON(
+            ["machine": info, "date": ISO8601DateFormatter().string(from: Date()), "scale": scale], to: path)
+    }
+}
+
+/// The scale rows at `options.clips`, made beside the JSON file (var/bench by default).
+func measureScale(_ options: Options) throws -> (BenchTable, [String: Any]) {
+    print(
+        "\nscale: vigil run on its synthetic camera (640×480, web on) on storage directories of "
+            + options.clips.map(grouped).joined(separator: ", ")
+            + " clips (one clip hard-linked, 351 a day); times are medians of up to \(options.repeats) (fewer after a minute)\n"
+    )
+    return try measureScale(
+        counts: options.clips, repeats: options.repeats,
+        directory: options.jsonPath.map { ($0 as NSString).deletingLastPathComponent }.flatMap { $0.isEmpty ? nil : $0 }
+            ?? "var/bench")
 }
 
 /// The timestamp overlay as the agent would draw it (the default font at scale 2, the date,
