@@ -59,12 +59,9 @@ final class SQLiteDatabase {
             case .integer(let number): bound = sqlite3_bind_int64(prepared, position, number)
             case .real(let number): bound = sqlite3_bind_double(prepared, position, number)
             case .text(let text):
-                let utf8 = Array(text.utf8)
-                bound = utf8.withUnsafeBufferPointer { bytes in
-                    bytes.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(bytes.count, 1)) {
-                        vigil_sqlite3_bind_text(prepared, position, $0, Int32(bytes.count))
-                    }
-                }
+                // withCString always has an address, an empty string's too.
+                let count = Int32(text.utf8.count)
+                bound = text.withCString { vigil_sqlite3_bind_text(prepared, position, $0, count) }
             }
             guard bound == SQLITE_OK else { throw failure(bound, doing: sql) }
         }

@@ -102,6 +102,19 @@ import Testing
         #expect(try files(ClipQuery(upload: "waiting")).isEmpty)
     }
 
+    /// Empty texts are values like any other: a record whose start is no time (an old journal's
+    /// line, a hand-edited one) and an upload failed for no stated reason are kept and read back.
+    @Test func emptyTextsAreKeptAsTheyAre() throws {
+        let catalogue = try SQLiteCatalogue.inMemory()
+        var odd = Self.entry(1, start: 1_796_428_800, upload: .failed(reason: ""))
+        odd.record.start = ""
+        odd.record.camera = ""
+        try catalogue.add(odd)
+        #expect(try catalogue.entry(odd.file) == odd)
+        #expect(try catalogue.page(ClipQuery()).entries == [odd])
+        #expect(try catalogue.days(ClipQuery(), before: nil, limit: 5) == [DayCount(day: "", clips: 1)])
+    }
+
     @Test func retentionTakesTheOldestByTheDateItAgesFrom() throws {
         let catalogue = try SQLiteCatalogue.inMemory()
         let base = 1_796_428_800.0
