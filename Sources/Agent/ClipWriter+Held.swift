@@ -145,7 +145,7 @@ extension ClipWriter {
             attempt += 1
             let relative = freeName(for: started)
             do {
-                held.attach(try storage.createMovie(relative))
+                held.attach(try createMovie(relative))
             } catch {
                 if error.isAlreadyThere && attempt < 100 { continue }
                 if disk.createFailed(outOfSpace: error.isOutOfSpace, attempt: attempt) {

@@ -136,6 +136,14 @@ final class ClipWriter: @unchecked Sendable {
     /// clip's age across them.
     var clockWatch = ClockWatch()
     var retentionClock = RetentionClock()
+    /// The last sweep deleted a batch and the rules would delete more: the next goes as soon
+    /// as the writer has nothing waiting.
+    var sweepAgain = false
+    /// Clips saved while the disk was too full for their catalogue entries: entered by the next
+    /// sweep that finds room (`enterUnentered`), or at the next start.
+    var unentered: [CatalogueEntry] = []
+    /// At most this many are kept waiting (the rest are found again at the next start).
+    static let unenteredLimit = 1000
 
     /// `memoryLimit`: the video kept in memory while the disk is full or not there, at most
     /// (`DiskFullPolicy.limit`).
@@ -173,8 +181,10 @@ final class ClipWriter: @unchecked Sendable {
 
     /// Brings the storage directory up: made when missing (its parent must exist), claimed
     /// (one agent per directory), proven writable (a test file made, synced, removed), then
-    /// the clips an earlier run left open repaired, every clip on disk given its journal line
-    /// (`EventsJournal.rebuild`) and retention applied.
+    /// its catalogue opened; then the clips an earlier run left open repaired — those the
+    /// catalogue says were being recorded, or every clip when the catalogue does not list the
+    /// clips on disk yet (then every clip on disk is given its journal line,
+    /// `EventsJournal.rebuild`, and an entry) — and retention applied.
     func bringUpStorage() -> StorageState {
         let storage = settings.storage
         do { try storage.createRoot() } catch {
@@ -193,8 +203,25 @@ final class ClipWriter: @unchecked Sendable {
             }
         }
         do { try storage.probe() } catch { return .unavailable(error.description) }
-        removeLeftovers()
-        repairInterrupted()
+        openCatalogue()
+        // A catalogue that lists the clips on disk is trusted: only the clips it says were
+        // being recorded are looked at. Otherwise (a new one, none) every clip is.
+        if let catalogue, (try? catalogue.isSynchronized()) == true {
+            removeLeftovers(catalogue)
+            if !repairRecording(catalogue) || !journalIsWhole(catalogue) { rebuildJournalAndCatalogue() }
+        } else {
+            removeLeftovers()
+            repairInterrupted()
+            rebuildJournalAndCatalogue()
+        }
+        sweep()
+        events.handle(.storageReady(settings.storage))
+        return .ready
+    }
+
+    /// Makes the journal whole from the clips on disk (`EventsJournal.rebuild`: the whole
+    /// journal read, every clip looked at) and the catalogue list what it lists.
+    func rebuildJournalAndCatalogue() {
         var rebuilt: JournalRebuild?
         do {
             let rebuild = try EventsJournal(storage: settings.storage).rebuild(
@@ -219,10 +246,7 @@ final class ClipWriter: @unchecked Sendable {
         } catch {
             log.warning("events journal not rebuilt", [("error", .string(error.description))])
         }
-        bringUpCatalogue(after: rebuilt)
-        sweep()
-        events.handle(.storageReady(settings.storage))
-        return .ready
+        synchronizeCatalogue(with: rebuilt)
     }
 
     /// True when the storage directory is up; tries it again when an outage's next try is due.
@@ -293,10 +317,14 @@ final class ClipWriter: @unchecked Sendable {
 
     /// How long the writer may wait for its next item: while the storage is down, until it is
     /// due to be tried again, even when nothing comes; nil: for ever.
-    var nextTry: Double? { nextStorageTry.map { max(0.05, ($0 - clock.now()).seconds) } }
+    var nextTry: Double? {
+        if sweepAgain && nextStorageTry == nil { return 0 }
+        return nextStorageTry.map { max(0.05, ($0 - clock.now()).seconds) }
+    }
 
-    /// When a `.tick` has something to do (the storage's next try); nil: nothing is due.
-    var due: Timestamp? { nextStorageTry }
+    /// When a `.tick` has something to do (the storage's next try, retention's next batch);
+    /// nil: nothing is due.
+    var due: Timestamp? { sweepAgain && nextStorageTry == nil ? clock.now() : nextStorageTry }
 
     /// What the writer takes, one at a time (`step`).
     enum Input {
@@ -312,7 +340,13 @@ final class ClipWriter: @unchecked Sendable {
     func step(_ input: Input) {
         switch input {
         case .item(let item): handle(item)
-        case .tick: _ = storageIsReady()
+        case .tick:
+            if sweepAgain && nextStorageTry == nil {
+                sweepAgain = false
+                sweep()
+            } else {
+                _ = storageIsReady()
+            }
         case .end:
             if open != nil {
                 log.warning("writer stopped with a clip open; finishing it")
@@ -412,7 +446,7 @@ final class ClipWriter: @unchecked Sendable {
             let problem: (reason: String, outOfSpace: Bool)
             do {
                 let writer = try MovieWriter(
-                    output: try storage.createMovie(relative), path: storage.path(relative), description: description)
+                    output: try createMovie(relative), path: storage.path(relative), description: description)
                 open = OpenClip(
                     writer: writer, info: info, relativePath: relative, storage: storage, fragmentsSynced: 0,
                     hasAudio: stream.audio != nil)

@@ -35,9 +35,28 @@ public protocol ClipCatalogue: AnyObject, Sendable {
     func days(_ query: ClipQuery, before: String?, limit: Int) throws(CatalogueError) -> [DayCount]
     /// How many clips, and the bytes they take with their pictures.
     func totals() throws(CatalogueError) -> CatalogueTotals
-    /// The `limit` clips retention deletes first: those it ages from earliest (`aged_from` when
-    /// the clip's clock was wrong, else its start), then by name.
-    func oldest(_ limit: Int) throws(CatalogueError) -> [CatalogueEntry]
+    /// The clips retention deletes first, `limit` at most after `after` (nil: from the first):
+    /// by the date each ages from (`aged_from` when the clip's clock was wrong, else its start,
+    /// moved by the wall clock's steps: `shiftAges`), then by name.
+    func oldest(after: AgeCursor?, limit: Int) throws(CatalogueError) -> [AgedEntry]
+    /// The clips dated by a wrong clock: aged from before `before` or after `after`
+    /// (milliseconds since 1970), `limit` at most.
+    func misdated(before: Int64, after: Int64, limit: Int) throws(CatalogueError) -> [AgedEntry]
+    /// The wall clock stepped forward from `from` to `to` (milliseconds since 1970): a clip
+    /// aged from before the step is as old after it (its date moved by the step), one dated
+    /// between the two readings ages from `to` (`ClockStep.shift`). One transaction; durable.
+    func shiftAges(from: Int64, to: Int64) throws(CatalogueError)
+    /// Says a clip is being recorded into `file`, before its file is made: a start after a
+    /// kill or a power cut repairs the clips it names, and no other. Durable on return.
+    func beginRecording(_ file: String) throws(CatalogueError)
+    /// The clip in `file` is saved (its entry added) or gone: no longer being recorded.
+    func endRecording(_ file: String) throws(CatalogueError)
+    /// The clips said being recorded and not ended (an earlier run was stopped mid-clip).
+    func recording() throws(CatalogueError) -> [String]
+    /// Whether the catalogue has been made to list the clips on disk (`synchronize`) since it
+    /// was made: false for a new one (a directory an earlier version wrote, a damaged one set
+    /// aside), which a start fills from the clips and the journal.
+    func isSynchronized() throws(CatalogueError) -> Bool
     /// Where a clip's upload stands (nil: it is not to be uploaded); no error for a clip without
     /// an entry.
     func setUpload(_ state: UploadState?, of file: String) throws(CatalogueError)
@@ -58,10 +77,13 @@ public struct CatalogueError: Error, CustomStringConvertible, Sendable, Equatabl
     /// The catalogue's file cannot be read as one (not a database, damaged, a newer version's):
     /// it is set aside and rebuilt from the clips (`vigil clips --rescan`).
     public var isUnreadable: Bool
+    /// The disk is full: the catalogue could not grow (retention can make room).
+    public var isOutOfSpace: Bool
 
-    public init(description: String, isUnreadable: Bool = false) {
+    public init(description: String, isUnreadable: Bool = false, isOutOfSpace: Bool = false) {
         self.description = description
         self.isUnreadable = isUnreadable
+        self.isOutOfSpace = isOutOfSpace
     }
 }
 
@@ -189,6 +211,32 @@ public enum CatalogueOrder {
     /// The key retention orders by: `aged_from` when the clip's clock was wrong, else its start.
     public static func ageKey(_ entry: CatalogueEntry) -> Int64 {
         entry.agedFrom.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) } ?? Int64.min
+    }
+}
+
+/// A clip in the order retention deletes in, with the date it ages from (milliseconds since
+/// 1970, UTC; clock steps taken in).
+public struct AgedEntry: Sendable, Equatable {
+    public var entry: CatalogueEntry
+    public var age: Int64
+
+    public init(entry: CatalogueEntry, age: Int64) {
+        self.entry = entry
+        self.age = age
+    }
+
+    /// The place just after this clip, for the next batch.
+    public var cursor: AgeCursor { AgeCursor(age: age, file: entry.file) }
+}
+
+/// A place in the order retention deletes in: after the clip aged from `age` under `file`.
+public struct AgeCursor: Sendable, Equatable {
+    public var age: Int64
+    public var file: String
+
+    public init(age: Int64, file: String) {
+        self.age = age
+        self.file = file
     }
 }
 

@@ -3,6 +3,25 @@ import Media
 import QuickTime
 
 /// A regular file under the storage directory, as a walk finds it.
+/// The end of a file (`ClipStorage.readTail`).
+public struct FileTail: Equatable, Sendable {
+    /// Its last bytes.
+    public var bytes: [UInt8]
+    /// Its size.
+    public var size: Int64
+    /// When it was last written.
+    public var modified: Date
+
+    public init(bytes: [UInt8], size: Int64, modified: Date) {
+        self.bytes = bytes
+        self.size = size
+        self.modified = modified
+    }
+
+    /// Whether `bytes` are the whole file.
+    public var isWhole: Bool { Int64(bytes.count) == size }
+}
+
 public struct StoredFile: Equatable, Sendable {
     /// Relative to the storage directory.
     public var relativePath: String
@@ -74,6 +93,9 @@ public protocol ClipStorage: AnyObject, Sendable {
     func readMovie(_ relativePath: String) throws(FileError) -> any MovieFile
     /// The whole of a small file (the journal); nil when there is none.
     func read(_ relativePath: String) throws(FileError) -> [UInt8]?
+    /// The last `maxBytes` bytes of a regular file (all of a smaller one) and its size; nil
+    /// when there is none. A link or anything but a regular file is refused, as by `read`.
+    func readTail(_ relativePath: String, maxBytes: Int) throws(FileError) -> FileTail?
     /// Appends to a file (creating it) whole or not at all, starting on a fresh line when the
     /// file does not end in a newline, and makes the bytes durable.
     func append(_ bytes: [UInt8], to relativePath: String) throws(FileError)

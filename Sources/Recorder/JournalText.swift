@@ -220,3 +220,23 @@ struct JournalText {
         byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\r")
     }
 }
+
+extension EventsJournal {
+    /// How much of the journal's end a start reads (`endsWhole`, `names`): a few hundred lines.
+    public static let tailBytes = 1 << 16
+
+    /// Whether the journal whose end is `tail` ends whole: a newline, after a line that is a
+    /// record (not a line a power cut tore, which a rebuild mends).
+    public static func endsWhole(_ tail: FileTail) -> Bool {
+        guard tail.bytes.last == UInt8(ascii: "\n") else { return false }
+        let body = tail.bytes.dropLast()
+        let start = body.lastIndex(of: UInt8(ascii: "\n")).map { body.index(after: $0) } ?? body.startIndex
+        guard start > body.startIndex || tail.isWhole else { return false }  // one line longer than the tail
+        return JournalText(Array(body[start...]) + [UInt8(ascii: "\n")]).records.count == 1
+    }
+
+    /// Whether the journal whose end is `tail` names `file` there.
+    public static func names(_ file: String, in tail: FileTail) -> Bool {
+        JournalText.files(in: tail.bytes).contains(file)
+    }
+}

@@ -227,7 +227,9 @@ public struct ClipStore: Sendable {
         try delete(clip, named: named)
     }
 
-    private func delete(_ clip: StoredFile, named: Set<String>) throws(FileError) {
+    /// Deletes one clip `named` says is the agent's (the files the journal or the catalogue
+    /// names; the pattern's are in any case), as `delete(_:)`.
+    public func delete(_ clip: StoredFile, named: Set<String>) throws(FileError) {
         guard isOwn(clip.relativePath, named: named) else {
             throw FileError(
                 path: storage.path(clip.relativePath), operation: "delete",
@@ -291,6 +293,10 @@ public struct ClipStore: Sendable {
         public var clock = RetentionClock()
         /// Journal lines given the date their clip ages from (`aged_from`).
         public var stamped = 0
+        /// Clips the catalogue listed that someone else deleted: their entries go too.
+        public var gone: [String] = []
+        /// The rules would delete more than the sweep's limit allowed: sweep again soon.
+        public var more = false
     }
 
     /// Applies `policy` now: what it deleted, the problems it met, and the free space then.

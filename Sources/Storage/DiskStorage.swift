@@ -153,6 +153,23 @@ public final class DiskStorage: ClipStorage {
         }
     }
 
+    public func readTail(_ relativePath: String, maxBytes: Int) throws(FileError) -> FileTail? {
+        do {
+            return try inParent(of: relativePath, "read") { directory, name throws(SystemError) in
+                let file = try directory.openFile(named: name, .readOnly)
+                let status = try file.status()
+                let size = status.size
+                let count = Int(min(UInt64(max(0, maxBytes)), size))
+                return FileTail(
+                    bytes: try file.read(count: count, at: size - UInt64(count)), size: Int64(size),
+                    modified: Date(timeIntervalSince1970: status.modified))
+            }
+        } catch {
+            if error.isMissing { return nil }
+            throw error
+        }
+    }
+
     /// Appends `bytes` whole or not at all, and syncs them. When the file does not end in a
     /// newline (a write a crash cut short), a newline goes first, so the new line is never
     /// glued to a torn one.

@@ -5,9 +5,12 @@ import Synchronization
 
 /// The clip catalogue in SQLite (Debian's libsqlite3): `catalogue.sqlite` in the storage
 /// directory, in WAL mode with every commit synced (`synchronous = FULL`), so an entry added is
-/// on the disk when `add` returns and a power cut loses no saved clip. One table, `clip`, a row
+/// on the disk when `add` returns and a power cut loses no saved clip. The table `clip` has a row
 /// per clip with the columns the questions filter and order on (indexed) and the clip's journal
-/// record as JSON; nothing per clip is held in memory.
+/// record as JSON; `recording` names the clips being recorded (a start repairs those), `meta`
+/// says whether the catalogue was ever made to list the clips on disk. Nothing per clip is held
+/// in memory. Tables version 1 (no `recording`, no `meta`) is brought to 2 at open and filled
+/// from the clips again at the next start.
 ///
 /// Every connection is used by one thread at a time (a mutex): the agent's writer adds and
 /// retention removes on one, the web page and `vigil clips` read on others — WAL lets a reader
@@ -16,7 +19,7 @@ public final class SQLiteCatalogue: ClipCatalogue {
     /// The catalogue's name in the storage directory (and beside it, SQLite's `-wal` and `-shm`).
     public static let name = CatalogueFile.name
     /// The version of the tables this code writes (SQLite's `user_version`).
-    static let schemaVersion = 1
+    static let schemaVersion = 2
 
     /// The catalogue's file, for messages.
     public let path: String
@@ -91,6 +94,8 @@ public final class SQLiteCatalogue: ClipCatalogue {
                 CREATE INDEX IF NOT EXISTS clip_by_start ON clip (start_ms, file);
                 CREATE INDEX IF NOT EXISTS clip_by_day ON clip (day, start_ms, file);
                 CREATE INDEX IF NOT EXISTS clip_by_age ON clip (age_ms, file);
+                CREATE TABLE IF NOT EXISTS recording (file TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
+                CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT) WITHOUT ROWID;
                 PRAGMA user_version = \(schemaVersion);
                 """)
         }
@@ -156,6 +161,7 @@ public final class SQLiteCatalogue: ClipCatalogue {
                     try database.run("DELETE FROM clip WHERE file = ?", [.text(file)])
                     removed += 1
                 }
+                try database.run("INSERT OR REPLACE INTO meta (key, value) VALUES ('synchronized', '1')", [])
                 return (written, removed)
             }
         }
@@ -175,6 +181,29 @@ public final class SQLiteCatalogue: ClipCatalogue {
         }
     }
 
+    public func shiftAges(from: Int64, to: Int64) throws(CatalogueError) {
+        guard to > from else { return }
+        try database.withLock { (database) throws(CatalogueError) in
+            try database.transaction { () throws(CatalogueError) in
+                try database.run(
+                    "UPDATE clip SET age_ms = CASE WHEN age_ms <= ? THEN age_ms + ? ELSE ? END WHERE age_ms < ?",
+                    [.integer(from), .integer(to - from), .integer(to), .integer(to)])
+            }
+        }
+    }
+
+    public func beginRecording(_ file: String) throws(CatalogueError) {
+        try database.withLock { (database) throws(CatalogueError) in
+            try database.run("INSERT OR REPLACE INTO recording (file) VALUES (?)", [.text(file)])
+        }
+    }
+
+    public func endRecording(_ file: String) throws(CatalogueError) {
+        try database.withLock { (database) throws(CatalogueError) in
+            try database.run("DELETE FROM recording WHERE file = ?", [.text(file)])
+        }
+    }
+
     public func setUpload(_ state: UploadState?, of file: String) throws(CatalogueError) {
         let (name, detail) = Self.columns(state)
         try database.withLock { (database) throws(CatalogueError) in
@@ -186,7 +215,7 @@ public final class SQLiteCatalogue: ClipCatalogue {
     // MARK: Reading
 
     /// The columns every read selects, in the order `entry(from:)` reads them.
-    private static let selected = "record, picture_bytes, upload, upload_detail, start_ms"
+    private static let selected = "record, picture_bytes, upload, upload_detail, start_ms, age_ms"
 
     public func entry(_ file: String) throws(CatalogueError) -> CatalogueEntry? {
         try read("SELECT \(Self.selected) FROM clip WHERE file = ?", [.text(file)]).first?.entry
@@ -232,11 +261,37 @@ public final class SQLiteCatalogue: ClipCatalogue {
         }
     }
 
-    public func oldest(_ limit: Int) throws(CatalogueError) -> [CatalogueEntry] {
+    public func oldest(after: AgeCursor?, limit: Int) throws(CatalogueError) -> [AgedEntry] {
+        var values: [SQLiteValue] = []
+        var condition = ""
+        if let after {
+            condition = "WHERE (age_ms, file) > (?, ?) "
+            values = [.integer(after.age), .text(after.file)]
+        }
+        values.append(.integer(Int64(max(0, limit))))
+        return try read(
+            "SELECT \(Self.selected) FROM clip INDEXED BY clip_by_age \(condition)ORDER BY age_ms, file LIMIT ?",
+            values
+        ).map { AgedEntry(entry: $0.entry, age: $0.age) }
+    }
+
+    public func misdated(before: Int64, after: Int64, limit: Int) throws(CatalogueError) -> [AgedEntry] {
         try read(
-            "SELECT \(Self.selected) FROM clip INDEXED BY clip_by_age ORDER BY age_ms, file LIMIT ?",
-            [.integer(Int64(max(0, limit)))]
-        ).map(\.entry)
+            "SELECT \(Self.selected) FROM clip WHERE age_ms < ? OR age_ms > ? ORDER BY age_ms, file LIMIT ?",
+            [.integer(before), .integer(after), .integer(Int64(max(0, limit)))]
+        ).map { AgedEntry(entry: $0.entry, age: $0.age) }
+    }
+
+    public func isSynchronized() throws(CatalogueError) -> Bool {
+        try database.withLock { (database) throws(CatalogueError) in
+            try database.rows("SELECT value FROM meta WHERE key = 'synchronized'") { $0.text(0) }.first == "1"
+        }
+    }
+
+    public func recording() throws(CatalogueError) -> [String] {
+        try database.withLock { (database) throws(CatalogueError) in
+            try database.rows("SELECT file FROM recording ORDER BY file") { $0.text(0) ?? "" }
+        }
     }
 
     // MARK: Rows
@@ -244,18 +299,18 @@ public final class SQLiteCatalogue: ClipCatalogue {
     private func read(
         _ sql: String, _ values: [SQLiteValue]
     ) throws(CatalogueError) -> [(
-        entry: CatalogueEntry, start: Int64
+        entry: CatalogueEntry, start: Int64, age: Int64
     )] {
         let rows = try database.withLock { (database) throws(CatalogueError) in
             try database.rows(sql, values) { row in
                 (
                     record: row.text(0) ?? "", pictureBytes: row.integer(1), upload: row.text(2),
-                    detail: row.text(3), start: row.integer(4)
+                    detail: row.text(3), start: row.integer(4), age: row.integer(5)
                 )
             }
         }
         // Decoded outside the lock: the writer waits only for SQLite.
-        var entries: [(entry: CatalogueEntry, start: Int64)] = []
+        var entries: [(entry: CatalogueEntry, start: Int64, age: Int64)] = []
         entries.reserveCapacity(rows.count)
         for row in rows {
             guard let record = try? JSONDecoder().decode(ClipRecord.self, from: Data(row.record.utf8)) else {
@@ -268,7 +323,7 @@ public final class SQLiteCatalogue: ClipCatalogue {
                 (
                     CatalogueEntry(
                         record: record, pictureBytes: row.pictureBytes,
-                        upload: Self.state(row.upload, row.detail)), row.start
+                        upload: Self.state(row.upload, row.detail)), row.start, row.age
                 ))
         }
         return entries

@@ -118,7 +118,8 @@ final class SQLiteDatabase {
                 isUnreadable: true)
         case SQLITE_FULL:
             return CatalogueError(
-                description: "the clip catalogue \(path) cannot grow: the disk is full (\(message)) — free some space")
+                description: "the clip catalogue \(path) cannot grow: the disk is full (\(message)) — free some space",
+                isOutOfSpace: true)
         case SQLITE_BUSY, SQLITE_LOCKED:
             return CatalogueError(
                 description:

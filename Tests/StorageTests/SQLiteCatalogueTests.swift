@@ -123,7 +123,10 @@ import Testing
             Self.entry(1, start: base + 100), Self.entry(2, start: 978_307_200, agedFrom: base + 200),
             Self.entry(3, start: base + 50),
         ])
-        #expect(try catalogue.oldest(2).map(\.file) == ["2026-12-05/shed-000003.mov", "2026-12-05/shed-000001.mov"])
+        #expect(
+            try catalogue.oldest(after: nil, limit: 2).map(\.entry.file) == [
+                "2026-12-05/shed-000003.mov", "2026-12-05/shed-000001.mov",
+            ])
         #expect(try catalogue.totals() == CatalogueTotals(clips: 3, bytes: 1001 + 1002 + 1003 + 300))
         try catalogue.remove(["2026-12-05/shed-000003.mov", "2026-12-05/never-there.mov"])
         #expect(try catalogue.totals() == CatalogueTotals(clips: 2, bytes: 1001 + 1002 + 200))

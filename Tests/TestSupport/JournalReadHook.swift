@@ -42,6 +42,9 @@ public final class JournalReadHook: ClipStorage {
         }
         return try inner.read(relativePath)
     }
+    public func readTail(_ relativePath: String, maxBytes: Int) throws(FileError) -> FileTail? {
+        try inner.readTail(relativePath, maxBytes: maxBytes)
+    }
     public func append(_ bytes: [UInt8], to relativePath: String) throws(FileError) {
         try inner.append(bytes, to: relativePath)
     }

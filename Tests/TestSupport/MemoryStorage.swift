@@ -49,6 +49,7 @@ public final class MemoryStorage: ClipStorage, Sendable {
         var claimed = false
         /// How many times each file was opened to be read (`read`, `readMovie`).
         var reads: [String: Int] = [:]
+        var walks = 0
         var used: Int64 { files.values.reduce(disk.otherData) { $0 + Int64($1.bytes.count) } }
     }
 
@@ -117,6 +118,9 @@ public final class MemoryStorage: ClipStorage, Sendable {
         state.withLock { $0.files.filter { $0.value.isRegular }.keys.sorted() }
     }
 
+    /// How many times the whole directory was listed (`walk`).
+    public var walks: Int { state.withLock { $0.walks } }
+
     /// How many times `relativePath` was opened to be read, whole (`read`) or piece by piece
     /// (`readMovie`).
     public func reads(of relativePath: String) -> Int {
@@ -152,7 +156,8 @@ public final class MemoryStorage: ClipStorage, Sendable {
 
     public func walk() throws(FileError) -> [StoredFile] {
         state.withLock { s in
-            s.files.filter { $0.value.isRegular }.map {
+            s.walks += 1
+            return s.files.filter { $0.value.isRegular }.map {
                 StoredFile(relativePath: $0.key, size: Int64($0.value.bytes.count), modified: $0.value.modified)
             }
         }
@@ -273,6 +278,12 @@ public final class MemoryStorage: ClipStorage, Sendable {
         try refuseSpecial(relativePath, "read")
         state.withLock { $0.reads[relativePath, default: 0] += 1 }
         return contents(relativePath)
+    }
+
+    public func readTail(_ relativePath: String, maxBytes: Int) throws(FileError) -> FileTail? {
+        try refuseSpecial(relativePath, "read")
+        guard let bytes = contents(relativePath), let modified = modified(relativePath) else { return nil }
+        return FileTail(bytes: Array(bytes.suffix(max(0, maxBytes))), size: Int64(bytes.count), modified: modified)
     }
 
     /// A name that is not a regular file is refused, as `DiskStorage` refuses it (unopened).
