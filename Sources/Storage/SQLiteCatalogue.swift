@@ -91,6 +91,7 @@ public final class SQLiteCatalogue: ClipCatalogue {
                 CREATE INDEX IF NOT EXISTS clip_by_start ON clip (start_ms, file);
                 CREATE INDEX IF NOT EXISTS clip_by_day ON clip (day, start_ms, file);
                 CREATE INDEX IF NOT EXISTS clip_by_age ON clip (age_ms, file);
+                CREATE INDEX IF NOT EXISTS clip_by_upload ON clip (upload, start_ms, file);
                 PRAGMA user_version = \(schemaVersion);
                 """)
         }
@@ -198,10 +199,12 @@ public final class SQLiteCatalogue: ClipCatalogue {
             conditions.append("(start_ms, file) < (?, ?)")
             values += [.integer(before.start), .text(before.file)]
         }
-        let index = query.day == nil ? "clip_by_start" : "clip_by_day"
+        // By an upload state: SQLite's choice (`clip_by_upload`, where the catalogue has it).
+        let index =
+            query.day != nil ? " INDEXED BY clip_by_day" : query.upload != nil ? "" : " INDEXED BY clip_by_start"
         values.append(.integer(Int64(query.limit + 1)))
         let rows = try read(
-            "SELECT \(Self.selected) FROM clip INDEXED BY \(index)\(Self.whereClause(conditions)) "
+            "SELECT \(Self.selected) FROM clip\(index)\(Self.whereClause(conditions)) "
                 + "ORDER BY start_ms DESC, file DESC LIMIT ?", values)
         let entries = rows.prefix(query.limit)
         let next =
