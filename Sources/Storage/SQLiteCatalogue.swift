@@ -177,10 +177,30 @@ public final class SQLiteCatalogue: ClipCatalogue {
     }
 
     public func setUpload(_ state: UploadState?, of file: String) throws(CatalogueError) {
-        let (name, detail) = Self.columns(state)
+        try setUploads([(file, state)])
+    }
+
+    public func setUploads(_ states: [(file: String, state: UploadState?)]) throws(CatalogueError) {
+        guard !states.isEmpty else { return }
         try database.withLock { (database) throws(CatalogueError) in
-            try database.run(
-                "UPDATE clip SET upload = ?, upload_detail = ? WHERE file = ?", [name, detail, .text(file)])
+            try database.transaction { () throws(CatalogueError) in
+                for (file, state) in states {
+                    let (name, detail) = Self.columns(state)
+                    try database.run(
+                        "UPDATE clip SET upload = ?, upload_detail = ? WHERE file = ?", [name, detail, .text(file)])
+                }
+            }
+        }
+    }
+
+    public func uploads(
+        after file: String?, limit: Int
+    ) throws(CatalogueError) -> [(file: String, state: UploadState?)] {
+        try database.withLock { (database) throws(CatalogueError) in
+            try database.rows(
+                "SELECT file, upload, upload_detail FROM clip WHERE file > ? ORDER BY file LIMIT ?",
+                [.text(file ?? ""), .integer(Int64(max(1, limit)))]
+            ) { (file: $0.text(0) ?? "", state: Self.state($0.text(1), $0.text(2))) }
         }
     }
 

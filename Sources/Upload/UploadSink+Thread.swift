@@ -37,6 +37,7 @@ extension UploadSink {
             append(setAside.map { UploadRecord(queued: $0, at: timestamp()) }, in: storage)
             log.info("clips set aside in an earlier run are tried again", [("clips", .int(setAside.count))])
         }
+        enterQueueInCatalogue(storage)
         if let problem = settings.problem {
             log.error(
                 "uploads wait: a file they need cannot be read; clips are queued and uploaded once it is put right and the agent restarted",
@@ -50,6 +51,54 @@ extension UploadSink {
             case .deleteLocal(let files): deleteLocal(files)
             case .compact(let storage): compact(storage)
             }
+        }
+    }
+
+    /// Writes where each upload stands, as the queue says, into the catalogue's entries that
+    /// say otherwise (a directory catalogued from its journal at its first start; a kill
+    /// between a line and its state), a page of the catalogue at a time (its names and states
+    /// only); said when any was written.
+    private func enterQueueInCatalogue(_ storage: any ClipStorage) {
+        var after: String?
+        var written = 0
+        var problem: CatalogueError?
+        while problem == nil, !store.transfer.stop.isOn {
+            let page: [(file: String, state: UploadState?)]
+            do throws(CatalogueError) {
+                page = try sinkCatalogue(of: storage).uploads(after: after, limit: 1000)
+            } catch {
+                problem = error
+                break
+            }
+            guard let last = page.last else { break }
+            after = last.file
+            // Under the queue's lock: no line's state is written meanwhile, over the queue's.
+            fileLock.withLock {
+                let changes = condition.withLock { () -> [(file: String, state: UploadState?)] in
+                    page.compactMap { entry in
+                        let known: UploadState? =
+                            switch state.journal?.state(of: entry.file) {
+                            case .waiting?: .waiting
+                            case .uploaded(let record)?: .uploaded(url: record.url ?? "")
+                            case .setAside(let record)?: .failed(reason: record.reason ?? "")
+                            case nil: nil
+                            }
+                        return known == entry.state ? nil : (entry.file, known)
+                    }
+                }
+                do throws(CatalogueError) { try sinkCatalogue(of: storage).setUploads(changes) } catch {
+                    problem = error
+                }
+                if problem == nil { written += changes.count }
+            }
+        }
+        if let problem {
+            forgetCatalogue()
+            log.warning(
+                "the clip catalogue was not told where each upload stands; the page and vigil clips may show an upload's state wrong until the agent starts again",
+                [("path", .string(storage.path(CatalogueFile.name))), ("error", .string(problem.description))])
+        } else if written > 0 {
+            log.info("upload states written into the clip catalogue from the queue", [("clips", .int(written))])
         }
     }
 

@@ -5,6 +5,7 @@ import Logging
 import Media
 import POSIX
 import Recorder
+import Synchronization
 
 /// Uploads as one of the agent's sinks: each clip is queued in `uploads.jsonl` when it starts
 /// (a line, synced, on the writer's thread, before its first fragment is written: a clip on
@@ -18,6 +19,12 @@ import Recorder
 /// its sinks and hands to the others in their `SinkContext`). The queue
 /// outlives the agent: a clip queued and not uploaded when the agent stops (or is killed, or
 /// loses power) is uploaded when it runs again.
+///
+/// `uploads.jsonl` is the queue's durable log; the clip catalogue is where everyone else reads
+/// where each clip's upload stands (the page, `/api/clips`, `vigil clips`): the sink writes each
+/// state there as it writes its line — waiting once the clip is saved (it has no entry before),
+/// uploaded with its URL, failed (set aside) with the server's answer — on a connection of its
+/// own, and at start writes what the queue knows and the catalogue lacks.
 ///
 /// `@unchecked Sendable`: the mutable state is guarded by `condition`; `store` is used by the
 /// upload thread alone.
@@ -38,6 +45,9 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
     /// queue in memory or in what the thread reads, never lost between them. Taken before
     /// `condition`, never while holding it.
     let fileLock = Condition()
+    /// The sink's own connection to the storage directory's catalogue (opened when first
+    /// needed, again after an error), with the directory's root.
+    let catalogue = Mutex<(root: String, catalogue: any ClipCatalogue)?>(nil)
 
     struct State {
         /// What the agent's run lets the sink do (`start`): delete a clip after its upload,
@@ -202,6 +212,11 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
     /// A clip saved: it may be sent. Queued now unless it was when it started (a clip repaired
     /// at start, finished after a write error, held in memory while the storage was away).
     private func saved(_ file: String, in storage: any ClipStorage) {
+        // Queued when it started: said waiting in the catalogue (its entry is there now) before
+        // it may be sent — never after its upload said otherwise.
+        if condition.withLock({ state.queuedAtStart.contains(file) }) {
+            fileLock.withLock { enter([UploadRecord(queued: file, at: timestamp())], in: storage) }
+        }
         let queued = condition.withLock {
             state.recording.remove(file)
             condition.broadcast()
@@ -259,18 +274,56 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
                         ("error", .string(error.description)),
                     ])
             }
-            condition.withLock {
-                guard state.storage == nil || state.storage?.root == storage.root else { return }
+            let ours = condition.withLock {
+                guard state.storage == nil || state.storage?.root == storage.root else { return false }
                 if state.journal != nil {
                     for record in records { state.journal?.apply(record) }
                 } else {
                     state.pending += records.map { ($0, written) }
                 }
                 condition.broadcast()
+                return true
             }
+            if ours { enter(records, in: storage) }
             return written
         }
     }
+
+    /// Writes where the clips of `records` stand into the catalogue (under `fileLock`, so that
+    /// the catalogue takes the states in the order the queue does): a clip queued waits, one
+    /// uploaded is at its URL, one set aside failed with the server's answer, one deleted has
+    /// none. Said when it cannot be (the next start writes it).
+    func enter(_ records: [UploadRecord], in storage: any ClipStorage) {
+        let states = records.compactMap(Self.catalogueState)
+        guard !states.isEmpty else { return }
+        do throws(CatalogueError) { try sinkCatalogue(of: storage).setUploads(states) } catch {
+            forgetCatalogue()
+            log.warning(
+                "where an upload stands is not written in the clip catalogue; the page and vigil clips show it once the agent starts again",
+                [("file", .string(states[0].file)), ("error", .string(error.description))])
+        }
+    }
+
+    /// The catalogue's state for a line of the queue, and its clip.
+    static func catalogueState(_ record: UploadRecord) -> (file: String, state: UploadState?)? {
+        if let file = record.queued { return (file, .waiting) }
+        if let file = record.uploaded { return (file, .uploaded(url: record.url ?? "")) }
+        if let file = record.setAside { return (file, .failed(reason: record.reason ?? "")) }
+        if let file = record.deleted { return (file, nil) }
+        return nil
+    }
+
+    /// The sink's connection to `storage`'s catalogue, opened when there is none of it.
+    func sinkCatalogue(of storage: any ClipStorage) throws(CatalogueError) -> any ClipCatalogue {
+        try catalogue.withLock { (held) throws(CatalogueError) -> any ClipCatalogue in
+            if let held, held.root == storage.root { return held.catalogue }
+            let opened = try storage.openCatalogue()
+            held = (storage.root, opened)
+            return opened
+        }
+    }
+
+    func forgetCatalogue() { catalogue.withLock { $0 = nil } }
 
     /// The agent stops: the upload thread is told to (a transfer under way is ended) and
     /// waited for 1.5 s at most.
