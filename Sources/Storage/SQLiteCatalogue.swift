@@ -40,7 +40,9 @@ public final class SQLiteCatalogue: ClipCatalogue {
             try database.execute("PRAGMA wal_autocheckpoint = 100")
             try database.execute("PRAGMA journal_size_limit = 1048576")
         }
-        try Self.check(database)
+        // Read only, the catalogue is not checked whole (`quick_check` reads every page): a
+        // listing begins at once and reads what it lists; a damaged page is an error where it is.
+        try Self.check(database, wholeFile: !readOnly)
         if !readOnly { try Self.makeTables(database) }
         self.database = Mutex(database)
     }
@@ -50,10 +52,11 @@ public final class SQLiteCatalogue: ClipCatalogue {
         try SQLiteCatalogue(path: ":memory:")
     }
 
-    /// SQLite's own check of the file (`quick_check`: every page and index readable), and the
-    /// version of its tables: a newer one is refused rather than written over.
-    private static func check(_ database: SQLiteDatabase) throws(CatalogueError) {
-        let verdict = try database.rows("PRAGMA quick_check") { $0.text(0) ?? "" }
+    /// SQLite's own check of the file (`quick_check`: every page and index readable) with
+    /// `wholeFile`, and the version of its tables: a newer one is refused rather than written
+    /// over.
+    private static func check(_ database: SQLiteDatabase, wholeFile: Bool) throws(CatalogueError) {
+        let verdict = wholeFile ? try database.rows("PRAGMA quick_check") { $0.text(0) ?? "" } : ["ok"]
         guard verdict == ["ok"] else {
             throw CatalogueError(
                 description:
