@@ -141,6 +141,24 @@ public struct MQTTMessages: Sendable {
         }
     }
 
+    /// `last_clip` for the storage directory's newest clip (`newestClip(in:)`), when it comes
+    /// up: a broker that restarted meanwhile, or never heard of the camera, has it.
+    public func lastClip(_ newest: CatalogueEntry) -> MQTTMessage {
+        MQTTMessage(topic: lastClip, text: url(of: newest.file) ?? newest.file, retain: true)
+    }
+
+    /// The newest clip of `storage` as its catalogue lists it: one entry asked, however many
+    /// there are (the journal is not read). Nil when there is none, or the catalogue cannot be
+    /// read (`problem` says why).
+    public static func newestClip(
+        in storage: any ClipStorage, problem: (CatalogueError) -> Void = { _ in }
+    ) -> CatalogueEntry? {
+        do { return try storage.openCatalogue().page(ClipQuery(limit: 1)).entries.first } catch {
+            problem(error)
+            return nil
+        }
+    }
+
     /// The messages `event` makes (none for the events the broker does not hear of).
     public mutating func messages(for event: AgentEvent) -> [MQTTMessage] {
         switch event {

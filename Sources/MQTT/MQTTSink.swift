@@ -246,9 +246,18 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         // This logger is not the agent's (the sink is made before the agent): a reload's level
         // reaches it here.
         if case .reloaded(let settings) = event { log.level = settings.log.level }
+        var newest: CatalogueEntry?
+        if case .storageReady(let storage) = event {
+            newest = MQTTMessages.newestClip(in: storage) { [log] error in
+                log.warning(
+                    "the newest clip is not said on last_clip: the clip catalogue cannot be read; the next clip saved is",
+                    [("error", .string(error.description))])
+            }
+        }
         state.withLock { state in
             guard !state.finished else { return }
-            for message in state.messages.messages(for: event) {
+            let said = newest.map { [state.messages.lastClip($0)] } ?? []
+            for message in state.messages.messages(for: event) + said {
                 guard message.transient else {
                     enqueue(message, &state)
                     continue
