@@ -54,13 +54,16 @@ extension UploadSink {
         }
     }
 
-    /// Writes where each upload stands, as the queue says, into the catalogue's entries that
-    /// say otherwise (a directory catalogued from its journal at its first start; a kill
-    /// between a line and its state), a page of the catalogue at a time (its names and states
-    /// only); said when any was written.
+    /// Brings the catalogue and the queue together, a page of the catalogue at a time (its
+    /// names and states only): where the queue names a clip, its state is written into the
+    /// entry that says otherwise (a directory catalogued from its journal at its first start; a
+    /// kill between a line and its state); a clip on the board the catalogue says waits, or
+    /// failed, and the queue does not name (the queue lost) is queued again. Then the queue
+    /// forgets the uploads the catalogue holds. Said when any was written or queued.
     private func enterQueueInCatalogue(_ storage: any ClipStorage) {
         var after: String?
         var written = 0
+        var again: [String] = []
         var problem: CatalogueError?
         while problem == nil, !store.transfer.stop.isOn {
             let page: [(file: String, state: UploadState?)]
@@ -72,17 +75,23 @@ extension UploadSink {
             }
             guard let last = page.last else { break }
             after = last.file
+            var lost: [String] = []
             // Under the queue's lock: no line's state is written meanwhile, over the queue's.
             fileLock.withLock {
                 let changes = condition.withLock { () -> [(file: String, state: UploadState?)] in
                     page.compactMap { entry in
-                        let known: UploadState? =
-                            switch state.journal?.state(of: entry.file) {
-                            case .waiting?: .waiting
-                            case .uploaded(let record)?: .uploaded(url: record.url ?? "")
-                            case .setAside(let record)?: .failed(reason: record.reason ?? "")
-                            case nil: nil
+                        let known: UploadState?
+                        switch state.journal?.state(of: entry.file) {
+                        case .waiting?: known = .waiting
+                        case .uploaded(let record)?: known = .uploaded(url: record.url ?? "")
+                        case .setAside(let record)?: known = .failed(reason: record.reason ?? "")
+                        case nil:
+                            switch entry.state {
+                            case .waiting?, .failed?: lost.append(entry.file)
+                            case .uploaded?, nil: break
                             }
+                            return nil
+                        }
                         return known == entry.state ? nil : (entry.file, known)
                     }
                 }
@@ -91,14 +100,31 @@ extension UploadSink {
                 }
                 if problem == nil { written += changes.count }
             }
+            lost = lost.filter { storage.exists($0) }
+            if problem == nil, !lost.isEmpty {
+                append(lost.map { UploadRecord(queued: $0, at: timestamp()) }, in: storage)
+                again += lost
+            }
         }
         if let problem {
             forgetCatalogue()
             log.warning(
                 "the clip catalogue was not told where each upload stands; the page and vigil clips may show an upload's state wrong until the agent starts again",
                 [("path", .string(storage.path(CatalogueFile.name))), ("error", .string(problem.description))])
-        } else if written > 0 {
+            return
+        }
+        if written > 0 {
             log.info("upload states written into the clip catalogue from the queue", [("clips", .int(written))])
+        }
+        if !again.isEmpty {
+            log.info(
+                "clips the catalogue says wait and the upload queue did not name are queued again",
+                [("clips", .int(again.count)), ("first", .string(again[0]))])
+        }
+        condition.withLock {
+            for (file, record) in state.journal?.uploads ?? [:] where forgets(record) {
+                state.journal?.forgetUpload(file)
+            }
         }
     }
 

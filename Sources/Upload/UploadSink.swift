@@ -24,7 +24,10 @@ import Synchronization
 /// where each clip's upload stands (the page, `/api/clips`, `vigil clips`): the sink writes each
 /// state there as it writes its line — waiting once the clip is saved (it has no entry before),
 /// uploaded with its URL, failed (set aside) with the server's answer — on a connection of its
-/// own, and at start writes what the queue knows and the catalogue lacks.
+/// own, and at start writes what the queue knows and the catalogue lacks, and queues again what
+/// the catalogue says waits and the queue does not name. An upload the catalogue holds leaves
+/// the queue in memory (and its line the file, when it is next written anew): the sink keeps
+/// what waits and what was set aside, not a state for every clip it ever uploaded.
 ///
 /// `@unchecked Sendable`: the mutable state is guarded by `condition`; `store` is used by the
 /// upload thread alone.
@@ -301,8 +304,19 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
             log.warning(
                 "where an upload stands is not written in the clip catalogue; the page and vigil clips show it once the agent starts again",
                 [("file", .string(states[0].file)), ("error", .string(error.description))])
+            return
+        }
+        // The catalogue holds the uploads now: the queue forgets them.
+        condition.withLock {
+            for record in records where record.uploaded != nil && forgets(record) {
+                state.journal?.forgetUpload(record.uploaded ?? "")
+            }
         }
     }
+
+    /// Whether the queue may forget an upload the catalogue holds: yes, unless the clip is to
+    /// be deleted on the board after it (`delete_local_after`, its copy read back).
+    func forgets(_ upload: UploadRecord) -> Bool { settings.deleteLocalAfter == nil || upload.readBack != true }
 
     /// The catalogue's state for a line of the queue, and its clip.
     static func catalogueState(_ record: UploadRecord) -> (file: String, state: UploadState?)? {

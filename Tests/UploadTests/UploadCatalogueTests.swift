@@ -21,6 +21,12 @@ extension UploadTests {
         return (items.compactMap { $0["file"] as? String }, String(decoding: bytes, as: UTF8.self))
     }
 
+    /// How many uploads `sink`'s queue holds in memory (nil while it reads the file).
+    static func heldUploads(_ sink: UploadSink) -> Int? {
+        guard case .read(let queue) = sink.uploadQueue else { return nil }
+        return queue.uploads.count
+    }
+
     @Test func theCatalogueSaysWhereEachUploadStandsAndTheAPIListsEachState() throws {
         let directory = try TemporaryDirectory("vigil-upload-catalogue")
         defer { directory.remove() }
@@ -48,6 +54,8 @@ extension UploadTests {
         #expect(
             waitUntil(timeout: 120) { Self.listed(running, ["upload": "uploaded"]).files.count == 3 },
             "\(log.written)")
+        // The queue in memory keeps nothing of the clips uploaded: the catalogue holds them.
+        #expect(Self.heldUploads(fixed) == 0)
         fixed.finish()
         let uploaded = Self.listed(running, ["upload": "uploaded"])
         #expect(uploaded.files == board.clips.reversed())
@@ -66,9 +74,22 @@ extension UploadTests {
         #expect(
             waitUntil(timeout: 60) { Self.listed(running, ["upload": "uploaded"]).files.count == 3 },
             "\(log.written)")
+        #expect(Self.heldUploads(again) == 0)
         again.finish()
         #expect(
             try catalogue.entry(board.clips[0])?.upload == .uploaded(url: "s3://clips/fleet/shed/" + board.clips[0]))
+
+        // The queue lost (removed by hand), the catalogue saying a clip waits: it is queued
+        // again, and sent.
+        try FileManager.default.removeItem(atPath: board.storage.path(UploadJournal.name))
+        try catalogue.setUpload(.waiting, of: board.clips[1])
+        let lost = try board.sink(try Self.s3Settings(server, in: directory), log: log, queue: false)
+        #expect(waitUntil(timeout: 60) { lost.uploadCounts.uploaded == 1 }, "\(log.written)")
+        lost.finish()
+        #expect(board.lines.compactMap(\.uploaded) == [board.clips[1]], "\(board.lines)")
+        #expect(
+            try catalogue.entry(board.clips[1])?.upload == .uploaded(url: "s3://clips/fleet/shed/" + board.clips[1]))
+        #expect(log.written.contains { $0.contains("queued again") && $0.contains("clips=1") }, "\(log.written)")
         #expect(
             log.written(at: .error).allSatisfy { $0.contains("SignatureDoesNotMatch") }, "\(log.written(at: .error))")
     }
