@@ -35,7 +35,7 @@ public struct MQTTMessage: Sendable, Equatable {
 /// | `event` | one JSON object per phase: `start`, `end`, `saved`, `deleted` | no |
 /// | `stats` | the stats line's figures as JSON | yes |
 /// | `snapshot` | the JPEG of each saved clip's peak frame | yes |
-/// | `last_clip` | the newest saved clip: its URL when there is a link base, else its path relative to `storage.path` | yes |
+/// | `last_clip` | the newest saved clip: its URL when there is a link base, else its path relative to `storage.path`; also when the storage directory comes up, from the catalogue's newest entry (`lastClip(_:)`) | yes |
 /// | `live` | the live picture's JPEG, every `snapshot.live_interval` (QoS 0; dropped while the broker is away) | no |
 /// | `detect` | `ON` or `OFF`: whether motion detection is on | yes |
 /// | `record/set`, `detect/set` | commands Vigil takes (`MQTTCommand`) | — |
@@ -141,22 +141,10 @@ public struct MQTTMessages: Sendable {
         }
     }
 
-    /// `last_clip` for the storage directory's newest clip (`newestClip(in:)`), when it comes
+    /// `last_clip` for the storage directory's newest clip (`MQTTSink.newestClip(in:)`), when it comes
     /// up: a broker that restarted meanwhile, or never heard of the camera, has it.
     public func lastClip(_ newest: CatalogueEntry) -> MQTTMessage {
         MQTTMessage(topic: lastClip, text: url(of: newest.file) ?? newest.file, retain: true)
-    }
-
-    /// The newest clip of `storage` as its catalogue lists it: one entry asked, however many
-    /// there are (the journal is not read). Nil when there is none, or the catalogue cannot be
-    /// read (`problem` says why).
-    public static func newestClip(
-        in storage: any ClipStorage, problem: (CatalogueError) -> Void = { _ in }
-    ) -> CatalogueEntry? {
-        do { return try storage.openCatalogue().page(ClipQuery(limit: 1)).entries.first } catch {
-            problem(error)
-            return nil
-        }
     }
 
     /// The messages `event` makes (none for the events the broker does not hear of).

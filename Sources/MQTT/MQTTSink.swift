@@ -242,13 +242,25 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
 
     // MARK: EventSink
 
+    /// The newest clip of `storage` as its catalogue lists it: one entry asked, however many
+    /// there are (the journal is not read). Nil when there is none, or the catalogue cannot be
+    /// read (`problem` says why).
+    static func newestClip(
+        in storage: any ClipStorage, problem: (CatalogueError) -> Void = { _ in }
+    ) -> CatalogueEntry? {
+        do { return try storage.openCatalogue().page(ClipQuery(limit: 1)).entries.first } catch {
+            problem(error)
+            return nil
+        }
+    }
+
     public func handle(_ event: AgentEvent) {
         // This logger is not the agent's (the sink is made before the agent): a reload's level
         // reaches it here.
         if case .reloaded(let settings) = event { log.level = settings.log.level }
         var newest: CatalogueEntry?
         if case .storageReady(let storage) = event {
-            newest = MQTTMessages.newestClip(in: storage) { [log] error in
+            newest = Self.newestClip(in: storage) { [log] error in
                 log.warning(
                     "the newest clip is not said on last_clip: the clip catalogue cannot be read; the next clip saved is",
                     [("error", .string(error.description))])

@@ -26,7 +26,7 @@ import Testing
             throw FileError(path: "events.jsonl", operation: "read", reason: "not to be read")
         }
         let messages = MQTTMessages(base: "vigil/yard", camera: "yard", timeZone: MQTTMessagesTableTests.utc)
-        #expect(MQTTMessages.newestClip(in: storage) == nil, "no clip yet: nothing to say")
+        #expect(MQTTSink.newestClip(in: storage) == nil, "no clip yet: nothing to say")
         let catalogue = try inner.openCatalogue()
         try catalogue.add(
             (0..<250).map { Self.record("2026-12-01/yard-\($0).mov", at: Double($0) * 60) }.map {
@@ -34,7 +34,7 @@ import Testing
             })
         // An older clip entered last: the newest is by its start, not by when it was entered.
         try catalogue.add(CatalogueEntry(record: Self.record("2026-11-30/yard-old.mov", at: -86_400)))
-        let newest = try #require(MQTTMessages.newestClip(in: storage))
+        let newest = try #require(MQTTSink.newestClip(in: storage))
         #expect(
             MQTTMessagesTableTests.Row(messages.lastClip(newest)).description
                 == MQTTMessagesTableTests.Row("last_clip", retain: true, .text("2026-12-01/yard-249.mov")).description)
