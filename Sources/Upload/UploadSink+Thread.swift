@@ -15,6 +15,8 @@ extension UploadSink {
         case deleteLocal([String])
         /// The file has grown to many times what it must hold: written anew.
         case compact(any ClipStorage)
+        /// Clips saved: said waiting in the catalogue.
+        case saidWaiting([String], any ClipStorage)
     }
 
     func run(on storage: any ClipStorage) {
@@ -50,6 +52,12 @@ extension UploadSink {
                 condition.withLock { state.sending = nil }
             case .deleteLocal(let files): deleteLocal(files)
             case .compact(let storage): compact(storage)
+            case .saidWaiting(let files, let storage):
+                fileLock.withLock {
+                    // Those still waiting (not deleted meanwhile).
+                    let waiting = condition.withLock { files.filter { state.journal?.waits($0) == true } }
+                    enter(waiting.map { UploadRecord(queued: $0, at: "") }, in: storage)
+                }
             }
         }
     }
@@ -263,6 +271,10 @@ extension UploadSink {
                 guard let journal = state.journal, let storage = state.storage else {
                     condition.wait()
                     continue
+                }
+                if !state.saved.isEmpty {
+                    defer { state.saved = [] }
+                    return .saidWaiting(state.saved, storage)
                 }
                 if journal.wantsCompacting, journal.lines > 2 * state.compactionFailedAt { return .compact(storage) }
                 if settings.problem != nil {

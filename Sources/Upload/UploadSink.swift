@@ -67,6 +67,9 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
         var thread: JoinableThread?
         /// Clips being recorded: queued when they started, sent once they are saved.
         var recording: Set<String> = []
+        /// Clips saved since the upload thread last looked: it says them waiting in the
+        /// catalogue before it sends any.
+        var saved: [String] = []
         /// Clips whose `queued` line was written when they started (none is written again
         /// when they are saved).
         var queuedAtStart: Set<String> = []
@@ -207,7 +210,8 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
             return storage
         }
         guard let storage else { return }
-        if append([UploadRecord(queued: clip.file, at: timestamp())], in: storage) {
+        // Not in the catalogue: the clip has no entry before it is saved.
+        if append([UploadRecord(queued: clip.file, at: timestamp())], in: storage, catalogue: false) {
             condition.withLock { _ = state.queuedAtStart.insert(clip.file) }
         }
     }
@@ -215,17 +219,20 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
     /// A clip saved: it may be sent. Queued now unless it was when it started (a clip repaired
     /// at start, finished after a write error, held in memory while the storage was away).
     private func saved(_ file: String, in storage: any ClipStorage) {
-        // Queued when it started: said waiting in the catalogue (its entry is there now) before
-        // it may be sent — never after its upload said otherwise.
-        if condition.withLock({ state.queuedAtStart.contains(file) }) {
-            fileLock.withLock { enter([UploadRecord(queued: file, at: timestamp())], in: storage) }
-        }
+        // Said waiting in the catalogue (its entry is there now) by the upload thread, before
+        // it may send it — never after its upload said otherwise; the writer's thread, which
+        // tells this, writes nothing in the catalogue here.
         let queued = condition.withLock {
             state.recording.remove(file)
-            condition.broadcast()
             return state.queuedAtStart.remove(file) != nil
         }
-        if !queued { append([UploadRecord(queued: file, at: timestamp())], in: storage) }
+        if !queued { append([UploadRecord(queued: file, at: timestamp())], in: storage, catalogue: false) }
+        // Queued now in either case: the upload thread says it waiting unless it was sent
+        // meanwhile.
+        condition.withLock {
+            state.saved.append(file)
+            condition.broadcast()
+        }
     }
 
     /// Clips deleted on the board (retention, a person, `delete_local_after`): the queue forgets
@@ -251,7 +258,8 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
                     deleted: file, at: at, reason: deletion.reason.description + (waiting ? ", before its upload" : ""))
             }
         }
-        append(records, in: deleted.storage)
+        // Not in the catalogue: the writer took the clips' entries out.
+        append(records, in: deleted.storage, catalogue: false)
         condition.withLock {
             if let sending = state.sending, deleted.deletions.contains(where: { $0.clip.relativePath == sending }) {
                 store.transfer.abandon.turnOn()
@@ -260,9 +268,10 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
     }
 
     /// Appends lines to the queue (synced, in one write) and takes them into the one in
-    /// memory; false when they could not be written (said).
+    /// memory, and with `catalogue` the states they give into the catalogue (`enter`); false
+    /// when they could not be written (said).
     @discardableResult
-    func append(_ records: [UploadRecord], in storage: any ClipStorage) -> Bool {
+    func append(_ records: [UploadRecord], in storage: any ClipStorage, catalogue: Bool = true) -> Bool {
         guard !records.isEmpty else { return true }
         return fileLock.withLock {
             var written = true
@@ -287,7 +296,7 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
                 condition.broadcast()
                 return true
             }
-            if ours { enter(records, in: storage) }
+            if ours && catalogue { enter(records, in: storage) }
             return written
         }
     }
