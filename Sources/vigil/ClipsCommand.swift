@@ -58,9 +58,8 @@ enum ClipsCommand: Command {
                     "vigil clips: no clip catalogue in \(settings.storage.path) yet (a directory an earlier version "
                         + "wrote): listed from \(EventsJournal.name); start the agent once and it makes the catalogue")
             case .unreadable(let problem):
-                printError(
-                    "vigil clips: \(problem); listed from \(EventsJournal.name) — the agent sets the catalogue aside "
-                        + "and makes it again when it starts")
+                // The problem says what to do (a damaged catalogue: the agent sets it aside).
+                printError("vigil clips: \(problem); the clips are listed from \(EventsJournal.name) meanwhile")
             }
         }
         // A rescan rewrites the journal: it holds the directory's claim meanwhile, so that no

@@ -111,4 +111,23 @@ extension ClipsCommandTests {
                 && listed.stderr.contains("start the agent once"), "\(listed.stderr)")
         #expect(!FileManager.default.fileExists(atPath: fixture.storage.path(CatalogueFile.name)), "none made")
     }
+
+    /// A catalogue that cannot be read (no database): the journal is listed, said, and the
+    /// catalogue is left as it is (the agent sets it aside when it starts).
+    @Test func aCatalogueThatCannotBeReadLeavesTheJournalListed() throws {
+        let fixture = try ClipsDirectory()
+        defer { fixture.dir.remove() }
+        let record = Self.record(fixture, minutes: 0)
+        try EventsJournal(storage: fixture.storage).append(record)
+        let garbage = Data(repeating: 0x5A, count: 8192)
+        let path = fixture.storage.path(CatalogueFile.name)
+        #expect(FileManager.default.createFile(atPath: path, contents: garbage))
+        let listed = try clips("--config", fixture.config)
+        #expect(listed.status == 0, "\(listed.stderr)")
+        #expect(listed.stdout.contains(record.file), "\(listed.stdout)")
+        #expect(
+            listed.stderr.contains(path) && listed.stderr.contains("listed from events.jsonl meanwhile"),
+            "\(listed.stderr)")
+        #expect(FileManager.default.contents(atPath: path) == garbage)
+    }
 }
