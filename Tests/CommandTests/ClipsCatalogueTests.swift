@@ -130,4 +130,19 @@ extension ClipsCommandTests {
             "\(listed.stderr)")
         #expect(FileManager.default.contents(atPath: path) == garbage)
     }
+
+    /// `--json` from the catalogue: each clip's journal record, one line each, newest first, and
+    /// nothing else on stdout.
+    @Test func jsonFromTheCatalogueIsEachClipsRecordNewestFirst() throws {
+        let fixture = try ClipsDirectory()
+        defer { fixture.dir.remove() }
+        let records = (0..<3).map { Self.record(fixture, minutes: $0) }
+        let catalogue = try SQLiteCatalogue(path: fixture.storage.path(CatalogueFile.name))
+        try catalogue.add(records.map { CatalogueEntry(record: $0) })
+        let listed = try clips("--config", fixture.config, "--json")
+        #expect(listed.status == 0 && listed.stderr.isEmpty, "\(listed.stderr)")
+        let lines = listed.stdout.split(separator: "\n").map(String.init)
+        let decoded = try lines.map { try JSONDecoder().decode(ClipRecord.self, from: Data($0.utf8)) }
+        #expect(decoded == records.reversed())
+    }
 }
