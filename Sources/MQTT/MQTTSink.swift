@@ -126,6 +126,12 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         var announcements = AnnouncementPacing()
         var badCommands = RepeatedWarning(interval: MQTTSink.badCommandInterval)
         var lastBadCommand = ""
+        /// The storage directory that came up, whose newest clip the connection thread says on
+        /// `last_clip` (opening the catalogue checks it: never on the writer's thread).
+        var newestToSay: (any ClipStorage)?
+        /// Clips saved so far: a clip saved while the newest is looked up says its own
+        /// `last_clip`, and the one looked up is not said after it.
+        var clipsSaved = 0
     }
 
     enum Link: Equatable {
@@ -258,18 +264,14 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         // This logger is not the agent's (the sink is made before the agent): a reload's level
         // reaches it here.
         if case .reloaded(let settings) = event { log.level = settings.log.level }
-        var newest: CatalogueEntry?
-        if case .storageReady(let storage) = event {
-            newest = Self.newestClip(in: storage) { [log] error in
-                log.warning(
-                    "the newest clip is not said on last_clip: the clip catalogue cannot be read; the next clip saved is",
-                    [("error", .string(error.description))])
-            }
-        }
         state.withLock { state in
             guard !state.finished else { return }
-            let said = newest.map { [state.messages.lastClip($0)] } ?? []
-            for message in state.messages.messages(for: event) + said {
+            switch event {
+            case .storageReady(let storage): state.newestToSay = storage
+            case .clipSaved: state.clipsSaved += 1
+            default: break
+            }
+            for message in state.messages.messages(for: event) {
                 guard message.transient else {
                     enqueue(message, &state)
                     continue
