@@ -14,10 +14,10 @@ import Synchronization
 /// the server before its `uploaded` line is written. A failure is tried again after 1 s,
 /// doubling to 10 minutes, the other clips meanwhile; a clip the server refuses again and again
 /// while it takes the others is set aside. Recording never waits for any of it: the queue is
-/// read on the upload thread, a line at a time, and kept in memory as one state per file,
-/// which is what retention and the web page ask (`UploadStatus`, which the agent finds among
-/// its sinks and hands to the others in their `SinkContext`). The queue
-/// outlives the agent: a clip queued and not uploaded when the agent stops (or is killed, or
+/// read on the upload thread, a line at a time, and kept in memory as one state per file
+/// waiting or set aside (below), which is what retention asks (`UploadStatus`, which the agent
+/// finds among its sinks and hands to the others in their `SinkContext`). The queue outlives
+/// the agent: a clip queued and not uploaded when the agent stops (or is killed, or
 /// loses power) is uploaded when it runs again.
 ///
 /// `uploads.jsonl` is the queue's durable log; the clip catalogue is where everyone else reads
