@@ -191,7 +191,7 @@ let package = Package(
             name: "UploadTests",
             dependencies: [
                 "Upload", "Agent", "AgentTestSupport", "Capture", "Configuration", "Logging", "Media", "Recorder",
-                "Storage", "TestSupport",
+                "Storage", "TestSupport", "Web",
             ]),
         // Runs the built `vigil` binary as a user would.
         .testTarget(

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Logging
 import Media
 import POSIX
+import Recorder
 
 /// The sink's connection thread (`mqtt`) and libmosquitto's callbacks, which run on it inside
 /// `mosquitto_loop`.
@@ -13,6 +14,9 @@ extension MQTTSink {
         case sleep(Double)
         /// `finish` asked: say goodbye by `by` (`DISCONNECT`), or leave without one.
         case stop(goodbye: Bool, by: Double)
+        /// The storage directory came up: its newest clip on `last_clip`, unless a clip is
+        /// saved meanwhile (`saved`: the clips saved when it was asked).
+        case sayNewestClip(any ClipStorage, saved: Int)
     }
 
     /// The connection thread: tries, services and makes again the connection until `finish`.
@@ -29,6 +33,17 @@ extension MQTTSink {
                 return
             case .sleep(let seconds):
                 _ = stopAsked.wait(seconds: seconds)
+            case .sayNewestClip(let storage, let saved):
+                let newest = Self.newestClip(in: storage) { [log] error in
+                    log.warning(
+                        "the newest clip is not said on last_clip: the clip catalogue cannot be read; the next clip saved is",
+                        [("error", .string(error.description))])
+                }
+                state.withLock { state in
+                    guard let newest, !state.finished, state.clipsSaved == saved else { return }
+                    enqueue(state.messages.lastClip(newest), &state)
+                    drainIfInOrder(&state)
+                }
             case .connect(let first):
                 // The name lookup (and a TLS set-up) happen here: on this thread, never the
                 // agent's. The TCP connection is made without waiting; `service` sees it through.
@@ -65,6 +80,10 @@ extension MQTTSink {
     /// What the connection thread does next (with the state locked): and what is due meanwhile.
     func nextStep(_ state: inout State, at now: Double) -> Step {
         if state.stopping { return .stop(goodbye: state.goodbye && state.link == .connected, by: state.stopBy) }
+        if let storage = state.newestToSay {
+            state.newestToSay = nil
+            return .sayNewestClip(storage, saved: state.clipsSaved)
+        }
         sayBadCommands(&state, at: now)
         switch state.link {
         case .waiting(let until):

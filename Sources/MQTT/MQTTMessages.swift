@@ -35,7 +35,7 @@ public struct MQTTMessage: Sendable, Equatable {
 /// | `event` | one JSON object per phase: `start`, `end`, `saved`, `deleted` | no |
 /// | `stats` | the stats line's figures as JSON | yes |
 /// | `snapshot` | the JPEG of each saved clip's peak frame | yes |
-/// | `last_clip` | the newest saved clip: its URL when there is a link base, else its path relative to `storage.path` | yes |
+/// | `last_clip` | the newest saved clip: its URL when there is a link base, else its path relative to `storage.path`; also when the storage directory comes up, from the catalogue's newest entry (`lastClip(_:)`) | yes |
 /// | `live` | the live picture's JPEG, every `snapshot.live_interval` (QoS 0; dropped while the broker is away) | no |
 /// | `detect` | `ON` or `OFF`: whether motion detection is on | yes |
 /// | `record/set`, `detect/set` | commands Vigil takes (`MQTTCommand`) | — |
@@ -139,6 +139,12 @@ public struct MQTTMessages: Sendable {
             try c.encodeIfPresent(url, forKey: .url)
             try c.encodeIfPresent(snapshotURL, forKey: .snapshotURL)
         }
+    }
+
+    /// `last_clip` for the storage directory's newest clip (`MQTTSink.newestClip(in:)`), when it comes
+    /// up: a broker that restarted meanwhile, or never heard of the camera, has it.
+    public func lastClip(_ newest: CatalogueEntry) -> MQTTMessage {
+        MQTTMessage(topic: lastClip, text: url(of: newest.file) ?? newest.file, retain: true)
     }
 
     /// The messages `event` makes (none for the events the broker does not hear of).

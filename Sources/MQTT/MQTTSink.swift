@@ -126,6 +126,12 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
         var announcements = AnnouncementPacing()
         var badCommands = RepeatedWarning(interval: MQTTSink.badCommandInterval)
         var lastBadCommand = ""
+        /// The storage directory that came up, whose newest clip the connection thread says on
+        /// `last_clip` (opening the catalogue checks it: never on the writer's thread).
+        var newestToSay: (any ClipStorage)?
+        /// Clips saved so far: a clip saved while the newest is looked up says its own
+        /// `last_clip`, and the one looked up is not said after it.
+        var clipsSaved = 0
     }
 
     enum Link: Equatable {
@@ -242,12 +248,29 @@ public final class MQTTSink: EventSink, @unchecked Sendable {
 
     // MARK: EventSink
 
+    /// The newest clip of `storage` as its catalogue lists it: one entry asked, however many
+    /// there are (the journal is not read). Nil when there is none, or the catalogue cannot be
+    /// read (`problem` says why).
+    static func newestClip(
+        in storage: any ClipStorage, problem: (CatalogueError) -> Void = { _ in }
+    ) -> CatalogueEntry? {
+        do { return try storage.openCatalogue().page(ClipQuery(limit: 1)).entries.first } catch {
+            problem(error)
+            return nil
+        }
+    }
+
     public func handle(_ event: AgentEvent) {
         // This logger is not the agent's (the sink is made before the agent): a reload's level
         // reaches it here.
         if case .reloaded(let settings) = event { log.level = settings.log.level }
         state.withLock { state in
             guard !state.finished else { return }
+            switch event {
+            case .storageReady(let storage): state.newestToSay = storage
+            case .clipSaved: state.clipsSaved += 1
+            default: break
+            }
             for message in state.messages.messages(for: event) {
                 guard message.transient else {
                     enqueue(message, &state)

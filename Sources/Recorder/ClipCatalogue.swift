@@ -60,6 +60,13 @@ public protocol ClipCatalogue: AnyObject, Sendable {
     /// Where a clip's upload stands (nil: it is not to be uploaded); no error for a clip without
     /// an entry.
     func setUpload(_ state: UploadState?, of file: String) throws(CatalogueError)
+    /// Where the uploads of these clips stand, in one transaction (the upload queue's states
+    /// written into a catalogue that lacks them); no error for a clip without an entry.
+    func setUploads(_ states: [(file: String, state: UploadState?)]) throws(CatalogueError)
+    /// The upload states of at most `limit` clips whose names come after `file` (nil: from the
+    /// first), in the order of their names: the catalogue walked a page at a time, without its
+    /// records.
+    func uploads(after file: String?, limit: Int) throws(CatalogueError) -> [(file: String, state: UploadState?)]
 }
 
 /// The catalogue's files in the storage directory.

@@ -146,6 +146,13 @@ public struct UploadJournal: Sendable {
         }
     }
 
+    /// Forgets `file`'s upload, when it is uploaded: the clip catalogue holds where it is now
+    /// (the upload sink keeps what waits and what was set aside, not every clip it ever
+    /// uploaded). Its line goes when the file is next written anew (`compacted`).
+    public mutating func forgetUpload(_ file: String) {
+        if case .uploaded? = entries[file]?.state { entries[file] = nil }
+    }
+
     /// The file's text line (with its newline).
     public static func line(_ record: UploadRecord) -> [UInt8] {
         let encoder = JSONEncoder()

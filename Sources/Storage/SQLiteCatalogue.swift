@@ -43,7 +43,9 @@ public final class SQLiteCatalogue: ClipCatalogue {
             try database.execute("PRAGMA wal_autocheckpoint = 100")
             try database.execute("PRAGMA journal_size_limit = 1048576")
         }
-        try Self.check(database)
+        // Read only, the catalogue is not checked whole (`quick_check` reads every page): a
+        // listing begins at once and reads what it lists; a damaged page is an error where it is.
+        try Self.check(database, wholeFile: !readOnly)
         if !readOnly { try Self.makeTables(database) }
         self.database = Mutex(database)
     }
@@ -53,10 +55,11 @@ public final class SQLiteCatalogue: ClipCatalogue {
         try SQLiteCatalogue(path: ":memory:")
     }
 
-    /// SQLite's own check of the file (`quick_check`: every page and index readable), and the
-    /// version of its tables: a newer one is refused rather than written over.
-    private static func check(_ database: SQLiteDatabase) throws(CatalogueError) {
-        let verdict = try database.rows("PRAGMA quick_check") { $0.text(0) ?? "" }
+    /// SQLite's own check of the file (`quick_check`: every page and index readable) with
+    /// `wholeFile`, and the version of its tables: a newer one is refused rather than written
+    /// over.
+    private static func check(_ database: SQLiteDatabase, wholeFile: Bool) throws(CatalogueError) {
+        let verdict = wholeFile ? try database.rows("PRAGMA quick_check") { $0.text(0) ?? "" } : ["ok"]
         guard verdict == ["ok"] else {
             throw CatalogueError(
                 description:
@@ -94,6 +97,7 @@ public final class SQLiteCatalogue: ClipCatalogue {
                 CREATE INDEX IF NOT EXISTS clip_by_start ON clip (start_ms, file);
                 CREATE INDEX IF NOT EXISTS clip_by_day ON clip (day, start_ms, file);
                 CREATE INDEX IF NOT EXISTS clip_by_age ON clip (age_ms, file);
+                CREATE INDEX IF NOT EXISTS clip_by_upload ON clip (upload, start_ms, file);
                 CREATE TABLE IF NOT EXISTS recording (file TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
                 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY NOT NULL, value TEXT) WITHOUT ROWID;
                 PRAGMA user_version = \(schemaVersion);
@@ -205,10 +209,30 @@ public final class SQLiteCatalogue: ClipCatalogue {
     }
 
     public func setUpload(_ state: UploadState?, of file: String) throws(CatalogueError) {
-        let (name, detail) = Self.columns(state)
+        try setUploads([(file, state)])
+    }
+
+    public func setUploads(_ states: [(file: String, state: UploadState?)]) throws(CatalogueError) {
+        guard !states.isEmpty else { return }
         try database.withLock { (database) throws(CatalogueError) in
-            try database.run(
-                "UPDATE clip SET upload = ?, upload_detail = ? WHERE file = ?", [name, detail, .text(file)])
+            try database.transaction { () throws(CatalogueError) in
+                for (file, state) in states {
+                    let (name, detail) = Self.columns(state)
+                    try database.run(
+                        "UPDATE clip SET upload = ?, upload_detail = ? WHERE file = ?", [name, detail, .text(file)])
+                }
+            }
+        }
+    }
+
+    public func uploads(
+        after file: String?, limit: Int
+    ) throws(CatalogueError) -> [(file: String, state: UploadState?)] {
+        try database.withLock { (database) throws(CatalogueError) in
+            try database.rows(
+                "SELECT file, upload, upload_detail FROM clip WHERE file > ? ORDER BY file LIMIT ?",
+                [.text(file ?? ""), .integer(Int64(max(1, limit)))]
+            ) { (file: $0.text(0) ?? "", state: Self.state($0.text(1), $0.text(2))) }
         }
     }
 
@@ -227,10 +251,12 @@ public final class SQLiteCatalogue: ClipCatalogue {
             conditions.append("(start_ms, file) < (?, ?)")
             values += [.integer(before.start), .text(before.file)]
         }
-        let index = query.day == nil ? "clip_by_start" : "clip_by_day"
+        // By an upload state: SQLite's choice (`clip_by_upload`, where the catalogue has it).
+        let index =
+            query.day != nil ? " INDEXED BY clip_by_day" : query.upload != nil ? "" : " INDEXED BY clip_by_start"
         values.append(.integer(Int64(query.limit + 1)))
         let rows = try read(
-            "SELECT \(Self.selected) FROM clip INDEXED BY \(index)\(Self.whereClause(conditions)) "
+            "SELECT \(Self.selected) FROM clip\(index)\(Self.whereClause(conditions)) "
                 + "ORDER BY start_ms DESC, file DESC LIMIT ?", values)
         let entries = rows.prefix(query.limit)
         let next =

@@ -15,6 +15,8 @@ extension UploadSink {
         case deleteLocal([String])
         /// The file has grown to many times what it must hold: written anew.
         case compact(any ClipStorage)
+        /// Clips saved: said waiting in the catalogue.
+        case saidWaiting([String], any ClipStorage)
     }
 
     func run(on storage: any ClipStorage) {
@@ -37,6 +39,7 @@ extension UploadSink {
             append(setAside.map { UploadRecord(queued: $0, at: timestamp()) }, in: storage)
             log.info("clips set aside in an earlier run are tried again", [("clips", .int(setAside.count))])
         }
+        enterQueueInCatalogue(storage)
         if let problem = settings.problem {
             log.error(
                 "uploads wait: a file they need cannot be read; clips are queued and uploaded once it is put right and the agent restarted",
@@ -49,6 +52,86 @@ extension UploadSink {
                 condition.withLock { state.sending = nil }
             case .deleteLocal(let files): deleteLocal(files)
             case .compact(let storage): compact(storage)
+            case .saidWaiting(let files, let storage):
+                fileLock.withLock {
+                    // Those still waiting (not deleted meanwhile).
+                    let waiting = condition.withLock { files.filter { state.journal?.waits($0) == true } }
+                    enter(waiting.map { UploadRecord(queued: $0, at: "") }, in: storage)
+                }
+            }
+        }
+    }
+
+    /// Brings the catalogue and the queue together, a page of the catalogue at a time (its
+    /// names and states only): where the queue names a clip, its state is written into the
+    /// entry that says otherwise (a directory catalogued from its journal at its first start; a
+    /// kill between a line and its state); a clip on the board the catalogue says waits, or
+    /// failed, and the queue does not name (the queue lost) is queued again. Then the queue
+    /// forgets the uploads the catalogue holds. Said when any was written or queued.
+    private func enterQueueInCatalogue(_ storage: any ClipStorage) {
+        var after: String?
+        var written = 0
+        var again: [String] = []
+        var problem: CatalogueError?
+        while problem == nil, !store.transfer.stop.isOn {
+            let page: [(file: String, state: UploadState?)]
+            do throws(CatalogueError) {
+                page = try sinkCatalogue(of: storage).uploads(after: after, limit: 1000)
+            } catch {
+                problem = error
+                break
+            }
+            guard let last = page.last else { break }
+            after = last.file
+            var lost: [String] = []
+            // Under the queue's lock: no line's state is written meanwhile, over the queue's.
+            fileLock.withLock {
+                let changes = condition.withLock { () -> [(file: String, state: UploadState?)] in
+                    page.compactMap { entry in
+                        let known: UploadState?
+                        switch state.journal?.state(of: entry.file) {
+                        case .waiting?: known = .waiting
+                        case .uploaded(let record)?: known = .uploaded(url: record.url ?? "")
+                        case .setAside(let record)?: known = .failed(reason: record.reason ?? "")
+                        case nil:
+                            switch entry.state {
+                            case .waiting?, .failed?: lost.append(entry.file)
+                            case .uploaded?, nil: break
+                            }
+                            return nil
+                        }
+                        return known == entry.state ? nil : (entry.file, known)
+                    }
+                }
+                do throws(CatalogueError) { try sinkCatalogue(of: storage).setUploads(changes) } catch {
+                    problem = error
+                }
+                if problem == nil { written += changes.count }
+            }
+            lost = lost.filter { storage.exists($0) }
+            if problem == nil, !lost.isEmpty {
+                append(lost.map { UploadRecord(queued: $0, at: timestamp()) }, in: storage)
+                again += lost
+            }
+        }
+        if let problem {
+            forgetCatalogue()
+            log.warning(
+                "the clip catalogue was not told where each upload stands; the page and vigil clips may show an upload's state wrong until the agent starts again",
+                [("path", .string(storage.path(CatalogueFile.name))), ("error", .string(problem.description))])
+            return
+        }
+        if written > 0 {
+            log.info("upload states written into the clip catalogue from the queue", [("clips", .int(written))])
+        }
+        if !again.isEmpty {
+            log.info(
+                "clips the catalogue says wait and the upload queue did not name are queued again",
+                [("clips", .int(again.count)), ("first", .string(again[0]))])
+        }
+        condition.withLock {
+            for (file, record) in state.journal?.uploads ?? [:] where forgets(record) {
+                state.journal?.forgetUpload(file)
             }
         }
     }
@@ -188,6 +271,10 @@ extension UploadSink {
                 guard let journal = state.journal, let storage = state.storage else {
                     condition.wait()
                     continue
+                }
+                if !state.saved.isEmpty {
+                    defer { state.saved = [] }
+                    return .saidWaiting(state.saved, storage)
                 }
                 if journal.wantsCompacting, journal.lines > 2 * state.compactionFailedAt { return .compact(storage) }
                 if settings.problem != nil {

@@ -5,6 +5,7 @@ import Logging
 import Media
 import POSIX
 import Recorder
+import Synchronization
 
 /// Uploads as one of the agent's sinks: each clip is queued in `uploads.jsonl` when it starts
 /// (a line, synced, on the writer's thread, before its first fragment is written: a clip on
@@ -13,11 +14,20 @@ import Recorder
 /// the server before its `uploaded` line is written. A failure is tried again after 1 s,
 /// doubling to 10 minutes, the other clips meanwhile; a clip the server refuses again and again
 /// while it takes the others is set aside. Recording never waits for any of it: the queue is
-/// read on the upload thread, a line at a time, and kept in memory as one state per file,
-/// which is what retention and the web page ask (`UploadStatus`, which the agent finds among
-/// its sinks and hands to the others in their `SinkContext`). The queue
-/// outlives the agent: a clip queued and not uploaded when the agent stops (or is killed, or
+/// read on the upload thread, a line at a time, and kept in memory as one state per file
+/// waiting or set aside (below), which is what retention asks (`UploadStatus`, which the agent
+/// finds among its sinks and hands to the others in their `SinkContext`). The queue outlives
+/// the agent: a clip queued and not uploaded when the agent stops (or is killed, or
 /// loses power) is uploaded when it runs again.
+///
+/// `uploads.jsonl` is the queue's durable log; the clip catalogue is where everyone else reads
+/// where each clip's upload stands (the page, `/api/clips`, `vigil clips`): the sink writes each
+/// state there as it writes its line — waiting once the clip is saved (it has no entry before),
+/// uploaded with its URL, failed (set aside) with the server's answer — on a connection of its
+/// own, and at start writes what the queue knows and the catalogue lacks, and queues again what
+/// the catalogue says waits and the queue does not name. An upload the catalogue holds leaves
+/// the queue in memory (and its line the file, when it is next written anew): the sink keeps
+/// what waits and what was set aside, not a state for every clip it ever uploaded.
 ///
 /// `@unchecked Sendable`: the mutable state is guarded by `condition`; `store` is used by the
 /// upload thread alone.
@@ -38,6 +48,9 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
     /// queue in memory or in what the thread reads, never lost between them. Taken before
     /// `condition`, never while holding it.
     let fileLock = Condition()
+    /// The sink's own connection to the storage directory's catalogue (opened when first
+    /// needed, again after an error), with the directory's root.
+    let catalogue = Mutex<(root: String, catalogue: any ClipCatalogue)?>(nil)
 
     struct State {
         /// What the agent's run lets the sink do (`start`): delete a clip after its upload,
@@ -54,6 +67,9 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
         var thread: JoinableThread?
         /// Clips being recorded: queued when they started, sent once they are saved.
         var recording: Set<String> = []
+        /// Clips saved since the upload thread last looked: it says them waiting in the
+        /// catalogue before it sends any.
+        var saved: [String] = []
         /// Clips whose `queued` line was written when they started (none is written again
         /// when they are saved).
         var queuedAtStart: Set<String> = []
@@ -194,7 +210,8 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
             return storage
         }
         guard let storage else { return }
-        if append([UploadRecord(queued: clip.file, at: timestamp())], in: storage) {
+        // Not in the catalogue: the clip has no entry before it is saved.
+        if append([UploadRecord(queued: clip.file, at: timestamp())], in: storage, catalogue: false) {
             condition.withLock { _ = state.queuedAtStart.insert(clip.file) }
         }
     }
@@ -202,12 +219,20 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
     /// A clip saved: it may be sent. Queued now unless it was when it started (a clip repaired
     /// at start, finished after a write error, held in memory while the storage was away).
     private func saved(_ file: String, in storage: any ClipStorage) {
+        // Said waiting in the catalogue (its entry is there now) by the upload thread, before
+        // it may send it — never after its upload said otherwise; the writer's thread, which
+        // tells this, writes nothing in the catalogue here.
         let queued = condition.withLock {
             state.recording.remove(file)
-            condition.broadcast()
             return state.queuedAtStart.remove(file) != nil
         }
-        if !queued { append([UploadRecord(queued: file, at: timestamp())], in: storage) }
+        if !queued { append([UploadRecord(queued: file, at: timestamp())], in: storage, catalogue: false) }
+        // Queued now in either case: the upload thread says it waiting unless it was sent
+        // meanwhile.
+        condition.withLock {
+            state.saved.append(file)
+            condition.broadcast()
+        }
     }
 
     /// Clips deleted on the board (retention, a person, `delete_local_after`): the queue forgets
@@ -233,7 +258,8 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
                     deleted: file, at: at, reason: deletion.reason.description + (waiting ? ", before its upload" : ""))
             }
         }
-        append(records, in: deleted.storage)
+        // Not in the catalogue: the writer took the clips' entries out.
+        append(records, in: deleted.storage, catalogue: false)
         condition.withLock {
             if let sending = state.sending, deleted.deletions.contains(where: { $0.clip.relativePath == sending }) {
                 store.transfer.abandon.turnOn()
@@ -242,9 +268,10 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
     }
 
     /// Appends lines to the queue (synced, in one write) and takes them into the one in
-    /// memory; false when they could not be written (said).
+    /// memory, and with `catalogue` the states they give into the catalogue (`enter`); false
+    /// when they could not be written (said).
     @discardableResult
-    func append(_ records: [UploadRecord], in storage: any ClipStorage) -> Bool {
+    func append(_ records: [UploadRecord], in storage: any ClipStorage, catalogue: Bool = true) -> Bool {
         guard !records.isEmpty else { return true }
         return fileLock.withLock {
             var written = true
@@ -259,18 +286,67 @@ public final class UploadSink: EventSink, UploadStatus, @unchecked Sendable {
                         ("error", .string(error.description)),
                     ])
             }
-            condition.withLock {
-                guard state.storage == nil || state.storage?.root == storage.root else { return }
+            let ours = condition.withLock {
+                guard state.storage == nil || state.storage?.root == storage.root else { return false }
                 if state.journal != nil {
                     for record in records { state.journal?.apply(record) }
                 } else {
                     state.pending += records.map { ($0, written) }
                 }
                 condition.broadcast()
+                return true
             }
+            if ours && catalogue { enter(records, in: storage) }
             return written
         }
     }
+
+    /// Writes where the clips of `records` stand into the catalogue (under `fileLock`, so that
+    /// the catalogue takes the states in the order the queue does): a clip queued waits, one
+    /// uploaded is at its URL, one set aside failed with the server's answer, one deleted has
+    /// none. Said when it cannot be (the next start writes it).
+    func enter(_ records: [UploadRecord], in storage: any ClipStorage) {
+        let states = records.compactMap(Self.catalogueState)
+        guard !states.isEmpty else { return }
+        do throws(CatalogueError) { try sinkCatalogue(of: storage).setUploads(states) } catch {
+            forgetCatalogue()
+            log.warning(
+                "where an upload stands is not written in the clip catalogue; the page and vigil clips show it once the agent starts again",
+                [("file", .string(states[0].file)), ("error", .string(error.description))])
+            return
+        }
+        // The catalogue holds the uploads now: the queue forgets them.
+        condition.withLock {
+            for record in records where record.uploaded != nil && forgets(record) {
+                state.journal?.forgetUpload(record.uploaded ?? "")
+            }
+        }
+    }
+
+    /// Whether the queue may forget an upload the catalogue holds: yes, unless the clip is to
+    /// be deleted on the board after it (`delete_local_after`, its copy read back).
+    func forgets(_ upload: UploadRecord) -> Bool { settings.deleteLocalAfter == nil || upload.readBack != true }
+
+    /// The catalogue's state for a line of the queue, and its clip.
+    static func catalogueState(_ record: UploadRecord) -> (file: String, state: UploadState?)? {
+        if let file = record.queued { return (file, .waiting) }
+        if let file = record.uploaded { return (file, .uploaded(url: record.url ?? "")) }
+        if let file = record.setAside { return (file, .failed(reason: record.reason ?? "")) }
+        if let file = record.deleted { return (file, nil) }
+        return nil
+    }
+
+    /// The sink's connection to `storage`'s catalogue, opened when there is none of it.
+    func sinkCatalogue(of storage: any ClipStorage) throws(CatalogueError) -> any ClipCatalogue {
+        try catalogue.withLock { (held) throws(CatalogueError) -> any ClipCatalogue in
+            if let held, held.root == storage.root { return held.catalogue }
+            let opened = try storage.openCatalogue()
+            held = (storage.root, opened)
+            return opened
+        }
+    }
+
+    func forgetCatalogue() { catalogue.withLock { $0 = nil } }
 
     /// The agent stops: the upload thread is told to (a transfer under way is ended) and
     /// waited for 1.5 s at most.

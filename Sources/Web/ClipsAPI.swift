@@ -5,11 +5,12 @@ import Synchronization
 /// `/api/clips`, from the clip catalogue: a page of clips, newest first, as a JSON array of
 /// their journal records (docs/reference/events.md says each field), 100 by default; the next
 /// page's address in a `Link` header (`rel="next"`, with its cursor: `before=…`). Filters:
-/// `day=YYYY-MM-DD`, `trigger=motion|external`, `damaged=true|false`. (By upload state once the
-/// upload sink writes them into the catalogue: it does not yet.)
+/// `day=YYYY-MM-DD`, `trigger=motion|external`, `damaged=true|false`,
+/// `upload=waiting|uploaded|failed` (as the upload sink writes each clip's state into the
+/// catalogue).
 extension WebSite {
     /// The filters and the cursor `/api/clips` understands, and the values each takes.
-    static let clipsParameters = ["limit", "before", "day", "trigger", "damaged"]
+    static let clipsParameters = ["limit", "before", "day", "trigger", "damaged", "upload"]
 
     func clipsAPI(_ request: HTTPRequest) -> HTTPResponse {
         let query: ClipQuery
@@ -66,17 +67,28 @@ extension WebSite {
             }
             query.damaged = damaged == "true"
         }
+        if let upload = parameters["upload"] {
+            guard Self.uploadStates.contains(upload) else {
+                return .failure(
+                    WebProblem("upload=\(upload) is not an upload state: give waiting, uploaded or failed."))
+            }
+            query.upload = upload
+        }
         return .success(query)
     }
 
+    /// The upload states `upload=` takes (`UploadState.name`).
+    static let uploadStates = [
+        UploadState.waiting.name, UploadState.uploaded(url: "").name, UploadState.failed(reason: "").name,
+    ]
+
     /// The records of `entries` as a JSON array, each with `"deleted": true` when its clip is
-    /// gone from the disk, and with uploads `"uploaded"` (where it is now) or, while uploads run,
-    /// `"upload_waiting": true` or `"upload_failed"` (the server's answer to a clip it refused
-    /// until it was set aside).
+    /// gone from the disk, and with uploads (where the catalogue says each stands) `"uploaded"`
+    /// (where it is now) or, while uploads run, `"upload_waiting": true` or `"upload_failed"`
+    /// (the server's answer to a clip it refused until it was set aside).
     func clipsJSON(_ entries: [CatalogueEntry]) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let queue = uploads()
         let uploading = context.uploadsIfRunning != nil
         let items = entries.compactMap { entry -> String? in
             let record = entry.record
@@ -84,15 +96,15 @@ extension WebSite {
             let object = String(decoding: data, as: UTF8.self)
             var added: [String] = []
             if !storage.exists(record.file) { added.append("\"deleted\":true") }
-            switch queue?.state(of: record.file) {
-            case .uploaded(let upload)?:
-                if let url = upload.url, let quoted = try? encoder.encode(url) {
+            switch entry.upload {
+            case .uploaded(let url)?:
+                if let quoted = try? encoder.encode(url) {
                     added.append("\"uploaded\":" + String(decoding: quoted, as: UTF8.self))
                 }
             case .waiting? where uploading:
                 added.append("\"upload_waiting\":true")
-            case .setAside(let aside)? where uploading:
-                if let quoted = try? encoder.encode(aside.reason ?? "refused by the server") {
+            case .failed(let reason)? where uploading:
+                if let quoted = try? encoder.encode(reason.isEmpty ? "refused by the server" : reason) {
                     added.append("\"upload_failed\":" + String(decoding: quoted, as: UTF8.self))
                 }
             default:

@@ -6,31 +6,37 @@ import POSIX
 import Recorder
 import Storage
 
-/// `vigil clips`: the recorded clips, from the events journal, and every clip on disk it lacks.
+/// `vigil clips`: the recorded clips, from the clip catalogue a page at a time; without one (a
+/// directory no agent of this version started), from the events journal and every clip on disk
+/// it lacks.
 enum ClipsCommand: Command {
     static let name = "clips"
-    static let abstract = "List recorded clips from the events journal."
+    static let abstract = "List recorded clips from the clip catalogue."
     static let synopsis = "[--config FILE] [--json] [--rescan]"
     static let discussion = """
-        Reads storage.path/events.jsonl and prints one line per clip: when it starts, how long
-        it is, the motion score, and its file (marked "deleted" once retention removed it,
-        "damaged" for a clip the agent could not repair and moved aside as NAME.mov.damaged),
-        and with uploads whether it is uploaded, waits, or failed — the server refused it
-        again and again and the agent set it aside until it restarts (storage.path/uploads.jsonl).
-        A damaged line (a full disk can tear one) is said, and the lines in it and after it
-        are still read. Clips on disk that have no line — the agent was stopped before it
-        wrote it, or the line was lost — are listed too, from their movie files, marked
-        "not in the journal".
+        Reads the clip catalogue (storage.path/catalogue.sqlite, which the agent keeps; read
+        only, beside a running agent too) and prints one line per clip, newest first, a page at
+        a time: when it starts, how long it is, the motion score, and its file (marked
+        "deleted" when it is gone from the disk, "damaged" for a clip the agent could not
+        repair and moved aside as NAME.mov.damaged), and with uploads whether it is uploaded,
+        waits, or failed — the server refused it again and again and the agent set it aside
+        until it restarts.
+        A directory with no catalogue yet (an earlier version wrote it; the agent makes the
+        catalogue when it starts) or one that cannot be read is listed from
+        storage.path/events.jsonl instead, oldest first, and that is said on stderr: a damaged
+        line (a full disk can tear one) is said, and the lines in it and after it are still
+        read; clips on disk that have no line are listed too, from their movie files, marked
+        "not in the journal"; the upload column comes from storage.path/uploads.jsonl.
         --rescan rebuilds the journal from the clips on disk, as the agent does when it
         starts: it adds their lines (marked rebuilt: no trigger, pre-roll or score), and
         drops damaged lines once their clips have lines again. It holds the storage
         directory's lock meanwhile: while an agent records into the directory it is refused
         (exit 75). Run it as the agent's user (sudo -u vigil), so that the journal stays the
         agent's to write.
-        --json prints the journal's JSON lines.
+        --json prints the clips' journal records, one JSON line each.
         """
     static let options = [
-        configOption, OptionSpec(name: "json", valueName: nil, help: "print the journal's JSON lines"),
+        configOption, OptionSpec(name: "json", valueName: nil, help: "print the clips' journal records as JSON lines"),
         OptionSpec(name: "rescan", valueName: nil, help: "rebuild the journal from the clips on disk"),
     ]
 
@@ -43,6 +49,19 @@ enum ClipsCommand: Command {
             naming: ClipNaming(
                 pattern: settings.storage.filePattern, camera: settings.camera.name, timeZone: SystemTimeZone()))
         let rescan = arguments.flag("rescan")
+        if !rescan {
+            switch openCatalogue(storage) {
+            case .opened(let catalogue):
+                return list(catalogue, storage: storage, settings: settings, json: arguments.flag("json"))
+            case .none:
+                printError(
+                    "vigil clips: no clip catalogue in \(settings.storage.path) yet (a directory an earlier version "
+                        + "wrote): listed from \(EventsJournal.name); start the agent once and it makes the catalogue")
+            case .unreadable(let problem):
+                // The problem says what to do (a damaged catalogue: the agent sets it aside).
+                printError("vigil clips: \(problem); the clips are listed from \(EventsJournal.name) meanwhile")
+            }
+        }
         // A rescan rewrites the journal: it holds the directory's claim meanwhile, so that no
         // agent appends a line the rewrite would lose. (A directory no agent ever claimed has
         // no lock file, and none is made here: made by another user, it would lock the agent out.)
@@ -94,23 +113,10 @@ enum ClipsCommand: Command {
                 }
             return state.padding(to: 10)
         }
-        printOut(
-            "start".padding(to: 31) + "duration".padding(to: 10) + "peak".padding(to: 8)
-                + (uploading ? "upload".padding(to: 10) : "") + "file")
+        printOut(header(uploading: uploading))
         for r in rebuild.records {
-            let duration = DecimalText.fixed(r.durationSeconds, 1) + "s"
-            let peak =
-                r.damaged == true
-                ? "damaged"
-                : r.peakScore.map { DecimalText.fixed($0, 3) }
-                    ?? (r.repaired == true ? "repaired" : (r.rebuilt == true ? "rebuilt" : "-"))
-            var mark =
-                !storage.exists(r.file)
-                ? "  (deleted)" : (rescan || !rebuild.added.contains(r) ? "" : "  (not in the journal)")
-            if r.damaged == true, storage.exists(r.file) { mark = "  (damaged: no player opens it)" + mark }
-            printOut(
-                r.start.padding(to: 31) + duration.padding(to: 10) + peak.padding(to: 8) + upload(r.file) + r.file
-                    + mark)
+            let mark = storage.exists(r.file) && !rescan && rebuild.added.contains(r) ? "  (not in the journal)" : ""
+            printOut(row(r, upload: upload(r.file), mark: mark, in: storage))
         }
         printOut("\(rebuild.records.count) clip(s) in \(settings.storage.path)")
         if uploading {

@@ -65,6 +65,13 @@ import Testing
         let said = logLines(agent.output, "clip catalogue brought up to date")
         #expect(said.count == 1 && said.first.flatMap { logValue($0, "written") } == "3", "\(agent.output)")
         #expect(FileManager.default.fileExists(atPath: dir.file("clips/" + CatalogueFile.name)))
+        // `vigil clips` beside the agent, which holds the directory: the catalogue, read only.
+        let clips = try runTool(builtExecutable("vigil"), ["clips", "--config", dir.file("vigil.conf")])
+        #expect(clips.status == 0 && clips.stderr.isEmpty, "\(clips.stderr)")
+        let rows = clips.stdout.split(separator: "\n").map(String.init)
+        #expect(
+            rows.compactMap { $0.split(separator: " ").last.map(String.init) }.filter(files.contains)
+                == files.reversed(), "\(clips.stdout)")
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
         #expect(!agent.output.contains("level=error"), "\(agent.output)")

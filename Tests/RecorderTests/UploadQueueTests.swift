@@ -121,4 +121,19 @@ extension RetentionPolicyTests {
         #expect(compacted.uploads == journal.uploads)
         #expect(compacted.lines == 200 && !compacted.wantsCompacting)
     }
+
+    /// An upload the catalogue holds is forgotten: the queue keeps what waits and what was set
+    /// aside, and written anew it holds no line of it; a clip that waits is not forgotten so.
+    @Test func anUploadForgottenLeavesTheQueueAndItsFile() {
+        var journal = UploadJournal()
+        for index in 0..<300 {
+            journal.apply(UploadRecord(queued: "\(index).mov", at: "q"))
+            if index < 299 { journal.apply(UploadRecord(uploaded: "\(index).mov", at: "u", url: "s3://x", bytes: 1)) }
+        }
+        journal.apply(UploadRecord(setAside: "0.mov", at: "s", reason: "403"))
+        for index in 0..<300 { journal.forgetUpload("\(index).mov") }
+        #expect(journal.uploads.isEmpty)
+        #expect(journal.backlog == ["299.mov"] && journal.setAside.keys.sorted() == ["0.mov"])
+        #expect(journal.compacted.compactMap(\.file) == ["299.mov", "0.mov"])
+    }
 }

@@ -163,6 +163,7 @@ struct UploadBadDayTests {
         let board = try Board(directory, clips: 15)
         let bad = board.clips[2]
         let server = try LyingS3Server(directory, refusing: (key: bad, status: status))
+        for clip in board.clips { try board.storage.enter(board.record(clip)) }
         let log = MemoryLogSink()
         let sink = try board.sink(try Self.settings(server, in: directory), log: log, longestWait: 2)
         let others = board.clips.filter { $0 != bad }
@@ -189,6 +190,13 @@ struct UploadBadDayTests {
         #expect(aside.count == 1 && aside.first?.contains(bad) == true, "\(errors)")
         #expect(aside.first?.contains("\(status)") == true, "the server's answer: \(aside)")
         #expect(aside.first?.contains("restart") == true, "what to do: \(aside)")
+        // The catalogue says it failed, with the server's answer (what the page and the API show).
+        let catalogue = try board.storage.openCatalogue()
+        guard case .failed(let reason)? = try catalogue.entry(bad)?.upload else {
+            Issue.record("not failed in the catalogue: \(String(describing: try catalogue.entry(bad)))")
+            return
+        }
+        #expect(reason.contains("\(status)"), "\(reason)")
 
         // The server put right, the agent restarted: the clip set aside is queued again and sent.
         let fixed = try LyingS3Server(directory)
@@ -197,6 +205,7 @@ struct UploadBadDayTests {
         again.finish()
         #expect(try fixed.object("fleet/shed/" + bad) == board.bytes(bad))
         #expect(log.written.contains { $0.contains("clips set aside in an earlier run are tried again") })
+        #expect(try catalogue.entry(bad)?.upload == .uploaded(url: "s3://clips/fleet/shed/" + bad))
         #expect(board.queue.backlog.isEmpty && board.queue.setAside.isEmpty)
     }
 

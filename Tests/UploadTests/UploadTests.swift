@@ -37,13 +37,17 @@ struct UploadTests {
         }
 
         func saved(_ file: String) -> AgentEvent {
+            .clipSaved(ClipSaved(record: record(file), path: storage.path(file), origin: .closed, storage: storage))
+        }
+
+        /// The journal record of a clip of this board, as the agent writes it when it is saved.
+        func record(_ file: String) -> ClipRecord {
             let size = (try? FileManager.default.attributesOfItem(atPath: storage.path(file))[.size] as? Int) ?? 0
-            let record = ClipRecord(
+            return ClipRecord(
                 file: file, camera: "shed", start: "2026-12-04T12:00:00.000+00:00",
                 end: "2026-12-04T12:00:01.000+00:00",
                 cause: .motion, triggerTime: nil, triggerSourceSeconds: nil, preRollSeconds: nil, durationSeconds: 0.8,
                 frames: 20, audioFrames: 0, bytes: UInt64(size), peakScore: nil, part: 1)
-            return .clipSaved(ClipSaved(record: record, path: storage.path(file), origin: .closed, storage: storage))
         }
 
         /// An upload sink as `vigil run` makes it, started (with `context`, as an agent's run
@@ -274,8 +278,10 @@ struct UploadTests {
         let sink = try board.sink(
             try Self.s3Settings(server, in: directory, extra: "bandwidth_kbit = 64;"), log: log, level: .debug)
         let first = board.clips[0]
+        // This board's file (other tests' boards, run meanwhile, have clips of the same names).
+        let path = board.storage.path(first)
         // The first clip is being sent (8 KB a second: 40 KB take five).
-        #expect(waitUntil(timeout: 30) { Self.openFiles().contains { $0.hasSuffix(first) } }, "\(log.written)")
+        #expect(waitUntil(timeout: 30) { Self.openFiles().contains(path) }, "\(log.written)")
         let size = try board.bytes(first).count
         try FileManager.default.removeItem(atPath: board.storage.path(first))
         sink.handle(
@@ -287,7 +293,7 @@ struct UploadTests {
                             reason: .diskFull, notUploaded: true)
                     ], storage: board.storage)))
         #expect(
-            waitUntil(timeout: 10) { !Self.openFiles().contains { $0.contains(first) } },
+            waitUntil(timeout: 10) { !Self.openFiles().contains(path) },
             "the deleted clip is still open: \(Self.openFiles())")
         #expect(waitUntil(timeout: 120) { sink.uploadCounts.uploaded == 1 }, "\(log.written)")
         sink.finish()

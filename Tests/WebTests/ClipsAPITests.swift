@@ -87,6 +87,28 @@ import Testing
                 .map(\.element).reversed())
     }
 
+    @Test func theUploadFilterListsTheClipsInThatStateWithWhereEachStands() throws {
+        let (storage, files) = try Self.storage()
+        let catalogue = try storage.openCatalogue()
+        try catalogue.setUpload(.uploaded(url: "s3://clips/yard/" + files[10]), of: files[10])
+        try catalogue.setUpload(.uploaded(url: "s3://clips/yard/" + files[12]), of: files[12])
+        try catalogue.setUpload(.waiting, of: files[11])
+        try catalogue.setUpload(.failed(reason: "PUT: 403 AccessDenied"), of: files[13])
+        // Uploads run (the catalogue, not uploads.jsonl, says where each clip stands: there is none).
+        let uploads = UploadsRunning(storage: storage, uploadCounts: UploadFigures(waiting: 1))
+        let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, context: SinkContext(uploads: uploads))
+        let uploaded = Self.get(site, "/api/clips?upload=uploaded&limit=1")
+        #expect(uploaded.status == 200, "\(uploaded.body)")
+        #expect(uploaded.files == [files[12]], "\(uploaded.body)")
+        #expect(uploaded.body.contains("\"uploaded\":\"s3://clips/yard/\(files[12])\""), "\(uploaded.body)")
+        let rest = Self.get(site, try #require(uploaded.next, "no link to the next page"))
+        #expect(rest.files == [files[10]] && rest.next == nil, "\(rest.body)")
+        #expect(Self.get(site, "/api/clips?upload=waiting").files == [files[11]])
+        let failed = Self.get(site, "/api/clips?upload=failed")
+        #expect(failed.files == [files[13]])
+        #expect(failed.body.contains("\"upload_failed\":\"PUT: 403 AccessDenied\""), "\(failed.body)")
+    }
+
     @Test func aClipGoneFromTheDiskIsMarkedDeleted() throws {
         let (storage, files) = try Self.storage()
         try storage.delete(files[249])
@@ -103,6 +125,7 @@ import Testing
         ("day=2026-12", "day=2026-12 is not a day: give one as YYYY-MM-DD."),
         ("trigger=cat", "trigger=cat is not a trigger: give motion or external."),
         ("damaged=maybe", "damaged=maybe is neither true nor false."),
+        ("upload=sent", "upload=sent is not an upload state: give waiting, uploaded or failed."),
     ])
     func parametersItCannotTakeAreRefusedInWords(query: String, said: String) throws {
         let site = WebSite(camera: "yard", version: "0.1.0", storage: MemoryStorage(), context: SinkContext())

@@ -127,6 +127,8 @@ import Testing
         ] {
             try storage.append(UploadJournal.line(record), to: UploadJournal.name)
         }
+        // What the upload sink writes into the catalogue beside those lines (`/api/clips` reads it).
+        try storage.openCatalogue().setUploads([(files[0], .uploaded(url: url)), (files[1], .waiting)])
         // Uploads run (an upload sink holds the queue, which the agent hands the web sink).
         let uploads = UploadsRunning(storage: storage, uploadCounts: UploadFigures(waiting: 1, uploaded: 1, bytes: 1))
         let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, context: SinkContext(uploads: uploads))

@@ -28,6 +28,10 @@ import Testing
             "{\"at\":\"t\",\"reason\":\"\(reason)\",\"set_aside\":\"\(files[1])\",\"tries\":5}",
         ]
         storage.put("uploads.jsonl", Array((lines.joined(separator: "\n") + "\n").utf8))
+        // What the upload sink writes into the catalogue as it writes those lines (`/api/clips`
+        // reads it there).
+        try storage.openCatalogue().setUpload(.waiting, of: files[0])
+        try storage.openCatalogue().setUpload(.failed(reason: reason), of: files[1])
         let uploads = UploadsRunning(storage: storage, uploadCounts: UploadFigures(waiting: 1))
         let site = WebSite(camera: "yard", version: "0.1.0", storage: storage, context: SinkContext(uploads: uploads))
         func body(_ path: String) -> String {
