@@ -23,6 +23,8 @@ extension WebSite {
         let newest = try catalogue.page(ClipQuery(limit: 1)).entries.first?.file ?? ""
         var html = pageHead(title: camera)
         html += try header(catalogue)
+        // The camera live on the first screen; a day's screen is for looking back.
+        if query.day == nil { html += liveView() }
         html += "<nav class=\"filters\">\(filterLinks(query))</nav>\n"
         html += "<main id=\"clips\" data-newest=\"\(MarkupText.escaped(newest))\">\n"
         if let day = query.day {
@@ -53,13 +55,12 @@ extension WebSite {
         """
     }
 
-    /// The camera's name, what it does now, the clips and the free space, the buttons (shown by
-    /// the script: they need it), and the live view.
+    /// The camera's name, what it does now, the clips and the free space, and the buttons
+    /// (shown by the script: they need it).
     func header(_ catalogue: any ClipCatalogue) throws(CatalogueError) -> String {
         let counters = context.counters
         let totals = try catalogue.totals()
         let detection = context.requests.detectionEnabled
-        let poster = storage.exists(ClipNaming.latestPicture) ? " poster=\"/latest.jpg\"" : ""
         return """
             <header><h1><a href="/">\(MarkupText.escaped(camera))</a></h1>
             <p class="now"><span id="state"\(counters.recording ? " class=\"recording\">recording now" : ">watching")</span> ·
@@ -67,6 +68,15 @@ extension WebSite {
             <p id="controls" class="controls" hidden><button type="button" id="record">Record now</button>
             <button type="button" id="detection" data-on="\(detection)">Detection \(detection ? "on" : "off")</button>
             <span id="said" role="status"></span></p></header>
+
+            """
+    }
+
+    /// The live view: HLS where the browser plays it (Safari, phones), the progressive stream
+    /// elsewhere; the latest picture until it starts.
+    func liveView() -> String {
+        let poster = storage.exists(ClipNaming.latestPicture) ? " poster=\"/latest.jpg\"" : ""
+        return """
             <figure class="live"><video id="live" controls autoplay muted playsinline\(poster) aria-label="The camera, live">
             <source src="/live.m3u8" type="application/vnd.apple.mpegurl">
             <source src="/live.mp4" type="video/mp4">

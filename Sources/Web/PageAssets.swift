@@ -9,7 +9,7 @@ enum PageAssets {
         header{display:flex;flex-wrap:wrap;align-items:center;gap:0 1rem}
         h1{font-size:1.4rem;margin:.5rem 0}h1 a{color:inherit;text-decoration:none}
         .now{color:#555;margin:.25rem 0}.recording{color:#b00;font-weight:bold}
-        .live{margin:0}.live video{display:block;width:100%;height:auto;aspect-ratio:16/9;background:#222;border-radius:4px}
+        .live{margin:0}.live video{display:block;width:100%;height:auto;max-height:60vh;aspect-ratio:auto 16/9;background:#222;border-radius:4px}
         h2{font-size:1.1rem;border-bottom:1px solid #ccc;margin-top:1.2rem}h3{font-size:1rem}
         a,button{display:inline-block;min-height:44px;line-height:44px;padding:0 .4rem;box-sizing:border-box}
         a{color:#05c}button{font:inherit;min-width:44px;border-radius:4px;border:1px solid #888;background:#f4f4f4}
