@@ -209,7 +209,7 @@ extension WebSite {
             guard let second = HumanTime.secondOfDay(entry.record.start) else { continue }
             place.hour = second / 3600
             let at = DecimalText.short(Double(second) / 864, 2)
-            let picture = entry.record.snapshot.map { " data-pic=\"/clips/\(Self.pathEncoded($0))\"" } ?? ""
+            let picture = entry.record.snapshot.map { " data-pic=\"/thumbs/\(Self.pathEncoded($0))\"" } ?? ""
             html +=
                 "<a href=\"\(place.link("/clip", [("file", entry.file)] + place.place))\" style=\"left:\(at)%\" title=\"\(HumanTime.clock(entry.record.start))\"\(picture)></a>"
         }
@@ -253,7 +253,7 @@ extension WebSite {
         let cause = record.cause?.rawValue ?? "recovered"
         let picture =
             record.snapshot.map {
-                "<img src=\"\(pictureAddress($0))\" loading=\"lazy\" alt=\"The picture of the clip at \(HumanTime.clock(record.start))\">"
+                "<img src=\"\(thumbnailAddress($0))\" loading=\"lazy\" alt=\"The picture of the clip at \(HumanTime.clock(record.start))\">"
             } ?? "<span class=\"nopic\">no picture</span>"
         let deletion = signIn ? " <a href=\"/delete?file=\(Self.queryEncoded(record.file))\">delete…</a>" : ""
         return """

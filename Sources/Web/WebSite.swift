@@ -59,7 +59,7 @@ public final class WebSite: Sendable {
     /// - the page (`/`), the clip viewer (`/clip`), what the page's script polls (`/api/now`),
     ///   `/api/clips`, the delete question (`/delete`) and `POST /api/clips/delete` ask the clip
     ///   catalogue (a database on an SD card), and the page opens each picture it lists for its
-    ///   version: work;
+    ///   version: work; so is a thumbnail (`/thumbs/…`: a picture decoded and encoded again);
     /// - everything else answers from memory or opens one file: `/metrics` (the counters),
     ///   the live stream and HLS's pieces (the feed), `POST /api/trigger` (a request to the
     ///   agent), the clips, their pictures and `latest.jpg` (opened, then sent with sendfile by
@@ -67,7 +67,7 @@ public final class WebSite: Sendable {
     public static func needsWork(_ request: HTTPRequest) -> Bool {
         switch request.path {
         case "/", "/index.html", "/clip", "/api/now", "/api/clips", "/delete", "/api/clips/delete": true
-        default: false
+        default: request.path.hasPrefix("/thumbs/")
         }
     }
 
@@ -118,6 +118,9 @@ public final class WebSite: Sendable {
             return .text(200, playlist, type: LivePlaylist.type, headers: [("Cache-Control", "no-store")])
         default:
             if request.path.hasPrefix("/live/") { return liveSegment(String(request.path.dropFirst("/live/".count))) }
+            if request.path.hasPrefix("/thumbs/") {
+                return thumbnail(String(request.path.dropFirst("/thumbs/".count)), request: request)
+            }
             if request.path.hasPrefix("/clips/"), request.path.hasSuffix(".jpg") {
                 return picture(String(request.path.dropFirst("/clips/".count)), request: request)
             }

@@ -241,7 +241,7 @@ import Testing
         let address = try #require(
             first.components(separatedBy: "<img src=\"").dropFirst().first?.split(separator: "\"").first.map(
                 String.init))
-        #expect(address.hasPrefix("/clips/\(picture)?v=4-"), "\(address)")
+        #expect(address.hasPrefix("/thumbs/\(picture)?v=4-"), "\(address)")
         let version = String(address.split(separator: "=").last ?? "")
         func fetch(_ query: [String: String], _ headers: [String: String] = [:]) -> HTTPResponse {
             site.respond(HTTPRequest(method: "GET", path: "/clips/" + picture, query: query, headers: headers))
@@ -263,7 +263,7 @@ import Testing
         FileManager.default.createFile(atPath: dir.file(picture), contents: Data([0xFF, 0xD8, 0, 0xFF, 0xD9]))
         let rewritten = fetch(["v": version], ["if-none-match": tag])
         #expect(rewritten.status == 200 && header(rewritten, "Cache-Control") == "no-cache")
-        #expect(Self.get(site, "/").html.contains("/clips/\(picture)?v=5-"))
+        #expect(Self.get(site, "/").html.contains("/thumbs/\(picture)?v=5-"))
         // Whole: never cropped.
         #expect(first.contains("object-fit:contain") && !first.contains("object-fit:cover"))
     }
