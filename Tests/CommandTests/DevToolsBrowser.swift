@@ -1,10 +1,10 @@
 import Foundation
 import TestSupport
 
-/// Debian's Chromium, headless, with one page open, driven through its DevTools protocol (a
-/// WebSocket on a loopback port, spoken here over a `LoopbackClient`): to run a script in the
-/// page as an owner's browser shows it (sizes, what is loaded) and take a screenshot, without
-/// anything of the test in the page itself.
+/// Debian's Chromium, headless, with one page open at a window's size, driven through its
+/// DevTools protocol (a WebSocket on a loopback port, spoken here over a `LoopbackClient`): to
+/// run a script in the page as an owner's browser shows it (sizes, what is loaded) and take a
+/// screenshot, without anything of the test in the page itself.
 final class DevToolsBrowser {
     let process = Process()
     let socket: LoopbackClient
@@ -60,6 +60,18 @@ final class DevToolsBrowser {
             throw Failure(description: "DevTools refused the WebSocket: \(socket.statusLine ?? "no answer")")
         }
         consumed = end.upperBound
+        // Headless Chromium keeps its window at least 500 pixels wide whatever --window-size
+        // says: the page is shown at the size asked (a phone's as a phone shows it: its
+        // viewport meta followed), then loaded again at it.
+        do {
+            _ = try call(
+                "Emulation.setDeviceMetricsOverride",
+                ["width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600])
+            _ = try call("Page.reload", [:])
+        } catch {
+            Self.stop(process)
+            throw error
+        }
     }
 
     static func stop(_ process: Process) {

@@ -69,7 +69,7 @@ import Testing
             const natural = i.naturalWidth / i.naturalHeight, shownAspect = box.width / box.height;
             return fit === "cover" || (fit !== "contain" && Math.abs(natural - shownAspect) > 0.02);
           }).length;
-          return { live: live ? live.getBoundingClientRect().width : 0, small, pictures: pictures.length, cropped,
+          return { viewport: document.documentElement.clientWidth, live: live ? live.getBoundingClientRect().width : 0, small, pictures: pictures.length, cropped,
                    marks: document.querySelectorAll(".timeline a").length, controls: document.getElementById("controls")?.hidden === false,
                    newest: document.getElementById("clips")?.dataset.newest ?? null, ready: document.readyState, marker: window.vigilTestMarker === 1,
                    cards: [...document.querySelectorAll(".clips li a.pic")].map((a) => a.getAttribute("href")) };
@@ -112,6 +112,8 @@ import Testing
                 let seen = try #require(
                     try waitUntilMeasured(browser) { $0["pictures"] as? Int ?? 0 > 0 }, "\(page) at \(label)")
                 screens["\(page)-\(label)"] = seen
+                #expect(
+                    seen["viewport"] as? Int == width, "\(page) at \(label): measured \(seen["viewport"] ?? 0) px wide")
                 #expect(
                     seen["small"] as? [String] == [], "\(page) at \(label): links under 44 px: \(seen["small"] ?? "")")
                 #expect(seen["cropped"] as? Int == 0, "\(page) at \(label): pictures cropped")
