@@ -96,7 +96,8 @@ let package = Package(
         .target(
             name: "Web",
             dependencies: [
-                "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CMicroHTTPD", "COpus",
+                "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "Snapshot",
+                "CMicroHTTPD", "COpus",
             ]),
         // Clips off the board: each saved clip copied to an S3-compatible bucket, an SFTP server or a
         // WebDAV share (libcurl), on a thread of its own, from a queue kept in the storage

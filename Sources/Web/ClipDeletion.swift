@@ -7,7 +7,7 @@ import Recorder
 // its time, a button; no script, so the question is a page of its own), and
 // `POST /api/clips/delete` deletes — from that page's form (`file=F`) or a script (JSON
 // `{"file": "F"}`). Only with passwords (every request then signs in), only a saved clip the
-// journal lists, never from another site's page, and the agent's writer does it (after what it
+// catalogue lists, never from another site's page, and the agent's writer does it (after what it
 // is writing; never the clip being recorded).
 extension WebSite {
     /// `GET /delete?file=F`: the question, with the clip's picture and a form that deletes it.
@@ -17,9 +17,10 @@ extension WebSite {
             return Self.noSuchClip
         }
         let day = String(record.start.prefix(10))
+        let hour = HumanTime.hour(record.start).map(String.init) ?? ""
         let clip = "/clips/" + Self.pathEncoded(record.file)
         let picture = record.snapshot.map {
-            "<p><img src=\"/clips/\(Self.pathEncoded($0))\" alt=\"The event's picture\" style=\"max-width: 100%\"></p>\n"
+            "<p><img src=\"\(pictureAddress($0))\" alt=\"The event's picture\" style=\"max-width: 100%; object-fit: contain\"></p>\n"
         }
         let html = """
             <!doctype html>
@@ -27,16 +28,17 @@ extension WebSite {
             <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
             <title>Delete a clip — \(MarkupText.escaped(camera))</title>
             <style>body { font: 16px/1.4 system-ui, sans-serif; margin: 0 auto; max-width: 40rem; padding: 0 1rem; }
-            button { font: inherit; padding: 0.4rem 1rem; }</style></head>
+            button, a { font: inherit; display: inline-block; min-height: 44px; padding: 0 1rem; }</style></head>
             <body>
             <h1>Delete this clip?</h1>
             \(picture ?? "")<p><a href="\(clip)">\(MarkupText.escaped(record.file))</a> ·
-            \(MarkupText.escaped(record.start)) · \(DecimalText.short(record.durationSeconds, 1)) s</p>
+            \(MarkupText.escaped(HumanTime.text(record.start))) · \(DecimalText.short(record.durationSeconds, 1)) s</p>
             <p>It cannot be brought back.</p>
             <form method="post" action="/api/clips/delete">
             <input type="hidden" name="file" value="\(MarkupText.escaped(record.file))">
             <input type="hidden" name="day" value="\(MarkupText.escaped(day))">
-            <button type="submit">Delete</button> <a href="/?day=\(MarkupText.escaped(day))">Keep it</a>
+            <input type="hidden" name="hour" value="\(hour)">
+            <button type="submit">Delete</button> <a href="/clip?file=\(Self.queryEncoded(record.file))">Keep it</a>
             </form>
             </body>
             </html>
@@ -57,6 +59,7 @@ extension WebSite {
         let type = request.mediaType
         let file: String?
         var day: String?
+        var hour: String?
         switch type {
         case "application/json":
             struct Asked: Decodable { var file: String }
@@ -65,6 +68,7 @@ extension WebSite {
             let fields = Self.formFields(request.body)
             file = fields["file"]
             day = fields["day"].flatMap { Self.isDay($0) ? $0 : nil }
+            hour = fields["hour"].flatMap { Int($0).map { (0...23).contains($0) } == true ? $0 : nil }
         default:
             return .error(415, "Send the clip as JSON ({\"file\": \"…\"}) or as the page's form does.")
         }
@@ -81,7 +85,11 @@ extension WebSite {
                 headers: [("Cache-Control", "no-store")])
         }
         var back = HTTPResponse.text(303, "Deleting \(file).\n")
-        back.headers.append(("Location", day.map { "/?day=\($0)" } ?? "/"))
+        // Back to the clip's day and hour, without the clip (the writer deletes it after what it is
+        // writing: the list must not show it meanwhile).
+        let place = (day.map { ["day=\($0)"] } ?? []) + (hour.map { ["hour=\($0)"] } ?? [])
+        back.headers.append(
+            ("Location", "/?" + (place + ["deleted=\(Self.queryEncoded(file))"]).joined(separator: "&")))
         return back
     }
 
@@ -108,9 +116,10 @@ extension WebSite {
 
     static let noSuchClip = HTTPResponse.error(404, "No saved clip by that name: it may be deleted already.")
 
-    /// The journal's record of `file` when the clip is saved and still there.
+    /// The catalogue's record of `file` when the clip is saved and still there.
     func savedRecord(_ file: String) -> ClipRecord? {
-        records().first { $0.record.file == file && !$0.deleted }?.record
+        guard let entry = try? openedCatalogue().entry(file), storage.exists(file) else { return nil }
+        return entry.record
     }
 
     /// The fields of an `application/x-www-form-urlencoded` body (`+` a space, `%XX` a byte);

@@ -43,9 +43,13 @@ public final class SharedFile: Sendable {
     let descriptor: FileDescriptor
     /// Its length when it was opened.
     public let size: UInt64
+    /// When its contents last changed, as it was opened: seconds since 1970.
+    public let modified: Double
 
     public init(_ descriptor: consuming FileDescriptor) throws(SystemError) {
-        size = try descriptor.status().size
+        let status = try descriptor.status()
+        size = status.size
+        modified = status.modified
         self.descriptor = descriptor
     }
 }

@@ -5,17 +5,16 @@ import Media
 import Recorder
 import Synchronization
 
-/// What the web server serves: the page of clips, `/api/clips` (the journal as JSON),
-/// the clips and their pictures, `latest.jpg` and `/metrics`. It answers from the journal,
-/// the storage directory and what the agent's run shares with its sinks (`SinkContext`: the
-/// live feed, the counters, the uploads; requests go to its `requests`): nothing here waits on
-/// the agent. What reads the journal is built on the server's work threads (`needsWork`), the
-/// rest on its polling thread.
+/// What the web server serves: the page of clips and the clip viewer, `/api/clips`, the clips
+/// and their pictures, `latest.jpg` and `/metrics`. It answers from the clip catalogue (its own
+/// connection), the storage directory and what the agent's run shares with its sinks
+/// (`SinkContext`: the live feed, the counters, the uploads; requests go to its `requests`):
+/// nothing here waits on the agent. What asks the catalogue is built on the server's work
+/// threads (`needsWork`), the rest on its polling thread.
 public final class WebSite: Sendable {
     let camera: String
     let version: String
     let files: StorageFiles
-    let journal: EventsJournal
     let storage: any ClipStorage
     /// The web server's own connection to the clip catalogue, opened at the first ask.
     let catalogue = Mutex<(any ClipCatalogue)?>(nil)
@@ -43,7 +42,6 @@ public final class WebSite: Sendable {
         self.storage = storage
         self.context = context
         files = StorageFiles(root: storage.root)
-        journal = EventsJournal(storage: storage)
     }
 
     /// Takes what concerns the pages from the agent's events.
@@ -58,17 +56,18 @@ public final class WebSite: Sendable {
     /// Whether the answer to `request` needs work beyond memory, and so is built on one of the
     /// server's work threads rather than its polling thread (which every other client, the live
     /// viewers too, waits on), decided by the address alone:
-    /// - the page (`/`), `/api/clips`, the delete question (`/delete`) and `POST
-    ///   /api/clips/delete` read the events journal and ask the storage whether each clip is
-    ///   there: work (seconds with a year of clips on an SD card);
+    /// - the page (`/`), the clip viewer (`/clip`), what the page's script polls (`/api/now`),
+    ///   `/api/clips`, the delete question (`/delete`) and `POST /api/clips/delete` ask the clip
+    ///   catalogue (a database on an SD card), and the page opens each picture it lists for its
+    ///   version: work; so is a thumbnail (`/thumbs/…`: a picture decoded and encoded again);
     /// - everything else answers from memory or opens one file: `/metrics` (the counters),
     ///   the live stream and HLS's pieces (the feed), `POST /api/trigger` (a request to the
     ///   agent), the clips, their pictures and `latest.jpg` (opened, then sent with sendfile by
     ///   the polling thread as the client takes them).
     public static func needsWork(_ request: HTTPRequest) -> Bool {
         switch request.path {
-        case "/", "/index.html", "/api/clips", "/delete", "/api/clips/delete": true
-        default: false
+        case "/", "/index.html", "/clip", "/api/now", "/api/clips", "/delete", "/api/clips/delete": true
+        default: request.path.hasPrefix("/thumbs/")
         }
     }
 
@@ -76,16 +75,34 @@ public final class WebSite: Sendable {
     public func respond(_ request: HTTPRequest) -> HTTPResponse {
         if request.path == "/api/trigger" { return trigger(request) }
         if request.path == "/api/clips/delete" { return deleteClip(request) }
+        if request.path == "/api/detection" { return detection(request) }
         guard request.method == "GET" || request.method == "HEAD" else {
             return .methodNotAllowed("Only GET and HEAD are served here.", allowed: "GET, HEAD")
         }
         switch request.path {
         case "/", "/index.html":
-            if let day = request.query["day"], !Self.isDay(day) {
-                return .error(400, "day=\(day) is not a day: give one as YYYY-MM-DD, as the page links them.")
+            let query: PageQuery
+            switch PageQuery.parse(request.query) {
+            case .success(let asked): query = asked
+            case .failure(let problem): return .error(400, problem.description)
             }
+            do throws(CatalogueError) {
+                return .text(200, try page(query), type: "text/html; charset=utf-8", headers: Self.pageHeaders)
+            } catch {
+                forgetCatalogue()
+                return .error(
+                    503, "The clip catalogue cannot be read now (\(error.description)); try again in a moment.")
+            }
+        case "/clip":
+            return viewer(request)
+        case "/api/now":
+            return now()
+        case "/app.js":
             return .text(
-                200, page(day: request.query["day"]), type: "text/html; charset=utf-8", headers: Self.pageHeaders)
+                200, PageAssets.script, type: "text/javascript; charset=utf-8", headers: [("Cache-Control", "no-cache")]
+            )
+        case "/favicon.svg", "/favicon.ico":
+            return .text(200, PageAssets.favicon, type: "image/svg+xml", headers: [("Cache-Control", "max-age=86400")])
         case "/delete":
             return deletePage(request)
         case "/api/clips":
@@ -101,6 +118,12 @@ public final class WebSite: Sendable {
             return .text(200, playlist, type: LivePlaylist.type, headers: [("Cache-Control", "no-store")])
         default:
             if request.path.hasPrefix("/live/") { return liveSegment(String(request.path.dropFirst("/live/".count))) }
+            if request.path.hasPrefix("/thumbs/") {
+                return thumbnail(String(request.path.dropFirst("/thumbs/".count)), request: request)
+            }
+            if request.path.hasPrefix("/clips/"), request.path.hasSuffix(".jpg") {
+                return picture(String(request.path.dropFirst("/clips/".count)), request: request)
+            }
             if request.path.hasPrefix("/clips/") {
                 return file(
                     String(request.path.dropFirst("/clips/".count)), request: request, cache: "private, max-age=60")
@@ -216,12 +239,6 @@ public final class WebSite: Sendable {
         }
     }
 
-    /// The journal's records, newest first, each with `deleted` when its clip is gone.
-    func records() -> [(record: ClipRecord, deleted: Bool)] {
-        let read = (try? journal.records().records) ?? []
-        return read.reversed().map { ($0, !storage.exists($0.file)) }
-    }
-
     /// The upload queue: what is uploaded, what waits, what was set aside — as the upload sink
     /// holds it while uploads run (nil until it has read `uploads.jsonl`), else from the file
     /// (read a piece at a time) when there is one.
@@ -287,13 +304,14 @@ public final class WebSite: Sendable {
         value.isFinite ? DecimalText.short(value, 6) : "NaN"
     }
 
-    /// The page's headers: nothing from elsewhere, no script, not framed (the server adds
+    /// The page's headers: nothing from elsewhere, no script but the agent's own (`/app.js`,
+    /// which asks only this origin), not framed (the server adds
     /// `nosniff` to every response).
     static let pageHeaders: [(name: String, value: String)] = [
         ("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"),
         (
             "Content-Security-Policy",
-            "default-src 'none'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
+            "default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
         ),
     ]
 }

@@ -7,6 +7,7 @@
 
 import Foundation
 import Media
+import POSIX
 import Recorder
 
 #if canImport(Glibc)
@@ -278,6 +279,19 @@ func measureScale(counts: [Int], repeats: Int, directory: String) throws -> (Ben
                 goal: "≤ 100")
             table.record(
                 "/ (the first screen)", unit: "KB", column: column, value: Double(page.bytes) / 1000, goal: "≤ 100")
+            // A whole day's page (yesterday's 351 clips, with clips before and after it): its
+            // timeline marks every clip, its newest hour lists its clips.
+            var dayPage: (seconds: Double, bytes: Int, runs: [Double])?
+            if count >= ScaleStore.clipsPerDay * 3 {
+                let yesterday = ClipRecord.timestamp(Date().addingTimeInterval(-86_400), timeZone: SystemTimeZone())
+                    .prefix(10)
+                let got = try timedGets(curl, base + "/?day=\(yesterday)", repeats: repeats, in: dir)
+                dayPage = got
+                table.record(
+                    "/?day= (a day of 351 clips), to the last byte", unit: "ms", column: column,
+                    value: got.seconds * 1000)
+                table.record("/?day= (a day of 351 clips)", unit: "KB", column: column, value: Double(got.bytes) / 1000)
+            }
             let list = try timedGets(curl, base + "/api/clips", repeats: repeats, in: dir)
             table.record(
                 "/api/clips, first page (100)", unit: "ms", column: column, value: list.seconds * 1000, goal: "≤ 50")
@@ -308,6 +322,7 @@ func measureScale(counts: [Int], repeats: Int, directory: String) throws -> (Ben
                 "rss_bytes": rss, "peak_rss_bytes": hwm,
             ]
             figures["page"] = ["bytes": page.bytes, "seconds": page.runs]
+            figures["day_page"] = dayPage.map { ["bytes": $0.bytes, "seconds": $0.runs] } as Any
             figures["api_first_page"] = ["bytes": list.bytes, "seconds": list.runs]
             figures["api_page_50"] = deep.map { ["bytes": $0.bytes, "seconds": $0.runs] } as Any
             for (label, s) in [("first start", firstStart), ("restart", start)] {

@@ -134,10 +134,21 @@ import Testing
         let html = String(decoding: page.body, as: UTF8.self)
         #expect(page.status == 200)
         #expect(page.headers["content-type"] == "text/html; charset=utf-8")
-        #expect(html.contains("<h1>yard</h1>"))
-        #expect(html.contains("href=\"/clips/\(file)\""), "\(html)")
-        #expect(html.contains("src=\"/clips/\(snapshot)\""))
+        #expect(html.contains("<h1><a href=\"/\">yard</a></h1>"))
+        #expect(html.contains("href=\"/clips/\(file)\" download"), "\(html)")
+        #expect(html.contains("src=\"/thumbs/\(snapshot)?v="))
         #expect(page.headers["content-security-policy"]?.contains("default-src 'none'") == true)
+        // Its picture, small and cached for good: asked again, 304 and no bytes.
+        let thumbnail =
+            "/thumbs/"
+            + (html.components(separatedBy: "src=\"/thumbs/").dropFirst().first?
+                .split(separator: "\"").first.map(String.init) ?? "")
+        let small = try Self.get(base + thumbnail)
+        #expect(small.status == 200 && small.body.prefix(2) == Data([0xFF, 0xD8]), "\(thumbnail)")
+        #expect(small.headers["cache-control"] == "public, max-age=31536000, immutable")
+        let tag = try #require(small.headers["etag"])
+        let again = try Self.get(base + thumbnail, ["-H", "If-None-Match: \(tag)"])
+        #expect(again.status == 304 && again.body.isEmpty)
 
         // The figures, live.
         let metrics = String(decoding: try Self.get(base + "/metrics").body, as: UTF8.self)
@@ -280,7 +291,9 @@ import Testing
             #expect(try Self.get(base + path, ["--digest", "-u", "admin:wrong"]).status == 401, "\(path)")
         }
         let page = try Self.get(base + "/", ["--digest", "-u", "admin:correct horse"])
-        #expect(page.status == 200 && String(decoding: page.body, as: UTF8.self).contains("<h1>yard</h1>"))
+        #expect(
+            page.status == 200 && String(decoding: page.body, as: UTF8.self).contains("<h1><a href=\"/\">yard</a></h1>")
+        )
         _ = try LiveCommandTests.waitForLive(base, ["--digest", "-u", "bob:b"])
         let live = try Self.get(base + "/live.mp4?gops=2", ["--digest", "-u", "bob:b"])
         #expect(live.status == 200 && live.body.count > 1000)

@@ -61,6 +61,12 @@ public final class LoopbackClient {
         flush()
     }
 
+    /// Sends `bytes` as soon as the connection takes it (a WebSocket's frames, which are no text).
+    public func send(bytes: [UInt8]) {
+        output += bytes
+        flush()
+    }
+
     /// Whether everything given to `send` went.
     public var sent: Bool { output.isEmpty }
 

@@ -44,7 +44,11 @@ import Testing
         #expect(byFile[files[1]]?["upload_failed"] as? String == reason, "\(api)")
         #expect(byFile[files[1]]?["upload_waiting"] == nil)
         #expect(byFile[files[0]]?["upload_waiting"] as? Bool == true && byFile[files[0]]?["upload_failed"] == nil)
-        let item = body("/").components(separatedBy: "<li>").first { $0.contains(files[1]) } ?? ""
+        // The page, from the catalogue, where the upload sink writes the state.
+        try storage.openCatalogue().setUpload(.failed(reason: reason), of: files[1])
+        try storage.openCatalogue().setUpload(.waiting, of: files[0])
+        let item =
+            body("/").components(separatedBy: "<li><a class=\"pic\"").dropFirst().first { $0.contains(files[1]) } ?? ""
         #expect(item.contains("upload failed") && !item.contains("upload waiting"), "\(item)")
         #expect(item.contains("title=\"\(MarkupText.escaped(reason))\""), "the server's answer: \(item)")
     }

@@ -9,12 +9,13 @@ import Testing
 @testable import Agent
 @testable import Web
 
-/// Issue 43, 3: no slow work on the web server's polling thread. The page reads the journal,
-/// `/api/clips` the catalogue (a slow SD card, a year of clips): while they are built, every other client —
-/// a live viewer above all — is served as if nothing were. The slowness is a gate the journal's
-/// readers wait at, held closed by the test (`JournalReadHook`), so nothing here is timed.
+/// Issue 43, 3: no slow work on the web server's polling thread. The page and `/api/clips` ask
+/// the clip catalogue (a slow SD card, a year of clips): while they are built, every other
+/// client — a live viewer above all — is served as if nothing were. The slowness is a gate the
+/// catalogue's questions wait at, held closed by the test (`CatalogueReadHook`), so nothing
+/// here is timed.
 @Suite struct WebWorkTests {
-    /// Where the journal's readers wait until the test opens it.
+    /// Where the catalogue's questions wait until the test opens it.
     final class Gate: Sendable {
         let opened = Event()
         let reached = Atomic<Int>(0)
@@ -27,9 +28,9 @@ import Testing
         func open() { opened.signal() }
     }
 
-    /// A storage directory of `clips` saved clips of one day, whose journal's every reader
+    /// A storage directory of `clips` saved clips of one day, whose catalogue's every question
     /// waits at `gate`.
-    static func storage(clips: Int, gate: Gate) throws -> JournalReadHook {
+    static func storage(clips: Int, gate: Gate) throws -> CatalogueReadHook {
         let memory = MemoryStorage()
         for i in 0..<clips {
             let (minute, second) = (i / 60, i % 60)
@@ -42,7 +43,7 @@ import Testing
                     triggerTime: nil, triggerSourceSeconds: nil, preRollSeconds: 2, durationSeconds: 0.5, frames: 15,
                     audioFrames: 0, bytes: 1, peakScore: 0.1, part: 1))
         }
-        return JournalReadHook(memory) { _ in gate.pass() }
+        return CatalogueReadHook(memory) { gate.pass() }
     }
 
     /// A client that asks for `path` (HTTP/1.1, the connection closed after the answer).
@@ -75,7 +76,7 @@ import Testing
         topLevelBoxes(body(viewer)).filter { $0.type == "moof" }.count
     }
 
-    /// The done-means test: a viewer watches while 20 clients load the page (400 clips) and
+    /// The done-means test: a viewer watches while 20 clients load the day's page (400 clips) and
     /// every build is held at the gate. The viewer gets each GOP the camera publishes, one after the other, and `/metrics` answers meanwhile; once the gate
     /// opens, every one of the 20 gets its whole answer.
     @Test func aViewerKeepsGettingEveryGOPWhileTwentyPagesAreBuilt() throws {
@@ -90,7 +91,8 @@ import Testing
             LoopbackClient.wait(for: [viewer], timeout: 60) { Self.fragments($0) == 1 }.isEmpty,
             "the viewer's first fragment: \(viewer)")
 
-        let pages = try (0..<20).map { _ in try Self.ask(port, "/") }
+        // The largest page: the day's, its timeline marking all 400 clips.
+        let pages = try (0..<20).map { _ in try Self.ask(port, "/?day=2026-12-04") }
         #expect(LoopbackClient.wait(for: pages, timeout: 60, reading: false) { $0.sent }.isEmpty)
         // Two pages are being built (the work threads), the other 18 wait for them.
         let server = web.sink.server
@@ -118,7 +120,9 @@ import Testing
             #expect(Self.body(page) == first, "page \(i) is the same as the others")
         }
         let page = String(decoding: first, as: UTF8.self)
-        #expect(page.hasSuffix("</html>\n") && page.contains("yard-20261204-100639.mov"), "the whole page")
+        #expect(
+            page.hasSuffix("</html>\n") && page.contains("yard-20261204-100639.mov")
+                && page.contains("2026-12-04 · 400 clips"), "the whole page")
         // The listing, built on the same threads, once they are free: its first page.
         let listing = try Self.ask(port, "/api/clips")
         #expect(LoopbackClient.wait(for: [listing], timeout: 60) { $0.ended }.isEmpty)
