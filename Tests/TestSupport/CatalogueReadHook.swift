@@ -33,6 +33,9 @@ public final class CatalogueReadHook: ClipStorage {
         try inner.readMovie(relativePath)
     }
     public func read(_ relativePath: String) throws(FileError) -> [UInt8]? { try inner.read(relativePath) }
+    public func readTail(_ relativePath: String, maxBytes: Int) throws(FileError) -> FileTail? {
+        try inner.readTail(relativePath, maxBytes: maxBytes)
+    }
     public func append(_ bytes: [UInt8], to relativePath: String) throws(FileError) {
         try inner.append(bytes, to: relativePath)
     }
@@ -78,8 +81,24 @@ final class HeldCatalogue: ClipCatalogue {
         beforeRead()
         return try inner.totals()
     }
-    func oldest(_ limit: Int) throws(CatalogueError) -> [CatalogueEntry] { try inner.oldest(limit) }
+    func oldest(after: AgeCursor?, limit: Int) throws(CatalogueError) -> [AgedEntry] {
+        try inner.oldest(after: after, limit: limit)
+    }
+    func misdated(before: Int64, after: Int64, limit: Int) throws(CatalogueError) -> [AgedEntry] {
+        try inner.misdated(before: before, after: after, limit: limit)
+    }
+    func shiftAges(from: Int64, to: Int64) throws(CatalogueError) { try inner.shiftAges(from: from, to: to) }
+    func beginRecording(_ file: String) throws(CatalogueError) { try inner.beginRecording(file) }
+    func endRecording(_ file: String) throws(CatalogueError) { try inner.endRecording(file) }
+    func recording() throws(CatalogueError) -> [String] { try inner.recording() }
+    func isSynchronized() throws(CatalogueError) -> Bool { try inner.isSynchronized() }
     func setUpload(_ state: UploadState?, of file: String) throws(CatalogueError) {
         try inner.setUpload(state, of: file)
+    }
+    func setUploads(_ states: [(file: String, state: UploadState?)]) throws(CatalogueError) {
+        try inner.setUploads(states)
+    }
+    func uploads(after file: String?, limit: Int) throws(CatalogueError) -> [(file: String, state: UploadState?)] {
+        try inner.uploads(after: file, limit: limit)
     }
 }
