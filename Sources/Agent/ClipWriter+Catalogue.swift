@@ -24,10 +24,7 @@ extension ClipWriter {
     func synchronizeCatalogue(with rebuild: JournalRebuild?) {
         let storage = settings.storage
         guard let catalogue, let rebuild else { return }
-        let entries = rebuild.records.compactMap { record -> CatalogueEntry? in
-            guard let pictureBytes = rebuild.onDisk[record.file] else { return nil }
-            return CatalogueEntry(record: record, pictureBytes: pictureBytes)
-        }
+        let entries = rebuild.entries
         do {
             let changed = try catalogue.synchronize(with: entries)
             if changed.written + changed.removed > 0 {

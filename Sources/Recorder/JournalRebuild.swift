@@ -39,9 +39,19 @@ public struct JournalRebuild: Equatable, Sendable {
     /// The records of the journal after the rebuild.
     public var records: [ClipRecord] { kept + added }
 
+    /// The catalogue's entries for the clips on disk, as the rebuilt journal says them.
+    public var entries: [CatalogueEntry] {
+        records.compactMap { record in onDisk[record.file].map { CatalogueEntry(record: record, pictureBytes: $0) } }
+    }
+
+    /// The clips a kill left unfinished (repair finishes them when the agent starts).
+    public var interrupted: [String] { unreadable.filter(\.isInterrupted).map(\.file) }
+
     public struct UnreadableClip: Equatable, Sendable {
         public var file: String
         public var problem: String
+        /// Not a complete movie: still being recorded, or interrupted (not damaged).
+        public var isInterrupted = false
     }
 }
 
@@ -184,7 +194,8 @@ extension EventsJournal {
                 unreadable.append(
                     .init(
                         file: relative,
-                        problem: "not a complete movie: still being recorded, or interrupted (repair finishes it)"))
+                        problem: "not a complete movie: still being recorded, or interrupted (repair finishes it)",
+                        isInterrupted: true))
             case .failure(let error):
                 unreadable.append(.init(file: relative, problem: error.problem))
             }

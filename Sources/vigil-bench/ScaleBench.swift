@@ -185,14 +185,13 @@ func measureSweep(
     agent.child.signal(.terminate)
     let r = agent.wait()
     let lines = r.output.split(separator: "\n")
-    // The sweep that the close of the event's first part ran: from its "clip saved" to the
-    // last of the "clip deleted" lines it logs together once its deletions are done (other
-    // threads' lines may come between).
+    // The sweep that the close of the event's first part began: from its "clip saved" to the
+    // last "clip deleted" line (it deletes a batch at a time, the writer's work between them).
     guard let saved = lines.firstIndex(where: { $0.contains("msg=\"clip saved\"") }),
-        let firstDeleted = lines[saved...].firstIndex(where: { $0.contains("msg=\"clip deleted\"") }),
+        lines[saved...].contains(where: { $0.contains("msg=\"clip deleted\"") }),
         let t0 = logTime(lines[saved])
     else { throw AgentRunError(description: "vigil run deleted no clip after the reload:\n\(r.output.suffix(4000))") }
-    let block = lines[firstDeleted...].prefix { $0.contains("msg=\"clip deleted\"") }
+    let block = lines[saved...].filter { $0.contains("msg=\"clip deleted\"") }
     guard let t1 = block.last.flatMap(logTime) else {
         throw AgentRunError(description: "vigil run's deletion lines could not be read:\n\(r.output.suffix(4000))")
     }

@@ -28,8 +28,11 @@ enum ClipsCommand: Command {
         read; clips on disk that have no line are listed too, from their movie files, marked
         "not in the journal"; the upload column comes from storage.path/uploads.jsonl.
         --rescan rebuilds the journal from the clips on disk, as the agent does when it
-        starts: it adds their lines (marked rebuilt: no trigger, pre-roll or score), and
-        drops damaged lines once their clips have lines again. It holds the storage
+        starts on a directory with no catalogue: it adds their lines (marked rebuilt: no
+        trigger, pre-roll or score), and drops damaged lines once their clips have lines
+        again; then the catalogue is made to list the same clips (files copied in or deleted
+        by hand are seen so), and clips a kill left unfinished are repaired when the agent
+        next starts. It holds the storage
         directory's lock meanwhile: while an agent records into the directory it is refused
         (exit 75). Run it as the agent's user (sudo -u vigil), so that the journal stays the
         agent's to write.
@@ -84,6 +87,10 @@ enum ClipsCommand: Command {
             return .ioError
         }
         report(rebuild, journal: journal.path, rescan: rescan)
+        if rescan, let problem = rescanCatalogue(storage, from: rebuild) {
+            printError("vigil clips: \(problem)")
+            return .ioError
+        }
         // The journal's lines: after a rescan, the added ones are among them.
         let lines = rescan ? rebuild.records : rebuild.kept
         if arguments.flag("json") {
@@ -128,6 +135,34 @@ enum ClipsCommand: Command {
                     + " (\(UploadJournal.name))")
         }
         return .success
+    }
+
+    /// Makes the catalogue list what the rebuilt journal lists (one that cannot be read is moved
+    /// aside, with its log, and made again), and says the clips a kill left unfinished being
+    /// recorded, so that the agent's next start repairs them; the problem, if it could not.
+    private static func rescanCatalogue(_ storage: DiskStorage, from rebuild: JournalRebuild) -> String? {
+        do {
+            let catalogue: any ClipCatalogue
+            do { catalogue = try storage.openCatalogue() } catch where error.isUnreadable {
+                for name in CatalogueFile.names where storage.exists(name) {
+                    do { _ = try storage.moveAside(name, to: name + ".damaged") } catch {
+                        return "\(error.description) — the catalogue that cannot be read stays"
+                    }
+                }
+                printError("vigil clips: \(error.description); moved aside, a new one is made from the clips")
+                catalogue = try storage.openCatalogue()
+            }
+            let changed = try catalogue.synchronize(with: rebuild.entries)
+            for file in rebuild.interrupted { try catalogue.beginRecording(file) }
+            printError(
+                "vigil clips: the clip catalogue lists the \(rebuild.entries.count) clip(s) on disk "
+                    + "(\(changed.written) written, \(changed.removed) removed)"
+                    + (rebuild.interrupted.isEmpty
+                        ? "" : "; \(rebuild.interrupted.count) interrupted clip(s) are repaired when the agent starts"))
+            return nil
+        } catch {
+            return error.description
+        }
     }
 
     /// What is wrong with the journal, and what the rescan did about it, on stderr.

@@ -10,7 +10,8 @@ so the check of the raw state only reports the cut's own damage, counted apart, 
 own tool repairs it before the state is mounted, as a boot-time fsck would); the agent
 came up and stopped with exit 0 and logged no error; every clip decodes cleanly (ffprobe
 reads it, `ffmpeg -v error -i CLIP -f null -` prints nothing); every line of events.jsonl
-is JSON and every clip on disk is named by one. A clip start-up repair cannot read is moved
+is JSON and every clip on disk is named by one; the clip catalogue lists every clip on disk
+and nothing else, and no clip is still said being recorded. A clip start-up repair cannot read is moved
 aside as NAME.mov.damaged: that is the right outcome for a clip none of whose fragments had
 been synced (a cut on exFAT can keep a new clip's directory entry and lose the allocation of
 its first clusters, and the file system's repair then cuts its start), as long as its bytes
@@ -203,6 +204,21 @@ def check_fs(out, name, decoded):
             for path in clips(s, readable=False):
                 if path not in named:
                     fail(s, f"{path} is on disk but not in events.jsonl")
+        # The catalogue, once the agent has stopped: every clip on disk (moved aside or not) in
+        # it, nothing else, and no clip still said being recorded.
+        if s.get("agent") is not None:
+            cat = s.get("catalogue")
+            if cat is None or "error" in cat:
+                fail(s, "the clip catalogue could not be read: " + ((cat or {}).get("error") or "not recorded"))
+            else:
+                listed = set(cat["files"])
+                on_disk = set(clips(s, readable=False)) | {p + DAMAGED for p in damaged_files(s.get("files_after"))}
+                for path in sorted(on_disk - listed):
+                    fail(s, f"{path} is on disk but not in the clip catalogue")
+                for path in sorted(listed - on_disk):
+                    fail(s, f"{path} is in the clip catalogue but not on disk")
+                if cat["recording"]:
+                    fail(s, "the clip catalogue still says being recorded: " + " ".join(cat["recording"]))
         # Frames are the recorded ones: the first frames of the same clip at the end.
         for path, (size, sha) in clips(s).items():
             if s is end:

@@ -271,7 +271,8 @@ class DamagedClipTests(unittest.TestCase):
         return {"fs": "exfat", "id": state_id, "at": at, "how": {}, "fsck": [0, ""], "mount": [0, ""],
                 "files_before": before if before is not None else after, "repair": [65, ""],
                 "agent": {"exit": 0, "came_up": True, "log": "level=info msg=\"vigil running\"\n"},
-                "files_after": dict(after, **{"events.jsonl": [10, "j"]}), "journal": journal}
+                "files_after": dict(after, **{"events.jsonl": [10, "j"]}), "journal": journal,
+                "catalogue": {"files": sorted(after), "recording": []}}
 
     def judge(self, *states_):
         with open(os.path.join(self.out, "exfat", "log-info.json"), "w") as f:
@@ -294,6 +295,22 @@ class DamagedClipTests(unittest.TestCase):
         self.assertEqual(failures, {})
         self.assertEqual(result[4], {"T60.1": [self.CLIP]})
         self.assertNotIn("T60.1", result[3], "a clip moved aside is an outcome, not a stray file")
+
+    def test_every_clip_on_disk_is_in_the_catalogue_and_none_is_left_being_recorded(self):
+        f60 = self.state("F60", 60, {self.SAVED: self.clip(self.SAVED, 3)})
+        f60["catalogue"] = {"files": [], "recording": [self.CLIP]}
+        failures, _ = self.judge(f60, self.end())
+        self.assertEqual(failures, {"F60": [
+            f"{self.SAVED} is on disk but not in the clip catalogue",
+            f"the clip catalogue still says being recorded: {self.CLIP}"]})
+        gone = self.state("F60", 60, {self.SAVED: self.clip(self.SAVED, 3)})
+        gone["catalogue"] = {"files": [self.SAVED, self.CLIP], "recording": []}
+        unread = self.state("F70", 70, {self.SAVED: self.clip(self.SAVED, 3)})
+        unread["catalogue"] = {"error": "DatabaseError: file is not a database"}
+        failures, _ = self.judge(gone, unread, self.end())
+        self.assertEqual(failures, {
+            "F60": [f"{self.CLIP} is in the clip catalogue but not on disk"],
+            "F70": ["the clip catalogue could not be read: DatabaseError: file is not a database"]})
 
     def test_a_clip_moved_aside_must_keep_its_bytes(self):
         before = {self.SAVED: self.clip(self.SAVED, 3), self.CLIP: [512, "b" * 64]}
