@@ -143,7 +143,7 @@ enum ClipsCommand: Command {
     private static func rescanCatalogue(_ storage: DiskStorage, from rebuild: JournalRebuild) -> String? {
         do {
             let catalogue: any ClipCatalogue
-            do { catalogue = try storage.openCatalogue() } catch where error.isUnreadable {
+            do { catalogue = try storage.openCatalogue() } catch  where error.isUnreadable {
                 for name in CatalogueFile.names where storage.exists(name) {
                     do { _ = try storage.moveAside(name, to: name + ".damaged") } catch {
                         return "\(error.description) — the catalogue that cannot be read stays"
