@@ -338,6 +338,19 @@ public enum ConfigSchema {
             "web.metrics_token_file", .text, .text(""),
             "a file whose first line is a token (openssl rand -hex 32, at least 16 characters) with which Prometheus reads /metrics, and nothing else, without a user and password: it sends Authorization: Bearer TOKEN (its credentials_file); kept like the password file (mode 0600 or 0640). \"\": /metrics asks for a user and password like every page"
         ),
+        // rtsp
+        ConfigKey(
+            "rtsp.enabled", .boolean, .boolean(false),
+            "serve the camera's H.264 over RTSP at rtsp://HOST:PORT/<camera.name> (the GOPs encoded for the clips, nothing encoded again), for NVRs, VLC and Home Assistant"
+        ),
+        ConfigKey(
+            "rtsp.listen", .text, .text("127.0.0.1"),
+            "the address to listen on: 127.0.0.1 or ::1 (this machine only), or, with web.password_file (the same users, Digest), 0.0.0.0 or :: (every address) or one of this machine's"
+        ),
+        ConfigKey(
+            "rtsp.port", .integer(0...65535), .integer(8554),
+            "the port to listen on, or 0 for any free one (the log says which)"
+        ),
         // upload
         ConfigKey(
             "upload.url", .text, .text(""),

@@ -89,6 +89,7 @@ public struct Settings: Equatable, Sendable {
     public var overlay: Overlay
     public var mqtt: MQTT
     public var web: Web
+    public var rtsp: RTSP
     public var upload: Upload
     /// The values they were made from, for `vigil check` and for messages.
     public var values: ConfigValues
@@ -251,6 +252,7 @@ public struct Settings: Equatable, Sendable {
             liveInterval: v.number("snapshot.live_interval"))
         mqtt = try Settings.mqtt(v, camera: camera.name, directory: directory)
         web = try Settings.web(v, directory: directory)
+        rtsp = try Settings.rtsp(v, web: web)
         upload = try Settings.upload(v, directory: directory)
     }
 

@@ -39,6 +39,7 @@ enum CheckCommand: Command {
         guard let (path, settings) = loadSettings(arguments) else { return .config }
         if let warning = settings.mqtt.checkWarning { printError(warning) }
         if let warning = settings.web.checkWarning { printError(warning) }
+        if let warning = settings.rtsp.checkWarning { printError(warning) }
         if settings.web.enabled, let warning = settings.web.certificateWarning { printError(warning.warning()) }
         if let warning = settings.upload.checkWarning { printError(warning) }
         if case .libcamera = settings.camera.device, let problem = LibcameraAvailability.problem() {

@@ -7,6 +7,7 @@ import Logging
 import MQTT
 import Media
 import POSIX
+import RTSP
 import Recorder
 import Storage
 import Upload
@@ -120,6 +121,20 @@ enum RunCommand: Command {
             } catch {
                 log.error(
                     "web server off: it cannot start; recording goes on without it — fix what the error says, then restart",
+                    [("error", .string(error.description))])
+            }
+        }
+        // The RTSP server: one that cannot start is said, and recording goes on without it.
+        if settings.rtsp.enabled, let problem = settings.rtsp.problem {
+            log.error(
+                "rtsp server off: a file it needs cannot be used; recording goes on without it — fix it, then restart",
+                [("problem", .string(problem.description))])
+        } else if settings.rtsp.enabled {
+            do {
+                environment.sinks.append(try RTSPSink(settings: settings.rtsp, camera: settings.camera.name, log: log))
+            } catch {
+                log.error(
+                    "rtsp server off: it cannot start; recording goes on without it — fix what the error says, then restart",
                     [("error", .string(error.description))])
             }
         }
