@@ -37,7 +37,8 @@ import Synchronization
 ///    (or less: their own `hooks.timeout`), then those still running are killed (SIGTERM to the
 ///    process group, SIGKILL half a second later) and each is logged, so no hook outlives the
 ///    agent; MQTT delivers what it can of its queue, then "offline"; an upload under way is
-///    cut (it starts again next time); the web server ends its streams and connections.
+///    cut (it starts again next time); the web server ends its streams and connections; the
+///    RTSP server closes its clients' sessions and stops its loop.
 /// 6. **The last line.** "vigil stopped" with the totals; the outcome says how it ended.
 public final class Agent: @unchecked Sendable {
     // `@unchecked Sendable`: the threads share only `stopping` (atomic), `stats`, the queues,

@@ -39,11 +39,41 @@ static void vigil_rtsp_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedi
     d->made(d->context, appsrc);
 }
 
+// At most `limit` clients at once: one more has its socket shut down just after it connects,
+// from the server's main context once `client-connected` has returned, so it leaves as a client
+// that hangs up does (its own watch sees the end and takes it out of the server's list).
+// gst_rtsp_client_close is no way: called in the signal, before the client is attached, the
+// client stays in the list for good; called later, the socket stays open while its watch holds it.
+static gboolean vigil_rtsp_close_client(gpointer client)
+{
+    GstRTSPConnection *connection = gst_rtsp_client_get_connection(GST_RTSP_CLIENT(client));
+    GSocket *socket = connection == NULL ? NULL : gst_rtsp_connection_get_read_socket(connection);
+    if (socket != NULL) g_socket_shutdown(socket, TRUE, TRUE, NULL);
+    return G_SOURCE_REMOVE;
+}
+
+static void vigil_rtsp_client_connected(GstRTSPServer *server, GstRTSPClient *client, gpointer data)
+{
+    guint limit = GPOINTER_TO_UINT(data);
+    GList *clients = gst_rtsp_server_client_filter(server, NULL, NULL);
+    guint others = 0;
+    for (GList *item = clients; item != NULL; item = item->next) {
+        if (item->data != client) others++;
+    }
+    g_list_free_full(clients, g_object_unref);
+    GSource *current = g_main_current_source();
+    if (others < limit || current == NULL) return;
+    GSource *later = g_idle_source_new();
+    g_source_set_callback(later, vigil_rtsp_close_client, g_object_ref(client), g_object_unref);
+    g_source_attach(later, g_source_get_context(current));
+    g_source_unref(later);
+}
+
 // A server on `address`:`port` (0: any free one) serving `path` in its own main context
-// (`context`, which the caller runs in a GMainLoop), with the digest users of the htdigest
+// (`context`, which the caller runs in a GMainLoop), `client_limit` clients at most, with the digest users of the htdigest
 // file `password_file` in `realm` (NULL: no authentication). NULL when it cannot listen.
 static inline GstRTSPServer *vigil_rtsp_server_start(
-    GMainContext *context, const char *address, int port, const char *path, guint64 max_bytes,
+    GMainContext *context, const char *address, int port, const char *path, guint64 max_bytes, guint client_limit,
     const char *password_file, const char *realm, vigil_rtsp_media_made made, void *made_context,
     guint *source_id)
 {
@@ -52,6 +82,8 @@ static inline GstRTSPServer *vigil_rtsp_server_start(
     g_snprintf(service, sizeof service, "%d", port);
     gst_rtsp_server_set_address(server, address);
     gst_rtsp_server_set_service(server, service);
+    g_signal_connect(server, "client-connected", G_CALLBACK(vigil_rtsp_client_connected),
+                     GUINT_TO_POINTER(client_limit));
 
     GstRTSPMediaFactory *factory = gst_rtsp_media_factory_new();
     gst_rtsp_media_factory_set_launch(

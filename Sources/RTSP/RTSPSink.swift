@@ -27,6 +27,9 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
     private let finished = Atomic<Bool>(false)
     /// The port it listens on.
     public let port: Int
+    /// How many clients are served at once: one more is closed as it connects (each client is a
+    /// media of its own, a few threads and up to `RTSPFeeder.queuedBytes` queued).
+    public static let clientLimit = 32
     /// The stream's path: `/<camera.name>`.
     public let path: String
 
@@ -47,7 +50,7 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
         }
         guard
             let server = vigil_rtsp_server_start(
-                context, settings.listen, Int32(settings.port), path, RTSPFeeder.queuedBytes,
+                context, settings.listen, Int32(settings.port), path, RTSPFeeder.queuedBytes, UInt32(Self.clientLimit),
                 settings.realm == nil ? nil : settings.passwordFile, settings.realm, made,
                 Unmanaged.passUnretained(feeder).toOpaque(), &sourceID)
         else {

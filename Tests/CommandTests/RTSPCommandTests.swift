@@ -8,8 +8,11 @@ import Testing
 @Suite struct RTSPCommandTests {
     /// An agent recording the synthetic camera (320×240, 15 fps, a keyframe a second) with its
     /// RTSP server on a free loopback port, and its stream's URL (its log says the port).
-    static func agentWithRTSP(_ dir: TemporaryDirectory, extra: String = "") throws -> (AgentProcess, String) {
+    static func agentWithRTSP(
+        _ dir: TemporaryDirectory, extra: String = "", before: (String) throws -> Void = { _ in }
+    ) throws -> (AgentProcess, String) {
         let config = try AgentTests.syntheticConfig(dir, extra: "rtsp = { enabled = true; port = 0; };\n" + extra)
+        try before(config)
         let agent = try AgentProcess(config: config)
         let line = agent.waitFor("msg=\"rtsp server listening\"", timeout: 60)
         guard let url = line?.split(separator: " ").first(where: { $0.hasPrefix("url=") })?.dropFirst(4) else {
@@ -100,6 +103,72 @@ import Testing
         #expect(!agent.output.contains("level=error") && !agent.output.contains("level=warning"), "\(agent.output)")
     }
 
+    @Test func withAPasswordFileOnlyItsUsersPlayWithDigestAndAWrongPasswordIsRefused() throws {
+        let dir = try TemporaryDirectory("vigil-rtsp-digest")
+        defer { dir.remove() }
+        let (agent, url) = try Self.agentWithRTSP(
+            dir, extra: "web = { password_file = \"web-passwords\"; };",
+            before: { config in
+                let set = try runTool(
+                    builtExecutable("vigil"), ["passwd", "--config", config], input: Data("pw\n".utf8))
+                #expect(set.status == 0, "\(set.stderr)")
+            })
+        defer { agent.kill(SIGKILL) }
+        #expect(agent.output.contains("sign_in=\"web.password_file (Digest)\""), "\(agent.output)")
+        let signedIn = url.replacingOccurrences(of: "rtsp://", with: "rtsp://admin:pw@")
+        let wrong = url.replacingOccurrences(of: "rtsp://", with: "rtsp://admin:wrong@")
+
+        let probe = try Self.probe(signedIn, transport: "tcp")
+        #expect(probe.status == 0 && probe.stdout.contains("codec_name=h264"), "\(probe.stdout) \(probe.stderr)")
+        for refused in [url, wrong] {
+            let answer = try Self.probe(refused, transport: "tcp")
+            #expect(answer.status != 0 && answer.stderr.contains("401"), "\(refused): \(answer.stderr)")
+        }
+        // What the server asks for: Digest only, in the file's realm (never Basic, which would
+        // send the password).
+        let client = try StalledRTSPClient(url: url, port: try #require(URLComponents(string: url)?.port))
+        let challenge = client.request("DESCRIBE", url) ?? ""
+        #expect(challenge.hasPrefix("RTSP/1.0 401"), "\(challenge)")
+        #expect(challenge.contains("WWW-Authenticate: Digest realm=\"Vigil "), "\(challenge)")
+        #expect(!challenge.contains("Basic"), "\(challenge)")
+
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
+    }
+
+    @Test func clientsBeyondTheLimitAreClosedAsTheyConnectAndTheRecordingGoesOn() throws {
+        let dir = try TemporaryDirectory("vigil-rtsp-limit")
+        defer { dir.remove() }
+        let (agent, url) = try Self.agentWithRTSP(dir)
+        defer { agent.kill(SIGKILL) }
+        let port = try #require(URLComponents(string: url)?.port)
+
+        // 32 clients (the limit) are answered…
+        var clients = try (0..<32).map { _ in try StalledRTSPClient(url: url, port: port) }
+        for client in clients {
+            #expect(client.request("OPTIONS", url)?.hasPrefix("RTSP/1.0 200") == true)
+        }
+        // …one more is hung up on as it comes (its first request may be answered before)…
+        let oneMore = try StalledRTSPClient(url: url, port: port)
+        _ = oneMore.request("OPTIONS", url)
+        _ = LoopbackClient.wait(for: [oneMore.client], timeout: 20) { $0.ended }
+        #expect(oneMore.client.ended, "the 33rd client's connection is still open")
+        // …and once one leaves, a newcomer gets in and plays.
+        clients.removeLast()
+        #expect(
+            try TestSupport.waitUntil(timeout: 20, every: 0.1) {
+                try StalledRTSPClient(url: url, port: port).request("OPTIONS", url)?.hasPrefix("RTSP/1.0 200") == true
+            }, "no newcomer got in once a client left")
+        clients = []
+        let decoded = try Self.decode(url, transport: "tcp")
+        #expect(decoded.status == 0 && Self.framesDecoded(decoded) >= 40, "\(decoded.stderr)")
+
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
+        let stopped = try #require(agent.output.split(separator: "\n").last { $0.contains("msg=\"vigil stopped\"") })
+        #expect(stopped.contains(" dropped_at_writer_total=0 "), "\(stopped)")
+    }
+
     @Test func aClientThatNeverReadsCostsTheRecordingNothing() throws {
         let dir = try TemporaryDirectory("vigil-rtsp-stall")
         defer { dir.remove() }
@@ -151,7 +220,7 @@ final class StalledRTSPClient {
     }
 
     /// Sends a request and waits for its whole answer (headers and body): its text, or nil
-    /// if none came within 20 s.
+    /// if the server closed the connection first, or none came within 20 s.
     func request(_ method: String, _ target: String, _ headers: [String] = []) -> String? {
         sequence += 1
         let start = client.received.count
@@ -160,7 +229,7 @@ final class StalledRTSPClient {
         var answer: String?
         _ = LoopbackClient.wait(for: [client], timeout: 20) { client in
             let text = String(decoding: client.received[start...], as: UTF8.self)
-            guard let end = text.range(of: "\r\n\r\n") else { return false }
+            guard let end = text.range(of: "\r\n\r\n") else { return client.ended }
             let head = text[..<end.lowerBound]
             let length =
                 head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
