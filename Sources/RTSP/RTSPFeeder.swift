@@ -34,8 +34,9 @@ final class RTSPFeeder: @unchecked Sendable {
         var clients: [Client] = []
     }
 
-    /// How many bytes a client's `appsrc` queues before it drops its oldest (a few GOPs of 1080p).
-    static let queuedBytes: UInt = 8 << 20
+    /// How many bytes a client's `appsrc` queues before it drops its oldest: a few GOPs of 1080p
+    /// (about 0.7 MB a second); 128 MB for `RTSPSink.clientLimit` clients that all stopped reading.
+    static let queuedBytes: UInt = 4 << 20
     static let tickMilliseconds: UInt32 = 20
 
     private let state = Mutex(State())
