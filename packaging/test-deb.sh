@@ -375,7 +375,7 @@ show() {
     clip="$(grep -o '"file":"[^"]*"' /root/clips.json | head -1 | cut -d'"' -f4)"
     curl -sS -o /root/clip.mov -w 'clip=%{http_code}\n' "http://127.0.0.1:8080/clips/$clip"
     [ -n "$clip" ] && cmp -s /root/clip.mov "/var/lib/vigil/clips/$clip" && echo "clip-same=yes"
-    grep -q '<h1>camera</h1>' /root/page.html && echo "page-camera=yes"
+    grep -q '<h1><a href="/">camera</a></h1>' /root/page.html && echo "page-camera=yes"
     # What the broker holds for Home Assistant: one device per camera.
     echo "== discovery"
     mosquitto_sub -h 127.0.0.1 -t 'homeassistant/binary_sensor/+/motion/config' -v -W 3 2>&1

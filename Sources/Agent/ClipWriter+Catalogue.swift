@@ -78,9 +78,11 @@ extension ClipWriter {
             }
             switch repairClip(file, size: (try? storage.readTail(file, maxBytes: 0))?.size) {
             case .complete:
-                // Finished before the kill: its entry and line may be there, or not.
+                // Finished before the kill (or by `vigil repair` since): its entry and line may
+                // be there, or not. Without an entry, it is entered from what its movie says,
+                // and told saved like a clip repaired.
                 guard let entry = try? catalogue.entry(file) else {
-                    whole = false
+                    if !enterFinished(file) { whole = false }
                     continue
                 }
                 if !journalNames(file) {
@@ -97,6 +99,22 @@ extension ClipWriter {
             }
         }
         return whole
+    }
+
+    /// Enters a clip a kill left said being recorded that is a complete movie with no entry:
+    /// its record from its movie (marked rebuilt), told saved; false when its movie cannot be
+    /// read (the journal's rebuild then looks at it).
+    private func enterFinished(_ file: String) -> Bool {
+        let storage = settings.storage
+        guard
+            let movie = try? MovieRepair.contents(
+                path: storage.path(file), opening: { _ throws(FileError) in try storage.readMovie(file) })
+        else { return false }
+        log.info("entered a clip an interrupted run had finished", [("file", .string(file))])
+        let record = ClipRecord(rebuilt: file, from: movie, camera: settings.camera, timeZone: settings.naming.timeZone)
+        tell(
+            .clipSaved(ClipSaved(record: record, path: storage.path(file), origin: .repairedAtStart, storage: storage)))
+        return true
     }
 
     /// Whether the journal's end is whole (a line a power cut tore is mended by a rebuild) and

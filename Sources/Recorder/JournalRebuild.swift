@@ -176,19 +176,12 @@ extension EventsJournal {
             contents[relative] = read
             switch read {
             case .success(let movie?):
-                let timeZone = store.naming.timeZone
-                let end = movie.created.addingTimeInterval(movie.videoDuration.seconds)
                 added.append(
                     (
                         movie.created,
                         ClipRecord(
-                            file: relative, camera: damagedCameras[relative] ?? store.naming.camera,
-                            start: ClipRecord.timestamp(movie.created, timeZone: timeZone),
-                            end: ClipRecord.timestamp(end, timeZone: timeZone), cause: nil, triggerTime: nil,
-                            triggerSourceSeconds: nil, preRollSeconds: nil,
-                            durationSeconds: movie.videoDuration.seconds.rounded(toPlaces: 3),
-                            frames: movie.videoFrames, audioFrames: movie.audioFrames, bytes: movie.bytes,
-                            peakScore: nil, part: nil, rebuilt: true)
+                            rebuilt: relative, from: movie, camera: damagedCameras[relative] ?? store.naming.camera,
+                            timeZone: store.naming.timeZone)
                     ))
             case .success(nil):
                 unreadable.append(
@@ -246,6 +239,19 @@ extension EventsJournal {
 }
 
 extension ClipRecord {
+    /// The line of a clip on disk that had none, from what its movie says (marked rebuilt: what
+    /// only the recording knew — trigger, peak score, pre-roll, part — is left out).
+    public init(rebuilt file: String, from movie: MovieContents, camera: String, timeZone: any LocalTimeZone) {
+        let end = movie.created.addingTimeInterval(movie.videoDuration.seconds)
+        self.init(
+            file: file, camera: camera, start: ClipRecord.timestamp(movie.created, timeZone: timeZone),
+            end: ClipRecord.timestamp(end, timeZone: timeZone), cause: nil, triggerTime: nil,
+            triggerSourceSeconds: nil, preRollSeconds: nil,
+            durationSeconds: movie.videoDuration.seconds.rounded(toPlaces: 3),
+            frames: movie.videoFrames, audioFrames: movie.audioFrames, bytes: movie.bytes,
+            peakScore: nil, part: nil, rebuilt: true)
+    }
+
     /// This line for its clip moved aside as damaged, as `file`.
     func movedAside(to file: String) -> ClipRecord {
         var record = self

@@ -186,12 +186,15 @@ func measureSweep(
     let r = agent.wait()
     let lines = r.output.split(separator: "\n")
     // The sweep that the close of the event's first part began: from its "clip saved" to the
-    // last "clip deleted" line (it deletes a batch at a time, the writer's work between them).
+    // last "clip deleted" line before the next part's "clip saved" (it deletes a batch at a
+    // time, the writer's work between them; the next close sweeps again).
     guard let saved = lines.firstIndex(where: { $0.contains("msg=\"clip saved\"") }),
         lines[saved...].contains(where: { $0.contains("msg=\"clip deleted\"") }),
         let t0 = logTime(lines[saved])
     else { throw AgentRunError(description: "vigil run deleted no clip after the reload:\n\(r.output.suffix(4000))") }
-    let block = lines[saved...].filter { $0.contains("msg=\"clip deleted\"") }
+    let after = lines[(saved + 1)...]
+    let next = after.firstIndex { $0.contains("msg=\"clip saved\"") } ?? lines.endIndex
+    let block = lines[(saved + 1)..<next].filter { $0.contains("msg=\"clip deleted\"") }
     guard let t1 = block.last.flatMap(logTime) else {
         throw AgentRunError(description: "vigil run's deletion lines could not be read:\n\(r.output.suffix(4000))")
     }

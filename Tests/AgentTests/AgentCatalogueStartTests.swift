@@ -63,6 +63,33 @@ import Testing
         #expect(second.errors.isEmpty, "\(second.errors)")
     }
 
+    /// Killed after a clip's file was finished and before it was entered (or finished since by
+    /// `vigil repair`): the next start enters it from its movie and writes its line — still
+    /// without a walk of the directory or a read of the whole journal.
+    @Test func aClipFinishedButNeverEnteredIsEnteredFromItsMovieAtStart() throws {
+        let storage = MemoryStorage()
+        let now = Date()
+        let names = try Self.saved(5, before: now, into: storage)
+        _ = try runAtStart(on: storage)
+        let catalogue = try storage.openCatalogue()
+        let finished = AgentJournalTests.naming.relativePath(for: now.addingTimeInterval(-90))
+        try catalogue.beginRecording(finished)
+        let summary = try TestClips.write(finished, into: storage, created: now.addingTimeInterval(-90))
+        let walks = storage.walks
+        let journalReads = storage.reads(of: EventsJournal.name)
+
+        let agent = try runAtStart(on: storage)
+        #expect(storage.walks == walks, "the start walked the directory")
+        #expect(storage.reads(of: EventsJournal.name) == journalReads, "the start read the whole journal")
+        #expect(agent.events.notices(.journalRebuilt).isEmpty, "\(agent.output)")
+        let entry = try #require(try catalogue.entry(finished))
+        #expect(entry.record.rebuilt == true && entry.record.frames == summary.videoFrames)
+        #expect(try catalogue.recording().isEmpty)
+        #expect(try EventsJournal(storage: storage).records().records.map(\.file) == names + [finished])
+        #expect(agent.events.clipsSaved.map(\.record.file) == [finished])
+        #expect(agent.errors.isEmpty, "\(agent.errors)")
+    }
+
     /// A line a power cut tore at the journal's end (its clip entered in the catalogue) is
     /// mended at the next start: the journal is rebuilt, and is whole.
     @Test func aLineTornAtTheJournalsEndIsMendedAtStart() throws {

@@ -92,7 +92,10 @@ final class DevToolsBrowser {
         if message.count < 126 {
             frame.append(0x80 | UInt8(message.count))
         } else if message.count < 65536 {
-            frame += [0x80 | 126, UInt8(message.count >> 8), UInt8(message.count & 0xFF)]
+            // (Each byte typed: Swift 6.0.3 takes `0x80 | 126` beside them for an Int.)
+            let length: [UInt8] = [UInt8(message.count >> 8), UInt8(message.count & 0xFF)]
+            frame.append(0x80 | 126)
+            frame += length
         } else {
             frame.append(0x80 | 127)
             frame += (0..<8).reversed().map { UInt8((message.count >> ($0 * 8)) & 0xFF) }

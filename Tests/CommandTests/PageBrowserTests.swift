@@ -109,8 +109,13 @@ import Testing
 
                 let browser = try DevToolsBrowser(dir, width: width, height: height, page: base + path)
                 defer { browser.close() }
+                // Measured once the pictures are in and the script has shown the buttons (on a
+                // loaded machine the pictures may come first).
                 let seen = try #require(
-                    try waitUntilMeasured(browser) { $0["pictures"] as? Int ?? 0 > 0 }, "\(page) at \(label)")
+                    try waitUntilMeasured(browser) {
+                        $0["pictures"] as? Int ?? 0 > 0 && $0["controls"] as? Bool == true
+                    },
+                    "\(page) at \(label): no picture shown, or the script did not show the buttons, within 60 s")
                 screens["\(page)-\(label)"] = seen
                 #expect(
                     seen["viewport"] as? Int == width, "\(page) at \(label): measured \(seen["viewport"] ?? 0) px wide")

@@ -82,7 +82,7 @@ final class S3Server: @unchecked Sendable {
     let accessKey = "AKVIGILTEST"
     let secretKey = "vigil-test-secret"
     let region = "us-east-1"
-    private let base: Int
+    private var base: Int
     private var process: Process?
     private let weed: String
 
@@ -100,7 +100,17 @@ final class S3Server: @unchecked Sendable {
             "actions":["Admin","Read","Write","List","Tagging"]}]}
             """
         try identities.write(toFile: directory.file("s3.json"), atomically: true, encoding: .utf8)
-        try restart()
+        // A port found free may be taken by another test's server before weed binds it (the
+        // suites run in parallel): weed then exits saying so, and other ports are tried.
+        for attempt in 1... {
+            do {
+                try restart()
+                return
+            } catch  where attempt < 5 && log.contains("Port allocation failed") {
+                try? FileManager.default.removeItem(atPath: directory.file("weed.log"))
+                base = try TestServers.freePorts(9, grpc: true)
+            }
+        }
     }
 
     deinit { stop() }
