@@ -23,6 +23,7 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
     private let loop: OpaquePointer
     private let server: UnsafeMutablePointer<GstRTSPServer>
     private let tick: UnsafeMutablePointer<GSource>
+    private let ticker: RTSPTicker
     private var thread: JoinableThread?
     private let finished = Atomic<Bool>(false)
     /// The port it listens on.
@@ -51,6 +52,7 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
         guard
             let server = vigil_rtsp_server_start(
                 context, settings.listen, Int32(settings.port), path, RTSPFeeder.queuedBytes, UInt32(Self.clientLimit),
+                RTSPTicker.burst,
                 settings.realm == nil ? nil : settings.passwordFile, settings.realm, made,
                 Unmanaged.passUnretained(feeder).toOpaque(), &sourceID)
         else {
@@ -63,12 +65,13 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
         }
         self.server = server
         port = Int(vigil_rtsp_server_port(server))
+        ticker = RTSPTicker(feeder: feeder, server: server, log: log)
         let tickFunction: GSourceFunc = { context in
-            Unmanaged<RTSPFeeder>.fromOpaque(context!).takeUnretainedValue().tick()
+            Unmanaged<RTSPTicker>.fromOpaque(context!).takeUnretainedValue().tick()
             return 1
         }
         tick = vigil_rtsp_add_tick(
-            context, RTSPFeeder.tickMilliseconds, tickFunction, Unmanaged.passUnretained(feeder).toOpaque())
+            context, RTSPFeeder.tickMilliseconds, tickFunction, Unmanaged.passUnretained(ticker).toOpaque())
         let loop = UncheckedPointer(loop)
         thread = startThread("rtsp") { g_main_loop_run(loop.value) }
         log.info(
@@ -97,6 +100,50 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
         g_main_loop_quit(loop)
         _ = thread?.join(timeout: 1)
         feeder.removeAll()
+    }
+}
+
+/// What the server's loop does every `RTSPFeeder.tickMilliseconds`: feeds the clients, and
+/// every `policingTicks` looks at what each has sent (`vigil_rtsp_police`): a client that sends
+/// more than a player asks (requests without end: gst-rtsp-server keeps every header line of
+/// a request until it ends), or holds a place for `grace` without a session, is hung up on.
+private final class RTSPTicker: @unchecked Sendable {
+    // `@unchecked Sendable`: used on the loop's thread alone.
+    let feeder: RTSPFeeder
+    let server: UnsafeMutablePointer<GstRTSPServer>
+    let log: Logger
+    var ticks = 0
+    /// Bytes a client may send at once, and a second after that.
+    static let burst = 64 * 1024
+    static let rate = 4 * 1024
+    /// How long a client may stay connected without a session (DESCRIBE and SETUP take a
+    /// player milliseconds).
+    static let grace = 10_000_000
+    static let policingTicks = 5
+
+    init(feeder: RTSPFeeder, server: UnsafeMutablePointer<GstRTSPServer>, log: Logger) {
+        self.feeder = feeder
+        self.server = server
+        self.log = log
+    }
+
+    func tick() {
+        feeder.tick()
+        ticks += 1
+        guard ticks % Self.policingTicks == 0 else { return }
+        var sentTooMuch: UInt32 = 0
+        var idle: UInt32 = 0
+        vigil_rtsp_police(server, Self.burst, Self.rate, Self.grace, &sentTooMuch, &idle)
+        if sentTooMuch > 0 {
+            log.warning(
+                "rtsp client hung up: it sent more than a client asks",
+                [("clients", .int(Int(sentTooMuch))), ("most_bytes", .int(Self.burst))])
+        }
+        if idle > 0 {
+            log.info(
+                "rtsp client hung up: connected without asking for the stream",
+                [("clients", .int(Int(idle))), ("after_s", .int(Int(Self.grace / 1_000_000)))])
+        }
     }
 }
 
