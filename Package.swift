@@ -130,7 +130,7 @@ let package = Package(
             name: "vigil-bench",
             dependencies: [
                 "Media", "POSIX", "QuickTime", "Storage", "MotionDetection", "Recorder", "H264", "Capture",
-                "Configuration", "Overlay", "Agent", "Web",
+                "Configuration", "Overlay", "Agent", "Web", "RTSP", "Logging",
             ]
         ),
 

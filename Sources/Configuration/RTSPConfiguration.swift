@@ -57,3 +57,10 @@ extension Settings {
         return rtsp
     }
 }
+
+extension Settings.RTSP {
+    /// A server on `listen`:`port` without a password (what the bench serves).
+    package init(listen: String, port: Int) {
+        self.init(enabled: true, listen: listen, port: port, passwordFile: nil)
+    }
+}
