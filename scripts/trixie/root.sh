@@ -162,6 +162,9 @@ if [ "$kind" = build ]; then
         [ -f "$deb" ] || fail "$deb is missing after apt-get download"
         dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$new" ./usr/lib/aarch64-linux-gnu 2>>"$log" \
             || fail "cannot unpack the arm64 libraries of $deb"
+        # What dpkg-shlibdeps asks of a library dpkg does not know: the package's shlibs line
+        # (packaging/deb-lib.sh reads the file VIGIL_SHLIBS_LOCAL names, as debian/shlibs.local).
+        dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./shlibs 2>/dev/null >>"$new/opt/vigil-arm64-shlibs.local" || true
     done
     version="$(in_new dpkg-query -W -f '${Version}' swiftlang)"
     note "swiftlang $version and $(echo $build_packages | wc -w) packages installed in $(($(date +%s) - started)) s"
