@@ -178,6 +178,9 @@ let package = Package(
             dependencies: ["Web", "Agent", "Configuration", "Logging", "Media", "POSIX", "Recorder", "TestSupport"]),
         .testTarget(name: "SnapshotTests", dependencies: ["Snapshot", "Media", "TestSupport"]),
         .testTarget(
+            name: "RTSPTests",
+            dependencies: ["RTSP", "Agent", "Configuration", "Logging", "Media", "QuickTime", "TestSupport"]),
+        .testTarget(
             name: "OverlayTests",
             dependencies: [
                 "Overlay", "Media", "H264", "QuickTime", "Storage", "Capture", "Configuration", "TestSupport",

@@ -215,6 +215,9 @@ static inline int vigil_rtsp_push(
     return (int)gst_app_src_push_buffer(GST_APP_SRC(appsrc), buffer);
 }
 
+// The end of a client's stream: what was pushed is sent, then an RTCP BYE.
+static inline void vigil_rtsp_end(GstElement *appsrc) { gst_app_src_end_of_stream(GST_APP_SRC(appsrc)); }
+
 // The port the server listens on (the one asked, or the kernel's choice for 0).
 static inline int vigil_rtsp_server_port(GstRTSPServer *server) { return gst_rtsp_server_get_bound_port(server); }
 
