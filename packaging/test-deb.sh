@@ -141,11 +141,12 @@ home="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 cache="${VIGIL_TEST_DEB_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/vigil-test-deb}"
 # minbase (dpkg, apt and the Essential packages) plus what every real target has and the
 # unit needs to be verified: systemd (systemctl, systemd-analyze, its targets), D-Bus and
-# libpam-systemd (what systemd and D-Bus recommend: there on every real install) and man-db.
+# libpam-systemd and dbus-user-session (what systemd, D-Bus and libpam-systemd recommend: there
+# on every real install) and man-db.
 # libqrencode4 too, which systemd suggests: GStreamer's dependencies install these three, and
 # apt's autoremove keeps what an installed package recommends or suggests, so a root without
 # them would keep them after the purge.
-include="systemd,dbus,libpam-systemd,libqrencode4,man-db"
+include="systemd,dbus,libpam-systemd,dbus-user-session,libqrencode4,man-db"
 base="$cache/$suite-$arch-minbase+${include//,/+}"
 mkdir -p "$cache/archives/partial"
 if [ -d "$base" ] && [ -n "$(find "$base" -maxdepth 0 -mtime +30)" ]; then
