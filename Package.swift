@@ -115,7 +115,7 @@ let package = Package(
         // GOPs of the live feed: an `EventSink`.
         .target(
             name: "RTSP",
-            dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "CGStreamer"]),
+            dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Web", "CGStreamer"]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",

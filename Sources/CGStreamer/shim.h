@@ -58,10 +58,43 @@ typedef struct {
     gint64 tokens;
 } vigil_rtsp_budget;
 
+// Whether an address (text, as the connection says it) may try now (a sign-in throttle), and
+// what became of a request that carried credentials: `signed_in` 1 when it was answered,
+// 0 when refused 401 (`authorization`: the header it sent, `method` its method).
+typedef gboolean (*vigil_rtsp_admit)(void *context, const char *address);
+typedef void (*vigil_rtsp_signed)(
+    void *context, const char *address, int signed_in, const char *authorization, const char *method);
+
 typedef struct {
     guint limit;
     gint64 burst;
+    vigil_rtsp_admit admit;
+    vigil_rtsp_signed signed_in;
+    void *context;
 } vigil_rtsp_limits;
+
+static void vigil_rtsp_sent(GstRTSPClient *client, GstRTSPContext *ctx, gpointer message, gpointer data)
+{
+    vigil_rtsp_limits *limits = (vigil_rtsp_limits *)data;
+    GstRTSPMessage *response = (GstRTSPMessage *)message;
+    if (limits->signed_in == NULL || ctx == NULL || ctx->request == NULL || response == NULL) return;
+    if (gst_rtsp_message_get_type(response) != GST_RTSP_MESSAGE_RESPONSE) return;
+    gchar *authorization = NULL;
+    if (gst_rtsp_message_get_header(ctx->request, GST_RTSP_HDR_AUTHORIZATION, &authorization, 0) != GST_RTSP_OK)
+        return;
+    GstRTSPStatusCode code = GST_RTSP_STS_OK;
+    GstRTSPMethod method = GST_RTSP_INVALID;
+    if (gst_rtsp_message_parse_response(response, &code, NULL, NULL) != GST_RTSP_OK) return;
+    if (gst_rtsp_message_parse_request(ctx->request, &method, NULL, NULL) != GST_RTSP_OK) return;
+    GstRTSPConnection *connection = gst_rtsp_client_get_connection(client);
+    const gchar *address = connection == NULL ? NULL : gst_rtsp_connection_get_ip(connection);
+    if (address == NULL) return;
+    if (code == GST_RTSP_STS_UNAUTHORIZED) {
+        limits->signed_in(limits->context, address, 0, authorization, gst_rtsp_method_as_text(method));
+    } else if (code < 400) {
+        limits->signed_in(limits->context, address, 1, authorization, gst_rtsp_method_as_text(method));
+    }
+}
 
 static gboolean vigil_rtsp_close_client(gpointer client)
 {
@@ -100,8 +133,13 @@ static void vigil_rtsp_client_connected(GstRTSPServer *server, GstRTSPClient *cl
         g_list_free_full(sessions, g_object_unref);
     }
     GSource *current = g_main_current_source();
-    if (others >= limits->limit && current != NULL) {
-        GstRTSPClient *leaving = idle != NULL ? idle : client;
+    GstRTSPConnection *connection = gst_rtsp_client_get_connection(client);
+    const gchar *address = connection == NULL ? NULL : gst_rtsp_connection_get_ip(connection);
+    gboolean admitted = limits->admit == NULL || address == NULL || limits->admit(limits->context, address);
+    if (limits->signed_in != NULL)
+        g_signal_connect(client, "send-message", G_CALLBACK(vigil_rtsp_sent), limits);
+    if ((others >= limits->limit || !admitted) && current != NULL) {
+        GstRTSPClient *leaving = idle != NULL && admitted ? idle : client;
         vigil_rtsp_budget *b = (vigil_rtsp_budget *)g_object_get_data(G_OBJECT(leaving), "vigil-budget");
         if (b != NULL) b->connected = G_MAXINT64 / 2;  // not chosen again
         GSource *later = g_idle_source_new();
@@ -117,7 +155,7 @@ static void vigil_rtsp_client_connected(GstRTSPServer *server, GstRTSPClient *cl
 // file `password_file` in `realm` (NULL: no authentication). NULL when it cannot listen.
 static inline GstRTSPServer *vigil_rtsp_server_start(
     GMainContext *context, const char *address, int port, const char *path, guint64 max_bytes, guint client_limit,
-    gint64 burst,
+    gint64 burst, vigil_rtsp_admit admit, vigil_rtsp_signed signed_in, void *signin_context,
     const char *password_file, const char *realm, vigil_rtsp_media_made made, void *made_context,
     guint *source_id)
 {
@@ -133,6 +171,9 @@ static inline GstRTSPServer *vigil_rtsp_server_start(
     vigil_rtsp_limits *limits = g_new0(vigil_rtsp_limits, 1);
     limits->limit = client_limit;
     limits->burst = burst;
+    limits->admit = admit;
+    limits->signed_in = signed_in;
+    limits->context = signin_context;
     g_signal_connect_data(server, "client-connected", G_CALLBACK(vigil_rtsp_client_connected), limits,
                           (GClosureNotify)g_free, 0);
 

@@ -4,6 +4,7 @@ import Configuration
 import Logging
 import POSIX
 import Synchronization
+import Web
 
 /// Why the RTSP server cannot start.
 public struct RTSPServerError: Error, CustomStringConvertible, Sendable {
@@ -34,6 +35,9 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
     /// The stream's path: `/<camera.name>`.
     public let path: String
 
+    /// Failed sign-ins counted per address (with a password file).
+    private let signIn: RTSPSignIn?
+
     /// Starts the server `settings` describe for the camera named `camera`.
     public init(settings: Settings.RTSP, camera: String, log: Logger) throws(RTSPServerError) {
         var problem: UnsafeMutablePointer<GError>?
@@ -44,7 +48,19 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
         path = "/" + camera
         context = g_main_context_new()
         loop = g_main_loop_new(context, 0)
+        signIn = settings.realm == nil ? nil : settings.passwords.map { RTSPSignIn(passwords: $0, log: log) }
         var sourceID: UInt32 = 0
+        let admit: vigil_rtsp_admit = { context, address in
+            guard let context, let address else { return 1 }
+            return Unmanaged<RTSPSignIn>.fromOpaque(context).takeUnretainedValue().admits(String(cString: address))
+                ? 1 : 0
+        }
+        let signed: vigil_rtsp_signed = { context, address, signedIn, authorization, method in
+            guard let context, let address, let authorization, let method else { return }
+            Unmanaged<RTSPSignIn>.fromOpaque(context).takeUnretainedValue().answered(
+                String(cString: address), signedIn: signedIn != 0, authorization: String(cString: authorization),
+                method: String(cString: method))
+        }
         let made: vigil_rtsp_media_made = { context, source in
             guard let context, let source else { return }
             Unmanaged<RTSPFeeder>.fromOpaque(context).takeUnretainedValue().add(source)
@@ -52,7 +68,8 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
         guard
             let server = vigil_rtsp_server_start(
                 context, settings.listen, Int32(settings.port), path, RTSPFeeder.queuedBytes, UInt32(Self.clientLimit),
-                RTSPTicker.burst,
+                RTSPTicker.burst, signIn == nil ? nil : admit, signIn == nil ? nil : signed,
+                signIn.map { Unmanaged.passUnretained($0).toOpaque() },
                 settings.realm == nil ? nil : settings.passwordFile, settings.realm, made,
                 Unmanaged.passUnretained(feeder).toOpaque(), &sourceID)
         else {
