@@ -6,9 +6,9 @@
 #
 # Home Assistant 2026.2.3 (the last release for Python 3.13) runs in the amd64 Debian trixie root
 # of scripts/trixie/root.sh (made when missing), from a venv kept in ~/.cache/vigil-homeassistant
-# (VIGIL_HA_CACHE) under the hash of requirements.txt, every package of which is pinned; pip's
-# downloads are kept there too. The venv is made once (about 2 minutes, 400 MB downloaded: the
-# frontend alone is 50 MB); Home Assistant then runs with --skip-pip and installs nothing.
+# (VIGIL_HA_CACHE) under the hash of requirements.txt, every package of which is pinned. The
+# venv is made once (300 MB downloaded, 40 s here; 1.1 GB on disk); Home Assistant then runs
+# with --skip-pip and installs nothing.
 #
 # On this machine, two agents record the synthetic camera (320×240, 15 fps) with rtsp.enabled,
 # web.enabled and snapshot.live_interval: "open" with no password, "digest" with
@@ -141,7 +141,8 @@ cameras="$cameras{\"name\": \"digest\", \"integration\": \"generic\", \"width\":
 echo "$cameras]" >"$work/cameras.json"
 
 # --- Home Assistant ----------------------------------------------------------------------------
-port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+# A free port, found by the root's Python (the root shares this machine's network).
+port="$(in_root "$root" python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 mkdir -p "$work/ha"
 cat >"$work/ha/configuration.yaml" <<EOF
 homeassistant:
