@@ -96,21 +96,24 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# start_agent NAME EXTRA: `vigil run` on the synthetic camera NAME in $work/NAME with rtsp.enabled,
-# web.enabled, live pictures, free ports, and EXTRA settings; sets web_url and rtsp_url from its
-# log, once latest.jpg is there.
+# start_agent NAME PASSWORD [LINES]: `vigil run` on the synthetic camera NAME (320×240) in
+# $work/NAME with rtsp.enabled, web.enabled, live pictures and free ports; with PASSWORD "yes",
+# web.password_file with the user viewer (password secret); LINES are more settings (another
+# group). Sets web_url, web_port and rtsp_url from its log, once latest.jpg is there.
 start_agent() {
-    local name="$1" extra="$2" dir="$work/$1"
+    local name="$1" password="$2" lines="${3:-}" dir="$work/$1" file=""
     mkdir -p "$dir"
+    [ "$password" = yes ] && file='password_file = "passwords";'
     cat >"$dir/vigil.conf" <<EOF
 camera = { device = "synthetic"; name = "$name"; width = 320; height = 240; fps = 15.0; };
 storage = { path = "clips"; min_free_mb = 1; };
 log = { level = "info"; stats_interval = 0; };
 snapshot = { live_interval = 1.0; };
-web = { enabled = true; port = 0; $extra };
+web = { enabled = true; port = 0; $file };
 rtsp = { enabled = true; port = 0; };
+$lines
 EOF
-    if [ -n "$extra" ]; then
+    if [ "$password" = yes ]; then
         echo secret | "$vigil" passwd --user viewer --config "$dir/vigil.conf" >/dev/null \
             || fail "vigil passwd could not set the password of $name"
     fi
@@ -126,19 +129,22 @@ EOF
     done
     [ -f "$dir/clips/latest.jpg" ] && [ -n "$rtsp_url" ] \
         || fail "gave up waiting 60 s for $name's servers and latest.jpg (its log below)"
+    web_port="${web_url##*:}"
+    web_port="${web_port%/}"
     note "agent $name: $rtsp_url, ${web_url}latest.jpg"
 }
 
-cameras="["
-start_agent open ""
-cameras="$cameras{\"name\": \"open\", \"integration\": \"generic\", \"width\": 320, \"height\": 240,
- \"stream_source\": \"$rtsp_url\", \"still_image_url\": \"${web_url}latest.jpg\"},"
-start_agent digest 'password_file = "passwords";'
+# The cameras driver.py adds, one JSON object each (its docstring says what they hold).
+cameras=()
+start_agent open no
+cameras+=("{\"name\": \"open\", \"integration\": \"generic\", \"width\": 320, \"height\": 240,
+  \"stream_source\": \"$rtsp_url\", \"still_image_url\": \"${web_url}latest.jpg\"}")
+start_agent digest yes
 digest_web_url="$web_url"
-cameras="$cameras{\"name\": \"digest\", \"integration\": \"generic\", \"width\": 320, \"height\": 240,
- \"stream_source\": \"$rtsp_url\", \"still_image_url\": \"${web_url}latest.jpg\",
- \"username\": \"viewer\", \"password\": \"secret\", \"authentication\": \"digest\"}"
-echo "$cameras]" >"$work/cameras.json"
+cameras+=("{\"name\": \"digest\", \"integration\": \"generic\", \"width\": 320, \"height\": 240,
+  \"stream_source\": \"$rtsp_url\", \"still_image_url\": \"${web_url}latest.jpg\",
+  \"username\": \"viewer\", \"password\": \"secret\", \"authentication\": \"digest\"}")
+(IFS=,; echo "[${cameras[*]}]") >"$work/cameras.json"
 
 # --- Home Assistant ----------------------------------------------------------------------------
 # A free port, found by the root's Python (the root shares this machine's network).
@@ -194,4 +200,4 @@ for i in "${!pids[@]}"; do
 done
 pids=()
 passed=1
-note "passed: Home Assistant 2026.2.3 showed both cameras, their pictures and their streams"
+note "passed: Home Assistant 2026.2.3 showed every camera, its picture and its stream"
