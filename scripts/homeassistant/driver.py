@@ -256,12 +256,27 @@ def run(command: list, timeout: float = 120) -> subprocess.CompletedProcess:
         raise Failure(f"{command[0]} did not end in {timeout:.0f} s: {' '.join(command)}") from error
 
 
+def jpeg_size(data: bytes):
+    """A JPEG's width and height, from its first start-of-frame segment; None when it has none."""
+    at = 2
+    while at + 9 <= len(data) and data[at] == 0xFF:
+        marker, length = data[at + 1], int.from_bytes(data[at + 2 : at + 4], "big")
+        if marker in (0xC0, 0xC1, 0xC2, 0xC3):
+            return int.from_bytes(data[at + 7 : at + 9], "big"), int.from_bytes(data[at + 5 : at + 7], "big")
+        at += 2 + length
+    return None
+
+
 async def check_camera(ha: HomeAssistant, camera: dict, entity_id: str) -> None:
     """What the user sees of a camera entity: its picture and its stream."""
     status, kind, body = await ha.get(f"/api/camera_proxy/{entity_id}")
-    if status != 200 or not body.startswith(b"\xff\xd8"):
-        raise Failure(f"/api/camera_proxy/{entity_id} answered {status} {kind} {body[:80]!r} (expected a JPEG)")
-    say(f"{entity_id}: picture {len(body)} bytes, {kind}")
+    size = jpeg_size(body) if body.startswith(b"\xff\xd8") else None
+    if status != 200 or size != (camera["width"], camera["height"]):
+        raise Failure(
+            f"/api/camera_proxy/{entity_id} answered {status} {kind} {body[:40]!r}, a picture of {size}"
+            f" (expected a JPEG of {camera['width']}×{camera['height']})"
+        )
+    say(f"{entity_id}: picture {len(body)} bytes, {kind}, {size[0]}×{size[1]}")
 
     async def stream_url():
         return (await ha.command({"type": "camera/stream", "entity_id": entity_id}))["url"]

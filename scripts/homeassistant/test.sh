@@ -16,9 +16,9 @@
 # own (http on a free loopback port, stream; no default_config, so no go2rtc: its own stream
 # integration serves HLS), and driver.py, with Home Assistant's Python, onboards its owner and
 # adds each agent's camera through the Generic Camera config flow (REST, as the frontend does):
-# the camera entity in /api/states, its picture through /api/camera_proxy (a JPEG), its stream
-# (websocket camera/stream: Home Assistant's HLS URL) read by ffprobe (h264, 320×240) and 4 s of
-# it decoded by ffmpeg with nothing said. Home Assistant's log must hold no ERROR line and each
+# the camera entity in /api/states, its picture through /api/camera_proxy (a 320×240 JPEG), its
+# stream (websocket camera/stream: Home Assistant's HLS URL) read by ffprobe (h264, 320×240) and
+# 4 s of it decoded by ffmpeg with nothing said. Home Assistant's log must hold no ERROR line and each
 # agent must stop cleanly (exit 0, no level=error line).
 #
 # Needs root (chroot, mount namespaces). Prints what it saw; exits 1 with the reason on any
