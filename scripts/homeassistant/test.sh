@@ -117,7 +117,9 @@ EOF
         echo secret | "$vigil" passwd --user viewer --config "$dir/vigil.conf" >/dev/null \
             || fail "vigil passwd could not set the password of $name"
     fi
-    VIGIL_RUNTIME_DIR="$dir" "$vigil" run --config "$dir/vigil.conf" >"$dir/agent.log" 2>&1 </dev/null &
+    # The log exists before the agent does: the loop below reads it at once.
+    : >"$dir/agent.log"
+    VIGIL_RUNTIME_DIR="$dir" "$vigil" run --config "$dir/vigil.conf" >>"$dir/agent.log" 2>&1 </dev/null &
     pids+=($!)
     names+=("$name")
     for _ in $(seq 120); do
