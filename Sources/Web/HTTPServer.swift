@@ -469,7 +469,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
             query: values(of: connection, kind: MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
             headers: values(of: connection, kind: MHD_ValueKind.HEADER_KIND, lowercased: true), body: body.bytes,
-            user: body.user)
+            user: body.user, client: clientAddress(connection)?.bytes)
         if server.needsWork(request) { return handToWork(request, on: connection, body: body, server: server) }
         response = server.handler(request)
     }
