@@ -476,6 +476,11 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     return queue(response, on: connection, server: server)
 }
 
+/// The send buffer a streamed response's socket is given (the kernel doubles it): a second of a
+/// 1 Mbit/s stream, a few hundred milliseconds of the default 4 Mbit/s — what a viewer that
+/// stopped reading gets late before the stream's own skip to the newest keyframe.
+let streamSendBuffer = 64 * 1024
+
 /// Hands `response` to the library for `connection`, with `commonHeaders`.
 func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Context) -> MHD_Result {
     let made: OpaquePointer?
@@ -506,6 +511,9 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Cont
             stream.close()
             return queue(refused, on: connection, server: server)
         }
+        // A live stream is sent as it is made: what the kernel holds for a client that stopped
+        // reading is what it would see late (`streamSendBuffer`).
+        vigil_mhd_limit_send_buffer(connection, Int32(streamSendBuffer))
         let retained = Unmanaged.passRetained(streamed)
         made = vigil_mhd_stream_response(16 * 1024, streamReader, retained.toOpaque(), streamDone)
         if made == nil {

@@ -183,4 +183,50 @@ import Testing
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 60) == 0)
     }
+
+    /// Issue 44, 5: a viewer that stopped reading for 20 s (a player paused) was fed what it
+    /// missed afterwards — 285 frames, 19 s, held in the sockets' buffers (the kernel grows a
+    /// stream's send buffer to megabytes) and played through first. Now the server's side holds
+    /// 128 KB at most and the stream goes on from the newest keyframe: what comes late is
+    /// bounded in bytes, and the 20 s are skipped.
+    @Test func aViewerThatStopsReadingForTwentySecondsGetsLittleOfWhatItMissed() throws {
+        let dir = try TemporaryDirectory("vigil-live-stall")
+        defer { dir.remove() }
+        let port = try Self.freePort()
+        let agent = try AgentProcess(config: try Self.config(dir, port: port))
+        defer { agent.kill(SIGKILL) }
+        _ = try WebCommandTests.webAddress(of: agent)
+        try #require(try LiveCommandTests.waitForLive("http://127.0.0.1:\(port)"), "\(agent.output)")
+        // A player's socket of its own size (the kernel's receive autotuning left out).
+        let viewer = try LoopbackClient(port: port, receiveBuffer: 32 * 1024)
+        viewer.send("GET /live/edge.mp4 HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        _ = LoopbackClient.wait(for: [viewer], timeout: 3) { _ in false }
+        let clock = try #require(viewer.header("x-capture-clock").flatMap(Double.init), "\(viewer.statusLine ?? "")")
+        let before = viewer.received.count
+        Thread.sleep(forTimeInterval: 20)
+        let resumed = Date().timeIntervalSince1970
+        _ = LoopbackClient.wait(for: [viewer], timeout: 5) { _ in false }
+
+        // Each fragment: where it starts, how long it is with its mdat, its capture time.
+        let head = try #require(viewer.received.firstRange(of: Array("\r\n\r\n".utf8))).upperBound
+        let boxes = topLevelBoxes(Array(viewer.received[head...]))
+        var fragments: [(at: Int, bytes: Int, time: Double)] = []
+        for (i, box) in boxes.enumerated() where box.type == "moof" {
+            let moof = Array(viewer.received[(head + box.offset)..<(head + box.offset + box.size)])
+            guard let tfdt = moof.firstRange(of: Array("tfdt".utf8))?.lowerBound, moof[tfdt + 4] == 1 else { continue }
+            let ticks = moof[(tfdt + 8)..<(tfdt + 16)].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+            let mdat = i + 1 < boxes.count ? boxes[i + 1].size : 0
+            fragments.append((head + box.offset, box.size + mdat, clock + Double(ticks) / 90000))
+        }
+        let late = fragments.filter { $0.at >= before && $0.time < resumed - 1 }
+        print(
+            "after 20 s without reading: \(late.count) frames (\(late.reduce(0) { $0 + $1.bytes }) bytes) captured before it read again came first"
+        )
+        #expect(late.reduce(0) { $0 + $1.bytes } <= 512 * 1024, "what came late: \(late.count) frames")
+        let skipped = zip(fragments, fragments.dropFirst()).contains { $1.time - $0.time > 10 }
+        #expect(skipped, "the stream skipped what the viewer missed")
+        #expect(fragments.last.map { $0.time > resumed + 3 } == true, "it went on at the newest frames")
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0)
+    }
 }
