@@ -138,6 +138,41 @@ import Testing
         #expect(sounds.count > 50, "the sound heard with the frames: \(sounds.count) packets of 20 ms")
     }
 
+    /// The issue: the live view answered 503 for its first second (until a whole GOP). Now a
+    /// viewer that asks before the first picture is answered, waits, and gets it when it comes.
+    @Test func aViewerThatAsksBeforeTheFirstPictureWaitsForItInsteadOfA503() throws {
+        let (movie, gops) = try LiveViewTests.stream()
+        let context = SinkContext()
+        let site = WebSite(camera: "yard", version: "test", storage: MemoryStorage(), context: context)
+        context.live.open()
+        for path in ["/live.mp4", "/live/edge.mp4"] {
+            let answer = site.respond(HTTPRequest(method: "GET", path: path))
+            #expect(answer.status == 200, "\(path) before the first picture: \(answer.status)")
+            guard case .stream(let stream) = answer.body else {
+                Issue.record("\(path): not a stream")
+                continue
+            }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let woken = Atomic(false)
+            let first = buffer.withUnsafeMutableBytes {
+                stream.read(into: $0, sleep: {}, wake: { woken.store(true, ordering: .relaxed) })
+            }
+            #expect(first == .waiting, "\(path): nothing to send yet")
+            context.live.begin(movie)
+            context.live.publishAsThePipeline(gops[0])
+            let wokenNow = woken.load(ordering: .relaxed)
+            #expect(wokenNow, "\(path): woken by the first picture")
+            let next = buffer.withUnsafeMutableBytes { stream.read(into: $0, sleep: {}, wake: {}) }
+            if case .bytes(let n) = next {
+                #expect(topLevelBoxes(Array(buffer[..<n])).first?.type == "ftyp", "\(path): the stream begins")
+            } else {
+                Issue.record("\(path): no picture once it came: \(next)")
+            }
+            stream.close()
+            context.live.interrupt()
+        }
+    }
+
     @Test func aFrameViewerThatFellBehindGoesOnFromTheNewestKeyframeNotFromItsBacklog() throws {
         let (movie, samples) = try Self.samples()
         let feed = LiveViewTests.openFeed(movie)
