@@ -10,9 +10,10 @@ import Synchronization
 /// output (`Update`, `PipelineOutput.live`), which the pipeline thread hands over.
 ///
 /// Publishing never waits and costs a lock and an append: the pipeline does not know how many
-/// viewers there are or how fast they read. The feed keeps the last `window` GOPs (shared with
-/// the pre-roll ring, not copied); a viewer that falls behind takes the newest, one that has
-/// nothing new to read leaves a wake-up to be called at the next publish.
+/// viewers there are or how fast they read. The feed keeps the last `window` GOPs at least, more
+/// while HLS must still serve them (`hlsKeeps`), `mostKept` at most (shared with the pre-roll
+/// ring, not copied); a viewer that falls behind takes the newest, one that has nothing new to
+/// read leaves a wake-up to be called at the next publish.
 ///
 /// The sound captured meanwhile comes with each GOP, as it was captured (PCM, `HeardSound`):
 /// the feed never encodes it; viewers encode it for themselves, only while there are any.
@@ -32,7 +33,9 @@ import Synchronization
 ///
 /// Off until `open()` (the web server opens it): an agent without viewers keeps nothing here.
 public final class LiveFeed: Sendable {
-    /// One complete GOP, numbered in publishing order from 1, with the format of the stream
+    /// One complete GOP, numbered in publishing order (from the feed's `numberedFrom` + 1: the
+    /// agent's from the wall clock, so the numbers never go back across a restart), with the
+    /// format of the stream
     /// it is part of. The stream changes (`stream`) when the source was interrupted and the
     /// encoder made again: a viewer of one stream cannot go on into the next.
     public struct Item: Sendable {
