@@ -3,9 +3,9 @@ import Media
 import QuickTime
 import Synchronization
 
-/// `/live/edge.mp4`: the live stream a frame at a time, for the page's live view (its script
-/// appends the bytes to a Media Source Extensions buffer and holds the player at the newest
-/// frame) and for any player of progressive fragmented MP4 (`/live.mp4` is the same stream).
+/// `/live/edge.mp4` and `/live.mp4`: the live stream a frame at a time, for the page's live view
+/// (its script appends the bytes to a Media Source Extensions buffer and holds the player at the
+/// newest frame) and for any player of progressive fragmented MP4 (they differ in `Timeline`).
 /// An initialization segment, then one media segment (`moof` + `mdat`) per access unit as the
 /// encoder gave it — the samples the pre-roll ring holds, framed anew, never encoded again.
 ///
@@ -13,15 +13,13 @@ import Synchronization
 /// each frame as the agent publishes it (`LiveFeed.frames(after:)`). A viewer whose connection
 /// took less than came — the frame after its last is no longer kept when it asks, a keyframe
 /// came since — goes on from the newest keyframe: what it had not started is dropped, never
-/// sent late. The timeline is the capture clock's (media time = capture time), so a skip
-/// shows as a gap a player jumps and every viewer of a run shares one timeline; the wall clock
-/// at its zero is said in `X-Capture-Clock` when known (seconds since 1970).
+/// sent late.
 ///
 /// With a microphone, each fragment carries the sound captured since the frame before as Opus
 /// (the second track), encoded once for every viewer (`LiveSound.run(for:)`, frame by frame).
-/// The stream ends when the camera's stream does (a
-/// new one may have another format: the player asks again), after `limit` keyframes when asked,
-/// or when the server stops. A viewer that comes before the first frame waits for it.
+/// The stream ends when the camera's stream does (a new one may have another format: the
+/// player asks again), after `limit` keyframes when asked, or when the server stops. A viewer
+/// that comes before the first frame waits for it.
 package final class LiveFrameViewer: HTTPStream {
     struct State {
         var chunks: [[UInt8]] = []
@@ -47,8 +45,9 @@ package final class LiveFrameViewer: HTTPStream {
 
     /// Where a fragment is placed in time.
     package enum Timeline: Sendable {
-        /// At its capture time: a skip is a gap, every viewer of a run on one timeline (the
-        /// page's view, which jumps gaps and measures its lag against `X-Capture-Clock`).
+        /// At its capture time (media time = capture time): a skip is a gap, every viewer of a
+        /// run on one timeline (`/live/edge.mp4`, the page's view, which jumps gaps; the wall
+        /// clock at its zero is said in `X-Capture-Clock`, seconds since 1970).
         case capture
         /// From zero at the first frame, each skip's gap closed (`/live.mp4`: a player that
         /// plays on by the timestamps — VLC, a `<video src>` — shows the newest frame next
