@@ -73,8 +73,9 @@ public final class Agent: @unchecked Sendable {
     let log: Logger
     let stats = Stats()
     /// The encoded stream for live viewers, which the pipeline thread publishes into (a sink
-    /// opens it: the web server).
-    let live = LiveFeed()
+    /// opens it: the web server). Its GOPs and streams are numbered on from the wall clock's
+    /// milliseconds at the start, so HLS's media sequence never goes back across a restart.
+    let live: LiveFeed
     /// The upload queue, when one of the sinks sends clips: what retention keeps, what the
     /// stats line counts, what the sinks are told.
     let uploads: (any UploadStatus)?
@@ -110,6 +111,7 @@ public final class Agent: @unchecked Sendable {
         initial = settings
         current = Mutex(settings)
         self.environment = environment
+        live = LiveFeed(numberedFrom: LiveFeed.numbering(wallSeconds: environment.wallNow().timeIntervalSince1970))
         log = environment.log
         uploads = environment.sinks.lazy.compactMap { $0 as? any UploadStatus }.first
         environment.control.attachCamera { [weak self] in self?.noCamera() }

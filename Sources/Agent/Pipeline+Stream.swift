@@ -43,7 +43,11 @@ extension Pipeline {
         streamInfo = info
         emit(.stream(info))
         heard = HeardSound()
-        do { outputs.append(.live(.begin(try LiveMovie(video: video)))) } catch {
+        heardByFrame = HeardSound()
+        do {
+            outputs.append(.live(.begin(try LiveMovie(video: video))))
+            outputs.append(.live(.wallClock(info.wallClock(.zero).timeIntervalSince1970)))
+        } catch {
             log.warning("no live view of this stream", [("error", .string(error.description))])
         }
         notify(

@@ -54,8 +54,9 @@ enum PipelineOutput: Sendable {
     case writer(WriterItem, cost: Int, wake: Bool)
     /// For the event sinks.
     case event(AgentEvent)
-    /// For live viewers (`LiveFeed`): a stream begins or is interrupted, or a GOP is complete,
-    /// with the sound heard since the one before.
+    /// For live viewers (`LiveFeed`): a stream begins or is interrupted, an access unit came out
+    /// of the encoder (with the sound heard since the one before), or a GOP is complete (with
+    /// the sound heard since the GOP before).
     case live(LiveFeed.Update)
     /// The stream is over: nothing more goes to the writer; the source's error, if it failed.
     case finished(CaptureError?)
@@ -130,6 +131,8 @@ final class Pipeline: @unchecked Sendable {
     var audioFormat: AudioTrackFormat?
     /// The sound captured since the last complete GOP, which goes with the next to live viewers.
     var heard = HeardSound()
+    /// The sound captured since the last access unit, which goes with the next to live viewers.
+    var heardByFrame = HeardSound()
     /// A reloaded configuration from another thread, for `run` to step in.
     private let pendingReload = Mutex<(settings: Settings, plan: ReloadPlan)?>(nil)
 
@@ -272,7 +275,10 @@ final class Pipeline: @unchecked Sendable {
             if audioFormat != nil {
                 send(recorder.handle(chunk))
                 // For live viewers while the stream goes on (its next GOP takes it).
-                if encoder != nil { heard.hear(chunk) }
+                if encoder != nil {
+                    heard.hear(chunk)
+                    heardByFrame.hear(chunk)
+                }
             }
         case .interrupted:
             interrupt()
@@ -311,6 +317,7 @@ final class Pipeline: @unchecked Sendable {
         finish()
         outputs.append(.live(.interrupt))
         heard = HeardSound()
+        heardByFrame = HeardSound()
         outside.stop()  // asked of the stream that ended (its times may not go on in the next)
         stall.streamEnded()
         detector = MotionDetector(settings: settings.motion, mask: settings.motionMask)
@@ -510,10 +517,12 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// `sample` into the ring and the clip logic: its commands for the writer. The GOP it
-    /// completed, if any, goes to live viewers whole, with the sound heard since the one before.
+    /// completed, if any, goes to live viewers whole, with the sound heard since the one before;
+    /// the sample itself goes to them at once, with the sound heard since the sample before.
     func recorded(_ sample: EncodedSample) -> [ClipCommand] {
         let recorded = recorder.handle(sample)
         if let gop = recorded.completedGOP { outputs.append(.live(.gop(gop, sound: heard.take()))) }
+        outputs.append(.live(.frame(sample, sound: heardByFrame.take())))
         return recorded.commands
     }
 

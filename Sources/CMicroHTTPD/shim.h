@@ -88,3 +88,14 @@ static inline const struct sockaddr *vigil_mhd_client_address(struct MHD_Connect
     const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     return info != NULL ? info->client_addr : NULL;
 }
+
+// Keeps at most about `bytes` of a streamed response in the kernel's send buffer of
+// `connection`'s socket (the kernel doubles what it is given), instead of the megabytes its
+// autotuning grows to: a live viewer that stops reading then holds a fraction of a second of
+// video there, not tens of seconds it would have to play through first. Quietly nothing when
+// the library has no socket for it.
+static inline void vigil_mhd_limit_send_buffer(struct MHD_Connection *connection, int bytes)
+{
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (info != NULL) (void)setsockopt(info->connect_fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+}

@@ -113,6 +113,18 @@ public struct LiveMovie: Hashable, Sendable {
     public static func segment(
         _ gop: GOP, sound: SoundRun? = nil, soundFrom: UInt64 = 0, sequence: UInt32, origin: Timestamp
     ) -> Segment {
+        fragment(gop.samples, end: gop.end, sound: sound, soundFrom: soundFrom, sequence: sequence, origin: origin)
+    }
+
+    /// The media segment of `samples` (at least one; in decode order, each decodable after the
+    /// ones sent before it: a GOP, or the next frames of one — a single access unit makes the
+    /// live view's one-frame fragment), as `segment` makes a GOP's: the last sample lasts until
+    /// `end` (as long as the one before when nil or not later).
+    public static func fragment(
+        _ samples: [EncodedSample], end: Timestamp?, sound: SoundRun? = nil, soundFrom: UInt64 = 0,
+        sequence: UInt32, origin: Timestamp
+    ) -> Segment {
+        precondition(!samples.isEmpty, "a media segment has a sample at least")
         func ticks(_ t: Timestamp) -> UInt64 {
             UInt64(max(0, Timestamp(nanoseconds: (t - origin).nanoseconds).ticks(timescale: timescale)))
         }
@@ -131,14 +143,15 @@ public struct LiveMovie: Hashable, Sendable {
                 soundStart = UInt64(start + Int64(skip) * step)
             }
         }
-        let starts = gop.samples.map { ticks($0.pts) }
+        let video = samples
+        let starts = video.map { ticks($0.pts) }
         var samples: [FragmentSample] = []
         samples.reserveCapacity(starts.count)
-        for (i, sample) in gop.samples.enumerated() {
+        for (i, sample) in video.enumerated() {
             let duration: UInt64
             if i + 1 < starts.count {
                 duration = starts[i + 1] > starts[i] ? starts[i + 1] - starts[i] : 1
-            } else if let end = gop.end.map(ticks), end > starts[i] {
+            } else if let end = end.map(ticks), end > starts[i] {
                 duration = end - starts[i]
             } else {
                 duration = samples.last.map { UInt64($0.duration) } ?? UInt64(timescale / 30)
@@ -159,7 +172,7 @@ public struct LiveMovie: Hashable, Sendable {
             ]
         ).header().bytes
         var segment = Segment(
-            header: header, payload: gop.samples.map(\.data) + soundPackets,
+            header: header, payload: video.map(\.data) + soundPackets,
             duration: samples.reduce(0) { $0 + UInt64($1.duration) }, frames: samples.count)
         if sound != nil {
             segment.soundEnd =

@@ -72,12 +72,15 @@ extension WebSite {
             """
     }
 
-    /// The live view: HLS where the browser plays it (Safari, phones), the progressive stream
-    /// elsewhere; the latest picture until it starts.
+    /// The live view: with the page's script, the newest frame over Media Source Extensions
+    /// (`/live/edge.mp4`), or these sources where the browser has no MSE; without script, these
+    /// sources when played (HLS where the browser plays it — Safari, phones —, the progressive
+    /// stream elsewhere). Nothing is fetched before the script chooses (`preload="none"`, no
+    /// `autoplay`: the script plays it). The latest picture until it starts.
     func liveView() -> String {
         let poster = storage.exists(ClipNaming.latestPicture) ? " poster=\"/latest.jpg\"" : ""
         return """
-            <figure class="live"><video id="live" controls autoplay muted playsinline\(poster) aria-label="The camera, live">
+            <figure class="live"><video id="live" controls preload="none" muted playsinline\(poster) aria-label="The camera, live">
             <source src="/live.m3u8" type="application/vnd.apple.mpegurl">
             <source src="/live.mp4" type="video/mp4">
             </video></figure>

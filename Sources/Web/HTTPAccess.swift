@@ -143,7 +143,7 @@ private func header(_ connection: OpaquePointer?, _ name: String) -> String? {
 }
 
 /// The address the request came from.
-private func clientAddress(_ connection: OpaquePointer?) -> ClientAddress? {
+func clientAddress(_ connection: OpaquePointer?) -> ClientAddress? {
     guard let connection, let address = vigil_mhd_client_address(connection) else { return nil }
     return NumericAddress.bytes(ofSocketAddress: UnsafeRawPointer(address)).flatMap { ClientAddress(bytes: $0) }
 }

@@ -14,11 +14,14 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// The user who signed in (HTTP Digest); nil when the server has no passwords.
     public var user: String?
+    /// The address the request came from (4 or 16 bytes), when known.
+    public var client: [UInt8]?
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-        body: [UInt8] = [], user: String? = nil
+        body: [UInt8] = [], user: String? = nil, client: [UInt8]? = nil
     ) {
+        self.client = client
         self.method = method
         self.path = path
         self.query = query

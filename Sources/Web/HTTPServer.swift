@@ -469,12 +469,17 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
             query: values(of: connection, kind: MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
             headers: values(of: connection, kind: MHD_ValueKind.HEADER_KIND, lowercased: true), body: body.bytes,
-            user: body.user)
+            user: body.user, client: clientAddress(connection)?.bytes)
         if server.needsWork(request) { return handToWork(request, on: connection, body: body, server: server) }
         response = server.handler(request)
     }
     return queue(response, on: connection, server: server)
 }
+
+/// The send buffer a streamed response's socket is given (the kernel doubles it): a second of a
+/// 1 Mbit/s stream, a few hundred milliseconds of the default 4 Mbit/s — what a viewer that
+/// stopped reading gets late before the stream's own skip to the newest keyframe.
+let streamSendBuffer = 64 * 1024
 
 /// Hands `response` to the library for `connection`, with `commonHeaders`.
 func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Context) -> MHD_Result {
@@ -506,6 +511,9 @@ func queue(_ response: HTTPResponse, on connection: OpaquePointer?, server: Cont
             stream.close()
             return queue(refused, on: connection, server: server)
         }
+        // A live stream is sent as it is made: what the kernel holds for a client that stopped
+        // reading is what it would see late (`streamSendBuffer`).
+        vigil_mhd_limit_send_buffer(connection, Int32(streamSendBuffer))
         let retained = Unmanaged.passRetained(streamed)
         made = vigil_mhd_stream_response(16 * 1024, streamReader, retained.toOpaque(), streamDone)
         if made == nil {

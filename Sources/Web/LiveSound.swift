@@ -51,6 +51,10 @@ package final class LiveSound: Sendable {
         var encoding: Encoding?
         /// Each kept GOP's packets, by sequence number.
         var runs: [UInt64: LiveMovie.SoundRun] = [:]
+        /// Frame by frame: the encoding (its `sequence` the last frame encoded) and each kept
+        /// frame's packets, by frame number.
+        var frameEncoding: Encoding?
+        var frameRuns: [UInt64: LiveMovie.SoundRun] = [:]
         /// The track each microphone format makes (nil: none; said once).
         var tracks: [AudioTrackFormat: LiveMovie.Sound?] = [:]
         var failureSaid = false
@@ -72,6 +76,11 @@ package final class LiveSound: Sendable {
             let movie = try? LiveMovie(video: item.movie.video, sound: sound)
         else { return item.movie }
         return movie
+    }
+
+    /// The Opus track sound in `format` makes (nil when Opus cannot take it: said once).
+    package func track(for format: AudioTrackFormat) -> LiveMovie.Sound? {
+        state.withLock { track(for: format, &$0) }
     }
 
     /// `item`'s sound as Opus packets (nil when its stream has none). Encodes what the feed
@@ -110,6 +119,83 @@ package final class LiveSound: Sendable {
             let oldest = kept.first?.sequence ?? item.sequence
             s.runs = s.runs.filter { $0.key >= oldest }
             return last
+        }
+    }
+
+    /// `frame`'s sound as Opus packets (nil when its stream has none), for the one-frame
+    /// fragments: one encoding goes on from frame to frame of a stream, for every viewer —
+    /// it encodes the frames the feed keeps from the one after the last encoded up to `frame`,
+    /// in order, unless that was done. A frame older than the encoding reached and no longer
+    /// kept is encoded apart.
+    package func run(for frame: LiveFeed.Frame) -> LiveMovie.SoundRun? {
+        guard let format = frame.sound else { return nil }
+        return state.withLock { s in
+            if let run = s.frameRuns[frame.number] { return run }
+            guard track(for: format, &s) != nil else { return nil }
+            var todo = [frame]
+            var encoding = s.frameEncoding
+            if let e = encoding, e.stream == frame.stream, e.sequence >= frame.number {
+                var apart: Encoding?
+                return keep(encode(frame, format, &apart), of: frame, &s)
+            }
+            let kept: [LiveFeed.Frame]
+            if case .frames(let frames) = feed.frames(after: nil) { kept = frames } else { kept = [] }
+            if let e = encoding, e.stream == frame.stream,
+                let from = kept.firstIndex(where: { $0.number > e.sequence }),
+                let to = kept.firstIndex(where: { $0.number == frame.number }), from <= to
+            {
+                todo = Array(kept[from...to])
+            } else if encoding?.stream != frame.stream {
+                encoding = nil
+            }
+            var last: LiveMovie.SoundRun?
+            for each in todo where each.stream == frame.stream {
+                last = keep(encode(each, format, &encoding), of: each, &s)
+                if last == nil { break }
+            }
+            s.frameEncoding = encoding
+            // Packets of frames the feed no longer keeps are never asked for again.
+            let oldest = kept.first?.number ?? frame.number
+            s.frameRuns = s.frameRuns.filter { $0.key >= oldest }
+            return last
+        }
+    }
+
+    /// Encodes `frame`'s sound with `encoding` (made for it when there is none; dropped when
+    /// libopus fails).
+    private func encode(_ frame: LiveFeed.Frame, _ format: AudioTrackFormat, _ encoding: inout Encoding?) -> Encoded {
+        do throws(OpusEncoder.Failure) {
+            var e: Encoding
+            if let going = encoding {
+                e = going
+            } else {
+                e = Encoding(
+                    stream: frame.stream,
+                    encoder: try OpusEncoder(sampleRate: format.sampleRate, channels: format.channels))
+            }
+            let run = try Self.encode(frame.audio, start: frame.sample.pts, end: frame.sample.pts, with: &e)
+            e.sequence = frame.number
+            encoding = e
+            return .success(run)
+        } catch {
+            encoding = nil
+            return .failure(error)
+        }
+    }
+
+    /// Keeps `result`'s packets as `frame`'s; a failure is said once.
+    private func keep(_ result: Encoded, of frame: LiveFeed.Frame, _ s: inout State) -> LiveMovie.SoundRun? {
+        switch result {
+        case .success(let run):
+            s.frameRuns[frame.number] = run
+            return run
+        case .failure(let error):
+            if !s.failureSaid {
+                s.failureSaid = true
+                log?.warning(
+                    "live view without sound: the sound cannot be encoded", [("error", .string(error.description))])
+            }
+            return nil
         }
     }
 
@@ -159,8 +245,21 @@ package final class LiveSound: Sendable {
     ) throws(OpusEncoder.Failure)
         -> LiveMovie.SoundRun
     {
+        let run = try encode(item.audio, start: item.gop.start, end: item.gop.end ?? item.gop.lastTime, with: &e)
+        e.sequence = item.sequence
+        return run
+    }
+
+    /// `audio` (what came with pictures from `start` to `end`) on the encoding's timeline, and
+    /// the packets of every whole frame: a GOP's sound, or a single frame's (the live view's
+    /// one-frame fragments, each viewer with an encoding of its own).
+    static func encode(
+        _ audio: [AudioChunk], start: Timestamp, end: Timestamp, with e: inout Encoding
+    ) throws(OpusEncoder.Failure)
+        -> LiveMovie.SoundRun
+    {
         let channels = e.encoder.channels
-        for chunk in item.audio where chunk.channels == channels && chunk.sampleRate == e.encoder.sampleRate {
+        for chunk in audio where chunk.channels == channels && chunk.sampleRate == e.encoder.sampleRate {
             var skip = 0
             if let next = e.next {
                 let gap = chunk.time - next
@@ -187,8 +286,8 @@ package final class LiveSound: Sendable {
         }
         // A microphone that fell silent, or sound that never came: silence up to where the
         // sound may lag the picture.
-        let due = (item.gop.end ?? item.gop.lastTime) - lagAllowed
-        if e.anchor == nil { e.anchor = min(item.gop.start, due) }
+        let due = end - lagAllowed
+        if e.anchor == nil { e.anchor = min(start, due) }
         if let next = e.next, due - next > .zero {
             e.pending += repeatElement(0, count: e.frames(in: due - next) * channels)
         }
@@ -202,7 +301,6 @@ package final class LiveSound: Sendable {
         }
         e.pending.removeFirst(used)
         e.encoded += Int64(used / channels)
-        e.sequence = item.sequence
         return LiveMovie.SoundRun(start: start, packets: packets)
     }
 

@@ -114,25 +114,46 @@ package final class LiveViewer: HTTPStream {
     package func close() { onClose() }
 }
 
-/// HLS: `/live.m3u8` lists the GOPs the feed keeps as fMP4 segments (`/live/SEQUENCE.m4s`,
-/// each after the stream's initialization segment `/live/init-STREAM.mp4`), on one timeline
-/// per camera stream; a new stream (after an interruption) comes after a discontinuity.
+/// HLS: `/live.m3u8` lists the newest GOPs the feed keeps as fMP4 segments
+/// (`/live/SEQUENCE.m4s`, each after the stream's initialization segment
+/// `/live/init-STREAM.mp4`), on one timeline per camera stream; a new stream (after an
+/// interruption) comes after a discontinuity. RFC 8216's rules, kept so:
+/// - the playlist lists as few of the newest GOPs as last three target durations (§6.2.2 asks
+///   no less); the feed keeps older ones as long as §6.2.2 asks a segment that left the list be
+///   served — its duration and the longest playlist that listed it (`LiveFeed.hlsKeeps`) —
+///   then it answers 404;
+/// - the media sequence is the feed's GOP number and the discontinuity sequence its stream
+///   number, both counted on from the wall clock's milliseconds at the agent's start
+///   (`LiveFeed.numbering`): neither goes back, across a restart too (§6.2.1), and a player
+///   that reloads across one sees the new stream's segments as a new discontinuity.
 enum LivePlaylist {
     static let type = "application/vnd.apple.mpegurl"
 
-    /// The playlist of `items` (oldest first); nil when there are none.
+    /// The GOPs a playlist lists from `items` (oldest first, as the feed keeps them).
+    static func listed(_ items: [LiveFeed.Item]) -> ArraySlice<LiveFeed.Item> {
+        let least = Double(3 * LiveFeed.targetDuration(items))
+        var from = items.count
+        var seconds = 0.0
+        while from > 0, seconds < least {
+            from -= 1
+            seconds += Double(duration(of: items[from])) / Double(LiveMovie.timescale)
+        }
+        return items[from...]
+    }
+
+    /// The playlist of `items` (the feed's, oldest first); nil when there are none.
     static func playlist(_ items: [LiveFeed.Item]) -> String? {
-        guard let first = items.first else { return nil }
-        let seconds = items.map { Double(duration(of: $0)) / Double(LiveMovie.timescale) }
-        let target = max(1, Int(seconds.max()!.rounded(.up)))
+        let shown = listed(items)
+        guard let first = shown.first else { return nil }
+        let seconds = shown.map { Double(duration(of: $0)) / Double(LiveMovie.timescale) }
         var lines = [
-            "#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(target)",
+            "#EXTM3U", "#EXT-X-VERSION:7", "#EXT-X-TARGETDURATION:\(LiveFeed.targetDuration(items))",
             "#EXT-X-MEDIA-SEQUENCE:\(first.sequence)",
             // Each stream before the first listed ended with a discontinuity.
             "#EXT-X-DISCONTINUITY-SEQUENCE:\(first.stream - 1)", "#EXT-X-INDEPENDENT-SEGMENTS",
         ]
         var stream: Int?
-        for (item, length) in zip(items, seconds) {
+        for (item, length) in zip(shown, seconds) {
             if item.stream != stream {
                 if stream != nil { lines.append("#EXT-X-DISCONTINUITY") }
                 stream = item.stream

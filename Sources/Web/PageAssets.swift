@@ -134,7 +134,131 @@ enum PageAssets {
               say(r.ok ? "Detection " + (on ? "on." : "off.") : r.text);
             });
           }
+          // The live view at the newest frame: the agent's one-frame fragments (/live/edge.mp4)
+          // appended to a Media Source Extensions buffer, the player moved to the newest frame
+          // whenever it is more than 0.3 s behind (at the start, after a pause, a hidden tab, a
+          // stall, a gap the agent left when the connection fell behind). A stream that ends or
+          // breaks (the agent restarted, the camera changed format) is asked for again, after
+          // 0.25 s and up to a second between tries, on a new buffer. Without MSE (Safari on
+          // iPhone before 17.1) the markup's HLS plays, started here.
+          const liveView = (video) => {
+            const Source = window.ManagedMediaSource || window.MediaSource;
+            if (!video) return;
+            if (!Source) {
+              video.play().catch(() => {});  // the markup's sources: HLS first
+              return;
+            }
+            video.disableRemotePlayback = true;  // ManagedMediaSource plays only so (no AirPlay)
+            const behind = 0.3;
+            let pause = 250;
+            const edge = () => (video.buffered.length ? video.buffered.end(video.buffered.length - 1) : 0);
+            const toEdge = (most) => {
+              const end = edge();
+              if (end > 0 && !video.paused && end - video.currentTime > most) video.currentTime = Math.max(0, end - 0.04);
+            };
+            const join = (parts) => {
+              const all = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+              let at = 0;
+              for (const p of parts) { all.set(p, at); at += p.length; }
+              return all;
+            };
+            const find = (bytes, name, from, to) => {
+              const c = [...name].map((ch) => ch.charCodeAt(0));
+              for (let i = from; i + 4 <= to; i++) {
+                if (bytes[i] === c[0] && bytes[i + 1] === c[1] && bytes[i + 2] === c[2] && bytes[i + 3] === c[3]) return i;
+              }
+              return -1;
+            };
+            // The MIME type of the stream whose initialization segment (ftyp, moov) `bytes` begin
+            // with, once it is whole: the avcC's profile and level, and Opus when there is sound.
+            const typeOf = (bytes) => {
+              const size = (at) => (bytes[at] << 24 >>> 0) + (bytes[at + 1] << 16) + (bytes[at + 2] << 8) + bytes[at + 3];
+              if (bytes.length < 8) return null;
+              const moov = size(0);
+              if (bytes.length < moov + 8) return null;
+              const end = moov + size(moov);
+              if (bytes.length < end) return null;
+              const avcC = find(bytes, "avcC", moov, end);
+              if (avcC < 0) return "";
+              const hex = (b) => b.toString(16).padStart(2, "0");
+              const avc = "avc1." + hex(bytes[avcC + 5]) + hex(bytes[avcC + 6]) + hex(bytes[avcC + 7]);
+              return 'video/mp4; codecs="' + avc + (find(bytes, "Opus", moov, end) >= 0 ? ',opus"' : '"');
+            };
+            const play = async () => {
+              const stop = new AbortController();
+              const source = new Source();
+              const opened = new Promise((done) => source.addEventListener("sourceopen", done, { once: true }));
+              video.src = URL.createObjectURL(source);
+              await opened;
+              URL.revokeObjectURL(video.src);
+              let buffer = null;
+              let first = true;
+              const queue = [];
+              const pump = () => {
+                if (!buffer || buffer.updating || source.readyState !== "open") return;
+                const end = edge();
+                if (!queue.length && video.buffered.length && end - video.buffered.start(0) > 30) {
+                  buffer.remove(0, end - 10);  // a bounded buffer: the last ten seconds
+                  return;
+                }
+                if (!queue.length) return;
+                try { buffer.appendBuffer(join(queue.splice(0))); } catch (error) { stop.abort(); }
+              };
+              let heard = Date.now();
+              const watch = setInterval(() => { if (Date.now() - heard > 5000) stop.abort(); }, 1000);
+              try {
+                const answer = await fetch("/live/edge.mp4", { cache: "no-store", signal: stop.signal });
+                if (!answer.ok || !answer.body) return;
+                video.dataset.clock = answer.headers.get("X-Capture-Clock") || "";
+                const reader = answer.body.getReader();
+                let start = new Uint8Array(0);
+                for (;;) {
+                  const { done, value } = await reader.read();
+                  if (done) break;
+                  heard = Date.now();
+                  pause = 250;
+                  if (!buffer) {
+                    start = join([start, value]);
+                    const type = typeOf(start);
+                    if (type === null) continue;
+                    if (!type) return;
+                    buffer = source.addSourceBuffer(type);
+                    buffer.addEventListener("updateend", () => {
+                      if (first && video.buffered.length) {
+                        first = false;
+                        video.currentTime = Math.max(0, edge() - 0.04);
+                        video.play().catch(() => {});
+                      }
+                      toEdge(behind);
+                      pump();
+                    });
+                    queue.push(start);
+                  } else {
+                    queue.push(value);
+                  }
+                  pump();
+                }
+              } finally {
+                clearInterval(watch);
+                stop.abort();
+              }
+            };
+            const again = async () => {
+              for (;;) {
+                try { await play(); } catch (error) {
+                  // The agent is out of reach (restarting): asked again below.
+                }
+                await new Promise((done) => setTimeout(done, pause));
+                pause = Math.min(pause * 2, 1000);
+              }
+            };
+            video.addEventListener("play", () => toEdge(0.05));
+            document.addEventListener("visibilitychange", () => { if (!document.hidden) toEdge(0.05); });
+            video.addEventListener("waiting", () => setTimeout(() => toEdge(behind), 500));
+            again();
+          };
           peek();
+          liveView($("live"));
           if (list) setTimeout(poll, 3000);
         })();
 

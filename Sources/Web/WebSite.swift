@@ -23,8 +23,18 @@ public final class WebSite: Sendable {
     /// Whether a motion event is open, as the sink last heard (the agent keeps no counter of it:
     /// recording and detection are read from the agent itself).
     let motion = Atomic<Bool>(false)
-    /// How many `/live.mp4` streams are being sent.
+    /// How many live streams (`/live.mp4`, the page's `/live/edge.mp4`) are being sent.
     let viewers = Atomic<Int>(0)
+    /// HLS's players: when each (its address and `User-Agent`) last asked for the playlist.
+    let hlsPlayers = Mutex<[HLSPlayer: ContinuousClock.Instant]>([:])
+    /// How long a player that asked for the playlist counts as watching: three target
+    /// durations (a player asks again every target duration at least, RFC 8216 §6.3.4).
+    let hlsWatching = Mutex<Duration>(.seconds(3))
+
+    struct HLSPlayer: Hashable {
+        var address: [UInt8]
+        var agent: String
+    }
     /// Whether every request signs in (the server has passwords): only then may clips be
     /// deleted.
     let signIn: Bool
@@ -112,10 +122,11 @@ public final class WebSite: Sendable {
         case "/latest.jpg":
             return file(ClipNaming.latestPicture, request: request, cache: "no-store")
         case "/live.mp4":
-            return liveStream(request)
+            return liveStream(request, timeline: .continuous)
+        case "/live/edge.mp4":
+            return liveStream(request, timeline: .capture)
         case "/live.m3u8":
-            guard let playlist = LivePlaylist.playlist(context.live.items) else { return Self.noLivePicture }
-            return .text(200, playlist, type: LivePlaylist.type, headers: [("Cache-Control", "no-store")])
+            return livePlaylist(request)
         default:
             if request.path.hasPrefix("/live/") { return liveSegment(String(request.path.dropFirst("/live/".count))) }
             if request.path.hasPrefix("/thumbs/") {
@@ -178,9 +189,11 @@ public final class WebSite: Sendable {
         return response
     }()
 
-    /// `/live.mp4`: the live stream for one viewer, from the newest GOP; `?gops=N` ends it after
-    /// N of them (a clip of what is happening, for a download or a check).
-    func liveStream(_ request: HTTPRequest) -> HTTPResponse {
+    /// `/live.mp4` and `/live/edge.mp4`: the live stream a frame at a time for one viewer
+    /// (`LiveFrameViewer`), from the newest keyframe with the GOP in progress; one that asks
+    /// before the first frame waits for it. `?gops=N` ends it after N GOPs (a clip of what is
+    /// happening, for a download or a check).
+    func liveStream(_ request: HTTPRequest, timeline: LiveFrameViewer.Timeline) -> HTTPResponse {
         var limit: Int?
         if let asked = request.query["gops"] {
             guard let n = Int(asked), (1...3600).contains(n) else {
@@ -188,17 +201,42 @@ public final class WebSite: Sendable {
             }
             limit = n
         }
-        guard !context.live.items.isEmpty else { return Self.noLivePicture }
         viewers.add(1, ordering: .relaxed)
-        let viewer = LiveViewer(feed: context.live, sound: sound, limit: limit) { [self] in
+        let viewer = LiveFrameViewer(feed: context.live, sound: sound, limit: limit, timeline: timeline) { [self] in
             viewers.subtract(1, ordering: .relaxed)
         }
-        return HTTPResponse(
-            status: 200,
-            headers: [
-                ("Content-Type", "video/mp4"), ("Cache-Control", "no-store"),
-            ],
-            body: .stream(viewer))
+        var headers: [(name: String, value: String)] = [("Content-Type", "video/mp4"), ("Cache-Control", "no-store")]
+        if timeline == .capture, let zero = context.live.wallAtZero {
+            headers.append(("X-Capture-Clock", DecimalText.fixed(zero, 3)))
+        }
+        return HTTPResponse(status: 200, headers: headers, body: .stream(viewer))
+    }
+
+    /// `/live.m3u8`: HLS's playlist (`LivePlaylist`); the player is counted as a viewer.
+    func livePlaylist(_ request: HTTPRequest) -> HTTPResponse {
+        let items = context.live.items
+        guard let playlist = LivePlaylist.playlist(items) else {
+            return Self.noLivePicture
+        }
+        let now = ContinuousClock.now
+        let watching = Duration.seconds(3 * LiveFeed.targetDuration(items))
+        hlsWatching.withLock { $0 = watching }
+        let player = HLSPlayer(address: request.client ?? [], agent: request.header("user-agent") ?? "")
+        hlsPlayers.withLock { players in
+            players[player] = now
+            // Bounded: those that stopped asking go (a thousand addresses at most are kept).
+            if players.count > 1000 { players = players.filter { now - $0.value < watching } }
+        }
+        return .text(200, playlist, type: LivePlaylist.type, headers: [("Cache-Control", "no-store")])
+    }
+
+    /// Every live viewer now: the streams being sent and HLS's players that asked for the
+    /// playlist within the last three target durations.
+    var liveViewers: Int {
+        let now = ContinuousClock.now
+        let watching = hlsWatching.withLock { $0 }
+        let players = hlsPlayers.withLock { $0.values.filter { now - $0 < watching }.count }
+        return viewers.load(ordering: .relaxed) + players
     }
 
     /// `/live/init-STREAM.mp4` and `/live/SEQUENCE.m4s`: HLS's pieces, while the feed keeps them.
@@ -280,7 +318,10 @@ public final class WebSite: Sendable {
         add(
             "detection_enabled", "gauge", "1 while motion detection is on.",
             context.requests.detectionEnabled ? "1" : "0")
-        add("live_viewers", "gauge", "Live streams (/live.mp4) being sent.", "\(viewers.load(ordering: .relaxed))")
+        add(
+            "live_viewers", "gauge",
+            "Live viewers: streams being sent (the page's live view, /live.mp4) and HLS players that asked for the playlist within three target durations.",
+            "\(liveViewers)")
         let uploads = context.uploads
         add("upload_waiting", "gauge", "Clips waiting to be uploaded.", "\(uploads.waiting)")
         add("uploads_total", "counter", "Clips uploaded and verified.", "\(uploads.uploaded)")
@@ -311,7 +352,7 @@ public final class WebSite: Sendable {
         ("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"),
         (
             "Content-Security-Policy",
-            "default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self'; media-src 'self'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
+            "default-src 'none'; script-src 'self'; connect-src 'self'; img-src 'self'; media-src 'self' blob:; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'"
         ),
     ]
 }

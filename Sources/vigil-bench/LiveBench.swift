@@ -3,9 +3,11 @@ import Media
 import QuickTime
 import Web
 
-/// What the live view costs: ten viewers of `/live.mp4` served from the GOPs the encoder made
-/// (`samples`), through the same feed and viewer code the web server runs — each GOP published,
-/// framed as a fragment for each viewer and copied out in the server's 16 KB blocks — in
+/// What the live view costs: ten viewers served from the GOPs the encoder made (`samples`),
+/// through the same feed and viewer code the web server runs — frame by frame as `/live.mp4`
+/// and the page's view are served now (each access unit published, framed as a one-frame
+/// fragment for each viewer), and per GOP as they were before issue 44 (`LiveViewer`) — and
+/// copied out in the server's 16 KB blocks, in
 /// milliseconds per frame, and as a share of the x264 encode of the same frames
 /// (`encodePerFrame`, 1 thread). The kernel's part (the sockets) is not in it.
 func measureLiveView(
@@ -49,8 +51,60 @@ func measureLiveView(
         return elapsed * 1000 / Double(served)
     }
 
+    /// The same frame by frame, as `/live.mp4` and the page's `/live/edge.mp4` serve it now:
+    /// each access unit published with the sound heard since the one before, a one-frame
+    /// fragment for each viewer (`LiveFrameViewer`), its sound encoded once for all of them.
+    func serveFrames(withSound: Bool) -> Double {
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        var bytes = 0
+        var elapsed = 0.0
+        var served = 0
+        let samples = gops.flatMap(\.samples)
+        let chunks = heard.flatMap { $0 }
+        while elapsed < 0.3 || served < 2 * frames {
+            let feed = openedFeed(movie)
+            let sound = withSound ? LiveSound(feed: feed, log: nil) : nil
+            let watching = (0..<10).map { _ in LiveFrameViewer(feed: feed, sound: sound) {} }
+            var next = 0
+            elapsed += time {
+                for sample in samples {
+                    var with: [AudioChunk] = []
+                    while withSound, next < chunks.count, chunks[next].time <= sample.pts {
+                        with.append(chunks[next])
+                        next += 1
+                    }
+                    feed.publish(frame: sample, sound: with)
+                    for viewer in watching {
+                        while case .bytes(let n) = buffer.withUnsafeMutableBytes({
+                            viewer.read(into: $0, sleep: {}, wake: {})
+                        }) {
+                            bytes += n
+                        }
+                    }
+                }
+            }
+            served += frames
+        }
+        precondition(bytes > 0)
+        return elapsed * 1000 / Double(served)
+    }
+
+    let byFrame = serveFrames(withSound: false)
+    table.record(
+        "live view frame by frame, 10 viewers (/live.mp4, the page's)", unit: "ms/frame", column: column,
+        value: byFrame)
+    table.record(
+        "live view frame by frame, 10 viewers / x264, 1 thread", unit: "%", column: column,
+        value: 100 * byFrame / encodePerFrame)
+    let byFrameWithSound = serveFrames(withSound: true)
+    table.record(
+        "live view frame by frame with sound, 10 viewers", unit: "ms/frame", column: column, value: byFrameWithSound)
+    table.record(
+        "live view frame by frame with sound / x264, 1 thread", unit: "%", column: column,
+        value: 100 * byFrameWithSound / encodePerFrame)
+
     let perFrame = serve(withSound: false)
-    table.record("live view, 10 viewers (/live.mp4)", unit: "ms/frame", column: column, value: perFrame)
+    table.record("live view per GOP (before issue 44), 10 viewers", unit: "ms/frame", column: column, value: perFrame)
     table.record(
         "live view, 10 viewers / x264, 1 thread", unit: "%", column: column, value: 100 * perFrame / encodePerFrame)
     // With a microphone: its sound encoded once (Opus), then framed for each viewer.

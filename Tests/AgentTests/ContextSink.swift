@@ -55,10 +55,14 @@ final class ContextSink: EventSink, UploadStatus {
         #expect(
             counters.framesIn == frames && counters.clipsWritten == harness.clipFiles.count, "\(counters)",
             sourceLocation: sourceLocation)
+        // Every GOP, one after the other, of one stream, numbered on from the wall clock's
+        // milliseconds at the start (past 10^12 since 2001): HLS's sequences never go back.
         let items = context.live.items
+        let numbers = items.map(\.sequence)
         #expect(
-            items.last?.sequence == gops && items.allSatisfy { $0.stream == 1 }, "\(items.map(\.sequence))",
-            sourceLocation: sourceLocation)
+            numbers.count == Int(gops) && zip(numbers, numbers.dropFirst()).allSatisfy { $1 == $0 + 1 }
+                && (numbers.first ?? 0) > 1_000_000_000_000 && items.allSatisfy { $0.stream == items[0].stream },
+            "\(numbers)", sourceLocation: sourceLocation)
         #expect(
             context.uploadsIfRunning == UploadFigures(waiting: 2, uploaded: 5, bytes: 7, failures: 1),
             sourceLocation: sourceLocation)

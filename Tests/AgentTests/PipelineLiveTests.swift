@@ -44,7 +44,18 @@ import Testing
         let sounds = agent.liveGOPs.map(\.sound)
         // A keyframe a second: every GOP but the last (still open at the end), whole, one after
         // the other, each once.
-        #expect(gops.count == 7 && agent.live.count == 8, "\(agent.live.count) updates")
+        let frames = agent.live.compactMap {
+            if case .frame(let sample, let sound) = $0 { (sample, sound) } else { nil }
+        }
+        #expect(
+            gops.count == 7 && agent.live.count - frames.count == 9,
+            "\(agent.live.count - frames.count) updates besides the frames")
+        // Each access unit too, as it came out of the encoder, with the sound heard since the
+        // one before: every frame of the 8 s once, in order, every chunk once.
+        #expect(frames.count == 120 && frames.map(\.0.pts) == frames.map(\.0.pts).sorted())
+        #expect(Array(frames.map(\.0).prefix(105)) == gops.flatMap(\.samples))
+        #expect(frames.flatMap(\.1) == Array(chunks.prefix(frames.flatMap(\.1).count)))
+        #expect(frames.flatMap(\.1).count >= heardBefore[heardBefore.count - 1])
         #expect(gops.map(\.start.seconds) == [0, 1, 2, 3, 4, 5, 6])
         #expect(gops.allSatisfy { $0.samples[0].isKeyframe && $0.count == 15 })
         #expect(zip(gops, gops.dropFirst()).allSatisfy { $0.end == $1.start })

@@ -117,16 +117,22 @@ import Testing
         feed.interrupt()
         feed.begin(movie)
         for gop in gops[3..<6] { feed.publish(gop) }
+        // Six GOPs of 0.4 s: all kept (a window of 4 is the least kept) and all listed (three
+        // target durations of 1 s make 8 of them).
         let playlist = try #require(LivePlaylist.playlist(feed.items))
         #expect(
             playlist == """
                 #EXTM3U
                 #EXT-X-VERSION:7
                 #EXT-X-TARGETDURATION:1
-                #EXT-X-MEDIA-SEQUENCE:3
+                #EXT-X-MEDIA-SEQUENCE:1
                 #EXT-X-DISCONTINUITY-SEQUENCE:0
                 #EXT-X-INDEPENDENT-SEGMENTS
                 #EXT-X-MAP:URI="live/init-1.mp4"
+                #EXTINF:0.400,
+                live/1.m4s
+                #EXTINF:0.400,
+                live/2.m4s
                 #EXTINF:0.400,
                 live/3.m4s
                 #EXT-X-DISCONTINUITY
