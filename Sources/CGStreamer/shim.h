@@ -13,7 +13,7 @@
 
 // Called (on a thread of gst-rtsp-server's) when a client's media is made: `appsrc` is its
 // source (a reference the callee owns: gst_object_unref it when done).
-typedef void (*vigil_rtsp_media_made)(void *context, GstElement *appsrc);
+typedef void (*vigil_rtsp_media_made)(void *context, GstElement *appsrc, GstElement *audio);
 
 // Each client its own media (not shared): its pipeline starts at the newest keyframe the feed
 // has. `appsrc` is live, in time format, never blocks the pusher, and drops its oldest
@@ -34,13 +34,21 @@ static void vigil_rtsp_media_configure(GstRTSPMediaFactory *factory, GstRTSPMedi
     vigil_rtsp_factory_data *d = (vigil_rtsp_factory_data *)data;
     GstElement *bin = gst_rtsp_media_get_element(media);
     GstElement *appsrc = gst_bin_get_by_name_recurse_up(GST_BIN(bin), "video");
+    GstElement *audio = gst_bin_get_by_name_recurse_up(GST_BIN(bin), "audio");
     gst_object_unref(bin);
-    if (appsrc == NULL) return;
-    g_object_set(appsrc, "is-live", TRUE, "format", GST_FORMAT_TIME, "do-timestamp", FALSE, "block", FALSE,
-                 "max-bytes", d->max_bytes, "max-buffers", (guint64)0, "max-time", (guint64)0, NULL);
-    // GST_APP_LEAKY_TYPE_DOWNSTREAM (1.20): past max-bytes the oldest buffer queued goes.
-    g_object_set(appsrc, "leaky-type", 2, NULL);
-    d->made(d->context, appsrc);
+    if (appsrc == NULL) {
+        if (audio != NULL) gst_object_unref(audio);
+        return;
+    }
+    GstElement *sources[2] = {appsrc, audio};
+    for (int i = 0; i < 2; i++) {
+        if (sources[i] == NULL) continue;
+        g_object_set(sources[i], "is-live", TRUE, "format", GST_FORMAT_TIME, "do-timestamp", FALSE, "block", FALSE,
+                     "max-bytes", d->max_bytes, "max-buffers", (guint64)0, "max-time", (guint64)0, NULL);
+        // GST_APP_LEAKY_TYPE_DOWNSTREAM (1.20): past max-bytes the oldest buffer queued goes.
+        g_object_set(sources[i], "leaky-type", 2, NULL);
+    }
+    d->made(d->context, appsrc, audio);
 }
 
 // At most `limit` clients at once. A newcomer beyond it pushes out the client that has waited
@@ -154,7 +162,8 @@ static void vigil_rtsp_client_connected(GstRTSPServer *server, GstRTSPClient *cl
 // (`context`, which the caller runs in a GMainLoop), `client_limit` clients at most, with the digest users of the htdigest
 // file `password_file` in `realm` (NULL: no authentication). NULL when it cannot listen.
 static inline GstRTSPServer *vigil_rtsp_server_start(
-    GMainContext *context, const char *address, int port, const char *path, guint64 max_bytes, guint client_limit,
+    GMainContext *context, const char *address, int port, const char *path, int sound, guint64 max_bytes,
+    guint client_limit,
     gint64 burst, vigil_rtsp_admit admit, vigil_rtsp_signed signed_in, void *signin_context,
     const char *password_file, const char *realm, vigil_rtsp_media_made made, void *made_context,
     guint *source_id)
@@ -178,9 +187,11 @@ static inline GstRTSPServer *vigil_rtsp_server_start(
                           (GClosureNotify)g_free, 0);
 
     GstRTSPMediaFactory *factory = gst_rtsp_media_factory_new();
+    // With a microphone, its sound as Opus (RFC 7587) in a second stream.
     gst_rtsp_media_factory_set_launch(
-        factory,
-        "( appsrc name=video ! rtph264pay name=pay0 pt=96 config-interval=0 )");
+        factory, sound ? "( appsrc name=video ! rtph264pay name=pay0 pt=96 config-interval=0 "
+                         "appsrc name=audio ! rtpopuspay name=pay1 pt=97 )"
+                       : "( appsrc name=video ! rtph264pay name=pay0 pt=96 config-interval=0 )");
     gst_rtsp_media_factory_set_shared(factory, FALSE);
     gst_rtsp_media_factory_set_suspend_mode(factory, GST_RTSP_SUSPEND_MODE_NONE);
     gst_rtsp_media_factory_set_protocols(
@@ -233,6 +244,17 @@ static inline void vigil_rtsp_set_caps(GstElement *appsrc, int width, int height
         "video/x-h264", "stream-format", G_TYPE_STRING, "avc", "alignment", G_TYPE_STRING, "au", "width",
         G_TYPE_INT, width, "height", G_TYPE_INT, height, "codec_data", GST_TYPE_BUFFER, codec_data, NULL);
     gst_buffer_unref(codec_data);
+    gst_app_src_set_caps(GST_APP_SRC(appsrc), caps);
+    gst_caps_unref(caps);
+}
+
+// The caps of the Opus packets of a microphone with `channels` channels (libopus encodes at the
+// capture's rate; Opus over RTP always says 48000).
+static inline void vigil_rtsp_set_opus_caps(GstElement *appsrc, int channels)
+{
+    GstCaps *caps = gst_caps_new_simple(
+        "audio/x-opus", "channel-mapping-family", G_TYPE_INT, 0, "channels", G_TYPE_INT, channels, "rate",
+        G_TYPE_INT, 48000, NULL);
     gst_app_src_set_caps(GST_APP_SRC(appsrc), caps);
     gst_caps_unref(caps);
 }

@@ -3,23 +3,29 @@ internal import CGStreamer
 import Media
 import QuickTime
 import Synchronization
+import Web
 
-/// Hands the live feed's GOPs to each RTSP client's `appsrc`, on the server's main loop thread
-/// (a tick every `tickMilliseconds`): it reads the feed and never waits, and the pipeline never
-/// waits for it — a client that does not keep up loses its oldest picture in its `appsrc`
-/// (bounded by bytes), the recording nothing.
+/// Hands the live feed's access units to each RTSP client's `appsrc`, frame by frame as the
+/// encoder makes them, on the server's main loop thread (a tick every `tickMilliseconds`): it
+/// reads the feed and never waits, and the pipeline never waits for it — a client that does
+/// not keep up loses its oldest picture in its `appsrc` (bounded by bytes), the recording
+/// nothing.
 ///
-/// Each client starts at the newest complete GOP (its keyframe first, so its first picture
-/// shows at once) and goes on with every GOP published after it, on a timeline of its own that
-/// starts at 0. A camera that comes back in the same format goes on under its clients; in
-/// another, their streams end, and they ask again.
+/// Each client starts with the GOP in progress, its keyframe first (so its first picture shows
+/// at once), then every frame published after it, on a timeline of its own that starts at 0; a
+/// client that fell so far behind that a keyframe came since goes on from the newest one. With
+/// a microphone, the sound heard with each frame goes to the client's `audio` source as Opus
+/// (`LiveSound`: encoded once for every client, only while there are any). A camera that comes
+/// back in the same format goes on under its clients; in another, their streams end, and they
+/// ask again.
 final class RTSPFeeder: @unchecked Sendable {
     // `@unchecked Sendable`: the clients (their C pointers) are behind `state`'s lock.
 
-    /// One client's media: its source, and where it is in the feed.
+    /// One client's media: its sources, and where it is in the feed.
     struct Client: @unchecked Sendable {
         var source: UnsafeMutablePointer<GstElement>
-        var sequence: UInt64?
+        var audio: UnsafeMutablePointer<GstElement>?
+        var number: UInt64?
         var stream: Int?
         /// The feed's time of this client's timeline's zero, and the timeline's time of the
         /// current stream's zero (a new stream goes on where the last one ended).
@@ -30,10 +36,13 @@ final class RTSPFeeder: @unchecked Sendable {
         var parameterSets: [UInt8] = []
         /// The format the client was told (its description, the caps).
         var format: VideoTrackFormat?
+        /// The sound's format its `audio` source was given.
+        var soundFormat: AudioTrackFormat?
     }
 
     struct State {
         var feed: LiveFeed?
+        var sound: LiveSound?
         var clients: [Client] = []
     }
 
@@ -44,12 +53,17 @@ final class RTSPFeeder: @unchecked Sendable {
 
     private let state = Mutex(State())
 
-    /// The feed to read (the agent's run began).
-    func attach(_ feed: LiveFeed) { state.withLock { $0.feed = feed } }
+    /// The feed to read (the agent's run began), and the sound's encoding for it.
+    func attach(_ feed: LiveFeed, sound: LiveSound?) {
+        state.withLock {
+            $0.feed = feed
+            $0.sound = sound
+        }
+    }
 
-    /// A client's media was made: its source is fed from the next tick on.
-    func add(_ source: UnsafeMutablePointer<GstElement>) {
-        state.withLock { $0.clients.append(Client(source: source)) }
+    /// A client's media was made: its sources are fed from the next tick on.
+    func add(_ source: UnsafeMutablePointer<GstElement>, audio: UnsafeMutablePointer<GstElement>?) {
+        state.withLock { $0.clients.append(Client(source: source, audio: audio)) }
     }
 
     /// How many clients are fed now.
@@ -59,14 +73,14 @@ final class RTSPFeeder: @unchecked Sendable {
     func tick() {
         state.withLock { s in
             guard let feed = s.feed else { return }
-            let items = feed.items
-            guard !items.isEmpty else { return }
             var gone: [Int] = []
-            for index in s.clients.indices where !Self.feed(&s.clients[index], items) {
-                gone.append(index)
+            for index in s.clients.indices {
+                guard case .frames(let frames) = feed.frames(after: s.clients[index].number) else { continue }
+                if !Self.feed(&s.clients[index], frames, sound: s.sound) { gone.append(index) }
             }
             for index in gone.reversed() {
                 gst_object_unref(s.clients[index].source)
+                if let audio = s.clients[index].audio { gst_object_unref(audio) }
                 s.clients.remove(at: index)
             }
         }
@@ -75,64 +89,83 @@ final class RTSPFeeder: @unchecked Sendable {
     /// Lets go of every client (the server stops).
     func removeAll() {
         state.withLock { s in
-            for client in s.clients { gst_object_unref(client.source) }
+            for client in s.clients {
+                gst_object_unref(client.source)
+                if let audio = client.audio { gst_object_unref(audio) }
+            }
             s.clients = []
             s.feed = nil
+            s.sound = nil
         }
     }
 
-    /// Pushes the GOPs of `items` newer than what `client` has; false when its media is gone.
-    private static func feed(_ client: inout Client, _ items: [LiveFeed.Item]) -> Bool {
-        let new: ArraySlice<LiveFeed.Item>
-        if let sequence = client.sequence {
-            new = items.drop { $0.sequence <= sequence }
-        } else {
-            new = items.suffix(1)
-        }
-        for item in new {
-            if let stream = client.stream, stream != item.stream, client.format != item.movie.video {
-                // The camera came back in another format (size, profile): the client's stream
-                // ends (an RTCP BYE), and it asks again for the new one, whose description
-                // says it — a player told one format mid-stream may not take another.
-                vigil_rtsp_end(client.source)
-                return false
+    /// Pushes `frames` (those after what `client` has); false when its media is gone or its
+    /// stream ended.
+    private static func feed(_ client: inout Client, _ frames: [LiveFeed.Frame], sound: LiveSound?) -> Bool {
+        for frame in frames {
+            let sample = frame.sample
+            if let stream = client.stream, stream != frame.stream {
+                if client.format != frame.movie.video {
+                    // The camera came back in another format (size, profile): the client's
+                    // stream ends (an RTCP BYE), and it asks again for the new one, whose
+                    // description says it — a player told one format mid-stream may not take
+                    // another.
+                    vigil_rtsp_end(client.source)
+                    if let audio = client.audio { vigil_rtsp_end(audio) }
+                    return false
+                }
+                // The same format again: its first frame must be a keyframe.
+                guard sample.isKeyframe else { continue }
             }
-            if client.stream != item.stream {
-                let video = item.movie.video
+            if client.stream != frame.stream {
+                let video = frame.movie.video
                 let record = avcConfiguration(video)
                 record.withUnsafeBufferPointer {
                     vigil_rtsp_set_caps(
                         client.source, Int32(video.width), Int32(video.height), $0.baseAddress, $0.count)
                 }
-                client.base = item.gop.samples[0].dts
+                client.base = sample.dts
                 client.offset = client.end
-                client.stream = item.stream
+                client.stream = frame.stream
                 client.format = video
                 client.parameterSets =
                     lengthPrefixed(video.sequenceParameterSet) + lengthPrefixed(video.pictureParameterSet)
             }
-            let samples = item.gop.samples
-            for (index, sample) in samples.enumerated() {
-                let next = index + 1 < samples.count ? samples[index + 1].dts : item.gop.end
-                let dts = client.offset + (sample.dts - client.base).nanoseconds
-                let pts = client.offset + (sample.pts - client.base).nanoseconds
-                let duration = next.map { ($0 - sample.dts).nanoseconds } ?? -1
-                let prefix = sample.isKeyframe ? client.parameterSets : []
-                let result = prefix.withUnsafeBufferPointer { prefix in
-                    sample.data.withUnsafeBufferPointer {
-                        vigil_rtsp_push(
-                            client.source, prefix.baseAddress, prefix.count, $0.baseAddress, $0.count,
-                            UInt64(max(0, pts)), UInt64(max(0, dts)), duration > 0 ? UInt64(duration) : UInt64.max,
-                            sample.isKeyframe ? 1 : 0)
-                    }
+            let dts = client.offset + (sample.dts - client.base).nanoseconds
+            let pts = client.offset + (sample.pts - client.base).nanoseconds
+            let prefix = sample.isKeyframe ? client.parameterSets : []
+            let result = prefix.withUnsafeBufferPointer { prefix in
+                sample.data.withUnsafeBufferPointer {
+                    vigil_rtsp_push(
+                        client.source, prefix.baseAddress, prefix.count, $0.baseAddress, $0.count,
+                        UInt64(max(0, pts)), UInt64(max(0, dts)), UInt64.max, sample.isKeyframe ? 1 : 0)
                 }
-                guard result == 0 else { return false }
-                client.end = max(client.end, dts + max(duration, 0))
             }
-            client.sequence = item.sequence
+            guard result == 0 else { return false }
+            client.end = max(client.end, dts)
+            client.number = frame.number
+            if let audio = client.audio, let sound, let format = frame.sound, let run = sound.run(for: frame) {
+                if client.soundFormat != format {
+                    vigil_rtsp_set_opus_caps(audio, Int32(format.channels))
+                    client.soundFormat = format
+                }
+                var time = client.offset + (run.start - client.base).nanoseconds
+                for packet in run.packets {
+                    let result = packet.withUnsafeBufferPointer {
+                        vigil_rtsp_push(
+                            audio, nil, 0, $0.baseAddress, $0.count, UInt64(max(0, time)), UInt64(max(0, time)),
+                            UInt64(Self.opusFrame), 1)
+                    }
+                    guard result == 0 else { return false }
+                    time += Self.opusFrame
+                }
+            }
         }
         return true
     }
+
+    /// An Opus packet's length (LiveSound encodes 20 ms frames), in nanoseconds.
+    static let opusFrame: Int64 = 20_000_000
 
     /// A NAL unit with its 4-byte length before it.
     static func lengthPrefixed(_ unit: [UInt8]) -> [UInt8] {

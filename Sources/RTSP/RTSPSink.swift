@@ -38,8 +38,15 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
     /// Failed sign-ins counted per address (with a password file).
     private let signIn: RTSPSignIn?
 
-    /// Starts the server `settings` describe for the camera named `camera`.
-    public init(settings: Settings.RTSP, camera: String, log: Logger) throws(RTSPServerError) {
+    /// Whether the stream has a second media, the microphone's sound.
+    private let sound: Bool
+    private let log: Logger
+
+    /// Starts the server `settings` describe for the camera named `camera`; `sound`: with the
+    /// microphone's sound (`audio.enabled`) as a second media.
+    public init(settings: Settings.RTSP, camera: String, sound: Bool = false, log: Logger) throws(RTSPServerError) {
+        self.sound = sound
+        self.log = log
         var problem: UnsafeMutablePointer<GError>?
         guard gst_init_check(nil, nil, &problem) != 0 else {
             let text = problem.map { String(cString: $0.pointee.message) } ?? "unknown"
@@ -61,13 +68,14 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
                 String(cString: address), signedIn: signedIn != 0, authorization: String(cString: authorization),
                 method: String(cString: method))
         }
-        let made: vigil_rtsp_media_made = { context, source in
+        let made: vigil_rtsp_media_made = { context, source, audio in
             guard let context, let source else { return }
-            Unmanaged<RTSPFeeder>.fromOpaque(context).takeUnretainedValue().add(source)
+            Unmanaged<RTSPFeeder>.fromOpaque(context).takeUnretainedValue().add(source, audio: audio)
         }
         guard
             let server = vigil_rtsp_server_start(
-                context, settings.listen, Int32(settings.port), path, RTSPFeeder.queuedBytes, UInt32(Self.clientLimit),
+                context, settings.listen, Int32(settings.port), path, sound ? 1 : 0, RTSPFeeder.queuedBytes,
+                UInt32(Self.clientLimit),
                 RTSPTicker.burst, signIn == nil ? nil : admit, signIn == nil ? nil : signed,
                 signIn.map { Unmanaged.passUnretained($0).toOpaque() },
                 settings.realm == nil ? nil : settings.passwordFile, settings.realm, made,
@@ -103,7 +111,7 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
     /// The agent's run begins: the live feed is kept, and clients are fed from it.
     public func start(_ context: SinkContext) {
         context.live.open()
-        feeder.attach(context.live)
+        feeder.attach(context.live, sound: sound ? LiveSound(feed: context.live, log: log) : nil)
     }
 
     public func handle(_ event: AgentEvent) {}

@@ -7,8 +7,8 @@ import QuickTime
 import RTSP
 
 /// What ten RTSP viewers cost: the agent's RTSP server (`RTSPSink`, gst-rtsp-server) fed the
-/// GOPs the encoder made (`samples`, published again and again in real time as the pipeline
-/// publishes them), with ten `ffmpeg -c copy` clients over TCP on the loopback — this process's
+/// access units the encoder made (`samples`, published again and again in real time, frame by
+/// frame, as the pipeline publishes them), with ten `ffmpeg -c copy` clients over TCP on the loopback — this process's
 /// CPU time (every thread: the server's loop, GStreamer's, the kernel's work on its sockets)
 /// over `seconds` with the ten, less the same with none, as a share of the x264 encode of the
 /// frames published meanwhile (`encodePerFrame`, 1 thread).
@@ -42,10 +42,15 @@ func measureRTSPViewers(
             while elapsed() < seconds {
                 for gop in gops {
                     let shifted = gop.shifted(by: Timestamp.Duration(nanoseconds: round * cycle.nanoseconds))
-                    // Each GOP goes out once it is complete, as the pipeline publishes it.
-                    published += Double((gop.end! - gop.start).nanoseconds) / 1e9
-                    let wait = published - elapsed()
-                    if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+                    // Each frame goes out once its time has come, and the GOP once complete, as
+                    // the pipeline publishes them.
+                    for (index, sample) in shifted.samples.enumerated() {
+                        let next = index + 1 < shifted.samples.count ? shifted.samples[index + 1].dts : shifted.end!
+                        published += Double((next - sample.dts).nanoseconds) / 1e9
+                        let wait = published - elapsed()
+                        if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+                        feed.publish(frame: sample)
+                    }
                     feed.publish(shifted)
                     frames += gop.count
                 }

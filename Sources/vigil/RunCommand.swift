@@ -131,7 +131,9 @@ enum RunCommand: Command {
                 [("problem", .string(problem.description))])
         } else if settings.rtsp.enabled {
             do {
-                environment.sinks.append(try RTSPSink(settings: settings.rtsp, camera: settings.camera.name, log: log))
+                environment.sinks.append(
+                    try RTSPSink(
+                        settings: settings.rtsp, camera: settings.camera.name, sound: settings.audio.enabled, log: log))
             } catch {
                 log.error(
                     "rtsp server off: it cannot start; recording goes on without it — fix what the error says, then restart",
