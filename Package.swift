@@ -53,6 +53,9 @@ let package = Package(
         .target(name: "Recorder", dependencies: ["Media", "QuickTime"]),
         // `vigil analyze`: detection and the event logic over a whole source; JSON, CSV, SVG.
         .target(name: "Analysis", dependencies: ["Media", "MotionDetection", "Recorder"]),
+        // ONVIF's messages: a small bounded XML reader (no DTD), SOAP requests and WS-Security's
+        // UsernameToken, the device and media services' answers, WS-Discovery's probes and replies.
+        .target(name: "ONVIF", dependencies: ["Media"]),
 
         // Adapters.
         // The operating system at the edge: errors, retrying interrupted calls, file descriptors
@@ -172,6 +175,7 @@ let package = Package(
             dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
+        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Media"]),
         // Against the real server on a loopback port, with curl and raw sockets as clients.
         .testTarget(
             name: "WebTests",
