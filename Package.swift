@@ -103,7 +103,7 @@ let package = Package(
         .target(
             name: "Web",
             dependencies: [
-                "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "Snapshot",
+                "Agent", "Configuration", "Logging", "Media", "ONVIF", "POSIX", "QuickTime", "Recorder", "Snapshot",
                 "CMicroHTTPD", "COpus",
             ]),
         // Clips off the board: each saved clip copied to an S3-compatible bucket, an SFTP server or a
@@ -124,7 +124,7 @@ let package = Package(
             name: "vigil",
             dependencies: [
                 "Agent", "Analysis", "Media", "QuickTime", "Recorder", "H264", "Capture", "Configuration", "Storage",
-                "MQTT", "Web", "Upload", "RTSP", "POSIX", "Logging",
+                "MQTT", "Web", "Upload", "RTSP", "ONVIF", "POSIX", "Logging",
             ]
         ),
 
@@ -179,7 +179,9 @@ let package = Package(
         // Against the real server on a loopback port, with curl and raw sockets as clients.
         .testTarget(
             name: "WebTests",
-            dependencies: ["Web", "Agent", "Configuration", "Logging", "Media", "POSIX", "Recorder", "TestSupport"]),
+            dependencies: [
+                "Web", "Agent", "Configuration", "Logging", "Media", "ONVIF", "POSIX", "Recorder", "TestSupport",
+            ]),
         .testTarget(name: "SnapshotTests", dependencies: ["Snapshot", "Media", "TestSupport"]),
         .testTarget(
             name: "OverlayTests",

@@ -75,10 +75,11 @@ public struct UsernameToken: Sendable, Equatable {
     public let created: String?
 
     /// The token in `header`'s `Security` element (matched by local names: clients differ in
-    /// prefixes and in the utility namespace's version); nil without one.
+    /// prefixes and in the utility namespace's version); nil without one, or with no user name
+    /// (what a client given no user sends).
     public init?(header: XMLElement?) {
         guard let token = header?.child("Security")?.child("UsernameToken"),
-            let username = token.child("Username")?.trimmedText
+            let username = token.child("Username")?.trimmedText, !username.isEmpty
         else { return nil }
         self.username = username
         let given = token.child("Password")

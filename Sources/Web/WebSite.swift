@@ -2,6 +2,7 @@ import Agent
 import FoundationEssentials
 import Logging
 import Media
+import ONVIF
 import Recorder
 import Synchronization
 
@@ -30,11 +31,14 @@ public final class WebSite: Sendable {
     let signIn: Bool
     /// The live stream's sound, encoded for viewers.
     let sound: LiveSound
+    /// ONVIF's services, with `onvif.enabled`.
+    let onvif: ONVIFEndpoint?
 
     public init(
         camera: String, version: String, storage: any ClipStorage, context: SinkContext, signIn: Bool = false,
-        log: Logger? = nil
+        onvif: ONVIFEndpoint? = nil, log: Logger? = nil
     ) {
+        self.onvif = onvif
         sound = LiveSound(feed: context.live, log: log)
         self.camera = camera
         self.version = version
@@ -76,6 +80,9 @@ public final class WebSite: Sendable {
         if request.path == "/api/trigger" { return trigger(request) }
         if request.path == "/api/clips/delete" { return deleteClip(request) }
         if request.path == "/api/detection" { return detection(request) }
+        if let onvif, let service = ONVIFService(path: request.path) {
+            return onvif.respond(request, service: service, live: context.live.items)
+        }
         guard request.method == "GET" || request.method == "HEAD" else {
             return .methodNotAllowed("Only GET and HEAD are served here.", allowed: "GET, HEAD")
         }

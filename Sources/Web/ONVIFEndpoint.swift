@@ -1,0 +1,121 @@
+import Agent
+import Configuration
+import Media
+import ONVIF
+import POSIX
+import QuickTime
+
+/// ONVIF's device and media services (`/onvif/device_service`, `/onvif/media_service`) on the
+/// web server, so its rules hold for them (the Host check, the sign-in throttle, the connection
+/// limits). SOAP 1.2 POSTs, answered on the polling thread from memory: the camera as
+/// `ONVIFDevice` describes it, its size from the live feed (the settings' until the first GOP).
+///
+/// Who may call: without passwords, anyone who reaches the server (this machine only). With
+/// them, the PRE_AUTH operations (the clock, the services) anyone, the rest a user of the
+/// password file: signed in with HTTP Digest (the server checked it), or with a WS-Security
+/// UsernameToken whose password is text (hashed as the file's are, and compared). A
+/// PasswordDigest hashes the password itself, which the file does not hold: refused, with why.
+public struct ONVIFEndpoint: Sendable {
+    /// The camera, with the settings' size (the live feed's replaces it once there is one).
+    let device: ONVIFDevice
+    let passwords: WebPasswords?
+    /// Where the server listens (`address:port`): the authority of a request without `Host`.
+    let listening: String
+    /// Seconds since 1970, UTC: the clock GetSystemDateAndTime says and a token is checked on.
+    let wallClock: @Sendable () -> Double
+
+    /// The paths it answers, whose sign-in may be in the body.
+    public static let paths: Set<String> = ["/onvif/device_service", "/onvif/media_service"]
+
+    public init(
+        device: ONVIFDevice, passwords: WebPasswords?, listening: String,
+        wallClock: @escaping @Sendable () -> Double = {
+            let now = WallClock.now()
+            return Double(now.seconds) + Double(now.nanoseconds) / 1e9
+        }
+    ) {
+        self.device = device
+        self.passwords = passwords
+        self.listening = listening
+        self.wallClock = wallClock
+    }
+
+    /// The answer to `request` for `service`, with the stream as `live` has it.
+    func respond(_ request: HTTPRequest, service: ONVIFService, live: [LiveFeed.Item]) -> HTTPResponse {
+        guard request.method == "POST" else {
+            return .methodNotAllowed("ONVIF's services take SOAP 1.2 requests, POSTed.", allowed: "POST")
+        }
+        var limits = XMLReader.Limits()
+        limits.bytes = HTTPServer.Limits().bodyBytes
+        let soap: SOAPRequest
+        switch SOAPRequest.parse(request.body, limits: limits) {
+        case .success(let parsed): soap = parsed
+        case .failure(let problem):
+            // A client that signs in with HTTP Digest first sends its POST without a body, to be
+            // asked (curl does): one that has not signed in is asked, whatever it sent.
+            if request.signInPending { return Self.refused(Self.signInFirst, failed: nil) }
+            return Self.response(.badRequest(problem))
+        }
+        let now = wallClock()
+        var signIn: HTTPResponse.SignIn?
+        if let passwords, request.user == nil, !ONVIFDevice.preAuthentication(soap) {
+            switch soap.usernameToken?.check(users: passwords.users, realm: passwords.realm, now: now) {
+            case .signedIn?: signIn = .succeeded
+            case nil: return Self.refused(Self.signInFirst, failed: nil)
+            case .wrongPassword(let user)?:
+                return Self.refused("The user name or password is wrong.", failed: user)
+            case .stale?:
+                return Self.refused(
+                    "The UsernameToken's Created time is more than 5 minutes from this camera's clock (UTC \(ISO8601.text(now))): a replay, or a clock to set right (GetSystemDateAndTime needs no sign-in).",
+                    failed: nil)
+            case .digestCannotBeChecked?:
+                return Self.refused(
+                    "This camera keeps only Digest hashes of its passwords, never a password, so it cannot check a WS-Security PasswordDigest: sign in with HTTP Digest, or send the password as PasswordText (over HTTPS).",
+                    failed: nil)
+            }
+        }
+        let authority = request.header("host").flatMap { HostCheck.hostPart($0) != nil ? $0.trimmingSpaces : nil }
+        let reached = authority ?? listening
+        let host = HostCheck.hostPart(reached) ?? reached
+        var response = Self.response(
+            described(live).answer(soap, service: service, authority: reached, host: host, now: now))
+        response.signIn = signIn
+        return response
+    }
+
+    /// The device with the stream as the live feed has it: its size and H.264 profile, its
+    /// keyframe interval in frames.
+    func described(_ live: [LiveFeed.Item]) -> ONVIFDevice {
+        var described = device
+        guard let newest = live.last else { return described }
+        described.video.width = newest.movie.video.width
+        described.video.height = newest.movie.video.height
+        described.video.keyframeInterval = max(1, newest.gop.samples.count)
+        let sps = newest.movie.video.sequenceParameterSet
+        // profile_idc, after the NAL header byte.
+        if sps.count > 1 {
+            switch sps[1] {
+            case 66: described.video.profile = "Baseline"
+            case 77: described.video.profile = "Main"
+            case 88: described.video.profile = "Extended"
+            default: described.video.profile = "High"
+            }
+        }
+        return described
+    }
+
+    static let signInFirst =
+        "Sign in: this camera's ONVIF services need a user of its password file (HTTP Digest, or a WS-Security UsernameToken)."
+
+    static func response(_ reply: SOAPReply) -> HTTPResponse {
+        .text(reply.status, reply.body, type: SOAPReply.contentType, headers: [("Cache-Control", "no-store")])
+    }
+
+    /// A refusal (sent as a 401 that asks for Digest, with this fault as its body);
+    /// `failed`: the user whose wrong password counts as a failed sign-in.
+    static func refused(_ reason: String, failed: String?) -> HTTPResponse {
+        var response = response(.notAuthorized(reason))
+        response.signIn = .refused(failedUser: failed)
+        return response
+    }
+}
