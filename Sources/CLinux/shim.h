@@ -1,5 +1,8 @@
+#include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -46,4 +49,40 @@ static inline ssize_t vigil_udp_receive(
         }
     }
     return received;
+}
+
+/// The IPv4 addresses of this machine's interfaces that are up, not loopback, and take
+/// multicast, at most `capacity` of them, into `addresses` (4 bytes each): SIOCGIFCONF and
+/// SIOCGIFFLAGS on an AF_INET socket, not getifaddrs, which needs a netlink socket (the
+/// packaged service's RestrictAddressFamilies refuses one). Returns how many, or -1 with errno.
+static inline int vigil_multicast_interfaces(unsigned char *addresses, int capacity) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct ifreq requests[64];
+    struct ifconf list;
+    list.ifc_len = sizeof requests;
+    list.ifc_req = requests;
+    if (ioctl(fd, SIOCGIFCONF, &list) < 0) {
+        int error = errno;
+        close(fd);
+        errno = error;
+        return -1;
+    }
+    int count = 0;
+    for (int i = 0; i < list.ifc_len / (int)sizeof(struct ifreq) && count < capacity; i++) {
+        if (requests[i].ifr_addr.sa_family != AF_INET) continue;
+        struct sockaddr_in address;
+        memcpy(&address, &requests[i].ifr_addr, sizeof address);
+        struct ifreq flags;
+        memset(&flags, 0, sizeof flags);
+        memcpy(flags.ifr_name, requests[i].ifr_name, IFNAMSIZ);
+        if (ioctl(fd, SIOCGIFFLAGS, &flags) < 0) continue;
+        if (!(flags.ifr_flags & IFF_UP) || (flags.ifr_flags & IFF_LOOPBACK) || !(flags.ifr_flags & IFF_MULTICAST)) {
+            continue;
+        }
+        memcpy(addresses + 4 * count, &address.sin_addr, 4);
+        count++;
+    }
+    close(fd);
+    return count;
 }

@@ -1,5 +1,6 @@
 internal import CLinux
 internal import Glibc
+import Synchronization
 
 /// A UDP socket (IPv4) that takes a multicast group's datagrams on every interface that can
 /// (WS-Discovery's probes), says for each where it came from and which of this machine's
@@ -8,7 +9,7 @@ internal import Glibc
 ///
 /// `@unchecked Sendable`: `receive` runs on one thread; `stop` only writes to the wake pipe;
 /// `send` is `sendto`, which the kernel serializes, and the interface it sends from (a socket
-/// option) is set only by the thread that sends to the group.
+/// option) is set only by the thread that sends to the group; what it joined is under a lock.
 public final class MulticastSocket: @unchecked Sendable {
     /// A datagram taken.
     public struct Datagram: Sendable, Equatable {
@@ -26,26 +27,22 @@ public final class MulticastSocket: @unchecked Sendable {
         case datagram(Datagram)
         /// A datagram longer than the limit, dropped unread: its length.
         case tooLong(Int)
+        /// Nothing came in the time given.
+        case quiet
         /// `stop` was called.
         case stopped
     }
 
-    /// This machine's IPv4 addresses that can take multicast (up, not loopback).
+    /// This machine's IPv4 addresses that can take multicast (up, not loopback), asked of an
+    /// AF_INET socket (no netlink: the packaged service's sandbox refuses it).
     public static func interfaceAddresses() -> [[UInt8]] {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0, let first = list else { return [] }
-        defer { freeifaddrs(list) }
+        var bytes = [UInt8](repeating: 0, count: 4 * 64)
+        let count = bytes.withUnsafeMutableBufferPointer { vigil_multicast_interfaces($0.baseAddress, 64) }
+        guard count > 0 else { return [] }
         var addresses: [[UInt8]] = []
-        var next: UnsafeMutablePointer<ifaddrs>? = first
-        while let entry = next {
-            next = entry.pointee.ifa_next
-            let flags = entry.pointee.ifa_flags
-            guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET),
-                flags & UInt32(IFF_UP) != 0, flags & UInt32(IFF_LOOPBACK) == 0,
-                flags & UInt32(IFF_MULTICAST) != 0,
-                let bytes = NumericAddress.bytes(ofSocketAddress: UnsafeRawPointer(address))
-            else { continue }
-            if !addresses.contains(bytes) { addresses.append(bytes) }
+        for i in 0..<Int(count) {
+            let address = Array(bytes[(4 * i)..<(4 * i + 4)])
+            if !addresses.contains(address) { addresses.append(address) }
         }
         return addresses
     }
@@ -53,8 +50,10 @@ public final class MulticastSocket: @unchecked Sendable {
     private let socket: FileDescriptor
     private let wakeRead: FileDescriptor
     private let wakeWrite: FileDescriptor
+    private let group: [UInt8]?
+    private let membership = Mutex<[[UInt8]]>([])
     /// The interfaces whose addresses joined the group.
-    public let joined: [[UInt8]]
+    public var joined: [[UInt8]] { membership.withLock { $0 } }
 
     /// A socket on `address` (4 bytes: 0.0.0.0 for every interface, 127.0.0.1 for this machine
     /// alone) and `port`, with SO_REUSEADDR (other WS-Discovery listeners share the port), in
@@ -75,41 +74,51 @@ public final class MulticastSocket: @unchecked Sendable {
         setsockopt(fd, Int32(IPPROTO_IP), IP_MULTICAST_LOOP, &one, intSize)
         var bound = Self.socketAddress(address, port: port)
         try retryOnInterrupt { withGenericAddress(&bound) { Glibc.bind(fd, $0, $1) } }
-        var joined: [[UInt8]] = []
-        if let group {
-            for interface in interfaces {
-                var request = ip_mreq()
-                withUnsafeMutableBytes(of: &request.imr_multiaddr) { $0.copyBytes(from: group) }
-                withUnsafeMutableBytes(of: &request.imr_interface) { $0.copyBytes(from: interface) }
-                if setsockopt(fd, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, socklen_t(MemoryLayout<ip_mreq>.size))
-                    == 0
-                {
-                    joined.append(interface)
-                }
-            }
-        }
-        self.joined = joined
+        self.group = group
         var ends: [Int32] = [-1, -1]
         try retryOnInterrupt { pipe(&ends) }
         wakeRead = FileDescriptor(adopting: ends[0])
         wakeWrite = FileDescriptor(adopting: ends[1])
         for end in ends { try LineServer.setNonBlockingAndCloseOnExec(end) }
+        _ = join(interfaces)
+    }
+
+    /// Joins the group on those of `interfaces` (their addresses) it has not joined yet, and
+    /// says which it joined now: an interface that came up since (a network that was not up
+    /// when the agent started). Nothing without a group.
+    public func join(_ interfaces: [[UInt8]]) -> [[UInt8]] {
+        guard let group else { return [] }
+        var joinedNow: [[UInt8]] = []
+        for interface in interfaces where !joined.contains(interface) {
+            var request = ip_mreq()
+            withUnsafeMutableBytes(of: &request.imr_multiaddr) { $0.copyBytes(from: group) }
+            withUnsafeMutableBytes(of: &request.imr_interface) { $0.copyBytes(from: interface) }
+            let size = socklen_t(MemoryLayout<ip_mreq>.size)
+            if setsockopt(socket.rawValue, Int32(IPPROTO_IP), IP_ADD_MEMBERSHIP, &request, size) == 0 {
+                joinedNow.append(interface)
+            }
+        }
+        membership.withLock { $0 += joinedNow }
+        return joinedNow
     }
 
     /// The port it is bound to.
     public func localPort() throws(SystemError) -> Int { try socket.localPort() }
 
     /// The next datagram of at most `limit` bytes (a longer one is dropped, and said), waiting
-    /// for it; `.stopped` once `stop` is called.
-    public func receive(limit: Int) -> Received {
+    /// for it `seconds` at most (`.quiet` then); `.stopped` once `stop` is called.
+    public func receive(limit: Int, seconds: Double) -> Received {
         var buffer = [UInt8](repeating: 0, count: limit)
         while true {
             var entries = [
                 pollfd(fd: wakeRead.rawValue, events: Int16(POLLIN), revents: 0),
                 pollfd(fd: socket.rawValue, events: Int16(POLLIN), revents: 0),
             ]
-            guard (try? retryOnInterrupt { poll(&entries, 2, -1) }) != nil else { continue }
+            let timeout = Int32(min(max(seconds, 0) * 1000, 3_600_000))
+            let ready: Int32
+            do { ready = try retryOnInterrupt { poll(&entries, 2, timeout) } } catch { continue }
             if entries[0].revents != 0 { return .stopped }
+            if ready == 0 { return .quiet }
             var from = sockaddr_in()
             var local = in_addr()
             let received = buffer.withUnsafeMutableBytes {

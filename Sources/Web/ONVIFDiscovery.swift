@@ -83,16 +83,24 @@ public final class ONVIFDiscovery: EventSink {
     func nextMessage() -> UInt32 { sent.add(1, ordering: .relaxed).newValue }
 
     public func start(_ context: SinkContext) {
-        if announces {
-            for interface in socket.joined {
-                let hello = DiscoveryMessage.hello(
-                    device: device, xaddr: xaddr(interface), instance: instance, message: nextMessage())
-                send(hello, to: Self.group, port: try? socket.localPort(), interface: interface, what: "hello")
-            }
-        }
+        hello(socket.joined)
         let started = startThread("discovery") { [self] in serve() }
         thread.withLock { $0 = started }
     }
+
+    /// Hello on each of `interfaces` (when it announces).
+    func hello(_ interfaces: [[UInt8]]) {
+        guard announces else { return }
+        for interface in interfaces {
+            let hello = DiscoveryMessage.hello(
+                device: device, xaddr: xaddr(interface), instance: instance, message: nextMessage())
+            send(hello, to: Self.group, port: try? socket.localPort(), interface: interface, what: "hello")
+        }
+    }
+
+    /// How often the interfaces are looked at again: one that came up after the start (the
+    /// agent does not wait for the network) joins the group and is said Hello on.
+    static let interfaceSeconds = 30.0
 
     public func handle(_ event: AgentEvent) {}
 
@@ -108,13 +116,24 @@ public final class ONVIFDiscovery: EventSink {
         }
     }
 
-    /// The thread's loop: each datagram until `finish`.
+    /// The thread's loop: each datagram until `finish`, and the interfaces every
+    /// `interfaceSeconds`.
     func serve() {
+        var due = clock.now().seconds + Self.interfaceSeconds
         while true {
-            switch socket.receive(limit: Self.datagramLimit) {
+            switch socket.receive(limit: Self.datagramLimit, seconds: max(0, due - clock.now().seconds)) {
             case .stopped: return
-            case .tooLong: continue
+            case .tooLong, .quiet: break
             case .datagram(let datagram): answer(datagram)
+            }
+            guard announces, clock.now().seconds >= due else { continue }
+            due = clock.now().seconds + Self.interfaceSeconds
+            let joined = socket.join(MulticastSocket.interfaceAddresses())
+            if !joined.isEmpty {
+                log.info(
+                    "onvif discovery joined a new interface",
+                    [("interfaces", .string(joined.map(NumericAddress.text).joined(separator: " ")))])
+                hello(joined)
             }
         }
     }

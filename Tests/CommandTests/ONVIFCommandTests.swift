@@ -11,7 +11,8 @@ struct ONVIFCommandTests {
     /// An agent with the web server, the RTSP server and ONVIF on free loopback ports, and
     /// the web server's and RTSP server's ports (its log says them).
     static func agent(
-        _ dir: TemporaryDirectory, web: String = "", extra: String = "", password: String? = nil
+        _ dir: TemporaryDirectory, web: String = "", extra: String = "", password: String? = nil,
+        launcher: [String] = []
     ) throws -> (agent: AgentProcess, web: Int, rtsp: Int) {
         let config = try AgentTests.syntheticConfig(
             dir,
@@ -26,7 +27,7 @@ struct ONVIFCommandTests {
                 builtExecutable("vigil"), ["passwd", "--config", config], input: Data("\(password)\n".utf8))
             #expect(set.status == 0, "\(set.stderr)")
         }
-        let agent = try AgentProcess(config: config)
+        let agent = try AgentProcess(config: config, launcher: launcher)
         func port(_ message: String) -> Int? {
             agent.waitFor("msg=\"\(message)\"", timeout: 60).flatMap { logValue($0, "address") }
                 .flatMap { $0.split(separator: ":").last }.flatMap { Int($0) }

@@ -95,10 +95,53 @@ struct ONVIFDiscoveryCommandTests {
         #expect(!agent.output.contains("level=error"), "\(agent.output)")
     }
 
+    /// A program that runs the command after it where no socket of the netlink family can be
+    /// made (a seccomp filter: socket(AF_NETLINK, …) fails with EAFNOSUPPORT), as the packaged
+    /// service's `RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6` has the agent run.
+    static func withoutNetlink(_ dir: TemporaryDirectory) throws -> [String] {
+        let source = dir.file("no-netlink.c"), program = dir.file("no-netlink")
+        try """
+        #include <errno.h>
+        #include <linux/filter.h>
+        #include <linux/seccomp.h>
+        #include <stddef.h>
+        #include <stdio.h>
+        #include <sys/prctl.h>
+        #include <sys/socket.h>
+        #include <sys/syscall.h>
+        #include <unistd.h>
+        int main(int argc, char **argv) {
+            struct sock_filter filter[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_NETLINK, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAFNOSUPPORT),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+            };
+            struct sock_fprog program = {sizeof filter / sizeof filter[0], filter};
+            if (argc < 2 || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
+                perror("no-netlink");
+                return 1;
+            }
+            execv(argv[1], argv + 1);
+            perror("no-netlink: execv");
+            return 1;
+        }
+        """.write(toFile: source, atomically: true, encoding: .utf8)
+        let compiler = try #require(which("clang") ?? which("cc"), "no C compiler (the Swift toolchain has clang)")
+        let built = try runTool(compiler, ["-o", program, source])
+        try #require(built.status == 0, "\(built.stderr)")
+        return [program]
+    }
+
     /// With web.listen serving other machines (so a password file), the camera says Hello in
     /// the multicast group when the agent starts and Bye when it stops, with its endpoint and
-    /// the device service at an interface's address.
-    @Test func helloAtStartAndByeAtStopAreHeardInTheGroup() throws {
+    /// the device service at an interface's address — in the packaged service's sandbox too,
+    /// where no netlink socket can be made (getifaddrs needs one: it found no interface there).
+    @Test(arguments: [false, true])
+    func helloAtStartAndByeAtStopAreHeardInTheGroup(sandboxed: Bool) throws {
         let dir = try TemporaryDirectory("vigil-onvif-hello")
         defer { dir.remove() }
         let port = try Self.freeUDPPort()
@@ -117,7 +160,7 @@ struct ONVIFDiscoveryCommandTests {
 
         let (agent, web, _) = try ONVIFCommandTests.agent(
             dir, web: "listen = \"0.0.0.0\";", extra: "onvif = { enabled = true; discovery_port = \(port); };",
-            password: "pw")
+            password: "pw", launcher: sandboxed ? try Self.withoutNetlink(dir) : [])
         defer { agent.kill(SIGKILL) }
         #expect(waitUntil(timeout: 60) { heard.lines.contains { $0.contains("\"Hello\"") } }, "\(heard.lines)")
         agent.kill(SIGTERM)
@@ -133,5 +176,51 @@ struct ONVIFDiscoveryCommandTests {
             xaddrs.count == 1 && xaddrs[0].hasSuffix(":\(web)/onvif/device_service")
                 && !xaddrs[0].contains("127.0.0.1"), "\(hello)")
         #expect((hello["scopes"] as? [String])?.contains("onvif://www.onvif.org/name/yard") == true)
+    }
+}
+
+/// The network comes up after the agent (its unit does not wait for it): in a network
+/// namespace of its own (root: `unshare --net`), the agent starts with no interface, one is
+/// made and brought up, and within `ONVIFDiscovery.interfaceSeconds` (30 s) the agent joins the
+/// group there and says Hello on it.
+@Suite(
+    .enabled(if: ONVIFClient.required, "scripts/test-servers.sh's clients are not installed (make test does it)"),
+    .enabled(if: getuid() == 0 && which("unshare") != nil && which("nsenter") != nil, "needs root, unshare, nsenter"))
+struct ONVIFLateNetworkTests {
+    @Test func anInterfaceThatComesUpLaterIsJoinedAndSaidHelloOn() throws {
+        let dir = try TemporaryDirectory("vigil-onvif-late")
+        defer { dir.remove() }
+        let port = try ONVIFDiscoveryCommandTests.freeUDPPort()
+        let (agent, _, _) = try ONVIFCommandTests.agent(
+            dir, web: "listen = \"0.0.0.0\";", extra: "onvif = { enabled = true; discovery_port = \(port); };",
+            password: "pw", launcher: ["/usr/bin/unshare", "--net", "--"])
+        defer { agent.kill(SIGKILL) }
+        let listening = try #require(agent.waitFor("msg=\"onvif discovery listening\"", timeout: 30))
+        #expect(logValue(listening, "interfaces") == "", "no interface yet: \(listening)")
+        let namespace = "--net=/proc/\(agent.pid)/ns/net"
+        let made = try runTool(
+            "nsenter",
+            [
+                namespace, "sh", "-c",
+                "ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 10.77.0.1/24 dev v0 && ip addr add 10.77.0.2/24 dev v1 && ip link set v0 up && ip link set v1 up",
+            ])
+        try #require(made.status == 0, "\(made.stderr)")
+        let listener = Process()
+        listener.executableURL = URL(fileURLWithPath: try #require(which("nsenter")))
+        listener.arguments = [namespace, ONVIFClient.python, ONVIFClient.script, "listen", "\(port)", "120"]
+        let pipe = Pipe()
+        listener.standardOutput = pipe
+        listener.standardError = FileHandle.nullDevice
+        try listener.run()
+        defer { listener.terminate() }
+        let heard = LineReader(pipe.fileHandleForReading)
+        #expect(waitUntil(timeout: 60) { heard.lines.contains { $0.contains("ready") } })
+        let joined = agent.waitFor("msg=\"onvif discovery joined a new interface\"", timeout: 90)
+        #expect(joined?.contains("10.77.0.") == true, "\(agent.output)")
+        #expect(waitUntil(timeout: 60) { heard.lines.contains { $0.contains("\"Hello\"") } }, "\(heard.lines)")
+        let hello = heard.lines.flatMap(ONVIFClient.parse).first { $0["action"] as? String == "Hello" }
+        #expect((hello?["xaddrs"] as? [String])?.first?.contains("10.77.0.") == true, "\(String(describing: hello))")
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
     }
 }
