@@ -27,8 +27,9 @@ public final class ONVIFDiscovery: EventSink {
     let socket: MulticastSocket
     let device: ONVIFDevice
     let webPort: Int
-    /// `web.listen` when it names one address of this machine's: the XAddrs' host whatever
-    /// interface a probe came in on; nil for every address (0.0.0.0, ::) or the loopback.
+    /// `web.listen` when it names one address (a loopback one too, IPv6 or not): the XAddrs'
+    /// host whatever interface a probe came in on; nil for every IPv4 address (0.0.0.0). (The
+    /// web server on every IPv6 address, `::`, takes no IPv4 client: no discovery then.)
     let fixedHost: String?
     let announces: Bool
     let log: Logger
@@ -60,7 +61,7 @@ public final class ONVIFDiscovery: EventSink {
             interfaces: interfaces)
         self.device = device
         self.webPort = webPort
-        fixedHost = announces && listen != "0.0.0.0" && listen != "::" ? listen : nil
+        fixedHost = listen == "0.0.0.0" ? nil : listen
         self.log = log
         self.clock = clock
         instance = UInt32(truncatingIfNeeded: max(1, WallClock.now().seconds))

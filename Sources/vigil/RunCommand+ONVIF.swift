@@ -30,6 +30,14 @@ extension RunCommand {
     static func onvifDiscovery(_ settings: Settings, device: ONVIFDevice, webPort: Int, log: Logger) -> ONVIFDiscovery?
     {
         guard settings.onvif.discovery else { return nil }
+        // The web server on "::" is IPv6 only, and WS-Discovery here IPv4 only: no address to
+        // give an IPv4 client.
+        guard settings.web.listen != "::" else {
+            log.warning(
+                "onvif discovery off: web.listen = \"::\" takes no IPv4 client, and discovery is IPv4 only — set web.listen = \"0.0.0.0\" (or one IPv4 address) for NVRs to find the camera",
+                [("listen", .string(settings.web.listen))])
+            return nil
+        }
         do {
             return try ONVIFDiscovery(
                 device: device, listen: settings.web.listen, webPort: webPort, port: settings.onvif.discoveryPort,
