@@ -354,7 +354,7 @@ public enum ConfigSchema {
         // onvif
         ConfigKey(
             "onvif.enabled", .boolean, .boolean(false),
-            "answer ONVIF's device and media services on the web server (/onvif/device_service, /onvif/media_service: the stream is the RTSP server's, the picture latest.jpg), so NVRs and Home Assistant add the camera by themselves; needs web.enabled and rtsp.enabled"
+            "answer ONVIF's device, media and events services on the web server (/onvif/device_service, /onvif/media_service, /onvif/events_service: the stream is the RTSP server's, the picture latest.jpg, motion a pull point's events), so NVRs and Home Assistant add the camera by themselves; needs web.enabled and rtsp.enabled"
         ),
         ConfigKey(
             "onvif.discovery", .boolean, .boolean(true),

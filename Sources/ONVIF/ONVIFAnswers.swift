@@ -1,9 +1,10 @@
 import Media
 
 /// The device service's and media service's operations that NVRs and Home Assistant call to
-/// add a camera (ONVIF Core 2.x, Media ver10), answered from an `ONVIFDevice`. No events
-/// service and no imaging, PTZ or media2 service is advertised: a client that would try them
-/// (Home Assistant's PullPoint subscription) finds none and goes on without.
+/// add a camera (ONVIF Core 2.x, Media ver10), answered from an `ONVIFDevice`; the events
+/// service (a pull point for motion) is advertised beside them and answered by the web server,
+/// which holds the subscriptions (`ONVIFEvents` builds its messages). No imaging, PTZ or
+/// media2 service is advertised: a client that would try them finds none and goes on without.
 extension ONVIFDevice {
     /// What a request reached at `authority` (the client's `Host`: the host and port it used)
     /// and `host` (that host alone) is answered, at `now` (seconds since 1970, UTC). Who may
@@ -87,7 +88,7 @@ extension ONVIFDevice {
                 "GetSystemDateAndTime", "GetCapabilities", "GetServices", "GetServiceCapabilities", "GetWsdlUrl",
                 "GetHostname", "GetEndpointReference",
             ].contains(operation.name)
-        case Namespace.media: return operation.name == "GetServiceCapabilities"
+        case Namespace.media, ONVIFEvents.namespace: return operation.name == "GetServiceCapabilities"
         default: return false
         }
     }
@@ -108,13 +109,16 @@ extension ONVIFDevice {
     func capabilities(_ categories: [String], authority: String) -> SOAPReply {
         let device =
             "<tt:Device><tt:XAddr>\(MarkupText.escaped(deviceService(authority)))</tt:XAddr><tt:Network><tt:IPFilter>false</tt:IPFilter><tt:ZeroConfiguration>false</tt:ZeroConfiguration><tt:IPVersion6>false</tt:IPVersion6><tt:DynDNS>false</tt:DynDNS></tt:Network><tt:System><tt:DiscoveryResolve>false</tt:DiscoveryResolve><tt:DiscoveryBye>true</tt:DiscoveryBye><tt:RemoteDiscovery>false</tt:RemoteDiscovery><tt:SystemBackup>false</tt:SystemBackup><tt:SystemLogging>false</tt:SystemLogging><tt:FirmwareUpgrade>false</tt:FirmwareUpgrade><tt:SupportedVersions><tt:Major>2</tt:Major><tt:Minor>0</tt:Minor></tt:SupportedVersions></tt:System></tt:Device>"
+        let events =
+            "<tt:Events><tt:XAddr>\(MarkupText.escaped(eventsService(authority)))</tt:XAddr><tt:WSSubscriptionPolicySupport>false</tt:WSSubscriptionPolicySupport><tt:WSPullPointSupport>true</tt:WSPullPointSupport><tt:WSPausableSubscriptionManagerInterfaceSupport>false</tt:WSPausableSubscriptionManagerInterfaceSupport></tt:Events>"
         let media =
             "<tt:Media><tt:XAddr>\(MarkupText.escaped(mediaService(authority)))</tt:XAddr><tt:StreamingCapabilities><tt:RTPMulticast>false</tt:RTPMulticast><tt:RTP_TCP>true</tt:RTP_TCP><tt:RTP_RTSP_TCP>true</tt:RTP_RTSP_TCP></tt:StreamingCapabilities></tt:Media>"
         var parts: [String] = []
         for category in categories.isEmpty ? ["All"] : categories {
             switch category {
-            case "All": parts = [device, media]
+            case "All": parts = [device, events, media]
             case "Device": parts.append(device)
+            case "Events": parts.append(events)
             case "Media": parts.append(media)
             default:
                 return .fault(
@@ -134,7 +138,7 @@ extension ONVIFDevice {
                 "<tds:Service><tds:Namespace>\(namespace)</tds:Namespace><tds:XAddr>\(MarkupText.escaped(address))</tds:XAddr>\(shown)<tds:Version><tt:Major>2</tt:Major><tt:Minor>0</tt:Minor></tds:Version></tds:Service>"
         }
         return
-            "<tds:GetServicesResponse>\(service(Namespace.device, deviceService(authority), deviceServiceCapabilities))\(service(Namespace.media, mediaService(authority), mediaServiceCapabilities))</tds:GetServicesResponse>"
+            "<tds:GetServicesResponse>\(service(Namespace.device, deviceService(authority), deviceServiceCapabilities))\(service(Namespace.media, mediaService(authority), mediaServiceCapabilities))\(service(ONVIFEvents.namespace, eventsService(authority), ONVIFEvents.serviceCapabilities.replacing("<tev:Capabilities", with: "<tev:Capabilities xmlns:tev=\"\(ONVIFEvents.namespace)\"")))</tds:GetServicesResponse>"
     }
 
     var deviceServiceCapabilities: String {

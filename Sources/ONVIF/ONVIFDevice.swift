@@ -97,6 +97,11 @@ public struct ONVIFDevice: Sendable, Equatable {
     /// the web server at, as its `Host` header says).
     public func deviceService(_ authority: String) -> String { "\(webScheme)://\(authority)/onvif/device_service" }
     public func mediaService(_ authority: String) -> String { "\(webScheme)://\(authority)/onvif/media_service" }
+    public func eventsService(_ authority: String) -> String { "\(webScheme)://\(authority)/onvif/events_service" }
+    /// Pull point subscription `id`'s address.
+    public func pullPoint(_ authority: String, id: Int) -> String {
+        "\(webScheme)://\(authority)/onvif/pullpoint?subscription=\(id)"
+    }
     /// The stream at `host` (the name or address the client reached the agent by).
     public func streamURI(host: String) -> String { "rtsp://\(host):\(rtspPort)/\(camera)" }
     /// The latest picture, as the web server serves it.
@@ -107,17 +112,34 @@ public struct ONVIFDevice: Sendable, Equatable {
 public enum ONVIFService: String, Sendable {
     case device
     case media
+    case events
+    /// A pull point subscription's (`?subscription=N` names which).
+    case pullpoint
 
-    /// The service at `path` (`/onvif/device_service`, `/onvif/media_service`); nil for another.
+    /// The service at `path` (`/onvif/device_service`, `/onvif/media_service`,
+    /// `/onvif/events_service`, `/onvif/pullpoint`); nil for another.
     public init?(path: String) {
         switch path {
         case "/onvif/device_service": self = .device
         case "/onvif/media_service": self = .media
+        case "/onvif/events_service": self = .events
+        case "/onvif/pullpoint": self = .pullpoint
         default: return nil
         }
     }
 
-    var namespace: String { self == .device ? Namespace.device : Namespace.media }
+    /// The paths of the services.
+    public static let paths: Set<String> = [
+        "/onvif/device_service", "/onvif/media_service", "/onvif/events_service", "/onvif/pullpoint",
+    ]
+
+    var namespace: String {
+        switch self {
+        case .device: Namespace.device
+        case .media: Namespace.media
+        case .events, .pullpoint: ONVIFEvents.namespace
+        }
+    }
 }
 
 /// An answer: an HTTP status and a SOAP envelope.

@@ -5,8 +5,9 @@ import ONVIF
 import POSIX
 import QuickTime
 
-/// ONVIF's device and media services (`/onvif/device_service`, `/onvif/media_service`) on the
-/// web server, so its rules hold for them (the Host check, the sign-in throttle, the connection
+/// ONVIF's device, media and events services (`/onvif/device_service`, `/onvif/media_service`,
+/// `/onvif/events_service` and its pull points, `/onvif/pullpoint`) on the web server, so its
+/// rules hold for them (the Host check, the sign-in throttle, the connection
 /// limits). SOAP 1.2 POSTs, answered on the polling thread from memory: the camera as
 /// `ONVIFDevice` describes it, its size from the live feed (the settings' until the first GOP).
 ///
@@ -24,8 +25,11 @@ public struct ONVIFEndpoint: Sendable {
     /// Seconds since 1970, UTC: the clock GetSystemDateAndTime says and a token is checked on.
     let wallClock: @Sendable () -> Double
 
+    /// The events service's pull point subscriptions (motion).
+    let subscriptions = ONVIFSubscriptions()
+
     /// The paths it answers, whose sign-in may be in the body.
-    public static let paths: Set<String> = ["/onvif/device_service", "/onvif/media_service"]
+    public static let paths = ONVIFService.paths
 
     public init(
         device: ONVIFDevice, passwords: WebPasswords?, listening: String,
@@ -77,8 +81,22 @@ public struct ONVIFEndpoint: Sendable {
         let authority = request.header("host").flatMap { HostCheck.hostPart($0) != nil ? $0.trimmingSpaces : nil }
         let reached = authority ?? listening
         let host = HostCheck.hostPart(reached) ?? reached
-        var response = Self.response(
-            described(live).answer(soap, service: service, authority: reached, host: host, now: now))
+        let reply: SOAPReply
+        switch (service, soap.operation.namespace, soap.operation.name) {
+        case (.events, ONVIFEvents.namespace, "GetServiceCapabilities"): reply = ONVIFEvents.capabilitiesReply()
+        case (.events, ONVIFEvents.namespace, "CreatePullPointSubscription"):
+            let termination = ONVIFEvents.termination(
+                soap.operation.child("InitialTerminationTime")?.text, now: now)
+            let id = subscriptions.create(termination: termination, now: now)
+            reply = ONVIFEvents.created(
+                address: device.pullPoint(reached, id: id), now: now, termination: termination)
+        case (.events, _, _): reply = .actionNotSupported(soap.operation.name)
+        case (.pullpoint, _, _):
+            reply = subscriptions.answer(
+                soap.operation, id: request.query["subscription"].flatMap { Int($0) }, now: now)
+        default: reply = described(live).answer(soap, service: service, authority: reached, host: host, now: now)
+        }
+        var response = Self.response(reply)
         response.signIn = signIn
         return response
     }

@@ -51,8 +51,12 @@ public final class WebSite: Sendable {
     /// Takes what concerns the pages from the agent's events.
     func take(_ event: AgentEvent) {
         switch event {
-        case .motionStarted: motion.store(true, ordering: .relaxed)
-        case .motionEnded: motion.store(false, ordering: .relaxed)
+        case .motionStarted:
+            motion.store(true, ordering: .relaxed)
+            if let onvif { onvif.subscriptions.motion(true, at: onvif.wallClock()) }
+        case .motionEnded:
+            motion.store(false, ordering: .relaxed)
+            if let onvif { onvif.subscriptions.motion(false, at: onvif.wallClock()) }
         default: break
         }
     }

@@ -53,7 +53,7 @@ struct ONVIFCommandTests {
         let version = agent.waitFor("msg=\"vigil starting\"", timeout: 10).flatMap { logValue($0, "version") }
         #expect(info?["FirmwareVersion"] == version && info?["SerialNumber"]?.hasPrefix("VGL-") == true, "\(seen)")
         #expect(seen["interfaces"] as? String == "not implemented")
-        #expect(seen["capabilities"] as? [String] == ["Device", "Media"], "no events, imaging or PTZ: \(seen)")
+        #expect(seen["capabilities"] as? [String] == ["Device", "Events", "Media"], "no imaging or PTZ: \(seen)")
         #expect(seen["snapshot_capable"] as? Bool == true)
         let profiles = seen["profiles"] as? [[String: Any]]
         #expect(profiles?.count == 1 && profiles?.first?["encoding"] as? String == "H264", "\(seen)")
@@ -69,6 +69,30 @@ struct ONVIFCommandTests {
         agent.kill(SIGTERM)
         #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
         #expect(!agent.output.contains("level=error"), "\(agent.output)")
+    }
+
+    /// Motion as ONVIF events, as Home Assistant subscribes to them: a pull point, the state
+    /// at once (a synchronization point too), then the recording asked through the web's
+    /// /api/trigger starts and ends an event: IsMotion true, then false.
+    @Test func motionComesAsEventsThroughAPullPoint() throws {
+        let dir = try TemporaryDirectory("vigil-onvif-events")
+        defer { dir.remove() }
+        let (agent, web, _) = try Self.agent(dir, extra: "onvif = { enabled = true; discovery = false; };")
+        defer { agent.kill(SIGKILL) }
+        let seen = try #require(
+            try ONVIFClient.run(["events", "127.0.0.1", "\(web)", "", "", "http://127.0.0.1:\(web)/api/trigger"]).first)
+        #expect(seen["error"] == nil && seen["pullpoint"] as? Bool == true, "\(seen)")
+        let messages = seen["messages"] as? [[String]] ?? []
+        #expect(messages.allSatisfy { $0.prefix(2) == ["tns1:RuleEngine/CellMotionDetector/Motion", "IsMotion"] })
+        #expect(
+            Array(messages.prefix(2)) == [
+                ["tns1:RuleEngine/CellMotionDetector/Motion", "IsMotion", "false", "Initialized"],
+                ["tns1:RuleEngine/CellMotionDetector/Motion", "IsMotion", "false", "Initialized"],
+            ], "the state at the subscription and at the synchronization point: \(messages)")
+        let changes = messages.filter { $0.last == "Changed" }.map { $0[2] }
+        #expect(changes.first == "true" && changes.last == "false", "\(messages)")
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
     }
 
     /// With a password file: a user's PasswordText signs in (and plays, and gets the picture

@@ -47,11 +47,13 @@ import Testing
         let all = try #require(capabilities.child("Capabilities"))
         #expect(all.child("Device")?.child("XAddr")?.text == "http://192.0.2.7:8080/onvif/device_service")
         #expect(all.child("Media")?.child("XAddr")?.text == "http://192.0.2.7:8080/onvif/media_service")
-        #expect(all.child("Events") == nil)
+        #expect(all.child("Events")?.child("XAddr")?.text == "http://192.0.2.7:8080/onvif/events_service")
+        #expect(all.child("Events")?.child("WSPullPointSupport")?.text == "true")
+        #expect(all.child("Imaging") == nil && all.child("PTZ") == nil)
         let (services, _) = try answer(
             "GetServices", .device, arguments: "<o:IncludeCapability>false</o:IncludeCapability>")
         #expect(services.body.contains("<tds:XAddr>http://192.0.2.7:8080/onvif/media_service</tds:XAddr>"))
-        #expect(!services.body.contains("events"))
+        #expect(services.body.contains("<tds:XAddr>http://192.0.2.7:8080/onvif/events_service</tds:XAddr>"))
         let (_, scopes) = try answer("GetScopes", .device)
         let items = scopes.children.compactMap { $0.child("ScopeItem")?.text }
         #expect(items.contains("onvif://www.onvif.org/name/porch"))

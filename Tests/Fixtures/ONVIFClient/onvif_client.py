@@ -9,6 +9,11 @@ camera HOST PORT USER PASSWORD [digest|text]
     implemented" is what it handles), the capabilities, the media service's capabilities,
     GetProfiles, GetStreamUri as HA asks it, GetSnapshotUri and the picture (HTTP Digest, as
     HA fetches it). A fault ends it: {"fault": message, "subcodes": [...]} after what came.
+events HOST PORT USER PASSWORD TRIGGER
+    Home Assistant's event subscription: a pull point (onvif-zeep-async's PullPointManager),
+    a synchronization point, then POST {"seconds": 1} to TRIGGER (the agent's /api/trigger) and
+    PullMessages until motion has come and gone: {"pullpoint": WSPullPointSupport, "messages":
+    [[topic, name, value, operation], ...]}.
 probe HOST PORT
     A WS-Discovery Probe as wsdiscovery builds it (Home Assistant's: the scope
     onvif://www.onvif.org/Profile/Streaming), sent to HOST:PORT; the ProbeMatch read with
@@ -82,6 +87,43 @@ async def camera(host, port, user, password, mode):
     say(out)
 
 
+async def events(host, port, user, password, trigger):
+    import datetime as dt
+    import urllib.request
+
+    import onvif
+    from onvif import ONVIFCamera
+
+    cam = ONVIFCamera(host, port, user, password, f"{os.path.dirname(onvif.__file__)}/wsdl/", no_cache=True)
+    out = {"messages": []}
+    try:
+        await cam.update_xaddrs()
+        capabilities = await cam.get_capabilities()
+        out["pullpoint"] = (capabilities.get("Events") or {}).get("WSPullPointSupport")
+        manager = await cam.create_pullpoint_manager(dt.timedelta(seconds=60), lambda: None)
+        service = manager.get_service()
+        await service.SetSynchronizationPoint()
+        request = urllib.request.Request(trigger, data=b'{"seconds": 1}', method="POST",
+                                         headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=30).read()
+        for _ in range(240):
+            pulled = await service.PullMessages({"MessageLimit": 100, "Timeout": dt.timedelta(seconds=5)})
+            for message in pulled.NotificationMessage:
+                item = message.Message._value_1.Data.SimpleItem[0]
+                out["messages"].append([message.Topic._value_1, item.Name, item.Value,
+                                        message.Message._value_1.PropertyOperation])
+            values = [m[2] for m in out["messages"] if m[3] == "Changed"]
+            if "true" in values and values[-1] == "false":
+                break
+            await asyncio.sleep(0.5)
+        await manager.stop() if hasattr(manager, "stop") else None
+    except Exception as error:
+        out["error"] = f"{type(error).__name__}: {error}"
+    finally:
+        await cam.close()
+    say(out)
+
+
 def probe(host, port):
     from wsdiscovery.actions.probe import constructProbe, createProbeMessage
     from wsdiscovery.message import parseSOAPMessage
@@ -145,6 +187,8 @@ if __name__ == "__main__":
     if mode == "camera":
         asyncio.run(camera(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5],
                            sys.argv[6] if len(sys.argv) > 6 else "digest"))
+    elif mode == "events":
+        asyncio.run(events(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]))
     elif mode == "probe":
         probe(sys.argv[2], int(sys.argv[3]))
     elif mode == "send":
