@@ -118,7 +118,7 @@ let package = Package(
         // GOPs of the live feed: an `EventSink`.
         .target(
             name: "RTSP",
-            dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "CGStreamer"]),
+            dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Web", "CGStreamer"]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",
@@ -133,7 +133,7 @@ let package = Package(
             name: "vigil-bench",
             dependencies: [
                 "Media", "POSIX", "QuickTime", "Storage", "MotionDetection", "Recorder", "H264", "Capture",
-                "Configuration", "Overlay", "Agent", "Web",
+                "Configuration", "Overlay", "Agent", "Web", "RTSP", "Logging",
             ]
         ),
 
@@ -183,6 +183,9 @@ let package = Package(
                 "Web", "Agent", "Configuration", "Logging", "Media", "ONVIF", "POSIX", "Recorder", "TestSupport",
             ]),
         .testTarget(name: "SnapshotTests", dependencies: ["Snapshot", "Media", "TestSupport"]),
+        .testTarget(
+            name: "RTSPTests",
+            dependencies: ["RTSP", "Agent", "Configuration", "Logging", "Media", "QuickTime", "TestSupport"]),
         .testTarget(
             name: "OverlayTests",
             dependencies: [

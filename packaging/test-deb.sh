@@ -13,7 +13,8 @@
 #   4b. booted with systemd-nspawn, systemd runs the service in its sandbox: it reports
 #      ready, runs as vigil with no capabilities, keeps the watchdog fed, reloads, stops
 #      with status 0, and its clips decode; its web server (web.enabled) serves the page, the
-#      journal and a clip, byte for byte, from inside the sandbox;
+#      journal and a clip, byte for byte, from inside the sandbox, and its camera over RTSP
+#      (rtsp.enabled) plays in GStreamer's rtspsrc;
 #   5. an upgrade keeps an edited /etc/vigil/vigil.conf without asking, and restarts the
 #      service; remove keeps configuration and clips; purge then leaves the root exactly as
 #      it was before the installation (files, owners, modes, users and groups).
@@ -139,8 +140,13 @@ step "debootstrap $suite ($arch)"
 home="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
 cache="${VIGIL_TEST_DEB_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/vigil-test-deb}"
 # minbase (dpkg, apt and the Essential packages) plus what every real target has and the
-# unit needs to be verified: systemd (systemctl, systemd-analyze, its targets) and man-db.
-include="systemd,man-db"
+# unit needs to be verified: systemd (systemctl, systemd-analyze, its targets), D-Bus and
+# libpam-systemd and dbus-user-session (what systemd, D-Bus and libpam-systemd recommend: there
+# on every real install) and man-db.
+# libqrencode4 too, which systemd suggests: GStreamer's dependencies install these three, and
+# apt's autoremove keeps what an installed package recommends or suggests, so a root without
+# them would keep them after the purge.
+include="systemd,dbus,libpam-systemd,dbus-user-session,libqrencode4,man-db"
 base="$cache/$suite-$arch-minbase+${include//,/+}"
 mkdir -p "$cache/archives/partial"
 if [ -d "$base" ] && [ -n "$(find "$base" -maxdepth 0 -mtime +30)" ]; then
@@ -322,7 +328,7 @@ printf '#!/bin/sh\nexit 101\n' >"$boot/usr/sbin/policy-rc.d"
 chmod 0755 "$boot/usr/sbin/policy-rc.d"
 cp "$deb_new" "$boot/tmp/"
 # With a broker on the machine: two cameras' instances (vigil@cam1, vigil@cam2) report to it.
-if ! in_dir "$boot" sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb_new") mosquitto mosquitto-clients curl" </dev/null >"$work/boot-install.log" 2>&1; then
+if ! in_dir "$boot" sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb_new") mosquitto mosquitto-clients curl gstreamer1.0-tools" </dev/null >"$work/boot-install.log" 2>&1; then
     cat "$work/boot-install.log" >&2
     fail "apt-get install into the root to boot failed"
 fi
@@ -348,6 +354,10 @@ done
 sed -i -e '/^web = {/,/^};/s|^  enabled = false;|  enabled = true;|' "$boot/etc/vigil/vigil.conf"
 grep -q '^  enabled = true;' <(sed -n '/^web = {/,/^};/p' "$boot/etc/vigil/vigil.conf") \
     || fail "could not set web.enabled in /etc/vigil/vigil.conf — update this test to the file"
+# …and its camera over RTSP (rtsp.enabled), on the loopback's port 8554.
+sed -i -e '/^rtsp = {/,/^};/s|^  enabled = false;|  enabled = true;|' "$boot/etc/vigil/vigil.conf"
+grep -q '^  enabled = true;' <(sed -n '/^rtsp = {/,/^};/p' "$boot/etc/vigil/vigil.conf") \
+    || fail "could not set rtsp.enabled in /etc/vigil/vigil.conf — update this test to the file"
 cat >"$boot/usr/local/sbin/vigil-selftest" <<'EOF'
 #!/bin/sh
 # test-deb: watches vigil.service from inside the booted container, then powers off.
@@ -376,6 +386,12 @@ show() {
     curl -sS -o /root/clip.mov -w 'clip=%{http_code}\n' "http://127.0.0.1:8080/clips/$clip"
     [ -n "$clip" ] && cmp -s /root/clip.mov "/var/lib/vigil/clips/$clip" && echo "clip-same=yes"
     grep -q '<h1><a href="/">camera</a></h1>' /root/page.html && echo "page-camera=yes"
+    # The camera over RTSP, as an NVR takes it: GStreamer's rtspsrc, the H.264 as it comes
+    # (read on the host by ffmpeg).
+    echo "== rtsp"
+    timeout 8 gst-launch-1.0 -q rtspsrc location=rtsp://127.0.0.1:8554/camera protocols=tcp ! rtph264depay \
+        ! video/x-h264,stream-format=byte-stream ! filesink location=/root/rtsp.h264
+    echo "rtsp-bytes=$(stat -c %s /root/rtsp.h264 2>/dev/null || echo 0)"
     # What the broker holds for Home Assistant: one device per camera.
     echo "== discovery"
     mosquitto_sub -h 127.0.0.1 -t 'homeassistant/binary_sensor/+/motion/config' -v -W 3 2>&1
@@ -435,6 +451,11 @@ section process | grep -P '^CapEff:\t0+$' >/dev/null || fail "the service has ca
 for said in page=200 api=200 clip=200 clip-same=yes page-camera=yes; do
     section web | grep -x "$said" >/dev/null || fail "the service's web server: no $said (the web section above)"
 done
+rtsp_frames="$(ffprobe -v error -f h264 -count_frames -select_streams v:0 -show_entries stream=nb_read_frames \
+    -of csv=p=0 "$boot/root/rtsp.h264" 2>/dev/null || echo 0)"
+[ "${rtsp_frames:-0}" -ge 30 ] || fail "the service's RTSP stream: $rtsp_frames frames read by GStreamer's rtspsrc in 8 s (the rtsp section above)"
+ffmpeg_errors="$(ffmpeg -nostdin -v error -f h264 -i "$boot/root/rtsp.h264" -f null - 2>&1)"
+[ -z "$ffmpeg_errors" ] || fail "the service's RTSP stream does not decode: $ffmpeg_errors"
 section process | grep -P '^NoNewPrivs:\t1$' >/dev/null || fail "the service runs without NoNewPrivileges"
 section process | grep -P '^Seccomp:\t2$' >/dev/null || fail "the service runs without a system-call filter"
 section started | grep -x 'WatchdogUSec=30s' >/dev/null || fail "vigil.service has no 30 s watchdog"

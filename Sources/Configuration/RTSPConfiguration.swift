@@ -14,6 +14,9 @@ extension Settings {
         public var passwordFile: String?
         /// The realm of that file (read when the settings are loaded, with the server on).
         public var realm: String?
+        /// Its users (read with the realm): the sign-in throttle checks a refused response
+        /// against them (the server reads the file itself).
+        public var passwords: WebPasswords?
         /// Why the server cannot run as configured (its password file cannot be read or is not
         /// one): the agent records without it, and says so.
         public var problem: ConfigurationError?
@@ -39,6 +42,7 @@ extension Settings {
         guard rtsp.enabled, let path = rtsp.passwordFile else { return rtsp }
         if let passwords = web.passwords {
             rtsp.realm = passwords.realm
+            rtsp.passwords = passwords
             return rtsp
         }
         do {
@@ -50,10 +54,18 @@ extension Settings {
                 rtsp.problem = v.error("web.password_file", problem)
             } else {
                 rtsp.realm = passwords.realm
+                rtsp.passwords = passwords
             }
         } catch {
             rtsp.problem = v.error("web.password_file", error.description)
         }
         return rtsp
+    }
+}
+
+extension Settings.RTSP {
+    /// A server on `listen`:`port` without a password (what the bench serves).
+    package init(listen: String, port: Int) {
+        self.init(enabled: true, listen: listen, port: port, passwordFile: nil)
     }
 }

@@ -11,7 +11,8 @@ import Synchronization
 ///
 /// Each client starts at the newest complete GOP (its keyframe first, so its first picture
 /// shows at once) and goes on with every GOP published after it, on a timeline of its own that
-/// starts at 0.
+/// starts at 0. A camera that comes back in the same format goes on under its clients; in
+/// another, their streams end, and they ask again.
 final class RTSPFeeder: @unchecked Sendable {
     // `@unchecked Sendable`: the clients (their C pointers) are behind `state`'s lock.
 
@@ -27,6 +28,8 @@ final class RTSPFeeder: @unchecked Sendable {
         var end: Int64 = 0
         /// The stream's SPS and PPS, length-prefixed: what goes before each keyframe.
         var parameterSets: [UInt8] = []
+        /// The format the client was told (its description, the caps).
+        var format: VideoTrackFormat?
     }
 
     struct State {
@@ -87,6 +90,13 @@ final class RTSPFeeder: @unchecked Sendable {
             new = items.suffix(1)
         }
         for item in new {
+            if let stream = client.stream, stream != item.stream, client.format != item.movie.video {
+                // The camera came back in another format (size, profile): the client's stream
+                // ends (an RTCP BYE), and it asks again for the new one, whose description
+                // says it — a player told one format mid-stream may not take another.
+                vigil_rtsp_end(client.source)
+                return false
+            }
             if client.stream != item.stream {
                 let video = item.movie.video
                 let record = avcConfiguration(video)
@@ -97,6 +107,7 @@ final class RTSPFeeder: @unchecked Sendable {
                 client.base = item.gop.samples[0].dts
                 client.offset = client.end
                 client.stream = item.stream
+                client.format = video
                 client.parameterSets =
                     lengthPrefixed(video.sequenceParameterSet) + lengthPrefixed(video.pictureParameterSet)
             }

@@ -4,6 +4,7 @@ import Configuration
 import Logging
 import POSIX
 import Synchronization
+import Web
 
 /// Why the RTSP server cannot start.
 public struct RTSPServerError: Error, CustomStringConvertible, Sendable {
@@ -23,6 +24,7 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
     private let loop: OpaquePointer
     private let server: UnsafeMutablePointer<GstRTSPServer>
     private let tick: UnsafeMutablePointer<GSource>
+    private let ticker: RTSPTicker
     private var thread: JoinableThread?
     private let finished = Atomic<Bool>(false)
     /// The port it listens on.
@@ -32,6 +34,9 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
     public static let clientLimit = 32
     /// The stream's path: `/<camera.name>`.
     public let path: String
+
+    /// Failed sign-ins counted per address (with a password file).
+    private let signIn: RTSPSignIn?
 
     /// Starts the server `settings` describe for the camera named `camera`.
     public init(settings: Settings.RTSP, camera: String, log: Logger) throws(RTSPServerError) {
@@ -43,7 +48,19 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
         path = "/" + camera
         context = g_main_context_new()
         loop = g_main_loop_new(context, 0)
+        signIn = settings.realm == nil ? nil : settings.passwords.map { RTSPSignIn(passwords: $0, log: log) }
         var sourceID: UInt32 = 0
+        let admit: vigil_rtsp_admit = { context, address in
+            guard let context, let address else { return 1 }
+            return Unmanaged<RTSPSignIn>.fromOpaque(context).takeUnretainedValue().admits(String(cString: address))
+                ? 1 : 0
+        }
+        let signed: vigil_rtsp_signed = { context, address, signedIn, authorization, method in
+            guard let context, let address, let authorization, let method else { return }
+            Unmanaged<RTSPSignIn>.fromOpaque(context).takeUnretainedValue().answered(
+                String(cString: address), signedIn: signedIn != 0, authorization: String(cString: authorization),
+                method: String(cString: method))
+        }
         let made: vigil_rtsp_media_made = { context, source in
             guard let context, let source else { return }
             Unmanaged<RTSPFeeder>.fromOpaque(context).takeUnretainedValue().add(source)
@@ -51,6 +68,8 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
         guard
             let server = vigil_rtsp_server_start(
                 context, settings.listen, Int32(settings.port), path, RTSPFeeder.queuedBytes, UInt32(Self.clientLimit),
+                RTSPTicker.burst, signIn == nil ? nil : admit, signIn == nil ? nil : signed,
+                signIn.map { Unmanaged.passUnretained($0).toOpaque() },
                 settings.realm == nil ? nil : settings.passwordFile, settings.realm, made,
                 Unmanaged.passUnretained(feeder).toOpaque(), &sourceID)
         else {
@@ -63,12 +82,13 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
         }
         self.server = server
         port = Int(vigil_rtsp_server_port(server))
+        ticker = RTSPTicker(feeder: feeder, server: server, log: log)
         let tickFunction: GSourceFunc = { context in
-            Unmanaged<RTSPFeeder>.fromOpaque(context!).takeUnretainedValue().tick()
+            Unmanaged<RTSPTicker>.fromOpaque(context!).takeUnretainedValue().tick()
             return 1
         }
         tick = vigil_rtsp_add_tick(
-            context, RTSPFeeder.tickMilliseconds, tickFunction, Unmanaged.passUnretained(feeder).toOpaque())
+            context, RTSPFeeder.tickMilliseconds, tickFunction, Unmanaged.passUnretained(ticker).toOpaque())
         let loop = UncheckedPointer(loop)
         thread = startThread("rtsp") { g_main_loop_run(loop.value) }
         log.info(
@@ -97,6 +117,50 @@ public final class RTSPSink: EventSink, @unchecked Sendable {
         g_main_loop_quit(loop)
         _ = thread?.join(timeout: 1)
         feeder.removeAll()
+    }
+}
+
+/// What the server's loop does every `RTSPFeeder.tickMilliseconds`: feeds the clients, and
+/// every `policingTicks` looks at what each has sent (`vigil_rtsp_police`): a client that sends
+/// more than a player asks (requests without end: gst-rtsp-server keeps every header line of
+/// a request until it ends), or holds a place for `grace` without a session, is hung up on.
+private final class RTSPTicker: @unchecked Sendable {
+    // `@unchecked Sendable`: used on the loop's thread alone.
+    let feeder: RTSPFeeder
+    let server: UnsafeMutablePointer<GstRTSPServer>
+    let log: Logger
+    var ticks = 0
+    /// Bytes a client may send at once, and a second after that.
+    static let burst = 64 * 1024
+    static let rate = 4 * 1024
+    /// How long a client may stay connected without a session (DESCRIBE and SETUP take a
+    /// player milliseconds).
+    static let grace = 10_000_000
+    static let policingTicks = 5
+
+    init(feeder: RTSPFeeder, server: UnsafeMutablePointer<GstRTSPServer>, log: Logger) {
+        self.feeder = feeder
+        self.server = server
+        self.log = log
+    }
+
+    func tick() {
+        feeder.tick()
+        ticks += 1
+        guard ticks % Self.policingTicks == 0 else { return }
+        var sentTooMuch: UInt32 = 0
+        var idle: UInt32 = 0
+        vigil_rtsp_police(server, Self.burst, Self.rate, Self.grace, &sentTooMuch, &idle)
+        if sentTooMuch > 0 {
+            log.warning(
+                "rtsp client hung up: it sent more than a client asks",
+                [("clients", .int(Int(sentTooMuch))), ("most_bytes", .int(Self.burst))])
+        }
+        if idle > 0 {
+            log.info(
+                "rtsp client hung up: connected without asking for the stream",
+                [("clients", .int(Int(idle))), ("after_s", .int(Int(Self.grace / 1_000_000)))])
+        }
     }
 }
 

@@ -4,12 +4,12 @@ import Media
 /// only to tell a wrong password from the other reasons the library refuses a response (a
 /// nonce counter seen before, a nonce pushed out of its table, another URI), which are no
 /// failed sign-in. The library itself checks every sign-in.
-struct DigestCredentials: Equatable, Sendable {
+package struct DigestCredentials: Equatable, Sendable {
     /// The header's parameters, names in lower case, quoted values unquoted.
-    let parameters: [String: String]
+    package let parameters: [String: String]
 
     /// The parameters of `header`; nil when it is not Digest.
-    init?(header: String) {
+    package init?(header: String) {
         var text = Substring(header)
         while text.first == " " { text.removeFirst() }
         guard text.prefix(7).lowercased() == "digest ", let parsed = Self.parse(text.dropFirst(7)) else {
@@ -20,7 +20,7 @@ struct DigestCredentials: Equatable, Sendable {
 
     /// Whether `response` is the one a client knowing `ha1` (MD5(user:realm:password)) sends
     /// for `method` and the `uri` it named: the password was right, whatever else was wrong.
-    func answers(ha1: [UInt8], method: String) -> Bool {
+    package func answers(ha1: [UInt8], method: String) -> Bool {
         guard let nonce = parameters["nonce"], let uri = parameters["uri"], let response = parameters["response"]
         else { return false }
         let ha2 = MD5.hex("\(method):\(uri)")

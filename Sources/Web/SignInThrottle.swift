@@ -2,11 +2,11 @@ import POSIX
 
 /// A client's address as the sign-in throttle counts it: an IPv4 address whole, an IPv6 one by
 /// its /64 (one home, one phone's network: whoever holds one address of it holds them all).
-struct ClientAddress: Hashable, Sendable {
+package struct ClientAddress: Hashable, Sendable {
     /// The address's bytes: 4 (IPv4) or 16 (IPv6).
     let bytes: [UInt8]
 
-    init?(bytes: [UInt8]) {
+    package init?(bytes: [UInt8]) {
         guard bytes.count == 4 || bytes.count == 16 else { return nil }
         // An IPv4 address mapped into IPv6 (::ffff:a.b.c.d) is that IPv4 address.
         if bytes.count == 16, bytes.prefix(10).allSatisfy({ $0 == 0 }), bytes[10] == 0xFF, bytes[11] == 0xFF {
@@ -20,7 +20,7 @@ struct ClientAddress: Hashable, Sendable {
     var group: [UInt8] { bytes.count == 4 ? bytes : Array(bytes.prefix(8)) + Array(repeating: 0, count: 8) }
 
     /// The group, written: `192.0.2.7`, or `2001:db8:1:2::/64`.
-    var groupText: String {
+    package var groupText: String {
         bytes.count == 4 ? NumericAddress.text(bytes) : NumericAddress.text(group) + "/64"
     }
 }
@@ -31,13 +31,15 @@ struct ClientAddress: Hashable, Sendable {
 /// `longestWait`. A success ends it; an address with no failure for `forgetAfter` starts anew.
 /// At most `Rules.addresses` addresses are kept: a new one pushes out the one whose last
 /// failure is the oldest. A value: the server holds it under a lock, the clock is the caller's.
-struct SignInThrottle: Sendable {
-    struct Rules: Sendable {
+package struct SignInThrottle: Sendable {
+    package struct Rules: Sendable {
         var failures = 5
         var firstWait = 1.0
         var longestWait = 300.0
         var forgetAfter = 900.0
         var addresses = 1024
+
+        package init() {}
     }
 
     struct Record: Sendable {
@@ -48,24 +50,24 @@ struct SignInThrottle: Sendable {
     }
 
     /// An address starts being slowed: said once per burst.
-    struct Slowed: Equatable, Sendable {
-        let failures: Int
-        let wait: Double
+    package struct Slowed: Equatable, Sendable {
+        package let failures: Int
+        package let wait: Double
     }
 
     let rules: Rules
     private(set) var records: [[UInt8]: Record] = [:]
 
-    init(rules: Rules = Rules()) { self.rules = rules }
+    package init(rules: Rules = Rules()) { self.rules = rules }
 
     /// How many seconds `address` still waits at `now`; nil when it may try.
-    func wait(for address: ClientAddress, at now: Double) -> Double? {
+    package func wait(for address: ClientAddress, at now: Double) -> Double? {
         guard let record = records[address.group], record.until > now else { return nil }
         return record.until - now
     }
 
     /// `address` failed to sign in at `now`: what to say when this failure starts a wait.
-    mutating func failed(_ address: ClientAddress, at now: Double) -> Slowed? {
+    package mutating func failed(_ address: ClientAddress, at now: Double) -> Slowed? {
         let key = address.group
         var record = records[key] ?? Record()
         if now - record.last > rules.forgetAfter { record = Record() }
@@ -85,7 +87,7 @@ struct SignInThrottle: Sendable {
 
     /// `address` signed in: its count ends. How many failures it had when it was being slowed
     /// (the end of a burst, said once); nil when it was not.
-    mutating func succeeded(_ address: ClientAddress) -> Int? {
+    package mutating func succeeded(_ address: ClientAddress) -> Int? {
         guard let record = records.removeValue(forKey: address.group) else { return nil }
         return record.failures >= rules.failures ? record.failures : nil
     }

@@ -337,6 +337,12 @@ func run() throws {
                 width: width, height: height, sequenceParameterSet: parameterSets.sps,
                 pictureParameterSet: parameterSets.pps),
             encodePerFrame: encodeOneThread, column: column, table: &table)
+        try measureRTSPViewers(
+            samples: encodedSamples,
+            video: VideoTrackFormat(
+                width: width, height: height, sequenceParameterSet: parameterSets.sps,
+                pictureParameterSet: parameterSets.pps),
+            encodePerFrame: encodeOneThread, column: column, seconds: 10, table: &table)
         encodedSamples = []
 
         // The whole agent, on footage with events; then in real time.

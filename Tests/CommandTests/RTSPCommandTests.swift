@@ -143,16 +143,18 @@ import Testing
         defer { agent.kill(SIGKILL) }
         let port = try #require(URLComponents(string: url)?.port)
 
-        // 32 clients (the limit) are answered…
+        // 32 clients (the limit) play (each with a session; they read nothing)…
         var clients = try (0..<32).map { _ in try StalledRTSPClient(url: url, port: port) }
         for client in clients {
-            #expect(client.request("OPTIONS", url)?.hasPrefix("RTSP/1.0 200") == true)
+            #expect(client.play(), "a client within the limit was not served")
         }
-        // …one more is hung up on as it comes (its first request may be answered before)…
+        // …one more is hung up on as it comes (its first request may be answered before): no
+        // client without a session is there to make room…
         let oneMore = try StalledRTSPClient(url: url, port: port)
         _ = oneMore.request("OPTIONS", url)
         _ = LoopbackClient.wait(for: [oneMore.client], timeout: 20) { $0.ended }
         #expect(oneMore.client.ended, "the 33rd client's connection is still open")
+        #expect(clients.allSatisfy { !$0.client.ended }, "a client that plays was pushed out")
         // …and once one leaves, a newcomer gets in and plays.
         clients.removeLast()
         #expect(

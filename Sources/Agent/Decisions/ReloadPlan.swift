@@ -23,7 +23,7 @@ public struct ReloadPlan: Sendable, Equatable {
     /// when a change to it applies.
     public static let sections: [(section: String, applies: Applies)] = [
         ("camera", .afterRestart), ("audio", .afterRestart), ("encoder", .afterRestart), ("mqtt", .afterRestart),
-        ("web", .afterRestart), ("upload", .afterRestart),
+        ("web", .afterRestart), ("upload", .afterRestart), ("rtsp", .afterRestart),
         ("storage.path", .afterRestart), ("log", .atOnce), ("hooks", .atOnce), ("motion", .betweenEvents),
         ("recording", .betweenEvents), ("overlay", .betweenEvents), ("snapshot", .betweenEvents),
         ("storage", .fromTheNextClip),

@@ -1,0 +1,104 @@
+import Agent
+import Configuration
+import Foundation
+import Logging
+import Media
+import QuickTime
+import RTSP
+
+/// What ten RTSP viewers cost: the agent's RTSP server (`RTSPSink`, gst-rtsp-server) fed the
+/// GOPs the encoder made (`samples`, published again and again in real time as the pipeline
+/// publishes them), with ten `ffmpeg -c copy` clients over TCP on the loopback — this process's
+/// CPU time (every thread: the server's loop, GStreamer's, the kernel's work on its sockets)
+/// over `seconds` with the ten, less the same with none, as a share of the x264 encode of the
+/// frames published meanwhile (`encodePerFrame`, 1 thread).
+func measureRTSPViewers(
+    samples: [EncodedSample], video: VideoTrackFormat, encodePerFrame: Double, column: String, seconds: Double,
+    table: inout BenchTable
+) throws {
+    var gops = GOP.grouped(samples)
+    guard gops.count > 1 else { return }
+    gops.removeLast()  // not ended: the feed only ever gets complete GOPs
+    guard let cycleEnd = gops.last?.end else { return }
+    let cycle = cycleEnd - gops[0].start
+    let movie = try LiveMovie(video: video)
+    let feed = openedFeed(movie)
+    let sink = try RTSPSink(
+        settings: Settings.RTSP(listen: "127.0.0.1", port: 0), camera: "bench",
+        log: Logger(level: .warning, sink: MemoryLogSink()))
+    defer { sink.finish() }
+    sink.start(SinkContext(live: feed))
+    let url = "rtsp://127.0.0.1:\(sink.port)/bench"
+
+    /// Publishes GOPs in real time for `seconds` (from `round`'s place in the cycle on): the
+    /// CPU seconds this process used meanwhile, and the frames published.
+    var round: Int64 = 0
+    func publish(for seconds: Double) -> (cpu: Double, frames: Int) {
+        var frames = 0
+        let cpu = cpuTime {
+            let begin = DispatchTime.now().uptimeNanoseconds
+            func elapsed() -> Double { Double(DispatchTime.now().uptimeNanoseconds - begin) / 1e9 }
+            var published = 0.0
+            while elapsed() < seconds {
+                for gop in gops {
+                    let shifted = gop.shifted(by: Timestamp.Duration(nanoseconds: round * cycle.nanoseconds))
+                    // Each GOP goes out once it is complete, as the pipeline publishes it.
+                    published += Double((gop.end! - gop.start).nanoseconds) / 1e9
+                    let wait = published - elapsed()
+                    if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
+                    feed.publish(shifted)
+                    frames += gop.count
+                }
+                round += 1
+            }
+        }
+        return (cpu, frames)
+    }
+
+    // A GOP first, so the clients have something to start from.
+    _ = publish(for: 0.1)
+    let alone = publish(for: seconds)
+    var viewers: [Process] = []
+    defer {
+        for viewer in viewers where viewer.isRunning {
+            viewer.terminate()
+            viewer.waitUntilExit()
+        }
+    }
+    for _ in 0..<10 {
+        let viewer = Process()
+        viewer.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+        viewer.arguments = [
+            "-nostdin", "-v", "error", "-rtsp_transport", "tcp", "-i", url, "-c", "copy", "-f", "null", "-",
+        ]
+        viewer.standardInput = FileHandle.nullDevice
+        viewer.standardOutput = FileHandle.nullDevice
+        viewer.standardError = FileHandle.nullDevice
+        do { try viewer.run() } catch {
+            print("RTSP viewers: skipped (ffmpeg does not run: \(error))")
+            return
+        }
+        viewers.append(viewer)
+    }
+    // Until all ten are set up and fed (a few GOPs).
+    _ = publish(for: 3)
+    let watched = publish(for: seconds)
+    let perFrame =
+        max(0, watched.cpu - alone.cpu * Double(watched.frames) / Double(max(1, alone.frames)))
+        * 1000 / Double(watched.frames)
+    table.record("RTSP, 10 viewers (TCP, ffmpeg -c copy)", unit: "ms/frame", column: column, value: perFrame)
+    table.record(
+        "RTSP, 10 viewers / x264, 1 thread", unit: "%", column: column, value: 100 * perFrame / encodePerFrame)
+}
+
+extension GOP {
+    /// The same GOP `offset` later.
+    func shifted(by offset: Timestamp.Duration) -> GOP {
+        let moved = samples.map {
+            EncodedSample(data: $0.data, pts: $0.pts + offset, dts: $0.dts + offset, isKeyframe: $0.isKeyframe)
+        }
+        var gop = GOP(keyframe: moved[0])!
+        for sample in moved.dropFirst() { _ = gop.append(sample) }
+        return gop.ended(at: end.map { $0 + offset })
+    }
+}
