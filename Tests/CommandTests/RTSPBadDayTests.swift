@@ -172,7 +172,10 @@ import Testing
     /// Connections to this machine's `port` that the server side holds (accepted or queued to
     /// be), from the kernel's table.
     static func establishedConnections(toPort port: Int) -> Int {
-        let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)) ?? ""
+        // Read to its end: the table is longer than the first read Foundation makes of a file
+        // whose size says 0.
+        let data = FileHandle(forReadingAtPath: "/proc/net/tcp")?.readDataToEndOfFile() ?? Data()
+        let table = String(decoding: data, as: UTF8.self)
         let local = String(format: ":%04X", port)
         return table.split(separator: "\n").dropFirst().filter { line in
             let fields = line.split(separator: " ")
