@@ -363,6 +363,10 @@ public enum ConfigSchema {
         ConfigKey(
             "onvif.discovery_port", .integer(1...65535), .integer(3702),
             "WS-Discovery's UDP port: 3702, where every client probes (another is for tests)"),
+        ConfigKey(
+            "onvif.password_file", .text, .text(""),
+            "a file of USER:PASSWORD lines, the passwords in the clear, written by sudo vigil passwd --onvif USER (which sets the same password in web.password_file): what checks a WS-Security PasswordDigest, which Home Assistant and NVRs sign ONVIF's calls with; kept like a key (0640 root:vigil or 0600; one readable by others is refused); use a password used nowhere else. \"\": a PasswordDigest is refused, a PasswordText and HTTP Digest checked against web.password_file"
+        ),
         // upload
         ConfigKey(
             "upload.url", .text, .text(""),

@@ -254,7 +254,7 @@ public struct Settings: Equatable, Sendable {
         mqtt = try Settings.mqtt(v, camera: camera.name, directory: directory)
         web = try Settings.web(v, directory: directory)
         rtsp = try Settings.rtsp(v, web: web)
-        onvif = try Settings.onvif(v, web: web, rtsp: rtsp)
+        onvif = try Settings.onvif(v, web: web, rtsp: rtsp, directory: directory)
         upload = try Settings.upload(v, directory: directory)
     }
 

@@ -73,6 +73,8 @@ public struct UsernameToken: Sendable, Equatable {
     public let password: Password
     /// `Created`, as written (ISO 8601).
     public let created: String?
+    /// `Nonce`, as written (Base64).
+    public let nonce: String?
 
     /// The token in `header`'s `Security` element (matched by local names: clients differ in
     /// prefixes and in the utility namespace's version); nil without one, or with no user name
@@ -86,34 +88,63 @@ public struct UsernameToken: Sendable, Equatable {
         let value = given?.trimmedText ?? ""
         password = given?.attribute("Type")?.hasSuffix("#PasswordDigest") == true ? .digest(value) : .text(value)
         created = token.child("Created")?.trimmedText
+        nonce = token.child("Nonce")?.trimmedText
     }
 
-    public init(username: String, password: Password, created: String?) {
+    public init(username: String, password: Password, created: String?, nonce: String? = nil) {
         self.username = username
         self.password = password
         self.created = created
+        self.nonce = nonce
     }
 
-    /// What the token proves against the users of a password file that keeps
-    /// `MD5(user:realm:password)` of each (never a password): a `PasswordText` is hashed so and
-    /// compared; a `PasswordDigest` cannot be checked (it hashes the password itself, which the
-    /// file does not hold). A token whose `Created` is more than `window` seconds from `now`
-    /// (seconds since 1970, UTC) is refused as a replay, whatever it holds.
-    public func check(users: [String: [UInt8]], realm: String, now: Double, window: Double = 300) -> TokenCheck {
+    /// What the token proves against the users of the web's password file (`users`:
+    /// `MD5(user:realm:password)` of each, never a password) and of `onvif.password_file`
+    /// (`clear`: the passwords themselves; nil without that file). A `PasswordText` signs in
+    /// when it matches either; a `PasswordDigest` only against `clear` (it hashes the password
+    /// itself), with its `Nonce` and `Created`, the nonce never taken twice (`nonces`). A token
+    /// whose `Created` is more than `window` seconds from `now` (seconds since 1970, UTC) is
+    /// refused as a replay, whatever it holds. Compared in constant time.
+    public func check(
+        users: [String: [UInt8]], realm: String, clear: [String: String]? = nil, nonces: inout NonceMemory,
+        now: Double, window: Double = 300
+    ) -> TokenCheck {
+        var createdSeconds: Double?
         if let created {
             guard let seconds = ISO8601.seconds(created), abs(seconds - now) <= window else {
                 return .stale(username)
             }
+            createdSeconds = seconds
         }
         switch password {
-        case .digest: return .digestCannotBeChecked(username)
+        case .digest(let digest):
+            guard let clear else { return .digestCannotBeChecked(username) }
+            guard let created, let createdSeconds, let nonce, !nonce.isEmpty else { return .replayed(username) }
+            // An unknown user is compared against a password all the same (no faster answer).
+            let known = clear[username]
+            let matches = PasswordDigest.matches(digest, nonce: nonce, created: created, password: known ?? "")
+            guard matches, known != nil else { return .wrongPassword(username) }
+            switch nonces.take(nonce, user: username, until: createdSeconds + window, now: now) {
+            case .new: return .signedIn(username)
+            case .replayed, .full: return .replayed(username)
+            }
         case .text(let password):
-            guard let known = users[username] else { return .wrongPassword(username) }
-            let given = MD5.digest(Array("\(username):\(realm):\(password)".utf8))
-            var difference: UInt8 = 0
-            for (a, b) in zip(given, known) { difference |= a ^ b }
-            return difference == 0 && given.count == known.count ? .signedIn(username) : .wrongPassword(username)
+            var matched = false
+            if let known = users[username] {
+                let given = MD5.digest(Array("\(username):\(realm):\(password)".utf8))
+                matched = ConstantTime.equal(given, known)
+            }
+            if let known = clear?[username], ConstantTime.equal(Array(password.utf8), Array(known.utf8)) {
+                matched = true
+            }
+            return matched ? .signedIn(username) : .wrongPassword(username)
         }
+    }
+
+    /// `check` with the web's password file alone (no PasswordDigest can be checked).
+    public func check(users: [String: [UInt8]], realm: String, now: Double, window: Double = 300) -> TokenCheck {
+        var nonces = NonceMemory()
+        return check(users: users, realm: realm, clear: nil, nonces: &nonces, now: now, window: window)
     }
 }
 
@@ -124,7 +155,9 @@ public enum TokenCheck: Sendable, Equatable {
     case wrongPassword(String)
     /// `Created` far from this clock (or not a date): a replay, or a client whose clock is wrong.
     case stale(String)
-    /// A PasswordDigest, which the password file's hashes cannot check.
+    /// A PasswordDigest whose Nonce was taken before (a replay), or without a Nonce or Created.
+    case replayed(String)
+    /// A PasswordDigest without `onvif.password_file`: the web's hashes cannot check it.
     case digestCannotBeChecked(String)
 }
 

@@ -4,6 +4,7 @@ import Media
 import ONVIF
 import POSIX
 import QuickTime
+import Synchronization
 
 /// ONVIF's device, media and events services (`/onvif/device_service`, `/onvif/media_service`,
 /// `/onvif/events_service` and its pull points, `/onvif/pullpoint`) on the web server, so its
@@ -14,12 +15,17 @@ import QuickTime
 /// Who may call: without passwords, anyone who reaches the server (this machine only). With
 /// them, the PRE_AUTH operations (the clock, the services) anyone, the rest a user of the
 /// password file: signed in with HTTP Digest (the server checked it), or with a WS-Security
-/// UsernameToken whose password is text (hashed as the file's are, and compared). A
-/// PasswordDigest hashes the password itself, which the file does not hold: refused, with why.
+/// UsernameToken whose password is text (hashed as the file's are, and compared, or compared
+/// with `onvif.password_file`'s). A PasswordDigest hashes the password itself: checked against
+/// `onvif.password_file` (each nonce taken once), refused with why and the fix without it.
 public struct ONVIFEndpoint: Sendable {
     /// The camera, with the settings' size (the live feed's replaces it once there is one).
     let device: ONVIFDevice
     let passwords: WebPasswords?
+    /// `onvif.password_file`'s users (the passwords themselves), which check a PasswordDigest.
+    let clear: ONVIFPasswords?
+    /// The nonces of the PasswordDigests taken lately (a replay is refused).
+    let nonces = Nonces()
     /// Where the server listens (`address:port`): the authority of a request without `Host`.
     let listening: String
     /// Seconds since 1970, UTC: the clock GetSystemDateAndTime says and a token is checked on.
@@ -32,7 +38,7 @@ public struct ONVIFEndpoint: Sendable {
     public static let paths = ONVIFService.paths
 
     public init(
-        device: ONVIFDevice, passwords: WebPasswords?, listening: String,
+        device: ONVIFDevice, passwords: WebPasswords?, clear: ONVIFPasswords? = nil, listening: String,
         wallClock: @escaping @Sendable () -> Double = {
             let now = WallClock.now()
             return Double(now.seconds) + Double(now.nanoseconds) / 1e9
@@ -40,6 +46,7 @@ public struct ONVIFEndpoint: Sendable {
     ) {
         self.device = device
         self.passwords = passwords
+        self.clear = clear
         self.listening = listening
         self.wallClock = wallClock
     }
@@ -63,7 +70,13 @@ public struct ONVIFEndpoint: Sendable {
         let now = wallClock()
         var signIn: HTTPResponse.SignIn?
         if let passwords, request.user == nil, !ONVIFDevice.preAuthentication(soap) {
-            switch soap.usernameToken?.check(users: passwords.users, realm: passwords.realm, now: now) {
+            let checked = soap.usernameToken.map { token in
+                nonces.memory.withLock {
+                    token.check(
+                        users: passwords.users, realm: passwords.realm, clear: clear?.users, nonces: &$0, now: now)
+                }
+            }
+            switch checked {
             case .signedIn?: signIn = .succeeded
             case nil: return Self.refused(Self.signInFirst, failed: nil)
             case .wrongPassword(let user)?:
@@ -72,9 +85,13 @@ public struct ONVIFEndpoint: Sendable {
                 return Self.refused(
                     "The UsernameToken's Created time is more than 5 minutes from this camera's clock (UTC \(ISO8601.text(now))): a replay, or a clock to set right (GetSystemDateAndTime needs no sign-in).",
                     failed: nil)
+            case .replayed?:
+                return Self.refused(
+                    "The UsernameToken's Nonce was taken before, or it has no Nonce or Created: a replay. Send a new Nonce and the time with each request.",
+                    failed: nil)
             case .digestCannotBeChecked?:
                 return Self.refused(
-                    "This camera keeps only Digest hashes of its passwords, never a password, so it cannot check a WS-Security PasswordDigest: sign in with HTTP Digest, or send the password as PasswordText (over HTTPS).",
+                    "This camera has no onvif.password_file, and its web.password_file keeps only Digest hashes, never a password, so it cannot check a WS-Security PasswordDigest: on the camera set onvif.password_file and run sudo vigil passwd --onvif USER, then restart it; or sign in with HTTP Digest, or send the password as PasswordText (over HTTPS).",
                     failed: nil)
             }
         }
@@ -120,6 +137,11 @@ public struct ONVIFEndpoint: Sendable {
             }
         }
         return described
+    }
+
+    /// The nonces of the PasswordDigests taken lately, shared by the server's threads.
+    final class Nonces: Sendable {
+        let memory = Mutex(NonceMemory())
     }
 
     static let signInFirst =

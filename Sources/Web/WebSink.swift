@@ -24,7 +24,7 @@ public final class WebSink: EventSink {
     /// `onvif`, it answers ONVIF's device and media services for that camera too.
     public init(
         settings: Settings.Web, camera: String, version: String, storage: any ClipStorage, onvif: ONVIFDevice? = nil,
-        log: Logger
+        onvifPasswords: ONVIFPasswords? = nil, log: Logger
     ) throws(HTTPServerError) {
         let signIn = settings.passwords != nil
         let served = Served()
@@ -36,7 +36,10 @@ public final class WebSink: EventSink {
             served.site.withLock { $0 }?.respond($0) ?? WebSink.starting
         }
         let listening = HTTPServer.endpoint(settings.listen, server.port)
-        let endpoint = onvif.map { ONVIFEndpoint(device: $0, passwords: settings.passwords, listening: listening) }
+        let endpoint = onvif.map {
+            ONVIFEndpoint(
+                device: $0, passwords: settings.passwords, clear: onvifPasswords, listening: listening)
+        }
         makeSite = { context in
             WebSite(
                 camera: camera, version: version, storage: storage, context: context, signIn: signIn,

@@ -135,7 +135,8 @@ enum RunCommand: Command {
                 let onvif = onvifDevice(settings, version: version, rtspPort: rtspPort, log: log)
                 let web = try WebSink(
                     settings: settings.web, camera: settings.camera.name, version: version,
-                    storage: DiskStorage(root: settings.storage.path), onvif: onvif, log: log)
+                    storage: DiskStorage(root: settings.storage.path), onvif: onvif,
+                    onvifPasswords: settings.onvif.passwords, log: log)
                 environment.sinks.append(web)
                 if let onvif, let discovery = onvifDiscovery(settings, device: onvif, webPort: web.port, log: log) {
                     environment.sinks.append(discovery)

@@ -12,7 +12,7 @@ struct ONVIFCommandTests {
     /// the web server's and RTSP server's ports (its log says them).
     static func agent(
         _ dir: TemporaryDirectory, web: String = "", extra: String = "", password: String? = nil,
-        launcher: [String] = []
+        passwd: [String] = [], launcher: [String] = []
     ) throws -> (agent: AgentProcess, web: Int, rtsp: Int) {
         let config = try AgentTests.syntheticConfig(
             dir,
@@ -24,7 +24,7 @@ struct ONVIFCommandTests {
                 """)
         if let password {
             let set = try runTool(
-                builtExecutable("vigil"), ["passwd", "--config", config], input: Data("\(password)\n".utf8))
+                builtExecutable("vigil"), ["passwd", "--config", config] + passwd, input: Data("\(password)\n".utf8))
             #expect(set.status == 0, "\(set.stderr)")
         }
         let agent = try AgentProcess(config: config, launcher: launcher)
