@@ -98,6 +98,7 @@ import Testing
             let answer = try Self.post(server, Self.request("GetDeviceInformation", token: digest))
             #expect(answer.status == 401)
             #expect(answer.body.contains("cannot check a WS-Security PasswordDigest"), "\(answer.body)")
+            #expect(answer.body.contains("run sudo vigil passwd --onvif USER"), "the fix: \(answer.body)")
         }
         for _ in 0..<6 {
             let stale = try Self.post(
