@@ -84,6 +84,40 @@ struct ONVIFPasswordCommandTests {
                 && ghost.stderr.contains("sudo vigil passwd --onvif ghost"), "\(ghost.stderr)")
     }
 
+    /// As root with a vigil account (one of its own, in a mount namespace whose /etc/passwd and
+    /// /etc/group have it), the ONVIF file is made 0640 root:vigil — the agent, as vigil, reads
+    /// it; only root changes it — and the web's 0600 vigil's; vigil check takes both.
+    @Test(.enabled(if: getuid() == 0 && which("unshare") != nil, "needs root and unshare"))
+    func asRootTheONVIFFileIsRootsReadByTheVigilGroup() throws {
+        let dir = try TemporaryDirectory("vigil-passwd-onvif-root")
+        defer { dir.remove() }
+        let config = try AgentTests.syntheticConfig(
+            dir,
+            extra: """
+                web = { enabled = true; port = 0; password_file = "web-passwords"; };
+                rtsp = { enabled = true; port = 0; };
+                \(Self.onvif)
+                """)
+        let id = 64_123
+        try
+            (String(contentsOfFile: "/etc/passwd", encoding: .utf8)
+            + "vigil:x:\(id):\(id):Vigil:/nonexistent:/usr/sbin/nologin\n").write(
+                toFile: dir.file("passwd"), atomically: true, encoding: .utf8)
+        try (String(contentsOfFile: "/etc/group", encoding: .utf8) + "vigil:x:\(id):\n").write(
+            toFile: dir.file("group"), atomically: true, encoding: .utf8)
+        let script = """
+            mount --bind "$1/passwd" /etc/passwd && mount --bind "$1/group" /etc/group \\
+                && echo pw | "$2" passwd --onvif viewer --config "$3" && "$2" check --config "$3" >/dev/null
+            """
+        let r = try runTool(
+            "unshare", ["--mount", "--", "sh", "-c", script, "sh", dir.path, builtExecutable("vigil"), config])
+        #expect(r.status == 0, "\(r.stderr)")
+        let onvif = try Self.status(dir.file("onvif-passwords"))
+        #expect(onvif.mode == 0o640 && onvif.owner == 0 && onvif.group == id, "\(onvif)")
+        let web = try Self.status(dir.file("web-passwords"))
+        #expect(web.mode == 0o600 && web.owner == id, "\(web)")
+    }
+
     @Test func passwdWithONVIFWithoutItsFileSaysHowAndCheckWarns() throws {
         let dir = try TemporaryDirectory("vigil-passwd-onvif-none")
         defer { dir.remove() }
