@@ -15,7 +15,7 @@
 #   make deb-arm64  the Raspberry Pi package (trixie, arm64), cross-built with Debian trixie's Swift
 #   make test-arm64  that package on arm64 under qemu-user, its results beside x86-64's
 #   make test-trixie  the whole suite with Debian trixie's Swift 6.0.3
-#   make test-homeassistant  a real Home Assistant adds the camera (Generic Camera): picture, stream
+#   make test-homeassistant  a real Home Assistant adds the camera (Generic Camera, ONVIF): picture, stream
 #   make lint   check the formatting (.swift-format), the layering rules of docs/ARCHITECTURE.md,
 #               what Swift 6.0 (Debian trixie's) cannot compile, no file over 600 lines and at most
 #               45 pairs of repeated places (`duplicates`, where it is installed, boilerplate aside)
@@ -161,7 +161,7 @@ test-deb: deb
 
 # A real Home Assistant (2026.2.3, from PyPI, in the trixie root of scripts/trixie/root.sh, its
 # venv kept in ~/.cache/vigil-homeassistant) adds this build's agents through Generic Camera's
-# config flow: the camera entity, its picture and its stream (HA's HLS read by ffprobe and
+# and ONVIF's config flows (ONVIF with a password too): the camera entity, its picture and its stream (HA's HLS read by ffprobe and
 # ffmpeg) are checked. About a minute once cached; the first run makes the root and the venv
 # (scripts/homeassistant/test.sh says more). Needs root (uses sudo otherwise).
 .PHONY: test-homeassistant

@@ -53,6 +53,9 @@ let package = Package(
         .target(name: "Recorder", dependencies: ["Media", "QuickTime"]),
         // `vigil analyze`: detection and the event logic over a whole source; JSON, CSV, SVG.
         .target(name: "Analysis", dependencies: ["Media", "MotionDetection", "Recorder"]),
+        // ONVIF's messages: a small bounded XML reader (no DTD), SOAP requests and WS-Security's
+        // UsernameToken, the device and media services' answers, WS-Discovery's probes and replies.
+        .target(name: "ONVIF", dependencies: ["Media"]),
 
         // Adapters.
         // The operating system at the edge: errors, retrying interrupted calls, file descriptors
@@ -100,7 +103,7 @@ let package = Package(
         .target(
             name: "Web",
             dependencies: [
-                "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "Snapshot",
+                "Agent", "Configuration", "Logging", "Media", "ONVIF", "POSIX", "QuickTime", "Recorder", "Snapshot",
                 "CMicroHTTPD", "COpus",
             ]),
         // Clips off the board: each saved clip copied to an S3-compatible bucket, an SFTP server or a
@@ -121,7 +124,7 @@ let package = Package(
             name: "vigil",
             dependencies: [
                 "Agent", "Analysis", "Media", "QuickTime", "Recorder", "H264", "Capture", "Configuration", "Storage",
-                "MQTT", "Web", "Upload", "RTSP", "POSIX", "Logging",
+                "MQTT", "Web", "Upload", "RTSP", "ONVIF", "POSIX", "Logging",
             ]
         ),
 
@@ -172,10 +175,13 @@ let package = Package(
             dependencies: ["Recorder", "Storage", "Media", "QuickTime", "Logging", "TestSupport"]),
         .testTarget(name: "StorageTests", dependencies: ["Storage", "Recorder", "QuickTime", "Media", "TestSupport"]),
         .testTarget(name: "LoggingTests", dependencies: ["Logging", "Media"]),
+        .testTarget(name: "ONVIFTests", dependencies: ["ONVIF", "Media"]),
         // Against the real server on a loopback port, with curl and raw sockets as clients.
         .testTarget(
             name: "WebTests",
-            dependencies: ["Web", "Agent", "Configuration", "Logging", "Media", "POSIX", "Recorder", "TestSupport"]),
+            dependencies: [
+                "Web", "Agent", "Configuration", "Logging", "Media", "ONVIF", "POSIX", "Recorder", "TestSupport",
+            ]),
         .testTarget(name: "SnapshotTests", dependencies: ["Snapshot", "Media", "TestSupport"]),
         .testTarget(
             name: "RTSPTests",

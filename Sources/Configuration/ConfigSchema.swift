@@ -351,6 +351,22 @@ public enum ConfigSchema {
             "rtsp.port", .integer(0...65535), .integer(8554),
             "the port to listen on, or 0 for any free one (the log says which)"
         ),
+        // onvif
+        ConfigKey(
+            "onvif.enabled", .boolean, .boolean(false),
+            "answer ONVIF's device, media and events services on the web server (/onvif/device_service, /onvif/media_service, /onvif/events_service: the stream is the RTSP server's, the picture latest.jpg, motion a pull point's events), so NVRs and Home Assistant add the camera by themselves; needs web.enabled and rtsp.enabled"
+        ),
+        ConfigKey(
+            "onvif.discovery", .boolean, .boolean(true),
+            "with onvif.enabled, answer WS-Discovery's probes (UDP port onvif.discovery_port, multicast 239.255.255.250) and say Hello at start and Bye at stop: on every interface when web.listen serves other machines, else from this machine only"
+        ),
+        ConfigKey(
+            "onvif.discovery_port", .integer(1...65535), .integer(3702),
+            "WS-Discovery's UDP port: 3702, where every client probes (another is for tests)"),
+        ConfigKey(
+            "onvif.password_file", .text, .text(""),
+            "a file of USER:PASSWORD lines, the passwords in the clear, written by sudo vigil passwd --onvif USER (which sets the same password in web.password_file): what checks a WS-Security PasswordDigest, which Home Assistant and NVRs sign ONVIF's calls with; kept like a key (0640 root:vigil or 0600; one readable by others is refused); use a password used nowhere else. \"\": a PasswordDigest is refused, a PasswordText and HTTP Digest checked against web.password_file"
+        ),
         // upload
         ConfigKey(
             "upload.url", .text, .text(""),

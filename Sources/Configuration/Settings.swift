@@ -90,6 +90,7 @@ public struct Settings: Equatable, Sendable {
     public var mqtt: MQTT
     public var web: Web
     public var rtsp: RTSP
+    public var onvif: ONVIF
     public var upload: Upload
     /// The values they were made from, for `vigil check` and for messages.
     public var values: ConfigValues
@@ -253,6 +254,7 @@ public struct Settings: Equatable, Sendable {
         mqtt = try Settings.mqtt(v, camera: camera.name, directory: directory)
         web = try Settings.web(v, directory: directory)
         rtsp = try Settings.rtsp(v, web: web)
+        onvif = try Settings.onvif(v, web: web, rtsp: rtsp, directory: directory)
         upload = try Settings.upload(v, directory: directory)
     }
 

@@ -254,7 +254,7 @@ public final class LineServer: @unchecked Sendable {
     }
 
     /// Reads and writes on `fd` return EAGAIN instead of waiting; exec closes it.
-    private static func setNonBlockingAndCloseOnExec(_ fd: Int32) throws(SystemError) {
+    static func setNonBlockingAndCloseOnExec(_ fd: Int32) throws(SystemError) {
         let flags = try retryOnInterrupt { fcntl(fd, F_GETFL) }
         try retryOnInterrupt { fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
         try retryOnInterrupt { fcntl(fd, F_SETFD, FD_CLOEXEC) }

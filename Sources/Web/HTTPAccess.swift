@@ -21,6 +21,9 @@ enum Admission {
     case admitted(user: String?)
     /// It was answered (421, 429, 403 or the 401 that asks to sign in), queued.
     case refused(MHD_Result)
+    /// It goes to the handler without `Authorization`, to a path whose sign-in may be in its
+    /// body (ONVIF's WS-Security), which decides (`settle`).
+    case signInInBody
 }
 
 /// Whether the request on `connection` for `path` with `method` is served.
@@ -39,6 +42,7 @@ func admit(_ connection: OpaquePointer?, path: String, method: String, server: C
         return .refused(queue(refused, on: connection, server: server))
     }
     let authorization = header(connection, "Authorization")
+    if authorization == nil, server.signInInBody.contains(path) { return .signInInBody }
     if let token = server.metricsToken, let given = authorization.flatMap(bearerToken) {
         guard sameSecret(given, token) else {
             failed(client, tried: "metrics token", user: nil, at: now, server: server)
@@ -86,6 +90,30 @@ func admit(_ connection: OpaquePointer?, path: String, method: String, server: C
     return .refused(challenge(connection, passwords, stale: false, server: server))
 }
 
+/// Sends the handler's answer to a request whose sign-in was in its body (`signInInBody`): a
+/// refusal as the 401 that asks for Digest, with the handler's body (a SOAP fault, which
+/// WS-Security clients read), a wrong password counted toward the throttle as the web's own.
+func settle(_ response: HTTPResponse, on connection: OpaquePointer?, server: Context) -> MHD_Result {
+    let client = clientAddress(connection)
+    switch response.signIn {
+    case .refused(let failedUser)?:
+        if let failedUser {
+            failed(
+                client, tried: "ws-security password", user: failedUser, at: server.clock.now().seconds, server: server)
+        }
+        guard let passwords = server.passwords else { break }
+        return challenge(connection, passwords, stale: false, server: server, answer: response)
+    case .succeeded?:
+        if let client, let failures = server.throttle.withLock({ $0.succeeded(client) }) {
+            server.log?.info(
+                "an address slowed for failed sign-ins signed in: it is served again",
+                [("address", .string(client.groupText)), ("failures", .int(failures))])
+        }
+    case nil: break
+    }
+    return queue(response, on: connection, server: server)
+}
+
 /// Counts a failed sign-in from `client`, and says it once when the address starts to wait.
 private func failed(_ client: ClientAddress?, tried: String, user: String?, at now: Double, server: Context) {
     guard let client, let slowed = server.throttle.withLock({ $0.failed(client, at: now) }) else { return }
@@ -101,11 +129,17 @@ private func failed(_ client: ClientAddress?, tried: String, user: String?, at n
 /// sent was not (or no longer) the server's, and the browser asks again without asking the
 /// person.
 private func challenge(
-    _ connection: OpaquePointer?, _ passwords: WebPasswords, stale: Bool, server: Context
+    _ connection: OpaquePointer?, _ passwords: WebPasswords, stale: Bool, server: Context,
+    answer: HTTPResponse? = nil
 )
     -> MHD_Result
 {
-    let text = Array("Sign in to see this camera: a user and password made with `vigil passwd`.\n".utf8)
+    var text = Array("Sign in to see this camera: a user and password made with `vigil passwd`.\n".utf8)
+    var headers = HTTPResponse.error(401, "").headers
+    if let answer, case .bytes(let bytes) = answer.body {
+        text = bytes
+        headers = answer.headers
+    }
     guard
         let response = text.withUnsafeBytes({
             MHD_create_response_from_buffer(
@@ -113,7 +147,7 @@ private func challenge(
         })
     else { return MHD_Result.NO }
     defer { MHD_destroy_response(response) }
-    for (name, value) in HTTPResponse.error(401, "").headers + commonHeaders {
+    for (name, value) in headers + commonHeaders {
         _ = MHD_add_response_header(response, name, value)
     }
     let queued = MHD_queue_auth_fail_response2(

@@ -16,6 +16,10 @@ public struct HTTPRequest: Sendable {
     public var user: String?
     /// The address the request came from (4 or 16 bytes), when known.
     public var client: [UInt8]?
+    /// The server has passwords and this request, to a path whose sign-in may be in its body
+    /// (`HTTPServer`'s `signInInBody`: ONVIF's SOAP), came without `Authorization`: the
+    /// handler decides who it is, and says so in its response (`HTTPResponse.signIn`).
+    public var signInPending = false
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
@@ -88,9 +92,20 @@ public struct HTTPResponse: Sendable {
         case stream(any HTTPStream)
     }
 
+    /// What the handler made of a pending sign-in (`HTTPRequest.signInPending`).
+    public enum SignIn: Sendable, Equatable {
+        /// Signed in: an address being slowed for failed sign-ins is served again.
+        case succeeded
+        /// Refused: sent as a 401 that asks for Digest, with this response's body;
+        /// `failedUser` set counts a failed sign-in (a wrong password) toward the throttle.
+        case refused(failedUser: String?)
+    }
+
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: Body
+    /// Read only for a request whose sign-in was pending.
+    public var signIn: SignIn?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: Body = .bytes([])) {
         self.status = status

@@ -80,11 +80,12 @@ public final class HTTPServer: Sendable {
     public convenience init(
         address: String, port: Int, limits: Limits = Limits(), passwords: WebPasswords? = nil,
         tls: Settings.Web.TLS? = nil, names: [String] = [], metricsToken: String? = nil, log: Logger? = nil,
-        needsWork: @escaping WorkPicker = { _ in false }, handler: @escaping Handler
+        signInInBody: Set<String> = [], needsWork: @escaping WorkPicker = { _ in false }, handler: @escaping Handler
     ) throws(HTTPServerError) {
         try self.init(
             address: address, port: port, limits: limits, passwords: passwords, tls: tls, names: names,
-            metricsToken: metricsToken, log: log, clock: .monotonic, needsWork: needsWork, handler: handler)
+            metricsToken: metricsToken, log: log, clock: .monotonic, signInInBody: signInInBody, needsWork: needsWork,
+            handler: handler)
     }
 
     /// The same, on `clock` (the monotonic clock for the agent; a test's), which the sign-in
@@ -92,7 +93,8 @@ public final class HTTPServer: Sendable {
     init(
         address: String, port: Int, limits: Limits = Limits(), passwords: WebPasswords? = nil,
         tls: Settings.Web.TLS? = nil, names: [String] = [], metricsToken: String? = nil, log: Logger? = nil,
-        clock: Clock, needsWork: @escaping WorkPicker = { _ in false }, handler: @escaping Handler
+        clock: Clock, signInInBody: Set<String> = [], needsWork: @escaping WorkPicker = { _ in false },
+        handler: @escaping Handler
     ) throws(HTTPServerError) {
         if tls != nil && vigil_mhd_has_tls() == 0 {
             throw HTTPServerError(
@@ -111,7 +113,7 @@ public final class HTTPServer: Sendable {
         context = Context(
             handler: handler, needsWork: needsWork, bodyLimit: limits.bodyBytes, passwords: passwords, tls: tls,
             hosts: HostCheck(machine: HostName.current, extra: names), metricsToken: metricsToken, log: log,
-            clock: clock, keep: limits.connections, streamLimit: limits.streams,
+            clock: clock, signInInBody: signInInBody, keep: limits.connections, streamLimit: limits.streams,
             work: WorkThreads(threads: limits.workThreads, capacity: limits.workQueue, handler: handler))
         do { try context.work.start() } catch {
             throw HTTPServerError(
@@ -225,6 +227,8 @@ final class Context: @unchecked Sendable {
     let work: WorkThreads
     let bodyLimit: Int
     let passwords: WebPasswords?
+    /// The paths whose requests may sign in inside their body (`HTTPRequest.signInPending`).
+    let signInInBody: Set<String>
     /// The names served (`Host`).
     let hosts: HostCheck
     /// The metrics token's MD5 (compared with the MD5 of what is sent); nil without one.
@@ -262,9 +266,10 @@ final class Context: @unchecked Sendable {
     init(
         handler: @escaping HTTPServer.Handler, needsWork: @escaping HTTPServer.WorkPicker, bodyLimit: Int,
         passwords: WebPasswords?, tls: Settings.Web.TLS?, hosts: HostCheck, metricsToken: String?, log: Logger?,
-        clock: Clock, keep: Int, streamLimit: Int, work: WorkThreads
+        clock: Clock, signInInBody: Set<String>, keep: Int, streamLimit: Int, work: WorkThreads
     ) {
         self.handler = handler
+        self.signInInBody = signInInBody
         self.needsWork = needsWork
         self.work = work
         self.streamLimit = streamLimit
@@ -394,6 +399,7 @@ final class RequestBody {
     var tooLarge = false
     /// Who signed in (Digest), when the server has passwords.
     var user: String?
+    var signInPending = false
     /// Handed to the work threads: the handler is called again once its answer is built.
     var pending: PendingAnswer?
 }
@@ -437,6 +443,7 @@ private let accessHandler: MHD_AccessHandlerCallback = {
             server: server)
         {
         case .admitted(let user): body.user = user
+        case .signInInBody: body.signInPending = true
         case .refused(let refused): return refused
         }
         requestContext.pointee = Unmanaged.passRetained(body).toOpaque()
@@ -465,13 +472,15 @@ private let accessHandler: MHD_AccessHandlerCallback = {
     if body.tooLarge {
         response = .error(413, "The request's body is larger than \(server.bodyLimit) bytes.")
     } else {
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: method.map { String(cString: $0) } ?? "GET", path: url.map { String(cString: $0) } ?? "/",
             query: values(of: connection, kind: MHD_ValueKind.GET_ARGUMENT_KIND, lowercased: false),
             headers: values(of: connection, kind: MHD_ValueKind.HEADER_KIND, lowercased: true), body: body.bytes,
             user: body.user, client: clientAddress(connection)?.bytes)
+        request.signInPending = body.signInPending
         if server.needsWork(request) { return handToWork(request, on: connection, body: body, server: server) }
         response = server.handler(request)
+        if body.signInPending, response.signIn != nil { return settle(response, on: connection, server: server) }
     }
     return queue(response, on: connection, server: server)
 }

@@ -1,6 +1,7 @@
 import Agent
 import Configuration
 import Logging
+import ONVIF
 import Recorder
 import Synchronization
 
@@ -19,21 +20,30 @@ public final class WebSink: EventSink {
         let site = Mutex<WebSite?>(nil)
     }
 
-    /// Starts the server `settings` describe for the agent whose clips `storage` holds.
+    /// Starts the server `settings` describe for the agent whose clips `storage` holds; with
+    /// `onvif`, it answers ONVIF's device and media services for that camera too.
     public init(
-        settings: Settings.Web, camera: String, version: String, storage: any ClipStorage, log: Logger
+        settings: Settings.Web, camera: String, version: String, storage: any ClipStorage, onvif: ONVIFDevice? = nil,
+        onvifPasswords: ONVIFPasswords? = nil, log: Logger
     ) throws(HTTPServerError) {
         let signIn = settings.passwords != nil
-        makeSite = { context in
-            WebSite(camera: camera, version: version, storage: storage, context: context, signIn: signIn, log: log)
-        }
         let served = Served()
         server = try HTTPServer(
             address: settings.listen, port: settings.port, passwords: settings.passwords, tls: settings.tls,
             names: settings.urlHost.map { [$0] } ?? [], metricsToken: settings.metricsToken, log: log,
-            needsWork: WebSite.needsWork
+            signInInBody: onvif == nil ? [] : ONVIFEndpoint.paths, needsWork: WebSite.needsWork
         ) {
             served.site.withLock { $0 }?.respond($0) ?? WebSink.starting
+        }
+        let listening = HTTPServer.endpoint(settings.listen, server.port)
+        let endpoint = onvif.map {
+            ONVIFEndpoint(
+                device: $0, passwords: settings.passwords, clear: onvifPasswords, listening: listening)
+        }
+        makeSite = { context in
+            WebSite(
+                camera: camera, version: version, storage: storage, context: context, signIn: signIn,
+                onvif: endpoint, log: log)
         }
         self.served = served
         if let openFiles = server.openFileLimit {

@@ -2,6 +2,7 @@ import Agent
 import FoundationEssentials
 import Logging
 import Media
+import ONVIF
 import Recorder
 import Synchronization
 
@@ -40,11 +41,14 @@ public final class WebSite: Sendable {
     let signIn: Bool
     /// The live stream's sound, encoded for viewers.
     let sound: LiveSound
+    /// ONVIF's services, with `onvif.enabled`.
+    let onvif: ONVIFEndpoint?
 
     public init(
         camera: String, version: String, storage: any ClipStorage, context: SinkContext, signIn: Bool = false,
-        log: Logger? = nil
+        onvif: ONVIFEndpoint? = nil, log: Logger? = nil
     ) {
+        self.onvif = onvif
         sound = LiveSound(feed: context.live, log: log)
         self.camera = camera
         self.version = version
@@ -57,8 +61,12 @@ public final class WebSite: Sendable {
     /// Takes what concerns the pages from the agent's events.
     func take(_ event: AgentEvent) {
         switch event {
-        case .motionStarted: motion.store(true, ordering: .relaxed)
-        case .motionEnded: motion.store(false, ordering: .relaxed)
+        case .motionStarted:
+            motion.store(true, ordering: .relaxed)
+            if let onvif { onvif.subscriptions.motion(true, at: onvif.wallClock()) }
+        case .motionEnded:
+            motion.store(false, ordering: .relaxed)
+            if let onvif { onvif.subscriptions.motion(false, at: onvif.wallClock()) }
         default: break
         }
     }
@@ -86,6 +94,9 @@ public final class WebSite: Sendable {
         if request.path == "/api/trigger" { return trigger(request) }
         if request.path == "/api/clips/delete" { return deleteClip(request) }
         if request.path == "/api/detection" { return detection(request) }
+        if let onvif, let service = ONVIFService(path: request.path) {
+            return onvif.respond(request, service: service, live: context.live.items)
+        }
         guard request.method == "GET" || request.method == "HEAD" else {
             return .methodNotAllowed("Only GET and HEAD are served here.", allowed: "GET, HEAD")
         }

@@ -8,11 +8,20 @@ let configOption = OptionSpec(
     name: "config", valueName: "FILE", help: "the configuration file (default \(defaultConfigPath))")
 
 /// The configuration `--config` names (or the default), loaded and checked; nil after
-/// printing `file:line: message` when it is invalid (the caller exits 78).
-func loadSettings(_ arguments: ParsedArguments) -> (path: String, settings: Settings)? {
+/// printing `file:line: message` when it is invalid (the caller exits 78). An
+/// `onvif.password_file` that cannot be used is invalid too, unless `onvifFileMayBeBad`
+/// (`vigil passwd`, which makes it).
+func loadSettings(
+    _ arguments: ParsedArguments, onvifFileMayBeBad: Bool = false
+) -> (path: String, settings: Settings)? {
     let path = arguments.value("config") ?? defaultConfigPath
     do {
-        return (path, try Settings.load(path: path))
+        let settings = try Settings.load(path: path)
+        if !onvifFileMayBeBad, let problem = settings.onvif.problem {
+            printError(problem.description)
+            return nil
+        }
+        return (path, settings)
     } catch {
         printError(error.description)
         return nil
@@ -40,6 +49,7 @@ enum CheckCommand: Command {
         if let warning = settings.mqtt.checkWarning { printError(warning) }
         if let warning = settings.web.checkWarning { printError(warning) }
         if let warning = settings.rtsp.checkWarning { printError(warning) }
+        for warning in settings.onvif.checkWarnings(web: settings.web) { printError(warning) }
         if settings.web.enabled, let warning = settings.web.certificateWarning { printError(warning.warning()) }
         if let warning = settings.upload.checkWarning { printError(warning) }
         if case .libcamera = settings.camera.device, let problem = LibcameraAvailability.problem() {

@@ -2,11 +2,12 @@ import Configuration
 import POSIX
 import Storage
 
-/// `vigil passwd [--user NAME] [--config FILE]`: sets a password for the web server.
+/// `vigil passwd [--onvif] [--user NAME | NAME] [--config FILE]`: sets a password for the web
+/// server (and with `--onvif`, the same one in `onvif.password_file`).
 enum PasswdCommand: Command {
     static let name = "passwd"
     static let abstract = "Set a user's password for the web server (web.password_file)."
-    static let synopsis = "[--user NAME] [--config FILE]"
+    static let synopsis = "[--onvif] [--user NAME | NAME] [--config FILE]"
     static let discussion = """
         Asks for the password (twice on a terminal; otherwise it reads the first line of
         standard input) and writes it to the file web.password_file names, adding the user
@@ -17,24 +18,42 @@ enum PasswdCommand: Command {
         vigil user when there is one (the agent reads it as that user). Restart the agent for
         it to take effect.
 
+        With --onvif it also writes the password itself to the file onvif.password_file
+        names (USER:PASSWORD lines, other users kept): ONVIF clients (Home Assistant, NVRs)
+        sign their calls with a WS-Security PasswordDigest, which only the password itself
+        checks, while they fetch the picture with HTTP Digest and play the stream with RTSP
+        Digest, which web.password_file checks — so the user is set in both. That file is
+        made mode 0640 owned by root, group vigil, when run as root (sudo), else mode 0600;
+        use a password used nowhere else.
+
         A password is at most 1024 bytes: a longer one is refused, never cut.
 
-        Exit 0 when written; 78 when web.password_file is not set or is not a password file; 65
+        Exit 0 when written; 78 when web.password_file (or with --onvif, onvif.password_file)
+        is not set or is not a password file; 65
         for a password or user name that cannot be used (empty, or too long); 73 when the file
         cannot be written.
         """
     static let options = [
         configOption,
-        OptionSpec(name: "user", valueName: "NAME", help: "whose password (admin unless given)"),
+        OptionSpec(name: "user", valueName: "NAME", help: "whose password (admin unless given; or NAME alone)"),
+        OptionSpec(
+            name: "onvif", valueName: nil,
+            help: "set it in onvif.password_file too (ONVIF's PasswordDigest: Home Assistant)"),
     ]
+    static let positionalLimit = 1
 
     static func run(_ arguments: ParsedArguments) throws(UsageError) -> ExitCode {
-        let user = arguments.value("user") ?? "admin"
+        let named = arguments.positionals.first
+        if let named, let given = arguments.value("user"), named != given {
+            throw UsageError(message: "the user is given twice (--user \(given) and \(named)): give it once")
+        }
+        let user = named ?? arguments.value("user") ?? "admin"
         if let problem = WebPasswords.nameProblem(user) {
             printError("vigil passwd: --user \(user): give \(problem)")
             return .dataError
         }
-        guard let (path, settings) = loadSettings(arguments) else { return .config }
+        let onvif = arguments.flag("onvif")
+        guard let (path, settings) = loadSettings(arguments, onvifFileMayBeBad: true) else { return .config }
         guard let file = settings.web.passwordFile else {
             printError(
                 "vigil passwd: \(path): web.password_file is not set — set it (for example web = { password_file = \"/etc/vigil/web-passwords\"; };), then run vigil passwd again"
@@ -52,6 +71,23 @@ enum PasswdCommand: Command {
             let random = (0..<4).map { _ in generator.next() as UInt8 }
             passwords = WebPasswords(realm: WebPasswords.newRealm(random: random))
         }
+        var clear: (path: String, passwords: ONVIFPasswords)?
+        if onvif {
+            guard let onvifFile = settings.onvif.passwordFile else {
+                printError(
+                    "vigil passwd: \(path): onvif.password_file is not set — set it (for example onvif = { password_file = \"/etc/vigil/onvif-passwords\"; };), then run sudo vigil passwd --onvif \(user) again"
+                )
+                return .config
+            }
+            var existing = ONVIFPasswords()
+            if (try? Paths.status(onvifFile)) != nil {
+                do { existing = try ONVIFPasswords.read(onvifFile) } catch {
+                    printError("vigil passwd: \(error.description); remove it to start a new one")
+                    return .config
+                }
+            }
+            clear = (onvifFile, existing)
+        }
         guard let password = readPassword(for: user) else { return .dataError }
         passwords.set(user: user, password: password)
         if let error = write(passwords.text, to: file) {
@@ -59,8 +95,27 @@ enum PasswdCommand: Command {
                 "vigil passwd: \(file) cannot be written: \(error) — is the directory there and writable by this user?")
             return .cannotCreate
         }
+        if var clear {
+            clear.passwords.users[user] = password
+            // root:vigil 0640 (the agent reads it as vigil; only root changes it), else this
+            // user's, 0600.
+            let vigil = ProcessID.isRoot ? UserAccounts.owner(named: "vigil") : nil
+            let owner = vigil.map { (user: UInt32(0), group: $0.group) }
+            do {
+                try Paths.replaceFile(
+                    clear.path, with: Array(clear.passwords.text.utf8),
+                    temporarySuffix: ".new-\(ProcessID.current)", permissions: owner == nil ? 0o600 : 0o640,
+                    owner: owner)
+            } catch {
+                printError(
+                    "vigil passwd: \(clear.path) cannot be written: \(error.description) — is the directory there and writable by this user? \(file) has the new password already; run this again once it can be"
+                )
+                return .cannotCreate
+            }
+        }
+        let both = clear.map { " and in \($0.path) (ONVIF)" } ?? ""
         printOut(
-            "vigil passwd: \(user)'s password is set in \(file) (realm \"\(passwords.realm)\"); restart the agent to use it (sudo systemctl restart vigil)"
+            "vigil passwd: \(user)'s password is set in \(file) (realm \"\(passwords.realm)\")\(both); restart the agent to use it (sudo systemctl restart vigil)"
         )
         return .success
     }

@@ -94,6 +94,25 @@ enum RunCommand: Command {
                 }
             }
         }
+        // The RTSP server first: ONVIF's stream is its, on the port it took. One that cannot
+        // start is said, and recording goes on without it.
+        var rtspPort: Int?
+        if settings.rtsp.enabled, let problem = settings.rtsp.problem {
+            log.error(
+                "rtsp server off: a file it needs cannot be used; recording goes on without it — fix it, then restart",
+                [("problem", .string(problem.description))])
+        } else if settings.rtsp.enabled {
+            do {
+                let sink = try RTSPSink(
+                    settings: settings.rtsp, camera: settings.camera.name, sound: settings.audio.enabled, log: log)
+                environment.sinks.append(sink)
+                rtspPort = sink.port
+            } catch {
+                log.error(
+                    "rtsp server off: it cannot start; recording goes on without it — fix what the error says, then restart",
+                    [("error", .string(error.description))])
+            }
+        }
         // The web server too: a port already taken is said, and recording goes on without it.
         // A certificate out of its dates is served, and said.
         if settings.web.enabled, let warning = settings.web.certificateWarning {
@@ -114,29 +133,18 @@ enum RunCommand: Command {
                 [("problem", .string(problem.description))])
         } else if settings.web.enabled {
             do {
-                environment.sinks.append(
-                    try WebSink(
-                        settings: settings.web, camera: settings.camera.name, version: version,
-                        storage: DiskStorage(root: settings.storage.path), log: log))
+                let onvif = onvifDevice(settings, version: version, rtspPort: rtspPort, log: log)
+                let web = try WebSink(
+                    settings: settings.web, camera: settings.camera.name, version: version,
+                    storage: DiskStorage(root: settings.storage.path), onvif: onvif,
+                    onvifPasswords: settings.onvif.passwords, log: log)
+                environment.sinks.append(web)
+                if let onvif, let discovery = onvifDiscovery(settings, device: onvif, webPort: web.port, log: log) {
+                    environment.sinks.append(discovery)
+                }
             } catch {
                 log.error(
                     "web server off: it cannot start; recording goes on without it — fix what the error says, then restart",
-                    [("error", .string(error.description))])
-            }
-        }
-        // The RTSP server: one that cannot start is said, and recording goes on without it.
-        if settings.rtsp.enabled, let problem = settings.rtsp.problem {
-            log.error(
-                "rtsp server off: a file it needs cannot be used; recording goes on without it — fix it, then restart",
-                [("problem", .string(problem.description))])
-        } else if settings.rtsp.enabled {
-            do {
-                environment.sinks.append(
-                    try RTSPSink(
-                        settings: settings.rtsp, camera: settings.camera.name, sound: settings.audio.enabled, log: log))
-            } catch {
-                log.error(
-                    "rtsp server off: it cannot start; recording goes on without it — fix what the error says, then restart",
                     [("error", .string(error.description))])
             }
         }

@@ -146,7 +146,7 @@ import Testing
         #expect(Set(planned).subtracting(fields + ["storage.path"]).isEmpty)
         #expect(
             ReloadPlan.sections.filter { $0.applies == .afterRestart }.map(\.section)
-                == ["camera", "audio", "encoder", "mqtt", "web", "upload", "rtsp", "storage.path"])
+                == ["camera", "audio", "encoder", "mqtt", "web", "upload", "rtsp", "onvif", "storage.path"])
     }
 
     /// Two reloads before the pipeline applied the first: what either changed is applied.

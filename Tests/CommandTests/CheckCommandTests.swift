@@ -21,6 +21,10 @@ import Testing
             ":2: unknown setting 'storage.min_free' — did you mean 'storage.min_free_mb'?"
         ),
         ("log = {\n level = \"loud\";\n};\n", ":2: log.level = \"loud\" is not allowed"),
+        (
+            "web = { enabled = true; };\nonvif = {\n  enabled = true;\n};\n",
+            ":3: onvif.enabled = true needs web.enabled = true (ONVIF's services are on the web server) and rtsp.enabled = true (its stream is the RTSP server's); rtsp.enabled is false — set rtsp.enabled = true, or onvif.enabled = false"
+        ),
     ])
     func invalidConfigurationExits78WithFileAndLine(text: String, expected: String) throws {
         let dir = try TemporaryDirectory("vigil-check")

@@ -160,17 +160,19 @@ class HomeAssistant:
             raise Failure(f"{domain} config flow ended without an entry: {result}")
         return result["result"]
 
-    async def refused(self, domain: str, step: dict) -> dict:
-        """The errors `domain`'s config flow shows for its first step answered with `step`
-        (Failure when it takes it); the flow is then abandoned, as a user closing the dialog."""
+    async def refused(self, domain: str, step: dict, before: tuple = ()) -> dict:
+        """The errors `domain`'s config flow shows for its first step answered with `step` (or
+        for the step after the steps `before`; Failure when it takes it); the flow is then
+        abandoned, as a user closing the dialog."""
         async with self.session.post(
             f"{self.base}/api/config/config_entries/flow", headers=self.headers, json={"handler": domain}
         ) as answer:
             flow = await answer.json()
-        async with self.session.post(
-            f"{self.base}/api/config/config_entries/flow/{flow['flow_id']}", headers=self.headers, json=step
-        ) as answer:
-            result = await answer.json()
+        for answered in (*before, step):
+            async with self.session.post(
+                f"{self.base}/api/config/config_entries/flow/{flow['flow_id']}", headers=self.headers, json=answered
+            ) as answer:
+                result = await answer.json()
         async with self.session.delete(
             f"{self.base}/api/config/config_entries/flow/{flow['flow_id']}", headers=self.headers
         ):
@@ -228,22 +230,23 @@ async def add_onvif(ha: HomeAssistant, camera: dict) -> dict:
     """ONVIF, set up by hand as a user does when discovery is off: "Search automatically" no,
     then the device's host, port (Vigil's web port), user and password. A camera
     {"integration": "onvif", "host", "port", "username", "password", "width", "height"} in
-    cameras.json runs it (test.sh adds none until Vigil's ONVIF services are on main; against
-    branch r44/onvif it passed on loopback without a password, and with one Home Assistant
-    answered auth_failed: it signs with a WS-Security PasswordDigest)."""
-    return await ha.flow(
-        "onvif",
-        [
-            {"auto": False},
-            {
-                "name": camera["name"],
-                "host": camera["host"],
-                "port": camera["port"],
-                "username": camera.get("username", ""),
-                "password": camera.get("password", ""),
-            },
-        ],
-    )
+    cameras.json runs it: test.sh adds one without a password and one whose user `vigil passwd
+    --onvif` made (Home Assistant signs every call with a WS-Security PasswordDigest, which
+    onvif.password_file checks); with a password, a wrong one first, which the form must refuse
+    as auth_failed."""
+    form = {
+        "name": camera["name"],
+        "host": camera["host"],
+        "port": camera["port"],
+        "username": camera.get("username", ""),
+        "password": camera.get("password", ""),
+    }
+    if camera.get("username"):
+        errors = await ha.refused("onvif", {**form, "password": camera["password"] + "-wrong"}, before=({"auto": False},))
+        say(f"{camera['name']}: with a wrong password the form says {errors}")
+        if errors.get("password") != "auth_failed":
+            raise Failure(f"a wrong password gave {errors} (expected password: auth_failed)")
+    return await ha.flow("onvif", [{"auto": False}, form])
 
 
 INTEGRATIONS = {"generic": add_generic, "onvif": add_onvif}

@@ -10,12 +10,15 @@
 # venv is made once (300 MB downloaded, 40 s here; 1.1 GB on disk); Home Assistant then runs
 # with --skip-pip and installs nothing.
 #
-# On this machine, two agents record the synthetic camera (320×240, 15 fps) with rtsp.enabled,
+# On this machine, four agents record the synthetic camera (320×240, 15 fps) with rtsp.enabled,
 # web.enabled and snapshot.live_interval: "open" with no password, "digest" with
-# web.password_file (user viewer). In the root, Home Assistant starts with a configuration of its
+# web.password_file (user viewer), "onvif" with onvif.enabled and no password, "onvifpw" with
+# onvif.enabled and onvif.password_file (user viewer, set in both files by
+# `vigil passwd --onvif`). In the root, Home Assistant starts with a configuration of its
 # own (http on a free loopback port, stream; no default_config, so no go2rtc: its own stream
 # integration serves HLS), and driver.py, with Home Assistant's Python, onboards its owner and
-# adds each agent's camera through the Generic Camera config flow (REST, as the frontend does):
+# adds each agent's camera through the Generic Camera config flow, or ONVIF's for the last two
+# (REST, as the frontend does):
 # the camera entity in /api/states, its picture through /api/camera_proxy (a 320×240 JPEG), its
 # stream (websocket camera/stream: Home Assistant's HLS URL) read by ffprobe (h264, 320×240) and
 # 4 s of it decoded by ffmpeg with nothing said. Home Assistant's log must hold no ERROR line and each
@@ -98,12 +101,14 @@ trap 'exit 130' INT TERM
 
 # start_agent NAME PASSWORD [LINES]: `vigil run` on the synthetic camera NAME (320×240) in
 # $work/NAME with rtsp.enabled, web.enabled, live pictures and free ports; with PASSWORD "yes",
-# web.password_file with the user viewer (password secret); LINES are more settings (another
-# group). Sets web_url, web_port and rtsp_url from its log, once latest.jpg is there.
+# web.password_file with the user viewer (password secret); with "onvif", the same set by
+# `vigil passwd --onvif` in onvif.password_file too (LINES give it); LINES are more settings
+# (another group). Sets web_url, web_port and rtsp_url from its log, once latest.jpg is there.
 start_agent() {
-    local name="$1" password="$2" lines="${3:-}" dir="$work/$1" file=""
+    local name="$1" password="$2" lines="${3:-}" dir="$work/$1" file="" onvif=()
     mkdir -p "$dir"
-    [ "$password" = yes ] && file='password_file = "passwords";'
+    [ "$password" = no ] || file='password_file = "passwords";'
+    [ "$password" = onvif ] && onvif=(--onvif)
     cat >"$dir/vigil.conf" <<EOF
 camera = { device = "synthetic"; name = "$name"; width = 320; height = 240; fps = 15.0; };
 storage = { path = "clips"; min_free_mb = 1; };
@@ -113,9 +118,9 @@ web = { enabled = true; port = 0; $file };
 rtsp = { enabled = true; port = 0; };
 $lines
 EOF
-    if [ "$password" = yes ]; then
-        echo secret | "$vigil" passwd --user viewer --config "$dir/vigil.conf" >/dev/null \
-            || fail "vigil passwd could not set the password of $name"
+    if [ "$password" != no ]; then
+        echo secret | "$vigil" passwd "${onvif[@]}" --user viewer --config "$dir/vigil.conf" >/dev/null \
+            || fail "vigil passwd ${onvif[*]} could not set the password of $name"
     fi
     # The log exists before the agent does: the loop below reads it at once.
     : >"$dir/agent.log"
@@ -146,6 +151,16 @@ digest_web_url="$web_url"
 cameras+=("{\"name\": \"digest\", \"integration\": \"generic\", \"width\": 320, \"height\": 240,
   \"stream_source\": \"$rtsp_url\", \"still_image_url\": \"${web_url}latest.jpg\",
   \"username\": \"viewer\", \"password\": \"secret\", \"authentication\": \"digest\"}")
+# ONVIF, added by hand (discovery off: the test's agents must not answer the network's probes).
+start_agent onvif no 'onvif = { enabled = true; discovery = false; };'
+cameras+=("{\"name\": \"onvif\", \"integration\": \"onvif\", \"width\": 320, \"height\": 240,
+  \"host\": \"127.0.0.1\", \"port\": $web_port}")
+# With a password: Home Assistant signs every call with a WS-Security PasswordDigest
+# (onvif.password_file), fetches the picture with HTTP Digest and plays the stream with RTSP
+# Digest (web.password_file), all as viewer.
+start_agent onvifpw onvif 'onvif = { enabled = true; discovery = false; password_file = "onvif-passwords"; };'
+cameras+=("{\"name\": \"onvifpw\", \"integration\": \"onvif\", \"width\": 320, \"height\": 240,
+  \"host\": \"127.0.0.1\", \"port\": $web_port, \"username\": \"viewer\", \"password\": \"secret\"}")
 (IFS=,; echo "[${cameras[*]}]") >"$work/cameras.json"
 
 # --- Home Assistant ----------------------------------------------------------------------------

@@ -24,6 +24,7 @@ public struct ReloadPlan: Sendable, Equatable {
     public static let sections: [(section: String, applies: Applies)] = [
         ("camera", .afterRestart), ("audio", .afterRestart), ("encoder", .afterRestart), ("mqtt", .afterRestart),
         ("web", .afterRestart), ("upload", .afterRestart), ("rtsp", .afterRestart),
+        ("onvif", .afterRestart),
         ("storage.path", .afterRestart), ("log", .atOnce), ("hooks", .atOnce), ("motion", .betweenEvents),
         ("recording", .betweenEvents), ("overlay", .betweenEvents), ("snapshot", .betweenEvents),
         ("storage", .fromTheNextClip),
