@@ -9,6 +9,19 @@ import Testing
 /// (`onvif.discovery_port`): 3702 is every client's, and tests run side by side.
 @Suite(.enabled(if: ONVIFClient.required, "scripts/test-servers.sh's clients are not installed (make test does it)"))
 struct ONVIFDiscoveryCommandTests {
+    /// The WS-Discovery listener (`ONVIFClient`'s `listen`), run as `executable` with
+    /// `arguments`, and the lines it prints.
+    static func listen(_ executable: String, _ arguments: [String]) throws -> (Process, LineReader) {
+        let listener = Process()
+        listener.executableURL = URL(fileURLWithPath: executable)
+        listener.arguments = arguments
+        let pipe = Pipe()
+        listener.standardOutput = pipe
+        listener.standardError = FileHandle.nullDevice
+        try listener.run()
+        return (listener, LineReader(pipe.fileHandleForReading))
+    }
+
     /// A UDP port nothing is bound to now.
     static func freeUDPPort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
@@ -145,15 +158,8 @@ struct ONVIFDiscoveryCommandTests {
         let dir = try TemporaryDirectory("vigil-onvif-hello")
         defer { dir.remove() }
         let port = try Self.freeUDPPort()
-        let listener = Process()
-        listener.executableURL = URL(fileURLWithPath: ONVIFClient.python)
-        listener.arguments = [ONVIFClient.script, "listen", "\(port)", "120"]
-        let pipe = Pipe()
-        listener.standardOutput = pipe
-        listener.standardError = FileHandle.nullDevice
-        try listener.run()
+        let (listener, heard) = try Self.listen(ONVIFClient.python, [ONVIFClient.script, "listen", "\(port)", "120"])
         defer { listener.terminate() }
-        let heard = LineReader(pipe.fileHandleForReading)
         #expect(waitUntil(timeout: 60) { heard.lines.contains { $0.contains("ready") } })
         let joined = heard.lines.first.map { ONVIFClient.parse($0) }?.first?["ready"] as? Int ?? 0
         try #require(joined > 0, "no interface here takes multicast: \(heard.lines)")
@@ -205,15 +211,10 @@ struct ONVIFLateNetworkTests {
                 "ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 10.77.0.1/24 dev v0 && ip addr add 10.77.0.2/24 dev v1 && ip link set v0 up && ip link set v1 up",
             ])
         try #require(made.status == 0, "\(made.stderr)")
-        let listener = Process()
-        listener.executableURL = URL(fileURLWithPath: try #require(which("nsenter")))
-        listener.arguments = [namespace, ONVIFClient.python, ONVIFClient.script, "listen", "\(port)", "120"]
-        let pipe = Pipe()
-        listener.standardOutput = pipe
-        listener.standardError = FileHandle.nullDevice
-        try listener.run()
+        let (listener, heard) = try ONVIFDiscoveryCommandTests.listen(
+            try #require(which("nsenter")),
+            [namespace, ONVIFClient.python, ONVIFClient.script, "listen", "\(port)", "120"])
         defer { listener.terminate() }
-        let heard = LineReader(pipe.fileHandleForReading)
         #expect(waitUntil(timeout: 60) { heard.lines.contains { $0.contains("ready") } })
         let joined = agent.waitFor("msg=\"onvif discovery joined a new interface\"", timeout: 90)
         #expect(joined?.contains("10.77.0.") == true, "\(agent.output)")

@@ -22,6 +22,36 @@ import Testing
         return (agent, String(url))
     }
 
+    /// The same, with `web.password_file` holding the user `admin`, password `pw`.
+    static func agentWithRTSPAndAPassword(_ dir: TemporaryDirectory) throws -> (AgentProcess, String) {
+        try agentWithRTSP(
+            dir, extra: "web = { password_file = \"web-passwords\"; };",
+            before: { config in
+                let set = try runTool(
+                    builtExecutable("vigil"), ["passwd", "--config", config], input: Data("pw\n".utf8))
+                guard set.status == 0 else { throw RTSPTestError(description: "vigil passwd: \(set.stderr)") }
+            })
+    }
+
+    /// Stops `agent` and expects it to end well, without an error or a warning in its log.
+    static func stopCleanly(_ agent: AgentProcess) {
+        Self.stopCleanly(agent)
+    }
+
+    /// ffmpeg decodes three seconds of the stream over TCP, from a keyframe, without an error.
+    static func expectPlays(_ url: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let decoded = try decode(url, transport: "tcp")
+        #expect(
+            decoded.status == 0 && framesDecoded(decoded) >= 40, "\(decoded.stderr)", sourceLocation: sourceLocation)
+    }
+
+    /// Stops `agent`, expects it to exit 0, and gives its last line ("vigil stopped", the totals).
+    static func stoppedLine(_ agent: AgentProcess) throws -> String {
+        agent.kill(SIGTERM)
+        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
+        return String(try #require(agent.output.split(separator: "\n").last { $0.contains("msg=\"vigil stopped\"") }))
+    }
+
     struct RTSPTestError: Error, CustomStringConvertible { var description: String }
 
     /// ffprobe's view of the stream over `transport`: codec, width and height.
@@ -98,9 +128,7 @@ import Testing
         #expect(gst.status == 0 && frames == 30, "GStreamer decoded \(frames) frames: \(gst.stderr) \(gst.stdout)")
         #expect(!gst.stdout.contains("ERROR:") && !gst.stdout.contains("WARNING:"), "\(gst.stdout)")
 
-        agent.kill(SIGTERM)
-        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
-        #expect(!agent.output.contains("level=error") && !agent.output.contains("level=warning"), "\(agent.output)")
+        Self.stopCleanly(agent)
     }
 
     @Test func theMicrophoneIsASecondStreamInOpusThatPlaysWithThePicture() throws {
@@ -131,21 +159,13 @@ import Testing
                 ])
             #expect(decoded.status == 0 && decoded.stderr.isEmpty, "\(transport): \(decoded.stderr)")
         }
-        agent.kill(SIGTERM)
-        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
-        #expect(!agent.output.contains("level=error") && !agent.output.contains("level=warning"), "\(agent.output)")
+        Self.stopCleanly(agent)
     }
 
     @Test func withAPasswordFileOnlyItsUsersPlayWithDigestAndAWrongPasswordIsRefused() throws {
         let dir = try TemporaryDirectory("vigil-rtsp-digest")
         defer { dir.remove() }
-        let (agent, url) = try Self.agentWithRTSP(
-            dir, extra: "web = { password_file = \"web-passwords\"; };",
-            before: { config in
-                let set = try runTool(
-                    builtExecutable("vigil"), ["passwd", "--config", config], input: Data("pw\n".utf8))
-                #expect(set.status == 0, "\(set.stderr)")
-            })
+        let (agent, url) = try Self.agentWithRTSPAndAPassword(dir)
         defer { agent.kill(SIGKILL) }
         #expect(agent.output.contains("sign_in=\"web.password_file (Digest)\""), "\(agent.output)")
         let signedIn = url.replacingOccurrences(of: "rtsp://", with: "rtsp://admin:pw@")
@@ -195,12 +215,9 @@ import Testing
                 try StalledRTSPClient(url: url, port: port).request("OPTIONS", url)?.hasPrefix("RTSP/1.0 200") == true
             }, "no newcomer got in once a client left")
         clients = []
-        let decoded = try Self.decode(url, transport: "tcp")
-        #expect(decoded.status == 0 && Self.framesDecoded(decoded) >= 40, "\(decoded.stderr)")
+        try Self.expectPlays(url)
 
-        agent.kill(SIGTERM)
-        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
-        let stopped = try #require(agent.output.split(separator: "\n").last { $0.contains("msg=\"vigil stopped\"") })
+        let stopped = try Self.stoppedLine(agent)
         #expect(stopped.contains(" dropped_at_writer_total=0 "), "\(stopped)")
     }
 
@@ -229,17 +246,14 @@ import Testing
                 }, "\(agent.output)")
         }
         // Another client plays meanwhile.
-        let decoded = try Self.decode(url, transport: "tcp")
-        #expect(decoded.status == 0 && Self.framesDecoded(decoded) >= 40, "\(decoded.stderr)")
+        try Self.expectPlays(url)
 
-        agent.kill(SIGTERM)
-        #expect(agent.waitForExit(timeout: 60) == 0, "\(agent.output)")
-        let stopped = try #require(agent.output.split(separator: "\n").last { $0.contains("msg=\"vigil stopped\"") })
+        let stopped = try Self.stoppedLine(agent)
         // Nothing lost on the way to the disk; at the capture, at most what a busy machine takes
         // from any run (a pipeline that waited for the client would lose a frame in two).
         #expect(stopped.contains(" dropped_at_writer_total=0 "), "\(stopped)")
-        let frames = logValue(String(stopped), "frames_total").flatMap { Int($0) } ?? 0
-        let dropped = logValue(String(stopped), "dropped_at_capture_total").flatMap { Int($0) } ?? 0
+        let frames = logValue(stopped, "frames_total").flatMap { Int($0) } ?? 0
+        let dropped = logValue(stopped, "dropped_at_capture_total").flatMap { Int($0) } ?? 0
         #expect(frames > 0 && dropped * 50 <= frames, "\(stopped)")
         #expect(!stopped.contains(" clips_total=0 ") && !stopped.contains(" clips_total=1 "), "\(stopped)")
     }
