@@ -91,7 +91,9 @@ func vigil(_ arguments: String...) throws -> ToolResult {
         #expect(unknown.stderr.contains("unknown command 'frobnicate'"))
         #expect(try vigil().status == 64)
         // An argument a command does not take, said by every command the same way.
-        for (arguments, extra) in [(["run", "x"], "x"), (["passwd", "x"], "x"), (["probe", "/dev/null", "y"], "y")] {
+        for (arguments, extra) in [
+            (["run", "x"], "x"), (["passwd", "viewer", "x"], "x"), (["probe", "/dev/null", "y"], "y"),
+        ] {
             let command = arguments[0]
             let unexpected = try runTool(builtExecutable("vigil"), arguments)
             #expect(unexpected.status == 64, "\(command)")
