@@ -169,13 +169,21 @@ public final class LiveFeed: Sendable {
     }
 
     /// Where an agent started at `wallSeconds` (since 1970) numbers its GOPs and streams from:
-    /// the wall clock's milliseconds. A run makes fewer GOPs (and streams) than milliseconds
-    /// pass, so the next run's numbers start above the last run's — HLS's media sequence and
-    /// discontinuity sequence never go back across a restart (RFC 8216 §6.2.1, §6.2.2), with
-    /// nothing kept on disk — unless the wall clock was set back between the two.
+    /// the quarter-seconds since 2024 began (`numberingEpoch`). A GOP lasts a quarter of a second
+    /// at least (`encoder.keyframe_interval`), so a run makes fewer GOPs (and streams) than
+    /// quarter-seconds pass, and the next run's numbers start above the last run's — HLS's media
+    /// sequence and discontinuity sequence never go back across a restart (RFC 8216 §6.2.1,
+    /// §6.2.2), with nothing kept on disk — unless the wall clock was set back between the two.
+    /// The numbers stay below 2³¹ until 2041: GStreamer's HLS client reads the media sequence as
+    /// a 32-bit integer (the wall clock's milliseconds, 1.8 × 10¹², left it unread: it played the
+    /// listed segments, then lost its place and stalled).
     public static func numbering(wallSeconds: Double) -> UInt64 {
-        wallSeconds.isFinite && wallSeconds > 0 ? UInt64(wallSeconds * 1000) : 0
+        let since = wallSeconds - numberingEpoch
+        return since.isFinite && since > 0 ? UInt64(since * 4) : 0
     }
+
+    /// 2024-01-01T00:00:00Z, in seconds since 1970.
+    static let numberingEpoch = 1_704_067_200.0
 
     /// Starts keeping what is published.
     public func open() { state.withLock { $0.open = true } }

@@ -123,7 +123,7 @@ package final class LiveViewer: HTTPStream {
 ///   served — its duration and the longest playlist that listed it (`LiveFeed.hlsKeeps`) —
 ///   then it answers 404;
 /// - the media sequence is the feed's GOP number and the discontinuity sequence its stream
-///   number, both counted on from the wall clock's milliseconds at the agent's start
+///   number, both counted on from the wall clock's quarter-seconds since 2024 at the agent's start
 ///   (`LiveFeed.numbering`): neither goes back, across a restart too (§6.2.1), and a player
 ///   that reloads across one sees the new stream's segments as a new discontinuity.
 enum LivePlaylist {

@@ -55,9 +55,15 @@ import Testing
 
         // HLS: the playlist, its initialization segment and its segments, as ffmpeg plays them…
         let playlist = String(decoding: try WebCommandTests.get(base + "/live.m3u8").body, as: UTF8.self)
-        // Streams are numbered on from the wall clock's milliseconds at the start (a restart never
-        // numbers back): the first is one more.
+        // Streams are numbered on from the wall clock's quarter-seconds since 2024 at the start (a
+        // restart never numbers back), within the 32 bits GStreamer's HLS client reads.
         #expect(playlist.hasPrefix("#EXTM3U\n") && playlist.contains("#EXT-X-MAP:URI=\"live/init-"))
+        for tag in ["#EXT-X-MEDIA-SEQUENCE:", "#EXT-X-DISCONTINUITY-SEQUENCE:"] {
+            let value = playlist.split(separator: "\n").first { $0.hasPrefix(tag) }.flatMap {
+                Int($0.dropFirst(tag.count))
+            }
+            #expect(value.map { $0 > 0 && $0 < Int(Int32.max) } == true, "\(tag) \(playlist)")
+        }
         let hls = try runTool(
             "ffmpeg", ["-nostdin", "-v", "error", "-i", base + "/live.m3u8", "-t", "3", "-f", "null", "-"])
         #expect(hls.status == 0 && hls.stderr.isEmpty, "\(hls.stderr)")
