@@ -34,10 +34,6 @@ let package = Package(
         // The clip catalogue (SQLite, in WAL mode).
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
-        // The RTSP server (gst-rtsp-server) and its source of access units (appsrc).
-        .systemLibrary(
-            name: "CGStreamer", pkgConfig: "gstreamer-rtsp-server-1.0 gstreamer-app-1.0",
-            providers: [.apt(["libgstrtspserver-1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
         // libcamera (C++), for the plugin only.
         .systemLibrary(name: "CLibcamera", pkgConfig: "libcamera", providers: [.apt(["libcamera-dev"])]),
         // Linux calls glibc does not wrap for Swift (a thread's I/O and CPU priority).
@@ -118,7 +114,7 @@ let package = Package(
         // GOPs of the live feed: an `EventSink`.
         .target(
             name: "RTSP",
-            dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Web", "CGStreamer"]),
+            dependencies: ["Agent", "Configuration", "Logging", "Media", "ONVIF", "POSIX", "QuickTime", "Web"]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -85,4 +86,53 @@ static inline int vigil_multicast_interfaces(unsigned char *addresses, int capac
     }
     close(fd);
     return count;
+}
+
+/// accept4(SOCK_NONBLOCK | SOCK_CLOEXEC): glibc declares it only for _GNU_SOURCE.
+static inline int vigil_accept_nonblocking(int fd, struct sockaddr *address, socklen_t *length) {
+    return (int)syscall(SYS_accept4, fd, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+}
+
+/// pipe2(O_NONBLOCK | O_CLOEXEC), as above.
+static inline int vigil_pipe_nonblocking(int ends[2]) {
+    return (int)syscall(SYS_pipe2, ends, O_NONBLOCK | O_CLOEXEC);
+}
+
+/// sendmmsg's message (glibc declares `struct mmsghdr` only for _GNU_SOURCE): the kernel's layout.
+struct vigil_mmsghdr {
+    struct msghdr msg_hdr;
+    unsigned int msg_len;
+};
+
+/// Sends `count` datagrams, each `base[starts[i] ..< ends[i]]`, to `to` without waiting, in as
+/// few calls as the kernel allows (sendmmsg, 64 at a time). A datagram the socket's buffer
+/// cannot take now, or that cannot be sent, is dropped, as a network drops one. Returns how
+/// many were sent.
+static inline int vigil_send_datagrams(
+    int fd, const unsigned char *base, const long *starts, const long *ends, int count, const struct sockaddr *to,
+    socklen_t length) {
+    struct vigil_mmsghdr messages[64];
+    struct iovec parts[64];
+    int sent = 0, at = 0;
+    while (at < count) {
+        int batch = count - at < 64 ? count - at : 64;
+        memset(messages, 0, sizeof messages);
+        for (int i = 0; i < batch; i++) {
+            parts[i].iov_base = (void *)(base + starts[at + i]);
+            parts[i].iov_len = (size_t)(ends[at + i] - starts[at + i]);
+            messages[i].msg_hdr.msg_name = (void *)to;
+            messages[i].msg_hdr.msg_namelen = length;
+            messages[i].msg_hdr.msg_iov = &parts[i];
+            messages[i].msg_hdr.msg_iovlen = 1;
+        }
+        long n = syscall(SYS_sendmmsg, fd, messages, (unsigned int)batch, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR) continue;
+        if (n > 0) {
+            sent += (int)n;
+            at += (int)n;
+        } else {
+            at += 1;  // dropped
+        }
+    }
+    return sent;
 }

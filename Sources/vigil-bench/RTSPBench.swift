@@ -6,15 +6,16 @@ import Media
 import QuickTime
 import RTSP
 
-/// What ten RTSP viewers cost: the agent's RTSP server (`RTSPSink`, gst-rtsp-server) fed the
-/// access units the encoder made (`samples`, published again and again in real time, frame by
-/// frame, as the pipeline publishes them), with ten `ffmpeg -c copy` clients over TCP on the loopback — this process's
-/// CPU time (every thread: the server's loop, GStreamer's, the kernel's work on its sockets)
-/// over `seconds` with the ten, less the same with none, as a share of the x264 encode of the
-/// frames published meanwhile (`encodePerFrame`, 1 thread).
+/// What ten RTSP viewers cost: the agent's RTSP server (`RTSPSink`) fed the access units the
+/// encoder made (`samples`, published again and again in real time, frame by frame, as the
+/// pipeline publishes them), with ten `ffmpeg -c copy` clients over `transport` (tcp or udp) on
+/// the loopback — this process's CPU time (every thread: the server's, and the kernel's work on
+/// its sockets, which on the loopback includes delivering to the clients) over `seconds` with
+/// the ten, less the same with none, as a share of the x264 encode of the frames published
+/// meanwhile (`encodePerFrame`, 1 thread).
 func measureRTSPViewers(
     samples: [EncodedSample], video: VideoTrackFormat, encodePerFrame: Double, column: String, seconds: Double,
-    table: inout BenchTable
+    transport: String, table: inout BenchTable
 ) throws {
     var gops = GOP.grouped(samples)
     guard gops.count > 1 else { return }
@@ -74,7 +75,7 @@ func measureRTSPViewers(
         let viewer = Process()
         viewer.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
         viewer.arguments = [
-            "-nostdin", "-v", "error", "-rtsp_transport", "tcp", "-i", url, "-c", "copy", "-f", "null", "-",
+            "-nostdin", "-v", "error", "-rtsp_transport", transport, "-i", url, "-c", "copy", "-f", "null", "-",
         ]
         viewer.standardInput = FileHandle.nullDevice
         viewer.standardOutput = FileHandle.nullDevice
@@ -91,9 +92,10 @@ func measureRTSPViewers(
     let perFrame =
         max(0, watched.cpu - alone.cpu * Double(watched.frames) / Double(max(1, alone.frames)))
         * 1000 / Double(watched.frames)
-    table.record("RTSP, 10 viewers (TCP, ffmpeg -c copy)", unit: "ms/frame", column: column, value: perFrame)
+    let name = transport.uppercased()
+    table.record("RTSP, 10 viewers (\(name), ffmpeg -c copy)", unit: "ms/frame", column: column, value: perFrame)
     table.record(
-        "RTSP, 10 viewers / x264, 1 thread", unit: "%", column: column, value: 100 * perFrame / encodePerFrame)
+        "RTSP, 10 viewers (\(name)) / x264, 1 thread", unit: "%", column: column, value: 100 * perFrame / encodePerFrame)
 }
 
 extension GOP {

@@ -337,12 +337,14 @@ func run() throws {
                 width: width, height: height, sequenceParameterSet: parameterSets.sps,
                 pictureParameterSet: parameterSets.pps),
             encodePerFrame: encodeOneThread, column: column, table: &table)
-        try measureRTSPViewers(
-            samples: encodedSamples,
-            video: VideoTrackFormat(
-                width: width, height: height, sequenceParameterSet: parameterSets.sps,
-                pictureParameterSet: parameterSets.pps),
-            encodePerFrame: encodeOneThread, column: column, seconds: 10, table: &table)
+        for transport in ["tcp", "udp"] {
+            try measureRTSPViewers(
+                samples: encodedSamples,
+                video: VideoTrackFormat(
+                    width: width, height: height, sequenceParameterSet: parameterSets.sps,
+                    pictureParameterSet: parameterSets.pps),
+                encodePerFrame: encodeOneThread, column: column, seconds: 10, transport: transport, table: &table)
+        }
         encodedSamples = []
 
         // The whole agent, on footage with events; then in real time.
