@@ -24,10 +24,9 @@
 SWIFT ?= $(shell command -v swift 2>/dev/null || echo /opt/swift/usr/bin/swift)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Libraries the build links, and the tools the tests use as independent readers.
-BUILD_DEPS := pkg-config libsqlite3-dev libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev libturbojpeg0-dev zlib1g-dev libmicrohttpd-dev libgnutls28-dev libopus-dev libcurl4-openssl-dev libgstrtspserver-1.0-dev libgstreamer-plugins-base1.0-dev libcamera-dev
-# What the agent reads at run time: the console font the timestamp overlay draws with, and the
-# GStreamer plugins of the RTSP server's pipeline (appsrc; rtph264pay, rtpbin and udpsink).
-RUN_DEPS := psf-unifont gstreamer1.0-plugins-base gstreamer1.0-plugins-good
+BUILD_DEPS := pkg-config libsqlite3-dev libx264-dev libv4l-dev libasound2-dev libconfig-dev libmosquitto-dev libturbojpeg0-dev zlib1g-dev libmicrohttpd-dev libgnutls28-dev libopus-dev libcurl4-openssl-dev libcamera-dev
+# What the agent reads at run time: the console font the timestamp overlay draws with.
+RUN_DEPS := psf-unifont
 TEST_DEPS := valgrind curl sqlite3 python3-venv openssh-server chromium console-setup-linux mosquitto mosquitto-clients openssl ffmpeg mediainfo gstreamer1.0-tools gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-libav
 # The device VM's libcamera scenario runs libcamera's own tools and compatibility layer, and udev
 # (libcamera finds cameras through it), from this machine's root.

@@ -110,11 +110,11 @@ let package = Package(
             dependencies: [
                 "Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Recorder", "CCurl",
             ]),
-        // The camera's H.264 over RTSP (gst-rtsp-server, on a GMainLoop of its own thread), fed the
-        // GOPs of the live feed: an `EventSink`.
+        // The camera's H.264 over RTSP (a server of our own, on a thread of its own), fed the frames
+        // of the live feed: an `EventSink`.
         .target(
             name: "RTSP",
-            dependencies: ["Agent", "Configuration", "Logging", "Media", "ONVIF", "POSIX", "QuickTime", "Web"]),
+            dependencies: ["Agent", "Configuration", "Logging", "Media", "POSIX", "QuickTime", "Web"]),
         // The `vigil` command: one file per subcommand, parsing arguments and calling libraries.
         .executableTarget(
             name: "vigil",

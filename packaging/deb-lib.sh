@@ -71,11 +71,6 @@ deb_shlibdeps() {
     local package=$1 file=$2 arch=$3 work=$4 shlibs
     mkdir -p "$work/shlibs/debian"
     printf 'Source: vigil\n\nPackage: %s\nArchitecture: any\n' "$package" >"$work/shlibs/debian/control"
-    # Libraries unpacked rather than installed (the cross-building root's GStreamer for arm64):
-    # their packages' shlibs lines, which dpkg-shlibdeps reads before asking dpkg.
-    if [ -n "${VIGIL_SHLIBS_LOCAL:-}" ] && [ -f "$VIGIL_SHLIBS_LOCAL" ]; then
-        cp "$VIGIL_SHLIBS_LOCAL" "$work/shlibs/debian/shlibs.local"
-    fi
     shlibs="$(cd "$work/shlibs" && DEB_HOST_ARCH="$arch" dpkg-shlibdeps -O -e"$file" 2>"$work/shlibdeps.err")" || {
         cat "$work/shlibdeps.err" >&2
         return 1

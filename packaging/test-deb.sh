@@ -143,7 +143,7 @@ cache="${VIGIL_TEST_DEB_CACHE:-${XDG_CACHE_HOME:-$home/.cache}/vigil-test-deb}"
 # unit needs to be verified: systemd (systemctl, systemd-analyze, its targets), D-Bus and
 # libpam-systemd and dbus-user-session (what systemd, D-Bus and libpam-systemd recommend: there
 # on every real install) and man-db.
-# libqrencode4 too, which systemd suggests: GStreamer's dependencies install these three, and
+# libqrencode4 too, which systemd suggests: a package's dependencies may install these, and
 # apt's autoremove keeps what an installed package recommends or suggests, so a root without
 # them would keep them after the purge.
 include="systemd,dbus,libpam-systemd,dbus-user-session,libqrencode4,man-db"
@@ -327,8 +327,9 @@ cp /etc/resolv.conf "$boot/etc/resolv.conf"
 printf '#!/bin/sh\nexit 101\n' >"$boot/usr/sbin/policy-rc.d"
 chmod 0755 "$boot/usr/sbin/policy-rc.d"
 cp "$deb_new" "$boot/tmp/"
-# With a broker on the machine: two cameras' instances (vigil@cam1, vigil@cam2) report to it.
-if ! in_dir "$boot" sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb_new") mosquitto mosquitto-clients curl gstreamer1.0-tools" </dev/null >"$work/boot-install.log" 2>&1; then
+# With a broker on the machine: two cameras' instances (vigil@cam1, vigil@cam2) report to it;
+# GStreamer's rtspsrc plays the service's RTSP stream.
+if ! in_dir "$boot" sh -c "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/$(basename "$deb_new") mosquitto mosquitto-clients curl gstreamer1.0-tools gstreamer1.0-plugins-good" </dev/null >"$work/boot-install.log" 2>&1; then
     cat "$work/boot-install.log" >&2
     fail "apt-get install into the root to boot failed"
 fi

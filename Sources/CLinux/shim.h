@@ -1,5 +1,4 @@
 #include <errno.h>
-#include <fcntl.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <string.h>
@@ -88,14 +87,14 @@ static inline int vigil_multicast_interfaces(unsigned char *addresses, int capac
     return count;
 }
 
-/// accept4(SOCK_NONBLOCK | SOCK_CLOEXEC): glibc declares it only for _GNU_SOURCE.
-static inline int vigil_accept_nonblocking(int fd, struct sockaddr *address, socklen_t *length) {
-    return (int)syscall(SYS_accept4, fd, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
+/// accept4 with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC): glibc declares it only for _GNU_SOURCE.
+static inline int vigil_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
+    return (int)syscall(SYS_accept4, fd, address, length, flags);
 }
 
-/// pipe2(O_NONBLOCK | O_CLOEXEC), as above.
-static inline int vigil_pipe_nonblocking(int ends[2]) {
-    return (int)syscall(SYS_pipe2, ends, O_NONBLOCK | O_CLOEXEC);
+/// pipe2 with `flags` (O_NONBLOCK, O_CLOEXEC), as above.
+static inline int vigil_pipe2(int ends[2], int flags) {
+    return (int)syscall(SYS_pipe2, ends, flags);
 }
 
 /// sendmmsg's message (glibc declares `struct mmsghdr` only for _GNU_SOURCE): the kernel's layout.

@@ -44,6 +44,22 @@ public enum AVCC {
         return hasSlice
     }
 
+    /// Where each NAL unit of `bytes` lies (after its 4-byte length); nil when the lengths do
+    /// not walk to the end exactly, or one is 0.
+    public static func units(_ bytes: [UInt8]) -> [Range<Int>]? {
+        var units: [Range<Int>] = []
+        var at = 0
+        while at < bytes.count {
+            guard bytes.count - at >= 4 else { return nil }
+            let length = Int(bytes[at]) << 24 | Int(bytes[at + 1]) << 16 | Int(bytes[at + 2]) << 8 | Int(bytes[at + 3])
+            at += 4
+            guard length > 0, length <= bytes.count - at else { return nil }
+            units.append(at..<at + length)
+            at += length
+        }
+        return units
+    }
+
     /// Appends `unit` (a NAL unit without start code or prefix) with its 4-byte length.
     public static func append(_ unit: ArraySlice<UInt8>, to sample: inout [UInt8]) {
         let n = UInt32(unit.count)

@@ -36,7 +36,7 @@ public final class StreamConnection: @unchecked Sendable {
         let fd = listener.rawValue
         let accepted = withUnsafeMutablePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                vigil_accept_nonblocking(fd, $0, &length)
+                vigil_accept4(fd, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
             }
         }
         guard accepted >= 0 else {
@@ -75,10 +75,15 @@ public final class StreamConnection: @unchecked Sendable {
         }
     }
 
-    /// Writes `buffers` in one call (`sendmsg`, 64 at most): as much as the socket's buffer
-    /// takes now.
-    public func write(_ buffers: some Collection<UnsafeRawBufferPointer>) -> Transfer {
-        var vectors = buffers.prefix(64).map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+    /// The most buffers `write` takes in one call.
+    public static let mostBuffers = 64
+
+    /// Writes `buffers` (`mostBuffers` at most) in one call (`sendmsg`): as much as the
+    /// socket's buffer takes now.
+    public func write(_ buffers: [UnsafeRawBufferPointer]) -> Transfer {
+        var vectors = buffers.prefix(Self.mostBuffers).map {
+            iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count)
+        }
         guard !vectors.isEmpty else { return .moved(0) }
         while true {
             let n = vectors.withUnsafeMutableBufferPointer { v -> Int in
@@ -168,7 +173,7 @@ public final class WakePipe: @unchecked Sendable {
 
     public init() throws(SystemError) {
         var ends: [Int32] = [0, 0]
-        try retryOnInterrupt { vigil_pipe_nonblocking(&ends) }
+        try retryOnInterrupt { vigil_pipe2(&ends, O_NONBLOCK | O_CLOEXEC) }
         readEnd = FileDescriptor(adopting: ends[0])
         writeEnd = FileDescriptor(adopting: ends[1])
     }

@@ -1,3 +1,5 @@
+import Media
+
 /// One media's RTP sender (RFC 3550): its payload type, its source identifier, the next
 /// sequence number, and the channel its packets carry when interleaved in a client's TCP
 /// connection (RFC 2326 §10.12) unless the client chose another.
@@ -33,13 +35,15 @@ struct PacketRun: Sendable {
             firstTimestamp = timestamp
         }
         bytes.reserveCapacity(bytes.count + 4 + length)
-        bytes += [0x24, sender.channel, UInt8(length >> 8), UInt8(length & 0xFF)]
+        // The interleaved header, then RTP's: version 2, the marker and payload type, the
+        // sequence number, the timestamp, the source.
+        withUnsafeBytes(of: (UInt8(0x24), sender.channel, UInt16(length).bigEndian)) { bytes.append(contentsOf: $0) }
         let start = bytes.count
-        bytes += [
-            0x80, (marker ? 0x80 : 0) | sender.payloadType, UInt8(sender.sequence >> 8),
-            UInt8(sender.sequence & 0xFF),
-        ]
-        bytes += bigEndian(timestamp) + bigEndian(sender.ssrc)
+        let header = (
+            UInt8(0x80), (marker ? 0x80 : 0) | sender.payloadType, sender.sequence.bigEndian, timestamp.bigEndian,
+            sender.ssrc.bigEndian
+        )
+        withUnsafeBytes(of: header) { bytes.append(contentsOf: $0.prefix(12)) }
         for part in parts { bytes.append(contentsOf: part) }
         packets.append(start..<bytes.count)
         payloadBytes += payload
@@ -65,23 +69,6 @@ enum H264Packetizer {
     /// The largest RTP payload: under the usual 1500-byte MTU with IP, UDP and RTP headers.
     static let mostPayload = 1400
 
-    /// The NAL units of `data` (each after a 4-byte big-endian length, as in a movie); nil when
-    /// the lengths do not add up.
-    static func units(_ data: [UInt8]) -> [Range<Int>]? {
-        var units: [Range<Int>] = []
-        var at = 0
-        while at < data.count {
-            guard data.count - at >= 4 else { return nil }
-            let length =
-                Int(data[at]) << 24 | Int(data[at + 1]) << 16 | Int(data[at + 2]) << 8 | Int(data[at + 3])
-            at += 4
-            guard length > 0, length <= data.count - at else { return nil }
-            units.append(at..<at + length)
-            at += length
-        }
-        return units
-    }
-
     /// Appends the packets of the access unit `data` (length-prefixed NAL units), with `before`
     /// (the SPS and PPS before a keyframe) ahead of its own units; false when `data` is no
     /// access unit.
@@ -89,9 +76,9 @@ enum H264Packetizer {
     static func append(
         _ data: [UInt8], before: [[UInt8]], timestamp: UInt32, to run: inout PacketRun, _ sender: inout RTPSender
     ) -> Bool {
-        guard let ranges = units(data) else { return false }
+        guard let ranges = AVCC.units(data) else { return false }
         var all: [(unit: [UInt8], range: Range<Int>)] = before.filter { !$0.isEmpty }.map { ($0, $0.indices) }
-        for range in ranges where data[range.lowerBound] & 0x1F != 9 {  // access unit delimiters are left out
+        for range in ranges where data[range.lowerBound] & 0x1F != NALUnitType.accessUnitDelimiter {
             all.append((data, range))
         }
         for (index, item) in all.enumerated() {
@@ -149,5 +136,50 @@ enum RTCPPackets {
         let since1900 = seconds + 2_208_988_800
         let whole = since1900.rounded(.down)
         return UInt64(whole) << 32 | UInt64((since1900 - whole) * 4_294_967_296) & 0xFFFF_FFFF
+    }
+}
+
+/// Bytes made once and shared by every client they are written to (a frame's packets, a
+/// response): memory of its own, so its address holds while a write to any client uses it.
+final class SharedBytes: @unchecked Sendable {
+    // `@unchecked Sendable`: never changed after `init`.
+    let memory: UnsafeMutableRawBufferPointer
+
+    init(_ bytes: [UInt8]) {
+        let memory = UnsafeMutableRawBufferPointer.allocate(byteCount: max(1, bytes.count), alignment: 8)
+        bytes.withUnsafeBytes { memory.copyMemory(from: $0) }
+        self.memory = memory
+        count = bytes.count
+    }
+
+    let count: Int
+
+    deinit { memory.deallocate() }
+
+    func slice(from offset: Int) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: memory[offset..<count])
+    }
+}
+
+/// One frame of the stream as RTP, made once for every client: the picture's packets, and with
+/// a microphone the sound's heard since the frame before.
+final class PacketFrame: Sendable {
+    let number: UInt64
+    let isKeyframe: Bool
+    /// The picture's media time (with the server's offset), in nanoseconds.
+    let presented: Int64
+    let video: PacketRun
+    let videoBytes: SharedBytes
+    let audio: PacketRun?
+    let audioBytes: SharedBytes?
+
+    init(number: UInt64, isKeyframe: Bool, presented: Int64, video: PacketRun, audio: PacketRun?) {
+        self.number = number
+        self.isKeyframe = isKeyframe
+        self.presented = presented
+        self.video = video
+        videoBytes = SharedBytes(video.bytes)
+        self.audio = audio
+        audioBytes = audio.map { SharedBytes($0.bytes) }
     }
 }

@@ -1,5 +1,4 @@
 import Media
-import ONVIF
 import QuickTime
 
 /// One RTSP request (RFC 2326), as a client sent it.

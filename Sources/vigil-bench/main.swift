@@ -6,7 +6,7 @@
 // are printed, never asserted.
 //
 //   vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
-//               [--only scale] [--clips N,…]
+//               [--only scale|rtsp] [--clips N,…]
 
 import Capture
 import Configuration
@@ -33,6 +33,8 @@ struct Options {
     var sizes = [(640, 480), (1280, 720), (1920, 1080)]
     /// Only the scale rows (`--only scale`), or everything.
     var onlyScale = false
+    /// Only the encode and the RTSP rows (`--only rtsp`).
+    var onlyRTSP = false
     /// The numbers of clips the scale rows start the agent on (ScaleBench.swift).
     var clips = [0, 10_000, 100_000]
 
@@ -72,11 +74,14 @@ struct Options {
                 sizes = parsed.map { ($0[0], $0[1]) }
             case "--only":
                 let part = args.popFirst() ?? ""
-                guard part == "scale" else {
+                switch part {
+                case "scale": onlyScale = true
+                case "rtsp": onlyRTSP = true
+                default:
                     throw UsageError(
-                        "--only \(part): no such part — give --only scale (the scale rows, the one part run alone)")
+                        "--only \(part): no such part — give --only scale (the scale rows) or --only rtsp (the x264 encode and the RTSP viewers)"
+                    )
                 }
-                onlyScale = true
             case "--clips":
                 let parsed = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
                 guard !parsed.isEmpty, parsed.allSatisfy({ (0...1_000_000).contains($0) }) else {
@@ -87,7 +92,7 @@ struct Options {
                 print(
                     """
                     usage: vigil-bench [--json PATH] [--frames N] [--seconds S] [--repeats N] [--realtime-seconds S] [--sizes WxH,…]
-                                         [--only scale] [--clips N,…]
+                                         [--only scale|rtsp] [--clips N,…]
                       at 640×480, 1280×720 and 1920×1080, 30 fps: YUYV→NV12 and 4:2:2→4:2:0 conversion, x264
                       encoding, motion detection and the timestamp overlay; `vigil run` on S seconds of footage
                       (default 10) against x264 alone and ffmpeg, by CPU time, medians of N runs (default 5);
@@ -95,7 +100,8 @@ struct Options {
                       trigger-to-disk latency.
                       Then the scale rows, at 0, 10,000 and 100,000 clips (--clips), made in var/bench/scale
                       (beside --json's file): the agent's start, its memory, the page, /api/clips and a
-                      retention sweep, times the medians of up to N (--repeats); --only scale runs those alone.
+                      retention sweep, times the medians of up to N (--repeats); --only scale runs those alone,
+                      --only rtsp the x264 encode and the RTSP viewers' rows alone.
                       `vigil` must be built beside vigil-bench (`make bench` does it).
                     """)
                 exit(0)
@@ -288,6 +294,18 @@ func run() throws {
             }
         }
 
+        if options.onlyRTSP {
+            for transport in ["tcp", "udp"] {
+                try measureRTSPViewers(
+                    samples: encodedSamples,
+                    video: VideoTrackFormat(
+                        width: width, height: height, sequenceParameterSet: parameterSets.sps,
+                        pictureParameterSet: parameterSets.pps),
+                    encodePerFrame: encodeOneThread, column: column, seconds: 10, transport: transport, table: &table)
+            }
+            continue
+        }
+
         if let hardware, hardware.takes(width: width, height: height) {
             try measureHardware(
                 hardware, frames: frames, scene: scene, defaults: defaults, column: column, table: &table)
@@ -353,6 +371,7 @@ func run() throws {
     }
 
     print(table.render())
+    if options.onlyRTSP { return }
     let (scaleTable, scale) = try measureScale(options)
     print(scaleTable.render())
 
@@ -451,14 +470,21 @@ func measureOverlay(
 /// The CPU time (user and system) this process spends in `body`, in seconds: what a hardware
 /// encoder saves is CPU, not wall time (the device works while the process waits).
 func cpuTime(_ body: () throws -> Void) rethrows -> Double {
-    func now() -> Double {
+    let (user, system) = try cpuTimes(body)
+    return user + system
+}
+
+/// The same, apart: the process's own (user) seconds and the kernel's on its behalf (system).
+func cpuTimes(_ body: () throws -> Void) rethrows -> (user: Double, system: Double) {
+    func now() -> (Double, Double) {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        return usage.ru_utime.seconds + usage.ru_stime.seconds
+        return (usage.ru_utime.seconds, usage.ru_stime.seconds)
     }
     let start = now()
     try body()
-    return now() - start
+    let end = now()
+    return (end.0 - start.0, end.1 - start.1)
 }
 
 /// The hardware encoder and x264 (one thread) on the same frames, keyframes as the agent

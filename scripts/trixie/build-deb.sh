@@ -48,9 +48,7 @@ if [ "$arch" = arm64 ]; then
     "$here/binfmt.sh" >&2
     # The arm64 libraries' pkg-config files come first; the SDK is the root's.
     release+=(--swift-sdks-path /opt/swift-sdks --swift-sdk trixie-arm64)
-    # GStreamer's arm64 libraries are unpacked in the root, not installed (root.sh says why):
-    # their shlibs lines tell dpkg-shlibdeps their packages.
-    export VIGIL_ROOT_ENV="PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig VIGIL_SHLIBS_LOCAL=/opt/vigil-arm64-shlibs.local"
+    export VIGIL_ROOT_ENV="PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig"
 fi
 echo "trixie-deb: building vigil for $arch with $(in_root "$root" swift --version 2>/dev/null | head -1)" >&2
 in_root "$root" --bind "$tree:/build" sh -c 'cd /build && exec swift build "$@" >&2' sh "${release[@]}" \

@@ -66,17 +66,10 @@ test_deps="$(make_list TEST_DEPS)"
 # libstdc++) and libxml2, which the arm64 Foundation the unit tests link (FoundationXML) loads.
 # libcamera-dev is not among them: it cannot be installed for two architectures at once, and
 # only the libcamera plugin (not cross-built: VIGIL_NO_LIBCAMERA_PLUGIN) needs it.
-# GStreamer's -dev packages (and gst-rtsp-server's library, which depends on the plugin
-# packages) cannot be installed for two architectures at once either: their arm64 libraries
-# and pkg-config files are unpacked into /usr/lib/aarch64-linux-gnu from the packages
-# (`arm64_unpacked`, after the install; their headers are the amd64 packages'), the libraries
-# they link installed for arm64 (`arm64_gst`).
-arm64_unpacked="libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libgstrtspserver-1.0-dev libgstrtspserver-1.0-0"
-arm64_gst="libglib2.0-dev:arm64 libgstreamer1.0-0:arm64 libgstreamer-plugins-base1.0-0:arm64"
 arm64_dev="$(for p in $build_deps; do
-    case " pkg-config libcamera-dev $arm64_unpacked " in *" $p "*) ;; *) printf '%s:arm64 ' "$p" ;; esac
+    case $p in pkg-config | libcamera-dev) ;; *) printf '%s:arm64 ' "$p" ;; esac
 done)"
-build_packages="swiftlang libstdc++-14-dev dpkg-dev binutils binutils-aarch64-linux-gnu lintian $build_deps $run_deps $test_deps $arm64_dev $arm64_gst libc6-dev:arm64 libgcc-14-dev:arm64 libstdc++-14-dev:arm64 libxml2:arm64"
+build_packages="swiftlang libstdc++-14-dev dpkg-dev binutils binutils-aarch64-linux-gnu lintian $build_deps $run_deps $test_deps $arm64_dev libc6-dev:arm64 libgcc-14-dev:arm64 libstdc++-14-dev:arm64 libxml2:arm64"
 key_input="$(grep -v '^[[:space:]]*#' "$0"; echo "$build_packages")"
 key="$(printf '%s' "$key_input" | sha256sum | cut -c1-12)"
 root="$cache/$kind-$key"
@@ -153,19 +146,6 @@ if [ "$kind" = build ]; then
     echo 'path-exclude=/usr/share/man/*' >"$new/etc/dpkg/dpkg.cfg.d/vigil-no-man"
     { in_new apt-get update -q && in_new apt-get install -y -q --no-install-recommends $build_packages; } \
         </dev/null >>"$log" 2>&1 || { tail -30 "$log" >&2; fail "apt-get install in the build root failed (log above)"; }
-    # GStreamer's arm64 libraries and pkg-config files (see arm64_unpacked above).
-    in_new sh -c "cd /var/cache/apt/archives && apt-get download -q -o APT::Sandbox::User=root $(printf '%s:arm64 ' $arm64_unpacked)" \
-        >>"$log" 2>&1 || { tail -20 "$log" >&2; fail "apt-get download of GStreamer's arm64 packages failed (log above)"; }
-    for package in $arm64_unpacked; do
-        gst_version="$(in_new dpkg-query -W -f '${Version}' "$package:amd64")"
-        deb="$cache/archives/${package}_${gst_version/:/%3a}_arm64.deb"
-        [ -f "$deb" ] || fail "$deb is missing after apt-get download"
-        dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$new" ./usr/lib/aarch64-linux-gnu 2>>"$log" \
-            || fail "cannot unpack the arm64 libraries of $deb"
-        # What dpkg-shlibdeps asks of a library dpkg does not know: the package's shlibs line
-        # (packaging/deb-lib.sh reads the file VIGIL_SHLIBS_LOCAL names, as debian/shlibs.local).
-        dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./shlibs 2>/dev/null >>"$new/opt/vigil-arm64-shlibs.local" || true
-    done
     version="$(in_new dpkg-query -W -f '${Version}' swiftlang)"
     note "swiftlang $version and $(echo $build_packages | wc -w) packages installed in $(($(date +%s) - started)) s"
 
