@@ -3,6 +3,7 @@ import Configuration
 import Foundation
 import Logging
 import Media
+import POSIX
 import QuickTime
 import RTSP
 
@@ -13,6 +14,10 @@ import RTSP
 /// its sockets, which on the loopback includes delivering to the clients) over `seconds` with
 /// the ten, less the same with none, as a share of the x264 encode of the frames published
 /// meanwhile (`encodePerFrame`, 1 thread).
+///
+/// With `transport` "floor", no server: the same frames written by a bare loop to ten TCP
+/// connections on the loopback (one `send` a frame to each, readers that read and drop them) —
+/// what the kernel spends delivering the bytes, which any server pays.
 func measureRTSPViewers(
     samples: [EncodedSample], video: VideoTrackFormat, encodePerFrame: Double, column: String, seconds: Double,
     transport: String, table: inout BenchTable
@@ -24,12 +29,31 @@ func measureRTSPViewers(
     let cycle = cycleEnd - gops[0].start
     let movie = try LiveMovie(video: video)
     let feed = openedFeed(movie)
-    let sink = try RTSPSink(
-        settings: Settings.RTSP(listen: "127.0.0.1", port: 0), camera: "bench",
-        log: Logger(level: .warning, sink: MemoryLogSink()))
-    defer { sink.finish() }
-    sink.start(SinkContext(live: feed))
-    let url = "rtsp://127.0.0.1:\(sink.port)/bench"
+    let floor = transport == "floor"
+    let sink =
+        floor
+        ? nil
+        : try RTSPSink(
+            settings: Settings.RTSP(listen: "127.0.0.1", port: 0), camera: "bench",
+            log: Logger(level: .warning, sink: MemoryLogSink()))
+    defer { sink?.finish() }
+    sink?.start(SinkContext(live: feed))
+    let url = "rtsp://127.0.0.1:\(sink?.port ?? 0)/bench"
+    var connections: [StreamConnection] = []
+    /// The floor's delivery: each frame written whole to each connection.
+    func deliver(_ sample: EncodedSample) {
+        sample.data.withUnsafeBytes { bytes in
+            for connection in connections {
+                var at = 0
+                while at < bytes.count {
+                    guard case .moved(let n) = connection.write([UnsafeRawBufferPointer(rebasing: bytes[at...])]) else {
+                        break
+                    }
+                    at += n
+                }
+            }
+        }
+    }
 
     /// Publishes GOPs in real time for `seconds` (from `round`'s place in the cycle on): the
     /// CPU seconds this process used meanwhile, and the frames published.
@@ -50,9 +74,9 @@ func measureRTSPViewers(
                         published += Double((next - sample.dts).nanoseconds) / 1e9
                         let wait = published - elapsed()
                         if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
-                        feed.publish(frame: sample)
+                        if floor { deliver(sample) } else { feed.publish(frame: sample) }
                     }
-                    feed.publish(shifted)
+                    if !floor { feed.publish(shifted) }
                     frames += gop.count
                 }
                 round += 1
@@ -73,12 +97,22 @@ func measureRTSPViewers(
             viewer.waitUntilExit()
         }
     }
+    let listener = floor ? try TCPListener.listen(address: "127.0.0.1", port: 0, backlog: 16) : nil
+    let listenerPort = try listener?.localPort() ?? 0
     for _ in 0..<10 {
         let viewer = Process()
-        viewer.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
-        viewer.arguments = [
-            "-nostdin", "-v", "error", "-rtsp_transport", transport, "-i", url, "-c", "copy", "-f", "null", "-",
-        ]
+        if floor {
+            viewer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            viewer.arguments = [
+                "-c",
+                "import socket\ns = socket.create_connection(('127.0.0.1', \(listenerPort)))\nwhile s.recv(65536): pass",
+            ]
+        } else {
+            viewer.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
+            viewer.arguments = [
+                "-nostdin", "-v", "error", "-rtsp_transport", transport, "-i", url, "-c", "copy", "-f", "null", "-",
+            ]
+        }
         viewer.standardInput = FileHandle.nullDevice
         viewer.standardOutput = FileHandle.nullDevice
         viewer.standardError = FileHandle.nullDevice
@@ -88,6 +122,15 @@ func measureRTSPViewers(
         }
         viewers.append(viewer)
     }
+    if let listener {
+        while connections.count < 10 {
+            if let connection = try StreamConnection.accept(from: listener) {
+                connections.append(connection)
+            } else {
+                usleep(10_000)
+            }
+        }
+    }
     // Until all ten are set up and fed (a few GOPs).
     _ = publish(for: 3)
     let watched = publish(for: seconds)
@@ -95,6 +138,15 @@ func measureRTSPViewers(
     let scale = Double(watched.frames) / Double(max(1, alone.frames))
     let user = max(0, watched.cpu.user - alone.cpu.user * scale) * 1000 / Double(watched.frames)
     let system = max(0, watched.cpu.system - alone.cpu.system * scale) * 1000 / Double(watched.frames)
+    if floor {
+        table.record(
+            "10 sockets sent the same frames by a bare loop (the floor)", unit: "ms/frame", column: column,
+            value: user + system)
+        table.record(
+            "10 sockets, a bare loop / x264, 1 thread", unit: "%", column: column,
+            value: 100 * (user + system) / encodePerFrame)
+        return
+    }
     let name = transport.uppercased()
     table.record("RTSP, 10 viewers (\(name), ffmpeg -c copy)", unit: "ms/frame", column: column, value: user + system)
     table.record("RTSP, 10 viewers (\(name)): the server's own", unit: "ms/frame", column: column, value: user)

@@ -295,7 +295,7 @@ func run() throws {
         }
 
         if options.onlyRTSP {
-            for transport in ["tcp", "udp"] {
+            for transport in ["tcp", "udp", "floor"] {
                 try measureRTSPViewers(
                     samples: encodedSamples,
                     video: VideoTrackFormat(
@@ -355,7 +355,7 @@ func run() throws {
                 width: width, height: height, sequenceParameterSet: parameterSets.sps,
                 pictureParameterSet: parameterSets.pps),
             encodePerFrame: encodeOneThread, column: column, table: &table)
-        for transport in ["tcp", "udp"] {
+        for transport in ["tcp", "udp", "floor"] {
             try measureRTSPViewers(
                 samples: encodedSamples,
                 video: VideoTrackFormat(
