@@ -270,7 +270,9 @@ public final class DatagramSocket: @unchecked Sendable {
                 var v6 = sockaddr_in6()
                 v6.sin6_family = sa_family_t(AF_INET6)
                 v6.sin6_port = UInt16(truncatingIfNeeded: port).bigEndian
-                withUnsafeMutableBytes(of: &v6.sin6_addr) { $0.copyBytes(from: address.count == 16 ? address : [UInt8](repeating: 0, count: 16)) }
+                withUnsafeMutableBytes(of: &v6.sin6_addr) {
+                    $0.copyBytes(from: address.count == 16 ? address : [UInt8](repeating: 0, count: 16))
+                }
                 withUnsafeBytes(of: v6) { raw.copyMemory(from: $0) }
             }
         }

@@ -126,7 +126,7 @@ enum RTCPPackets {
         let name = Array(cname.utf8.prefix(255))
         var chunk = bigEndian(ssrc) + [1, UInt8(name.count)] + name + [0]
         while chunk.count % 4 != 0 { chunk.append(0) }
-        bytes += [0x81, 202] + bigEndian(UInt32(chunk.count / 4)).suffix(2) + chunk
+        bytes += [0x81, 202] + Array(bigEndian(UInt32(chunk.count / 4)).suffix(2)) + chunk
         if bye { bytes += [0x81, 203, 0, 1] + bigEndian(ssrc) }
         return bytes
     }
@@ -164,22 +164,26 @@ final class SharedBytes: @unchecked Sendable {
 /// One frame of the stream as RTP, made once for every client: the picture's packets, and with
 /// a microphone the sound's heard since the frame before.
 final class PacketFrame: Sendable {
-    let number: UInt64
+    /// One media's packets: where each lies, and their bytes in memory every write shares.
+    struct Media: Sendable {
+        let run: PacketRun
+        let bytes: SharedBytes
+    }
+
     let isKeyframe: Bool
     /// The picture's media time (with the server's offset), in nanoseconds.
     let presented: Int64
-    let video: PacketRun
-    let videoBytes: SharedBytes
-    let audio: PacketRun?
-    let audioBytes: SharedBytes?
+    /// The picture's packets (track 0), and the sound's (track 1) when it has any.
+    let media: [Media?]
 
-    init(number: UInt64, isKeyframe: Bool, presented: Int64, video: PacketRun, audio: PacketRun?) {
-        self.number = number
+    init(isKeyframe: Bool, presented: Int64, video: PacketRun, audio: PacketRun?) {
         self.isKeyframe = isKeyframe
         self.presented = presented
-        self.video = video
-        videoBytes = SharedBytes(video.bytes)
-        self.audio = audio
-        audioBytes = audio.map { SharedBytes($0.bytes) }
+        media = [video, audio].map { run in
+            run.flatMap { $0.isEmpty ? nil : Media(run: $0, bytes: SharedBytes($0.bytes)) }
+        }
     }
+
+    var video: PacketRun? { media[0]?.run }
+    var audio: PacketRun? { media[1]?.run }
 }

@@ -79,7 +79,8 @@ extension RTSPServer {
             }
         case "GET_PARAMETER", "SET_PARAMETER":
             // A keep-alive (a body would name parameters: there are none).
-            reply(request.body.isEmpty || request.method == "GET_PARAMETER" ? 200 : 451,
+            reply(
+                request.body.isEmpty || request.method == "GET_PARAMETER" ? 200 : 451,
                 client.session.map { [("Session", $0.id)] } ?? [])
         case "ANNOUNCE", "RECORD", "REDIRECT":
             reply(405, [("Allow", methods)])
@@ -108,7 +109,8 @@ extension RTSPServer {
         client.described = format
         let channels = soundEnabled ? (soundFormat?.channels ?? 1) : nil
         let sdp = StreamDescription.sdp(
-            video: format, soundChannels: channels, session: UInt64(generator.next() as UInt32), title: title)
+            video: format, soundChannels: channels, session: UInt64(generator.next() as UInt32),
+            title: "Vigil " + path.dropFirst())
         var base = request.uri
         if !base.hasSuffix("/") { base += "/" }
         reply(200, [("Content-Type", "application/sdp"), ("Content-Base", base)], Array(sdp.utf8))
@@ -158,7 +160,10 @@ extension RTSPServer {
         reply(
             200,
             [
-                ("Transport", answer + ";ssrc=\(String(repeating: "0", count: 8 - ssrcText.count) + ssrcText);mode=\"PLAY\""),
+                (
+                    "Transport",
+                    answer + ";ssrc=\(String(repeating: "0", count: 8 - ssrcText.count) + ssrcText);mode=\"PLAY\""
+                ),
                 ("Session", "\(session.id);timeout=\(Self.sessionTimeout)"),
             ], [])
     }
@@ -183,10 +188,10 @@ extension RTSPServer {
         if base.hasSuffix("/") { base.removeLast() }
         if base.hasSuffix("/stream=0") || base.hasSuffix("/stream=1") { base.removeLast(9) }
         var info: [String] = []
-        if session.video != nil, let first = gop.first {
-            info.append("url=\(base)/stream=0;seq=\(first.video.firstSequence);rtptime=\(first.video.firstTimestamp)")
+        if session.video != nil, let first = gop.first?.video {
+            info.append("url=\(base)/stream=0;seq=\(first.firstSequence);rtptime=\(first.firstTimestamp)")
         }
-        if session.audio != nil, let run = gop.lazy.compactMap(\.audio).first(where: { !$0.isEmpty }) {
+        if session.audio != nil, let run = gop.lazy.compactMap(\.audio).first {
             info.append("url=\(base)/stream=1;seq=\(run.firstSequence);rtptime=\(run.firstTimestamp)")
         }
         var headers = [("Session", session.id), ("Range", "npt=now-")]

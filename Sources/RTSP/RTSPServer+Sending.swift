@@ -49,7 +49,8 @@ extension RTSPServer {
         let wake = self.wake
         let next =
             wakeArmed
-            ? feed.frames(after: cursor) : feed.frames(after: cursor, sleep: { wakeArmed = true }, wake: { wake.wake() })
+            ? feed.frames(after: cursor)
+            : feed.frames(after: cursor, sleep: { wakeArmed = true }, wake: { wake.wake() })
         switch next {
         case .frames(let frames):
             for frame in frames { take(frame, at: time) }
@@ -113,14 +114,15 @@ extension RTSPServer {
             var start = run.start.nanoseconds + offset
             for packet in run.packets {
                 packet.withUnsafeBytes {
-                    packets.append(&audioSender, marker: false, timestamp: audioBase &+ Self.ticks(start, rate: 48_000), $0)
+                    packets.append(
+                        &audioSender, marker: false, timestamp: audioBase &+ Self.ticks(start, rate: 48_000), $0)
                 }
                 start += 20_000_000
             }
             audio = packets
         }
         let packets = PacketFrame(
-            number: frame.number, isKeyframe: sample.isKeyframe, presented: presented, video: video, audio: audio)
+            isKeyframe: sample.isKeyframe, presented: presented, video: video, audio: audio)
         if gop.count < LiveFeed.framesKept { gop.append(packets) }
         for client in clients where client.closing == .no {
             guard let session = client.session, session.playing else { continue }
@@ -152,47 +154,33 @@ extension RTSPServer {
             session.nextReport = now() + Self.reportInterval
             report(client, session, bye: false, mediaTime: frame.presented)
         }
-        if session.tcp {
-            if client.outgoingBytes > Self.queueLimit {
-                guard frame.isKeyframe else {
-                    session.awaitingKeyframe = true
-                    return
-                }
-                // What it has not started on is dropped; the keyframe goes next.
-                client.outgoing = client.outgoing.enumerated().filter { $0.offset == 0 || !$0.element.media }.map(\.element)
-                client.outgoingBytes = client.outgoing.reduce(0) { $0 + $1.bytes.count - $1.offset }
+        if session.tcp, client.outgoingBytes > Self.queueLimit {
+            guard frame.isKeyframe else {
+                session.awaitingKeyframe = true
+                return
             }
-            if var track = session.video {
-                let channel = track.channels!.rtp
+            // What it has not started on is dropped; the keyframe goes next.
+            client.outgoing = client.outgoing.enumerated().filter { $0.offset == 0 || !$0.element.media }.map(
+                \.element)
+            client.outgoingBytes = client.outgoing.reduce(0) { $0 + $1.bytes.count - $1.offset }
+        }
+        // Each media the client set up: written in its TCP connection on its channel (the
+        // frame's own bytes when it is the usual one), or sent to its UDP port.
+        for index in 0..<2 {
+            guard var track = index == 0 ? session.video : session.audio, let media = frame.media[index] else {
+                continue
+            }
+            if let channels = track.channels {
+                let usual = index == 0 ? videoSender.channel : audioSender.channel
                 queue(
-                    client, channel == videoSender.channel ? frame.videoBytes : SharedBytes(frame.video.onChannel(channel)),
+                    client, channels.rtp == usual ? media.bytes : SharedBytes(media.run.onChannel(channels.rtp)),
                     media: true)
-                track.packets &+= UInt32(truncatingIfNeeded: frame.video.packets.count)
-                track.octets &+= UInt32(truncatingIfNeeded: frame.video.payloadBytes)
-                session.video = track
+            } else if let peer = track.peer, let udp = index == 0 ? videoUDP : audioUDP {
+                udp.rtp.send(UnsafeRawPointer(media.bytes.memory.baseAddress!), media.run.packets, to: peer.rtp)
             }
-            if var track = session.audio, let audio = frame.audio, let bytes = frame.audioBytes, !audio.isEmpty {
-                let channel = track.channels!.rtp
-                queue(client, channel == audioSender.channel ? bytes : SharedBytes(audio.onChannel(channel)), media: true)
-                track.packets &+= UInt32(truncatingIfNeeded: audio.packets.count)
-                track.octets &+= UInt32(truncatingIfNeeded: audio.payloadBytes)
-                session.audio = track
-            }
-        } else {
-            if var track = session.video, let peer = track.peer {
-                videoUDP.rtp.send(UnsafeRawPointer(frame.videoBytes.memory.baseAddress!), frame.video.packets, to: peer.rtp)
-                track.packets &+= UInt32(truncatingIfNeeded: frame.video.packets.count)
-                track.octets &+= UInt32(truncatingIfNeeded: frame.video.payloadBytes)
-                session.video = track
-            }
-            if var track = session.audio, let peer = track.peer, let audio = frame.audio, let bytes = frame.audioBytes,
-                let audioUDP
-            {
-                audioUDP.rtp.send(UnsafeRawPointer(bytes.memory.baseAddress!), audio.packets, to: peer.rtp)
-                track.packets &+= UInt32(truncatingIfNeeded: audio.packets.count)
-                track.octets &+= UInt32(truncatingIfNeeded: audio.payloadBytes)
-                session.audio = track
-            }
+            track.packets &+= UInt32(truncatingIfNeeded: media.run.packets.count)
+            track.octets &+= UInt32(truncatingIfNeeded: media.run.payloadBytes)
+            if index == 0 { session.video = track } else { session.audio = track }
         }
     }
 

@@ -15,6 +15,16 @@ final class RTSPServer: @unchecked Sendable {
     // `@unchecked Sendable`: everything but `attached` and `stopping` is used on the server's
     // thread alone (`run`); those two are a lock's and an atomic's.
 
+    /// The stream's path (`/<camera.name>`) and the port the server listens on.
+    let path: String
+    let port: Int
+    /// Whether the stream has the microphone's sound as a second media.
+    let soundEnabled: Bool
+    /// With a password file: its users' sign-in, and its realm.
+    let signIn: RTSPSignIn?
+    let realm: String?
+    let log: Logger
+
     /// How many clients are served at once.
     static let clientLimit = 32
     /// Bytes a client may send at once, and a second after that.
@@ -34,15 +44,6 @@ final class RTSPServer: @unchecked Sendable {
     static let sessionTimeout = 60
     /// How often each client is sent a sender report for each of its media.
     static let reportInterval = 5.0
-
-    let path: String
-    let port: Int
-    let title: String
-    let sound: LiveSound?
-    let soundEnabled: Bool
-    let signIn: RTSPSignIn?
-    let realm: String?
-    let log: Logger
 
     let listener: FileDescriptor
     let wake: WakePipe
@@ -88,9 +89,7 @@ final class RTSPServer: @unchecked Sendable {
         log: Logger
     ) throws(RTSPServerError) {
         path = "/" + camera
-        title = "Vigil " + camera
         self.soundEnabled = soundEnabled
-        sound = nil
         self.signIn = signIn
         self.realm = realm
         self.log = log
@@ -125,7 +124,9 @@ final class RTSPServer: @unchecked Sendable {
             throw RTSPServerError(description: "\(error) — choose another rtsp.port or rtsp.listen")
         } catch {
             throw RTSPServerError(
-                description: "cannot listen on \(TCPListener.endpoint(address, port)): \(error) — choose another rtsp.port or rtsp.listen")
+                description:
+                    "cannot listen on \(TCPListener.endpoint(address, port)): \(error) — choose another rtsp.port or rtsp.listen"
+            )
         }
     }
 
@@ -166,7 +167,9 @@ final class RTSPServer: @unchecked Sendable {
             poll.entries.append(.init(descriptor: listener.rawValue, read: true, write: false))
             poll.entries.append(.init(descriptor: wake.readEnd.rawValue, read: true, write: false))
             poll.entries.append(.init(descriptor: videoUDP.rtcp.socket.rawValue, read: true, write: false))
-            if let audioUDP { poll.entries.append(.init(descriptor: audioUDP.rtcp.socket.rawValue, read: true, write: false)) }
+            if let audioUDP {
+                poll.entries.append(.init(descriptor: audioUDP.rtcp.socket.rawValue, read: true, write: false))
+            }
             let fixed = poll.entries.count
             for client in clients {
                 poll.entries.append(
@@ -293,7 +296,11 @@ final class RTSPServer: @unchecked Sendable {
             if clients.filter({ $0.closing != .now }).count >= Self.clientLimit {
                 // Places are for players: the client that waited longest without a session
                 // makes room, or else the newcomer is turned away.
-                guard let oldest = clients.filter({ $0.session == nil && $0.closing != .now }).min(by: { $0.connected < $1.connected }) else {
+                guard
+                    let oldest = clients.filter({ $0.session == nil && $0.closing != .now }).min(by: {
+                        $0.connected < $1.connected
+                    })
+                else {
                     continue
                 }
                 oldest.closing = .now

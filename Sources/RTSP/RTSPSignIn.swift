@@ -31,7 +31,8 @@ final class RTSPSignIn: Sendable {
     /// Whether `credentials` sign a request for `method` in: a user of the file, `realm`, the
     /// connection's `nonce`, and the response its password makes. A wrong password (or user)
     /// counts against `address`; a right one with a nonce the server no longer takes does not.
-    func check(_ credentials: DigestCredentials, realm: String, nonce: String, method: String, address: [UInt8]) -> Bool {
+    func check(_ credentials: DigestCredentials, realm: String, nonce: String, method: String, address: [UInt8]) -> Bool
+    {
         guard let client = ClientAddress(bytes: address) else { return false }
         let now = clock.now().seconds
         guard throttle.withLock({ $0.wait(for: client, at: now) }) == nil else { return false }
