@@ -87,9 +87,14 @@ static inline int vigil_multicast_interfaces(unsigned char *addresses, int capac
     return count;
 }
 
+// The three below take no socket type in their signatures (void pointers, unsigned int for
+// socklen_t): Swift code calls them from a file that imports this module alone
+// (POSIX's LinuxCalls.swift), so the socket declarations Swift sees elsewhere stay Glibc's.
+
 /// accept4 with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC): glibc declares it only for _GNU_SOURCE.
-static inline int vigil_accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
-    return (int)syscall(SYS_accept4, fd, address, length, flags);
+/// `address` is a struct sockaddr_storage, `length` its size.
+static inline int vigil_accept4(int fd, void *address, unsigned int *length, int flags) {
+    return (int)syscall(SYS_accept4, fd, (struct sockaddr *)address, (socklen_t *)length, flags);
 }
 
 /// pipe2 with `flags` (O_NONBLOCK, O_CLOEXEC), as above.
@@ -108,8 +113,8 @@ struct vigil_mmsghdr {
 /// cannot take now, or that cannot be sent, is dropped, as a network drops one. Returns how
 /// many were sent.
 static inline int vigil_send_datagrams(
-    int fd, const unsigned char *base, const long *starts, const long *ends, int count, const struct sockaddr *to,
-    socklen_t length) {
+    int fd, const unsigned char *base, const long *starts, const long *ends, int count, const void *to,
+    unsigned int length) {
     struct vigil_mmsghdr messages[64];
     struct iovec parts[64];
     int sent = 0, at = 0;
@@ -120,7 +125,7 @@ static inline int vigil_send_datagrams(
             parts[i].iov_base = (void *)(base + starts[at + i]);
             parts[i].iov_len = (size_t)(ends[at + i] - starts[at + i]);
             messages[i].msg_hdr.msg_name = (void *)to;
-            messages[i].msg_hdr.msg_namelen = length;
+            messages[i].msg_hdr.msg_namelen = (socklen_t)length;
             messages[i].msg_hdr.msg_iov = &parts[i];
             messages[i].msg_hdr.msg_iovlen = 1;
         }

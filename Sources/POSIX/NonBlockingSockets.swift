@@ -1,4 +1,3 @@
-internal import CLinux
 internal import Glibc
 
 /// A connected TCP socket that never blocks (the RTSP server's clients): reads and writes
@@ -35,9 +34,7 @@ public final class StreamConnection: @unchecked Sendable {
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let fd = listener.rawValue
         let accepted = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                vigil_accept4(fd, $0, &length, Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
-            }
+            LinuxCalls.accept(fd, $0, &length, flags: Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
         }
         guard accepted >= 0 else {
             let error = SystemError.current
@@ -173,7 +170,7 @@ public final class WakePipe: @unchecked Sendable {
 
     public init() throws(SystemError) {
         var ends: [Int32] = [0, 0]
-        try retryOnInterrupt { vigil_pipe2(&ends, O_NONBLOCK | O_CLOEXEC) }
+        try retryOnInterrupt { LinuxCalls.pipe(&ends, flags: O_NONBLOCK | O_CLOEXEC) }
         readEnd = FileDescriptor(adopting: ends[0])
         writeEnd = FileDescriptor(adopting: ends[1])
     }
@@ -236,11 +233,7 @@ public final class DatagramSocket: @unchecked Sendable {
         let ends = datagrams.map { $0.upperBound }
         let fd = socket.rawValue
         withUnsafePointer(to: &peer.storage) { address in
-            address.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                _ = vigil_send_datagrams(
-                    fd, base.assumingMemoryBound(to: UInt8.self), starts, ends, Int32(datagrams.count), address,
-                    peer.length)
-            }
+            LinuxCalls.sendDatagrams(fd, base, starts: starts, ends: ends, to: address, length: peer.length)
         }
     }
 
