@@ -26,8 +26,11 @@ static inline int vigil_thread_background(void) {
 /// from and the local address it reached (IP_PKTINFO's ipi_spec_dst: for a multicast datagram,
 /// the address of the interface it came in on; 0 when the socket does not ask for it).
 /// Returns its length (the whole of it, even past `length`: MSG_TRUNC), or -1 with errno set.
-static inline ssize_t vigil_udp_receive(
-    int fd, void *buffer, size_t length, struct sockaddr_in *from, struct in_addr *local) {
+/// `from` is a struct sockaddr_in, `local` a struct in_addr: void pointers, so that Swift calls
+/// it from a file that names no socket type (POSIX's LinuxCalls.swift, which says why).
+static inline long vigil_udp_receive(int fd, void *buffer, size_t length, void *fromAddress, void *localAddress) {
+    struct sockaddr_in *from = fromAddress;
+    struct in_addr *local = localAddress;
     char control[CMSG_SPACE(sizeof(struct in_pktinfo))];
     struct iovec part = {buffer, length};
     struct msghdr message;

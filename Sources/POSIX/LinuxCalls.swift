@@ -1,7 +1,7 @@
 internal import CLinux
 
-/// Linux calls glibc declares only for _GNU_SOURCE (accept4, pipe2, sendmmsg), through
-/// CLinux's shim. In a file of their own that names no socket type: a file that imports CLinux
+/// Linux calls glibc declares only for _GNU_SOURCE (accept4, pipe2, sendmmsg), or that glibc's
+/// Swift overlay cannot reach (IP_PKTINFO's control messages), through CLinux's shim. In a file of their own that names no socket type: a file that imports CLinux
 /// and uses socket declarations can make them CLinux's for the module's other files, which
 /// import Glibc alone and then do not find them (a clean build with Swift 6.0.3 failed so).
 enum LinuxCalls {
@@ -10,6 +10,21 @@ enum LinuxCalls {
         _ fd: Int32, _ address: UnsafeMutableRawPointer, _ length: UnsafeMutablePointer<UInt32>, flags: Int32
     ) -> Int32 {
         vigil_accept4(fd, address, length, flags)
+    }
+
+    /// One datagram without waiting, with where it came from (a sockaddr_in) and the local
+    /// address it reached (an in_addr; IP_PKTINFO): its whole length, or -1 with errno.
+    static func receiveDatagram(
+        _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, from: UnsafeMutableRawPointer,
+        local: UnsafeMutableRawPointer
+    ) -> Int {
+        vigil_udp_receive(fd, buffer.baseAddress, buffer.count, from, local)
+    }
+
+    /// This machine's IPv4 addresses that take multicast, 4 bytes each, at most `capacity`:
+    /// how many, or -1 with errno.
+    static func multicastInterfaces(into addresses: UnsafeMutablePointer<UInt8>?, capacity: Int32) -> Int32 {
+        vigil_multicast_interfaces(addresses, capacity)
     }
 
     /// pipe2: the two ends into `ends`; -1 with errno on failure.
