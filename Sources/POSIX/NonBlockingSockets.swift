@@ -232,7 +232,7 @@ public final class DatagramSocket: @unchecked Sendable {
         let starts = datagrams.map { $0.lowerBound }
         let ends = datagrams.map { $0.upperBound }
         let fd = socket.rawValue
-        withUnsafePointer(to: &peer.storage) { address in
+        _ = withUnsafePointer(to: &peer.storage) { address in
             LinuxCalls.sendDatagrams(fd, base, starts: starts, ends: ends, to: address, length: peer.length)
         }
     }

@@ -116,18 +116,18 @@ final class RTSPServer: @unchecked Sendable {
     }
 
     static func listen(_ address: String, _ port: Int) throws(RTSPServerError) -> FileDescriptor {
-        do {
-            let socket = try TCPListener.listen(address: address, port: port, backlog: 64)
-            try TCPListener.makeNonBlocking(socket)
-            return socket
-        } catch let error as TCPListener.Failure {
+        // The descriptor crosses the `do` as a number: Swift 6.0.3's optimizer crashed
+        // (CopyPropagation) on a non-copyable value returned from a `do` with two `catch`es.
+        let raw: Int32
+        do { raw = try TCPListener.listen(address: address, port: port, backlog: 64).release() } catch {
             throw RTSPServerError(description: "\(error) — choose another rtsp.port or rtsp.listen")
-        } catch {
-            throw RTSPServerError(
-                description:
-                    "cannot listen on \(TCPListener.endpoint(address, port)): \(error) — choose another rtsp.port or rtsp.listen"
-            )
         }
+        let socket = FileDescriptor(adopting: raw)
+        do { try TCPListener.makeNonBlocking(socket) } catch {
+            throw RTSPServerError(
+                description: "cannot listen on \(TCPListener.endpoint(address, port)): \(error) — try again")
+        }
+        return socket
     }
 
     /// Two UDP sockets, RTP's on an even port and RTCP's on the next when the kernel allows.
