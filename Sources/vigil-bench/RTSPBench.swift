@@ -97,38 +97,23 @@ func measureRTSPViewers(
             viewer.waitUntilExit()
         }
     }
-    let listener = floor ? try TCPListener.listen(address: "127.0.0.1", port: 0, backlog: 16) : nil
-    let listenerPort = try listener?.localPort() ?? 0
-    for _ in 0..<10 {
-        let viewer = Process()
-        if floor {
-            viewer.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            viewer.arguments = [
-                "-c",
-                "import socket\ns = socket.create_connection(('127.0.0.1', \(listenerPort)))\nwhile s.recv(65536): pass",
-            ]
-        } else {
+    if floor {
+        (connections, viewers) = try loopbackReaders(10)
+    } else {
+        for _ in 0..<10 {
+            let viewer = Process()
             viewer.executableURL = URL(fileURLWithPath: "/usr/bin/ffmpeg")
             viewer.arguments = [
                 "-nostdin", "-v", "error", "-rtsp_transport", transport, "-i", url, "-c", "copy", "-f", "null", "-",
             ]
-        }
-        viewer.standardInput = FileHandle.nullDevice
-        viewer.standardOutput = FileHandle.nullDevice
-        viewer.standardError = FileHandle.nullDevice
-        do { try viewer.run() } catch {
-            print("RTSP viewers: skipped (ffmpeg does not run: \(error))")
-            return
-        }
-        viewers.append(viewer)
-    }
-    if let listener {
-        while connections.count < 10 {
-            if let connection = try StreamConnection.accept(from: listener) {
-                connections.append(connection)
-            } else {
-                usleep(10_000)
+            viewer.standardInput = FileHandle.nullDevice
+            viewer.standardOutput = FileHandle.nullDevice
+            viewer.standardError = FileHandle.nullDevice
+            do { try viewer.run() } catch {
+                print("RTSP viewers: skipped (ffmpeg does not run: \(error))")
+                return
             }
+            viewers.append(viewer)
         }
     }
     // Until all ten are set up and fed (a few GOPs).
@@ -171,4 +156,30 @@ extension GOP {
         for sample in moved.dropFirst() { _ = gop.append(sample) }
         return gop.ended(at: end.map { $0 + offset })
     }
+}
+
+/// `count` TCP connections on the loopback, each read by a process of its own (Python) that
+/// drops what comes: the floor's clients.
+func loopbackReaders(_ count: Int) throws -> ([StreamConnection], [Process]) {
+    let listener = try TCPListener.listen(address: "127.0.0.1", port: 0, backlog: 16)
+    let port = try listener.localPort()
+    var readers: [Process] = []
+    for _ in 0..<count {
+        let reader = Process()
+        reader.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        reader.arguments = [
+            "-c", "import socket\ns = socket.create_connection(('127.0.0.1', \(port)))\nwhile s.recv(65536): pass",
+        ]
+        reader.standardInput = FileHandle.nullDevice
+        reader.standardOutput = FileHandle.nullDevice
+        reader.standardError = FileHandle.nullDevice
+        try reader.run()
+        readers.append(reader)
+    }
+    var connections: [StreamConnection] = []
+    // The listening socket blocks: each accept waits for the next reader.
+    while connections.count < count {
+        if let connection = try StreamConnection.accept(from: listener) { connections.append(connection) }
+    }
+    return (connections, readers)
 }
