@@ -26,11 +26,8 @@ static inline int vigil_thread_background(void) {
 /// from and the local address it reached (IP_PKTINFO's ipi_spec_dst: for a multicast datagram,
 /// the address of the interface it came in on; 0 when the socket does not ask for it).
 /// Returns its length (the whole of it, even past `length`: MSG_TRUNC), or -1 with errno set.
-/// `from` is a struct sockaddr_in, `local` a struct in_addr: void pointers, so that Swift calls
-/// it from a file that names no socket type (POSIX's LinuxCalls.swift, which says why).
-static inline long vigil_udp_receive(int fd, void *buffer, size_t length, void *fromAddress, void *localAddress) {
-    struct sockaddr_in *from = fromAddress;
-    struct in_addr *local = localAddress;
+static inline ssize_t vigil_udp_receive(
+    int fd, void *buffer, size_t length, struct sockaddr_in *from, struct in_addr *local) {
     char control[CMSG_SPACE(sizeof(struct in_pktinfo))];
     struct iovec part = {buffer, length};
     struct msghdr message;
@@ -88,58 +85,4 @@ static inline int vigil_multicast_interfaces(unsigned char *addresses, int capac
     }
     close(fd);
     return count;
-}
-
-// The three below take no socket type in their signatures (void pointers, unsigned int for
-// socklen_t): Swift code calls them from a file that imports this module alone
-// (POSIX's LinuxCalls.swift), so the socket declarations Swift sees elsewhere stay Glibc's.
-
-/// accept4 with `flags` (SOCK_NONBLOCK, SOCK_CLOEXEC): glibc declares it only for _GNU_SOURCE.
-/// `address` is a struct sockaddr_storage, `length` its size.
-static inline int vigil_accept4(int fd, void *address, unsigned int *length, int flags) {
-    return (int)syscall(SYS_accept4, fd, (struct sockaddr *)address, (socklen_t *)length, flags);
-}
-
-/// pipe2 with `flags` (O_NONBLOCK, O_CLOEXEC), as above.
-static inline int vigil_pipe2(int ends[2], int flags) {
-    return (int)syscall(SYS_pipe2, ends, flags);
-}
-
-/// sendmmsg's message (glibc declares `struct mmsghdr` only for _GNU_SOURCE): the kernel's layout.
-struct vigil_mmsghdr {
-    struct msghdr msg_hdr;
-    unsigned int msg_len;
-};
-
-/// Sends `count` datagrams, each `base[starts[i] ..< ends[i]]`, to `to` without waiting, in as
-/// few calls as the kernel allows (sendmmsg, 64 at a time). A datagram the socket's buffer
-/// cannot take now, or that cannot be sent, is dropped, as a network drops one. Returns how
-/// many were sent.
-static inline int vigil_send_datagrams(
-    int fd, const unsigned char *base, const long *starts, const long *ends, int count, const void *to,
-    unsigned int length) {
-    struct vigil_mmsghdr messages[64];
-    struct iovec parts[64];
-    int sent = 0, at = 0;
-    while (at < count) {
-        int batch = count - at < 64 ? count - at : 64;
-        memset(messages, 0, sizeof messages);
-        for (int i = 0; i < batch; i++) {
-            parts[i].iov_base = (void *)(base + starts[at + i]);
-            parts[i].iov_len = (size_t)(ends[at + i] - starts[at + i]);
-            messages[i].msg_hdr.msg_name = (void *)to;
-            messages[i].msg_hdr.msg_namelen = (socklen_t)length;
-            messages[i].msg_hdr.msg_iov = &parts[i];
-            messages[i].msg_hdr.msg_iovlen = 1;
-        }
-        long n = syscall(SYS_sendmmsg, fd, messages, (unsigned int)batch, MSG_DONTWAIT);
-        if (n < 0 && errno == EINTR) continue;
-        if (n > 0) {
-            sent += (int)n;
-            at += (int)n;
-        } else {
-            at += 1;  // dropped
-        }
-    }
-    return sent;
 }

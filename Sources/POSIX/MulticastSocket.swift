@@ -1,3 +1,4 @@
+internal import CLinux
 internal import Glibc
 import Synchronization
 
@@ -36,9 +37,7 @@ public final class MulticastSocket: @unchecked Sendable {
     /// AF_INET socket (no netlink: the packaged service's sandbox refuses it).
     public static func interfaceAddresses() -> [[UInt8]] {
         var bytes = [UInt8](repeating: 0, count: 4 * 64)
-        let count = bytes.withUnsafeMutableBufferPointer {
-            LinuxCalls.multicastInterfaces(into: $0.baseAddress, capacity: 64)
-        }
+        let count = bytes.withUnsafeMutableBufferPointer { vigil_multicast_interfaces($0.baseAddress, 64) }
         guard count > 0 else { return [] }
         var addresses: [[UInt8]] = []
         for i in 0..<Int(count) {
@@ -122,13 +121,8 @@ public final class MulticastSocket: @unchecked Sendable {
             if ready == 0 { return .quiet }
             var from = sockaddr_in()
             var local = in_addr()
-            let received = buffer.withUnsafeMutableBytes { bytes in
-                withUnsafeMutableBytes(of: &from) { from in
-                    withUnsafeMutableBytes(of: &local) { local in
-                        LinuxCalls.receiveDatagram(
-                            socket.rawValue, into: bytes, from: from.baseAddress!, local: local.baseAddress!)
-                    }
-                }
+            let received = buffer.withUnsafeMutableBytes {
+                vigil_udp_receive(socket.rawValue, $0.baseAddress, $0.count, &from, &local)
             }
             // EAGAIN (taken by another), an ICMP error of an earlier send: the next one.
             guard received >= 0 else { continue }

@@ -33,8 +33,12 @@ public final class StreamConnection: @unchecked Sendable {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let fd = listener.rawValue
+        // accept, then non-blocking and close-on-exec: glibc declares accept4 only for
+        // _GNU_SOURCE, and calling it through CLinux's shim made the socket headers'
+        // declarations the shim's for the module's other files (clean and release builds then
+        // failed). A hook spawned in the microseconds between could inherit the socket.
         let accepted = withUnsafeMutablePointer(to: &storage) {
-            LinuxCalls.accept(fd, $0, &length, flags: Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue))
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(fd, $0, &length) }
         }
         guard accepted >= 0 else {
             let error = SystemError.current
@@ -47,6 +51,7 @@ public final class StreamConnection: @unchecked Sendable {
             throw error
         }
         let socket = FileDescriptor(adopting: accepted)
+        try LineServer.setNonBlockingAndCloseOnExec(accepted)
         var one: Int32 = 1
         setsockopt(accepted, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         let (address, port) = withUnsafeBytes(of: &storage) { raw -> ([UInt8], Int) in
@@ -170,9 +175,11 @@ public final class WakePipe: @unchecked Sendable {
 
     public init() throws(SystemError) {
         var ends: [Int32] = [0, 0]
-        try retryOnInterrupt { LinuxCalls.pipe(&ends, flags: O_NONBLOCK | O_CLOEXEC) }
+        try retryOnInterrupt { Glibc.pipe(&ends) }
         readEnd = FileDescriptor(adopting: ends[0])
         writeEnd = FileDescriptor(adopting: ends[1])
+        try LineServer.setNonBlockingAndCloseOnExec(ends[0])
+        try LineServer.setNonBlockingAndCloseOnExec(ends[1])
     }
 
     public func wake() {
@@ -224,16 +231,22 @@ public final class DatagramSocket: @unchecked Sendable {
         }
     }
 
-    /// Sends each of `datagrams` (ranges of `base`) to `peer` (`sendmmsg`); what the socket's
-    /// buffer cannot take now is dropped, as the network drops datagrams.
+    /// Sends each of `datagrams` (ranges of `base`) to `peer`, one `sendto` each (glibc
+    /// declares sendmmsg only for _GNU_SOURCE); what the socket's buffer cannot take now is
+    /// dropped, as the network drops datagrams.
     public func send(_ base: UnsafeRawPointer, _ datagrams: [Range<Int>], to peer: Peer) {
-        guard !datagrams.isEmpty else { return }
         var peer = peer
-        let starts = datagrams.map { $0.lowerBound }
-        let ends = datagrams.map { $0.upperBound }
         let fd = socket.rawValue
-        _ = withUnsafePointer(to: &peer.storage) { address in
-            LinuxCalls.sendDatagrams(fd, base, starts: starts, ends: ends, to: address, length: peer.length)
+        let length = peer.length
+        withUnsafePointer(to: &peer.storage) { storage in
+            storage.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                for datagram in datagrams {
+                    while Glibc.sendto(
+                        fd, base + datagram.lowerBound, datagram.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL), address,
+                        length) < 0 && errno == EINTR
+                    {}
+                }
+            }
         }
     }
 

@@ -158,7 +158,8 @@ import Testing
         #expect(sdp.contains("packetization-mode=1;profile-level-id=42c01e;sprop-parameter-sets=Z0LAHg==,aM48gA=="))
         #expect(sdp.contains("m=audio 0 RTP/AVP 97\r\na=rtpmap:97 opus/48000/2\r\na=fmtp:97 sprop-stereo=0"))
         #expect(
-            StreamDescription.sdp(video: video, soundChannels: nil, session: 1, title: "x").contains("m=audio") == false)
+            StreamDescription.sdp(video: video, soundChannels: nil, session: 1, title: "x").contains("m=audio") == false
+        )
     }
 
     @Test func pathsOfRequests() {
