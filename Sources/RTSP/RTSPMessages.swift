@@ -1,5 +1,6 @@
 import Media
 import QuickTime
+import Web
 
 /// One RTSP request (RFC 2326), as a client sent it.
 struct RTSPRequest: Equatable, Sendable {
@@ -175,19 +176,9 @@ struct RTSPReader: Sendable {
             guard let colon = line.firstIndex(of: ":") else { return nil }
             let name = line[..<colon]
             guard !name.isEmpty, name.allSatisfy({ $0.isASCII && !$0.isWhitespace }) else { return nil }
-            headers.append((String(name), String(line[line.index(after: colon)...]).trimmedSpaces))
+            headers.append((String(name), String(line[line.index(after: colon)...]).trimmingSpaces))
         }
         return RTSPRequest(method: String(parts[0]), uri: String(parts[1]), headers: headers)
-    }
-}
-
-extension String {
-    /// Without the spaces and tabs at either end.
-    var trimmedSpaces: String {
-        var s = Substring(self)
-        while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
-        while let c = s.last, c == " " || c == "\t" { s.removeLast() }
-        return String(s)
     }
 }
 
@@ -230,7 +221,7 @@ struct TransportRequest: Equatable, Sendable {
     /// over UDP with the client's ports); nil when there is none.
     static func parse(_ header: String) -> TransportRequest? {
         for choice in header.split(separator: ",") {
-            let parameters = choice.split(separator: ";").map { String($0).trimmedSpaces }
+            let parameters = choice.split(separator: ";").map { String($0).trimmingSpaces }
             guard let profile = parameters.first?.uppercased() else { continue }
             let tcp: Bool
             switch profile {

@@ -34,7 +34,7 @@ extension RTSPServer {
                 0
             } else if requestPath == path + "/stream=1" && soundEnabled { 1 } else { -1 }
         if let sessionHeader = request.header("Session") {
-            let id = sessionHeader.split(separator: ";").first.map { String($0).trimmedSpaces } ?? ""
+            let id = sessionHeader.split(separator: ";").first.map { String($0).trimmingSpaces } ?? ""
             guard let session = client.session, session.id == id else {
                 reply(454)
                 return

@@ -10,7 +10,7 @@ import Web
 extension RTSPServer {
     /// Learns the stream's format from the feed without reading it on (nobody plays).
     func peekFormat() {
-        guard let feed = attached.withLock({ $0 }), case .frames(let frames) = feed.frames(after: nil),
+        guard let feed = attached.withLock({ $0?.feed }), case .frames(let frames) = feed.frames(after: nil),
             let last = frames.last
         else { return }
         format = last.movie.video
@@ -44,7 +44,7 @@ extension RTSPServer {
 
     /// Reads the feed on from `cursor`.
     func pull(at time: Double) {
-        guard let feed = attached.withLock({ $0 }) else { return }
+        guard let (feed, sound) = attached.withLock({ $0 }) else { return }
         // Nothing new: the feed wakes the loop at its next frame (once armed, until it does).
         let wake = self.wake
         let next =
@@ -53,7 +53,7 @@ extension RTSPServer {
             : feed.frames(after: cursor, sleep: { wakeArmed = true }, wake: { wake.wake() })
         switch next {
         case .frames(let frames):
-            for frame in frames { take(frame, at: time) }
+            for frame in frames { take(frame, sound: sound, at: time) }
         case .waiting:
             break
         case .closed:
@@ -61,8 +61,9 @@ extension RTSPServer {
         }
     }
 
-    /// One frame of the feed: made into packets and sent to every client that plays.
-    func take(_ frame: LiveFeed.Frame, at time: Double) {
+    /// One frame of the feed: made into packets (its sound encoded by `sound`) and sent to
+    /// every client that plays.
+    func take(_ frame: LiveFeed.Frame, sound: LiveSound?, at time: Double) {
         let sample = frame.sample
         if frame.stream != stream {
             let video = frame.movie.video
@@ -109,7 +110,7 @@ extension RTSPServer {
                 &videoSender)
         else { return }
         var audio: PacketRun?
-        if soundEnabled, let liveSound, let run = liveSound.run(for: frame) {
+        if soundEnabled, let sound, let run = sound.run(for: frame) {
             var packets = PacketRun()
             var start = run.start.nanoseconds + offset
             for packet in run.packets {
@@ -244,7 +245,6 @@ extension RTSPServer {
                 continue
             }
             if !client.outgoing.isEmpty && time - client.lastProgress >= Self.stalledLimit {
-                hungUp.stalled += 1
                 log.info(
                     "rtsp client hung up: it stopped reading",
                     [("address", .string(client.address)), ("after_s", .int(Int(Self.stalledLimit)))])
@@ -263,8 +263,8 @@ extension RTSPServer {
                 report(client, session, bye: false)
             }
         }
-        idle += hungUp.idle
-        hungUp.idle = 0
+        idle += pushedOut
+        pushedOut = 0
         if idle > 0 {
             log.info(
                 "rtsp client hung up: connected without asking for the stream",

@@ -50,7 +50,8 @@ final class RTSPServer: @unchecked Sendable {
     /// The UDP senders of the picture and the sound: RTP and RTCP.
     let videoUDP: (rtp: DatagramSocket, rtcp: DatagramSocket)
     let audioUDP: (rtp: DatagramSocket, rtcp: DatagramSocket)?
-    let attached = Mutex<LiveFeed?>(nil)
+    /// The feed served, and the sound's encoding for it (set when the agent's run begins).
+    let attached = Mutex<(feed: LiveFeed, sound: LiveSound?)?>(nil)
     let stopping = Atomic<Bool>(false)
 
     // The loop's own state.
@@ -76,7 +77,8 @@ final class RTSPServer: @unchecked Sendable {
     /// the stream's first frame as it came: what maps RTP times to the wall clock in sender
     /// reports, the same for the picture and the sound, so players keep them in step.
     var wallOffset: Double?
-    var hungUp = (stalled: 0, idle: 0)
+    /// Clients without a session pushed out by newcomers since the last count was logged.
+    var pushedOut = 0
     /// Whether the feed will wake the loop at its next frame.
     var wakeArmed = false
     /// What reads go into.
@@ -140,14 +142,10 @@ final class RTSPServer: @unchecked Sendable {
         return (try DatagramSocket(address: address), try DatagramSocket(address: address))
     }
 
-    var liveSound: LiveSound?
-
     /// The feed to serve (the agent's run began), and the sound's encoding for it.
     func attach(_ feed: LiveFeed, sound: LiveSound?) {
-        attached.withLock { $0 = feed }
-        soundToAttach.withLock { $0 = sound }
+        attached.withLock { $0 = (feed, sound) }
     }
-    let soundToAttach = Mutex<LiveSound?>(nil)
 
     /// Asks `run` to end: every client's stream ends (an RTCP BYE) and its connection closes.
     func stop() {
@@ -189,7 +187,6 @@ final class RTSPServer: @unchecked Sendable {
                 read(client, at: time)
             }
             if poll.entries[0].canRead { accept(at: time) }
-            if liveSound == nil, let sound = soundToAttach.withLock({ $0 }) { liveSound = sound }
             feed(at: time)
             for client in clients where !client.outgoing.isEmpty && client.closing != .now { flush(client, at: time) }
             if time - lastPolice >= 0.1 {
@@ -304,7 +301,7 @@ final class RTSPServer: @unchecked Sendable {
                     continue
                 }
                 oldest.closing = .now
-                hungUp.idle += 1
+                pushedOut += 1
             }
             connection.setSendBuffer(256 * 1024)
             let nonce = (0..<16).map { _ in generator.next() as UInt8 }.lowercaseHex

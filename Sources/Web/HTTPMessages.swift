@@ -186,7 +186,7 @@ public enum ByteRange: Equatable, Sendable {
 
 extension StringProtocol {
     /// Without the spaces and tabs around it (a header's value, a part of one).
-    var trimmingSpaces: String {
+    package var trimmingSpaces: String {
         var s = Substring(self)
         while let c = s.first, c == " " || c == "\t" { s.removeFirst() }
         while let c = s.last, c == " " || c == "\t" { s.removeLast() }
